@@ -1,0 +1,105 @@
+// Convolution and pooling over NCHW (or CHW) tensors: conv2d, max_pool2d, avg_pool2d,
+// adaptive_avg_pool2d.
+#include "planner/ops/registry.h"
+#include "planner/ops/shape_util.h"
+#include "planner/util/status_macros.h"
+
+namespace mapd {
+namespace {
+
+using Types = std::vector<TensorType>;
+
+absl::StatusOr<Types> InferConv2d(const OpContext& ctx) {
+  const TensorType& x = ctx.input(0);
+  const TensorType& w = ctx.input(1);
+  MAPD_RETURN_IF_ERROR(ExpectRank(ctx, 0, 3, 4, "input"));
+  MAPD_RETURN_IF_ERROR(ExpectRank(ctx, 1, 4, 4, "weight"));
+  MAPD_RETURN_IF_ERROR(ExpectFloating(ctx, 0, "input"));
+  MAPD_ASSIGN_OR_RETURN(auto stride, Pair(ctx, "stride", {1}));
+  MAPD_ASSIGN_OR_RETURN(auto padding, Pair(ctx, "padding", {0}));
+  MAPD_ASSIGN_OR_RETURN(auto dilation, Pair(ctx, "dilation", {1}));
+  MAPD_ASSIGN_OR_RETURN(int64_t groups, ctx.Int("groups", 1));
+  const int c_dim = x.rank() - 3;
+  const int64_t c = x.shape[c_dim];
+  if (groups <= 0 || c % groups != 0 || w.shape[0] % groups != 0) {
+    return ctx.Error("groups=", groups, " must divide input channels (", c, ") and output channels (",
+                     w.shape[0], ")");
+  }
+  if (w.shape[1] * groups != c) {
+    return ctx.Error("weight ", w.ToString(), " expects ", w.shape[1] * groups, " input channels, input ",
+                     x.ToString(), " has ", c);
+  }
+  if (ctx.has_input(2) && ctx.input(2).shape != Shape{w.shape[0]}) {
+    return ctx.Error("bias ", ctx.input(2).ToString(), " must have shape [", w.shape[0], "]");
+  }
+  Shape out(x.shape.begin(), x.shape.begin() + c_dim);
+  out.push_back(w.shape[0]);
+  for (int i = 0; i < 2; ++i) {
+    MAPD_ASSIGN_OR_RETURN(int64_t o, WindowOutputSize(ctx, x.shape[c_dim + 1 + i], w.shape[2 + i], stride[i],
+                                                      padding[i], dilation[i], false));
+    out.push_back(o);
+  }
+  return Types{{x.dtype, out}};
+}
+
+absl::StatusOr<Types> InferPool(const OpContext& ctx, bool is_max) {
+  const TensorType& x = ctx.input(0);
+  MAPD_RETURN_IF_ERROR(ExpectRank(ctx, 0, 3, 4, "input"));
+  MAPD_ASSIGN_OR_RETURN(auto kernel, Pair(ctx, "kernel_size", {}));
+  MAPD_ASSIGN_OR_RETURN(auto stride, Pair(ctx, "stride", kernel));
+  if (ctx.has_attr("stride") && ctx.Attr("stride")->ints().values_size() == 0 &&
+      ctx.Attr("stride")->value_case() == v1::AttrValue::kInts) {
+    stride = kernel;  // stride=[] means "same as kernel", as in PyTorch
+  }
+  MAPD_ASSIGN_OR_RETURN(auto padding, Pair(ctx, "padding", {0}));
+  std::vector<int64_t> dilation = {1, 1};
+  if (is_max) {
+    MAPD_ASSIGN_OR_RETURN(dilation, Pair(ctx, "dilation", {1}));
+  }
+  MAPD_ASSIGN_OR_RETURN(bool ceil_mode, ctx.Bool("ceil_mode", false));
+  for (int i = 0; i < 2; ++i) {
+    if (padding[i] * 2 > kernel[i]) {
+      return ctx.Error("padding ", padding[i], " must be at most half the kernel size ", kernel[i]);
+    }
+  }
+  Shape out(x.shape.begin(), x.shape.end() - 2);
+  for (int i = 0; i < 2; ++i) {
+    MAPD_ASSIGN_OR_RETURN(int64_t o, WindowOutputSize(ctx, x.shape[x.rank() - 2 + i], kernel[i], stride[i],
+                                                      padding[i], dilation[i], ceil_mode));
+    out.push_back(o);
+  }
+  return Types{{x.dtype, out}};
+}
+
+absl::StatusOr<Types> InferAdaptiveAvgPool(const OpContext& ctx) {
+  const TensorType& x = ctx.input(0);
+  MAPD_RETURN_IF_ERROR(ExpectRank(ctx, 0, 3, 4, "input"));
+  MAPD_ASSIGN_OR_RETURN(auto size, Pair(ctx, "output_size", {}));
+  if (size[0] <= 0 || size[1] <= 0) return ctx.Error("output_size must be positive, got ", ShapeToString(size));
+  Shape out(x.shape.begin(), x.shape.end() - 2);
+  out.push_back(size[0]);
+  out.push_back(size[1]);
+  return Types{{x.dtype, out}};
+}
+
+}  // namespace
+
+void RegisterConvOps(OpRegistry& r) {
+  (void)r.Register({"conv2d", "2-D convolution (NCHW)", {{"x"}, {"weight"}, {"bias", true}}, false,
+                    {{"stride", AttrKind::kInts}, {"padding", AttrKind::kInts}, {"dilation", AttrKind::kInts},
+                     {"groups", AttrKind::kInt}},
+                    {}, InferConv2d});
+  (void)r.Register({"max_pool2d", "2-D max pooling", {{"x"}}, false,
+                    {{"kernel_size", AttrKind::kInts, true}, {"stride", AttrKind::kInts}, {"padding", AttrKind::kInts},
+                     {"dilation", AttrKind::kInts}, {"ceil_mode", AttrKind::kBool}},
+                    {}, [](const OpContext& c) { return InferPool(c, true); }});
+  (void)r.Register({"avg_pool2d", "2-D average pooling", {{"x"}}, false,
+                    {{"kernel_size", AttrKind::kInts, true}, {"stride", AttrKind::kInts}, {"padding", AttrKind::kInts},
+                     {"ceil_mode", AttrKind::kBool}, {"count_include_pad", AttrKind::kBool},
+                     {"divisor_override", AttrKind::kInt}},
+                    {}, [](const OpContext& c) { return InferPool(c, false); }});
+  (void)r.Register({"adaptive_avg_pool2d", "average pooling to a fixed output size", {{"x"}}, false,
+                    {{"output_size", AttrKind::kInts, true}}, {}, InferAdaptiveAvgPool});
+}
+
+}  // namespace mapd

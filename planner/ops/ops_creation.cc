@@ -1,0 +1,62 @@
+// Creation ops (no tensor inputs): arange, zeros, ones, full.
+#include <cmath>
+
+#include "planner/ops/registry.h"
+#include "planner/ops/shape_util.h"
+#include "planner/util/status_macros.h"
+
+namespace mapd {
+namespace {
+
+using Types = std::vector<TensorType>;
+
+absl::StatusOr<Types> InferArange(const OpContext& ctx) {
+  MAPD_ASSIGN_OR_RETURN(double start, ctx.Float("start", 0));
+  MAPD_ASSIGN_OR_RETURN(double end, ctx.Float("end"));
+  MAPD_ASSIGN_OR_RETURN(double step, ctx.Float("step", 1));
+  if (step == 0) return ctx.Error("step must not be 0");
+  const double n = std::ceil((end - start) / step);
+  if (n < 0) return ctx.Error("range [", start, ", ", end, ") with step ", step, " goes the wrong way");
+  bool any_float = false;
+  for (const char* k : {"start", "end", "step"}) {
+    const v1::AttrValue* a = ctx.Attr(k);
+    any_float |= a != nullptr && a->value_case() == v1::AttrValue::kF;
+  }
+  MAPD_ASSIGN_OR_RETURN(DType dtype, ctx.DTypeAttr("dtype", any_float ? v1::FLOAT32 : v1::INT64));
+  return Types{{dtype, {static_cast<int64_t>(n)}}};
+}
+
+absl::StatusOr<Types> InferFilled(const OpContext& ctx) {
+  MAPD_ASSIGN_OR_RETURN(std::vector<int64_t> shape, ctx.Ints("shape"));
+  for (int64_t d : shape) {
+    if (d < 0) return ctx.Error("shape ", ShapeToString(shape), " has a negative dimension");
+  }
+  DType def = v1::FLOAT32;
+  if (ctx.op() == "full") {
+    const v1::AttrValue* v = ctx.Attr("value");
+    if (v == nullptr) return ctx.Error("missing required attribute 'value'");
+    if (v->value_case() == v1::AttrValue::kI) def = v1::INT64;
+    if (v->value_case() == v1::AttrValue::kB) def = v1::BOOL;
+  }
+  MAPD_ASSIGN_OR_RETURN(DType dtype, ctx.DTypeAttr("dtype", def));
+  return Types{{dtype, shape}};
+}
+
+}  // namespace
+
+void RegisterCreationOps(OpRegistry& r) {
+  OpTraits creation;
+  creation.creation = true;
+  (void)r.Register({"arange", "[start, end) in steps of step", {}, false,
+                    {{"start", AttrKind::kNumber}, {"end", AttrKind::kNumber, true}, {"step", AttrKind::kNumber},
+                     {"dtype", AttrKind::kString}},
+                    creation, InferArange});
+  const std::vector<AttrSpec> filled = {{"shape", AttrKind::kInts, true}, {"dtype", AttrKind::kString}};
+  (void)r.Register({"zeros", "tensor of zeros", {}, false, filled, creation, InferFilled});
+  (void)r.Register({"ones", "tensor of ones", {}, false, filled, creation, InferFilled});
+  (void)r.Register({"full", "tensor filled with value", {}, false,
+                    {{"shape", AttrKind::kInts, true}, {"value", AttrKind::kNumber, true}, {"dtype", AttrKind::kString}},
+                    creation, InferFilled});
+}
+
+}  // namespace mapd

@@ -1,0 +1,193 @@
+// Elementwise ops: activations, unary math, binary arithmetic (tensor or scalar operand),
+// comparisons, masked_fill, where, triu/tril, dtype conversions, dropout.
+#include "planner/ops/registry.h"
+#include "planner/ops/shape_util.h"
+#include "planner/util/status_macros.h"
+
+namespace mapd {
+namespace {
+
+using Types = std::vector<TensorType>;
+
+OpTraits Elementwise() {
+  OpTraits t;
+  t.elementwise = true;
+  return t;
+}
+
+// Unary ops that keep the dtype (relu, neg, dropout) or produce floats (exp, gelu, ...).
+InferFn UnaryInfer(bool to_float) {
+  return [to_float](const OpContext& ctx) -> absl::StatusOr<Types> {
+    TensorType t = ctx.input(0);
+    if (to_float && !IsFloating(t.dtype)) t.dtype = v1::FLOAT32;
+    return Types{t};
+  };
+}
+
+absl::StatusOr<Types> InferGelu(const OpContext& ctx) {
+  MAPD_ASSIGN_OR_RETURN(std::string approx, ctx.Str("approximate", "none"));
+  if (approx != "none" && approx != "tanh") {
+    return ctx.Error("approximate must be 'none' or 'tanh', got '", approx, "'");
+  }
+  return UnaryInfer(true)(ctx);
+}
+
+absl::StatusOr<Types> InferDropout(const OpContext& ctx) {
+  MAPD_ASSIGN_OR_RETURN(double p, ctx.Float("p", 0.5));
+  if (p < 0 || p > 1) return ctx.Error("p must be in [0, 1], got ", p);
+  MAPD_RETURN_IF_ERROR(ExpectFloating(ctx, 0, "input"));
+  return Types{ctx.input(0)};
+}
+
+// Binary arithmetic: (a, b) tensors, or (a) with attribute `scalar` as the other operand;
+// `reverse` puts the scalar on the left (scalar - a, scalar / a, scalar ** a).
+InferFn BinaryInfer(bool true_divide) {
+  return [true_divide](const OpContext& ctx) -> absl::StatusOr<Types> {
+    TensorType out;
+    if (ctx.has_input(1)) {
+      if (ctx.has_attr("scalar")) return ctx.Error("give a second input or attribute 'scalar', not both");
+      MAPD_ASSIGN_OR_RETURN(out.shape, BroadcastShapes(ctx, ctx.input(0).shape, ctx.input(1).shape));
+      out.dtype = PromoteOperands(ctx.input(0), ctx.input(1));
+    } else {
+      const v1::AttrValue* s = ctx.Attr("scalar");
+      if (s == nullptr) return ctx.Error("needs a second input or attribute 'scalar'");
+      out.shape = ctx.input(0).shape;
+      out.dtype = PromoteWithScalar(ctx.input(0).dtype, s->value_case() == v1::AttrValue::kF);
+    }
+    if (true_divide) {
+      MAPD_ASSIGN_OR_RETURN(std::string mode, ctx.Str("rounding_mode", ""));
+      if (!mode.empty() && mode != "trunc" && mode != "floor") {
+        return ctx.Error("rounding_mode must be 'trunc', 'floor' or absent, got '", mode, "'");
+      }
+      if (mode.empty() && !IsFloating(out.dtype)) out.dtype = v1::FLOAT32;
+    }
+    if (out.dtype == v1::BOOL && ctx.op() != "mul") out.dtype = v1::INT64;
+    return Types{out};
+  };
+}
+
+absl::StatusOr<Types> InferCompare(const OpContext& ctx) {
+  Shape shape = ctx.input(0).shape;
+  if (ctx.has_input(1)) {
+    MAPD_ASSIGN_OR_RETURN(shape, BroadcastShapes(ctx, ctx.input(0).shape, ctx.input(1).shape));
+  } else if (!ctx.has_attr("scalar")) {
+    return ctx.Error("needs a second input or attribute 'scalar'");
+  }
+  return Types{{v1::BOOL, shape}};
+}
+
+// masked_fill(x, mask[, value]): value is a 0-d tensor input or the float attribute `value`.
+absl::StatusOr<Types> InferMaskedFill(const OpContext& ctx) {
+  const TensorType& x = ctx.input(0);
+  const TensorType& mask = ctx.input(1);
+  if (mask.dtype != v1::BOOL) return ctx.Error("mask must be bool, got ", mask.ToString());
+  MAPD_ASSIGN_OR_RETURN(Shape bc, BroadcastShapes(ctx, x.shape, mask.shape));
+  if (bc != x.shape) {
+    return ctx.Error("mask ", mask.ToString(), " does not broadcast to input ", x.ToString());
+  }
+  if (ctx.has_input(2)) {
+    if (ctx.input(2).rank() != 0) return ctx.Error("value must be a 0-d tensor, got ", ctx.input(2).ToString());
+  } else if (!ctx.has_attr("value")) {
+    return ctx.Error("needs a value input or attribute 'value'");
+  }
+  return Types{x};
+}
+
+// where(cond, x, y): x or y may be absent and given as attributes x_scalar / y_scalar.
+absl::StatusOr<Types> InferWhere(const OpContext& ctx) {
+  const TensorType& cond = ctx.input(0);
+  if (cond.dtype != v1::BOOL) return ctx.Error("condition must be bool, got ", cond.ToString());
+  Shape shape = cond.shape;
+  DType dtype = v1::DTYPE_UNSPECIFIED;
+  bool any_float_scalar = false;
+  for (int i = 1; i <= 2; ++i) {
+    const char* attr = i == 1 ? "x_scalar" : "y_scalar";
+    if (ctx.has_input(i)) {
+      if (ctx.has_attr(attr)) return ctx.Error("input ", i, " is given both as a tensor and as '", attr, "'");
+      MAPD_ASSIGN_OR_RETURN(shape, BroadcastShapes(ctx, shape, ctx.input(i).shape));
+      dtype = dtype == v1::DTYPE_UNSPECIFIED ? ctx.input(i).dtype : PromoteDTypes(dtype, ctx.input(i).dtype);
+    } else {
+      const v1::AttrValue* s = ctx.Attr(attr);
+      if (s == nullptr) return ctx.Error("input ", i, " is absent and attribute '", attr, "' is not set");
+      any_float_scalar |= s->value_case() == v1::AttrValue::kF;
+    }
+  }
+  if (dtype == v1::DTYPE_UNSPECIFIED) dtype = any_float_scalar ? v1::FLOAT32 : v1::INT64;
+  else dtype = PromoteWithScalar(dtype, any_float_scalar);
+  return Types{{dtype, shape}};
+}
+
+absl::StatusOr<Types> InferTriangle(const OpContext& ctx) {
+  MAPD_RETURN_IF_ERROR(ExpectRank(ctx, 0, 2, 64, "input"));
+  MAPD_RETURN_IF_ERROR(ctx.Int("diagonal", 0).status());
+  return Types{ctx.input(0)};
+}
+
+absl::StatusOr<Types> InferTo(const OpContext& ctx) {
+  MAPD_ASSIGN_OR_RETURN(std::string name, ctx.Str("dtype"));
+  MAPD_ASSIGN_OR_RETURN(DType d, ctx.DTypeAttr("dtype", v1::FLOAT32));
+  (void)name;
+  return Types{{d, ctx.input(0).shape}};
+}
+
+absl::StatusOr<Types> InferTypeAs(const OpContext& ctx) {
+  return Types{{ctx.input(1).dtype, ctx.input(0).shape}};
+}
+
+absl::StatusOr<Types> InferPow(const OpContext& ctx) {
+  if (!ctx.has_input(1) && !ctx.has_attr("scalar")) return ctx.Error("needs an exponent input or attribute 'scalar'");
+  return BinaryInfer(false)(ctx);
+}
+
+}  // namespace
+
+void RegisterElementwiseOps(OpRegistry& r) {
+  const OpTraits ew = Elementwise();
+  struct Unary { const char* name; const char* summary; bool to_float; };
+  const Unary unary[] = {
+      {"silu", "x * sigmoid(x)", true},      {"relu", "max(x, 0)", false},
+      {"tanh", "hyperbolic tangent", true},  {"sigmoid", "1 / (1 + exp(-x))", true},
+      {"neg", "-x", false},                  {"rsqrt", "1 / sqrt(x)", true},
+      {"sqrt", "square root", true},         {"exp", "e^x", true},
+      {"log", "natural logarithm", true},    {"abs", "|x|", false},
+      {"sin", "sine", true},                 {"cos", "cosine", true},
+  };
+  for (const auto& u : unary) {
+    (void)r.Register({u.name, u.summary, {{"x"}}, false, {}, ew, UnaryInfer(u.to_float)});
+  }
+  (void)r.Register({"gelu", "Gaussian error linear unit (approximate='none'|'tanh')", {{"x"}}, false,
+                    {{"approximate", AttrKind::kString}}, ew, InferGelu});
+  OpTraits drop = ew;
+  drop.random = true;
+  (void)r.Register({"dropout", "zero elements with probability p and scale by 1/(1-p) when train",
+                    {{"x"}}, false, {{"p", AttrKind::kFloat}, {"train", AttrKind::kBool}}, drop, InferDropout});
+
+  const std::vector<AttrSpec> scalar_attrs = {{"scalar", AttrKind::kNumber}, {"reverse", AttrKind::kBool},
+                                              {"alpha", AttrKind::kNumber}};
+  (void)r.Register({"add", "a + alpha*b (b a tensor or attribute 'scalar')", {{"a"}, {"b", true}}, false,
+                    scalar_attrs, ew, BinaryInfer(false)});
+  (void)r.Register({"sub", "a - alpha*b", {{"a"}, {"b", true}}, false, scalar_attrs, ew, BinaryInfer(false)});
+  (void)r.Register({"mul", "a * b", {{"a"}, {"b", true}}, false,
+                    {{"scalar", AttrKind::kNumber}, {"reverse", AttrKind::kBool}}, ew, BinaryInfer(false)});
+  (void)r.Register({"div", "a / b (true division unless rounding_mode)", {{"a"}, {"b", true}}, false,
+                    {{"scalar", AttrKind::kNumber}, {"reverse", AttrKind::kBool}, {"rounding_mode", AttrKind::kString}},
+                    ew, BinaryInfer(true)});
+  (void)r.Register({"pow", "a ** b (b a tensor or attribute 'scalar')", {{"a"}, {"b", true}}, false,
+                    {{"scalar", AttrKind::kNumber}, {"reverse", AttrKind::kBool}}, ew, InferPow});
+  for (const char* cmp : {"eq", "ne", "lt", "gt", "le", "ge"}) {
+    (void)r.Register({cmp, "elementwise comparison giving bool", {{"a"}, {"b", true}}, false,
+                      {{"scalar", AttrKind::kNumber}}, ew, InferCompare});
+  }
+  (void)r.Register({"masked_fill", "x with value where mask is true", {{"x"}, {"mask"}, {"value", true}}, false,
+                    {{"value", AttrKind::kNumber}}, ew, InferMaskedFill});
+  (void)r.Register({"where", "cond ? x : y", {{"cond"}, {"x", true}, {"y", true}}, false,
+                    {{"x_scalar", AttrKind::kNumber}, {"y_scalar", AttrKind::kNumber}}, ew, InferWhere});
+  (void)r.Register({"triu", "upper triangle (zeros below diagonal)", {{"x"}}, false,
+                    {{"diagonal", AttrKind::kInt}}, {}, InferTriangle});
+  (void)r.Register({"tril", "lower triangle (zeros above diagonal)", {{"x"}}, false,
+                    {{"diagonal", AttrKind::kInt}}, {}, InferTriangle});
+  (void)r.Register({"to", "convert to dtype", {{"x"}}, false, {{"dtype", AttrKind::kString, true}}, ew, InferTo});
+  (void)r.Register({"type_as", "convert x to the dtype of other", {{"x"}, {"other"}}, false, {}, ew, InferTypeAs});
+}
+
+}  // namespace mapd

@@ -1,0 +1,100 @@
+// Normalisations: layer_norm, rms_norm, batch_norm, softmax, log_softmax.
+#include "planner/ops/registry.h"
+#include "planner/ops/shape_util.h"
+#include "planner/util/status_macros.h"
+
+namespace mapd {
+namespace {
+
+using Types = std::vector<TensorType>;
+
+// The trailing dims of x must equal normalized_shape; weight/bias (when present) have it.
+absl::StatusOr<Types> InferTrailingNorm(const OpContext& ctx, int num_affine) {
+  const TensorType& x = ctx.input(0);
+  MAPD_RETURN_IF_ERROR(ExpectFloating(ctx, 0, "input"));
+  MAPD_ASSIGN_OR_RETURN(std::vector<int64_t> ns, ctx.Ints("normalized_shape"));
+  if (ns.empty() || ns.size() > x.shape.size()) {
+    return ctx.Error("normalized_shape ", ShapeToString(ns), " does not fit input ", x.ToString());
+  }
+  Shape tail(x.shape.end() - ns.size(), x.shape.end());
+  if (tail != ns) {
+    return ctx.Error("input ", x.ToString(), " does not end in normalized_shape ", ShapeToString(ns));
+  }
+  for (int i = 1; i <= num_affine; ++i) {
+    if (ctx.has_input(i) && ctx.input(i).shape != ns) {
+      return ctx.Error(i == 1 ? "weight " : "bias ", ctx.input(i).ToString(),
+                       " must have shape normalized_shape ", ShapeToString(ns));
+    }
+  }
+  MAPD_ASSIGN_OR_RETURN(double eps, ctx.Float("eps", 1e-5));
+  if (eps < 0) return ctx.Error("eps must be non-negative, got ", eps);
+  return Types{x};
+}
+
+// batch_norm(x[N,C,...], weight?, bias?, running_mean?, running_var?). In training mode with
+// running statistics it defines three values: y, the new running mean and the new running
+// variance (the buffers' values after the step); otherwise y only.
+absl::StatusOr<Types> InferBatchNorm(const OpContext& ctx) {
+  const TensorType& x = ctx.input(0);
+  MAPD_RETURN_IF_ERROR(ExpectRank(ctx, 0, 2, 64, "input"));
+  MAPD_RETURN_IF_ERROR(ExpectFloating(ctx, 0, "input"));
+  const int64_t c = x.shape[1];
+  static const char* kNames[] = {"", "weight", "bias", "running_mean", "running_var"};
+  for (int i = 1; i <= 4; ++i) {
+    if (ctx.has_input(i) && ctx.input(i).shape != Shape{c}) {
+      return ctx.Error(kNames[i], " ", ctx.input(i).ToString(), " must have shape [", c, "] (channels of ",
+                       x.ToString(), ")");
+    }
+  }
+  MAPD_ASSIGN_OR_RETURN(bool training, ctx.Bool("training"));
+  const bool stats = ctx.has_input(3) && ctx.has_input(4);
+  if (ctx.has_input(3) != ctx.has_input(4)) {
+    return ctx.Error("give both running_mean and running_var, or neither");
+  }
+  if (!training && !stats) return ctx.Error("eval mode (training=false) needs running statistics");
+  if (training) {
+    int64_t per_channel = NumElements(x.shape) / std::max<int64_t>(c, 1);
+    if (per_channel <= 1) {
+      return ctx.Error("training mode needs more than one value per channel, got input ", x.ToString());
+    }
+  }
+  MAPD_ASSIGN_OR_RETURN(double momentum, ctx.Float("momentum", 0.1));
+  if (momentum < 0 || momentum > 1) return ctx.Error("momentum must be in [0, 1], got ", momentum);
+  if (training && stats) return Types{x, ctx.input(3), ctx.input(4)};
+  return Types{x};
+}
+
+absl::StatusOr<Types> InferSoftmax(const OpContext& ctx) {
+  const TensorType& x = ctx.input(0);
+  MAPD_ASSIGN_OR_RETURN(int64_t dim, ctx.Int("dim"));
+  if (x.rank() > 0) {
+    MAPD_RETURN_IF_ERROR(NormalizeDim(ctx, dim, x.rank()).status());
+  }
+  DType out = IsFloating(x.dtype) ? x.dtype : v1::FLOAT32;
+  MAPD_ASSIGN_OR_RETURN(out, ctx.DTypeAttr("dtype", out));
+  return Types{{out, x.shape}};
+}
+
+}  // namespace
+
+void RegisterNormOps(OpRegistry& r) {
+  (void)r.Register({"layer_norm", "normalise over the trailing normalized_shape dims",
+                    {{"x"}, {"weight", true}, {"bias", true}}, false,
+                    {{"normalized_shape", AttrKind::kInts, true}, {"eps", AttrKind::kFloat}}, {},
+                    [](const OpContext& c) { return InferTrailingNorm(c, 2); }});
+  (void)r.Register({"rms_norm", "x / sqrt(mean(x^2) + eps) * weight over the trailing dims",
+                    {{"x"}, {"weight", true}}, false,
+                    {{"normalized_shape", AttrKind::kInts, true}, {"eps", AttrKind::kFloat}}, {},
+                    [](const OpContext& c) { return InferTrailingNorm(c, 1); }});
+  (void)r.Register({"batch_norm", "batch normalisation; training mode also yields new running stats",
+                    {{"x"}, {"weight", true}, {"bias", true}, {"running_mean", true}, {"running_var", true}},
+                    false,
+                    {{"training", AttrKind::kBool, true}, {"momentum", AttrKind::kFloat}, {"eps", AttrKind::kFloat}},
+                    {}, InferBatchNorm});
+  (void)r.Register({"softmax", "softmax along dim", {{"x"}}, false,
+                    {{"dim", AttrKind::kInt, true}, {"dtype", AttrKind::kString}}, {}, InferSoftmax});
+  (void)r.Register({"log_softmax", "log of softmax along dim", {{"x"}}, false,
+                    {{"dim", AttrKind::kInt, true}, {"dtype", AttrKind::kString}}, {}, InferSoftmax});
+}
+
+}  // namespace mapd

@@ -1,0 +1,48 @@
+// Reductions: mean, sum, amax, amin (dims empty = all dims).
+#include "planner/ops/registry.h"
+#include "planner/ops/shape_util.h"
+#include "planner/util/status_macros.h"
+
+namespace mapd {
+namespace {
+
+using Types = std::vector<TensorType>;
+
+InferFn ReduceInfer(bool is_mean, bool keeps_dtype) {
+  return [is_mean, keeps_dtype](const OpContext& ctx) -> absl::StatusOr<Types> {
+    const TensorType& x = ctx.input(0);
+    MAPD_ASSIGN_OR_RETURN(std::vector<int64_t> dims, ctx.Ints("dims", {}));
+    MAPD_ASSIGN_OR_RETURN(bool keepdim, ctx.Bool("keepdim", false));
+    MAPD_ASSIGN_OR_RETURN(std::vector<int> nd, NormalizeDims(ctx, dims, x.rank()));
+    std::vector<bool> reduced(x.rank(), dims.empty());
+    for (int d : nd) reduced[d] = true;
+    Shape out;
+    for (int d = 0; d < x.rank(); ++d) {
+      if (!reduced[d]) out.push_back(x.shape[d]);
+      else if (keepdim) out.push_back(1);
+    }
+    DType dtype = x.dtype;
+    if (!keeps_dtype) {
+      if (is_mean && !IsFloating(dtype)) {
+        if (!ctx.has_attr("dtype")) return ctx.Error("mean of an integer tensor ", x.ToString(), " needs a float dtype attribute");
+      }
+      if (!is_mean && (IsIntegral(dtype) || dtype == v1::BOOL)) dtype = v1::INT64;
+      MAPD_ASSIGN_OR_RETURN(dtype, ctx.DTypeAttr("dtype", dtype));
+    }
+    return Types{{dtype, out}};
+  };
+}
+
+}  // namespace
+
+void RegisterReduceOps(OpRegistry& r) {
+  const std::vector<AttrSpec> attrs = {{"dims", AttrKind::kInts}, {"keepdim", AttrKind::kBool},
+                                       {"dtype", AttrKind::kString}};
+  const std::vector<AttrSpec> minmax = {{"dims", AttrKind::kInts}, {"keepdim", AttrKind::kBool}};
+  (void)r.Register({"mean", "mean over dims (all when empty)", {{"x"}}, false, attrs, {}, ReduceInfer(true, false)});
+  (void)r.Register({"sum", "sum over dims (all when empty)", {{"x"}}, false, attrs, {}, ReduceInfer(false, false)});
+  (void)r.Register({"amax", "maximum over dims", {{"x"}}, false, minmax, {}, ReduceInfer(false, true)});
+  (void)r.Register({"amin", "minimum over dims", {{"x"}}, false, minmax, {}, ReduceInfer(false, true)});
+}
+
+}  // namespace mapd

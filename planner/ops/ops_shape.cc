@@ -1,0 +1,289 @@
+// Layout ops: view, reshape, flatten, transpose, permute, contiguous, unsqueeze, squeeze,
+// expand, repeat_interleave, slice, select, split, chunk, cat, stack.
+#include <algorithm>
+#include <limits>
+
+#include "planner/ops/registry.h"
+#include "planner/ops/shape_util.h"
+#include "planner/util/status_macros.h"
+
+namespace mapd {
+namespace {
+
+using Types = std::vector<TensorType>;
+
+OpTraits View() {
+  OpTraits t;
+  t.view = true;
+  return t;
+}
+
+absl::StatusOr<Types> InferReshape(const OpContext& ctx) {
+  MAPD_ASSIGN_OR_RETURN(std::vector<int64_t> shape, ctx.Ints("shape"));
+  MAPD_ASSIGN_OR_RETURN(Shape out, ResolveReshape(ctx, ctx.input(0).shape, shape));
+  return Types{{ctx.input(0).dtype, out}};
+}
+
+absl::StatusOr<Types> InferFlatten(const OpContext& ctx) {
+  const TensorType& x = ctx.input(0);
+  if (x.rank() == 0) return Types{{x.dtype, {1}}};
+  MAPD_ASSIGN_OR_RETURN(int64_t s, ctx.Int("start_dim", 0));
+  MAPD_ASSIGN_OR_RETURN(int64_t e, ctx.Int("end_dim", -1));
+  MAPD_ASSIGN_OR_RETURN(int start, NormalizeDim(ctx, s, x.rank()));
+  MAPD_ASSIGN_OR_RETURN(int end, NormalizeDim(ctx, e, x.rank()));
+  if (start > end) return ctx.Error("start_dim ", s, " comes after end_dim ", e);
+  Shape out(x.shape.begin(), x.shape.begin() + start);
+  int64_t merged = 1;
+  for (int d = start; d <= end; ++d) merged *= x.shape[d];
+  out.push_back(merged);
+  out.insert(out.end(), x.shape.begin() + end + 1, x.shape.end());
+  return Types{{x.dtype, out}};
+}
+
+absl::StatusOr<Types> InferTranspose(const OpContext& ctx) {
+  TensorType x = ctx.input(0);
+  if (x.rank() < 2 && !ctx.has_attr("dim0")) return Types{x};
+  MAPD_ASSIGN_OR_RETURN(int64_t a, ctx.Int("dim0"));
+  MAPD_ASSIGN_OR_RETURN(int64_t b, ctx.Int("dim1"));
+  if (x.rank() == 0) return Types{x};
+  MAPD_ASSIGN_OR_RETURN(int da, NormalizeDim(ctx, a, x.rank()));
+  MAPD_ASSIGN_OR_RETURN(int db, NormalizeDim(ctx, b, x.rank()));
+  std::swap(x.shape[da], x.shape[db]);
+  return Types{x};
+}
+
+absl::StatusOr<Types> InferPermute(const OpContext& ctx) {
+  const TensorType& x = ctx.input(0);
+  MAPD_ASSIGN_OR_RETURN(std::vector<int64_t> dims, ctx.Ints("dims"));
+  if (static_cast<int>(dims.size()) != x.rank()) {
+    return ctx.Error("dims ", ShapeToString(dims), " must list all ", x.rank(), " dimensions of ", x.ToString());
+  }
+  MAPD_ASSIGN_OR_RETURN(std::vector<int> nd, NormalizeDims(ctx, dims, x.rank()));
+  Shape out;
+  for (int d : nd) out.push_back(x.shape[d]);
+  return Types{{x.dtype, out}};
+}
+
+absl::StatusOr<Types> InferIdentity(const OpContext& ctx) { return Types{ctx.input(0)}; }
+
+absl::StatusOr<Types> InferUnsqueeze(const OpContext& ctx) {
+  TensorType x = ctx.input(0);
+  MAPD_ASSIGN_OR_RETURN(int64_t dim, ctx.Int("dim"));
+  MAPD_ASSIGN_OR_RETURN(int d, NormalizeDim(ctx, dim, x.rank(), /*allow_end=*/true));
+  x.shape.insert(x.shape.begin() + d, 1);
+  return Types{x};
+}
+
+absl::StatusOr<Types> InferSqueeze(const OpContext& ctx) {
+  const TensorType& x = ctx.input(0);
+  MAPD_ASSIGN_OR_RETURN(std::vector<int64_t> dims, ctx.Ints("dims", {}));
+  MAPD_ASSIGN_OR_RETURN(std::vector<int> nd, NormalizeDims(ctx, dims, x.rank()));
+  Shape out;
+  for (int d = 0; d < x.rank(); ++d) {
+    const bool listed = dims.empty() || std::find(nd.begin(), nd.end(), d) != nd.end();
+    if (listed && x.shape[d] == 1) continue;  // a listed dim that is not 1 stays, as in PyTorch
+    out.push_back(x.shape[d]);
+  }
+  return Types{{x.dtype, out}};
+}
+
+// expand(x; shape): -1 keeps a dim; new leading dims may be added; only size-1 dims grow.
+absl::StatusOr<Types> InferExpand(const OpContext& ctx) {
+  const TensorType& x = ctx.input(0);
+  MAPD_ASSIGN_OR_RETURN(std::vector<int64_t> shape, ctx.Ints("shape"));
+  if (shape.size() < x.shape.size()) {
+    return ctx.Error("cannot expand ", x.ToString(), " to fewer dimensions ", ShapeToString(shape));
+  }
+  const size_t lead = shape.size() - x.shape.size();
+  Shape out(shape.size());
+  for (size_t i = 0; i < shape.size(); ++i) {
+    if (i < lead) {
+      if (shape[i] < 0) return ctx.Error("a new leading dimension cannot be -1 in ", ShapeToString(shape));
+      out[i] = shape[i];
+      continue;
+    }
+    const int64_t have = x.shape[i - lead];
+    if (shape[i] == -1 || shape[i] == have) {
+      out[i] = have;
+    } else if (have == 1 && shape[i] >= 0) {
+      out[i] = shape[i];
+    } else {
+      return ctx.Error("cannot expand ", x.ToString(), " to ", ShapeToString(shape), " (dimension ", i,
+                       " has size ", have, ", not 1)");
+    }
+  }
+  return Types{{x.dtype, out}};
+}
+
+absl::StatusOr<Types> InferRepeatInterleave(const OpContext& ctx) {
+  const TensorType& x = ctx.input(0);
+  MAPD_ASSIGN_OR_RETURN(int64_t repeats, ctx.Int("repeats"));
+  if (repeats < 0) return ctx.Error("repeats must be non-negative, got ", repeats);
+  if (!ctx.has_attr("dim")) return Types{{x.dtype, {x.NumElements() * repeats}}};
+  MAPD_ASSIGN_OR_RETURN(int64_t dim, ctx.Int("dim"));
+  MAPD_ASSIGN_OR_RETURN(int d, NormalizeDim(ctx, dim, x.rank()));
+  Shape out = x.shape;
+  out[d] *= repeats;
+  return Types{{x.dtype, out}};
+}
+
+// slice(x; dim, start, end, step): Python slice semantics, clamped to the dimension.
+absl::StatusOr<Types> InferSlice(const OpContext& ctx) {
+  const TensorType& x = ctx.input(0);
+  MAPD_ASSIGN_OR_RETURN(int64_t dim, ctx.Int("dim", 0));
+  MAPD_ASSIGN_OR_RETURN(int d, NormalizeDim(ctx, dim, x.rank()));
+  MAPD_ASSIGN_OR_RETURN(int64_t start, ctx.Int("start", 0));
+  MAPD_ASSIGN_OR_RETURN(int64_t end, ctx.Int("end", std::numeric_limits<int64_t>::max()));
+  MAPD_ASSIGN_OR_RETURN(int64_t step, ctx.Int("step", 1));
+  if (step <= 0) return ctx.Error("step must be positive, got ", step);
+  const int64_t n = x.shape[d];
+  auto clamp = [n](int64_t v) {
+    if (v < 0) v += n;
+    return std::min(std::max<int64_t>(v, 0), n);
+  };
+  const int64_t s = clamp(start), e = clamp(end);
+  Shape out = x.shape;
+  out[d] = e > s ? (e - s + step - 1) / step : 0;
+  return Types{{x.dtype, out}};
+}
+
+absl::StatusOr<Types> InferSelect(const OpContext& ctx) {
+  const TensorType& x = ctx.input(0);
+  MAPD_ASSIGN_OR_RETURN(int64_t dim, ctx.Int("dim"));
+  MAPD_ASSIGN_OR_RETURN(int64_t index, ctx.Int("index"));
+  MAPD_ASSIGN_OR_RETURN(int d, NormalizeDim(ctx, dim, x.rank()));
+  if (index < -x.shape[d] || index >= x.shape[d]) {
+    return ctx.Error("index ", index, " is out of range for dimension ", dim, " of size ", x.shape[d]);
+  }
+  Shape out = x.shape;
+  out.erase(out.begin() + d);
+  return Types{{x.dtype, out}};
+}
+
+// split(x; split_size | sizes, dim): several outputs, as torch.split.
+absl::StatusOr<Types> InferSplit(const OpContext& ctx) {
+  const TensorType& x = ctx.input(0);
+  MAPD_ASSIGN_OR_RETURN(int64_t dim, ctx.Int("dim", 0));
+  MAPD_ASSIGN_OR_RETURN(int d, NormalizeDim(ctx, dim, x.rank()));
+  const int64_t n = x.shape[d];
+  std::vector<int64_t> sizes;
+  if (ctx.has_attr("sizes")) {
+    if (ctx.has_attr("split_size")) return ctx.Error("give 'split_size' or 'sizes', not both");
+    MAPD_ASSIGN_OR_RETURN(sizes, ctx.Ints("sizes"));
+    int64_t total = 0;
+    for (int64_t s : sizes) {
+      if (s < 0) return ctx.Error("sizes ", ShapeToString(sizes), " has a negative entry");
+      total += s;
+    }
+    if (total != n) return ctx.Error("sizes ", ShapeToString(sizes), " add up to ", total, ", not ", n);
+  } else {
+    MAPD_ASSIGN_OR_RETURN(int64_t size, ctx.Int("split_size"));
+    if (size <= 0) return ctx.Error("split_size must be positive, got ", size);
+    for (int64_t at = 0; at < n; at += size) sizes.push_back(std::min(size, n - at));
+    if (sizes.empty()) sizes.push_back(0);
+  }
+  Types out;
+  for (int64_t s : sizes) {
+    TensorType t = x;
+    t.shape[d] = s;
+    out.push_back(t);
+  }
+  return out;
+}
+
+// chunk(x; chunks, dim): ceil(n / chunks)-sized pieces, as torch.chunk (maybe fewer pieces).
+absl::StatusOr<Types> InferChunk(const OpContext& ctx) {
+  const TensorType& x = ctx.input(0);
+  MAPD_ASSIGN_OR_RETURN(int64_t chunks, ctx.Int("chunks"));
+  if (chunks <= 0) return ctx.Error("chunks must be positive, got ", chunks);
+  MAPD_ASSIGN_OR_RETURN(int64_t dim, ctx.Int("dim", 0));
+  MAPD_ASSIGN_OR_RETURN(int d, NormalizeDim(ctx, dim, x.rank()));
+  const int64_t n = x.shape[d];
+  const int64_t size = (n + chunks - 1) / chunks;
+  Types out;
+  for (int64_t at = 0; at < n; at += size) {
+    TensorType t = x;
+    t.shape[d] = std::min(size, n - at);
+    out.push_back(t);
+  }
+  if (out.empty()) out.push_back(x);
+  return out;
+}
+
+absl::StatusOr<Types> InferCat(const OpContext& ctx) {
+  MAPD_ASSIGN_OR_RETURN(int64_t dim, ctx.Int("dim", 0));
+  const TensorType& first = ctx.input(0);
+  MAPD_ASSIGN_OR_RETURN(int d, NormalizeDim(ctx, dim, first.rank()));
+  TensorType out = first;
+  for (int i = 1; i < ctx.num_inputs(); ++i) {
+    const TensorType& t = ctx.input(i);
+    if (t.rank() != first.rank()) {
+      return ctx.Error("input ", i, " ", t.ToString(), " has another rank than input 0 ", first.ToString());
+    }
+    for (int k = 0; k < t.rank(); ++k) {
+      if (k != d && t.shape[k] != first.shape[k]) {
+        return ctx.Error("input ", i, " ", t.ToString(), " differs from input 0 ", first.ToString(),
+                         " outside dimension ", d);
+      }
+    }
+    out.shape[d] += t.shape[d];
+    out.dtype = PromoteDTypes(out.dtype, t.dtype);
+  }
+  return Types{out};
+}
+
+absl::StatusOr<Types> InferStack(const OpContext& ctx) {
+  MAPD_ASSIGN_OR_RETURN(int64_t dim, ctx.Int("dim", 0));
+  const TensorType& first = ctx.input(0);
+  MAPD_ASSIGN_OR_RETURN(int d, NormalizeDim(ctx, dim, first.rank(), /*allow_end=*/true));
+  DType dtype = first.dtype;
+  for (int i = 1; i < ctx.num_inputs(); ++i) {
+    if (ctx.input(i).shape != first.shape) {
+      return ctx.Error("input ", i, " ", ctx.input(i).ToString(), " differs in shape from input 0 ",
+                       first.ToString());
+    }
+    dtype = PromoteDTypes(dtype, ctx.input(i).dtype);
+  }
+  Shape out = first.shape;
+  out.insert(out.begin() + d, ctx.num_inputs());
+  return Types{{dtype, out}};
+}
+
+}  // namespace
+
+void RegisterShapeOps(OpRegistry& r) {
+  const OpTraits view = View();
+  (void)r.Register({"view", "same data, new shape (one -1 allowed)", {{"x"}}, false,
+                    {{"shape", AttrKind::kInts, true}}, view, InferReshape});
+  (void)r.Register({"reshape", "new shape (one -1 allowed)", {{"x"}}, false,
+                    {{"shape", AttrKind::kInts, true}}, view, InferReshape});
+  (void)r.Register({"flatten", "merge dims start_dim..end_dim", {{"x"}}, false,
+                    {{"start_dim", AttrKind::kInt}, {"end_dim", AttrKind::kInt}}, view, InferFlatten});
+  (void)r.Register({"transpose", "swap dim0 and dim1", {{"x"}}, false,
+                    {{"dim0", AttrKind::kInt}, {"dim1", AttrKind::kInt}}, view, InferTranspose});
+  (void)r.Register({"permute", "reorder dims", {{"x"}}, false, {{"dims", AttrKind::kInts, true}}, view, InferPermute});
+  (void)r.Register({"contiguous", "dense copy in row-major order (identity on values)", {{"x"}}, false, {}, {},
+                    InferIdentity});
+  (void)r.Register({"unsqueeze", "insert a size-1 dim", {{"x"}}, false, {{"dim", AttrKind::kInt, true}}, view,
+                    InferUnsqueeze});
+  (void)r.Register({"squeeze", "remove size-1 dims (listed ones, or all)", {{"x"}}, false,
+                    {{"dims", AttrKind::kInts}}, view, InferSqueeze});
+  (void)r.Register({"expand", "broadcast size-1 dims to shape (-1 keeps)", {{"x"}}, false,
+                    {{"shape", AttrKind::kInts, true}}, view, InferExpand});
+  (void)r.Register({"repeat_interleave", "repeat each element `repeats` times along dim", {{"x"}}, false,
+                    {{"repeats", AttrKind::kInt, true}, {"dim", AttrKind::kInt}}, {}, InferRepeatInterleave});
+  (void)r.Register({"slice", "x[start:end:step] along dim", {{"x"}}, false,
+                    {{"dim", AttrKind::kInt}, {"start", AttrKind::kInt}, {"end", AttrKind::kInt}, {"step", AttrKind::kInt}},
+                    view, InferSlice});
+  (void)r.Register({"select", "x[index] along dim (dim removed)", {{"x"}}, false,
+                    {{"dim", AttrKind::kInt, true}, {"index", AttrKind::kInt, true}}, view, InferSelect});
+  (void)r.Register({"split", "pieces of split_size (or the listed sizes) along dim", {{"x"}}, false,
+                    {{"split_size", AttrKind::kInt}, {"sizes", AttrKind::kInts}, {"dim", AttrKind::kInt}}, view,
+                    InferSplit});
+  (void)r.Register({"chunk", "`chunks` near-equal pieces along dim", {{"x"}}, false,
+                    {{"chunks", AttrKind::kInt, true}, {"dim", AttrKind::kInt}}, view, InferChunk});
+  (void)r.Register({"cat", "concatenate along dim", {{"xs"}}, true, {{"dim", AttrKind::kInt}}, {}, InferCat});
+  (void)r.Register({"stack", "stack along a new dim", {{"xs"}}, true, {{"dim", AttrKind::kInt}}, {}, InferStack});
+}
+
+}  // namespace mapd
