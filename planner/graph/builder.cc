@@ -50,6 +50,17 @@ std::string GraphBuilder::AddParameter(v1::Parameter param) {
   return name;
 }
 
+void GraphBuilder::AddParameterAlias(const std::string& param, const std::string& alias) {
+  if (!status_.ok()) return;
+  for (auto& p : *graph_.mutable_parameters()) {
+    if (p.name() == param) {
+      p.add_aliases(alias);
+      return;
+    }
+  }
+  Fail(absl::InvalidArgumentError(absl::StrCat("alias '", alias, "' names unknown parameter '", param, "'")));
+}
+
 std::string GraphBuilder::UniqueNodeName(const std::string& op) {
   const std::string base = scope_.empty() ? op : absl::StrCat(scope_, "/", op);
   int& count = name_counts_[base];

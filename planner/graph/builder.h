@@ -30,6 +30,9 @@ class GraphBuilder {
   // Defines any parameter/buffer/constant from a filled-in proto (name and type must be set).
   std::string AddParameter(v1::Parameter param);
 
+  // Records `alias` as another module path of parameter `param` (tied weights).
+  void AddParameterAlias(const std::string& param, const std::string& alias);
+
   // Adds a node; returns its output value names. Absent optional inputs are "".
   std::vector<std::string> Node(const std::string& op, const std::vector<std::string>& inputs,
                                 const Attrs& attrs = Attrs());

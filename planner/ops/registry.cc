@@ -99,7 +99,7 @@ absl::StatusOr<std::vector<TensorType>> OpRegistry::Infer(
     return ctx.Error("takes inputs (", absl::StrJoin(names, ", "), "), got ", n, " input(s)");
   }
   for (int i = 0; i < n; ++i) {
-    const InputSpec& spec = def->inputs[std::min(i, declared - 1)];
+    const OpInputSpec& spec = def->inputs[std::min(i, declared - 1)];
     if (inputs[i] == nullptr && !spec.optional) {
       return ctx.Error("input ", i, " ('", spec.name, "') is required but absent");
     }

@@ -29,7 +29,7 @@ struct AttrSpec {
   std::string doc;
 };
 
-struct InputSpec {
+struct OpInputSpec {
   std::string name;
   bool optional = false;  // may be absent ("" in Node.inputs) or omitted when trailing
 };
@@ -47,7 +47,7 @@ using InferFn = std::function<absl::StatusOr<std::vector<TensorType>>(const OpCo
 struct OpDef {
   std::string name;
   std::string summary;  // one line for docs and `mapctl ops`
-  std::vector<InputSpec> inputs;
+  std::vector<OpInputSpec> inputs;
   bool variadic = false;  // the last input spec repeats (cat, stack); at least one
   std::vector<AttrSpec> attrs;
   OpTraits traits;

@@ -1,0 +1,110 @@
+// `mapctl models` and `mapctl ops`: what MAP knows about.
+#include <iostream>
+
+#include <nlohmann/json.hpp>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "client/mapctl/commands.h"
+#include "client/mapctl/table.h"
+#include "planner/ops/registry.h"
+#include "planner/zoo/zoo.h"
+#include "worker/device/device_info.h"
+
+namespace mapd::cli {
+
+int RunModels(const std::string& format) {
+  const auto models = ListZooModels();
+  if (format == "json") {
+    nlohmann::json out = nlohmann::json::array();
+    for (const auto& m : models) {
+      nlohmann::json opts = nlohmann::json::object();
+      for (const auto& o : m.options) opts[o.key] = {{"default", o.default_value}, {"doc", o.doc}};
+      out.push_back({{"name", m.name}, {"family", m.family}, {"description", m.description},
+                     {"published_params", m.published_params}, {"options", opts}});
+    }
+    std::cout << out.dump(2) << "\n";
+    return kExitOk;
+  }
+  Table t({"NAME", "FAMILY", "PARAMS", "OPTIONS", "DESCRIPTION"});
+  for (const auto& m : models) {
+    std::vector<std::string> keys;
+    for (const auto& o : m.options) keys.push_back(o.key + "=" + o.default_value);
+    t.Row({m.name, m.family, m.published_params > 0 ? HumanCount(m.published_params) : "-",
+           absl::StrJoin(keys, ","), m.description});
+  }
+  t.Print(std::cout);
+  std::cout << "\nOverride options as NAME:key=value,...  e.g. gpt2:layers=2,hidden=128,heads=4,vocab=512,seq=64\n";
+  return kExitOk;
+}
+
+int RunOps(const std::string& format) {
+  const OpRegistry& reg = OpRegistry::Global();
+  auto describe_inputs = [](const OpDef& d) {
+    std::vector<std::string> names;
+    for (const auto& in : d.inputs) names.push_back(in.optional ? in.name + "?" : in.name);
+    if (d.variadic && !names.empty()) names.back() += "...";
+    return names;
+  };
+  if (format == "json") {
+    nlohmann::json out = nlohmann::json::array();
+    for (const auto& name : reg.Names()) {
+      const OpDef* d = reg.Find(name);
+      std::vector<std::string> attrs;
+      for (const auto& a : d->attrs) attrs.push_back(a.required ? a.name : a.name + "?");
+      out.push_back({{"name", name}, {"summary", d->summary}, {"inputs", describe_inputs(*d)}, {"attrs", attrs}});
+    }
+    std::cout << out.dump(2) << "\n";
+    return kExitOk;
+  }
+  Table t({"OP", "INPUTS", "ATTRIBUTES", "SUMMARY"});
+  for (const auto& name : reg.Names()) {
+    const OpDef* d = reg.Find(name);
+    std::vector<std::string> attrs;
+    for (const auto& a : d->attrs) attrs.push_back(a.required ? a.name : a.name + "?");
+    t.Row({name, absl::StrJoin(describe_inputs(*d), ","), absl::StrJoin(attrs, ","), d->summary});
+  }
+  t.Print(std::cout);
+  return kExitOk;
+}
+
+int RunDevices(const std::string& format) {
+  auto inv = QueryCuda();
+  if (format == "json") {
+    nlohmann::json out;
+    out["built_with_cuda"] = BuiltWithCuda();
+    if (!inv.ok()) {
+      out["error"] = std::string(inv.status().message());
+    } else {
+      out["cuda_runtime_version"] = inv->runtime_version;
+      out["nccl_version"] = inv->nccl_version;
+      out["note"] = inv->note;
+      out["devices"] = nlohmann::json::array();
+      for (const auto& d : inv->devices) {
+        out["devices"].push_back({{"index", d.index}, {"name", d.name}, {"total_memory_bytes", d.total_memory_bytes},
+                                  {"compute_capability", absl::StrCat(d.compute_major, ".", d.compute_minor)}});
+      }
+    }
+    std::cout << out.dump(2) << "\n";
+    return kExitOk;
+  }
+  std::cout << "CUDA/NCCL support: " << (BuiltWithCuda() ? "built" : "not built") << "\n";
+  if (!inv.ok()) {
+    std::cout << inv.status().message() << "\n";
+    return kExitOk;
+  }
+  std::cout << "CUDA runtime: " << inv->runtime_version / 1000 << "." << (inv->runtime_version % 1000) / 10
+            << ", NCCL: " << inv->nccl_version << "\n";
+  if (inv->devices.empty()) {
+    std::cout << "GPUs: none (" << inv->note << ")\n";
+    return kExitOk;
+  }
+  Table t({"INDEX", "NAME", "MEMORY", "COMPUTE"});
+  for (const auto& d : inv->devices) {
+    t.Row({absl::StrCat(d.index), d.name, HumanBytes(d.total_memory_bytes), absl::StrCat(d.compute_major, ".", d.compute_minor)});
+  }
+  t.Print(std::cout);
+  return kExitOk;
+}
+
+}  // namespace mapd::cli

@@ -1,0 +1,31 @@
+// mapctl subcommands. Each Run* returns the process exit code (see ExitCode).
+#ifndef MAPD_CLIENT_MAPCTL_COMMANDS_H_
+#define MAPD_CLIENT_MAPCTL_COMMANDS_H_
+
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+
+namespace mapd::cli {
+
+// 0 success; 1 the command failed (bad model, bad input, I/O); 2 bad usage (CLI11 parse).
+enum ExitCode { kExitOk = 0, kExitFailed = 1, kExitUsage = 2 };
+
+// Prints "error: <message>" to stderr and returns kExitFailed.
+int ReportError(const absl::Status& status);
+
+struct ModelArgs {
+  std::string model;               // zoo spec, .pt, or .pb/.json IR file
+  std::vector<std::string> inputs;  // --input name:dtype[shape]
+};
+
+int RunModels(const std::string& format);
+int RunOps(const std::string& format);
+int RunDevices(const std::string& format);
+int RunInspect(const ModelArgs& model, const std::string& format, bool text);
+int RunImport(const ModelArgs& model, const std::string& output_path);
+
+}  // namespace mapd::cli
+
+#endif  // MAPD_CLIENT_MAPCTL_COMMANDS_H_

@@ -1,0 +1,67 @@
+// mapctl: the command-line interface of MAP.
+#include <iostream>
+
+#include <CLI/CLI.hpp>
+
+#include "client/mapctl/commands.h"
+
+namespace {
+
+constexpr const char* kModelHelp =
+    "MODEL: a zoo name with optional overrides (gpt2, llama2-7b:layers=2,seq=128; see `mapctl models`), "
+    "a TorchScript archive (.pt, made by torch.jit.trace/script and torch.jit.save), or a MAP graph file "
+    "(.pb or .json, made by `mapctl import`)";
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  using namespace mapd::cli;
+  CLI::App app{"mapctl — plan and run PyTorch training across devices with MAP (Memory-aware Automated Parallelism)"};
+  app.set_version_flag("--version", "mapctl 0.1.0");
+  app.require_subcommand(1);
+  app.footer(std::string("\n") + kModelHelp + "\n\nExit codes: 0 success, 1 the command failed, 2 bad usage.");
+
+  std::string format = "table";
+  auto add_format = [&format](CLI::App* cmd) {
+    cmd->add_option("-o,--output", format, "Output format")->check(CLI::IsMember({"table", "json"}))->capture_default_str();
+  };
+
+  CLI::App* models = app.add_subcommand("models", "List the model zoo and each model's options");
+  add_format(models);
+
+  CLI::App* ops = app.add_subcommand("ops", "List the operators MAP understands (the op registry)");
+  add_format(ops);
+
+  CLI::App* devices = app.add_subcommand("devices", "Show whether CUDA/NCCL support is built and which GPUs are visible");
+  add_format(devices);
+
+  ModelArgs model_args;
+  bool text = false;
+  CLI::App* inspect = app.add_subcommand("inspect", "Describe a model: nodes by op, parameters, inputs and outputs");
+  inspect->add_option("MODEL", model_args.model, "Zoo spec, .pt archive or .pb/.json graph")->required();
+  inspect->add_option("--input", model_args.inputs,
+                      "Input spec of a TorchScript model, NAME:DTYPE[D0,D1,...] (repeatable), e.g. idx:i64[8,1024]");
+  add_format(inspect);
+  inspect->add_flag("--text", text, "Print the whole graph in MAP's text form instead");
+  inspect->footer(kModelHelp);
+
+  std::string import_out;
+  CLI::App* import = app.add_subcommand("import", "Convert a model (usually a TorchScript .pt) into a MAP graph file");
+  import->add_option("MODEL", model_args.model, "TorchScript archive (or zoo spec / graph file)")->required();
+  import->add_option("--input", model_args.inputs, "Input spec NAME:DTYPE[D0,D1,...] (repeatable)");
+  import->add_option("-o,--output", import_out, "Output file: .pb (binary) or .json")->required();
+  import->footer(kModelHelp);
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    const int rc = app.exit(e);
+    return rc == 0 ? kExitOk : kExitUsage;
+  }
+  if (models->parsed()) return RunModels(format);
+  if (ops->parsed()) return RunOps(format);
+  if (devices->parsed()) return RunDevices(format);
+  if (inspect->parsed()) return RunInspect(model_args, format, text);
+  if (import->parsed()) return RunImport(model_args, import_out);
+  return kExitUsage;
+}

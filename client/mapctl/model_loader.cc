@@ -1,0 +1,60 @@
+#include "client/mapctl/model_loader.h"
+
+#include <sys/stat.h>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "planner/graph/verifier.h"
+#include "planner/import/input_spec.h"
+#include "planner/import/torchscript_importer.h"
+#include "planner/ir/serialize.h"
+#include "planner/util/status_macros.h"
+#include "planner/zoo/zoo.h"
+
+namespace mapd::cli {
+
+namespace {
+bool FileExists(const std::string& path) {
+  struct stat st;
+  return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
+}
+bool IsIrPath(const std::string& path) {
+  return absl::EndsWith(path, ".pb") || absl::EndsWith(path, ".binpb") || absl::EndsWith(path, ".json");
+}
+}  // namespace
+
+absl::StatusOr<v1::Graph> LoadModel(const std::string& model, const std::vector<std::string>& input_specs) {
+  if (model.empty()) return absl::InvalidArgumentError("no MODEL given");
+  const bool exists = FileExists(model);
+  if (!exists && IsZooModelSpec(model)) {
+    if (!input_specs.empty()) {
+      return absl::InvalidArgumentError(
+          "--input applies to TorchScript models; set zoo model shapes with overrides, e.g. gpt2:batch=8,seq=512");
+    }
+    return BuildZooModel(model);
+  }
+  if (!exists) {
+    return absl::NotFoundError(absl::StrCat("MODEL '", model,
+                                            "' is neither a zoo model (see `mapctl models`) nor an existing file "
+                                            "(.pt TorchScript archive, .pb or .json MAP graph)"));
+  }
+  if (IsIrPath(model)) {
+    if (!input_specs.empty()) return absl::InvalidArgumentError("--input does not apply to an IR file, whose shapes are fixed");
+    MAPD_ASSIGN_OR_RETURN(v1::Graph graph, ReadGraphFile(model));
+    auto st = VerifyGraph(graph);
+    if (!st.ok()) return absl::InvalidArgumentError(absl::StrCat("graph file '", model, "' is invalid: ", st.message()));
+    return graph;
+  }
+  if (LooksLikeTorchScript(model)) {
+    ImportOptions options;
+    for (const auto& s : input_specs) {
+      MAPD_ASSIGN_OR_RETURN(InputSpec spec, ParseInputSpec(s));
+      options.inputs.push_back(std::move(spec));
+    }
+    return ImportTorchScript(model, options);
+  }
+  return absl::InvalidArgumentError(absl::StrCat("cannot tell what '", model,
+                                                 "' is: use a .pt TorchScript archive or a .pb/.json MAP graph"));
+}
+
+}  // namespace mapd::cli

@@ -1,0 +1,30 @@
+// Plain-text tables with aligned columns, for `-o table` output.
+#ifndef MAPD_CLIENT_MAPCTL_TABLE_H_
+#define MAPD_CLIENT_MAPCTL_TABLE_H_
+
+#include <cstdint>
+#include <ostream>
+#include <string>
+#include <vector>
+
+namespace mapd::cli {
+
+class Table {
+ public:
+  explicit Table(std::vector<std::string> header) : header_(std::move(header)) {}
+  void Row(std::vector<std::string> cells) { rows_.push_back(std::move(cells)); }
+  void Print(std::ostream& os) const;
+
+ private:
+  std::vector<std::string> header_;
+  std::vector<std::vector<std::string>> rows_;
+};
+
+// 124439808 → "124.4M"; 68976648192 → "69.0B".
+std::string HumanCount(int64_t n);
+// 1536 → "1.5 KiB".
+std::string HumanBytes(int64_t bytes);
+
+}  // namespace mapd::cli
+
+#endif  // MAPD_CLIENT_MAPCTL_TABLE_H_

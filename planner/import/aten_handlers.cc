@@ -1,0 +1,889 @@
+// One handler per aten op: reads the folded arguments and emits registry ops.
+// Also the Importer's argument readers, which handlers use to name faulty arguments.
+#include <limits>
+
+#include "planner/import/importer_internal.h"
+#include "planner/util/status_macros.h"
+
+namespace mapd {
+namespace import_internal {
+
+using Args = std::vector<AValue>;
+using Node = torch::jit::Node;
+using Result = absl::StatusOr<std::vector<AValue>>;
+
+// ---------------------------------------------------------------- argument readers
+
+namespace {
+std::string Describe(const AValue& a) {
+  switch (a.kind) {
+    case AValue::Kind::kNone: return "None";
+    case AValue::Kind::kTensor: return "a tensor";
+    case AValue::Kind::kConst: return a.constant.tagKind();
+    case AValue::Kind::kList: return "a list";
+    case AValue::Kind::kTuple: return "a tuple";
+    case AValue::Kind::kModule: return "a module";
+  }
+  return "?";
+}
+}  // namespace
+
+#define MAPD_ARG_CHECK(i)                                                              \
+  if (static_cast<size_t>(i) >= args.size()) {                                         \
+    return Error(n, absl::StrCat("expected at least ", (i) + 1, " arguments"));        \
+  }
+
+absl::StatusOr<std::string> Importer::TensorArg(Node* n, const Args& args, int i) {
+  MAPD_ARG_CHECK(i);
+  if (args[i].is_tensor()) return args[i].tensor;
+  if (args[i].kind == AValue::Kind::kConst && args[i].scalar_tensor) return ScalarTensor(n, args[i]);
+  return Error(n, absl::StrCat("argument ", i, " should be a tensor, got ", Describe(args[i])));
+}
+
+absl::StatusOr<std::string> Importer::OptionalTensorArg(Node* n, const Args& args, int i) {
+  if (static_cast<size_t>(i) >= args.size() || args[i].is_none()) return std::string();
+  return TensorArg(n, args, i);
+}
+
+absl::StatusOr<int64_t> Importer::IntArg(Node* n, const Args& args, int i) {
+  MAPD_ARG_CHECK(i);
+  const AValue& a = args[i];
+  if (a.kind == AValue::Kind::kConst) {
+    if (a.constant.isInt()) return a.constant.toInt();
+    if (a.constant.isBool()) return a.constant.toBool() ? 1 : 0;
+  }
+  return Error(n, absl::StrCat("argument ", i, " should be a known integer, got ", Describe(a)));
+}
+
+absl::StatusOr<std::optional<int64_t>> Importer::OptionalIntArg(Node* n, const Args& args, int i) {
+  if (static_cast<size_t>(i) >= args.size() || args[i].is_none()) return std::optional<int64_t>();
+  MAPD_ASSIGN_OR_RETURN(int64_t v, IntArg(n, args, i));
+  return std::optional<int64_t>(v);
+}
+
+absl::StatusOr<double> Importer::DoubleArg(Node* n, const Args& args, int i) {
+  MAPD_ARG_CHECK(i);
+  const AValue& a = args[i];
+  if (a.kind == AValue::Kind::kConst) {
+    if (a.constant.isDouble()) return a.constant.toDouble();
+    if (a.constant.isInt()) return static_cast<double>(a.constant.toInt());
+    if (a.constant.isBool()) return a.constant.toBool() ? 1.0 : 0.0;
+  }
+  return Error(n, absl::StrCat("argument ", i, " should be a known number, got ", Describe(a)));
+}
+
+absl::StatusOr<bool> Importer::BoolArg(Node* n, const Args& args, int i) {
+  MAPD_ARG_CHECK(i);
+  const AValue& a = args[i];
+  if (a.kind == AValue::Kind::kConst) {
+    if (a.constant.isBool()) return a.constant.toBool();
+    if (a.constant.isInt()) return a.constant.toInt() != 0;
+  }
+  return Error(n, absl::StrCat("argument ", i, " should be a known bool, got ", Describe(a)));
+}
+
+absl::StatusOr<std::string> Importer::StringArg(Node* n, const Args& args, int i) {
+  MAPD_ARG_CHECK(i);
+  if (args[i].kind == AValue::Kind::kConst && args[i].constant.isString()) return args[i].constant.toStringRef();
+  return Error(n, absl::StrCat("argument ", i, " should be a string, got ", Describe(args[i])));
+}
+
+absl::StatusOr<std::vector<int64_t>> Importer::IntListArg(Node* n, const Args& args, int i) {
+  MAPD_ARG_CHECK(i);
+  const AValue& a = args[i];
+  std::vector<int64_t> out;
+  if (a.kind == AValue::Kind::kConst && a.constant.isIntList()) {
+    for (int64_t v : a.constant.toIntVector()) out.push_back(v);
+    return out;
+  }
+  if (a.kind == AValue::Kind::kConst && a.constant.isInt()) return std::vector<int64_t>{a.constant.toInt()};
+  if (a.kind == AValue::Kind::kList || a.kind == AValue::Kind::kTuple) {
+    for (size_t k = 0; k < a.items.size(); ++k) {
+      const AValue& it = a.items[k];
+      if (it.kind == AValue::Kind::kConst && (it.constant.isInt() || it.constant.isBool())) {
+        out.push_back(it.constant.isInt() ? it.constant.toInt() : it.constant.toBool());
+      } else {
+        return Error(n, absl::StrCat("argument ", i, " item ", k, " should be a known integer, got ", Describe(it),
+                                     " (sizes must not depend on tensor data)"));
+      }
+    }
+    return out;
+  }
+  return Error(n, absl::StrCat("argument ", i, " should be a list of integers, got ", Describe(a)));
+}
+
+absl::StatusOr<std::vector<std::string>> Importer::TensorListArg(Node* n, const Args& args, int i) {
+  MAPD_ARG_CHECK(i);
+  if (args[i].kind != AValue::Kind::kList && args[i].kind != AValue::Kind::kTuple) {
+    return Error(n, absl::StrCat("argument ", i, " should be a list of tensors, got ", Describe(args[i])));
+  }
+  std::vector<std::string> out;
+  for (size_t k = 0; k < args[i].items.size(); ++k) {
+    MAPD_ASSIGN_OR_RETURN(std::string t, TensorArg(n, args[i].items, static_cast<int>(k)));
+    out.push_back(t);
+  }
+  return out;
+}
+
+absl::StatusOr<std::optional<DType>> Importer::DTypeArg(Node* n, const Args& args, int i) {
+  if (static_cast<size_t>(i) >= args.size() || args[i].is_none()) return std::optional<DType>();
+  MAPD_ASSIGN_OR_RETURN(int64_t st, IntArg(n, args, i));
+  auto d = FromScalarType(static_cast<c10::ScalarType>(st));
+  if (!d.ok()) return Error(n, std::string(d.status().message()));
+  return std::optional<DType>(*d);
+}
+
+absl::Status Importer::TensorOrScalarArg(Node* n, const Args& args, int i, std::string* tensor,
+                                         v1::AttrValue* scalar) {
+  MAPD_ARG_CHECK(i);
+  const AValue& a = args[i];
+  if (a.is_tensor()) {
+    *tensor = a.tensor;
+    return absl::OkStatus();
+  }
+  if (a.is_number()) {
+    if (a.constant.isDouble()) scalar->set_f(a.constant.toDouble());
+    else if (a.constant.isBool()) scalar->set_i(a.constant.toBool() ? 1 : 0);
+    else scalar->set_i(a.constant.toInt());
+    return absl::OkStatus();
+  }
+  return Error(n, absl::StrCat("argument ", i, " should be a tensor or a number, got ", Describe(a)));
+}
+
+absl::StatusOr<std::string> Importer::ScalarTensor(Node* n, const AValue& v) {
+  if (!v.is_number()) return Error(n, absl::StrCat("expected a number, got ", Describe(v)));
+  Attrs attrs;
+  attrs.Ints("shape", {});
+  if (v.constant.isDouble()) attrs.Float("value", v.constant.toDouble()).Str("dtype", "f32");
+  else if (v.constant.isBool()) attrs.Bool("value", v.constant.toBool()).Str("dtype", "bool");
+  else attrs.Int("value", v.constant.toInt()).Str("dtype", "i64");
+  MAPD_ASSIGN_OR_RETURN(AValue t, Emit1(n, "full", {}, attrs));
+  return t.tensor;
+}
+
+#undef MAPD_ARG_CHECK
+
+// ---------------------------------------------------------------- handlers
+
+namespace {
+
+Result One(absl::StatusOr<AValue> v) {
+  if (!v.ok()) return v.status();
+  return std::vector<AValue>{*v};
+}
+
+Handler SameArgs(const std::string& op, int num_tensor_args) {
+  return [op, num_tensor_args](Importer& im, Node* n, const Args& a) -> Result {
+    std::vector<std::string> ins;
+    for (int i = 0; i < num_tensor_args; ++i) {
+      MAPD_ASSIGN_OR_RETURN(std::string t, im.TensorArg(n, a, i));
+      ins.push_back(t);
+    }
+    return One(im.Emit1(n, op, ins, Attrs()));
+  };
+}
+
+Result Linear(Importer& im, Node* n, const Args& a) {
+  MAPD_ASSIGN_OR_RETURN(std::string x, im.TensorArg(n, a, 0));
+  MAPD_ASSIGN_OR_RETURN(std::string w, im.TensorArg(n, a, 1));
+  MAPD_ASSIGN_OR_RETURN(std::string b, im.OptionalTensorArg(n, a, 2));
+  return One(im.Emit1(n, "linear", {x, w, b}, Attrs()));
+}
+
+Handler AddMm(const std::string& op) {
+  return [op](Importer& im, Node* n, const Args& a) -> Result {
+    MAPD_ASSIGN_OR_RETURN(std::string c, im.TensorArg(n, a, 0));
+    MAPD_ASSIGN_OR_RETURN(std::string x, im.TensorArg(n, a, 1));
+    MAPD_ASSIGN_OR_RETURN(std::string y, im.TensorArg(n, a, 2));
+    MAPD_ASSIGN_OR_RETURN(double beta, im.DoubleArg(n, a, 3));
+    MAPD_ASSIGN_OR_RETURN(double alpha, im.DoubleArg(n, a, 4));
+    return One(im.Emit1(n, op, {c, x, y}, Attrs().Float("beta", beta).Float("alpha", alpha)));
+  };
+}
+
+Result T(Importer& im, Node* n, const Args& a) {
+  MAPD_ASSIGN_OR_RETURN(std::string x, im.TensorArg(n, a, 0));
+  if (im.TypeOf(a[0]).rank() < 2) return std::vector<AValue>{a[0]};
+  return One(im.Emit1(n, "transpose", {x}, Attrs().Int("dim0", 0).Int("dim1", 1)));
+}
+
+Result Embedding(Importer& im, Node* n, const Args& a) {
+  MAPD_ASSIGN_OR_RETURN(std::string w, im.TensorArg(n, a, 0));
+  MAPD_ASSIGN_OR_RETURN(std::string idx, im.TensorArg(n, a, 1));
+  MAPD_ASSIGN_OR_RETURN(int64_t pad, im.IntArg(n, a, 2));
+  return One(im.Emit1(n, "embedding", {idx, w}, Attrs().Int("padding_idx", pad)));
+}
+
+Result LayerNorm(Importer& im, Node* n, const Args& a) {
+  MAPD_ASSIGN_OR_RETURN(std::string x, im.TensorArg(n, a, 0));
+  MAPD_ASSIGN_OR_RETURN(std::vector<int64_t> shape, im.IntListArg(n, a, 1));
+  MAPD_ASSIGN_OR_RETURN(std::string w, im.OptionalTensorArg(n, a, 2));
+  MAPD_ASSIGN_OR_RETURN(std::string b, im.OptionalTensorArg(n, a, 3));
+  MAPD_ASSIGN_OR_RETURN(double eps, im.DoubleArg(n, a, 4));
+  return One(im.Emit1(n, "layer_norm", {x, w, b}, Attrs().Ints("normalized_shape", shape).Float("eps", eps)));
+}
+
+// aten::rms_norm(input, normalized_shape, weight?, eps?) (PyTorch >= 2.4).
+Result RmsNorm(Importer& im, Node* n, const Args& a) {
+  MAPD_ASSIGN_OR_RETURN(std::string x, im.TensorArg(n, a, 0));
+  MAPD_ASSIGN_OR_RETURN(std::vector<int64_t> shape, im.IntListArg(n, a, 1));
+  MAPD_ASSIGN_OR_RETURN(std::string w, im.OptionalTensorArg(n, a, 2));
+  Attrs attrs;
+  attrs.Ints("normalized_shape", shape);
+  if (a.size() > 3 && !a[3].is_none()) {
+    MAPD_ASSIGN_OR_RETURN(double eps, im.DoubleArg(n, a, 3));
+    attrs.Float("eps", eps);
+  }
+  return One(im.Emit1(n, "rms_norm", {x, w}, attrs));
+}
+
+// batch_norm in training mode yields the new running statistics, which replace the buffers.
+Result BatchNorm(Importer& im, Node* n, const Args& a) {
+  MAPD_ASSIGN_OR_RETURN(std::string x, im.TensorArg(n, a, 0));
+  MAPD_ASSIGN_OR_RETURN(std::string w, im.OptionalTensorArg(n, a, 1));
+  MAPD_ASSIGN_OR_RETURN(std::string b, im.OptionalTensorArg(n, a, 2));
+  MAPD_ASSIGN_OR_RETURN(std::string rm, im.OptionalTensorArg(n, a, 3));
+  MAPD_ASSIGN_OR_RETURN(std::string rv, im.OptionalTensorArg(n, a, 4));
+  MAPD_ASSIGN_OR_RETURN(bool training, im.BoolArg(n, a, 5));
+  MAPD_ASSIGN_OR_RETURN(double momentum, im.DoubleArg(n, a, 6));
+  MAPD_ASSIGN_OR_RETURN(double eps, im.DoubleArg(n, a, 7));
+  MAPD_ASSIGN_OR_RETURN(std::vector<AValue> outs,
+                        im.Emit(n, "batch_norm", {x, w, b, rm, rv},
+                                Attrs().Bool("training", training).Float("momentum", momentum).Float("eps", eps)));
+  if (outs.size() == 3) {
+    im.builder().BufferUpdate(rm, outs[1].tensor);
+    im.builder().BufferUpdate(rv, outs[2].tensor);
+  }
+  return std::vector<AValue>{outs[0]};
+}
+
+Handler Softmax(const std::string& op) {
+  return [op](Importer& im, Node* n, const Args& a) -> Result {
+    MAPD_ASSIGN_OR_RETURN(std::string x, im.TensorArg(n, a, 0));
+    MAPD_ASSIGN_OR_RETURN(int64_t dim, im.IntArg(n, a, 1));
+    Attrs attrs;
+    attrs.Int("dim", dim);
+    MAPD_ASSIGN_OR_RETURN(std::optional<DType> dtype, im.DTypeArg(n, a, 2));
+    if (dtype) attrs.Str("dtype", DTypeShortName(*dtype));
+    return One(im.Emit1(n, op, {x}, attrs));
+  };
+}
+
+const char* ReductionName(int64_t r) { return r == 0 ? "none" : (r == 2 ? "sum" : "mean"); }
+
+Result CrossEntropy(Importer& im, Node* n, const Args& a) {
+  MAPD_ASSIGN_OR_RETURN(std::string x, im.TensorArg(n, a, 0));
+  MAPD_ASSIGN_OR_RETURN(std::string t, im.TensorArg(n, a, 1));
+  MAPD_ASSIGN_OR_RETURN(std::string w, im.OptionalTensorArg(n, a, 2));
+  MAPD_ASSIGN_OR_RETURN(int64_t red, im.IntArg(n, a, 3));
+  MAPD_ASSIGN_OR_RETURN(int64_t ignore, im.IntArg(n, a, 4));
+  MAPD_ASSIGN_OR_RETURN(double ls, im.DoubleArg(n, a, 5));
+  return One(im.Emit1(n, "cross_entropy", {x, t, w},
+                      Attrs().Str("reduction", ReductionName(red)).Int("ignore_index", ignore).Float("label_smoothing", ls)));
+}
+
+Result NllLoss(Importer& im, Node* n, const Args& a) {
+  MAPD_ASSIGN_OR_RETURN(std::string x, im.TensorArg(n, a, 0));
+  MAPD_ASSIGN_OR_RETURN(std::string t, im.TensorArg(n, a, 1));
+  MAPD_ASSIGN_OR_RETURN(std::string w, im.OptionalTensorArg(n, a, 2));
+  MAPD_ASSIGN_OR_RETURN(int64_t red, im.IntArg(n, a, 3));
+  MAPD_ASSIGN_OR_RETURN(int64_t ignore, im.IntArg(n, a, 4));
+  return One(im.Emit1(n, "nll_loss", {x, t, w}, Attrs().Str("reduction", ReductionName(red)).Int("ignore_index", ignore)));
+}
+
+Result MseLoss(Importer& im, Node* n, const Args& a) {
+  MAPD_ASSIGN_OR_RETURN(std::string x, im.TensorArg(n, a, 0));
+  MAPD_ASSIGN_OR_RETURN(std::string t, im.TensorArg(n, a, 1));
+  MAPD_ASSIGN_OR_RETURN(int64_t red, im.IntArg(n, a, 2));
+  return One(im.Emit1(n, "mse_loss", {x, t}, Attrs().Str("reduction", ReductionName(red))));
+}
+
+Result Gelu(Importer& im, Node* n, const Args& a) {
+  MAPD_ASSIGN_OR_RETURN(std::string x, im.TensorArg(n, a, 0));
+  std::string approx = "none";
+  if (a.size() > 1) {
+    MAPD_ASSIGN_OR_RETURN(approx, im.StringArg(n, a, 1));
+  }
+  return One(im.Emit1(n, "gelu", {x}, Attrs().Str("approximate", approx)));
+}
+
+// dropout(x, p, train): identity unless training with p > 0.
+Result Dropout(Importer& im, Node* n, const Args& a) {
+  MAPD_ASSIGN_OR_RETURN(std::string x, im.TensorArg(n, a, 0));
+  MAPD_ASSIGN_OR_RETURN(double p, im.DoubleArg(n, a, 1));
+  MAPD_ASSIGN_OR_RETURN(bool train, im.BoolArg(n, a, 2));
+  if (!train || p == 0) return std::vector<AValue>{AValue::Tensor(x)};
+  return One(im.Emit1(n, "dropout", {x}, Attrs().Float("p", p).Bool("train", true)));
+}
+
+// Binary arithmetic with either operand possibly a number. `commutes`: a number on the left
+// may be swapped to the right; otherwise it becomes `reverse`.
+Handler Binary(const std::string& op, bool commutes, bool has_alpha, bool reverse_args = false) {
+  return [=](Importer& im, Node* n, const Args& a) -> Result {
+    std::string lhs, rhs;
+    v1::AttrValue ls, rs;
+    const int li = reverse_args ? 1 : 0, ri = reverse_args ? 0 : 1;
+    MAPD_RETURN_IF_ERROR(im.TensorOrScalarArg(n, a, li, &lhs, &ls));
+    MAPD_RETURN_IF_ERROR(im.TensorOrScalarArg(n, a, ri, &rhs, &rs));
+    Attrs attrs;
+    double alpha = 1;
+    if (has_alpha && a.size() > 2) {
+      MAPD_ASSIGN_OR_RETURN(alpha, im.DoubleArg(n, a, 2));
+    }
+    if (lhs.empty() && rhs.empty()) return im.Error(n, "both operands are numbers");
+    if (lhs.empty()) {
+      // number (op) tensor
+      if (reverse_args && alpha != 1) {
+        // rsub(tensor, number, alpha) = number - alpha * tensor
+        MAPD_ASSIGN_OR_RETURN(AValue scaled, im.Emit1(n, "mul", {rhs}, Attrs().Float("scalar", alpha)));
+        rhs = scaled.tensor;
+        alpha = 1;
+      }
+      if (alpha != 1) {
+        MAPD_ASSIGN_OR_RETURN(AValue scaled, im.Emit1(n, "mul", {rhs}, Attrs().Float("scalar", alpha)));
+        rhs = scaled.tensor;
+      }
+      attrs.Set("scalar", ls);
+      if (!commutes) attrs.Bool("reverse", true);
+      return One(im.Emit1(n, op, {rhs}, attrs));
+    }
+    if (reverse_args && alpha != 1) {
+      // rsub(a, b, alpha) = b - alpha * a, here with both tensors or a number on the right.
+      MAPD_ASSIGN_OR_RETURN(AValue scaled, im.Emit1(n, "mul", {rhs}, Attrs().Float("scalar", alpha)));
+      rhs = scaled.tensor;
+      alpha = 1;
+    }
+    if (alpha != 1) attrs.Float("alpha", alpha);
+    if (rhs.empty()) {
+      attrs.Set("scalar", rs);
+      return One(im.Emit1(n, op, {lhs}, attrs));
+    }
+    return One(im.Emit1(n, op, {lhs, rhs}, attrs));
+  };
+}
+
+Result Div(Importer& im, Node* n, const Args& a) {
+  std::string lhs, rhs;
+  v1::AttrValue ls, rs;
+  MAPD_RETURN_IF_ERROR(im.TensorOrScalarArg(n, a, 0, &lhs, &ls));
+  MAPD_RETURN_IF_ERROR(im.TensorOrScalarArg(n, a, 1, &rhs, &rs));
+  Attrs attrs;
+  if (a.size() > 2 && !a[2].is_none()) {
+    MAPD_ASSIGN_OR_RETURN(std::string mode, im.StringArg(n, a, 2));
+    attrs.Str("rounding_mode", mode);
+  }
+  if (lhs.empty()) {
+    attrs.Set("scalar", ls).Bool("reverse", true);
+    return One(im.Emit1(n, "div", {rhs}, attrs));
+  }
+  if (rhs.empty()) {
+    attrs.Set("scalar", rs);
+    return One(im.Emit1(n, "div", {lhs}, attrs));
+  }
+  return One(im.Emit1(n, "div", {lhs, rhs}, attrs));
+}
+
+Result FloorDivide(Importer& im, Node* n, const Args& a) {
+  Args b = a;
+  b.resize(2);
+  b.push_back(AValue::Const(c10::IValue(std::string("floor"))));
+  return Div(im, n, b);
+}
+
+Handler Compare(const std::string& op, const std::string& flipped) {
+  return [=](Importer& im, Node* n, const Args& a) -> Result {
+    std::string lhs, rhs;
+    v1::AttrValue ls, rs;
+    MAPD_RETURN_IF_ERROR(im.TensorOrScalarArg(n, a, 0, &lhs, &ls));
+    MAPD_RETURN_IF_ERROR(im.TensorOrScalarArg(n, a, 1, &rhs, &rs));
+    if (lhs.empty()) return One(im.Emit1(n, flipped, {rhs}, Attrs().Set("scalar", ls)));
+    if (rhs.empty()) return One(im.Emit1(n, op, {lhs}, Attrs().Set("scalar", rs)));
+    return One(im.Emit1(n, op, {lhs, rhs}, Attrs()));
+  };
+}
+
+Result MaskedFill(Importer& im, Node* n, const Args& a) {
+  MAPD_ASSIGN_OR_RETURN(std::string x, im.TensorArg(n, a, 0));
+  MAPD_ASSIGN_OR_RETURN(std::string mask, im.TensorArg(n, a, 1));
+  std::string value;
+  v1::AttrValue scalar;
+  MAPD_RETURN_IF_ERROR(im.TensorOrScalarArg(n, a, 2, &value, &scalar));
+  if (!value.empty()) return One(im.Emit1(n, "masked_fill", {x, mask, value}, Attrs()));
+  return One(im.Emit1(n, "masked_fill", {x, mask}, Attrs().Set("value", scalar)));
+}
+
+Result Where(Importer& im, Node* n, const Args& a) {
+  MAPD_ASSIGN_OR_RETURN(std::string cond, im.TensorArg(n, a, 0));
+  std::string x, y;
+  v1::AttrValue xs, ys;
+  MAPD_RETURN_IF_ERROR(im.TensorOrScalarArg(n, a, 1, &x, &xs));
+  MAPD_RETURN_IF_ERROR(im.TensorOrScalarArg(n, a, 2, &y, &ys));
+  Attrs attrs;
+  if (x.empty()) attrs.Set("x_scalar", xs);
+  if (y.empty()) attrs.Set("y_scalar", ys);
+  return One(im.Emit1(n, "where", {cond, x, y}, attrs));
+}
+
+Handler Triangle(const std::string& op) {
+  return [op](Importer& im, Node* n, const Args& a) -> Result {
+    MAPD_ASSIGN_OR_RETURN(std::string x, im.TensorArg(n, a, 0));
+    MAPD_ASSIGN_OR_RETURN(int64_t diag, im.IntArg(n, a, 1));
+    return One(im.Emit1(n, op, {x}, Attrs().Int("diagonal", diag)));
+  };
+}
+
+// mean/sum(self, dim?, keepdim, dtype?) or (self, dtype?).
+Handler Reduce(const std::string& op) {
+  return [op](Importer& im, Node* n, const Args& a) -> Result {
+    MAPD_ASSIGN_OR_RETURN(std::string x, im.TensorArg(n, a, 0));
+    Attrs attrs;
+    int dtype_at = 1;
+    if (a.size() >= 3) {
+      if (!a[1].is_none()) {
+        MAPD_ASSIGN_OR_RETURN(std::vector<int64_t> dims, im.IntListArg(n, a, 1));
+        if (dims.empty()) dims = {};  // [] means all dims
+        attrs.Ints("dims", dims);
+      }
+      MAPD_ASSIGN_OR_RETURN(bool keep, im.BoolArg(n, a, 2));
+      attrs.Bool("keepdim", keep);
+      dtype_at = 3;
+    }
+    MAPD_ASSIGN_OR_RETURN(std::optional<DType> dtype, im.DTypeArg(n, a, dtype_at));
+    if (dtype) attrs.Str("dtype", DTypeShortName(*dtype));
+    return One(im.Emit1(n, op, {x}, attrs));
+  };
+}
+
+Handler MinMax(const std::string& op) {
+  return [op](Importer& im, Node* n, const Args& a) -> Result {
+    MAPD_ASSIGN_OR_RETURN(std::string x, im.TensorArg(n, a, 0));
+    MAPD_ASSIGN_OR_RETURN(std::vector<int64_t> dims, im.IntListArg(n, a, 1));
+    MAPD_ASSIGN_OR_RETURN(bool keep, im.BoolArg(n, a, 2));
+    return One(im.Emit1(n, op, {x}, Attrs().Ints("dims", dims).Bool("keepdim", keep)));
+  };
+}
+
+Handler Reshape(const std::string& op) {
+  return [op](Importer& im, Node* n, const Args& a) -> Result {
+    MAPD_ASSIGN_OR_RETURN(std::string x, im.TensorArg(n, a, 0));
+    MAPD_ASSIGN_OR_RETURN(std::vector<int64_t> shape, im.IntListArg(n, a, 1));
+    return One(im.Emit1(n, op, {x}, Attrs().Ints("shape", shape)));
+  };
+}
+
+// view_as / reshape_as / expand_as: the target shape comes from the second tensor.
+Handler ShapeAs(const std::string& op) {
+  return [op](Importer& im, Node* n, const Args& a) -> Result {
+    MAPD_ASSIGN_OR_RETURN(std::string x, im.TensorArg(n, a, 0));
+    MAPD_ASSIGN_OR_RETURN(std::string other, im.TensorArg(n, a, 1));
+    const Shape& shape = im.builder().TypeOf(other)->shape;
+    return One(im.Emit1(n, op, {x}, Attrs().Ints("shape", shape)));
+  };
+}
+
+Result Flatten(Importer& im, Node* n, const Args& a) {
+  MAPD_ASSIGN_OR_RETURN(std::string x, im.TensorArg(n, a, 0));
+  MAPD_ASSIGN_OR_RETURN(int64_t s, im.IntArg(n, a, 1));
+  MAPD_ASSIGN_OR_RETURN(int64_t e, im.IntArg(n, a, 2));
+  return One(im.Emit1(n, "flatten", {x}, Attrs().Int("start_dim", s).Int("end_dim", e)));
+}
+
+Result Transpose(Importer& im, Node* n, const Args& a) {
+  MAPD_ASSIGN_OR_RETURN(std::string x, im.TensorArg(n, a, 0));
+  MAPD_ASSIGN_OR_RETURN(int64_t d0, im.IntArg(n, a, 1));
+  MAPD_ASSIGN_OR_RETURN(int64_t d1, im.IntArg(n, a, 2));
+  return One(im.Emit1(n, "transpose", {x}, Attrs().Int("dim0", d0).Int("dim1", d1)));
+}
+
+Result Permute(Importer& im, Node* n, const Args& a) {
+  MAPD_ASSIGN_OR_RETURN(std::string x, im.TensorArg(n, a, 0));
+  MAPD_ASSIGN_OR_RETURN(std::vector<int64_t> dims, im.IntListArg(n, a, 1));
+  return One(im.Emit1(n, "permute", {x}, Attrs().Ints("dims", dims)));
+}
+
+Result Unsqueeze(Importer& im, Node* n, const Args& a) {
+  MAPD_ASSIGN_OR_RETURN(std::string x, im.TensorArg(n, a, 0));
+  MAPD_ASSIGN_OR_RETURN(int64_t d, im.IntArg(n, a, 1));
+  return One(im.Emit1(n, "unsqueeze", {x}, Attrs().Int("dim", d)));
+}
+
+Result Squeeze(Importer& im, Node* n, const Args& a) {
+  MAPD_ASSIGN_OR_RETURN(std::string x, im.TensorArg(n, a, 0));
+  Attrs attrs;
+  if (a.size() > 1) {
+    MAPD_ASSIGN_OR_RETURN(std::vector<int64_t> dims, im.IntListArg(n, a, 1));
+    attrs.Ints("dims", dims);
+  }
+  return One(im.Emit1(n, "squeeze", {x}, attrs));
+}
+
+Result Expand(Importer& im, Node* n, const Args& a) {
+  MAPD_ASSIGN_OR_RETURN(std::string x, im.TensorArg(n, a, 0));
+  MAPD_ASSIGN_OR_RETURN(std::vector<int64_t> shape, im.IntListArg(n, a, 1));
+  return One(im.Emit1(n, "expand", {x}, Attrs().Ints("shape", shape)));
+}
+
+Result RepeatInterleave(Importer& im, Node* n, const Args& a) {
+  MAPD_ASSIGN_OR_RETURN(std::string x, im.TensorArg(n, a, 0));
+  if (a.size() < 2 || !a[1].is_number()) {
+    return im.Error(n, "only an integer number of repeats is supported (not a tensor of repeats)");
+  }
+  MAPD_ASSIGN_OR_RETURN(int64_t repeats, im.IntArg(n, a, 1));
+  Attrs attrs;
+  attrs.Int("repeats", repeats);
+  MAPD_ASSIGN_OR_RETURN(std::optional<int64_t> dim, im.OptionalIntArg(n, a, 2));
+  if (dim) attrs.Int("dim", *dim);
+  return One(im.Emit1(n, "repeat_interleave", {x}, attrs));
+}
+
+Result Slice(Importer& im, Node* n, const Args& a) {
+  MAPD_ASSIGN_OR_RETURN(std::string x, im.TensorArg(n, a, 0));
+  MAPD_ASSIGN_OR_RETURN(int64_t dim, im.IntArg(n, a, 1));
+  MAPD_ASSIGN_OR_RETURN(std::optional<int64_t> start, im.OptionalIntArg(n, a, 2));
+  MAPD_ASSIGN_OR_RETURN(std::optional<int64_t> end, im.OptionalIntArg(n, a, 3));
+  MAPD_ASSIGN_OR_RETURN(int64_t step, im.IntArg(n, a, 4));
+  const TensorType& t = im.TypeOf(a[0]);
+  // x[:] over a whole dimension is the identity; keep the graph small.
+  const int64_t d = dim < 0 ? dim + t.rank() : dim;
+  const int64_t s = start.value_or(0);
+  const int64_t e = end.value_or(std::numeric_limits<int64_t>::max());
+  if (step == 1 && s == 0 && d >= 0 && d < t.rank() && e >= t.shape[d]) return std::vector<AValue>{a[0]};
+  return One(im.Emit1(n, "slice", {x}, Attrs().Int("dim", dim).Int("start", s).Int("end", e).Int("step", step)));
+}
+
+Result Select(Importer& im, Node* n, const Args& a) {
+  MAPD_ASSIGN_OR_RETURN(std::string x, im.TensorArg(n, a, 0));
+  MAPD_ASSIGN_OR_RETURN(int64_t dim, im.IntArg(n, a, 1));
+  MAPD_ASSIGN_OR_RETURN(int64_t index, im.IntArg(n, a, 2));
+  return One(im.Emit1(n, "select", {x}, Attrs().Int("dim", dim).Int("index", index)));
+}
+
+AValue ListOf(std::vector<AValue> items) {
+  AValue v;
+  v.kind = AValue::Kind::kList;
+  v.items = std::move(items);
+  return v;
+}
+
+// split(self, split_size | sizes, dim) / split_with_sizes / chunk: a list of tensors.
+Handler Split(bool chunk) {
+  return [chunk](Importer& im, Node* n, const Args& a) -> Result {
+    MAPD_ASSIGN_OR_RETURN(std::string x, im.TensorArg(n, a, 0));
+    MAPD_ASSIGN_OR_RETURN(int64_t dim, im.IntArg(n, a, 2));
+    Attrs attrs;
+    attrs.Int("dim", dim);
+    std::string op = "split";
+    if (chunk) {
+      MAPD_ASSIGN_OR_RETURN(int64_t chunks, im.IntArg(n, a, 1));
+      attrs.Int("chunks", chunks);
+      op = "chunk";
+    } else if (a[1].is_number()) {
+      MAPD_ASSIGN_OR_RETURN(int64_t size, im.IntArg(n, a, 1));
+      attrs.Int("split_size", size);
+    } else {
+      MAPD_ASSIGN_OR_RETURN(std::vector<int64_t> sizes, im.IntListArg(n, a, 1));
+      attrs.Ints("sizes", sizes);
+    }
+    MAPD_ASSIGN_OR_RETURN(std::vector<AValue> parts, im.Emit(n, op, {x}, attrs));
+    return std::vector<AValue>{ListOf(std::move(parts))};
+  };
+}
+
+Handler Join(const std::string& op) {
+  return [op](Importer& im, Node* n, const Args& a) -> Result {
+    MAPD_ASSIGN_OR_RETURN(std::vector<std::string> xs, im.TensorListArg(n, a, 0));
+    if (xs.empty()) return im.Error(n, "needs at least one tensor");
+    MAPD_ASSIGN_OR_RETURN(int64_t dim, im.IntArg(n, a, 1));
+    return One(im.Emit1(n, op, xs, Attrs().Int("dim", dim)));
+  };
+}
+
+// arange(end, dtype?, ...), arange(start, end, dtype?, ...), arange(start, end, step, dtype?, ...):
+// the overload follows from the argument count (4 trailing dtype/layout/device/pin_memory).
+Result Arange(Importer& im, Node* n, const Args& a) {
+  const int numbers = static_cast<int>(a.size()) - 4;
+  if (numbers < 1 || numbers > 3) return im.Error(n, absl::StrCat("unexpected arange overload with ", a.size(), " arguments"));
+  Attrs attrs;
+  auto number = [&](int i, const char* key) -> absl::Status {
+    v1::AttrValue v;
+    std::string t;
+    MAPD_RETURN_IF_ERROR(im.TensorOrScalarArg(n, a, i, &t, &v));
+    if (!t.empty()) return im.Error(n, "arange bounds must not depend on tensor data");
+    attrs.Set(key, v);
+    return absl::OkStatus();
+  };
+  if (numbers == 1) {
+    MAPD_RETURN_IF_ERROR(number(0, "end"));
+  } else {
+    MAPD_RETURN_IF_ERROR(number(0, "start"));
+    MAPD_RETURN_IF_ERROR(number(1, "end"));
+    if (numbers == 3) MAPD_RETURN_IF_ERROR(number(2, "step"));
+  }
+  MAPD_ASSIGN_OR_RETURN(std::optional<DType> dtype, im.DTypeArg(n, a, numbers));
+  if (dtype) attrs.Str("dtype", DTypeShortName(*dtype));
+  return One(im.Emit1(n, "arange", {}, attrs));
+}
+
+// zeros/ones(size, dtype?, ...), full(size, value, dtype?, ...), their *_like and new_* forms.
+enum class FillFrom { kSize, kLike, kNew };
+Handler Fill(const std::string& op, FillFrom from) {
+  return [op, from](Importer& im, Node* n, const Args& a) -> Result {
+    std::vector<int64_t> shape;
+    std::optional<DType> dtype;
+    int next = 0;
+    if (from == FillFrom::kSize) {
+      MAPD_ASSIGN_OR_RETURN(shape, im.IntListArg(n, a, 0));
+      next = 1;
+    } else {
+      MAPD_ASSIGN_OR_RETURN(std::string x, im.TensorArg(n, a, 0));
+      const TensorType& t = *im.builder().TypeOf(x);
+      dtype = t.dtype;
+      shape = t.shape;
+      next = 1;
+      if (from == FillFrom::kNew) {
+        MAPD_ASSIGN_OR_RETURN(shape, im.IntListArg(n, a, 1));
+        next = 2;
+      }
+    }
+    Attrs attrs;
+    attrs.Ints("shape", shape);
+    if (op == "full") {
+      v1::AttrValue v;
+      std::string t;
+      MAPD_RETURN_IF_ERROR(im.TensorOrScalarArg(n, a, next, &t, &v));
+      if (!t.empty()) return im.Error(n, "the fill value must not depend on tensor data");
+      attrs.Set("value", v);
+      ++next;
+    }
+    MAPD_ASSIGN_OR_RETURN(std::optional<DType> given, im.DTypeArg(n, a, next));
+    if (given) dtype = given;
+    if (dtype) attrs.Str("dtype", DTypeShortName(*dtype));
+    return One(im.Emit1(n, op, {}, attrs));
+  };
+}
+
+// aten::to has several overloads; the target dtype is the first ScalarType among the
+// arguments after self, or another tensor's dtype. No dtype (a device move) is the identity.
+Result To(Importer& im, Node* n, const Args& a) {
+  MAPD_ASSIGN_OR_RETURN(std::string x, im.TensorArg(n, a, 0));
+  std::optional<DType> dtype;
+  if (a.size() > 1 && a[1].is_tensor()) {
+    dtype = im.TypeOf(a[1]).dtype;
+  } else {
+    for (size_t i = 1; i < std::min<size_t>(a.size(), 3); ++i) {
+      if (a[i].kind == AValue::Kind::kConst && a[i].constant.isInt()) {
+        MAPD_ASSIGN_OR_RETURN(dtype, im.DTypeArg(n, a, static_cast<int>(i)));
+        break;
+      }
+    }
+  }
+  if (!dtype || *dtype == im.TypeOf(a[0]).dtype) return std::vector<AValue>{a[0]};
+  return One(im.Emit1(n, "to", {x}, Attrs().Str("dtype", DTypeShortName(*dtype))));
+}
+
+Result TypeAs(Importer& im, Node* n, const Args& a) {
+  MAPD_ASSIGN_OR_RETURN(std::string x, im.TensorArg(n, a, 0));
+  MAPD_ASSIGN_OR_RETURN(std::string other, im.TensorArg(n, a, 1));
+  if (im.TypeOf(a[0]).dtype == im.builder().TypeOf(other)->dtype) return std::vector<AValue>{a[0]};
+  return One(im.Emit1(n, "type_as", {x, other}, Attrs()));
+}
+
+Result Contiguous(Importer& im, Node* n, const Args& a) {
+  MAPD_ASSIGN_OR_RETURN(std::string x, im.TensorArg(n, a, 0));
+  return One(im.Emit1(n, "contiguous", {x}, Attrs()));
+}
+
+Result Conv(Importer& im, Node* n, const Args& a, bool full_form) {
+  MAPD_ASSIGN_OR_RETURN(std::string x, im.TensorArg(n, a, 0));
+  MAPD_ASSIGN_OR_RETURN(std::string w, im.TensorArg(n, a, 1));
+  MAPD_ASSIGN_OR_RETURN(std::string b, im.OptionalTensorArg(n, a, 2));
+  if (im.builder().TypeOf(w)->rank() != 4) return im.Error(n, "only 2-D convolutions are supported");
+  MAPD_ASSIGN_OR_RETURN(std::vector<int64_t> stride, im.IntListArg(n, a, 3));
+  std::vector<int64_t> padding;
+  if (a[4].kind == AValue::Kind::kConst && a[4].constant.isString()) {
+    const std::string mode = a[4].constant.toStringRef();
+    if (mode == "valid") {
+      padding = {0, 0};
+    } else {
+      const Shape& ws = im.builder().TypeOf(w)->shape;
+      if ((ws[2] % 2) == 0 || (ws[3] % 2) == 0) return im.Error(n, "padding='same' with an even kernel is not supported");
+      padding = {ws[2] / 2, ws[3] / 2};
+    }
+  } else {
+    MAPD_ASSIGN_OR_RETURN(padding, im.IntListArg(n, a, 4));
+  }
+  MAPD_ASSIGN_OR_RETURN(std::vector<int64_t> dilation, im.IntListArg(n, a, 5));
+  int64_t groups = 1;
+  if (full_form) {
+    MAPD_ASSIGN_OR_RETURN(bool transposed, im.BoolArg(n, a, 6));
+    if (transposed) return im.Error(n, "transposed convolutions are not supported");
+    MAPD_ASSIGN_OR_RETURN(groups, im.IntArg(n, a, 8));
+  } else {
+    MAPD_ASSIGN_OR_RETURN(groups, im.IntArg(n, a, 6));
+  }
+  return One(im.Emit1(n, "conv2d", {x, w, b},
+                      Attrs().Ints("stride", stride).Ints("padding", padding).Ints("dilation", dilation).Int("groups", groups)));
+}
+
+Result MaxPool(Importer& im, Node* n, const Args& a) {
+  MAPD_ASSIGN_OR_RETURN(std::string x, im.TensorArg(n, a, 0));
+  MAPD_ASSIGN_OR_RETURN(std::vector<int64_t> k, im.IntListArg(n, a, 1));
+  MAPD_ASSIGN_OR_RETURN(std::vector<int64_t> s, im.IntListArg(n, a, 2));
+  MAPD_ASSIGN_OR_RETURN(std::vector<int64_t> p, im.IntListArg(n, a, 3));
+  MAPD_ASSIGN_OR_RETURN(std::vector<int64_t> d, im.IntListArg(n, a, 4));
+  MAPD_ASSIGN_OR_RETURN(bool ceil, im.BoolArg(n, a, 5));
+  if (s.empty()) s = k;
+  return One(im.Emit1(n, "max_pool2d", {x},
+                      Attrs().Ints("kernel_size", k).Ints("stride", s).Ints("padding", p).Ints("dilation", d).Bool("ceil_mode", ceil)));
+}
+
+Result AvgPool(Importer& im, Node* n, const Args& a) {
+  MAPD_ASSIGN_OR_RETURN(std::string x, im.TensorArg(n, a, 0));
+  MAPD_ASSIGN_OR_RETURN(std::vector<int64_t> k, im.IntListArg(n, a, 1));
+  MAPD_ASSIGN_OR_RETURN(std::vector<int64_t> s, im.IntListArg(n, a, 2));
+  MAPD_ASSIGN_OR_RETURN(std::vector<int64_t> p, im.IntListArg(n, a, 3));
+  MAPD_ASSIGN_OR_RETURN(bool ceil, im.BoolArg(n, a, 4));
+  MAPD_ASSIGN_OR_RETURN(bool include_pad, im.BoolArg(n, a, 5));
+  MAPD_ASSIGN_OR_RETURN(std::optional<int64_t> divisor, im.OptionalIntArg(n, a, 6));
+  if (s.empty()) s = k;
+  Attrs attrs;
+  attrs.Ints("kernel_size", k).Ints("stride", s).Ints("padding", p).Bool("ceil_mode", ceil).Bool("count_include_pad", include_pad);
+  if (divisor) attrs.Int("divisor_override", *divisor);
+  return One(im.Emit1(n, "avg_pool2d", {x}, attrs));
+}
+
+Result AdaptiveAvgPool(Importer& im, Node* n, const Args& a) {
+  MAPD_ASSIGN_OR_RETURN(std::string x, im.TensorArg(n, a, 0));
+  MAPD_ASSIGN_OR_RETURN(std::vector<int64_t> size, im.IntListArg(n, a, 1));
+  return One(im.Emit1(n, "adaptive_avg_pool2d", {x}, Attrs().Ints("output_size", size)));
+}
+
+// scaled_dot_product_attention(q, k, v, attn_mask?, dropout_p, is_causal, scale?) (PyTorch 2.x).
+Result Sdpa(Importer& im, Node* n, const Args& a) {
+  MAPD_ASSIGN_OR_RETURN(std::string q, im.TensorArg(n, a, 0));
+  MAPD_ASSIGN_OR_RETURN(std::string k, im.TensorArg(n, a, 1));
+  MAPD_ASSIGN_OR_RETURN(std::string v, im.TensorArg(n, a, 2));
+  MAPD_ASSIGN_OR_RETURN(std::string mask, im.OptionalTensorArg(n, a, 3));
+  MAPD_ASSIGN_OR_RETURN(double p, im.DoubleArg(n, a, 4));
+  MAPD_ASSIGN_OR_RETURN(bool causal, im.BoolArg(n, a, 5));
+  Attrs attrs;
+  attrs.Float("dropout_p", p).Bool("is_causal", causal);
+  if (a.size() > 6 && !a[6].is_none()) {
+    MAPD_ASSIGN_OR_RETURN(double scale, im.DoubleArg(n, a, 6));
+    attrs.Float("scale", scale);
+  }
+  return One(im.Emit1(n, "scaled_dot_product_attention", {q, k, v, mask}, attrs));
+}
+
+Handler Pow() {
+  return Binary("pow", /*commutes=*/false, /*has_alpha=*/false);
+}
+
+}  // namespace
+
+const std::map<std::string, Handler>& AtenHandlers() {
+  static const auto* table = [] {
+    auto* t = new std::map<std::string, Handler>();
+    auto& m = *t;
+    m["aten::linear"] = Linear;
+    m["aten::matmul"] = SameArgs("matmul", 2);
+    m["aten::mm"] = SameArgs("matmul", 2);
+    m["aten::bmm"] = SameArgs("bmm", 2);
+    m["aten::addmm"] = AddMm("addmm");
+    m["aten::baddbmm"] = AddMm("baddbmm");
+    m["aten::t"] = T;
+    m["aten::embedding"] = Embedding;
+    m["aten::layer_norm"] = LayerNorm;
+    m["aten::rms_norm"] = RmsNorm;
+    m["aten::batch_norm"] = BatchNorm;
+    m["aten::softmax"] = Softmax("softmax");
+    m["aten::log_softmax"] = Softmax("log_softmax");
+    m["aten::cross_entropy_loss"] = CrossEntropy;
+    m["aten::nll_loss"] = NllLoss;
+    m["aten::nll_loss_nd"] = NllLoss;
+    m["aten::nll_loss2d"] = NllLoss;
+    m["aten::mse_loss"] = MseLoss;
+    m["aten::gelu"] = Gelu;
+    for (const char* op : {"silu", "relu", "tanh", "sigmoid", "neg", "rsqrt", "sqrt", "exp", "log", "abs", "sin", "cos"}) {
+      m[absl::StrCat("aten::", op)] = SameArgs(op, 1);
+      m[absl::StrCat("aten::", op, "_")] = SameArgs(op, 1);
+    }
+    m["aten::dropout"] = Dropout;
+    m["aten::dropout_"] = Dropout;
+    m["aten::feature_dropout"] = Dropout;
+    m["aten::add"] = Binary("add", true, true);
+    m["aten::add_"] = Binary("add", true, true);
+    m["aten::sub"] = Binary("sub", false, true);
+    m["aten::sub_"] = Binary("sub", false, true);
+    m["aten::rsub"] = Binary("sub", false, true, /*reverse_args=*/true);
+    m["aten::mul"] = Binary("mul", true, false);
+    m["aten::mul_"] = Binary("mul", true, false);
+    m["aten::div"] = Div;
+    m["aten::div_"] = Div;
+    m["aten::true_divide"] = Div;
+    m["aten::floor_divide"] = FloorDivide;
+    m["aten::pow"] = Pow();
+    m["aten::eq"] = Compare("eq", "eq");
+    m["aten::ne"] = Compare("ne", "ne");
+    m["aten::lt"] = Compare("lt", "gt");
+    m["aten::gt"] = Compare("gt", "lt");
+    m["aten::le"] = Compare("le", "ge");
+    m["aten::ge"] = Compare("ge", "le");
+    m["aten::masked_fill"] = MaskedFill;
+    m["aten::masked_fill_"] = MaskedFill;
+    m["aten::where"] = Where;
+    m["aten::triu"] = Triangle("triu");
+    m["aten::tril"] = Triangle("tril");
+    m["aten::mean"] = Reduce("mean");
+    m["aten::sum"] = Reduce("sum");
+    m["aten::amax"] = MinMax("amax");
+    m["aten::amin"] = MinMax("amin");
+    m["aten::view"] = Reshape("view");
+    m["aten::reshape"] = Reshape("reshape");
+    m["aten::view_as"] = ShapeAs("view");
+    m["aten::reshape_as"] = ShapeAs("reshape");
+    m["aten::expand_as"] = ShapeAs("expand");
+    m["aten::flatten"] = Flatten;
+    m["aten::transpose"] = Transpose;
+    m["aten::permute"] = Permute;
+    m["aten::contiguous"] = Contiguous;
+    m["aten::clone"] = Contiguous;
+    m["aten::unsqueeze"] = Unsqueeze;
+    m["aten::squeeze"] = Squeeze;
+    m["aten::expand"] = Expand;
+    m["aten::repeat_interleave"] = RepeatInterleave;
+    m["aten::slice"] = Slice;
+    m["aten::select"] = Select;
+    m["aten::split"] = Split(false);
+    m["aten::split_with_sizes"] = Split(false);
+    m["aten::unsafe_split"] = Split(false);
+    m["aten::chunk"] = Split(true);
+    m["aten::unsafe_chunk"] = Split(true);
+    m["aten::cat"] = Join("cat");
+    m["aten::concat"] = Join("cat");
+    m["aten::stack"] = Join("stack");
+    m["aten::arange"] = Arange;
+    m["aten::zeros"] = Fill("zeros", FillFrom::kSize);
+    m["aten::ones"] = Fill("ones", FillFrom::kSize);
+    m["aten::full"] = Fill("full", FillFrom::kSize);
+    m["aten::zeros_like"] = Fill("zeros", FillFrom::kLike);
+    m["aten::ones_like"] = Fill("ones", FillFrom::kLike);
+    m["aten::full_like"] = Fill("full", FillFrom::kLike);
+    m["aten::new_zeros"] = Fill("zeros", FillFrom::kNew);
+    m["aten::new_ones"] = Fill("ones", FillFrom::kNew);
+    m["aten::new_full"] = Fill("full", FillFrom::kNew);
+    m["aten::to"] = To;
+    m["aten::type_as"] = TypeAs;
+    m["aten::_convolution"] = [](Importer& im, Node* n, const Args& a) { return Conv(im, n, a, true); };
+    m["aten::conv2d"] = [](Importer& im, Node* n, const Args& a) { return Conv(im, n, a, false); };
+    m["aten::max_pool2d"] = MaxPool;
+    m["aten::avg_pool2d"] = AvgPool;
+    m["aten::adaptive_avg_pool2d"] = AdaptiveAvgPool;
+    m["aten::scaled_dot_product_attention"] = Sdpa;
+    return t;
+  }();
+  return *table;
+}
+
+}  // namespace import_internal
+}  // namespace mapd

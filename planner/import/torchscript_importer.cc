@@ -1,0 +1,790 @@
+// Loading TorchScript archives, collecting parameters, and the abstract interpreter that
+// walks the inlined forward graph (see torchscript_importer.h).
+#include "planner/import/torchscript_importer.h"
+
+#include <ATen/ops/scalar_tensor.h>
+#include <torch/csrc/jit/api/function_impl.h>
+#include <torch/csrc/jit/passes/inliner.h>
+#include <torch/csrc/jit/serialization/import.h>
+
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <set>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "planner/graph/verifier.h"
+#include "planner/import/importer_internal.h"
+#include "planner/util/status_macros.h"
+
+namespace mapd {
+namespace import_internal {
+
+absl::StatusOr<DType> FromScalarType(c10::ScalarType t) {
+  switch (t) {
+    case c10::ScalarType::Float: return v1::FLOAT32;
+    case c10::ScalarType::Half: return v1::FLOAT16;
+    case c10::ScalarType::BFloat16: return v1::BFLOAT16;
+    case c10::ScalarType::Double: return v1::FLOAT64;
+    case c10::ScalarType::Long: return v1::INT64;
+    case c10::ScalarType::Int: return v1::INT32;
+    case c10::ScalarType::Short: return v1::INT16;
+    case c10::ScalarType::Char: return v1::INT8;
+    case c10::ScalarType::Byte: return v1::UINT8;
+    case c10::ScalarType::Bool: return v1::BOOL;
+    default:
+      return absl::InvalidArgumentError(
+          absl::StrCat("tensor dtype ", c10::toString(t), " is not supported by MAP"));
+  }
+}
+
+c10::ScalarType ToScalarType(DType d) {
+  switch (d) {
+    case v1::FLOAT16: return c10::ScalarType::Half;
+    case v1::BFLOAT16: return c10::ScalarType::BFloat16;
+    case v1::FLOAT64: return c10::ScalarType::Double;
+    case v1::INT64: return c10::ScalarType::Long;
+    case v1::INT32: return c10::ScalarType::Int;
+    case v1::INT16: return c10::ScalarType::Short;
+    case v1::INT8: return c10::ScalarType::Char;
+    case v1::UINT8: return c10::ScalarType::Byte;
+    case v1::BOOL: return c10::ScalarType::Bool;
+    default: return c10::ScalarType::Float;
+  }
+}
+
+namespace {
+
+std::string KindOf(torch::jit::Node* n) { return n->kind().toQualString(); }
+
+// "x.1" → "x": TorchScript appends ".N" to disambiguate debug names.
+std::string StripDebugSuffix(const std::string& name) {
+  const size_t dot = name.rfind('.');
+  if (dot == std::string::npos || dot + 1 == name.size()) return name;
+  for (size_t i = dot + 1; i < name.size(); ++i) {
+    if (!std::isdigit(static_cast<unsigned char>(name[i]))) return name;
+  }
+  return name.substr(0, dot);
+}
+
+bool HasTensorType(const c10::TypePtr& t) {
+  if (t->kind() == c10::TypeKind::TensorType) return true;
+  for (const auto& c : t->containedTypes()) {
+    if (HasTensorType(c)) return true;
+  }
+  return false;
+}
+
+// Structural and shape-query nodes the interpreter handles itself.
+const std::set<std::string>& InterpreterKinds() {
+  static const std::set<std::string> kinds = {
+      "prim::Constant",   "prim::GetAttr",      "prim::ListConstruct", "prim::ListUnpack",
+      "prim::TupleConstruct", "prim::TupleUnpack", "prim::TupleIndex", "prim::If",
+      "prim::Loop",       "prim::NumToTensor",  "prim::unchecked_cast", "prim::Uninitialized",
+      "prim::RaiseException", "prim::device",   "prim::dtype",         "aten::size",
+      "aten::dim",        "aten::numel",        "aten::len",           "aten::Int",
+      "aten::Float",      "aten::Bool",         "aten::ScalarImplicit", "aten::__is__",
+      "aten::__isnot__",  "aten::warn",         "aten::__getitem__",   "prim::requires_grad",
+      "aten::detach",     "aten::is_floating_point", "prim::is_cuda",  "prim::layout",
+  };
+  return kinds;
+}
+
+void ScanUnsupported(torch::jit::Block* block, std::map<std::string, int>* counts) {
+  for (torch::jit::Node* n : block->nodes()) {
+    for (torch::jit::Block* b : n->blocks()) ScanUnsupported(b, counts);
+    const std::string kind = KindOf(n);
+    if (InterpreterKinds().count(kind) || AtenHandlers().count(kind)) continue;
+    bool tensor_out = false;
+    for (torch::jit::Value* o : n->outputs()) tensor_out |= HasTensorType(o->type());
+    if (!tensor_out) continue;  // non-tensor computation: folded at import time
+    ++(*counts)[kind];
+  }
+}
+
+// Converts an abstract value to an IValue for constant folding; nullopt if not constant.
+std::optional<c10::IValue> ToIValue(const AValue& v) {
+  switch (v.kind) {
+    case AValue::Kind::kNone: return c10::IValue();
+    case AValue::Kind::kConst:
+      if (v.scalar_tensor) {
+        if (v.constant.isInt()) return c10::IValue(at::scalar_tensor(v.constant.toInt(), at::kLong));
+        if (v.constant.isDouble()) return c10::IValue(at::scalar_tensor(v.constant.toDouble(), at::kDouble));
+        if (v.constant.isBool()) return c10::IValue(at::scalar_tensor(v.constant.toBool(), at::kBool));
+      }
+      return v.constant;
+    case AValue::Kind::kList: {
+      bool all_int = true, all_double = true, all_bool = true;
+      std::vector<c10::IValue> items;
+      for (const auto& it : v.items) {
+        auto iv = ToIValue(it);
+        if (!iv) return std::nullopt;
+        all_int &= iv->isInt();
+        all_double &= iv->isDouble();
+        all_bool &= iv->isBool();
+        items.push_back(*iv);
+      }
+      if (all_int) {
+        c10::List<int64_t> l;
+        for (auto& i : items) l.push_back(i.toInt());
+        return c10::IValue(l);
+      }
+      if (all_double) {
+        c10::List<double> l;
+        for (auto& i : items) l.push_back(i.toDouble());
+        return c10::IValue(l);
+      }
+      if (all_bool) {
+        c10::List<bool> l;
+        for (auto& i : items) l.push_back(i.toBool());
+        return c10::IValue(l);
+      }
+      c10::impl::GenericList l(c10::AnyType::get());
+      for (auto& i : items) l.push_back(i);
+      return c10::IValue(l);
+    }
+    case AValue::Kind::kTuple: {
+      std::vector<c10::IValue> items;
+      for (const auto& it : v.items) {
+        auto iv = ToIValue(it);
+        if (!iv) return std::nullopt;
+        items.push_back(*iv);
+      }
+      return c10::IValue(c10::ivalue::Tuple::create(std::move(items)));
+    }
+    default: return std::nullopt;
+  }
+}
+
+// Back from a folded IValue: 0-d tensors become scalar constants.
+std::optional<AValue> FromIValue(const c10::IValue& iv) {
+  if (iv.isTensor()) {
+    const at::Tensor& t = iv.toTensor();
+    if (t.dim() != 0) return std::nullopt;
+    AValue v;
+    if (t.is_floating_point()) v = AValue::Const(t.item<double>());
+    else if (t.scalar_type() == at::kBool) v = AValue::Const(t.item<bool>());
+    else v = AValue::Const(t.item<int64_t>());
+    v.scalar_tensor = true;
+    return v;
+  }
+  if (iv.isTuple()) {
+    AValue v;
+    v.kind = AValue::Kind::kTuple;
+    for (const auto& e : iv.toTupleRef().elements()) {
+      auto a = FromIValue(e);
+      if (!a) return std::nullopt;
+      v.items.push_back(*a);
+    }
+    return v;
+  }
+  if (iv.isNone()) return AValue::None();
+  return AValue::Const(iv);
+}
+
+}  // namespace
+
+Importer::Importer(std::string graph_name, std::string source_path)
+    : builder_(std::move(graph_name)), source_path_(std::move(source_path)) {}
+
+absl::Status Importer::Error(torch::jit::Node* n, const std::string& msg) const {
+  std::string where = KindOf(n);
+  const std::string scope = ScopeOf(n);
+  if (!scope.empty()) where = absl::StrCat(where, " in module '", scope, "'");
+  return absl::InvalidArgumentError(absl::StrCat(where, ": ", msg));
+}
+
+std::string Importer::ScopeOf(torch::jit::Node* n) const {
+  return scope_stack_.empty() ? std::string() : scope_stack_.back();
+}
+
+const AValue& Importer::Lookup(torch::jit::Value* v) const {
+  static const AValue kNone;
+  auto it = env_.find(v);
+  return it == env_.end() ? kNone : it->second;
+}
+
+const TensorType& Importer::TypeOf(const AValue& v) const { return *builder_.TypeOf(v.tensor); }
+
+absl::Status Importer::CollectParameters(torch::jit::Module& module) {
+  auto add = [this](const std::string& name, const at::Tensor& t, v1::Parameter::Kind kind) -> absl::Status {
+    auto it = param_by_impl_.find(t.unsafeGetTensorImpl());
+    if (it != param_by_impl_.end()) {
+      // Tied: the same tensor under another module path.
+      builder_.AddParameterAlias(it->second, name);
+      return builder_.status();
+    }
+    auto dtype = FromScalarType(t.scalar_type());
+    if (!dtype.ok()) return absl::InvalidArgumentError(absl::StrCat("parameter '", name, "': ", dtype.status().message()));
+    v1::Parameter p;
+    p.set_name(name);
+    TensorType type{*dtype, Shape(t.sizes().begin(), t.sizes().end())};
+    *p.mutable_type() = type.ToProto();
+    p.set_kind(kind);
+    p.set_trainable(kind == v1::Parameter::PARAMETER && t.requires_grad() && IsFloating(*dtype));
+    p.mutable_data()->set_source(source_path_);
+    p.mutable_data()->set_key(name);
+    builder_.AddParameter(std::move(p));
+    param_by_impl_[t.unsafeGetTensorImpl()] = name;
+    param_kind_[name] = kind;
+    return builder_.status();
+  };
+  for (const auto& p : module.named_parameters(/*recurse=*/true)) {
+    MAPD_RETURN_IF_ERROR(add(p.name, p.value, v1::Parameter::PARAMETER));
+  }
+  for (const auto& b : module.named_buffers(/*recurse=*/true)) {
+    MAPD_RETURN_IF_ERROR(add(b.name, b.value, v1::Parameter::BUFFER));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Importer::BindInputs(torch::jit::Graph& g, torch::jit::Module& module,
+                                  const std::vector<InputSpec>& specs) {
+  if (g.inputs().empty()) return absl::InvalidArgumentError("forward() has no self argument");
+  AValue self;
+  self.kind = AValue::Kind::kModule;
+  self.module = module._ivalue();
+  Bind(g.inputs()[0], self);
+  std::map<std::string, const InputSpec*> by_name;
+  for (const auto& s : specs) by_name[s.name] = &s;
+  std::vector<std::string> names;
+  std::set<std::string> used;
+  for (size_t i = 1; i < g.inputs().size(); ++i) {
+    torch::jit::Value* in = g.inputs()[i];
+    const std::string name = StripDebugSuffix(in->debugName());
+    names.push_back(name);
+    auto it = by_name.find(name);
+    const bool optional = in->type()->kind() == c10::TypeKind::OptionalType;
+    if (it == by_name.end()) {
+      if (optional) {
+        Bind(in, AValue::None());
+        continue;
+      }
+      std::vector<std::string> have;
+      for (const auto& s : specs) have.push_back(s.ToString());
+      return absl::InvalidArgumentError(absl::StrCat(
+          "forward() argument '", name, "' has no input spec; pass --input ", name,
+          ":DTYPE[D0,D1,...] (or embed mapd_inputs.json)", have.empty() ? "" : absl::StrCat("; given: ", absl::StrJoin(have, " "))));
+    }
+    used.insert(name);
+    c10::TypePtr t = in->type();
+    if (optional) t = t->containedTypes()[0];
+    if (t->kind() != c10::TypeKind::TensorType) {
+      return absl::InvalidArgumentError(absl::StrCat("forward() argument '", name, "' has type ", t->str(),
+                                                     "; only tensor arguments can be given by input specs"));
+    }
+    auto tt = t->expect<c10::TensorType>();
+    const InputSpec& spec = *it->second;
+    if (auto st = tt->scalarType(); st.has_value()) {
+      auto traced = FromScalarType(*st);
+      if (traced.ok() && *traced != spec.type.dtype) {
+        return absl::InvalidArgumentError(absl::StrCat("input spec ", spec.ToString(), " gives dtype ",
+                                                       DTypeShortName(spec.type.dtype), " but the model was traced with ",
+                                                       DTypeShortName(*traced), " for '", name, "'"));
+      }
+    }
+    if (auto rank = tt->sizes().size(); rank.has_value() && static_cast<int>(*rank) != spec.type.rank()) {
+      return absl::InvalidArgumentError(absl::StrCat("input spec ", spec.ToString(), " has rank ", spec.type.rank(),
+                                                     " but the model was traced with a rank-", *rank, " '", name, "'"));
+    }
+    builder_.Input(name, spec.type);
+    Bind(in, AValue::Tensor(name));
+  }
+  for (const auto& s : specs) {
+    if (!used.count(s.name)) {
+      return absl::InvalidArgumentError(absl::StrCat("input spec names '", s.name,
+                                                     "', which is not a forward() argument; the arguments are: ",
+                                                     names.empty() ? "(none)" : absl::StrJoin(names, ", ")));
+    }
+  }
+  return builder_.status();
+}
+
+absl::StatusOr<AValue> Importer::GetAttr(torch::jit::Node* n, const AValue& obj) {
+  const std::string name = n->s(c10::attr::name);
+  if (obj.kind != AValue::Kind::kModule) return Error(n, absl::StrCat("attribute '", name, "' of a non-module value"));
+  if (!obj.module->type()->hasAttribute(name)) {
+    return Error(n, absl::StrCat("module '", obj.path, "' has no attribute '", name, "'"));
+  }
+  c10::IValue attr = obj.module->getAttr(name);
+  const std::string path = obj.path.empty() ? name : absl::StrCat(obj.path, ".", name);
+  if (attr.isObject()) {
+    AValue m;
+    m.kind = AValue::Kind::kModule;
+    m.module = attr.toObject();
+    m.path = path;
+    return m;
+  }
+  if (attr.isTensor()) {
+    const at::Tensor& t = attr.toTensor();
+    auto it = param_by_impl_.find(t.unsafeGetTensorImpl());
+    if (it == param_by_impl_.end()) {
+      // A tensor attribute that is neither parameter nor buffer: keep it as a constant.
+      MAPD_ASSIGN_OR_RETURN(DType dtype, FromScalarType(t.scalar_type()));
+      v1::Parameter p;
+      p.set_name(path);
+      *p.mutable_type() = TensorType{dtype, Shape(t.sizes().begin(), t.sizes().end())}.ToProto();
+      p.set_kind(v1::Parameter::CONSTANT);
+      p.mutable_data()->set_source(source_path_);
+      p.mutable_data()->set_key(path);
+      builder_.AddParameter(std::move(p));
+      param_by_impl_[t.unsafeGetTensorImpl()] = path;
+      param_kind_[path] = v1::Parameter::CONSTANT;
+      MAPD_RETURN_IF_ERROR(builder_.status());
+      it = param_by_impl_.find(t.unsafeGetTensorImpl());
+    }
+    AValue v = AValue::Tensor(it->second);
+    v.path = it->second;
+    return v;
+  }
+  auto v = FromIValue(attr);
+  if (!v) return Error(n, absl::StrCat("attribute '", path, "' has an unsupported type ", attr.tagKind()));
+  return *v;
+}
+
+absl::StatusOr<AValue> Importer::ConstantValue(torch::jit::Node* n) {
+  // A function value (the callee of prim::CallFunction) is resolved from its type at the call.
+  if (n->output()->type()->kind() == c10::TypeKind::FunctionType) return AValue::None();
+  auto iv = torch::jit::toIValue(n->output());
+  if (!iv) return Error(n, absl::StrCat("constant of type ", n->output()->type()->str(), " has no value"));
+  if (iv->isTensor()) {
+    at::Tensor t = iv->toTensor().contiguous().cpu();
+    if (t.dim() == 0) {
+      auto v = FromIValue(*iv);
+      return *v;
+    }
+    MAPD_ASSIGN_OR_RETURN(DType dtype, FromScalarType(t.scalar_type()));
+    const std::string name = absl::StrCat("constant_", num_constants_++);
+    v1::Parameter p;
+    p.set_name(name);
+    *p.mutable_type() = TensorType{dtype, Shape(t.sizes().begin(), t.sizes().end())}.ToProto();
+    p.set_kind(v1::Parameter::CONSTANT);
+    p.mutable_data()->set_source(source_path_);
+    p.mutable_data()->set_key(absl::StrCat("constant:", num_constants_ - 1));
+    p.mutable_data()->set_inline_data(std::string(static_cast<const char*>(t.data_ptr()), t.nbytes()));
+    builder_.AddParameter(std::move(p));
+    MAPD_RETURN_IF_ERROR(builder_.status());
+    return AValue::Tensor(name);
+  }
+  auto v = FromIValue(*iv);
+  if (!v) return Error(n, "unsupported constant");
+  return *v;
+}
+
+void Importer::RebindInPlace(torch::jit::Value* target, const AValue& new_value) {
+  const AValue& old = Lookup(target);
+  if (old.is_tensor()) {
+    auto kind = param_kind_.find(old.tensor);
+    if (kind != param_kind_.end() && kind->second == v1::Parameter::BUFFER) {
+      builder_.BufferUpdate(old.tensor, new_value.tensor);
+    }
+    // Later reads of the same jit value see the updated tensor.
+    const std::string old_name = old.tensor;
+    for (auto& kv : env_) {
+      if (kv.second.is_tensor() && kv.second.tensor == old_name) kv.second = new_value;
+    }
+  }
+  Bind(target, new_value);
+}
+
+absl::Status Importer::FoldConstant(torch::jit::Node* n, const std::vector<AValue>& args) {
+  torch::jit::Stack stack;
+  for (size_t i = 0; i < args.size(); ++i) {
+    auto iv = ToIValue(args[i]);
+    if (!iv) {
+      return Error(n, absl::StrCat("argument ", i,
+                                   " depends on tensor data, which is not known at import time; MAP needs "
+                                   "shapes and control flow that depend only on input shapes"));
+    }
+    stack.push_back(*iv);
+  }
+  try {
+    torch::jit::Operation op = n->getOperation();
+    op(stack);
+  } catch (const std::exception& e) {
+    std::string what = e.what();
+    what = what.substr(0, what.find('\n'));
+    return Error(n, absl::StrCat("evaluating a constant expression failed: ", what));
+  }
+  if (stack.size() != n->outputs().size()) return Error(n, "constant evaluation gave an unexpected number of values");
+  for (size_t i = 0; i < stack.size(); ++i) {
+    auto v = FromIValue(stack[i]);
+    if (!v) return Error(n, "constant evaluation produced a tensor; this op is not supported on tensors");
+    Bind(n->outputs()[i], *v);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Importer::RunIf(torch::jit::Node* n) {
+  const AValue& cond = Lookup(n->inputs()[0]);
+  if (cond.kind != AValue::Kind::kConst || !(cond.constant.isBool() || cond.constant.isInt())) {
+    return Error(n, "the branch condition depends on tensor data; only shape-dependent control flow is supported");
+  }
+  const bool taken = cond.constant.isBool() ? cond.constant.toBool() : cond.constant.toInt() != 0;
+  torch::jit::Block* block = n->blocks()[taken ? 0 : 1];
+  MAPD_RETURN_IF_ERROR(RunBlock(block));
+  for (size_t i = 0; i < n->outputs().size(); ++i) Bind(n->outputs()[i], Lookup(block->outputs()[i]));
+  return absl::OkStatus();
+}
+
+absl::Status Importer::RunLoop(torch::jit::Node* n) {
+  const AValue& trip = Lookup(n->inputs()[0]);
+  const AValue& cond0 = Lookup(n->inputs()[1]);
+  if (!trip.is_number() || !cond0.is_number()) {
+    return Error(n, "the loop's trip count or condition depends on tensor data; only shape-dependent loops are supported");
+  }
+  const int64_t max_trips = trip.constant.isInt() ? trip.constant.toInt() : static_cast<int64_t>(trip.constant.toDouble());
+  bool cond = cond0.constant.isBool() ? cond0.constant.toBool() : cond0.constant.toInt() != 0;
+  torch::jit::Block* body = n->blocks()[0];
+  std::vector<AValue> carried;
+  for (size_t i = 2; i < n->inputs().size(); ++i) carried.push_back(Lookup(n->inputs()[i]));
+  for (int64_t it = 0; it < max_trips && cond; ++it) {
+    if (--loop_budget_ < 0) return Error(n, "loop unrolling exceeded 1M iterations");
+    Bind(body->inputs()[0], AValue::Const(it));
+    for (size_t i = 0; i < carried.size(); ++i) Bind(body->inputs()[i + 1], carried[i]);
+    MAPD_RETURN_IF_ERROR(RunBlock(body));
+    const AValue& c = Lookup(body->outputs()[0]);
+    if (!c.is_number()) return Error(n, "the loop condition depends on tensor data");
+    cond = c.constant.isBool() ? c.constant.toBool() : c.constant.toInt() != 0;
+    for (size_t i = 0; i < carried.size(); ++i) carried[i] = Lookup(body->outputs()[i + 1]);
+  }
+  for (size_t i = 0; i < n->outputs().size(); ++i) Bind(n->outputs()[i], carried[i]);
+  return absl::OkStatus();
+}
+
+// Calls are interpreted in place (rather than inlined up front) so that nodes of a submodule
+// carry its full module path, e.g. "transformer.h.0.attn", as their scope.
+absl::Status Importer::RunCall(torch::jit::Node* n, const std::vector<AValue>& args) {
+  torch::jit::Function* fn = nullptr;
+  std::vector<AValue> call_args = args;
+  const bool method = n->kind() == c10::prim::CallMethod;
+  if (method) {
+    if (args.empty() || args[0].kind != AValue::Kind::kModule) return Error(n, "method call on a non-module value");
+    fn = args[0].module->type()->findMethod(n->s(c10::attr::name));
+    if (fn == nullptr) return Error(n, absl::StrCat("module '", args[0].path, "' has no method ", n->s(c10::attr::name)));
+  } else {
+    auto ft = n->input(0)->type()->cast<c10::FunctionType>();
+    if (!ft) return Error(n, "call of a value that is not a function");
+    fn = ft->function();
+    call_args.erase(call_args.begin());
+  }
+  if (++call_depth_ > 256) return Error(n, "calls nest more than 256 deep");
+  std::shared_ptr<torch::jit::Graph> callee = torch::jit::toGraphFunction(*fn).graph();
+  if (callee->inputs().size() != call_args.size()) {
+    return Error(n, absl::StrCat("calling ", fn->name(), " with ", call_args.size(), " arguments, it takes ",
+                                 callee->inputs().size()));
+  }
+  for (size_t i = 0; i < call_args.size(); ++i) Bind(callee->inputs()[i], call_args[i]);
+  if (method) scope_stack_.push_back(args[0].path);
+  absl::Status st = RunBlock(callee->block());
+  if (method) scope_stack_.pop_back();
+  --call_depth_;
+  MAPD_RETURN_IF_ERROR(st);
+  for (size_t i = 0; i < n->outputs().size(); ++i) Bind(n->outputs()[i], Lookup(callee->outputs()[i]));
+  return absl::OkStatus();
+}
+
+absl::Status Importer::RunBlock(torch::jit::Block* block) {
+  for (torch::jit::Node* n : block->nodes()) {
+    MAPD_RETURN_IF_ERROR(RunNode(n));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Importer::RunNode(torch::jit::Node* n) {
+  const std::string kind = KindOf(n);
+  std::vector<AValue> args;
+  args.reserve(n->inputs().size());
+  for (torch::jit::Value* in : n->inputs()) args.push_back(Lookup(in));
+  auto bind1 = [&](AValue v) {
+    Bind(n->output(), std::move(v));
+    return absl::OkStatus();
+  };
+
+  if (kind == "prim::Constant") {
+    MAPD_ASSIGN_OR_RETURN(AValue v, ConstantValue(n));
+    return bind1(v);
+  }
+  if (kind == "prim::GetAttr") {
+    MAPD_ASSIGN_OR_RETURN(AValue v, GetAttr(n, args[0]));
+    return bind1(v);
+  }
+  if (kind == "prim::ListConstruct" || kind == "prim::TupleConstruct") {
+    AValue v;
+    v.kind = kind == "prim::ListConstruct" ? AValue::Kind::kList : AValue::Kind::kTuple;
+    v.items = args;
+    return bind1(v);
+  }
+  if (kind == "prim::ListUnpack" || kind == "prim::TupleUnpack") {
+    std::vector<AValue> items = args[0].items;
+    if (args[0].kind == AValue::Kind::kConst) {
+      items.clear();
+      const c10::IValue& c = args[0].constant;
+      if (c.isList()) {
+        for (const auto& e : c.toListRef()) items.push_back(*FromIValue(e));
+      } else if (c.isTuple()) {
+        for (const auto& e : c.toTupleRef().elements()) items.push_back(*FromIValue(e));
+      }
+    }
+    if (items.size() != n->outputs().size()) {
+      return Error(n, absl::StrCat("unpacking ", items.size(), " values into ", n->outputs().size()));
+    }
+    for (size_t i = 0; i < items.size(); ++i) Bind(n->outputs()[i], items[i]);
+    return absl::OkStatus();
+  }
+  if (kind == "prim::TupleIndex" || (kind == "aten::__getitem__" && args[0].kind != AValue::Kind::kConst)) {
+    if (!args[1].is_number()) return Error(n, "index is not a known integer");
+    int64_t i = args[1].constant.toInt();
+    const int64_t size = static_cast<int64_t>(args[0].items.size());
+    if (i < 0) i += size;
+    if (i < 0 || i >= size) return Error(n, absl::StrCat("index ", args[1].constant.toInt(), " out of range for ", size, " items"));
+    return bind1(args[0].items[i]);
+  }
+  if (kind == "prim::CallMethod" || kind == "prim::CallFunction") return RunCall(n, args);
+  if (kind == "prim::If") return RunIf(n);
+  if (kind == "prim::Loop") return RunLoop(n);
+  if (kind == "prim::NumToTensor") {
+    AValue v = args[0];
+    v.scalar_tensor = true;
+    return bind1(v);
+  }
+  if (kind == "prim::unchecked_cast" || kind == "aten::detach" && !args[0].is_tensor()) return bind1(args[0]);
+  if (kind == "prim::Uninitialized") return bind1(AValue::None());
+  if (kind == "prim::RaiseException") {
+    std::string msg = args.empty() || args[0].kind != AValue::Kind::kConst ? "" : args[0].constant.toStringRef();
+    return Error(n, absl::StrCat("the model raises an exception for these inputs: ", msg));
+  }
+  if (kind == "aten::warn") return absl::OkStatus();
+  if (kind == "aten::__is__" || kind == "aten::__isnot__") {
+    const bool both_none = args[0].is_none() && args[1].is_none();
+    const bool one_none = args[0].is_none() != args[1].is_none();
+    if (!both_none && !one_none) return FoldConstant(n, args);
+    const bool is = both_none;
+    return bind1(AValue::Const(kind == "aten::__is__" ? is : !is));
+  }
+  // Shape queries on tensors.
+  if (!args.empty() && args[0].is_tensor()) {
+    const TensorType& t = TypeOf(args[0]);
+    if (kind == "aten::size") {
+      if (args.size() == 1) return bind1(AValue::Const(c10::IValue(c10::List<int64_t>(t.shape))));
+      if (!args[1].is_number()) return Error(n, "size() dimension is not a known integer");
+      int64_t d = args[1].constant.toInt();
+      if (d < 0) d += t.rank();
+      if (d < 0 || d >= t.rank()) {
+        return Error(n, absl::StrCat("size(", args[1].constant.toInt(), ") of a ", t.ToString(),
+                                     " tensor: no such dimension (does the input spec have the rank the model expects?)"));
+      }
+      return bind1(AValue::Const(t.shape[d]));
+    }
+    if (kind == "aten::dim") return bind1(AValue::Const(static_cast<int64_t>(t.rank())));
+    if (kind == "aten::numel") return bind1(AValue::Const(t.NumElements()));
+    if (kind == "aten::len") return bind1(AValue::Const(t.rank() == 0 ? int64_t{0} : t.shape[0]));
+    if (kind == "prim::dtype") return bind1(AValue::Const(static_cast<int64_t>(ToScalarType(t.dtype))));
+    if (kind == "prim::device") return bind1(AValue::Const(c10::Device(c10::kCPU)));
+    if (kind == "aten::is_floating_point") return bind1(AValue::Const(IsFloating(t.dtype)));
+    if (kind == "prim::requires_grad") return bind1(AValue::Const(IsFloating(t.dtype)));
+    if (kind == "prim::is_cuda") return bind1(AValue::Const(false));
+    if (kind == "aten::Int" || kind == "aten::Float" || kind == "aten::Bool" || kind == "aten::ScalarImplicit") {
+      return Error(n, "converts tensor data to a number, which is not known at import time");
+    }
+  }
+  if (kind == "aten::len" && args[0].kind == AValue::Kind::kList) {
+    return bind1(AValue::Const(static_cast<int64_t>(args[0].items.size())));
+  }
+
+  bool tensor_out = false;
+  for (torch::jit::Value* o : n->outputs()) tensor_out |= HasTensorType(o->type());
+  bool any_tensor_arg = false, any_scalar_tensor = false;
+  for (const auto& a : args) {
+    any_tensor_arg |= a.is_tensor();
+    any_scalar_tensor |= a.kind == AValue::Kind::kConst && a.scalar_tensor;
+    if (a.kind == AValue::Kind::kList) {
+      for (const auto& it : a.items) any_tensor_arg |= it.is_tensor();
+    }
+  }
+  // Arithmetic on numbers that stand for 0-d tensors (traced sizes) folds to a number.
+  if (!any_tensor_arg && (!tensor_out || any_scalar_tensor)) return FoldConstant(n, args);
+
+  auto h = AtenHandlers().find(kind);
+  if (h == AtenHandlers().end()) return Error(n, "unsupported op");
+  MAPD_ASSIGN_OR_RETURN(std::vector<AValue> outs, h->second(*this, n, args));
+  if (outs.size() != n->outputs().size()) {
+    return Error(n, absl::StrCat("handler produced ", outs.size(), " values for ", n->outputs().size(), " outputs"));
+  }
+  // In-place variants (relu_, add_, ...) update their first argument.
+  const std::string op = n->kind().toUnqualString();
+  if (op.size() > 1 && op.back() == '_' && op[op.size() - 2] != '_' && outs[0].is_tensor()) {
+    RebindInPlace(n->inputs()[0], outs[0]);
+  }
+  for (size_t i = 0; i < outs.size(); ++i) Bind(n->outputs()[i], outs[i]);
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<AValue>> Importer::Emit(torch::jit::Node* n, const std::string& op,
+                                                   const std::vector<std::string>& inputs, const Attrs& attrs) {
+  builder_.PushScope(ScopeOf(n));
+  std::vector<std::string> outs = builder_.Node(op, inputs, attrs);
+  builder_.PopScope();
+  if (!builder_.status().ok()) {
+    return absl::InvalidArgumentError(absl::StrCat(builder_.status().message(), " (from ", KindOf(n), ")"));
+  }
+  std::vector<AValue> vals;
+  for (auto& o : outs) vals.push_back(AValue::Tensor(std::move(o)));
+  return vals;
+}
+
+absl::StatusOr<AValue> Importer::Emit1(torch::jit::Node* n, const std::string& op,
+                                       const std::vector<std::string>& inputs, const Attrs& attrs) {
+  MAPD_ASSIGN_OR_RETURN(std::vector<AValue> outs, Emit(n, op, inputs, attrs));
+  if (outs.size() != 1) return Error(n, absl::StrCat(op, " gave ", outs.size(), " values, expected 1"));
+  return outs[0];
+}
+
+absl::StatusOr<v1::Graph> Importer::Run(torch::jit::Module& module, const std::vector<InputSpec>& specs) {
+  if (!module.find_method("forward")) return absl::InvalidArgumentError("the module has no forward() method");
+  std::shared_ptr<torch::jit::Graph> g = module.get_method("forward").graph();
+  std::shared_ptr<torch::jit::Graph> inlined = g->copy();
+  torch::jit::Inline(*inlined);
+
+  std::map<std::string, int> unsupported;
+  ScanUnsupported(inlined->block(), &unsupported);
+  if (!unsupported.empty()) {
+    std::vector<std::string> parts;
+    int total = 0;
+    for (const auto& kv : unsupported) {
+      parts.push_back(absl::StrCat(kv.first, " (", kv.second, ")"));
+      total += kv.second;
+    }
+    return absl::InvalidArgumentError(absl::StrCat("the model uses ", unsupported.size(), " unsupported op(s) at ",
+                                                   total, " place(s): ", absl::StrJoin(parts, ", "),
+                                                   "; see docs/ops.md for the supported ones"));
+  }
+  MAPD_RETURN_IF_ERROR(CollectParameters(module));
+  MAPD_RETURN_IF_ERROR(BindInputs(*g, module, specs));
+  MAPD_RETURN_IF_ERROR(RunBlock(g->block()));
+
+  std::function<absl::Status(const AValue&)> add_output = [&](const AValue& v) -> absl::Status {
+    if (v.is_tensor()) {
+      builder_.Output(v.tensor);
+    } else if (v.kind == AValue::Kind::kTuple || v.kind == AValue::Kind::kList) {
+      for (const auto& it : v.items) MAPD_RETURN_IF_ERROR(add_output(it));
+    }
+    return builder_.status();
+  };
+  for (torch::jit::Value* out : g->outputs()) MAPD_RETURN_IF_ERROR(add_output(Lookup(out)));
+  builder_.SetMetadata("source", source_path_);
+  builder_.SetMetadata("importer", "torchscript");
+  builder_.SetMetadata("mode", module.is_training() ? "train" : "eval");
+  return builder_.Build();
+}
+
+}  // namespace import_internal
+
+bool LooksLikeTorchScript(const std::string& path) {
+  if (absl::EndsWith(path, ".pt") || absl::EndsWith(path, ".pth") || absl::EndsWith(path, ".ts") ||
+      absl::EndsWith(path, ".torchscript")) {
+    return true;
+  }
+  std::ifstream in(path, std::ios::binary);
+  char magic[4] = {0, 0, 0, 0};
+  in.read(magic, 4);
+  return in.gcount() == 4 && std::memcmp(magic, "PK\x03\x04", 4) == 0;
+}
+
+namespace {
+
+std::string FirstLine(const std::string& s) { return s.substr(0, s.find('\n')); }
+
+absl::StatusOr<torch::jit::Module> LoadArchive(const std::string& path, torch::jit::ExtraFilesMap* extra) {
+  std::ifstream probe(path, std::ios::binary);
+  if (!probe) return absl::NotFoundError(absl::StrCat("cannot open '", path, "': no such file or not readable"));
+  try {
+    if (extra != nullptr) return torch::jit::load(path, c10::nullopt, *extra);
+    return torch::jit::load(path);
+  } catch (const std::exception& e) {
+    return absl::InvalidArgumentError(absl::StrCat("cannot load '", path,
+                                                   "' as a TorchScript archive (made by torch.jit.save): ",
+                                                   FirstLine(e.what())));
+  }
+}
+
+}  // namespace
+
+absl::StatusOr<v1::Graph> ImportTorchScript(const std::string& path, const ImportOptions& options) {
+  torch::jit::ExtraFilesMap extra{{"mapd_inputs.json", ""}};
+  MAPD_ASSIGN_OR_RETURN(torch::jit::Module module, LoadArchive(path, &extra));
+  std::vector<InputSpec> specs = options.inputs;
+  if (specs.empty() && !extra["mapd_inputs.json"].empty()) {
+    MAPD_ASSIGN_OR_RETURN(specs, ParseInputSpecsJson(extra["mapd_inputs.json"]));
+  }
+  std::string name = options.name;
+  if (name.empty()) {
+    name = path.substr(path.find_last_of('/') == std::string::npos ? 0 : path.find_last_of('/') + 1);
+    name = name.substr(0, name.find_last_of('.'));
+  }
+  try {
+    import_internal::Importer importer(name, path);
+    auto graph = importer.Run(module, specs);
+    if (!graph.ok()) {
+      std::vector<std::string> given;
+      for (const auto& s : specs) given.push_back(s.ToString());
+      return absl::Status(graph.status().code(),
+                          absl::StrCat("importing '", path, "': ", graph.status().message(),
+                                       given.empty() ? "" : absl::StrCat(" [input specs: ", absl::StrJoin(given, " "), "]")));
+    }
+    MAPD_RETURN_IF_ERROR(VerifyGraph(*graph));
+    return graph;
+  } catch (const std::exception& e) {
+    return absl::InternalError(absl::StrCat("importing '", path, "': LibTorch error: ", FirstLine(e.what())));
+  }
+}
+
+absl::StatusOr<TensorData> LoadParameterData(const v1::Parameter& param) {
+  if (!param.has_data()) {
+    return absl::FailedPreconditionError(absl::StrCat("parameter '", param.name(), "' has no data reference (zoo parameters are initialised from their init rule)"));
+  }
+  TensorData out;
+  out.type = TensorType::FromProto(param.type());
+  const auto& ref = param.data();
+  if (!ref.inline_data().empty() || absl::StartsWith(ref.key(), "constant:")) {
+    out.bytes.assign(ref.inline_data().begin(), ref.inline_data().end());
+  } else {
+    MAPD_ASSIGN_OR_RETURN(torch::jit::Module module, LoadArchive(ref.source(), nullptr));
+    std::optional<at::Tensor> found;
+    try {
+      for (const auto& p : module.named_parameters(true)) {
+        if (p.name == ref.key()) found = p.value;
+      }
+      for (const auto& b : module.named_buffers(true)) {
+        if (!found && b.name == ref.key()) found = b.value;
+      }
+      if (!found) {
+        // A plain tensor attribute: walk the dotted path.
+        std::vector<std::string> parts = absl::StrSplit(ref.key(), '.');
+        c10::IValue cur = module._ivalue();
+        for (const auto& part : parts) {
+          if (!cur.isObject() || !cur.toObject()->type()->hasAttribute(part)) break;
+          cur = cur.toObject()->getAttr(part);
+        }
+        if (cur.isTensor()) found = cur.toTensor();
+      }
+    } catch (const std::exception& e) {
+      return absl::InternalError(absl::StrCat("reading '", ref.key(), "' from '", ref.source(), "': ", FirstLine(e.what())));
+    }
+    if (!found) {
+      return absl::NotFoundError(absl::StrCat("'", ref.source(), "' has no tensor '", ref.key(), "'"));
+    }
+    at::Tensor t = found->detach().contiguous().cpu();
+    const auto* p = static_cast<const uint8_t*>(t.data_ptr());
+    out.bytes.assign(p, p + t.nbytes());
+  }
+  if (static_cast<int64_t>(out.bytes.size()) != out.type.NumBytes()) {
+    return absl::DataLossError(absl::StrCat("data of '", param.name(), "' has ", out.bytes.size(), " bytes, its type ",
+                                            out.type.ToString(), " needs ", out.type.NumBytes()));
+  }
+  return out;
+}
+
+}  // namespace mapd

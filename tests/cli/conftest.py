@@ -1,0 +1,30 @@
+"""Fixtures for mapctl end-to-end tests: the binary and TorchScript models traced now."""
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+MAPCTL = os.environ.get("MAPCTL", "")
+SOURCE_DIR = os.environ.get("MAPD_SOURCE_DIR", os.path.join(os.path.dirname(__file__), "..", ".."))
+
+
+def run_mapctl(*args, check=None):
+    """Runs mapctl; returns CompletedProcess. check=0 asserts success."""
+    assert MAPCTL and os.path.exists(MAPCTL), "set MAPCTL to the mapctl binary (ctest does)"
+    proc = subprocess.run([MAPCTL, *args], capture_output=True, text=True, timeout=300)
+    if check is not None:
+        assert proc.returncode == check, f"mapctl {' '.join(args)} -> {proc.returncode}\n{proc.stdout}\n{proc.stderr}"
+    return proc
+
+
+@pytest.fixture(scope="session")
+def models(tmp_path_factory):
+    """Directory of TorchScript models made by tests/import/models/make_models.py."""
+    out = tmp_path_factory.mktemp("models")
+    script = os.path.join(SOURCE_DIR, "tests", "import", "models", "make_models.py")
+    subprocess.run(["/usr/bin/python3", script, str(out)], check=True, capture_output=True, timeout=300)
+    with open(out / "expected.json") as f:
+        expected = json.load(f)
+    return out, expected

@@ -1,0 +1,143 @@
+// Builder and verifier: every fault is INVALID_ARGUMENT naming the node or value.
+#include "planner/graph/verifier.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "planner/graph/builder.h"
+
+namespace mapd {
+namespace {
+
+using ::testing::HasSubstr;
+
+v1::Graph Mlp() {
+  GraphBuilder b("mlp");
+  auto x = b.Input("x", {v1::FLOAT32, {4, 8}});
+  auto labels = b.Input("labels", {v1::INT64, {4}}, "labels");
+  v1::InitRule init;
+  init.set_kind(v1::InitRule::ZEROS);
+  auto w = b.Param("fc.weight", {v1::FLOAT32, {3, 8}}, init);
+  auto h = b.Op("linear", {x, w});
+  auto a = b.Op("relu", {h});
+  auto loss = b.Op("cross_entropy", {a, labels});
+  b.Output(loss);
+  auto g = b.Build();
+  EXPECT_TRUE(g.ok()) << g.status();
+  return *g;
+}
+
+std::string VerifyMessage(const v1::Graph& g) {
+  auto st = VerifyGraph(g);
+  if (st.ok()) return "ok";
+  EXPECT_EQ(st.code(), absl::StatusCode::kInvalidArgument);
+  return std::string(st.message());
+}
+
+TEST(Builder, InfersTypesAndScopes) {
+  GraphBuilder b("t");
+  auto x = b.Input("x", {v1::FLOAT32, {2, 3}});
+  std::string y;
+  {
+    ScopeGuard outer(b, "blocks.0");
+    ScopeGuard inner(b, "mlp");
+    y = b.Op("gelu", {x});
+    EXPECT_EQ(b.scope(), "blocks.0.mlp");
+  }
+  EXPECT_EQ(b.scope(), "");
+  EXPECT_EQ(y, "blocks.0.mlp/gelu");
+  EXPECT_EQ(b.TypeOf(y)->ToString(), "f32[2,3]");
+  auto y2 = b.Op("gelu", {x});
+  EXPECT_EQ(y2, "gelu");
+  auto y3 = b.Op("gelu", {x});
+  EXPECT_EQ(y3, "gelu_1");
+  b.Output(y3);
+  auto g = b.Build();
+  ASSERT_TRUE(g.ok());
+  EXPECT_EQ(g->nodes(0).scope(), "blocks.0.mlp");
+  EXPECT_EQ(VerifyMessage(*g), "ok");
+}
+
+TEST(Builder, FirstErrorSticks) {
+  GraphBuilder b("t");
+  auto x = b.Input("x", {v1::FLOAT32, {2, 3}});
+  auto bad = b.Op("view", {x}, Attrs().Ints("shape", {7}));
+  EXPECT_EQ(bad, "");
+  b.Op("relu", {x});  // ignored after the error
+  auto g = b.Build();
+  ASSERT_FALSE(g.ok());
+  EXPECT_THAT(std::string(g.status().message()), HasSubstr("node 'view' (view): cannot reshape"));
+  GraphBuilder b2("t2");
+  b2.Op("relu", {"ghost"});
+  EXPECT_THAT(std::string(b2.Build().status().message()), HasSubstr("reads undefined value 'ghost'"));
+}
+
+TEST(Verifier, AcceptsAWellFormedGraph) { EXPECT_EQ(VerifyMessage(Mlp()), "ok"); }
+
+TEST(Verifier, DanglingValue) {
+  v1::Graph g = Mlp();
+  g.mutable_nodes(1)->set_inputs(0, "missing_value");
+  EXPECT_THAT(VerifyMessage(g), HasSubstr("node 'relu' (relu) input 0 reads value 'missing_value', which no input, "
+                                          "parameter or node defines (dangling value)"));
+}
+
+TEST(Verifier, CycleIsReportedWithItsNodes) {
+  v1::Graph g = Mlp();
+  // linear reads relu's output, relu reads linear's: a cycle.
+  g.mutable_nodes(0)->set_inputs(0, "relu");
+  EXPECT_THAT(VerifyMessage(g), HasSubstr("the graph has a cycle: linear -> relu -> linear"));
+}
+
+TEST(Verifier, OutOfOrderWithoutCycle) {
+  v1::Graph g = Mlp();
+  g.mutable_nodes()->SwapElements(0, 1);
+  EXPECT_THAT(VerifyMessage(g), HasSubstr("defined by the later node 'linear'; nodes must be in topological order"));
+}
+
+TEST(Verifier, WrongRecordedTypeAndBadAttributes) {
+  v1::Graph g = Mlp();
+  g.mutable_values(0)->mutable_type()->set_shape(1, 5);
+  EXPECT_THAT(VerifyMessage(g), HasSubstr("node 'linear' (linear) output 'linear' is recorded as f32[4,5] but its "
+                                          "inputs and attributes give f32[4,3]"));
+  v1::Graph g2 = Mlp();
+  (*g2.mutable_nodes(2)->mutable_attrs())["reduction"].set_s("average");
+  EXPECT_THAT(VerifyMessage(g2), HasSubstr("node 'cross_entropy' (cross_entropy): reduction must be"));
+  v1::Graph g3 = Mlp();
+  g3.mutable_nodes(1)->set_op("not_an_op");
+  EXPECT_THAT(VerifyMessage(g3), HasSubstr("node 'relu' (not_an_op): unknown op 'not_an_op'"));
+}
+
+TEST(Verifier, TypesNamesAndOutputs) {
+  v1::Graph g = Mlp();
+  g.mutable_inputs(0)->mutable_type()->set_dtype(v1::DTYPE_UNSPECIFIED);
+  EXPECT_THAT(VerifyMessage(g), HasSubstr("graph input 'x' has no valid dtype"));
+  v1::Graph g2 = Mlp();
+  g2.mutable_parameters(0)->set_name("x");
+  EXPECT_THAT(VerifyMessage(g2), HasSubstr("defines value 'x', which is already defined"));
+  v1::Graph g3 = Mlp();
+  g3.set_outputs(0, "nothing");
+  EXPECT_THAT(VerifyMessage(g3), HasSubstr("graph output 'nothing' is not a defined value"));
+  v1::Graph g4 = Mlp();
+  g4.mutable_inputs(0)->mutable_type()->set_shape(0, -4);
+  EXPECT_THAT(VerifyMessage(g4), HasSubstr("negative dimension"));
+}
+
+TEST(Verifier, BufferUpdates) {
+  v1::Graph g = Mlp();
+  auto* u = g.add_buffer_updates();
+  u->set_buffer("fc.weight");
+  u->set_value("linear");
+  EXPECT_THAT(VerifyMessage(g), HasSubstr("buffer update names 'fc.weight', which is not a buffer"));
+}
+
+TEST(Verifier, MakeVerifiedGraph) {
+  auto g = MakeVerifiedGraph(Mlp());
+  ASSERT_TRUE(g.ok());
+  EXPECT_EQ(g->NumTrainableParameters(), 24);
+  v1::Graph bad = Mlp();
+  bad.mutable_nodes(1)->set_inputs(0, "zzz");
+  EXPECT_FALSE(MakeVerifiedGraph(bad).ok());
+}
+
+}  // namespace
+}  // namespace mapd

@@ -1,0 +1,48 @@
+#include "planner/import/input_spec.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+namespace mapd {
+namespace {
+
+using ::testing::HasSubstr;
+
+TEST(InputSpec, Parses) {
+  auto s = ParseInputSpec("idx:i64[8,1024]");
+  ASSERT_TRUE(s.ok()) << s.status();
+  EXPECT_EQ(s->name, "idx");
+  EXPECT_EQ(s->type.ToString(), "i64[8,1024]");
+  EXPECT_EQ(s->ToString(), "idx:i64[8,1024]");
+  EXPECT_EQ(ParseInputSpec("x:float32[2, 3, 32, 32]")->type.ToString(), "f32[2,3,32,32]");
+  EXPECT_EQ(ParseInputSpec("t:f32[]")->type.rank(), 0);
+}
+
+TEST(InputSpec, RejectsBadSpecs) {
+  for (const char* bad : {"idx", "idx:i64", ":i64[2]", "idx:i65[2]", "idx:i64[2,x]", "idx:i64[-1]", "idx:i64[2"}) {
+    auto s = ParseInputSpec(bad);
+    ASSERT_FALSE(s.ok()) << bad;
+    EXPECT_EQ(s.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_THAT(std::string(s.status().message()), HasSubstr(std::string("'") + bad + "'"));
+  }
+}
+
+TEST(InputSpec, Json) {
+  auto specs = ParseInputSpecsJson(R"({"inputs": [{"name": "x", "dtype": "float32", "shape": [4, 8]}]})");
+  ASSERT_TRUE(specs.ok()) << specs.status();
+  ASSERT_EQ(specs->size(), 1u);
+  EXPECT_EQ((*specs)[0].ToString(), "x:f32[4,8]");
+  auto back = ParseInputSpecsJson(InputSpecsToJson(*specs));
+  ASSERT_TRUE(back.ok());
+  EXPECT_EQ((*back)[0].ToString(), "x:f32[4,8]");
+  EXPECT_THAT(std::string(ParseInputSpecsJson("{").status().message()), HasSubstr("not valid JSON"));
+  EXPECT_THAT(std::string(ParseInputSpecsJson(R"({"inputs": [{"name": "x"}]})").status().message()),
+              HasSubstr("needs string name"));
+  EXPECT_THAT(std::string(ParseInputSpecsJson(R"({"inputs": [{"name": "x", "dtype": "f32", "shape": [-2]}]})")
+                              .status()
+                              .message()),
+              HasSubstr("bad dimension -2"));
+}
+
+}  // namespace
+}  // namespace mapd

@@ -1,0 +1,182 @@
+#!/usr/bin/python3
+"""Generate tiny TorchScript archives + expected.json for the MAP importer tests.
+
+Usage:  /usr/bin/python3 tests/import/models/make_models.py OUTDIR
+        MAPD_DUMP_GRAPHS=1 ... also writes OUTDIR/<model>.graph.txt
+        (the inlined graph of the re-loaded archive) for every model.
+
+Needs torch (tested with Debian's python3-torch 1.13). Runs in a few seconds.
+"""
+import collections
+import json
+import os
+import re
+import sys
+import warnings
+
+import torch
+
+sys.dont_write_bytecode = True  # keep the source tree free of __pycache__
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import llama  # noqa: E402
+import misc  # noqa: E402
+import nanogpt  # noqa: E402
+import resnet  # noqa: E402
+
+BATCH, SEQ = 2, 16
+DTYPE_NAMES = {torch.float32: "float32", torch.float64: "float64", torch.float16: "float16",
+               torch.bfloat16: "bfloat16", torch.int64: "int64", torch.int32: "int32",
+               torch.bool: "bool"}
+
+
+def node_kinds(graph):
+    """Counter of node kinds in graph, recursing into sub-blocks (If/Loop)."""
+    counts = collections.Counter()
+
+    def visit(block):
+        for n in block.nodes():
+            counts[n.kind()] += 1
+            for b in n.blocks():
+                visit(b)
+    visit(graph)
+    return counts
+
+
+def graph_input_names(graph):
+    """Debug names of graph inputs minus `self`, with a trailing '.N' stripped."""
+    names = [re.sub(r"\.\d+$", "", i.debugName()) for i in graph.inputs()]
+    assert names[0] == "self", names
+    return names[1:]
+
+
+def tensor_spec(t):
+    return {"shape": list(t.shape), "dtype": DTYPE_NAMES[t.dtype]}
+
+
+def flatten_outputs(out):
+    if isinstance(out, torch.Tensor):
+        return [out]
+    res = []
+    for o in out:
+        res.extend(flatten_outputs(o))
+    return res
+
+
+def tied_params(model):
+    by_id = collections.OrderedDict()
+    # (named_parameters(remove_duplicate=False) is not in torch 1.13)
+    for mname, mod in model.named_modules():
+        for pname, p in mod.named_parameters(recurse=False):
+            by_id.setdefault(id(p), []).append(f"{mname}.{pname}" if mname else pname)
+    return [names for names in by_id.values() if len(names) > 1]
+
+
+def build(outdir, fname, model, inputs, arg_names, mode, script=False,
+          extra_files=None, extra=None):
+    torch.manual_seed(0)
+    model.train(mode == "train")
+    # Example outputs, computed on the eager model (BN stats of train-mode
+    # models get updated; only shapes/dtypes are recorded).
+    with torch.no_grad():
+        outputs = flatten_outputs(model(*inputs))
+    if script:
+        jit = torch.jit.script(model)
+    else:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", torch.jit.TracerWarning)
+            # Train-mode dropout is random, so skip the trace re-run check.
+            jit = torch.jit.trace(model, tuple(inputs), check_trace=(mode == "eval"))
+    path = os.path.join(outdir, fname)
+    torch.jit.save(jit, path, _extra_files=extra_files or {})
+
+    loaded = torch.jit.load(path)
+    graph = loaded.inlined_graph
+    names = graph_input_names(graph)
+    assert names == arg_names, (fname, names, arg_names)
+    with torch.no_grad():
+        loaded_outs = flatten_outputs(loaded(*inputs))
+    assert [tensor_spec(t) for t in loaded_outs] == [tensor_spec(t) for t in outputs], fname
+    num_params = sum(p.numel() for p in model.parameters())
+    assert num_params == sum(p.numel() for p in loaded.parameters()), fname
+    num_buffers = len(list(model.named_buffers()))
+    assert num_buffers == len(list(loaded.named_buffers())), fname
+
+    entry = {
+        "inputs": [dict(name=n, **tensor_spec(t)) for n, t in zip(names, inputs)],
+        "outputs": [tensor_spec(t) for t in outputs],
+        "num_parameters": num_params,
+        "num_buffers": num_buffers,
+        "mode": mode,
+        "tied": tied_params(model),
+    }
+    entry.update(extra or {})
+    if os.environ.get("MAPD_DUMP_GRAPHS") == "1":
+        with open(os.path.join(outdir, fname[:-3] + ".graph.txt"), "w") as f:
+            f.write(str(graph))
+    return entry, node_kinds(graph)
+
+
+def main(argv):
+    if len(argv) != 2:
+        print(__doc__, file=sys.stderr)
+        return 2
+    outdir = argv[1]
+    os.makedirs(outdir, exist_ok=True)
+    torch.manual_seed(0)
+    torch.set_num_threads(1)
+
+    gen = torch.Generator().manual_seed(0)
+    idx = torch.randint(0, 96, (BATCH, SEQ), dtype=torch.int64, generator=gen)
+    targets = torch.randint(0, 96, (BATCH, SEQ), dtype=torch.int64, generator=gen)
+    images = torch.randn(BATCH, 3, 32, 32, generator=gen)
+    mlp_x = torch.randn(4, 8, generator=gen)
+    uns_x = torch.randn(4, 8, generator=gen)
+
+    expected, kinds = {}, {}
+
+    def add(fname, *args, **kw):
+        expected[fname], kinds[fname] = build(outdir, fname, *args, **kw)
+
+    def gpt(cls):
+        torch.manual_seed(0)
+        return cls(nanogpt.GPTConfig())
+
+    add("nanogpt_trace_train.pt", gpt(nanogpt.GPT), [idx], ["idx"], "train")
+    add("nanogpt_trace_eval.pt", gpt(nanogpt.GPT), [idx], ["idx"], "eval")
+    add("nanogpt_loss_trace_train.pt", gpt(nanogpt.GPTWithLoss), [idx, targets],
+        ["idx", "targets"], "train")
+
+    torch.manual_seed(0)
+    add("llama_trace_train.pt", llama.Transformer(llama.ModelArgs()), [idx], ["tokens"],
+        "train")
+
+    for mode in ("train", "eval"):
+        torch.manual_seed(0)
+        m = resnet.TinyResNet()
+        extra = {"buffers": resnet.bn_state_buffers(m)} if mode == "train" else None
+        add(f"resnet_trace_{mode}.pt", m, [images], ["x"], mode, extra=extra)
+
+    torch.manual_seed(0)
+    spec = {"inputs": [{"name": "x", "dtype": "float32", "shape": [4, 8]}]}
+    add("mlp_script.pt", misc.ScriptMLP(), [mlp_x], ["x"], "eval", script=True,
+        extra_files={"mapd_inputs.json": json.dumps(spec)})
+
+    torch.manual_seed(0)
+    add("unsupported.pt", misc.Unsupported(), [uns_x], ["x"], "eval",
+        extra={"unsupported_ops": misc.UNSUPPORTED_OPS})
+    got = {k: kinds["unsupported.pt"][k] for k in misc.UNSUPPORTED_OPS}
+    assert got == misc.UNSUPPORTED_OPS, got
+
+    with open(os.path.join(outdir, "expected.json"), "w") as f:
+        json.dump(expected, f, indent=2, sort_keys=True)
+        f.write("\n")
+    if os.environ.get("MAPD_DUMP_GRAPHS") == "1":
+        with open(os.path.join(outdir, "node_kinds.json"), "w") as f:
+            json.dump({k: dict(sorted(v.items())) for k, v in kinds.items()}, f, indent=2)
+            f.write("\n")
+    print(f"wrote {len(expected)} models to {outdir}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
