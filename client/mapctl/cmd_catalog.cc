@@ -7,6 +7,7 @@
 #include "absl/strings/str_join.h"
 #include "client/mapctl/commands.h"
 #include "client/mapctl/table.h"
+#include "planner/import/torchscript_importer.h"
 #include "planner/ops/registry.h"
 #include "planner/zoo/zoo.h"
 #include "worker/device/device_info.h"
@@ -38,7 +39,16 @@ int RunModels(const std::string& format) {
   return kExitOk;
 }
 
-int RunOps(const std::string& format) {
+int RunOps(const std::string& format, bool aten) {
+  if (aten) {
+    const auto names = SupportedAtenOps();
+    if (format == "json") {
+      std::cout << nlohmann::json(names).dump(2) << "\n";
+    } else {
+      for (const auto& n : names) std::cout << n << "\n";
+    }
+    return kExitOk;
+  }
   const OpRegistry& reg = OpRegistry::Global();
   auto describe_inputs = [](const OpDef& d) {
     std::vector<std::string> names;

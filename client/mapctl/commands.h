@@ -21,7 +21,8 @@ struct ModelArgs {
 };
 
 int RunModels(const std::string& format);
-int RunOps(const std::string& format);
+// aten: list the PyTorch ops the TorchScript importer maps instead of the registry.
+int RunOps(const std::string& format, bool aten);
 int RunDevices(const std::string& format);
 int RunInspect(const ModelArgs& model, const std::string& format, bool text);
 int RunImport(const ModelArgs& model, const std::string& output_path);

@@ -29,8 +29,10 @@ int main(int argc, char** argv) {
   CLI::App* models = app.add_subcommand("models", "List the model zoo and each model's options");
   add_format(models);
 
+  bool aten = false;
   CLI::App* ops = app.add_subcommand("ops", "List the operators MAP understands (the op registry)");
   add_format(ops);
+  ops->add_flag("--aten", aten, "List the PyTorch aten ops the TorchScript importer maps instead");
 
   CLI::App* devices = app.add_subcommand("devices", "Show whether CUDA/NCCL support is built and which GPUs are visible");
   add_format(devices);
@@ -59,7 +61,7 @@ int main(int argc, char** argv) {
     return rc == 0 ? kExitOk : kExitUsage;
   }
   if (models->parsed()) return RunModels(format);
-  if (ops->parsed()) return RunOps(format);
+  if (ops->parsed()) return RunOps(format, aten);
   if (devices->parsed()) return RunDevices(format);
   if (inspect->parsed()) return RunInspect(model_args, format, text);
   if (import->parsed()) return RunImport(model_args, import_out);

@@ -141,6 +141,20 @@ void GraphBuilder::Output(const std::string& value) {
 
 void GraphBuilder::BufferUpdate(const std::string& buffer, const std::string& value) {
   if (!status_.ok()) return;
+  const v1::Parameter* buf = nullptr;
+  for (const auto& p : graph_.parameters()) {
+    if (p.name() == buffer) buf = &p;
+  }
+  if (buf == nullptr || buf->kind() != v1::Parameter::BUFFER) {
+    Fail(absl::InvalidArgumentError(absl::StrCat("buffer update names '", buffer, "', which is not a buffer")));
+    return;
+  }
+  const TensorType* t = TypeOf(value);
+  if (t == nullptr || t->shape != TensorType::FromProto(buf->type()).shape) {
+    Fail(absl::InvalidArgumentError(absl::StrCat("buffer update of '", buffer, "' with value '", value,
+                                                 t == nullptr ? "', which is undefined" : "' of another shape")));
+    return;
+  }
   auto* u = graph_.add_buffer_updates();
   u->set_buffer(buffer);
   u->set_value(value);

@@ -184,11 +184,11 @@ absl::Status VerifyGraph(const v1::Graph& g, const OpRegistry& registry) {
   for (const auto& out : g.outputs()) {
     if (!defs.count(out)) return Invalid(absl::StrCat("graph output '", out, "' is not a defined value"));
   }
+  std::unordered_map<std::string, const v1::Parameter*> params;
+  for (const auto& p : g.parameters()) params[p.name()] = &p;
   for (const auto& u : g.buffer_updates()) {
-    const v1::Parameter* buf = nullptr;
-    for (const auto& p : g.parameters()) {
-      if (p.name() == u.buffer()) buf = &p;
-    }
+    auto pit = params.find(u.buffer());
+    const v1::Parameter* buf = pit == params.end() ? nullptr : pit->second;
     if (buf == nullptr || buf->kind() != v1::Parameter::BUFFER) {
       return Invalid(absl::StrCat("buffer update names '", u.buffer(), "', which is not a buffer"));
     }

@@ -682,6 +682,12 @@ absl::StatusOr<v1::Graph> Importer::Run(torch::jit::Module& module, const std::v
 
 }  // namespace import_internal
 
+std::vector<std::string> SupportedAtenOps() {
+  std::vector<std::string> out;
+  for (const auto& kv : import_internal::AtenHandlers()) out.push_back(kv.first);
+  return out;
+}
+
 bool LooksLikeTorchScript(const std::string& path) {
   if (absl::EndsWith(path, ".pt") || absl::EndsWith(path, ".pth") || absl::EndsWith(path, ".ts") ||
       absl::EndsWith(path, ".torchscript")) {

@@ -43,6 +43,10 @@ struct TensorData {
 // Reads the data a parameter's DataRef points at (from the archive, or inline constants).
 absl::StatusOr<TensorData> LoadParameterData(const v1::Parameter& param);
 
+// The aten ops the importer maps to registry ops (sorted), e.g. "aten::linear". Non-tensor
+// computation (integer arithmetic, list ops, ...) is folded and not listed.
+std::vector<std::string> SupportedAtenOps();
+
 // True when the path looks like a TorchScript archive (a .pt/.pth/.ts name or a zip file).
 bool LooksLikeTorchScript(const std::string& path);
 

@@ -130,3 +130,15 @@ def test_devices_answers():
     r = run_mapctl("devices", "-o", "json", check=0)
     info = json.loads(r.stdout)
     assert "built_with_cuda" in info
+
+
+def test_docs_list_every_op():
+    """docs/ops.md and docs/importer.md stay true to the registry (scripts/gen-ops-doc.py)."""
+    import os
+    from conftest import SOURCE_DIR
+    ops_doc = open(os.path.join(SOURCE_DIR, "docs", "ops.md")).read()
+    for op in json.loads(run_mapctl("ops", "-o", "json", check=0).stdout):
+        assert f"| `{op['name']}` |" in ops_doc, f"docs/ops.md lacks {op['name']}: run scripts/gen-ops-doc.py"
+    importer_doc = open(os.path.join(SOURCE_DIR, "docs", "importer.md")).read()
+    for aten in json.loads(run_mapctl("ops", "--aten", "-o", "json", check=0).stdout):
+        assert f"`{aten}`" in importer_doc, f"docs/importer.md lacks {aten}: run scripts/gen-ops-doc.py"

@@ -141,3 +141,25 @@ TEST(Verifier, MakeVerifiedGraph) {
 
 }  // namespace
 }  // namespace mapd
+
+namespace mapd {
+namespace {
+
+TEST(Builder, BufferUpdatesAreChecked) {
+  GraphBuilder b("bn");
+  auto x = b.Input("x", {v1::FLOAT32, {4, 3}});
+  v1::Parameter mean;
+  mean.set_name("bn.running_mean");
+  *mean.mutable_type() = TensorType{v1::FLOAT32, {3}}.ToProto();
+  mean.set_kind(v1::Parameter::BUFFER);
+  b.AddParameter(mean);
+  b.BufferUpdate("bn.running_mean", x);  // wrong shape
+  EXPECT_THAT(std::string(b.status().message()), ::testing::HasSubstr("of another shape"));
+  GraphBuilder b2("bn2");
+  auto y = b2.Input("y", {v1::FLOAT32, {3}});
+  b2.BufferUpdate("y", y);  // an input is not a buffer
+  EXPECT_THAT(std::string(b2.status().message()), ::testing::HasSubstr("'y', which is not a buffer"));
+}
+
+}  // namespace
+}  // namespace mapd

@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# Configures and builds MAP. Used by scripts/test.sh and scripts/demo.sh.
+#   MAPD_BUILD_DIR  build folder (default: build)
+#   MAPD_JOBS       parallel compile jobs (default: 2 — LibTorch headers are heavy)
+#   MAPD_WITH_CUDA  auto|on|off (default: auto)
+#   MAPD_BUILD_TYPE CMake build type (default: RelWithDebInfo)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+BUILD_DIR="${MAPD_BUILD_DIR:-build}"
+JOBS="${MAPD_JOBS:-2}"
+GENERATOR=()
+if command -v ninja >/dev/null 2>&1; then GENERATOR=(-G Ninja); fi
+if [[ ! -f "$BUILD_DIR/CMakeCache.txt" ]]; then
+  cmake -S . -B "$BUILD_DIR" "${GENERATOR[@]}" \
+    -DCMAKE_BUILD_TYPE="${MAPD_BUILD_TYPE:-RelWithDebInfo}" \
+    -DMAPD_WITH_CUDA="${MAPD_WITH_CUDA:-auto}"
+fi
+cmake --build "$BUILD_DIR" -j "$JOBS" "$@"

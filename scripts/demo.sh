@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# MAP's main job on an embedded default: install, build, then describe a zoo model and a
+# PyTorch model traced right now by Debian's python3-torch.
+# (Later stages turn this into planning and training; see README.)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/install-deps.sh
+scripts/build.sh --target mapctl
+BUILD_DIR="${MAPD_BUILD_DIR:-build}"
+MAPCTL="$BUILD_DIR/client/mapctl/mapctl"
+OUT="$BUILD_DIR/demo"
+mkdir -p "$OUT"
+
+step() { printf '\n\033[1m==> %s\033[0m\n' "$*"; }
+
+step "mapctl models"
+"$MAPCTL" models
+
+step "mapctl inspect llama2-7b   (a zoo model: IR built symbolically, no weights allocated)"
+"$MAPCTL" inspect llama2-7b
+
+step "Tracing a nanoGPT model with /usr/bin/python3 (torch $(/usr/bin/python3 -c 'import torch; print(torch.__version__)'))"
+/usr/bin/python3 examples/export_nanogpt.py "$OUT/nanogpt.pt"
+
+step "mapctl inspect $OUT/nanogpt.pt   (input spec embedded by the export script)"
+"$MAPCTL" inspect "$OUT/nanogpt.pt"
+
+step "mapctl import $OUT/nanogpt.pt --input idx:i64[8,64] -o $OUT/nanogpt.json   (same model, another shape)"
+"$MAPCTL" import "$OUT/nanogpt.pt" --input 'idx:i64[8,64]' -o "$OUT/nanogpt.json"
+"$MAPCTL" inspect "$OUT/nanogpt.json" -o json | /usr/bin/python3 -c \
+  'import json,sys; g=json.load(sys.stdin); print("graph file:", g["num_nodes"], "nodes,", g["num_parameters"], "parameters, logits", g["outputs"][0]["shape"])'
