@@ -22,14 +22,6 @@ int ReportError(const absl::Status& status) {
 
 namespace {
 
-const char* KindName(v1::Parameter::Kind k) {
-  switch (k) {
-    case v1::Parameter::PARAMETER: return "parameter";
-    case v1::Parameter::BUFFER: return "buffer";
-    case v1::Parameter::CONSTANT: return "constant";
-    default: return "unspecified";
-  }
-}
 
 nlohmann::json TypeJson(const v1::TensorType& t) {
   return {{"dtype", DTypeShortName(t.dtype())}, {"shape", std::vector<int64_t>(t.shape().begin(), t.shape().end())}};
@@ -107,7 +99,7 @@ int RunInspect(const ModelArgs& args, const std::string& format, bool text) {
     for (const auto& p : g.parameters()) {
       auto j = TypeJson(p.type());
       j["name"] = p.name();
-      j["kind"] = KindName(p.kind());
+      j["kind"] = ParameterKindName(p.kind());
       j["trainable"] = p.trainable();
       j["aliases"] = std::vector<std::string>(p.aliases().begin(), p.aliases().end());
       out["parameters"].push_back(j);
@@ -143,7 +135,7 @@ int RunInspect(const ModelArgs& args, const std::string& format, bool text) {
   int shown = 0;
   for (const auto& p : g.parameters()) {
     if (shown++ == limit) break;
-    std::string kind = KindName(p.kind());
+    std::string kind = ParameterKindName(p.kind());
     if (p.aliases_size() > 0) kind += " (tied: " + absl::StrJoin(p.aliases(), ",") + ")";
     pt.Row({p.name(), TensorType::FromProto(p.type()).ToString(), kind});
   }

@@ -424,13 +424,6 @@ Result Where(Importer& im, Node* n, const Args& a) {
   return One(im.Emit1(n, "where", {cond, x, y}, attrs));
 }
 
-Handler Triangle(const std::string& op) {
-  return [op](Importer& im, Node* n, const Args& a) -> Result {
-    MAPD_ASSIGN_OR_RETURN(std::string x, im.TensorArg(n, a, 0));
-    MAPD_ASSIGN_OR_RETURN(int64_t diag, im.IntArg(n, a, 1));
-    return One(im.Emit1(n, op, {x}, Attrs().Int("diagonal", diag)));
-  };
-}
 
 // mean/sum(self, dim?, keepdim, dtype?) or (self, dtype?).
 Handler Reduce(const std::string& op) {
@@ -463,11 +456,22 @@ Handler MinMax(const std::string& op) {
   };
 }
 
-Handler Reshape(const std::string& op) {
-  return [op](Importer& im, Node* n, const Args& a) -> Result {
+
+// op(self, <int list>) → op {attr=[...]} (view, reshape, permute, expand, adaptive pooling).
+Handler WithIntList(const std::string& op, const std::string& attr) {
+  return [op, attr](Importer& im, Node* n, const Args& a) -> Result {
     MAPD_ASSIGN_OR_RETURN(std::string x, im.TensorArg(n, a, 0));
-    MAPD_ASSIGN_OR_RETURN(std::vector<int64_t> shape, im.IntListArg(n, a, 1));
-    return One(im.Emit1(n, op, {x}, Attrs().Ints("shape", shape)));
+    MAPD_ASSIGN_OR_RETURN(std::vector<int64_t> list, im.IntListArg(n, a, 1));
+    return One(im.Emit1(n, op, {x}, Attrs().Ints(attr, list)));
+  };
+}
+
+// op(self, <int>) → op {attr=k} (unsqueeze, triu, tril).
+Handler WithInt(const std::string& op, const std::string& attr) {
+  return [op, attr](Importer& im, Node* n, const Args& a) -> Result {
+    MAPD_ASSIGN_OR_RETURN(std::string x, im.TensorArg(n, a, 0));
+    MAPD_ASSIGN_OR_RETURN(int64_t v, im.IntArg(n, a, 1));
+    return One(im.Emit1(n, op, {x}, Attrs().Int(attr, v)));
   };
 }
 
@@ -495,17 +499,7 @@ Result Transpose(Importer& im, Node* n, const Args& a) {
   return One(im.Emit1(n, "transpose", {x}, Attrs().Int("dim0", d0).Int("dim1", d1)));
 }
 
-Result Permute(Importer& im, Node* n, const Args& a) {
-  MAPD_ASSIGN_OR_RETURN(std::string x, im.TensorArg(n, a, 0));
-  MAPD_ASSIGN_OR_RETURN(std::vector<int64_t> dims, im.IntListArg(n, a, 1));
-  return One(im.Emit1(n, "permute", {x}, Attrs().Ints("dims", dims)));
-}
 
-Result Unsqueeze(Importer& im, Node* n, const Args& a) {
-  MAPD_ASSIGN_OR_RETURN(std::string x, im.TensorArg(n, a, 0));
-  MAPD_ASSIGN_OR_RETURN(int64_t d, im.IntArg(n, a, 1));
-  return One(im.Emit1(n, "unsqueeze", {x}, Attrs().Int("dim", d)));
-}
 
 Result Squeeze(Importer& im, Node* n, const Args& a) {
   MAPD_ASSIGN_OR_RETURN(std::string x, im.TensorArg(n, a, 0));
@@ -517,11 +511,6 @@ Result Squeeze(Importer& im, Node* n, const Args& a) {
   return One(im.Emit1(n, "squeeze", {x}, attrs));
 }
 
-Result Expand(Importer& im, Node* n, const Args& a) {
-  MAPD_ASSIGN_OR_RETURN(std::string x, im.TensorArg(n, a, 0));
-  MAPD_ASSIGN_OR_RETURN(std::vector<int64_t> shape, im.IntListArg(n, a, 1));
-  return One(im.Emit1(n, "expand", {x}, Attrs().Ints("shape", shape)));
-}
 
 Result RepeatInterleave(Importer& im, Node* n, const Args& a) {
   MAPD_ASSIGN_OR_RETURN(std::string x, im.TensorArg(n, a, 0));
@@ -752,11 +741,6 @@ Result AvgPool(Importer& im, Node* n, const Args& a) {
   return One(im.Emit1(n, "avg_pool2d", {x}, attrs));
 }
 
-Result AdaptiveAvgPool(Importer& im, Node* n, const Args& a) {
-  MAPD_ASSIGN_OR_RETURN(std::string x, im.TensorArg(n, a, 0));
-  MAPD_ASSIGN_OR_RETURN(std::vector<int64_t> size, im.IntListArg(n, a, 1));
-  return One(im.Emit1(n, "adaptive_avg_pool2d", {x}, Attrs().Ints("output_size", size)));
-}
 
 // scaled_dot_product_attention(q, k, v, attn_mask?, dropout_p, is_causal, scale?) (PyTorch 2.x).
 Result Sdpa(Importer& im, Node* n, const Args& a) {
@@ -832,25 +816,25 @@ const std::map<std::string, Handler>& AtenHandlers() {
     m["aten::masked_fill"] = MaskedFill;
     m["aten::masked_fill_"] = MaskedFill;
     m["aten::where"] = Where;
-    m["aten::triu"] = Triangle("triu");
-    m["aten::tril"] = Triangle("tril");
+    m["aten::triu"] = WithInt("triu", "diagonal");
+    m["aten::tril"] = WithInt("tril", "diagonal");
     m["aten::mean"] = Reduce("mean");
     m["aten::sum"] = Reduce("sum");
     m["aten::amax"] = MinMax("amax");
     m["aten::amin"] = MinMax("amin");
-    m["aten::view"] = Reshape("view");
-    m["aten::reshape"] = Reshape("reshape");
+    m["aten::view"] = WithIntList("view", "shape");
+    m["aten::reshape"] = WithIntList("reshape", "shape");
     m["aten::view_as"] = ShapeAs("view");
     m["aten::reshape_as"] = ShapeAs("reshape");
     m["aten::expand_as"] = ShapeAs("expand");
     m["aten::flatten"] = Flatten;
     m["aten::transpose"] = Transpose;
-    m["aten::permute"] = Permute;
+    m["aten::permute"] = WithIntList("permute", "dims");
     m["aten::contiguous"] = Contiguous;
     m["aten::clone"] = Contiguous;
-    m["aten::unsqueeze"] = Unsqueeze;
+    m["aten::unsqueeze"] = WithInt("unsqueeze", "dim");
     m["aten::squeeze"] = Squeeze;
-    m["aten::expand"] = Expand;
+    m["aten::expand"] = WithIntList("expand", "shape");
     m["aten::repeat_interleave"] = RepeatInterleave;
     m["aten::slice"] = Slice;
     m["aten::select"] = Select;
@@ -878,7 +862,7 @@ const std::map<std::string, Handler>& AtenHandlers() {
     m["aten::conv2d"] = [](Importer& im, Node* n, const Args& a) { return Conv(im, n, a, false); };
     m["aten::max_pool2d"] = MaxPool;
     m["aten::avg_pool2d"] = AvgPool;
-    m["aten::adaptive_avg_pool2d"] = AdaptiveAvgPool;
+    m["aten::adaptive_avg_pool2d"] = WithIntList("adaptive_avg_pool2d", "output_size");
     m["aten::scaled_dot_product_attention"] = Sdpa;
     return t;
   }();

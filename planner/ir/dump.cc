@@ -23,8 +23,7 @@ std::string InitRuleToString(const v1::InitRule& init) {
   }
 }
 
-namespace {
-const char* KindName(v1::Parameter::Kind k) {
+const char* ParameterKindName(v1::Parameter::Kind k) {
   switch (k) {
     case v1::Parameter::PARAMETER: return "parameter";
     case v1::Parameter::BUFFER: return "buffer";
@@ -32,7 +31,6 @@ const char* KindName(v1::Parameter::Kind k) {
     default: return "unspecified";
   }
 }
-}  // namespace
 
 std::string DumpGraphText(const v1::Graph& g) {
   std::unordered_map<std::string, const v1::TensorType*> types;
@@ -45,7 +43,7 @@ std::string DumpGraphText(const v1::Graph& g) {
   }
   for (const auto& p : g.parameters()) {
     absl::StrAppend(&out, "  param %", p.name(), ": ", TensorType::FromProto(p.type()).ToString(),
-                    "  # ", KindName(p.kind()), p.trainable() ? ", trainable" : "");
+                    "  # ", ParameterKindName(p.kind()), p.trainable() ? ", trainable" : "");
     if (p.has_init()) absl::StrAppend(&out, ", init ", InitRuleToString(p.init()));
     if (p.has_data()) absl::StrAppend(&out, ", data ", p.data().key());
     if (p.aliases_size() > 0) absl::StrAppend(&out, ", aliases ", absl::StrJoin(p.aliases(), ","));

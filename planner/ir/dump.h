@@ -18,6 +18,8 @@ namespace mapd {
 
 std::string DumpGraphText(const v1::Graph& graph);
 std::string InitRuleToString(const v1::InitRule& init);
+// "parameter", "buffer", "constant".
+const char* ParameterKindName(v1::Parameter::Kind kind);
 
 }  // namespace mapd
 
