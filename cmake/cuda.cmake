@@ -24,7 +24,7 @@ if(NOT _mapd_cuda_mode STREQUAL "off")
     add_library(mapd::nccl UNKNOWN IMPORTED)
     set_target_properties(mapd::nccl PROPERTIES IMPORTED_LOCATION "${NCCL_LIBRARY}"
                           INTERFACE_INCLUDE_DIRECTORIES "${NCCL_INCLUDE_DIR}")
-    message(STATUS "MAP: CUDA ${CUDAToolkit_VERSION} at ${CUDAToolkit_LIBRARY_ROOT}, NCCL ${NCCL_LIBRARY}")
+    message(STATUS "MAP: CUDA ${CUDAToolkit_VERSION} (${CUDAToolkit_BIN_DIR}), NCCL ${NCCL_LIBRARY}")
   elseif(_mapd_cuda_mode STREQUAL "on")
     message(FATAL_ERROR "MAPD_WITH_CUDA=on but the CUDA toolkit or NCCL was not found "
                         "(toolkit found: ${CUDAToolkit_FOUND}, nccl.h: ${NCCL_INCLUDE_DIR}, "
