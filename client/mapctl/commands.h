@@ -2,6 +2,7 @@
 #ifndef MAPD_CLIENT_MAPCTL_COMMANDS_H_
 #define MAPD_CLIENT_MAPCTL_COMMANDS_H_
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -20,12 +21,26 @@ struct ModelArgs {
   std::vector<std::string> inputs;  // --input name:dtype[shape]
 };
 
+struct ProfileArgs {
+  ModelArgs model;
+  int64_t batch_size = 0;  // zoo override; 0 = the model's
+  int64_t seq_len = 0;     // zoo override; 0 = the model's
+  std::string optimizer = "adamw";
+  std::string precision = "fp32";
+  std::string device_type = "cpu";
+  bool measure = false;
+  bool ops = false;  // per-op rows in the JSON
+  std::string format = "table";
+  std::string timeline;  // SVG path
+};
+
 int RunModels(const std::string& format);
 // aten: list the PyTorch ops the TorchScript importer maps instead of the registry.
 int RunOps(const std::string& format, bool aten);
 int RunDevices(const std::string& format);
 int RunInspect(const ModelArgs& model, const std::string& format, bool text);
 int RunImport(const ModelArgs& model, const std::string& output_path);
+int RunProfile(const ProfileArgs& args);
 
 }  // namespace mapd::cli
 

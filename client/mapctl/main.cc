@@ -54,6 +54,24 @@ int main(int argc, char** argv) {
   import->add_option("-o,--output", import_out, "Output file: .pb (binary) or .json")->required();
   import->footer(kModelHelp);
 
+  ProfileArgs prof;
+  CLI::App* profile = app.add_subcommand(
+      "profile", "Predict memory (peak and its composition) and compute of one training step, without running it");
+  profile->add_option("MODEL", prof.model.model, "Zoo spec, .pt archive or .pb/.json graph")->required();
+  profile->add_option("--input", prof.model.inputs, "Input spec NAME:DTYPE[D0,D1,...] (repeatable)");
+  profile->add_option("--batch-size", prof.batch_size, "Batch size (zoo models)")->check(CLI::PositiveNumber);
+  profile->add_option("--seq-len", prof.seq_len, "Sequence length (zoo language models)")->check(CLI::PositiveNumber);
+  profile->add_option("--optimizer", prof.optimizer, "sgd | momentum | adamw")->capture_default_str();
+  profile->add_option("--precision", prof.precision, "fp32 | bf16 (mixed, fp32 master weights)")->capture_default_str();
+  profile->add_option("--device-type", prof.device_type,
+                      "cpu | a100-40g | a100-80g | h100-80g | h200-141g, or a JSON profile from `mapctl calibrate`")
+      ->capture_default_str();
+  profile->add_flag("--measure", prof.measure, "Also run real steps and compare predicted with measured");
+  profile->add_flag("--ops", prof.ops, "Include one row per op in the JSON");
+  profile->add_option("-o,--output", prof.format, "Output format")->check(CLI::IsMember({"table", "json"}))->capture_default_str();
+  profile->add_option("--timeline", prof.timeline, "Write live memory over the step as an SVG picture");
+  profile->footer(kModelHelp);
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -65,5 +83,6 @@ int main(int argc, char** argv) {
   if (devices->parsed()) return RunDevices(format);
   if (inspect->parsed()) return RunInspect(model_args, format, text);
   if (import->parsed()) return RunImport(model_args, import_out);
+  if (profile->parsed()) return RunProfile(prof);
   return kExitUsage;
 }

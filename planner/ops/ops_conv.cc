@@ -82,24 +82,71 @@ absl::StatusOr<Types> InferAdaptiveAvgPool(const OpContext& ctx) {
   return Types{{x.dtype, out}};
 }
 
+
+// ---- costs and saved tensors ----
+
+OpCost Conv2dCost(const CostContext& c) {
+  const TensorType& w = c.op.input(1);
+  const double per_out = 2.0 * static_cast<double>(w.shape[1] * w.shape[2] * w.shape[3]);
+  const double outs = static_cast<double>(c.outputs[0].NumElements());
+  OpCost cost;
+  cost.flops = per_out * outs + (c.op.has_input(2) ? outs : 0);
+  cost.grad_flops = {c.input_requires_grad(0) ? per_out * outs : 0, c.input_requires_grad(1) ? per_out * outs : 0,
+                     c.input_requires_grad(2) ? outs : 0};
+  cost.bytes = IoBytes(c);
+  return cost;
+}
+
+// The input is kept for the weight's gradient and the weight for the input's.
+SavedSpec Conv2dSaved(const CostContext& c) {
+  SavedSpec s;
+  if (c.input_requires_grad(1)) s.inputs.push_back(0);
+  if (c.input_requires_grad(0)) s.inputs.push_back(1);
+  return s;
+}
+
+OpCost PoolCost(const CostContext& c) {
+  auto k = c.op.Ints("kernel_size", {1});
+  double window = 1;
+  if (k.ok()) {
+    for (int64_t v : *k) window *= static_cast<double>(v);
+    if (k->size() == 1) window *= window;
+  }
+  OpCost cost;
+  cost.flops = window * static_cast<double>(c.outputs[0].NumElements());
+  cost.grad_flops = {c.input_requires_grad(0) ? static_cast<double>(c.op.input(0).NumElements()) : 0};
+  cost.bytes = IoBytes(c);
+  return cost;
+}
+
+// max_pool2d_with_indices keeps the input and an int64 index per output element.
+SavedSpec MaxPoolSaved(const CostContext& c) {
+  SavedSpec s;
+  if (!c.any_requires_grad()) return s;
+  s.inputs = {0};
+  s.extra_bytes = c.outputs[0].NumElements() * 8;
+  return s;
+}
+
 }  // namespace
 
 void RegisterConvOps(OpRegistry& r) {
   (void)r.Register({"conv2d", "2-D convolution (NCHW)", {{"x"}, {"weight"}, {"bias", true}}, false,
                     {{"stride", AttrKind::kInts}, {"padding", AttrKind::kInts}, {"dilation", AttrKind::kInts},
                      {"groups", AttrKind::kInt}},
-                    {}, InferConv2d});
+                    {}, InferConv2d, Conv2dCost, Conv2dSaved});
   (void)r.Register({"max_pool2d", "2-D max pooling", {{"x"}}, false,
                     {{"kernel_size", AttrKind::kInts, true}, {"stride", AttrKind::kInts}, {"padding", AttrKind::kInts},
                      {"dilation", AttrKind::kInts}, {"ceil_mode", AttrKind::kBool}},
-                    {}, [](const OpContext& c) { return InferPool(c, true); }});
+                    {}, [](const OpContext& c) { return InferPool(c, true); }, PoolCost, MaxPoolSaved});
   (void)r.Register({"avg_pool2d", "2-D average pooling", {{"x"}}, false,
                     {{"kernel_size", AttrKind::kInts, true}, {"stride", AttrKind::kInts}, {"padding", AttrKind::kInts},
                      {"ceil_mode", AttrKind::kBool}, {"count_include_pad", AttrKind::kBool},
                      {"divisor_override", AttrKind::kInt}},
-                    {}, [](const OpContext& c) { return InferPool(c, false); }});
+                    {}, [](const OpContext& c) { return InferPool(c, false); }, PoolCost, Saves({0}, {})});
   (void)r.Register({"adaptive_avg_pool2d", "average pooling to a fixed output size", {{"x"}}, false,
-                    {{"output_size", AttrKind::kInts, true}}, {}, InferAdaptiveAvgPool});
+                    {{"output_size", AttrKind::kInts, true}}, {}, InferAdaptiveAvgPool,
+                    ReduceCost(), Saves({0}, {})});
 }
 
 }  // namespace mapd

@@ -50,13 +50,15 @@ void RegisterCreationOps(OpRegistry& r) {
   (void)r.Register({"arange", "[start, end) in steps of step", {}, false,
                     {{"start", AttrKind::kNumber}, {"end", AttrKind::kNumber, true}, {"step", AttrKind::kNumber},
                      {"dtype", AttrKind::kString}},
-                    creation, InferArange});
+                    creation, InferArange, ElementwiseCost(1, 0), SavesNothing()});
   const std::vector<AttrSpec> filled = {{"shape", AttrKind::kInts, true}, {"dtype", AttrKind::kString}};
-  (void)r.Register({"zeros", "tensor of zeros", {}, false, filled, creation, InferFilled});
-  (void)r.Register({"ones", "tensor of ones", {}, false, filled, creation, InferFilled});
+  (void)r.Register({"zeros", "tensor of zeros", {}, false, filled, creation, InferFilled, ElementwiseCost(0, 0),
+                    SavesNothing()});
+  (void)r.Register({"ones", "tensor of ones", {}, false, filled, creation, InferFilled, ElementwiseCost(0, 0),
+                    SavesNothing()});
   (void)r.Register({"full", "tensor filled with value", {}, false,
                     {{"shape", AttrKind::kInts, true}, {"value", AttrKind::kNumber, true}, {"dtype", AttrKind::kString}},
-                    creation, InferFilled});
+                    creation, InferFilled, ElementwiseCost(0, 0), SavesNothing()});
 }
 
 }  // namespace mapd

@@ -139,55 +139,119 @@ absl::StatusOr<Types> InferPow(const OpContext& ctx) {
   return BinaryInfer(false)(ctx);
 }
 
+
+// ---- saved tensors ----
+
+// mul: each tensor operand is kept for the other's gradient; a scalar factor keeps nothing.
+SavedSpec MulSaved(const CostContext& c) {
+  SavedSpec s;
+  if (!c.op.has_input(1)) return s;
+  if (c.input_requires_grad(1)) s.inputs.push_back(0);
+  if (c.input_requires_grad(0)) s.inputs.push_back(1);
+  return s;
+}
+
+// div: a / b keeps b (and a when b needs a gradient); number / a is a.reciprocal() * number,
+// which keeps the reciprocal; a / number keeps nothing.
+SavedSpec DivSaved(const CostContext& c) {
+  SavedSpec s;
+  if (!c.any_requires_grad()) return s;
+  if (c.op.has_input(1)) {
+    s.inputs.push_back(1);
+    if (c.input_requires_grad(1)) s.inputs.push_back(0);
+    return s;
+  }
+  auto reverse = c.op.Bool("reverse", false);
+  if (reverse.ok() && *reverse) s.extra_bytes = c.outputs[0].NumBytes();
+  return s;
+}
+
+// pow: x ** number keeps x; tensor exponents (and number ** x) also keep the result.
+SavedSpec PowSaved(const CostContext& c) {
+  SavedSpec s;
+  if (!c.any_requires_grad()) return s;
+  s.inputs.push_back(0);
+  if (c.op.has_input(1)) s.inputs.push_back(1);
+  auto reverse = c.op.Bool("reverse", false);
+  if (c.op.has_input(1) || (reverse.ok() && *reverse)) s.outputs.push_back(0);
+  return s;
+}
+
+// Training-mode dropout keeps its bool mask (one byte per element).
+SavedSpec DropoutSaved(const CostContext& c) {
+  SavedSpec s;
+  auto p = c.op.Float("p", 0.5);
+  auto train = c.op.Bool("train", true);
+  if (c.any_requires_grad() && p.ok() && *p > 0 && train.ok() && *train) s.extra_bytes = c.op.input(0).NumElements();
+  return s;
+}
+
 }  // namespace
 
 void RegisterElementwiseOps(OpRegistry& r) {
   const OpTraits ew = Elementwise();
-  struct Unary { const char* name; const char* summary; bool to_float; };
+  // What autograd keeps for each unary op: its input, its output, or nothing.
+  enum Keeps { kNothing, kInput, kOutput };
+  struct Unary {
+    const char* name;
+    const char* summary;
+    bool to_float;
+    Keeps keeps;
+    double flops, grad_flops;  // per element
+  };
   const Unary unary[] = {
-      {"silu", "x * sigmoid(x)", true},      {"relu", "max(x, 0)", false},
-      {"tanh", "hyperbolic tangent", true},  {"sigmoid", "1 / (1 + exp(-x))", true},
-      {"neg", "-x", false},                  {"rsqrt", "1 / sqrt(x)", true},
-      {"sqrt", "square root", true},         {"exp", "e^x", true},
-      {"log", "natural logarithm", true},    {"abs", "|x|", false},
-      {"sin", "sine", true},                 {"cos", "cosine", true},
+      {"silu", "x * sigmoid(x)", true, kInput, 4, 6},       {"relu", "max(x, 0)", false, kOutput, 1, 1},
+      {"tanh", "hyperbolic tangent", true, kOutput, 4, 3},  {"sigmoid", "1 / (1 + exp(-x))", true, kOutput, 4, 3},
+      {"neg", "-x", false, kNothing, 1, 1},                 {"rsqrt", "1 / sqrt(x)", true, kOutput, 2, 4},
+      {"sqrt", "square root", true, kOutput, 1, 2},         {"exp", "e^x", true, kOutput, 1, 1},
+      {"log", "natural logarithm", true, kInput, 1, 1},     {"abs", "|x|", false, kInput, 1, 1},
+      {"sin", "sine", true, kInput, 1, 2},                  {"cos", "cosine", true, kInput, 1, 2},
   };
   for (const auto& u : unary) {
-    (void)r.Register({u.name, u.summary, {{"x"}}, false, {}, ew, UnaryInfer(u.to_float)});
+    SavedFn saved = u.keeps == kInput ? Saves({0}, {}) : (u.keeps == kOutput ? Saves({}, {0}) : SavesNothing());
+    (void)r.Register({u.name, u.summary, {{"x"}}, false, {}, ew, UnaryInfer(u.to_float),
+                      ElementwiseCost(u.flops, u.grad_flops), saved});
   }
   (void)r.Register({"gelu", "Gaussian error linear unit (approximate='none'|'tanh')", {{"x"}}, false,
-                    {{"approximate", AttrKind::kString}}, ew, InferGelu});
+                    {{"approximate", AttrKind::kString}}, ew, InferGelu, ElementwiseCost(10, 12), Saves({0}, {})});
   OpTraits drop = ew;
   drop.random = true;
   (void)r.Register({"dropout", "zero elements with probability p and scale by 1/(1-p) when train",
-                    {{"x"}}, false, {{"p", AttrKind::kFloat}, {"train", AttrKind::kBool}}, drop, InferDropout});
+                    {{"x"}}, false, {{"p", AttrKind::kFloat}, {"train", AttrKind::kBool}}, drop, InferDropout,
+                    ElementwiseCost(2, 1), DropoutSaved});
 
   const std::vector<AttrSpec> scalar_attrs = {{"scalar", AttrKind::kNumber}, {"reverse", AttrKind::kBool},
                                               {"alpha", AttrKind::kNumber}};
   (void)r.Register({"add", "a + alpha*b (b a tensor or attribute 'scalar')", {{"a"}, {"b", true}}, false,
-                    scalar_attrs, ew, BinaryInfer(false)});
-  (void)r.Register({"sub", "a - alpha*b", {{"a"}, {"b", true}}, false, scalar_attrs, ew, BinaryInfer(false)});
+                    scalar_attrs, ew, BinaryInfer(false), ElementwiseCost(1, 1), SavesNothing()});
+  (void)r.Register({"sub", "a - alpha*b", {{"a"}, {"b", true}}, false, scalar_attrs, ew, BinaryInfer(false),
+                    ElementwiseCost(1, 1), SavesNothing()});
   (void)r.Register({"mul", "a * b", {{"a"}, {"b", true}}, false,
-                    {{"scalar", AttrKind::kNumber}, {"reverse", AttrKind::kBool}}, ew, BinaryInfer(false)});
+                    {{"scalar", AttrKind::kNumber}, {"reverse", AttrKind::kBool}}, ew, BinaryInfer(false),
+                    ElementwiseCost(1, 1), MulSaved});
   (void)r.Register({"div", "a / b (true division unless rounding_mode)", {{"a"}, {"b", true}}, false,
                     {{"scalar", AttrKind::kNumber}, {"reverse", AttrKind::kBool}, {"rounding_mode", AttrKind::kString}},
-                    ew, BinaryInfer(true)});
+                    ew, BinaryInfer(true), ElementwiseCost(1, 2), DivSaved});
   (void)r.Register({"pow", "a ** b (b a tensor or attribute 'scalar')", {{"a"}, {"b", true}}, false,
-                    {{"scalar", AttrKind::kNumber}, {"reverse", AttrKind::kBool}}, ew, InferPow});
+                    {{"scalar", AttrKind::kNumber}, {"reverse", AttrKind::kBool}}, ew, InferPow,
+                    ElementwiseCost(1, 3), PowSaved});
   for (const char* cmp : {"eq", "ne", "lt", "gt", "le", "ge"}) {
     (void)r.Register({cmp, "elementwise comparison giving bool", {{"a"}, {"b", true}}, false,
-                      {{"scalar", AttrKind::kNumber}}, ew, InferCompare});
+                      {{"scalar", AttrKind::kNumber}}, ew, InferCompare, ElementwiseCost(1, 0), SavesNothing()});
   }
   (void)r.Register({"masked_fill", "x with value where mask is true", {{"x"}, {"mask"}, {"value", true}}, false,
-                    {{"value", AttrKind::kNumber}}, ew, InferMaskedFill});
+                    {{"value", AttrKind::kNumber}}, ew, InferMaskedFill, ElementwiseCost(1, 1), Saves({1}, {})});
   (void)r.Register({"where", "cond ? x : y", {{"cond"}, {"x", true}, {"y", true}}, false,
-                    {{"x_scalar", AttrKind::kNumber}, {"y_scalar", AttrKind::kNumber}}, ew, InferWhere});
+                    {{"x_scalar", AttrKind::kNumber}, {"y_scalar", AttrKind::kNumber}}, ew, InferWhere,
+                    ElementwiseCost(1, 1), Saves({0}, {})});
   (void)r.Register({"triu", "upper triangle (zeros below diagonal)", {{"x"}}, false,
-                    {{"diagonal", AttrKind::kInt}}, {}, InferTriangle});
+                    {{"diagonal", AttrKind::kInt}}, {}, InferTriangle, ElementwiseCost(1, 1), SavesNothing()});
   (void)r.Register({"tril", "lower triangle (zeros above diagonal)", {{"x"}}, false,
-                    {{"diagonal", AttrKind::kInt}}, {}, InferTriangle});
-  (void)r.Register({"to", "convert to dtype", {{"x"}}, false, {{"dtype", AttrKind::kString, true}}, ew, InferTo});
-  (void)r.Register({"type_as", "convert x to the dtype of other", {{"x"}, {"other"}}, false, {}, ew, InferTypeAs});
+                    {{"diagonal", AttrKind::kInt}}, {}, InferTriangle, ElementwiseCost(1, 1), SavesNothing()});
+  (void)r.Register({"to", "convert to dtype", {{"x"}}, false, {{"dtype", AttrKind::kString, true}}, ew, InferTo,
+                    ElementwiseCost(1, 1), SavesNothing()});
+  (void)r.Register({"type_as", "convert x to the dtype of other", {{"x"}, {"other"}}, false, {}, ew, InferTypeAs,
+                    ElementwiseCost(1, 1), SavesNothing()});
 }
 
 }  // namespace mapd

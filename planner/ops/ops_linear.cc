@@ -1,4 +1,6 @@
 // Contractions: linear, matmul, bmm, addmm, baddbmm, embedding, scaled_dot_product_attention.
+#include <algorithm>
+
 #include "planner/ops/registry.h"
 #include "planner/ops/shape_util.h"
 #include "planner/util/status_macros.h"
@@ -148,26 +150,172 @@ absl::StatusOr<Types> InferSdpa(const OpContext& ctx) {
   return Types{{q.dtype, out}};
 }
 
+
+// ---- costs and saved tensors ----
+
+// A contraction of M×K by K×N, B times: 2BMKN FLOPs forward and for each operand's gradient.
+struct Contraction {
+  double batch = 1, m = 1, k = 1, n = 1;
+  double Flops() const { return 2 * batch * m * k * n; }
+};
+
+Contraction MatmulDims(const TensorType& a, const TensorType& b, const TensorType& out) {
+  Contraction c;
+  c.k = a.rank() == 0 ? 1 : static_cast<double>(a.shape.back());
+  c.m = a.rank() >= 2 ? static_cast<double>(a.shape[a.rank() - 2]) : 1;
+  c.n = b.rank() >= 2 ? static_cast<double>(b.shape.back()) : 1;
+  const double out_elems = static_cast<double>(out.NumElements());
+  c.batch = out_elems / std::max(1.0, c.m * c.n);
+  return c;
+}
+
+OpCost LinearCost(const CostContext& c) {
+  const TensorType& x = c.op.input(0);
+  const TensorType& w = c.op.input(1);
+  const double k = static_cast<double>(x.shape.back());
+  const double m = static_cast<double>(x.NumElements()) / std::max(1.0, k);
+  const double n = w.rank() == 2 ? static_cast<double>(w.shape[0]) : 1;
+  OpCost cost;
+  cost.flops = 2 * m * k * n + (c.op.has_input(2) ? m * n : 0);
+  cost.grad_flops = {c.input_requires_grad(0) ? 2 * m * k * n : 0, c.input_requires_grad(1) ? 2 * m * k * n : 0,
+                     c.input_requires_grad(2) ? m * n : 0};
+  cost.bytes = IoBytes(c);
+  return cost;
+}
+
+// at::linear (addmm/matmul): the weight is kept for the input's gradient, the input for the
+// weight's; a non-contiguous input is copied by the reshape to 2-D, and the copy is kept.
+SavedSpec LinearSaved(const CostContext& c) {
+  SavedSpec s;
+  if (c.input_requires_grad(0)) s.inputs.push_back(1);
+  if (c.input_requires_grad(1)) {
+    if (c.input_contiguous(0)) s.inputs.push_back(0);
+    else s.extra_bytes += c.op.input(0).NumBytes();
+  }
+  return s;
+}
+
+OpCost MatmulCost(const CostContext& c) {
+  const Contraction d = MatmulDims(c.op.input(c.op.num_inputs() - 2), c.op.input(c.op.num_inputs() - 1), c.outputs[0]);
+  OpCost cost;
+  cost.flops = d.Flops();
+  const int a = c.op.num_inputs() - 2;
+  cost.grad_flops.assign(c.op.num_inputs(), 0.0);
+  if (c.input_requires_grad(a)) cost.grad_flops[a] = d.Flops();
+  if (c.input_requires_grad(a + 1)) cost.grad_flops[a + 1] = d.Flops();
+  if (c.op.num_inputs() == 3) {
+    cost.flops += 2 * static_cast<double>(c.outputs[0].NumElements());
+    if (c.input_requires_grad(0)) cost.grad_flops[0] = static_cast<double>(c.outputs[0].NumElements());
+  }
+  cost.bytes = IoBytes(c);
+  return cost;
+}
+
+// Each operand is kept for the other's gradient. Batched operands that are not contiguous are
+// copied when at::matmul folds their batch dimensions, and autograd keeps the copies.
+SavedSpec MatmulSaved(const CostContext& c) {
+  SavedSpec s;
+  const int a = c.op.num_inputs() - 2;
+  auto keep = [&](int i) {
+    if (c.op.input(i).rank() >= 3 && !c.input_contiguous(i)) s.extra_bytes += c.op.input(i).NumBytes();
+    else s.inputs.push_back(i);
+  };
+  if (c.input_requires_grad(a + 1)) keep(a);
+  if (c.input_requires_grad(a)) keep(a + 1);
+  return s;
+}
+
+OpCost EmbeddingCost(const CostContext& c) {
+  OpCost cost;
+  cost.bytes = 2 * c.outputs[0].NumBytes() + c.op.input(0).NumBytes();
+  // The weight's gradient is a dense table: zeroed, then rows accumulated.
+  cost.grad_flops = {0, c.input_requires_grad(1) ? static_cast<double>(c.outputs[0].NumElements()) : 0};
+  return cost;
+}
+
+struct AttentionDims {
+  double batch_heads, l, s, e, ev;
+  int64_t score_bytes;
+};
+AttentionDims AttnDims(const CostContext& c) {
+  const TensorType& q = c.op.input(0);
+  const TensorType& v = c.op.input(2);
+  const int r = q.rank();
+  AttentionDims d;
+  d.l = static_cast<double>(q.shape[r - 2]);
+  d.e = static_cast<double>(q.shape[r - 1]);
+  d.s = static_cast<double>(c.op.input(1).shape[r - 2]);
+  d.ev = static_cast<double>(v.shape[r - 1]);
+  d.batch_heads = static_cast<double>(q.NumElements()) / std::max(1.0, d.l * d.e);
+  d.score_bytes = static_cast<int64_t>(d.batch_heads * d.l * d.s) * DTypeSize(q.dtype);
+  return d;
+}
+
+bool AttnDropout(const CostContext& c) {
+  auto p = c.op.Float("dropout_p", 0.0);
+  return p.ok() && *p > 0;
+}
+
+// Composite in the runtime: repeat k/v heads (GQA), q@k^T, scale, mask, softmax, dropout, @v.
+OpCost SdpaCost(const CostContext& c) {
+  const AttentionDims d = AttnDims(c);
+  const double scores = d.batch_heads * d.l * d.s;
+  OpCost cost;
+  cost.flops = 2 * scores * d.e + 2 * scores * d.ev + 7 * scores;
+  // dP = dO v^T is charged to q's gradient, with the softmax backward.
+  cost.grad_flops = {c.input_requires_grad(0) ? 2 * scores * d.e + 2 * scores * d.ev + 6 * scores : 0,
+                     c.input_requires_grad(1) ? 2 * scores * d.e : 0, c.input_requires_grad(2) ? 2 * scores * d.ev : 0, 0};
+  cost.bytes = IoBytes(c) + 6 * d.score_bytes;
+  // Scores, scaled scores and masked scores exist one or two at a time beside the kept ones.
+  cost.workspace_bytes = 2 * d.score_bytes;
+  cost.kernels = 6;
+  return cost;
+}
+
+SavedSpec SdpaSaved(const CostContext& c) {
+  SavedSpec s;
+  if (!c.any_requires_grad()) return s;
+  const AttentionDims d = AttnDims(c);
+  const TensorType& q = c.op.input(0);
+  const bool gqa = c.op.input(1).shape[q.rank() - 3] != q.shape[q.rank() - 3];
+  // q@k^T keeps q and k (repeated k/v heads are new tensors under GQA).
+  s.inputs.push_back(0);
+  if (gqa) {
+    const int64_t rep = q.shape[q.rank() - 3] / c.op.input(1).shape[q.rank() - 3];
+    s.extra_bytes += rep * (c.op.input(1).NumBytes() + c.op.input(2).NumBytes());
+  } else {
+    s.inputs.push_back(1);
+    s.inputs.push_back(2);
+  }
+  if (c.op.has_input(3)) s.inputs.push_back(3);  // the mask, for masked_fill's backward
+  s.extra_bytes += d.score_bytes;  // softmax output
+  if (AttnDropout(c)) s.extra_bytes += d.score_bytes + d.score_bytes / DTypeSize(q.dtype);  // output + bool mask
+  return s;
+}
+
 }  // namespace
 
 void RegisterLinearOps(OpRegistry& r) {
-  (void)r.Register({"linear", "y = x @ w^T + b", {{"x"}, {"weight"}, {"bias", true}}, false, {}, {}, InferLinear});
-  (void)r.Register({"matmul", "torch.matmul (batched, broadcasting)", {{"a"}, {"b"}}, false, {}, {}, InferMatmul});
-  (void)r.Register({"bmm", "batched matrix product [b,n,m]@[b,m,p]", {{"a"}, {"b"}}, false, {}, {}, InferBmm});
+  (void)r.Register({"linear", "y = x @ w^T + b", {{"x"}, {"weight"}, {"bias", true}}, false, {}, {}, InferLinear,
+                    LinearCost, LinearSaved});
+  (void)r.Register({"matmul", "torch.matmul (batched, broadcasting)", {{"a"}, {"b"}}, false, {}, {}, InferMatmul,
+                    MatmulCost, MatmulSaved});
+  (void)r.Register({"bmm", "batched matrix product [b,n,m]@[b,m,p]", {{"a"}, {"b"}}, false, {}, {}, InferBmm, MatmulCost,
+                    MatmulSaved});
   (void)r.Register({"addmm", "beta*c + alpha*(a@b)", {{"c"}, {"a"}, {"b"}}, false,
                     {{"beta", AttrKind::kNumber}, {"alpha", AttrKind::kNumber}}, {},
-                    [](const OpContext& c) { return InferAddMm(c, 2); }});
+                    [](const OpContext& c) { return InferAddMm(c, 2); }, MatmulCost, MatmulSaved});
   (void)r.Register({"baddbmm", "beta*c + alpha*bmm(a,b)", {{"c"}, {"a"}, {"b"}}, false,
                     {{"beta", AttrKind::kNumber}, {"alpha", AttrKind::kNumber}}, {},
-                    [](const OpContext& c) { return InferAddMm(c, 3); }});
+                    [](const OpContext& c) { return InferAddMm(c, 3); }, MatmulCost, MatmulSaved});
   (void)r.Register({"embedding", "rows of weight picked by integer indices", {{"indices"}, {"weight"}}, false,
-                    {{"padding_idx", AttrKind::kInt}}, {}, InferEmbedding});
+                    {{"padding_idx", AttrKind::kInt}}, {}, InferEmbedding, EmbeddingCost, Saves({0}, {})});
   (void)r.Register({"scaled_dot_product_attention",
                     "softmax(q k^T * scale + mask) v, with grouped-query k/v heads",
                     {{"query"}, {"key"}, {"value"}, {"attn_mask", true}}, false,
                     {{"is_causal", AttrKind::kBool}, {"dropout_p", AttrKind::kFloat},
                      {"scale", AttrKind::kFloat, false, "default 1/sqrt(E)"}},
-                    {}, InferSdpa});
+                    {}, InferSdpa, SdpaCost, SdpaSaved});
 }
 
 }  // namespace mapd

@@ -59,6 +59,31 @@ absl::StatusOr<Types> InferMse(const OpContext& ctx) {
   return Types{{ctx.input(0).dtype, {}}};
 }
 
+
+// ---- costs and saved tensors ----
+
+// at::cross_entropy_loss is log_softmax (whose output is kept) followed by nll_loss (which
+// keeps the target and class weights).
+SavedSpec CrossEntropySaved(const CostContext& c) {
+  SavedSpec s;
+  if (!c.any_requires_grad()) return s;
+  s.inputs = {1};
+  if (c.op.has_input(2)) s.inputs.push_back(2);
+  s.extra_bytes = c.op.input(0).NumBytes();
+  return s;
+}
+
+OpCost ClassLossCost(const CostContext& c) {
+  OpCost cost;
+  const double n = static_cast<double>(c.op.input(0).NumElements());
+  cost.flops = 6 * n;
+  cost.grad_flops.assign(c.op.num_inputs(), 0.0);
+  if (c.input_requires_grad(0)) cost.grad_flops[0] = 4 * n;
+  cost.bytes = IoBytes(c) + 2 * c.op.input(0).NumBytes();
+  cost.kernels = 2;
+  return cost;
+}
+
 }  // namespace
 
 void RegisterLossOps(OpRegistry& r) {
@@ -66,13 +91,14 @@ void RegisterLossOps(OpRegistry& r) {
                                      {"label_smoothing", AttrKind::kFloat}};
   (void)r.Register({"cross_entropy", "log_softmax over classes + negative log likelihood",
                     {{"input"}, {"target"}, {"weight", true}}, false, cls, {},
-                    [](const OpContext& c) { return InferClassLoss(c, true); }});
+                    [](const OpContext& c) { return InferClassLoss(c, true); }, ClassLossCost, CrossEntropySaved});
   (void)r.Register({"nll_loss", "negative log likelihood of log-probabilities",
                     {{"input"}, {"target"}, {"weight", true}}, false,
                     {{"reduction", AttrKind::kString}, {"ignore_index", AttrKind::kInt}}, {},
-                    [](const OpContext& c) { return InferClassLoss(c, false); }});
+                    [](const OpContext& c) { return InferClassLoss(c, false); }, ClassLossCost, Saves({0, 1, 2}, {})});
   (void)r.Register({"mse_loss", "mean squared error", {{"input"}, {"target"}}, false,
-                    {{"reduction", AttrKind::kString}}, {}, InferMse});
+                    {{"reduction", AttrKind::kString}}, {}, InferMse,
+                    ElementwiseCost(3, 3), Saves({0, 1}, {})});
 }
 
 }  // namespace mapd

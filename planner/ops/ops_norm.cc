@@ -1,4 +1,6 @@
 // Normalisations: layer_norm, rms_norm, batch_norm, softmax, log_softmax.
+#include <algorithm>
+
 #include "planner/ops/registry.h"
 #include "planner/ops/shape_util.h"
 #include "planner/util/status_macros.h"
@@ -75,26 +77,85 @@ absl::StatusOr<Types> InferSoftmax(const OpContext& ctx) {
   return Types{{out, x.shape}};
 }
 
+
+// ---- costs and saved tensors ----
+
+// Rows normalised by a layer/RMS norm: elements / prod(normalized_shape).
+int64_t NormRows(const CostContext& c) {
+  auto ns = c.op.Ints("normalized_shape");
+  int64_t inner = 1;
+  if (ns.ok()) {
+    for (int64_t d : *ns) inner *= d;
+  }
+  return c.op.input(0).NumElements() / std::max<int64_t>(inner, 1);
+}
+
+// at::layer_norm keeps the input, weight, bias and per-row f32 mean and rstd.
+SavedSpec LayerNormSaved(const CostContext& c) {
+  SavedSpec s;
+  if (!c.any_requires_grad()) return s;
+  s.inputs = {0};
+  if (c.op.has_input(1)) s.inputs.push_back(1);
+  if (c.op.has_input(2)) s.inputs.push_back(2);
+  s.extra_bytes = 2 * NormRows(c) * 4;
+  return s;
+}
+
+// The runtime's RMSNorm is x * rsqrt(mean(x^2) + eps) * w: pow keeps x; rsqrt keeps its
+// per-row output; x*r keeps x and r; (x*r)*w keeps the new tensor x*r and w.
+SavedSpec RmsNormSaved(const CostContext& c) {
+  SavedSpec s;
+  if (!c.any_requires_grad()) return s;
+  const TensorType& x = c.op.input(0);
+  s.inputs = {0};
+  if (c.op.has_input(1)) {
+    s.inputs.push_back(1);
+    s.extra_bytes += x.NumBytes();  // x * r, kept by the multiplication with the weight
+  }
+  s.extra_bytes += NormRows(c) * DTypeSize(x.dtype);  // rsqrt output
+  return s;
+}
+
+OpCost RmsNormCost(const CostContext& c) {
+  OpCost cost = ElementwiseCost(4, 8)(c);
+  cost.workspace_bytes = c.op.input(0).NumBytes();  // x^2, freed after the mean
+  cost.kernels = 5;
+  return cost;
+}
+
+// Batch norm keeps the input, weight and per-channel f32 mean and inverse std.
+SavedSpec BatchNormSaved(const CostContext& c) {
+  SavedSpec s;
+  if (!c.any_requires_grad()) return s;
+  s.inputs = {0};
+  if (c.op.has_input(1)) s.inputs.push_back(1);
+  s.extra_bytes = 2 * c.op.input(0).shape[1] * 4;
+  return s;
+}
+
 }  // namespace
 
 void RegisterNormOps(OpRegistry& r) {
   (void)r.Register({"layer_norm", "normalise over the trailing normalized_shape dims",
                     {{"x"}, {"weight", true}, {"bias", true}}, false,
                     {{"normalized_shape", AttrKind::kInts, true}, {"eps", AttrKind::kFloat}}, {},
-                    [](const OpContext& c) { return InferTrailingNorm(c, 2); }});
+                    [](const OpContext& c) { return InferTrailingNorm(c, 2); }, ElementwiseCost(8, 10),
+                    LayerNormSaved});
   (void)r.Register({"rms_norm", "x / sqrt(mean(x^2) + eps) * weight over the trailing dims",
                     {{"x"}, {"weight", true}}, false,
                     {{"normalized_shape", AttrKind::kInts, true}, {"eps", AttrKind::kFloat}}, {},
-                    [](const OpContext& c) { return InferTrailingNorm(c, 1); }});
+                    [](const OpContext& c) { return InferTrailingNorm(c, 1); }, RmsNormCost, RmsNormSaved});
   (void)r.Register({"batch_norm", "batch normalisation; training mode also yields new running stats",
                     {{"x"}, {"weight", true}, {"bias", true}, {"running_mean", true}, {"running_var", true}},
                     false,
                     {{"training", AttrKind::kBool, true}, {"momentum", AttrKind::kFloat}, {"eps", AttrKind::kFloat}},
-                    {}, InferBatchNorm});
+                    {}, InferBatchNorm, ElementwiseCost(8, 10), BatchNormSaved});
   (void)r.Register({"softmax", "softmax along dim", {{"x"}}, false,
-                    {{"dim", AttrKind::kInt, true}, {"dtype", AttrKind::kString}}, {}, InferSoftmax});
+                    {{"dim", AttrKind::kInt, true}, {"dtype", AttrKind::kString}}, {}, InferSoftmax,
+                    ElementwiseCost(5, 4), Saves({}, {0})});
   (void)r.Register({"log_softmax", "log of softmax along dim", {{"x"}}, false,
-                    {{"dim", AttrKind::kInt, true}, {"dtype", AttrKind::kString}}, {}, InferSoftmax});
+                    {{"dim", AttrKind::kInt, true}, {"dtype", AttrKind::kString}}, {}, InferSoftmax,
+                    ElementwiseCost(5, 4), Saves({}, {0})});
 }
 
 }  // namespace mapd

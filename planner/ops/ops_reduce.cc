@@ -39,10 +39,14 @@ void RegisterReduceOps(OpRegistry& r) {
   const std::vector<AttrSpec> attrs = {{"dims", AttrKind::kInts}, {"keepdim", AttrKind::kBool},
                                        {"dtype", AttrKind::kString}};
   const std::vector<AttrSpec> minmax = {{"dims", AttrKind::kInts}, {"keepdim", AttrKind::kBool}};
-  (void)r.Register({"mean", "mean over dims (all when empty)", {{"x"}}, false, attrs, {}, ReduceInfer(true, false)});
-  (void)r.Register({"sum", "sum over dims (all when empty)", {{"x"}}, false, attrs, {}, ReduceInfer(false, false)});
-  (void)r.Register({"amax", "maximum over dims", {{"x"}}, false, minmax, {}, ReduceInfer(false, true)});
-  (void)r.Register({"amin", "minimum over dims", {{"x"}}, false, minmax, {}, ReduceInfer(false, true)});
+  (void)r.Register({"mean", "mean over dims (all when empty)", {{"x"}}, false, attrs, {}, ReduceInfer(true, false),
+                    ReduceCost(), SavesNothing()});
+  (void)r.Register({"sum", "sum over dims (all when empty)", {{"x"}}, false, attrs, {}, ReduceInfer(false, false),
+                    ReduceCost(), SavesNothing()});
+  (void)r.Register({"amax", "maximum over dims", {{"x"}}, false, minmax, {}, ReduceInfer(false, true),
+                    ReduceCost(), Saves({0}, {0})});
+  (void)r.Register({"amin", "minimum over dims", {{"x"}}, false, minmax, {}, ReduceInfer(false, true),
+                    ReduceCost(), Saves({0}, {0})});
 }
 
 }  // namespace mapd

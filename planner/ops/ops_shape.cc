@@ -249,41 +249,120 @@ absl::StatusOr<Types> InferStack(const OpContext& ctx) {
   return Types{{dtype, out}};
 }
 
+// ---- layout and costs ----
+
+int64_t LeadingElements(const Shape& s, int d) {
+  int64_t n = 1;
+  for (int i = 0; i < d; ++i) n *= s[i];
+  return n;
+}
+
+int AttrDim(const CostContext& c, const char* name, int64_t def) {
+  auto v = c.op.Int(name, def);
+  const int r = c.op.input(0).rank();
+  if (!v.ok() || r == 0) return 0;
+  return static_cast<int>(*v < 0 ? *v + r : *v);
+}
+
+// Taking a piece along dim d keeps a contiguous tensor contiguous when the dims before d are
+// all 1 (the piece is one block) or the piece is the whole tensor.
+bool PieceLayout(const CostContext& c, int d) {
+  if (!c.input_contiguous(0)) return false;
+  const TensorType& x = c.op.input(0);
+  if (d >= x.rank()) return true;
+  return LeadingElements(x.shape, d) == 1 || c.outputs[0].shape == x.shape;
+}
+
+bool TransposeLayout(const CostContext& c) {
+  const TensorType& x = c.op.input(0);
+  if (x.rank() < 2) return c.input_contiguous(0);
+  const int a = AttrDim(c, "dim0", 0), b = AttrDim(c, "dim1", 1);
+  return c.input_contiguous(0) && (a == b || x.shape[a] == 1 || x.shape[b] == 1);
+}
+
+bool PermuteLayout(const CostContext& c) {
+  auto dims = c.op.Ints("dims");
+  if (!dims.ok() || !c.input_contiguous(0)) return false;
+  const TensorType& x = c.op.input(0);
+  int64_t last = -1;
+  for (int64_t d : *dims) {  // non-1 dims must keep their order
+    const int64_t nd = d < 0 ? d + x.rank() : d;
+    if (x.shape[nd] == 1) continue;
+    if (nd < last) return false;
+    last = nd;
+  }
+  return true;
+}
+
+bool ExpandLayout(const CostContext& c) { return c.input_contiguous(0) && c.outputs[0].shape == c.op.input(0).shape; }
+
+// contiguous/reshape copy a non-contiguous input (reading and writing it once).
+OpCost CopyIfNeededCost(const CostContext& c) {
+  OpCost cost = FreeCost()(c);
+  if (!c.input_contiguous(0)) {
+    cost.bytes = 2 * c.op.input(0).NumBytes();
+    cost.kernels = 1;
+  }
+  return cost;
+}
+
+OpCost CopyCost(const CostContext& c) {
+  OpCost cost;
+  cost.bytes = IoBytes(c);
+  cost.grad_flops.assign(c.op.num_inputs(), 0.0);
+  return cost;
+}
+
 }  // namespace
 
 void RegisterShapeOps(OpRegistry& r) {
-  const OpTraits view = View();
+  OpTraits view = View();
+  OpTraits copying_view = view;
+  copying_view.copies_if_noncontiguous = true;
+  const CostFn free = FreeCost();
+  const SavedFn none = SavesNothing();
   (void)r.Register({"view", "same data, new shape (one -1 allowed)", {{"x"}}, false,
-                    {{"shape", AttrKind::kInts, true}}, view, InferReshape});
-  (void)r.Register({"reshape", "new shape (one -1 allowed)", {{"x"}}, false,
-                    {{"shape", AttrKind::kInts, true}}, view, InferReshape});
+                    {{"shape", AttrKind::kInts, true}}, view, InferReshape, free, none});
+  (void)r.Register({"reshape", "new shape (one -1 allowed); copies a non-contiguous input", {{"x"}}, false,
+                    {{"shape", AttrKind::kInts, true}}, copying_view, InferReshape, CopyIfNeededCost, none});
   (void)r.Register({"flatten", "merge dims start_dim..end_dim", {{"x"}}, false,
-                    {{"start_dim", AttrKind::kInt}, {"end_dim", AttrKind::kInt}}, view, InferFlatten});
+                    {{"start_dim", AttrKind::kInt}, {"end_dim", AttrKind::kInt}}, copying_view, InferFlatten,
+                    CopyIfNeededCost, none});
   (void)r.Register({"transpose", "swap dim0 and dim1", {{"x"}}, false,
-                    {{"dim0", AttrKind::kInt}, {"dim1", AttrKind::kInt}}, view, InferTranspose});
-  (void)r.Register({"permute", "reorder dims", {{"x"}}, false, {{"dims", AttrKind::kInts, true}}, view, InferPermute});
-  (void)r.Register({"contiguous", "dense copy in row-major order (identity on values)", {{"x"}}, false, {}, {},
-                    InferIdentity});
+                    {{"dim0", AttrKind::kInt}, {"dim1", AttrKind::kInt}}, view, InferTranspose, free, none,
+                    TransposeLayout});
+  (void)r.Register({"permute", "reorder dims", {{"x"}}, false, {{"dims", AttrKind::kInts, true}}, view, InferPermute,
+                    free, none, PermuteLayout});
+  (void)r.Register({"contiguous", "dense row-major copy of a non-contiguous input (else the input itself)", {{"x"}},
+                    false, {}, copying_view, InferIdentity, CopyIfNeededCost, none});
   (void)r.Register({"unsqueeze", "insert a size-1 dim", {{"x"}}, false, {{"dim", AttrKind::kInt, true}}, view,
-                    InferUnsqueeze});
+                    InferUnsqueeze, free, none});
   (void)r.Register({"squeeze", "remove size-1 dims (listed ones, or all)", {{"x"}}, false,
-                    {{"dims", AttrKind::kInts}}, view, InferSqueeze});
+                    {{"dims", AttrKind::kInts}}, view, InferSqueeze, free, none});
   (void)r.Register({"expand", "broadcast size-1 dims to shape (-1 keeps)", {{"x"}}, false,
-                    {{"shape", AttrKind::kInts, true}}, view, InferExpand});
+                    {{"shape", AttrKind::kInts, true}}, view, InferExpand, free, none, ExpandLayout});
   (void)r.Register({"repeat_interleave", "repeat each element `repeats` times along dim", {{"x"}}, false,
-                    {{"repeats", AttrKind::kInt, true}, {"dim", AttrKind::kInt}}, {}, InferRepeatInterleave});
+                    {{"repeats", AttrKind::kInt, true}, {"dim", AttrKind::kInt}}, {}, InferRepeatInterleave, CopyCost,
+                    none});
   (void)r.Register({"slice", "x[start:end:step] along dim", {{"x"}}, false,
                     {{"dim", AttrKind::kInt}, {"start", AttrKind::kInt}, {"end", AttrKind::kInt}, {"step", AttrKind::kInt}},
-                    view, InferSlice});
+                    view, InferSlice, free, none, [](const CostContext& c) {
+                      auto step = c.op.Int("step", 1);
+                      return PieceLayout(c, AttrDim(c, "dim", 0)) && step.ok() && *step == 1;
+                    }});
   (void)r.Register({"select", "x[index] along dim (dim removed)", {{"x"}}, false,
-                    {{"dim", AttrKind::kInt, true}, {"index", AttrKind::kInt, true}}, view, InferSelect});
+                    {{"dim", AttrKind::kInt, true}, {"index", AttrKind::kInt, true}}, view, InferSelect, free, none,
+                    [](const CostContext& c) { return PieceLayout(c, AttrDim(c, "dim", 0)); }});
   (void)r.Register({"split", "pieces of split_size (or the listed sizes) along dim", {{"x"}}, false,
                     {{"split_size", AttrKind::kInt}, {"sizes", AttrKind::kInts}, {"dim", AttrKind::kInt}}, view,
-                    InferSplit});
+                    InferSplit, free, none, [](const CostContext& c) { return PieceLayout(c, AttrDim(c, "dim", 0)); }});
   (void)r.Register({"chunk", "`chunks` near-equal pieces along dim", {{"x"}}, false,
-                    {{"chunks", AttrKind::kInt, true}, {"dim", AttrKind::kInt}}, view, InferChunk});
-  (void)r.Register({"cat", "concatenate along dim", {{"xs"}}, true, {{"dim", AttrKind::kInt}}, {}, InferCat});
-  (void)r.Register({"stack", "stack along a new dim", {{"xs"}}, true, {{"dim", AttrKind::kInt}}, {}, InferStack});
+                    {{"chunks", AttrKind::kInt, true}, {"dim", AttrKind::kInt}}, view, InferChunk, free, none,
+                    [](const CostContext& c) { return PieceLayout(c, AttrDim(c, "dim", 0)); }});
+  (void)r.Register({"cat", "concatenate along dim", {{"xs"}}, true, {{"dim", AttrKind::kInt}}, {}, InferCat, CopyCost,
+                    none});
+  (void)r.Register({"stack", "stack along a new dim", {{"xs"}}, true, {{"dim", AttrKind::kInt}}, {}, InferStack,
+                    CopyCost, none});
 }
 
 }  // namespace mapd

@@ -16,6 +16,7 @@
 #include "absl/status/statusor.h"
 #include "planner/ir/attrs.h"
 #include "planner/ir/tensor_type.h"
+#include "planner/ops/cost.h"
 #include "planner/ops/op_context.h"
 
 namespace mapd {
@@ -38,6 +39,7 @@ struct OpInputSpec {
 struct OpTraits {
   bool elementwise = false;  // output[i] depends on input[i] only (after broadcasting)
   bool view = false;         // output may alias the first input's storage (no new memory)
+  bool copies_if_noncontiguous = false;  // a view that copies a non-contiguous input (reshape, contiguous)
   bool random = false;       // draws random numbers (dropout)
   bool creation = false;     // makes a tensor from attributes only
 };
@@ -53,8 +55,13 @@ struct OpDef {
   OpTraits traits;
   // Output types from input types and attributes; errors name the fault (OpContext::Error).
   InferFn infer;
-  // Later stages add, on this same struct: cost (FLOPs, bytes), saved-for-backward tensors,
-  // and the einsum-style sharding rule.
+  // FLOPs, bytes and gradient FLOPs (planner/ops/cost.h); unset = one FLOP per output element.
+  CostFn cost;
+  // What autograd keeps for the backward; unset = nothing.
+  SavedFn saved;
+  // For views: whether outputs are contiguous; unset = as contiguous as the input.
+  LayoutFn layout;
+  // Later stages add, on this same struct: the einsum-style sharding rule.
 };
 
 class OpRegistry {

@@ -1,0 +1,157 @@
+// `mapctl profile`: memory and compute of one training step, predicted from the IR.
+#include <iostream>
+
+#include <nlohmann/json.hpp>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "client/mapctl/commands.h"
+#include "client/mapctl/model_loader.h"
+#include "client/mapctl/table.h"
+#include "planner/ir/graph.h"
+#include "planner/ir/serialize.h"
+#include "planner/profile/profiler.h"
+#include "planner/profile/timeline_svg.h"
+#include "planner/zoo/zoo.h"
+
+namespace mapd::cli {
+
+namespace {
+
+nlohmann::json BreakdownJson(const MemoryBreakdown& b) {
+  return {{"parameters", b.parameters},
+          {"gradients", b.gradients},
+          {"optimizer_states", b.optimizer_states},
+          {"saved_activations", b.saved_activations},
+          {"transients", b.transients}};
+}
+
+std::string Seconds(double s) {
+  if (s >= 1) return absl::StrFormat("%.3f s", s);
+  if (s >= 1e-3) return absl::StrFormat("%.3f ms", s * 1e3);
+  return absl::StrFormat("%.1f us", s * 1e6);
+}
+
+std::string Flops(double f) {
+  if (f >= 1e15) return absl::StrFormat("%.2f PFLOP", f / 1e15);
+  if (f >= 1e12) return absl::StrFormat("%.2f TFLOP", f / 1e12);
+  if (f >= 1e9) return absl::StrFormat("%.2f GFLOP", f / 1e9);
+  return absl::StrFormat("%.2f MFLOP", f / 1e6);
+}
+
+// Zoo specs take --batch-size/--seq-len as overrides; other models take shapes from --input.
+absl::StatusOr<std::string> ApplyShapeFlags(const ProfileArgs& a) {
+  if (a.batch_size <= 0 && a.seq_len <= 0) return a.model.model;
+  if (!IsZooModelSpec(a.model.model)) {
+    return absl::InvalidArgumentError(
+        "--batch-size and --seq-len apply to zoo models; give an imported model's shapes with --input");
+  }
+  std::string spec = a.model.model;
+  std::string sep = spec.find(':') == std::string::npos ? ":" : ",";
+  if (a.batch_size > 0) {
+    absl::StrAppend(&spec, sep, "batch=", a.batch_size);
+    sep = ",";
+  }
+  if (a.seq_len > 0) absl::StrAppend(&spec, sep, "seq=", a.seq_len);
+  return spec;
+}
+
+}  // namespace
+
+int RunProfile(const ProfileArgs& args) {
+  ProfileOptions options;
+  auto opt = ParseOptimizer(args.optimizer);
+  if (!opt.ok()) return ReportError(opt.status());
+  options.optimizer = *opt;
+  auto prec = ParsePrecision(args.precision);
+  if (!prec.ok()) return ReportError(prec.status());
+  options.precision = *prec;
+  auto device = LoadDeviceProfile(args.device_type);
+  if (!device.ok()) return ReportError(device.status());
+  options.device = *device;
+  if (args.measure) {
+    return ReportError(absl::UnimplementedError(
+        "--measure needs the single-device runtime, which is not built yet; the prediction alone works without it"));
+  }
+  auto spec = ApplyShapeFlags(args);
+  if (!spec.ok()) return ReportError(spec.status());
+  auto proto = LoadModel(*spec, args.model.inputs);
+  if (!proto.ok()) return ReportError(proto.status());
+  auto graph = Graph::Create(*proto);
+  if (!graph.ok()) return ReportError(graph.status());
+  auto report = ProfileTrainingStep(*graph, options);
+  if (!report.ok()) return ReportError(report.status());
+  const ProfileReport& r = *report;
+
+  if (!args.timeline.empty()) {
+    auto st = WriteStringToFileAtomic(args.timeline, RenderTimelineSvg(r, absl::StrCat(graph->name(), " on ", options.device.name)));
+    if (!st.ok()) return ReportError(st);
+  }
+
+  if (args.format == "json") {
+    nlohmann::json j;
+    j["model"] = graph->name();
+    j["device"] = options.device.name;
+    j["optimizer"] = OptimizerName(options.optimizer);
+    j["precision"] = PrecisionName(options.precision);
+    j["params"] = r.params;
+    j["parameter_bytes"] = r.parameter_bytes;
+    j["flops_per_step"] = r.flops_per_step();
+    j["training_flops"] = r.training_flops();
+    j["forward_flops"] = r.forward_flops;
+    j["backward_flops"] = r.backward_flops;
+    j["optimizer_flops"] = r.optimizer_flops;
+    j["predicted_peak_bytes"] = r.predicted_peak_bytes;
+    j["peak_breakdown"] = BreakdownJson(r.peak_breakdown);
+    j["peak_phase"] = PhaseName(r.peak_phase);
+    j["peak_at"] = r.peak_at;
+    j["predicted_step_seconds"] = r.predicted_step_seconds();
+    j["forward_seconds"] = r.forward_seconds;
+    j["backward_seconds"] = r.backward_seconds;
+    j["optimizer_seconds"] = r.optimizer_seconds;
+    j["profile_seconds"] = r.profile_seconds;
+    j["fits_device_memory"] = r.predicted_peak_bytes <= options.device.memory_bytes;
+    j["layers"] = nlohmann::json::array();
+    for (const auto& l : r.layers) {
+      j["layers"].push_back({{"layer", l.layer}, {"nodes", l.nodes}, {"flops", l.flops}, {"seconds", l.seconds},
+                             {"saved_bytes", l.saved_bytes}, {"parameter_bytes", l.parameter_bytes}});
+    }
+    if (args.ops) {
+      j["ops"] = nlohmann::json::array();
+      for (const auto& o : r.ops) {
+        j["ops"].push_back({{"node", o.node}, {"op", o.op}, {"scope", o.scope}, {"forward_flops", o.forward_flops},
+                            {"backward_flops", o.backward_flops}, {"bytes", o.bytes},
+                            {"forward_seconds", o.forward_seconds}, {"backward_seconds", o.backward_seconds},
+                            {"saved_bytes", o.saved_bytes}});
+      }
+    }
+    std::cout << j.dump(2) << "\n";
+    return kExitOk;
+  }
+
+  Table layers({"LAYER", "NODES", "FLOPS", "TIME", "SAVED", "PARAMS"});
+  for (const auto& l : r.layers) {
+    layers.Row({l.layer, absl::StrCat(l.nodes), Flops(l.flops), Seconds(l.seconds), FormatBytes(l.saved_bytes),
+                FormatBytes(l.parameter_bytes)});
+  }
+  layers.Print(std::cout);
+  const auto& b = r.peak_breakdown;
+  std::cout << "\nModel:        " << graph->name() << "  (" << r.params << " parameters)\n"
+            << "Step:         " << OptimizerName(options.optimizer) << ", " << PrecisionName(options.precision) << ", on "
+            << options.device.name << "\n"
+            << "FLOPs/step:   " << Flops(r.flops_per_step()) << " (forward " << Flops(r.forward_flops) << ", backward "
+            << Flops(r.backward_flops) << ", optimizer " << Flops(r.optimizer_flops) << ")\n"
+            << "Peak memory:  " << FormatBytes(r.predicted_peak_bytes) << " in " << PhaseName(r.peak_phase) << " at "
+            << r.peak_at << (r.predicted_peak_bytes > options.device.memory_bytes ? "  — does NOT fit " : "  — fits ")
+            << FormatBytes(options.device.memory_bytes) << "\n"
+            << "  parameters " << FormatBytes(b.parameters) << ", gradients " << FormatBytes(b.gradients)
+            << ", optimizer states " << FormatBytes(b.optimizer_states) << ", saved activations "
+            << FormatBytes(b.saved_activations) << ", transients " << FormatBytes(b.transients) << "\n"
+            << "Step time:    " << Seconds(r.predicted_step_seconds()) << " (forward " << Seconds(r.forward_seconds)
+            << ", backward " << Seconds(r.backward_seconds) << ", optimizer " << Seconds(r.optimizer_seconds) << ")\n"
+            << "Profiled in:  " << Seconds(r.profile_seconds) << "\n";
+  if (!args.timeline.empty()) std::cout << "Timeline:     " << args.timeline << "\n";
+  return kExitOk;
+}
+
+}  // namespace mapd::cli

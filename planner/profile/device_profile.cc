@@ -1,0 +1,94 @@
+#include "planner/profile/device_profile.h"
+
+#include <nlohmann/json.hpp>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "planner/ir/serialize.h"
+
+namespace mapd {
+
+namespace {
+constexpr double kTera = 1e12;
+constexpr double kGiga = 1e9;
+constexpr int64_t kGiB = 1LL << 30;
+}  // namespace
+
+const std::vector<DeviceProfile>& DeviceCatalogue() {
+  // Vendor peak figures (dense, no sparsity); SXM parts for A100/H100/H200. The cpu entry is a
+  // nominal 2-core machine; `mapctl calibrate` measures the real one.
+  static const std::vector<DeviceProfile> catalogue = {
+      {"cpu", "nominal 2-core x86 CPU (calibrate for real figures)", 60 * kGiga, 60 * kGiga, 15 * kGiga, 5e-6,
+       24 * kGiB},
+      {"a100-40g", "NVIDIA A100 SXM 40 GB", 19.5 * kTera, 312 * kTera, 1555 * kGiga, 5e-6, 40 * kGiB},
+      {"a100-80g", "NVIDIA A100 SXM 80 GB", 19.5 * kTera, 312 * kTera, 2039 * kGiga, 5e-6, 80 * kGiB},
+      {"h100-80g", "NVIDIA H100 SXM 80 GB", 67 * kTera, 989 * kTera, 3350 * kGiga, 4e-6, 80 * kGiB},
+      {"h200-141g", "NVIDIA H200 SXM 141 GB", 67 * kTera, 989 * kTera, 4800 * kGiga, 4e-6, 141 * kGiB},
+  };
+  return catalogue;
+}
+
+absl::Status DeviceProfile::Validate() const {
+  if (name.empty()) return absl::InvalidArgumentError("device profile: name is empty");
+  if (!(fp32_flops > 0) || !(bf16_flops > 0) || !(memory_bandwidth > 0)) {
+    return absl::InvalidArgumentError(absl::StrCat("device profile '", name,
+                                                   "': fp32_flops, bf16_flops and memory_bandwidth must be positive"));
+  }
+  if (kernel_overhead_seconds < 0) {
+    return absl::InvalidArgumentError(absl::StrCat("device profile '", name, "': kernel_overhead_seconds is negative"));
+  }
+  if (memory_bytes <= 0) return absl::InvalidArgumentError(absl::StrCat("device profile '", name, "': memory_bytes must be positive"));
+  return absl::OkStatus();
+}
+
+std::string DeviceProfile::ToJson() const {
+  nlohmann::json j = {{"name", name},
+                      {"description", description},
+                      {"fp32_flops", fp32_flops},
+                      {"bf16_flops", bf16_flops},
+                      {"memory_bandwidth", memory_bandwidth},
+                      {"kernel_overhead_seconds", kernel_overhead_seconds},
+                      {"memory_bytes", memory_bytes},
+                      {"source", source}};
+  return j.dump(2);
+}
+
+absl::StatusOr<DeviceProfile> DeviceProfile::FromJson(const std::string& json) {
+  auto j = nlohmann::json::parse(json, nullptr, false);
+  if (j.is_discarded() || !j.is_object()) return absl::InvalidArgumentError("device profile: not a JSON object");
+  DeviceProfile p;
+  try {
+    p.name = j.at("name").get<std::string>();
+    p.description = j.value("description", "");
+    p.fp32_flops = j.at("fp32_flops").get<double>();
+    p.bf16_flops = j.value("bf16_flops", p.fp32_flops);
+    p.memory_bandwidth = j.at("memory_bandwidth").get<double>();
+    p.kernel_overhead_seconds = j.value("kernel_overhead_seconds", 0.0);
+    p.memory_bytes = j.at("memory_bytes").get<int64_t>();
+    p.source = j.value("source", "measured");
+  } catch (const std::exception& e) {
+    return absl::InvalidArgumentError(absl::StrCat("device profile: ", e.what()));
+  }
+  if (auto st = p.Validate(); !st.ok()) return st;
+  return p;
+}
+
+absl::StatusOr<DeviceProfile> LoadDeviceProfile(const std::string& name_or_path) {
+  for (const auto& p : DeviceCatalogue()) {
+    if (p.name == name_or_path) return p;
+  }
+  if (name_or_path.find('/') != std::string::npos || name_or_path.find(".json") != std::string::npos) {
+    auto text = ReadFileToString(name_or_path);
+    if (!text.ok()) return text.status();
+    auto p = DeviceProfile::FromJson(*text);
+    if (!p.ok()) return absl::InvalidArgumentError(absl::StrCat("'", name_or_path, "': ", p.status().message()));
+    return p;
+  }
+  std::vector<std::string> names;
+  for (const auto& p : DeviceCatalogue()) names.push_back(p.name);
+  return absl::InvalidArgumentError(absl::StrCat("unknown device type '", name_or_path, "': use one of ",
+                                                 absl::StrJoin(names, ", "),
+                                                 " or a JSON profile written by `mapctl calibrate`"));
+}
+
+}  // namespace mapd

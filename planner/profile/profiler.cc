@@ -1,0 +1,396 @@
+#include "planner/profile/profiler.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <map>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "planner/ops/registry.h"
+#include "planner/profile/memory_ledger.h"
+
+namespace mapd {
+
+const char* PhaseName(Phase p) {
+  switch (p) {
+    case Phase::kStart: return "start";
+    case Phase::kForward: return "forward";
+    case Phase::kBackward: return "backward";
+    case Phase::kOptimizer: return "optimizer";
+  }
+  return "?";
+}
+
+std::string LayerOfScope(const std::string& scope) {
+  if (scope.empty()) return "(top)";
+  std::vector<std::string> parts = absl::StrSplit(scope, '.');
+  std::string out;
+  for (const auto& p : parts) {
+    out = out.empty() ? p : absl::StrCat(out, ".", p);
+    if (!p.empty() && std::all_of(p.begin(), p.end(), [](char c) { return absl::ascii_isdigit(c); })) return out;
+  }
+  return parts.front();
+}
+
+namespace {
+
+// Per-value state of the simulation.
+struct ValueState {
+  int storage = -1;
+  int grad = -1;  // storage of the value's gradient during backward
+  bool requires_grad = false;
+  bool contiguous = true;
+  int last_use = -1;  // last forward node reading it
+  bool pinned = false;  // graph outputs, buffer updates: live to the end of the step
+  TensorType type;
+};
+
+// Optimizer state, FLOPs and bytes per trainable element, and temporaries of one update.
+struct OptimizerModel {
+  int state_tensors;
+  double flops_per_elem;
+  double bytes_per_elem;  // fp32 reads + writes
+  int kernels_per_tensor;
+  int temporaries;  // parameter-sized fp32 temporaries alive during one tensor's update
+};
+
+OptimizerModel ModelOf(Optimizer o) {
+  switch (o) {
+    case Optimizer::kSgd: return {0, 2, 12, 1, 0};
+    case Optimizer::kSgdMomentum: return {1, 4, 20, 2, 0};
+    case Optimizer::kAdamW: return {2, 14, 28, 8, 2};
+  }
+  return {0, 0, 0, 0, 0};
+}
+
+// The view ops whose backward makes a new tensor of the input's size (not a view of the
+// output's gradient).
+bool GradIsNewTensor(const std::string& op) {
+  return op == "slice" || op == "select" || op == "split" || op == "chunk" || op == "expand";
+}
+
+class Simulator {
+ public:
+  Simulator(const Graph& g, const ProfileOptions& o) : g_(g), opt_(o), reg_(OpRegistry::Global()) {}
+
+  absl::StatusOr<ProfileReport> Run();
+
+ private:
+  int64_t Bytes(const TensorType& t) const {
+    if (opt_.precision == Precision::kBf16Mixed && IsFloating(t.dtype)) return t.NumElements() * 2;
+    return t.NumBytes();
+  }
+  double PeakFlops() const {
+    return opt_.precision == Precision::kFp32 ? opt_.device.fp32_flops : opt_.device.bf16_flops;
+  }
+  double Seconds(double flops, double bytes, int kernels) const {
+    return std::max(flops / PeakFlops(), bytes / opt_.device.memory_bandwidth) +
+           kernels * opt_.device.kernel_overhead_seconds;
+  }
+  void Point(Phase phase, const std::string& label) {
+    if (ledger_.ConsumePeakFlag()) {
+      report_.peak_phase = phase;
+      report_.peak_at = label;
+    }
+    if (opt_.timeline) report_.timeline.push_back({phase, label, ledger_.live_bytes()});
+  }
+  void SetUpValues();
+  absl::Status Forward();
+  void Backward();
+  void OptimizerStep();
+  void Summarise();
+
+  const Graph& g_;
+  const ProfileOptions& opt_;
+  const OpRegistry& reg_;
+  MemoryLedger ledger_;
+  ProfileReport report_;
+  std::unordered_map<std::string, ValueState> values_;
+  std::vector<std::vector<int>> held_;  // per node: storages kept for its backward
+  std::vector<bool> needs_backward_;
+  int64_t largest_param_ = 0;
+  int num_param_tensors_ = 0;
+};
+
+void Simulator::SetUpValues() {
+  const v1::Graph& p = g_.proto();
+  const OptimizerModel om = ModelOf(opt_.optimizer);
+  for (const auto& par : p.parameters()) {
+    ValueState v;
+    v.type = TensorType::FromProto(par.type());
+    v.requires_grad = par.trainable();
+    int64_t bytes = par.trainable() ? Bytes(v.type) : v.type.NumBytes();
+    if (par.trainable()) {
+      report_.params += v.type.NumElements();
+      ++num_param_tensors_;
+      largest_param_ = std::max(largest_param_, v.type.NumElements());
+      if (opt_.precision == Precision::kBf16Mixed) bytes += v.type.NumElements() * 4;  // fp32 master copy
+      for (int s = 0; s < om.state_tensors; ++s) ledger_.New(v.type.NumElements() * 4, StorageKind::kOptimizerState);
+    }
+    report_.parameter_bytes += bytes;
+    v.storage = ledger_.New(bytes, StorageKind::kParameter);
+    values_[par.name()] = v;
+  }
+  for (const auto& in : p.inputs()) {
+    ValueState v;
+    v.type = TensorType::FromProto(in.type());
+    v.storage = ledger_.New(Bytes(v.type), StorageKind::kActivation);
+    v.pinned = true;  // the batch is held by the caller for the whole step
+    values_[in.name()] = v;
+  }
+  for (const auto& o : p.outputs()) values_[o].pinned = true;
+  for (const auto& u : p.buffer_updates()) values_[u.value()].pinned = true;
+  for (int n = 0; n < g_.num_nodes(); ++n) {
+    for (const auto& in : g_.node(n).inputs()) {
+      if (!in.empty()) values_[in].last_use = n;
+    }
+  }
+  Point(Phase::kStart, "start");
+}
+
+absl::Status Simulator::Forward() {
+  const int n_nodes = g_.num_nodes();
+  held_.assign(n_nodes, {});
+  needs_backward_.assign(n_nodes, false);
+  report_.ops.reserve(n_nodes);
+  for (int n = 0; n < n_nodes; ++n) {
+    const v1::Node& node = g_.node(n);
+    const OpDef* def = reg_.Find(node.op());
+    if (def == nullptr) return absl::InvalidArgumentError(absl::StrCat("node '", node.name(), "': unknown op '", node.op(), "'"));
+    std::vector<const TensorType*> in_types;
+    std::vector<bool> rg, contig;
+    for (const auto& in : node.inputs()) {
+      if (in.empty()) {
+        in_types.push_back(nullptr);
+        rg.push_back(false);
+        contig.push_back(true);
+        continue;
+      }
+      const ValueState& v = values_.at(in);
+      in_types.push_back(&v.type);
+      rg.push_back(v.requires_grad);
+      contig.push_back(v.contiguous);
+    }
+    std::vector<TensorType> outs;
+    for (const auto& o : node.outputs()) outs.push_back(g_.TypeOf(o));
+    OpContext octx(node.name(), node.op(), in_types, node.attrs());
+    CostContext ctx{octx, outs, rg, contig};
+    const bool any_rg = ctx.any_requires_grad();
+    needs_backward_[n] = any_rg;
+
+    OpCost cost;
+    if (def->cost) {
+      cost = def->cost(ctx);
+    } else {
+      for (const auto& o : outs) cost.flops += static_cast<double>(o.NumElements());
+      cost.bytes = IoBytes(ctx);
+      cost.grad_flops.assign(in_types.size(), 0.0);
+    }
+
+    // Outputs: views share the input's storage unless they must copy it.
+    const bool alias = def->traits.view && !(def->traits.copies_if_noncontiguous && !ctx.input_contiguous(0));
+    const bool out_contiguous = alias ? (def->layout ? def->layout(ctx) : ctx.input_contiguous(0)) : true;
+    for (size_t o = 0; o < outs.size(); ++o) {
+      ValueState v;
+      v.type = outs[o];
+      v.requires_grad = any_rg && IsFloating(outs[o].dtype);
+      v.contiguous = out_contiguous;
+      if (alias) {
+        v.storage = values_.at(node.inputs(0)).storage;
+        ledger_.AddRef(v.storage);
+      } else {
+        v.storage = ledger_.New(Bytes(outs[o]), StorageKind::kActivation);
+      }
+      ValueState& slot = values_[node.outputs(o)];
+      v.last_use = slot.last_use;
+      v.pinned = slot.pinned;
+      slot = v;
+    }
+    if (cost.workspace_bytes > 0) ledger_.Transient(opt_.precision == Precision::kBf16Mixed ? cost.workspace_bytes / 2 : cost.workspace_bytes);
+
+    OpProfile prof;
+    prof.node = node.name();
+    prof.op = node.op();
+    prof.scope = node.scope();
+    prof.forward_flops = cost.flops;
+    const double bytes_scale = opt_.precision == Precision::kBf16Mixed ? 0.5 : 1.0;
+    prof.bytes = static_cast<int64_t>(cost.bytes * bytes_scale);
+    prof.forward_seconds = Seconds(cost.flops, prof.bytes, cost.kernels);
+    if (any_rg) {
+      for (double f : cost.grad_flops) prof.backward_flops += f;
+      prof.backward_seconds = Seconds(prof.backward_flops, 2.0 * prof.bytes, 2 * std::max(cost.kernels, 1));
+    }
+
+    // What autograd keeps.
+    if (any_rg && def->saved) {
+      const SavedSpec spec = def->saved(ctx);
+      std::unordered_set<int> seen;
+      auto hold = [&](int storage) {
+        if (!seen.insert(storage).second) return;
+        ledger_.Hold(storage);
+        held_[n].push_back(storage);
+        if (ledger_.kind(storage) == StorageKind::kActivation) prof.saved_bytes += ledger_.bytes(storage);
+      };
+      for (int i : spec.inputs) {
+        if (i < static_cast<int>(node.inputs_size()) && !node.inputs(i).empty()) hold(values_.at(node.inputs(i)).storage);
+      }
+      for (int o : spec.outputs) {
+        if (o < node.outputs_size()) hold(values_.at(node.outputs(o)).storage);
+      }
+      if (spec.extra_bytes > 0) {
+        int64_t extra = spec.extra_bytes;
+        if (opt_.precision == Precision::kBf16Mixed) extra = extra / 2;
+        const int s = ledger_.New(extra, StorageKind::kActivation);
+        ledger_.Hold(s);
+        ledger_.Release(s);  // only the hold keeps it
+        held_[n].push_back(s);
+        prof.saved_bytes += extra;
+      }
+    }
+    Point(Phase::kForward, node.name());
+
+    // Free what this node was the last to read, and outputs nobody reads.
+    std::unordered_set<std::string> released;
+    for (const auto& in : node.inputs()) {
+      if (in.empty() || !released.insert(in).second) continue;
+      ValueState& v = values_.at(in);
+      if (v.last_use == n && !v.pinned && g_.FindValue(in)->def == ValueDef::kNode) ledger_.Release(v.storage);
+    }
+    for (const auto& o : node.outputs()) {
+      ValueState& v = values_.at(o);
+      if (v.last_use < 0 && !v.pinned) ledger_.Release(v.storage);
+    }
+    report_.forward_flops += prof.forward_flops;
+    report_.backward_flops += prof.backward_flops;
+    report_.forward_seconds += prof.forward_seconds;
+    report_.backward_seconds += prof.backward_seconds;
+    report_.ops.push_back(std::move(prof));
+  }
+  return absl::OkStatus();
+}
+
+void Simulator::Backward() {
+  const v1::Graph& p = g_.proto();
+  if (p.outputs_size() == 0) return;
+  ValueState& loss = values_.at(p.outputs(0));
+  if (!loss.requires_grad) return;
+  loss.grad = ledger_.New(Bytes(loss.type), StorageKind::kActivationGrad);
+  for (int n = g_.num_nodes() - 1; n >= 0; --n) {
+    const v1::Node& node = g_.node(n);
+    bool has_out_grad = false;
+    for (const auto& o : node.outputs()) has_out_grad |= values_.at(o).grad >= 0;
+    if (needs_backward_[n] && has_out_grad) {
+      const OpDef* def = reg_.Find(node.op());
+      const bool alias_grad = def->traits.view && !GradIsNewTensor(node.op());
+      std::unordered_set<std::string> done;
+      for (const auto& in : node.inputs()) {
+        if (in.empty() || !done.insert(in).second) continue;
+        ValueState& v = values_.at(in);
+        if (!v.requires_grad) continue;
+        const bool is_param = g_.FindValue(in)->def == ValueDef::kParameter;
+        if (v.grad >= 0) {
+          ledger_.Transient(Bytes(v.type));  // a second contribution, added into the first
+          continue;
+        }
+        if (is_param) {
+          v.grad = ledger_.New(Bytes(v.type), StorageKind::kGradient);
+        } else if (alias_grad && values_.at(node.outputs(0)).grad >= 0) {
+          v.grad = values_.at(node.outputs(0)).grad;
+          ledger_.AddRef(v.grad);
+        } else {
+          v.grad = ledger_.New(Bytes(v.type), StorageKind::kActivationGrad);
+        }
+      }
+      Point(Phase::kBackward, node.name());
+    }
+    // The node's backward is done (or never runs): its kept tensors and its outputs'
+    // gradients go.
+    for (int s : held_[n]) ledger_.Unhold(s);
+    held_[n].clear();
+    for (const auto& o : node.outputs()) {
+      ValueState& v = values_.at(o);
+      if (v.grad >= 0) {
+        ledger_.Release(v.grad);
+        v.grad = -2;  // consumed
+      }
+    }
+  }
+}
+
+void Simulator::OptimizerStep() {
+  const OptimizerModel om = ModelOf(opt_.optimizer);
+  int64_t temp = om.temporaries * largest_param_ * 4;
+  if (opt_.precision == Precision::kBf16Mixed) temp += largest_param_ * 4;  // fp32 copy of a gradient
+  ledger_.Transient(temp);
+  Point(Phase::kOptimizer, "optimizer");
+  const double elems = static_cast<double>(report_.params);
+  report_.optimizer_flops = om.flops_per_elem * elems;
+  report_.optimizer_seconds =
+      Seconds(report_.optimizer_flops, om.bytes_per_elem * elems, om.kernels_per_tensor * num_param_tensors_);
+}
+
+void Simulator::Summarise() {
+  report_.predicted_peak_bytes = ledger_.peak();
+  report_.peak_breakdown = ledger_.peak_breakdown();
+  std::map<std::string, LayerProfile> layers;
+  std::vector<std::string> order;
+  for (const auto& op : report_.ops) {
+    const std::string key = LayerOfScope(op.scope);
+    auto it = layers.find(key);
+    if (it == layers.end()) {
+      order.push_back(key);
+      it = layers.emplace(key, LayerProfile{key}).first;
+    }
+    LayerProfile& l = it->second;
+    ++l.nodes;
+    l.flops += op.forward_flops + op.backward_flops;
+    l.seconds += op.forward_seconds + op.backward_seconds;
+    l.saved_bytes += op.saved_bytes;
+  }
+  // A parameter belongs to the layer of the first node that reads it.
+  std::unordered_set<std::string> counted;
+  for (int n = 0; n < g_.num_nodes(); ++n) {
+    for (const auto& in : g_.node(n).inputs()) {
+      const v1::Parameter* par = in.empty() ? nullptr : g_.FindParameter(in);
+      if (par == nullptr || !counted.insert(in).second) continue;
+      layers[LayerOfScope(g_.node(n).scope())].parameter_bytes += Bytes(TensorType::FromProto(par->type()));
+    }
+  }
+  for (const auto& k : order) report_.layers.push_back(layers[k]);
+}
+
+absl::StatusOr<ProfileReport> Simulator::Run() {
+  report_.options = opt_;
+  SetUpValues();
+  if (auto st = Forward(); !st.ok()) return st;
+  Backward();
+  OptimizerStep();
+  Summarise();
+  return std::move(report_);
+}
+
+}  // namespace
+
+absl::StatusOr<ProfileReport> ProfileTrainingStep(const Graph& graph, const ProfileOptions& options) {
+  if (auto st = options.Validate(); !st.ok()) return st;
+  const auto start = std::chrono::steady_clock::now();
+  if (graph.proto().outputs_size() == 0) return absl::InvalidArgumentError("the graph has no outputs to train on");
+  const TensorType& loss = graph.TypeOf(graph.proto().outputs(0));
+  if (loss.rank() != 0 || !IsFloating(loss.dtype)) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "output 0 of '", graph.name(), "' is ", loss.ToString(),
+        ", not a scalar loss; profile a model that returns its loss (zoo models do; for an imported model, "
+        "return the loss from forward())"));
+  }
+  Simulator sim(graph, options);
+  auto report = sim.Run();
+  if (!report.ok()) return report.status();
+  report->profile_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return report;
+}
+
+}  // namespace mapd

@@ -1,0 +1,202 @@
+// The symbolic profiler: exact memory on a hand-checked graph, FLOPs against the analytic
+// transformer count, options and device profiles.
+#include "planner/profile/profiler.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "planner/graph/builder.h"
+#include "planner/graph/verifier.h"
+#include "planner/profile/timeline_svg.h"
+#include "planner/zoo/zoo.h"
+
+namespace mapd {
+namespace {
+
+using ::testing::HasSubstr;
+
+Graph Verified(absl::StatusOr<v1::Graph> g) {
+  EXPECT_TRUE(g.ok()) << g.status();
+  auto v = MakeVerifiedGraph(*g);
+  EXPECT_TRUE(v.ok()) << v.status();
+  return *v;
+}
+
+// x[4,8] → linear(w[16,8]) → relu → cross_entropy(labels[4]).
+Graph Tiny() {
+  GraphBuilder b("tiny");
+  auto x = b.Input("x", {v1::FLOAT32, {4, 8}}, "features");
+  auto labels = b.Input("labels", {v1::INT64, {4}}, "labels");
+  v1::InitRule init;
+  init.set_kind(v1::InitRule::ZEROS);
+  auto w = b.Param("w", {v1::FLOAT32, {16, 8}}, init);
+  auto h = b.Op("linear", {x, w});
+  auto r = b.Op("relu", {h});
+  b.Output(b.Op("cross_entropy", {r, labels}));
+  return Verified(b.Build());
+}
+
+ProfileOptions Options(Optimizer o) {
+  ProfileOptions opt;
+  opt.optimizer = o;
+  return opt;
+}
+
+// Worked by hand in the comments: bytes of every allocation of the step.
+TEST(Profiler, TinyGraphAdamWPeakIsExact) {
+  auto r = ProfileTrainingStep(Tiny(), Options(Optimizer::kAdamW));
+  ASSERT_TRUE(r.ok()) << r.status();
+  // w 512 B, AdamW moments 1024 B, x 128 B, labels 32 B; the optimizer's two fp32
+  // temporaries of w's size (1024 B) on top of params + grads (512) + loss (4).
+  EXPECT_EQ(r->predicted_peak_bytes, 3236);
+  EXPECT_EQ(r->peak_phase, Phase::kOptimizer);
+  EXPECT_EQ(r->peak_breakdown.parameters, 512);
+  EXPECT_EQ(r->peak_breakdown.gradients, 512);
+  EXPECT_EQ(r->peak_breakdown.optimizer_states, 1024);
+  EXPECT_EQ(r->peak_breakdown.saved_activations, 0);
+  EXPECT_EQ(r->peak_breakdown.transients, 128 + 32 + 4 + 1024);
+  EXPECT_EQ(r->params, 128);
+}
+
+TEST(Profiler, TinyGraphSgdPeakIsInBackward) {
+  auto r = ProfileTrainingStep(Tiny(), Options(Optimizer::kSgd));
+  ASSERT_TRUE(r.ok()) << r.status();
+  // At cross_entropy's backward: w 512; kept: relu output 256, log-softmax 256, x 128,
+  // labels 32; transient: loss 4, its gradient 4, relu output's gradient 256.
+  EXPECT_EQ(r->predicted_peak_bytes, 1448);
+  EXPECT_EQ(r->peak_phase, Phase::kBackward);
+  EXPECT_EQ(r->peak_at, "cross_entropy");
+  EXPECT_EQ(r->peak_breakdown.saved_activations, 672);
+  EXPECT_EQ(r->peak_breakdown.transients, 264);
+  // Timeline: start, 3 forward, 3 backward, optimizer.
+  ASSERT_EQ(r->timeline.size(), 8u);
+  EXPECT_EQ(r->timeline.front().live_bytes, 512 + 128 + 32);
+}
+
+TEST(Profiler, FlopsOfTheTinyGraph) {
+  auto r = ProfileTrainingStep(Tiny(), Options(Optimizer::kSgd));
+  ASSERT_TRUE(r.ok());
+  // linear 2*4*8*16 = 1024 forward; its weight gradient 1024 (x needs none).
+  EXPECT_DOUBLE_EQ(r->ops[0].forward_flops, 1024);
+  EXPECT_DOUBLE_EQ(r->ops[0].backward_flops, 1024);
+  EXPECT_EQ(r->ops[1].op, "relu");
+  EXPECT_DOUBLE_EQ(r->ops[1].forward_flops, 64);
+}
+
+// 6·N·tokens (N: parameters used as matrix weights, i.e. without embedding tables that no
+// matmul reads) plus the attention term 12·layers·seq·hidden·tokens.
+double AnalyticTrainingFlops(double dense_params, double layers, double seq, double hidden, double tokens) {
+  return 6 * dense_params * tokens + 12 * layers * seq * hidden * tokens;
+}
+
+struct FlopsCase {
+  std::string spec;
+  double layers, seq, hidden, batch, vocab_embedding;  // vocab_embedding: elements of untied input tables
+  double position_embedding;
+};
+
+TEST(Profiler, TrainingFlopsMatchTheAnalyticCount) {
+  const FlopsCase cases[] = {
+      {"gpt2:batch=8", 12, 1024, 768, 8, 0, 1024 * 768},
+      {"gpt2:layers=4,hidden=256,heads=4,seq=512,batch=4", 4, 512, 256, 4, 0, 512 * 256},
+      {"gpt2-xl:batch=2", 48, 1024, 1600, 2, 0, 1024 * 1600},
+      {"llama2-7b:batch=1", 32, 4096, 4096, 1, 32000.0 * 4096, 0},
+      {"llama3-8b:batch=1,seq=2048", 32, 2048, 4096, 1, 128256.0 * 4096, 0},
+      {"llama2-70b:batch=1", 80, 4096, 8192, 1, 32000.0 * 8192, 0},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.spec);
+    Graph g = Verified(BuildZooModel(c.spec));
+    auto r = ProfileTrainingStep(g, Options(Optimizer::kAdamW));
+    ASSERT_TRUE(r.ok()) << r.status();
+    const double dense = static_cast<double>(r->params) - c.vocab_embedding - c.position_embedding;
+    const double analytic = AnalyticTrainingFlops(dense, c.layers, c.seq, c.hidden, c.batch * c.seq);
+    const double ratio = r->training_flops() / analytic;
+    EXPECT_NEAR(ratio, 1.0, 0.02) << "profiled " << r->training_flops() << " analytic " << analytic;
+  }
+}
+
+TEST(Profiler, AdamWStatesAndMixedPrecision) {
+  Graph g = Verified(BuildZooModel("gpt2:layers=2,hidden=128,heads=4,vocab=512,seq=64"));
+  ProfileOptions fp32 = Options(Optimizer::kAdamW);
+  auto a = ProfileTrainingStep(g, fp32);
+  ASSERT_TRUE(a.ok());
+  EXPECT_EQ(a->peak_breakdown.optimizer_states, 2 * 4 * a->params);
+  ProfileOptions bf16 = fp32;
+  bf16.precision = Precision::kBf16Mixed;
+  auto b = ProfileTrainingStep(g, bf16);
+  ASSERT_TRUE(b.ok());
+  // bf16 weights + fp32 master weights; moments stay fp32.
+  EXPECT_EQ(b->parameter_bytes, 6 * b->params + (a->parameter_bytes - 4 * a->params));
+  EXPECT_EQ(b->peak_breakdown.optimizer_states, 2 * 4 * b->params);
+  int64_t saved_fp32 = 0, saved_bf16 = 0;
+  for (const auto& l : a->layers) saved_fp32 += l.saved_bytes;
+  for (const auto& l : b->layers) saved_bf16 += l.saved_bytes;
+  EXPECT_LT(saved_bf16, saved_fp32);  // bf16 activations are kept at half the size
+  ProfileOptions momentum = fp32;
+  momentum.optimizer = Optimizer::kSgdMomentum;
+  auto m = ProfileTrainingStep(g, momentum);
+  ASSERT_TRUE(m.ok());
+  EXPECT_EQ(m->peak_breakdown.optimizer_states, 4 * m->params);  // one momentum buffer
+  EXPECT_LT(m->predicted_peak_bytes, a->predicted_peak_bytes);
+}
+
+TEST(Profiler, LargeModelsProfile) {
+  Graph g = Verified(BuildZooModel("llama2-70b"));
+  ProfileOptions o = Options(Optimizer::kAdamW);
+  o.device = *LoadDeviceProfile("h100-80g");
+  auto r = ProfileTrainingStep(g, o);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->params, 68976648192);
+  // At least weights + gradients + two moments, all fp32.
+  EXPECT_GT(r->predicted_peak_bytes, 16 * r->params);
+  EXPECT_GT(r->predicted_step_seconds(), 0);
+  EXPECT_EQ(r->layers.size(), 80u + 4u);  // 80 blocks + embeddings, final norm, output, loss
+}
+
+TEST(Profiler, RejectsAGraphWithoutAScalarLoss) {
+  GraphBuilder b("logits");
+  auto x = b.Input("x", {v1::FLOAT32, {4, 8}});
+  b.Output(b.Op("relu", {x}));
+  auto r = ProfileTrainingStep(Verified(b.Build()), ProfileOptions());
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(std::string(r.status().message()), HasSubstr("not a scalar loss"));
+}
+
+TEST(Profiler, LayerOfScope) {
+  EXPECT_EQ(LayerOfScope("transformer.h.3.attn"), "transformer.h.3");
+  EXPECT_EQ(LayerOfScope("layers.12.feed_forward"), "layers.12");
+  EXPECT_EQ(LayerOfScope("lm_head"), "lm_head");
+  EXPECT_EQ(LayerOfScope("transformer.wte"), "transformer");
+  EXPECT_EQ(LayerOfScope(""), "(top)");
+}
+
+TEST(DeviceProfiles, CatalogueAndJson) {
+  for (const char* name : {"cpu", "a100-40g", "a100-80g", "h100-80g", "h200-141g"}) {
+    auto p = LoadDeviceProfile(name);
+    ASSERT_TRUE(p.ok()) << name;
+    EXPECT_TRUE(p->Validate().ok());
+  }
+  auto h200 = *LoadDeviceProfile("h200-141g");
+  auto back = DeviceProfile::FromJson(h200.ToJson());
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(back->memory_bandwidth, h200.memory_bandwidth);
+  EXPECT_THAT(std::string(LoadDeviceProfile("tpu-v9").status().message()), HasSubstr("unknown device type 'tpu-v9'"));
+  EXPECT_FALSE(DeviceProfile::FromJson("{\"name\": \"x\", \"fp32_flops\": -1}").ok());
+  EXPECT_THAT(std::string(ParseOptimizer("lion").status().message()), HasSubstr("sgd, momentum or adamw"));
+  EXPECT_THAT(std::string(ParsePrecision("fp8").status().message()), HasSubstr("fp32, or bf16"));
+}
+
+TEST(Timeline, SvgShowsPhasesAndPeak) {
+  auto r = ProfileTrainingStep(Tiny(), Options(Optimizer::kAdamW));
+  ASSERT_TRUE(r.ok());
+  const std::string svg = RenderTimelineSvg(*r, "tiny");
+  EXPECT_THAT(svg, HasSubstr("<svg"));
+  EXPECT_THAT(svg, HasSubstr(">forward<"));
+  EXPECT_THAT(svg, HasSubstr(">backward<"));
+  EXPECT_THAT(svg, HasSubstr(">optimizer<"));
+  EXPECT_THAT(svg, HasSubstr("peak 3.2 KiB at optimizer"));
+}
+
+}  // namespace
+}  // namespace mapd
