@@ -20,6 +20,8 @@ PACKAGES=(
   coinor-libcbc-dev libsqlite3-dev libcpp-httplib-dev
   # LibTorch (C++) and Debian's PyTorch for tracing test models
   libtorch-dev python3-torch python3-numpy
+  # an optimised BLAS: without it LibTorch falls back to the reference BLAS (~50x slower matmuls)
+  libopenblas0-pthread
   # python client and tests
   python3-grpcio python3-protobuf python3-pytest
   # C++ tests and benchmarks

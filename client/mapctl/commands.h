@@ -41,6 +41,7 @@ int RunDevices(const std::string& format);
 int RunInspect(const ModelArgs& model, const std::string& format, bool text);
 int RunImport(const ModelArgs& model, const std::string& output_path);
 int RunProfile(const ProfileArgs& args);
+int RunCalibrate(const std::string& name, const std::string& output, bool quick);
 
 }  // namespace mapd::cli
 

@@ -72,6 +72,14 @@ int main(int argc, char** argv) {
   profile->add_option("--timeline", prof.timeline, "Write live memory over the step as an SVG picture");
   profile->footer(kModelHelp);
 
+  std::string calib_name = "local-cpu", calib_out;
+  bool calib_quick = false;
+  CLI::App* calibrate = app.add_subcommand(
+      "calibrate", "Measure this machine's matmul rate, memory bandwidth and per-kernel overhead as a device profile");
+  calibrate->add_option("--name", calib_name, "Name of the profile")->capture_default_str();
+  calibrate->add_option("-o,--output", calib_out, "Write the profile (JSON) here; without it, print it");
+  calibrate->add_flag("--quick", calib_quick, "Shorter, smaller measurements (less steady)");
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -84,5 +92,6 @@ int main(int argc, char** argv) {
   if (inspect->parsed()) return RunInspect(model_args, format, text);
   if (import->parsed()) return RunImport(model_args, import_out);
   if (profile->parsed()) return RunProfile(prof);
+  if (calibrate->parsed()) return RunCalibrate(calib_name, calib_out, calib_quick);
   return kExitUsage;
 }

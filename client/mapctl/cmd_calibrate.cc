@@ -1,0 +1,34 @@
+// `mapctl calibrate`: measure this machine for the profiler's time model.
+#include <iostream>
+
+#include "absl/strings/str_format.h"
+#include "client/mapctl/commands.h"
+#include "planner/ir/serialize.h"
+#include "worker/calibrate/calibrate.h"
+
+namespace mapd::cli {
+
+int RunCalibrate(const std::string& name, const std::string& output, bool quick) {
+  CalibrateOptions options;
+  options.name = name;
+  if (quick) {
+    options.matmul_size = 256;
+    options.copy_bytes = 16LL << 20;
+    options.min_seconds = 0.05;
+  }
+  auto profile = CalibrateCpu(options);
+  if (!profile.ok()) return ReportError(profile.status());
+  std::cout << absl::StrFormat(
+      "%s: fp32 matmul %.1f GFLOP/s, bf16 matmul %.1f GFLOP/s, memory %.1f GB/s, %.1f us per kernel, %.1f GiB\n",
+      profile->name, profile->fp32_flops / 1e9, profile->bf16_flops / 1e9, profile->memory_bandwidth / 1e9,
+      profile->kernel_overhead_seconds * 1e6, static_cast<double>(profile->memory_bytes) / (1 << 30));
+  if (output.empty()) {
+    std::cout << profile->ToJson() << "\n";
+    return kExitOk;
+  }
+  if (auto st = WriteStringToFileAtomic(output, profile->ToJson() + "\n"); !st.ok()) return ReportError(st);
+  std::cout << "wrote " << output << "; use it with: mapctl profile MODEL --device-type " << output << "\n";
+  return kExitOk;
+}
+
+}  // namespace mapd::cli

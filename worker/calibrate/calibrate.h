@@ -1,0 +1,27 @@
+// Measures the local machine's compute and memory rates with LibTorch and returns them as a
+// DeviceProfile for the profiler (`mapctl calibrate`).
+#ifndef MAPD_WORKER_CALIBRATE_CALIBRATE_H_
+#define MAPD_WORKER_CALIBRATE_CALIBRATE_H_
+
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "planner/profile/device_profile.h"
+
+namespace mapd {
+
+struct CalibrateOptions {
+  std::string name = "local-cpu";  // name of the profile written
+  int matmul_size = 1024;          // square matmul edge (FLOP rate)
+  int64_t copy_bytes = 256LL << 20;  // bytes copied per bandwidth run
+  double min_seconds = 0.3;        // time spent per measurement (more = steadier)
+
+  absl::Status Validate() const;
+};
+
+// CPU only for now: FAILED_PRECONDITION for other devices.
+absl::StatusOr<DeviceProfile> CalibrateCpu(const CalibrateOptions& options);
+
+}  // namespace mapd
+
+#endif  // MAPD_WORKER_CALIBRATE_CALIBRATE_H_
