@@ -8,6 +8,7 @@
 #include "client/mapctl/commands.h"
 #include "client/mapctl/model_loader.h"
 #include "client/mapctl/table.h"
+#include "planner/graph/loss.h"
 #include "planner/ir/graph.h"
 #include "planner/ir/serialize.h"
 #include "planner/profile/profiler.h"
@@ -77,7 +78,11 @@ int RunProfile(const ProfileArgs& args) {
   if (!spec.ok()) return ReportError(spec.status());
   auto proto = LoadModel(*spec, args.model.inputs);
   if (!proto.ok()) return ReportError(proto.status());
-  auto graph = Graph::Create(*proto);
+  auto loss_kind = ParseLossKind(args.loss);
+  if (!loss_kind.ok()) return ReportError(loss_kind.status());
+  auto trainable = WithTrainingLoss(*std::move(proto), *loss_kind);
+  if (!trainable.ok()) return ReportError(trainable.status());
+  auto graph = Graph::Create(*std::move(trainable));
   if (!graph.ok()) return ReportError(graph.status());
   auto report = ProfileTrainingStep(*graph, options);
   if (!report.ok()) return ReportError(report.status());

@@ -25,6 +25,7 @@ struct ProfileArgs {
   ModelArgs model;
   int64_t batch_size = 0;  // zoo override; 0 = the model's
   int64_t seq_len = 0;     // zoo override; 0 = the model's
+  std::string loss = "auto";  // auto | output | cross_entropy | mse
   std::string optimizer = "adamw";
   std::string precision = "fp32";
   std::string device_type = "cpu";

@@ -61,6 +61,10 @@ int main(int argc, char** argv) {
   profile->add_option("--input", prof.model.inputs, "Input spec NAME:DTYPE[D0,D1,...] (repeatable)");
   profile->add_option("--batch-size", prof.batch_size, "Batch size (zoo models)")->check(CLI::PositiveNumber);
   profile->add_option("--seq-len", prof.seq_len, "Sequence length (zoo language models)")->check(CLI::PositiveNumber);
+  profile->add_option("--loss", prof.loss,
+                      "How the step gets its loss: auto (the model's scalar output, else cross_entropy on its logits), "
+                      "output, cross_entropy, mse")
+      ->capture_default_str();
   profile->add_option("--optimizer", prof.optimizer, "sgd | momentum | adamw")->capture_default_str();
   profile->add_option("--precision", prof.precision, "fp32 | bf16 (mixed, fp32 master weights)")->capture_default_str();
   profile->add_option("--device-type", prof.device_type,

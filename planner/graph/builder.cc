@@ -8,6 +8,16 @@ GraphBuilder::GraphBuilder(std::string name, const OpRegistry& registry) : regis
   graph_.set_name(std::move(name));
 }
 
+GraphBuilder GraphBuilder::Extend(v1::Graph graph, const OpRegistry& registry) {
+  GraphBuilder b(graph.name(), registry);
+  for (const auto& in : graph.inputs()) b.types_[in.name()] = TensorType::FromProto(in.type());
+  for (const auto& p : graph.parameters()) b.types_[p.name()] = TensorType::FromProto(p.type());
+  for (const auto& v : graph.values()) b.types_[v.name()] = TensorType::FromProto(v.type());
+  for (const auto& n : graph.nodes()) b.node_names_.insert(n.name());
+  b.graph_ = std::move(graph);
+  return b;
+}
+
 void GraphBuilder::Fail(absl::Status status) {
   if (status_.ok() && !status.ok()) status_ = std::move(status);
 }
@@ -67,7 +77,8 @@ std::string GraphBuilder::UniqueNodeName(const std::string& op) {
   std::string name = count == 0 ? base : absl::StrCat(base, "_", count);
   ++count;
   // A value of the same name may already exist (an input called like an op): skip it.
-  while (types_.count(name)) name = absl::StrCat(base, "_", count++);
+  while (types_.count(name) || node_names_.count(name)) name = absl::StrCat(base, "_", count++);
+  node_names_.insert(name);
   return name;
 }
 

@@ -8,6 +8,7 @@
 
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -22,6 +23,12 @@ namespace mapd {
 class GraphBuilder {
  public:
   explicit GraphBuilder(std::string name, const OpRegistry& registry = OpRegistry::Global());
+  // Continues an existing (verified) graph: new nodes may read its values.
+  static GraphBuilder Extend(v1::Graph graph, const OpRegistry& registry = OpRegistry::Global());
+
+  // Drops the graph's outputs (before declaring new ones).
+  void ClearOutputs() { graph_.clear_outputs(); }
+  const v1::Graph& graph() const { return graph_; }
 
   // Defines a graph input; returns its value name (== name).
   std::string Input(const std::string& name, const TensorType& type, const std::string& role = "");
@@ -66,6 +73,7 @@ class GraphBuilder {
   absl::Status status_;
   std::unordered_map<std::string, TensorType> types_;
   std::unordered_map<std::string, int> name_counts_;
+  std::unordered_set<std::string> node_names_;
   std::vector<size_t> scope_lengths_;
   std::string scope_;
 };

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "planner/graph/builder.h"
+#include "planner/graph/loss.h"
 
 namespace mapd {
 namespace {
@@ -159,6 +160,53 @@ TEST(Builder, BufferUpdatesAreChecked) {
   auto y = b2.Input("y", {v1::FLOAT32, {3}});
   b2.BufferUpdate("y", y);  // an input is not a buffer
   EXPECT_THAT(std::string(b2.status().message()), ::testing::HasSubstr("'y', which is not a buffer"));
+}
+
+}  // namespace
+}  // namespace mapd
+
+
+namespace mapd {
+namespace {
+
+v1::Graph LogitsModel() {
+  GraphBuilder b("lm");
+  auto x = b.Input("tokens", {v1::INT64, {2, 5}}, "tokens");
+  v1::InitRule init;
+  init.set_kind(v1::InitRule::ZEROS);
+  auto w = b.Param("emb", {v1::FLOAT32, {11, 4}}, init);
+  b.Output(b.Op("embedding", {x, w}));
+  return *b.Build();
+}
+
+TEST(Loss, AppendsCrossEntropyOnClassLastLogits) {
+  auto g = WithTrainingLoss(LogitsModel(), LossKind::kAuto);
+  ASSERT_TRUE(g.ok()) << g.status();
+  ASSERT_TRUE(VerifyGraph(*g).ok()) << VerifyGraph(*g);
+  ASSERT_EQ(g->outputs_size(), 1);
+  auto view = Graph::Create(*g);
+  EXPECT_EQ(view->TypeOf(g->outputs(0)).ToString(), "f32[]");
+  EXPECT_EQ(view->TypeOf("targets").ToString(), "i64[2,5]");
+  EXPECT_EQ(g->nodes(g->nodes_size() - 1).op(), "cross_entropy");
+  EXPECT_EQ(g->nodes(g->nodes_size() - 1).scope(), "loss");
+}
+
+TEST(Loss, MseAndOutputKinds) {
+  auto mse = WithTrainingLoss(LogitsModel(), LossKind::kMse);
+  ASSERT_TRUE(mse.ok()) << mse.status();
+  EXPECT_EQ(Graph::Create(*mse)->TypeOf("targets").ToString(), "f32[2,5,4]");
+  auto bad = WithTrainingLoss(LogitsModel(), LossKind::kOutput);
+  EXPECT_THAT(std::string(bad.status().message()), ::testing::HasSubstr("no floating-point scalar"));
+  // A model that returns (logits, loss): auto picks the loss and drops the rest.
+  v1::Graph two = *WithTrainingLoss(LogitsModel(), LossKind::kCrossEntropy);
+  auto* extra = two.add_outputs();
+  *extra = "embedding";
+  std::swap(*two.mutable_outputs(0), *two.mutable_outputs(1));
+  auto picked = WithTrainingLoss(two, LossKind::kAuto);
+  ASSERT_TRUE(picked.ok());
+  ASSERT_EQ(picked->outputs_size(), 1);
+  EXPECT_EQ(picked->outputs(0), "loss/cross_entropy");
+  EXPECT_THAT(std::string(ParseLossKind("hinge").status().message()), ::testing::HasSubstr("auto, output, cross_entropy or mse"));
 }
 
 }  // namespace
