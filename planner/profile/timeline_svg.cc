@@ -51,7 +51,7 @@ double NiceStep(double max, int ticks) {
 }  // namespace
 
 std::string RenderTimelineSvg(const ProfileReport& r, const std::string& title) {
-  const double W = 960, H = 480, left = 90, right = 20, top = 50, bottom = 70;
+  const double W = 960, H = 500, left = 90, right = 40, top = 70, bottom = 70;
   const double pw = W - left - right, ph = H - top - bottom;
   const auto& pts = r.timeline;
   const size_t n = std::max<size_t>(pts.size(), 2);
@@ -81,7 +81,8 @@ std::string RenderTimelineSvg(const ProfileReport& r, const std::string& title) 
     absl::StrAppend(&s, "<rect x=\"", x0, "\" y=\"", top, "\" width=\"", x1 - x0, "\" height=\"", ph, "\" fill=\"",
                     PhaseColor(pts[i].phase), "\"/>\n");
     if (pts[i].phase != Phase::kStart) {
-      absl::StrAppend(&s, "<text x=\"", (x0 + x1) / 2, "\" y=\"", top + ph + 32, "\" text-anchor=\"middle\" fill=\"#333\">",
+      const double label_x = std::min(std::max((x0 + x1) / 2, left + 30), left + pw - 30);
+      absl::StrAppend(&s, "<text x=\"", label_x, "\" y=\"", top + ph + 32, "\" text-anchor=\"middle\" fill=\"#333\">",
                       PhaseName(pts[i].phase), "</text>\n");
     }
     i = j + 1;
@@ -117,9 +118,12 @@ std::string RenderTimelineSvg(const ProfileReport& r, const std::string& title) 
     const bool flip = px > left + pw * 0.6;
     absl::StrAppend(&s, "<text x=\"", flip ? px - 8 : px + 8, "\" y=\"", std::max(py - 8, top + 12),
                     "\" fill=\"#c0392b\" text-anchor=\"", flip ? "end" : "start", "\">peak ",
-                    FormatBytes(r.predicted_peak_bytes), " at ", Escape(r.peak_at), " — params ", FormatBytes(b.parameters),
-                    ", grads ", FormatBytes(b.gradients), ", optimizer ", FormatBytes(b.optimizer_states), ", saved ",
-                    FormatBytes(b.saved_activations), ", transient ", FormatBytes(b.transients), "</text>\n");
+                    FormatBytes(r.predicted_peak_bytes), " (", PhaseName(r.peak_phase), ", ", Escape(r.peak_at),
+                    ")</text>\n");
+    absl::StrAppend(&s, "<text x=\"", left, "\" y=\"58\" fill=\"#c0392b\">at the peak: parameters ",
+                    FormatBytes(b.parameters), ", gradients ", FormatBytes(b.gradients), ", optimizer states ",
+                    FormatBytes(b.optimizer_states), ", saved activations ", FormatBytes(b.saved_activations),
+                    ", transients ", FormatBytes(b.transients), "</text>\n");
   }
   absl::StrAppend(&s, "</svg>\n");
   return s;

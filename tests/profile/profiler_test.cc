@@ -195,7 +195,8 @@ TEST(Timeline, SvgShowsPhasesAndPeak) {
   EXPECT_THAT(svg, HasSubstr(">forward<"));
   EXPECT_THAT(svg, HasSubstr(">backward<"));
   EXPECT_THAT(svg, HasSubstr(">optimizer<"));
-  EXPECT_THAT(svg, HasSubstr("peak 3.2 KiB at optimizer"));
+  EXPECT_THAT(svg, HasSubstr("peak 3.2 KiB (optimizer, optimizer)"));
+  EXPECT_THAT(svg, HasSubstr("at the peak: parameters 512 B, gradients 512 B, optimizer states 1.0 KiB"));
 }
 
 }  // namespace
