@@ -49,7 +49,9 @@ struct ValueState {
   TensorType type;
 };
 
-// Optimizer state, FLOPs and bytes per trainable element, and temporaries of one update.
+// Optimizer state, FLOPs and bytes per trainable element, and temporaries of one update —
+// as worker/runtime/optimizer.h implements them: in place, AdamW reusing each gradient's
+// storage for its denominator, so no parameter-sized temporaries.
 struct OptimizerModel {
   int state_tensors;
   double flops_per_elem;
@@ -62,7 +64,7 @@ OptimizerModel ModelOf(Optimizer o) {
   switch (o) {
     case Optimizer::kSgd: return {0, 2, 12, 1, 0};
     case Optimizer::kSgdMomentum: return {1, 4, 20, 2, 0};
-    case Optimizer::kAdamW: return {2, 14, 28, 8, 2};
+    case Optimizer::kAdamW: return {2, 14, 28, 8, 0};
   }
   return {0, 0, 0, 0, 0};
 }

@@ -46,16 +46,20 @@ ProfileOptions Options(Optimizer o) {
 TEST(Profiler, TinyGraphAdamWPeakIsExact) {
   auto r = ProfileTrainingStep(Tiny(), Options(Optimizer::kAdamW));
   ASSERT_TRUE(r.ok()) << r.status();
-  // w 512 B, AdamW moments 1024 B, x 128 B, labels 32 B; the optimizer's two fp32
-  // temporaries of w's size (1024 B) on top of params + grads (512) + loss (4).
-  EXPECT_EQ(r->predicted_peak_bytes, 3236);
-  EXPECT_EQ(r->peak_phase, Phase::kOptimizer);
+  // At cross_entropy's backward: w 512 B and its AdamW moments 1024 B; kept for backward:
+  // relu output 256, log-softmax 256, x 128, labels 32; transient: loss 4, its gradient 4,
+  // the relu output's gradient 256. (The in-place AdamW step adds nothing.)
+  EXPECT_EQ(r->predicted_peak_bytes, 2472);
+  EXPECT_EQ(r->peak_phase, Phase::kBackward);
   EXPECT_EQ(r->peak_breakdown.parameters, 512);
-  EXPECT_EQ(r->peak_breakdown.gradients, 512);
+  EXPECT_EQ(r->peak_breakdown.gradients, 0);
   EXPECT_EQ(r->peak_breakdown.optimizer_states, 1024);
-  EXPECT_EQ(r->peak_breakdown.saved_activations, 0);
-  EXPECT_EQ(r->peak_breakdown.transients, 128 + 32 + 4 + 1024);
+  EXPECT_EQ(r->peak_breakdown.saved_activations, 672);
+  EXPECT_EQ(r->peak_breakdown.transients, 264);
   EXPECT_EQ(r->params, 128);
+  // The optimizer step: w, its gradient and moments, x, labels and the loss.
+  EXPECT_EQ(r->timeline.back().phase, Phase::kOptimizer);
+  EXPECT_EQ(r->timeline.back().live_bytes, 512 + 512 + 1024 + 128 + 32 + 4);
 }
 
 TEST(Profiler, TinyGraphSgdPeakIsInBackward) {
@@ -195,8 +199,8 @@ TEST(Timeline, SvgShowsPhasesAndPeak) {
   EXPECT_THAT(svg, HasSubstr(">forward<"));
   EXPECT_THAT(svg, HasSubstr(">backward<"));
   EXPECT_THAT(svg, HasSubstr(">optimizer<"));
-  EXPECT_THAT(svg, HasSubstr("peak 3.2 KiB (optimizer, optimizer)"));
-  EXPECT_THAT(svg, HasSubstr("at the peak: parameters 512 B, gradients 512 B, optimizer states 1.0 KiB"));
+  EXPECT_THAT(svg, HasSubstr("peak 2.4 KiB (backward, cross_entropy)"));
+  EXPECT_THAT(svg, HasSubstr("at the peak: parameters 512 B, gradients 0 B, optimizer states 1.0 KiB"));
 }
 
 }  // namespace
