@@ -1,5 +1,6 @@
 // `mapctl profile`: memory and compute of one training step, predicted from the IR.
 #include <iostream>
+#include <optional>
 
 #include <nlohmann/json.hpp>
 
@@ -14,6 +15,7 @@
 #include "planner/profile/profiler.h"
 #include "planner/profile/timeline_svg.h"
 #include "planner/zoo/zoo.h"
+#include "worker/measure/measure.h"
 
 namespace mapd::cli {
 
@@ -70,9 +72,9 @@ int RunProfile(const ProfileArgs& args) {
   auto device = LoadDeviceProfile(args.device_type);
   if (!device.ok()) return ReportError(device.status());
   options.device = *device;
-  if (args.measure) {
+  if (args.measure && options.precision != Precision::kFp32) {
     return ReportError(absl::UnimplementedError(
-        "--measure needs the single-device runtime, which is not built yet; the prediction alone works without it"));
+        "--measure runs fp32 steps on this CPU; bf16 mixed precision is predicted only"));
   }
   auto spec = ApplyShapeFlags(args);
   if (!spec.ok()) return ReportError(spec.status());
@@ -87,6 +89,16 @@ int RunProfile(const ProfileArgs& args) {
   auto report = ProfileTrainingStep(*graph, options);
   if (!report.ok()) return ReportError(report.status());
   const ProfileReport& r = *report;
+  std::optional<MeasureResult> measured;
+  if (args.measure) {
+    MeasureOptions m;
+    m.steps = args.steps;
+    m.optimizer = args.optimizer == "adam" ? "adamw" : args.optimizer;
+    auto result = MeasureTraining(graph->proto(), m);
+    if (!result.ok()) return ReportError(result.status());
+    measured = *result;
+  }
+  auto error = [](double predicted, double measured) { return measured > 0 ? (predicted - measured) / measured : 0.0; };
 
   if (!args.timeline.empty()) {
     auto st = WriteStringToFileAtomic(args.timeline, RenderTimelineSvg(r, absl::StrCat(graph->name(), " on ", options.device.name)));
@@ -120,6 +132,16 @@ int RunProfile(const ProfileArgs& args) {
     for (const auto& l : r.layers) {
       j["layers"].push_back({{"layer", l.layer}, {"nodes", l.nodes}, {"flops", l.flops}, {"seconds", l.seconds},
                              {"saved_bytes", l.saved_bytes}, {"parameter_bytes", l.parameter_bytes}});
+    }
+    if (measured) {
+      j["measured_peak_bytes"] = measured->peak_bytes;
+      j["measured_step_seconds"] = measured->step_seconds;
+      j["peak_error"] = error(static_cast<double>(r.predicted_peak_bytes), static_cast<double>(measured->peak_bytes));
+      j["step_time_error"] = error(r.predicted_step_seconds(), measured->step_seconds);
+      j["measured_steps"] = nlohmann::json::array();
+      for (const auto& s : measured->steps) {
+        j["measured_steps"].push_back({{"peak_bytes", s.peak_bytes}, {"seconds", s.seconds}, {"loss", s.loss}});
+      }
     }
     if (args.ops) {
       j["ops"] = nlohmann::json::array();
@@ -155,6 +177,13 @@ int RunProfile(const ProfileArgs& args) {
             << "Step time:    " << Seconds(r.predicted_step_seconds()) << " (forward " << Seconds(r.forward_seconds)
             << ", backward " << Seconds(r.backward_seconds) << ", optimizer " << Seconds(r.optimizer_seconds) << ")\n"
             << "Profiled in:  " << Seconds(r.profile_seconds) << "\n";
+  if (measured) {
+    std::cout << absl::StrFormat("Measured:     peak %s (predicted %+.1f%%), step %s (predicted %+.1f%%), over steps 2..%d on this CPU\n",
+                                 FormatBytes(measured->peak_bytes),
+                                 100 * error(static_cast<double>(r.predicted_peak_bytes), static_cast<double>(measured->peak_bytes)),
+                                 Seconds(measured->step_seconds), 100 * error(r.predicted_step_seconds(), measured->step_seconds),
+                                 args.steps);
+  }
   if (!args.timeline.empty()) std::cout << "Timeline:     " << args.timeline << "\n";
   return kExitOk;
 }

@@ -30,6 +30,7 @@ struct ProfileArgs {
   std::string precision = "fp32";
   std::string device_type = "cpu";
   bool measure = false;
+  int steps = 3;  // --measure: steps to run (figures from steps 2..N)
   bool ops = false;  // per-op rows in the JSON
   std::string format = "table";
   std::string timeline;  // SVG path

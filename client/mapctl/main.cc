@@ -70,7 +70,12 @@ int main(int argc, char** argv) {
   profile->add_option("--device-type", prof.device_type,
                       "cpu | a100-40g | a100-80g | h100-80g | h200-141g, or a JSON profile from `mapctl calibrate`")
       ->capture_default_str();
-  profile->add_flag("--measure", prof.measure, "Also run real steps and compare predicted with measured");
+  profile->add_flag("--measure", prof.measure,
+                    "Also run real training steps on this CPU (LibTorch) and compare predicted with measured peak "
+                    "memory and step time");
+  profile->add_option("--steps", prof.steps, "Steps to run with --measure (the first warms up)")
+      ->check(CLI::Range(2, 1000))
+      ->capture_default_str();
   profile->add_flag("--ops", prof.ops, "Include one row per op in the JSON");
   profile->add_option("-o,--output", prof.format, "Output format")->check(CLI::IsMember({"table", "json"}))->capture_default_str();
   profile->add_option("--timeline", prof.timeline, "Write live memory over the step as an SVG picture");

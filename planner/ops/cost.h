@@ -36,6 +36,7 @@ struct OpCost {
   std::vector<double> grad_flops;  // per input: FLOPs of computing that input's gradient
   int64_t bytes = 0;               // forward bytes read + written (roofline)
   int64_t workspace_bytes = 0;     // forward temporaries allocated and freed inside the op
+  int64_t grad_workspace_bytes = 0;  // backward temporaries beside the input gradients
   int kernels = 1;                 // kernel launches in the forward (per-kernel overhead)
 };
 

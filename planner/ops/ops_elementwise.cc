@@ -151,8 +151,8 @@ SavedSpec MulSaved(const CostContext& c) {
   return s;
 }
 
-// div: a / b keeps b (and a when b needs a gradient); number / a is a.reciprocal() * number,
-// which keeps the reciprocal; a / number keeps nothing.
+// div: a / b keeps b (and a when b needs a gradient); number / a keeps a; a / number keeps
+// nothing.
 SavedSpec DivSaved(const CostContext& c) {
   SavedSpec s;
   if (!c.any_requires_grad()) return s;
@@ -162,7 +162,7 @@ SavedSpec DivSaved(const CostContext& c) {
     return s;
   }
   auto reverse = c.op.Bool("reverse", false);
-  if (reverse.ok() && *reverse) s.extra_bytes = c.outputs[0].NumBytes();
+  if (reverse.ok() && *reverse) s.inputs.push_back(0);
   return s;
 }
 
@@ -177,12 +177,13 @@ SavedSpec PowSaved(const CostContext& c) {
   return s;
 }
 
-// Training-mode dropout keeps its bool mask (one byte per element).
+// Training-mode dropout keeps its noise: on the CPU a scaled mask of the input's size and
+// dtype (LibTorch 1.13's native_dropout; the CUDA kernel keeps a bool mask instead).
 SavedSpec DropoutSaved(const CostContext& c) {
   SavedSpec s;
   auto p = c.op.Float("p", 0.5);
   auto train = c.op.Bool("train", true);
-  if (c.any_requires_grad() && p.ok() && *p > 0 && train.ok() && *train) s.extra_bytes = c.op.input(0).NumElements();
+  if (c.any_requires_grad() && p.ok() && *p > 0 && train.ok() && *train) s.extra_bytes = c.op.input(0).NumBytes();
   return s;
 }
 

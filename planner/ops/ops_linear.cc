@@ -266,8 +266,10 @@ OpCost SdpaCost(const CostContext& c) {
   cost.grad_flops = {c.input_requires_grad(0) ? 2 * scores * d.e + 2 * scores * d.ev + 6 * scores : 0,
                      c.input_requires_grad(1) ? 2 * scores * d.e : 0, c.input_requires_grad(2) ? 2 * scores * d.ev : 0, 0};
   cost.bytes = IoBytes(c) + 6 * d.score_bytes;
-  // Scores, scaled scores and masked scores exist one or two at a time beside the kept ones.
-  cost.workspace_bytes = 2 * d.score_bytes;
+  // The scores (scaled and masked in place) live until softmax has made its output.
+  cost.workspace_bytes = d.score_bytes;
+  // Backward: the probabilities' gradient and the scores' gradient (softmax backward) at once.
+  cost.grad_workspace_bytes = 2 * d.score_bytes;
   cost.kernels = 6;
   return cost;
 }
@@ -287,9 +289,13 @@ SavedSpec SdpaSaved(const CostContext& c) {
     s.inputs.push_back(1);
     s.inputs.push_back(2);
   }
-  if (c.op.has_input(3)) s.inputs.push_back(3);  // the mask, for masked_fill's backward
+  // The bool mask masked_fill keeps: [L, S] for is_causal, the negated attn_mask otherwise.
+  auto causal = c.op.Bool("is_causal", false);
+  if (c.op.has_input(3)) s.extra_bytes += c.op.input(3).NumElements();
+  else if (causal.ok() && *causal) s.extra_bytes += static_cast<int64_t>(d.l * d.s);
   s.extra_bytes += d.score_bytes;  // softmax output
-  if (AttnDropout(c)) s.extra_bytes += d.score_bytes + d.score_bytes / DTypeSize(q.dtype);  // output + bool mask
+  // Dropout keeps its noise and the matmul with v keeps the dropped-out probabilities.
+  if (AttnDropout(c)) s.extra_bytes += 2 * d.score_bytes;
   return s;
 }
 

@@ -101,13 +101,15 @@ SavedSpec LayerNormSaved(const CostContext& c) {
   return s;
 }
 
-// The runtime's RMSNorm is x * rsqrt(mean(x^2) + eps) * w: pow keeps x; rsqrt keeps its
-// per-row output; x*r keeps x and r; (x*r)*w keeps the new tensor x*r and w.
+// The runtime's RMSNorm is x * rsqrt(mean(x^2) + eps) * w: pow keeps x; the mean over the
+// normalised dims keeps x^2 (a mean over listed dims keeps its input); rsqrt keeps its per-row
+// output; x*r keeps x and r; (x*r)*w keeps the new tensor x*r and w.
 SavedSpec RmsNormSaved(const CostContext& c) {
   SavedSpec s;
   if (!c.any_requires_grad()) return s;
   const TensorType& x = c.op.input(0);
   s.inputs = {0};
+  s.extra_bytes += x.NumBytes();  // x^2
   if (c.op.has_input(1)) {
     s.inputs.push_back(1);
     s.extra_bytes += x.NumBytes();  // x * r, kept by the multiplication with the weight
@@ -118,8 +120,17 @@ SavedSpec RmsNormSaved(const CostContext& c) {
 
 OpCost RmsNormCost(const CostContext& c) {
   OpCost cost = ElementwiseCost(4, 8)(c);
-  cost.workspace_bytes = c.op.input(0).NumBytes();  // x^2, freed after the mean
   cost.kernels = 5;
+  // Backward of the composite: the gradients of x*r and of x^2 beside x's.
+  cost.grad_workspace_bytes = 2 * c.op.input(0).NumBytes();
+  return cost;
+}
+
+// CPU batch-norm backward makes one input-sized temporary beside the input's gradient
+// (measured with MAPD_ALLOC_TRACE).
+OpCost BatchNormCost(const CostContext& c) {
+  OpCost cost = ElementwiseCost(8, 10)(c);
+  if (c.any_requires_grad()) cost.grad_workspace_bytes = c.op.input(0).NumBytes();
   return cost;
 }
 
@@ -149,7 +160,7 @@ void RegisterNormOps(OpRegistry& r) {
                     {{"x"}, {"weight", true}, {"bias", true}, {"running_mean", true}, {"running_var", true}},
                     false,
                     {{"training", AttrKind::kBool, true}, {"momentum", AttrKind::kFloat}, {"eps", AttrKind::kFloat}},
-                    {}, InferBatchNorm, ElementwiseCost(8, 10), BatchNormSaved});
+                    {}, InferBatchNorm, BatchNormCost, BatchNormSaved});
   (void)r.Register({"softmax", "softmax along dim", {{"x"}}, false,
                     {{"dim", AttrKind::kInt, true}, {"dtype", AttrKind::kString}}, {}, InferSoftmax,
                     ElementwiseCost(5, 4), Saves({}, {0})});

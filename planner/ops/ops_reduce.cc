@@ -33,6 +33,15 @@ InferFn ReduceInfer(bool is_mean, bool keeps_dtype) {
   };
 }
 
+// A mean over listed dims keeps its input (LibTorch 1.13's mean.dim); over all dims it keeps
+// only sizes.
+SavedSpec MeanSaved(const CostContext& c) {
+  SavedSpec s;
+  auto dims = c.op.Ints("dims", {});
+  if (c.any_requires_grad() && dims.ok() && !dims->empty()) s.inputs = {0};
+  return s;
+}
+
 }  // namespace
 
 void RegisterReduceOps(OpRegistry& r) {
@@ -40,7 +49,7 @@ void RegisterReduceOps(OpRegistry& r) {
                                        {"dtype", AttrKind::kString}};
   const std::vector<AttrSpec> minmax = {{"dims", AttrKind::kInts}, {"keepdim", AttrKind::kBool}};
   (void)r.Register({"mean", "mean over dims (all when empty)", {{"x"}}, false, attrs, {}, ReduceInfer(true, false),
-                    ReduceCost(), SavesNothing()});
+                    ReduceCost(), MeanSaved});
   (void)r.Register({"sum", "sum over dims (all when empty)", {{"x"}}, false, attrs, {}, ReduceInfer(false, false),
                     ReduceCost(), SavesNothing()});
   (void)r.Register({"amax", "maximum over dims", {{"x"}}, false, minmax, {}, ReduceInfer(false, true),

@@ -306,6 +306,15 @@ OpCost CopyIfNeededCost(const CostContext& c) {
   return cost;
 }
 
+// repeat_interleave is an index_select, which keeps its int64 index (one per output row).
+SavedSpec RepeatInterleaveSaved(const CostContext& c) {
+  SavedSpec s;
+  if (!c.any_requires_grad()) return s;
+  const int d = c.op.has_attr("dim") ? AttrDim(c, "dim", 0) : 0;
+  s.extra_bytes = (c.outputs[0].rank() == 0 ? 1 : c.outputs[0].shape[d]) * 8;
+  return s;
+}
+
 OpCost CopyCost(const CostContext& c) {
   OpCost cost;
   cost.bytes = IoBytes(c);
@@ -343,7 +352,7 @@ void RegisterShapeOps(OpRegistry& r) {
                     {{"shape", AttrKind::kInts, true}}, view, InferExpand, free, none, ExpandLayout});
   (void)r.Register({"repeat_interleave", "repeat each element `repeats` times along dim", {{"x"}}, false,
                     {{"repeats", AttrKind::kInt, true}, {"dim", AttrKind::kInt}}, {}, InferRepeatInterleave, CopyCost,
-                    none});
+                    RepeatInterleaveSaved});
   (void)r.Register({"slice", "x[start:end:step] along dim", {{"x"}}, false,
                     {{"dim", AttrKind::kInt}, {"start", AttrKind::kInt}, {"end", AttrKind::kInt}, {"step", AttrKind::kInt}},
                     view, InferSlice, free, none, [](const CostContext& c) {

@@ -114,6 +114,7 @@ class Simulator {
   std::unordered_map<std::string, ValueState> values_;
   std::vector<std::vector<int>> held_;  // per node: storages kept for its backward
   std::vector<bool> needs_backward_;
+  std::vector<int64_t> grad_workspace_;  // per node: backward temporaries
   int64_t largest_param_ = 0;
   int num_param_tensors_ = 0;
 };
@@ -158,6 +159,7 @@ absl::Status Simulator::Forward() {
   const int n_nodes = g_.num_nodes();
   held_.assign(n_nodes, {});
   needs_backward_.assign(n_nodes, false);
+  grad_workspace_.assign(n_nodes, 0);
   report_.ops.reserve(n_nodes);
   for (int n = 0; n < n_nodes; ++n) {
     const v1::Node& node = g_.node(n);
@@ -212,6 +214,7 @@ absl::Status Simulator::Forward() {
       v.pinned = slot.pinned;
       slot = v;
     }
+    grad_workspace_[n] = opt_.precision == Precision::kBf16Mixed ? cost.grad_workspace_bytes / 2 : cost.grad_workspace_bytes;
     if (cost.workspace_bytes > 0) ledger_.Transient(opt_.precision == Precision::kBf16Mixed ? cost.workspace_bytes / 2 : cost.workspace_bytes);
 
     OpProfile prof;
@@ -307,6 +310,7 @@ void Simulator::Backward() {
           v.grad = ledger_.New(Bytes(v.type), StorageKind::kActivationGrad);
         }
       }
+      if (grad_workspace_[n] > 0) ledger_.Transient(grad_workspace_[n]);
       Point(Phase::kBackward, node.name());
     }
     // The node's backward is done (or never runs): its kept tensors and its outputs'

@@ -6,7 +6,7 @@
 //
 // Counting covers every allocation that goes through c10's CPU allocator (all ATen CPU
 // tensors and autograd buffers); scratch memory that libraries such as oneDNN or BLAS allocate
-// themselves is not seen.
+// themselves is not seen. MAPD_ALLOC_TRACE=1 prints every allocation and free to stderr.
 #ifndef MAPD_WORKER_MEMORY_COUNTING_ALLOCATOR_H_
 #define MAPD_WORKER_MEMORY_COUNTING_ALLOCATOR_H_
 
@@ -30,7 +30,7 @@ class CountingCpuAllocator {
 
   // Called by the allocator (internal).
   void OnAllocate(int64_t bytes);
-  void OnFree(int64_t bytes) { live_.fetch_sub(bytes); }
+  void OnFree(int64_t bytes);
 
  private:
   CountingCpuAllocator() = default;

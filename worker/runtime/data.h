@@ -1,0 +1,61 @@
+// Training batches, one tensor per graph input, chosen by the input's role.
+//
+// Sources:
+// - synthetic (seeded): tokens/targets and other integer inputs uniform in [0, bound) where
+//   the bound comes from the graph (IndexBound: rows of the embedding the input indexes, or
+//   classes of the loss it is the target of); images, features and other float inputs N(0, 1).
+// - text file, byte-level: each batch row is a random window of T bytes of the file as
+//   `tokens` and the same window shifted by one as `targets`; the vocabulary must be >= 256.
+// - token file: the same windows over little-endian uint16 ids (nanoGPT's train.bin); every
+//   id must be below the vocabulary.
+// File sources feed a language model: an input of role "tokens" [B, T] (and optionally
+// "targets" of the same shape); any other input is synthetic. Every batch is drawn from a
+// generator seeded with DeriveSeed(seed, "data"), so a seed gives the same batch sequence.
+#ifndef MAPD_WORKER_RUNTIME_DATA_H_
+#define MAPD_WORKER_RUNTIME_DATA_H_
+
+#include <c10/core/Device.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "proto/mapd/v1/graph.pb.h"
+#include "worker/runtime/torch_types.h"
+
+namespace mapd {
+
+struct DataOptions {
+  enum class Source { kSynthetic, kText, kTokens };
+  Source source = Source::kSynthetic;
+  // The text or token file (kText, kTokens).
+  std::string path;
+  uint64_t seed = 0;
+};
+
+// "synthetic", "text" or "tokens"; INVALID_ARGUMENT otherwise.
+absl::StatusOr<DataOptions::Source> ParseDataSource(const std::string& name);
+
+// Exclusive upper bound of the values of integer input `input`, read off the graph: the rows
+// of an embedding it indexes, or the classes of a cross_entropy/nll_loss it is the target of,
+// following view-like ops in between (the smallest bound if several). INVALID_ARGUMENT when the
+// input reaches neither.
+absl::StatusOr<int64_t> IndexBound(const v1::Graph& graph, const std::string& input);
+
+class DataSource {
+ public:
+  virtual ~DataSource() = default;
+  // The next batch: every graph input by name, on the source's device.
+  virtual absl::StatusOr<TensorMap> Next() = 0;
+};
+
+// INVALID_ARGUMENT for a graph the source cannot feed (no tokens input for a file, a vocabulary
+// below 256 for text, ids at or above the vocabulary, a file shorter than T+1 tokens) or an
+// integer input without a bound; NOT_FOUND for a missing file.
+absl::StatusOr<std::unique_ptr<DataSource>> MakeDataSource(const v1::Graph& graph, const DataOptions& options,
+                                                           c10::Device device);
+
+}  // namespace mapd
+
+#endif  // MAPD_WORKER_RUNTIME_DATA_H_

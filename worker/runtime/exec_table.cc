@@ -1,0 +1,573 @@
+// One LibTorch implementation per registry op (see exec_table.h). Each entry uses the most
+// direct ATen call for the op and records, in `saved`, what autograd keeps for backward with
+// that call in LibTorch 1.13 (derivatives.yaml and the composite ops' source). Shapes: B batch,
+// H heads, L/S query/key lengths, C classes or channels.
+#include "worker/runtime/exec_table.h"
+
+#include <ATen/ATen.h>
+#include <ATen/ScalarOps.h>
+#include <ATen/core/Reduction.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <stdexcept>
+
+#include "absl/strings/str_cat.h"
+#include "planner/ir/dtype.h"
+#include "worker/runtime/torch_types.h"
+
+namespace mapd {
+
+// ---------------------------------------------------------------- ExecContext
+
+const at::Tensor& ExecContext::in(int i) const {
+  if (!has_input(i)) throw std::invalid_argument(absl::StrCat("input ", i, " is absent"));
+  return inputs_[i];
+}
+
+const v1::AttrValue* ExecContext::Find(const std::string& attr) const {
+  auto it = node_.attrs().find(attr);
+  return it == node_.attrs().end() ? nullptr : &it->second;
+}
+
+bool ExecContext::has(const std::string& attr) const { return Find(attr) != nullptr; }
+
+namespace {
+[[noreturn]] void BadAttr(const std::string& attr, const char* want, const v1::AttrValue& v) {
+  throw std::invalid_argument(absl::StrCat("attribute '", attr, "' must be ", want, ", got ", AttrKindName(v), " ",
+                                           AttrValueToString(v)));
+}
+}  // namespace
+
+int64_t ExecContext::Int(const std::string& attr, int64_t def) const {
+  const v1::AttrValue* v = Find(attr);
+  if (v == nullptr) return def;
+  if (v->value_case() == v1::AttrValue::kI) return v->i();
+  if (v->value_case() == v1::AttrValue::kB) return v->b() ? 1 : 0;
+  BadAttr(attr, "an int", *v);
+}
+
+double ExecContext::Float(const std::string& attr, double def) const {
+  const v1::AttrValue* v = Find(attr);
+  if (v == nullptr) return def;
+  if (v->value_case() == v1::AttrValue::kF) return v->f();
+  if (v->value_case() == v1::AttrValue::kI) return static_cast<double>(v->i());
+  if (v->value_case() == v1::AttrValue::kB) return v->b() ? 1.0 : 0.0;
+  BadAttr(attr, "a number", *v);
+}
+
+bool ExecContext::Bool(const std::string& attr, bool def) const {
+  const v1::AttrValue* v = Find(attr);
+  if (v == nullptr) return def;
+  if (v->value_case() == v1::AttrValue::kB) return v->b();
+  if (v->value_case() == v1::AttrValue::kI) return v->i() != 0;
+  BadAttr(attr, "a bool", *v);
+}
+
+std::string ExecContext::Str(const std::string& attr, const std::string& def) const {
+  const v1::AttrValue* v = Find(attr);
+  if (v == nullptr) return def;
+  if (v->value_case() == v1::AttrValue::kS) return v->s();
+  BadAttr(attr, "a string", *v);
+}
+
+std::vector<int64_t> ExecContext::Ints(const std::string& attr, const std::vector<int64_t>& def) const {
+  const v1::AttrValue* v = Find(attr);
+  if (v == nullptr) return def;
+  if (v->value_case() == v1::AttrValue::kInts) return {v->ints().values().begin(), v->ints().values().end()};
+  if (v->value_case() == v1::AttrValue::kI) return {v->i()};
+  BadAttr(attr, "a list of ints", *v);
+}
+
+c10::Scalar ExecContext::Scalar(const std::string& attr) const {
+  const v1::AttrValue* v = Find(attr);
+  if (v == nullptr) throw std::invalid_argument(absl::StrCat("missing attribute '", attr, "'"));
+  switch (v->value_case()) {
+    case v1::AttrValue::kI: return c10::Scalar(static_cast<int64_t>(v->i()));
+    case v1::AttrValue::kF: return c10::Scalar(v->f());
+    case v1::AttrValue::kB: return c10::Scalar(v->b());
+    default: BadAttr(attr, "a number", *v);
+  }
+}
+
+c10::ScalarType ExecContext::DType(const std::string& attr, c10::ScalarType def) const {
+  if (!has(attr)) return def;
+  auto d = ParseDType(Str(attr, ""));
+  if (!d.ok()) throw std::invalid_argument(std::string(d.status().message()));
+  return ToScalarType(*d);
+}
+
+// ---------------------------------------------------------------- ExecTable
+
+const ExecEntry* ExecTable::Find(const std::string& op) const {
+  auto it = entries_.find(op);
+  return it == entries_.end() ? nullptr : &it->second;
+}
+
+std::vector<std::string> ExecTable::Names() const {
+  std::vector<std::string> names;
+  for (const auto& kv : entries_) names.push_back(kv.first);
+  return names;
+}
+
+void ExecTable::Add(ExecEntry entry) {
+  std::string op = entry.op;
+  entries_[op] = std::move(entry);
+}
+
+// ---------------------------------------------------------------- implementations
+
+namespace {
+
+using Outs = std::vector<at::Tensor>;
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+c10::optional<at::Tensor> Opt(const ExecContext& c, int i) {
+  if (!c.has_input(i)) return c10::nullopt;
+  return c.in(i);
+}
+
+int64_t NormDim(int64_t d, int64_t rank) { return d < 0 ? d + rank : d; }
+
+// Reduction dims: the listed ones, or every dim when the list is empty or absent.
+std::vector<int64_t> ReduceDims(const ExecContext& c, const at::Tensor& x) {
+  std::vector<int64_t> dims = c.Ints("dims", {});
+  if (dims.empty()) {
+    for (int64_t d = 0; d < x.dim(); ++d) dims.push_back(d);
+  }
+  return dims;
+}
+
+// 1- or 2-element int list → 2 values (kernel_size=3 → {3, 3}); `def` when absent or empty.
+std::vector<int64_t> Pair(const ExecContext& c, const std::string& attr, const std::vector<int64_t>& def) {
+  std::vector<int64_t> v = c.Ints(attr, def);
+  if (v.empty()) v = def;
+  if (v.size() == 1) v.push_back(v[0]);
+  return v;
+}
+
+int64_t ReductionEnum(const ExecContext& c) {
+  const std::string r = c.Str("reduction", "mean");
+  if (r == "none") return at::Reduction::None;
+  if (r == "sum") return at::Reduction::Sum;
+  return at::Reduction::Mean;
+}
+
+// A Python number as a 0-d tensor that promotes like one (a "wrapped number").
+at::Tensor Wrapped(const c10::Scalar& s) { return at::native::wrapped_scalar_tensor(s); }
+
+at::TensorOptions CreationOptions(const ExecContext& c) {
+  return at::TensorOptions().dtype(ToScalarType(c.output_types().at(0).dtype)).device(c.device());
+}
+
+// ---- contractions
+
+Outs Linear(const ExecContext& c) { return {at::linear(c.in(0), c.in(1), Opt(c, 2))}; }
+Outs Matmul(const ExecContext& c) { return {at::matmul(c.in(0), c.in(1))}; }
+Outs Bmm(const ExecContext& c) { return {at::bmm(c.in(0), c.in(1))}; }
+Outs Addmm(const ExecContext& c) {
+  return {at::addmm(c.in(0), c.in(1), c.in(2), c.has("beta") ? c.Scalar("beta") : c10::Scalar(1),
+                    c.has("alpha") ? c.Scalar("alpha") : c10::Scalar(1))};
+}
+Outs Baddbmm(const ExecContext& c) {
+  return {at::baddbmm(c.in(0), c.in(1), c.in(2), c.has("beta") ? c.Scalar("beta") : c10::Scalar(1),
+                      c.has("alpha") ? c.Scalar("alpha") : c10::Scalar(1))};
+}
+Outs Embedding(const ExecContext& c) { return {at::embedding(c.in(1), c.in(0), c.Int("padding_idx", -1))}; }
+
+// softmax(q k^T * scale + mask) v, composed of ATen ops. Grouped-query attention repeats each
+// k/v head for Hq/Hk query heads first. The scaling and masking act in place on the fresh
+// scores tensor (matmul does not save its output), so the scores cost one [.., L, S] buffer.
+Outs Sdpa(const ExecContext& c) {
+  at::Tensor q = c.in(0), k = c.in(1), v = c.in(2);
+  const int64_t r = q.dim();
+  if (r >= 3 && k.size(r - 3) != q.size(r - 3)) {
+    const int64_t rep = q.size(r - 3) / k.size(r - 3);
+    k = at::repeat_interleave(k, rep, r - 3);
+    v = at::repeat_interleave(v, rep, r - 3);
+  }
+  const double scale = c.has("scale") ? c.Float("scale", 1.0) : 1.0 / std::sqrt(static_cast<double>(q.size(-1)));
+  at::Tensor scores = at::matmul(q, k.transpose(-2, -1));
+  scores.mul_(scale);
+  if (c.Bool("is_causal", false)) {
+    const int64_t L = q.size(-2), S = k.size(-2);
+    at::Tensor future = at::ones({L, S}, q.options().dtype(at::kBool)).triu(1);
+    scores.masked_fill_(future, -kInf);
+  }
+  if (c.has_input(3)) {
+    const at::Tensor& mask = c.in(3);
+    if (mask.scalar_type() == at::kBool) {
+      scores.masked_fill_(mask.logical_not(), -kInf);  // PyTorch: true = may attend
+    } else {
+      scores.add_(mask);
+    }
+  }
+  at::Tensor attn = at::softmax(scores, -1);
+  const double p = c.Float("dropout_p", 0.0);
+  if (p > 0 && c.training()) attn = at::dropout(attn, p, true);
+  return {at::matmul(attn, v)};
+}
+
+// ---- normalisation
+
+Outs LayerNorm(const ExecContext& c) {
+  return {at::layer_norm(c.in(0), c.Ints("normalized_shape", {}), Opt(c, 1), Opt(c, 2), c.Float("eps", 1e-5))};
+}
+
+// x * rsqrt(mean(x^2 over the normalized dims) + eps) * weight, as LLaMA's RMSNorm. The default
+// eps (1e-5) is the registry's (planner/ops/ops_norm.cc).
+Outs RmsNorm(const ExecContext& c) {
+  const at::Tensor& x = c.in(0);
+  const int64_t n = static_cast<int64_t>(c.Ints("normalized_shape", {}).size());
+  std::vector<int64_t> dims;
+  for (int64_t i = 1; i <= n; ++i) dims.push_back(-i);
+  at::Tensor r = at::rsqrt(x.pow(2).mean(dims, /*keepdim=*/true).add(c.Float("eps", 1e-5)));
+  at::Tensor y = x * r;
+  if (c.has_input(1)) y = y * c.in(1);
+  return {y};
+}
+
+// Training mode with running statistics: at::batch_norm updates CLONES of the running stats
+// in place and the clones are outputs 1 and 2 (the IR is functional; the graph's buffer
+// updates copy them into the buffers after the step).
+Outs BatchNorm(const ExecContext& c) {
+  const bool training = c.Bool("training", false);
+  const double momentum = c.Float("momentum", 0.1), eps = c.Float("eps", 1e-5);
+  if (training && c.has_input(3) && c.has_input(4)) {
+    at::Tensor mean = c.in(3).clone(), var = c.in(4).clone();
+    at::Tensor y = at::batch_norm(c.in(0), Opt(c, 1), Opt(c, 2), mean, var, true, momentum, eps, true);
+    return {y, mean, var};
+  }
+  return {at::batch_norm(c.in(0), Opt(c, 1), Opt(c, 2), Opt(c, 3), Opt(c, 4), training, momentum, eps, true)};
+}
+
+c10::optional<at::ScalarType> SoftmaxDType(const ExecContext& c) {
+  if (c.has("dtype")) return c.DType("dtype", at::kFloat);
+  if (!at::isFloatingType(c.in(0).scalar_type())) return at::kFloat;  // as the registry infers
+  return c10::nullopt;
+}
+Outs Softmax(const ExecContext& c) { return {at::softmax(c.in(0), c.Int("dim", -1), SoftmaxDType(c))}; }
+Outs LogSoftmax(const ExecContext& c) { return {at::log_softmax(c.in(0), c.Int("dim", -1), SoftmaxDType(c))}; }
+
+// ---- losses
+
+Outs CrossEntropy(const ExecContext& c) {
+  return {at::cross_entropy_loss(c.in(0), c.in(1), Opt(c, 2), ReductionEnum(c), c.Int("ignore_index", -100),
+                                 c.Float("label_smoothing", 0.0))};
+}
+Outs NllLoss(const ExecContext& c) {
+  return {at::nll_loss_nd(c.in(0), c.in(1), Opt(c, 2), ReductionEnum(c), c.Int("ignore_index", -100))};
+}
+Outs MseLoss(const ExecContext& c) { return {at::mse_loss(c.in(0), c.in(1), ReductionEnum(c))}; }
+
+// ---- elementwise
+
+Outs Gelu(const ExecContext& c) { return {at::gelu(c.in(0), c.Str("approximate", "none"))}; }
+Outs Dropout(const ExecContext& c) {
+  return {at::dropout(c.in(0), c.Float("p", 0.5), c.Bool("train", true) && c.training())};
+}
+
+Outs Add(const ExecContext& c) {
+  const c10::Scalar alpha = c.has("alpha") ? c.Scalar("alpha") : c10::Scalar(1);
+  if (c.has_input(1)) return {at::add(c.in(0), c.in(1), alpha)};
+  const c10::Scalar s = c.Scalar("scalar");
+  if (c.Bool("reverse", false)) return {at::add(Wrapped(s), c.in(0), alpha)};  // s + alpha*a
+  return {at::add(c.in(0), s, alpha)};
+}
+Outs Sub(const ExecContext& c) {
+  const c10::Scalar alpha = c.has("alpha") ? c.Scalar("alpha") : c10::Scalar(1);
+  if (c.has_input(1)) return {at::sub(c.in(0), c.in(1), alpha)};
+  const c10::Scalar s = c.Scalar("scalar");
+  if (c.Bool("reverse", false)) return {at::rsub(c.in(0), s, alpha)};  // s - alpha*a
+  return {at::sub(c.in(0), s, alpha)};
+}
+Outs Mul(const ExecContext& c) {
+  if (c.has_input(1)) return {at::mul(c.in(0), c.in(1))};
+  return {at::mul(c.in(0), c.Scalar("scalar"))};
+}
+Outs Div(const ExecContext& c) {
+  c10::optional<c10::string_view> mode;
+  const std::string m = c.Str("rounding_mode", "");
+  if (!m.empty()) mode = m;
+  if (c.has_input(1)) return {at::div(c.in(0), c.in(1), mode)};
+  const c10::Scalar s = c.Scalar("scalar");
+  if (c.Bool("reverse", false)) return {at::div(Wrapped(s), c.in(0), mode)};  // s / a
+  return {at::div(c.in(0), s, mode)};
+}
+Outs Pow(const ExecContext& c) {
+  if (c.has_input(1)) return {at::pow(c.in(0), c.in(1))};
+  const c10::Scalar s = c.Scalar("scalar");
+  if (c.Bool("reverse", false)) return {at::pow(s, c.in(0))};  // s ** a
+  return {at::pow(c.in(0), s)};
+}
+
+using TensorCmp = at::Tensor (*)(const at::Tensor&, const at::Tensor&);
+using ScalarCmp = at::Tensor (*)(const at::Tensor&, const at::Scalar&);
+ExecFn Compare(TensorCmp t, ScalarCmp s) {
+  return [t, s](const ExecContext& c) -> Outs {
+    if (c.has_input(1)) return {t(c.in(0), c.in(1))};
+    return {s(c.in(0), c.Scalar("scalar"))};
+  };
+}
+
+Outs MaskedFill(const ExecContext& c) {
+  if (c.has_input(2)) return {at::masked_fill(c.in(0), c.in(1), c.in(2))};
+  return {at::masked_fill(c.in(0), c.in(1), c.Scalar("value"))};
+}
+
+Outs Where(const ExecContext& c) {
+  const at::Tensor& cond = c.in(0);
+  const bool x = c.has_input(1), y = c.has_input(2);
+  if (x && y) return {at::where(cond, c.in(1), c.in(2))};
+  if (x) return {at::where(cond, c.in(1), c.Scalar("y_scalar"))};
+  if (y) return {at::where(cond, c.Scalar("x_scalar"), c.in(2))};
+  return {at::where(cond, c.Scalar("x_scalar"), c.Scalar("y_scalar"))};
+}
+
+Outs Triu(const ExecContext& c) { return {at::triu(c.in(0), c.Int("diagonal", 0))}; }
+Outs Tril(const ExecContext& c) { return {at::tril(c.in(0), c.Int("diagonal", 0))}; }
+Outs To(const ExecContext& c) { return {c.in(0).to(c.DType("dtype", at::kFloat))}; }
+Outs TypeAs(const ExecContext& c) { return {c.in(0).type_as(c.in(1))}; }
+
+using UnaryFn = at::Tensor (*)(const at::Tensor&);
+ExecFn Unary(UnaryFn f) {
+  return [f](const ExecContext& c) -> Outs { return {f(c.in(0))}; };
+}
+
+// ---- reductions
+
+c10::optional<at::ScalarType> ReduceDType(const ExecContext& c) {
+  if (!c.has("dtype")) return c10::nullopt;
+  return c.DType("dtype", at::kFloat);
+}
+// Over all dims (no `dims`) this is mean(x) rather than mean.dim(x, all dims): in LibTorch
+// 1.13 mean.dim's backward keeps x itself, mean's keeps only sizes.
+Outs Mean(const ExecContext& c) {
+  const at::Tensor& x = c.in(0);
+  const bool keepdim = c.Bool("keepdim", false);
+  if (c.Ints("dims", {}).empty()) {
+    at::Tensor m = at::mean(x, ReduceDType(c));
+    return {keepdim ? m.reshape(std::vector<int64_t>(x.dim(), 1)) : m};
+  }
+  return {at::mean(x, ReduceDims(c, x), keepdim, ReduceDType(c))};
+}
+Outs Sum(const ExecContext& c) {
+  const at::Tensor& x = c.in(0);
+  return {at::sum(x, ReduceDims(c, x), c.Bool("keepdim", false), ReduceDType(c))};
+}
+Outs Amax(const ExecContext& c) {
+  const at::Tensor& x = c.in(0);
+  return {at::amax(x, ReduceDims(c, x), c.Bool("keepdim", false))};
+}
+Outs Amin(const ExecContext& c) {
+  const at::Tensor& x = c.in(0);
+  return {at::amin(x, ReduceDims(c, x), c.Bool("keepdim", false))};
+}
+
+// ---- layout
+
+Outs View(const ExecContext& c) { return {c.in(0).view(c.Ints("shape", {}))}; }
+Outs Reshape(const ExecContext& c) { return {c.in(0).reshape(c.Ints("shape", {}))}; }
+Outs Flatten(const ExecContext& c) { return {c.in(0).flatten(c.Int("start_dim", 0), c.Int("end_dim", -1))}; }
+Outs Transpose(const ExecContext& c) {
+  const at::Tensor& x = c.in(0);
+  if (x.dim() == 0 || (x.dim() < 2 && !c.has("dim0"))) return {x};
+  return {x.transpose(c.Int("dim0", 0), c.Int("dim1", 1))};
+}
+Outs Permute(const ExecContext& c) { return {c.in(0).permute(c.Ints("dims", {}))}; }
+Outs Contiguous(const ExecContext& c) { return {c.in(0).contiguous()}; }
+Outs Unsqueeze(const ExecContext& c) { return {c.in(0).unsqueeze(c.Int("dim", 0))}; }
+Outs Squeeze(const ExecContext& c) {
+  at::Tensor x = c.in(0);
+  std::vector<int64_t> dims = c.Ints("dims", {});
+  if (dims.empty()) return {x.squeeze()};
+  for (int64_t& d : dims) d = NormDim(d, x.dim());
+  std::sort(dims.rbegin(), dims.rend());
+  for (int64_t d : dims) x = x.squeeze(d);  // a listed dim that is not 1 stays
+  return {x};
+}
+Outs Expand(const ExecContext& c) { return {c.in(0).expand(c.Ints("shape", {}))}; }
+Outs RepeatInterleave(const ExecContext& c) {
+  const at::Tensor& x = c.in(0);
+  const int64_t repeats = c.Int("repeats", 1);
+  if (!c.has("dim")) return {at::repeat_interleave(x, repeats)};
+  return {at::repeat_interleave(x, repeats, NormDim(c.Int("dim", 0), x.dim()))};
+}
+// Python slice semantics clamped to the dimension, as the registry infers them.
+Outs Slice(const ExecContext& c) {
+  const at::Tensor& x = c.in(0);
+  const int64_t d = NormDim(c.Int("dim", 0), x.dim());
+  const int64_t n = x.size(d);
+  auto clamp = [n](int64_t v) {
+    if (v < 0) v += n;
+    return std::min(std::max<int64_t>(v, 0), n);
+  };
+  const int64_t s = clamp(c.Int("start", 0));
+  const int64_t e = std::max(s, clamp(c.Int("end", std::numeric_limits<int64_t>::max())));
+  return {x.slice(d, s, e, c.Int("step", 1))};
+}
+Outs Select(const ExecContext& c) { return {c.in(0).select(c.Int("dim", 0), c.Int("index", 0))}; }
+Outs Split(const ExecContext& c) {
+  const at::Tensor& x = c.in(0);
+  const int64_t dim = c.Int("dim", 0);
+  if (c.has("sizes")) return at::split_with_sizes(x, c.Ints("sizes", {}), dim);
+  return at::split(x, c.Int("split_size", 1), dim);
+}
+Outs Chunk(const ExecContext& c) { return at::chunk(c.in(0), c.Int("chunks", 1), c.Int("dim", 0)); }
+Outs Cat(const ExecContext& c) { return {at::cat(c.inputs(), c.Int("dim", 0))}; }
+Outs Stack(const ExecContext& c) { return {at::stack(c.inputs(), c.Int("dim", 0))}; }
+
+// ---- creation (dtype: the one the registry inferred; device: the run's)
+
+Outs Arange(const ExecContext& c) {
+  const c10::Scalar start = c.has("start") ? c.Scalar("start") : c10::Scalar(0);
+  const c10::Scalar step = c.has("step") ? c.Scalar("step") : c10::Scalar(1);
+  return {at::arange(start, c.Scalar("end"), step, CreationOptions(c))};
+}
+Outs Zeros(const ExecContext& c) { return {at::zeros(c.Ints("shape", {}), CreationOptions(c))}; }
+Outs Ones(const ExecContext& c) { return {at::ones(c.Ints("shape", {}), CreationOptions(c))}; }
+Outs Full(const ExecContext& c) { return {at::full(c.Ints("shape", {}), c.Scalar("value"), CreationOptions(c))}; }
+
+// ---- convolution and pooling
+
+Outs Conv2d(const ExecContext& c) {
+  return {at::conv2d(c.in(0), c.in(1), Opt(c, 2), Pair(c, "stride", {1}), Pair(c, "padding", {0}),
+                     Pair(c, "dilation", {1}), c.Int("groups", 1))};
+}
+Outs MaxPool2d(const ExecContext& c) {
+  const std::vector<int64_t> k = Pair(c, "kernel_size", {});
+  return {at::max_pool2d(c.in(0), k, Pair(c, "stride", k), Pair(c, "padding", {0}), Pair(c, "dilation", {1}),
+                         c.Bool("ceil_mode", false))};
+}
+Outs AvgPool2d(const ExecContext& c) {
+  const std::vector<int64_t> k = Pair(c, "kernel_size", {});
+  c10::optional<int64_t> divisor;
+  if (c.has("divisor_override")) divisor = c.Int("divisor_override", 1);
+  return {at::avg_pool2d(c.in(0), k, Pair(c, "stride", k), Pair(c, "padding", {0}), c.Bool("ceil_mode", false),
+                         c.Bool("count_include_pad", true), divisor)};
+}
+Outs AdaptiveAvgPool2d(const ExecContext& c) {
+  return {at::adaptive_avg_pool2d(c.in(0), Pair(c, "output_size", {1}))};
+}
+
+// The table. `saved` names what autograd keeps for backward (inputs only when they require
+// grad's counterpart; "nothing" means no tensor beyond sizes/scalars).
+ExecTable* BuildTable() {
+  auto* t = new ExecTable();
+  auto add = [t](const char* op, ExecFn fn, const char* saved) { t->Add({op, std::move(fn), saved}); };
+  // contractions
+  add("linear", Linear,
+      "x and weight (addmm/matmul operands; x as a view of itself when 3-D input is folded); bias: nothing");
+  add("matmul", Matmul,
+      "both operands, as the mm/bmm operands they fold to (views of the inputs when the batch dims fold, else the "
+      "expanded/reshaped copies)");
+  add("bmm", Bmm, "a and b");
+  add("addmm", Addmm, "a and b (c: nothing)");
+  add("baddbmm", Baddbmm, "a and b (c: nothing)");
+  add("embedding", Embedding, "indices (int64) and a reference to weight (a parameter: no new memory)");
+  add("scaled_dot_product_attention", Sdpa,
+      "q, k^T (and for GQA the repeated k and v, [.., Hq, S, E]; repeat_interleave itself saves an int64 index of "
+      "Hq entries), the bool mask (causal: [L,S]; bool attn_mask: its negation), the softmax output P [.., L, S], "
+      "the dropout noise [.., L, S] when dropout_p > 0 in training (CPU; CUDA: a bool mask), and for the final "
+      "matmul P (or the dropped-out P) and v. The scaled scores are freed after the softmax");
+  // normalisation
+  add("layer_norm", LayerNorm, "x, weight, bias, and per-row mean and rstd (x.shape[:-n] + [1]*n)");
+  add("rms_norm", RmsNorm,
+      "x (pow and the x*r product), x^2 (full size: mean over dims keeps its input in LibTorch 1.13), "
+      "r = rsqrt(mean(x^2)+eps) (x.shape[:-n] + [1]*n), y1 = x*r (full size) and weight (the *weight product)");
+  add("batch_norm", BatchNorm,
+      "x, weight, and per-channel save_mean and save_invstd ([C]); training also reads the running-stat clones "
+      "(outputs 1, 2). Eval: x, weight, running_mean, running_var");
+  add("softmax", Softmax, "the output");
+  add("log_softmax", LogSoftmax, "the output");
+  // losses
+  add("cross_entropy", CrossEntropy,
+      "the log_softmax output [N, C] (shared by log_softmax and nll_loss backward), target, weight, and a 0-d "
+      "total_weight; label_smoothing > 0 adds an [N] bool ignore_index mask (and, with a class weight, the "
+      "weight again for the smoothing term)");
+  add("nll_loss", NllLoss, "input, target, weight and a 0-d total_weight");
+  add("mse_loss", MseLoss, "input and target");
+  // elementwise
+  add("gelu", Gelu, "x");
+  add("dropout", Dropout,
+      "CPU: the scaled noise tensor (x's size and dtype); CUDA (fused): a bool mask of x's size. Nothing when "
+      "p = 0 or not training");
+  add("silu", Unary(at::silu), "x");
+  add("relu", Unary(at::relu), "the output");
+  add("tanh", Unary(at::tanh), "the output");
+  add("sigmoid", Unary(at::sigmoid), "the output");
+  add("neg", Unary(at::neg), "nothing");
+  add("rsqrt", Unary(at::rsqrt), "the output");
+  add("sqrt", Unary(at::sqrt), "the output");
+  add("exp", Unary(at::exp), "the output");
+  add("log", Unary(at::log), "x");
+  add("abs", Unary(at::abs), "x");
+  add("sin", Unary(at::sin), "x");
+  add("cos", Unary(at::cos), "x");
+  add("add", Add, "nothing");
+  add("sub", Sub, "nothing");
+  add("mul", Mul, "tensor*tensor: each operand that the other's gradient needs (a for b's, b for a's); "
+                  "tensor*scalar: nothing");
+  add("div", Div,
+      "tensor/tensor: b, and a when b requires grad; tensor/scalar: nothing; scalar/tensor (reverse): a and a 0-d "
+      "scalar; with rounding_mode the gradient is zero but the same tensors are kept");
+  add("pow", Pow,
+      "a**scalar: a; a**b: a, b and the output; scalar**a (reverse): a and the output");
+  add("eq", Compare(at::eq, at::eq), "nothing (no gradient)");
+  add("ne", Compare(at::ne, at::ne), "nothing (no gradient)");
+  add("lt", Compare(at::lt, at::lt), "nothing (no gradient)");
+  add("gt", Compare(at::gt, at::gt), "nothing (no gradient)");
+  add("le", Compare(at::le, at::le), "nothing (no gradient)");
+  add("ge", Compare(at::ge, at::ge), "nothing (no gradient)");
+  add("masked_fill", MaskedFill, "mask (bool)");
+  add("where", Where, "cond (bool)");
+  add("triu", Triu, "nothing");
+  add("tril", Tril, "nothing");
+  add("to", To, "nothing (returns x itself when it already has the dtype)");
+  add("type_as", TypeAs, "nothing (returns x itself when it already has the dtype)");
+  // reductions
+  add("mean", Mean, "over listed dims: x (mean.dim keeps its input in LibTorch 1.13); over all dims: nothing");
+  add("sum", Sum, "nothing");
+  add("amax", Amax, "x and the output");
+  add("amin", Amin, "x and the output");
+  // layout (views share x's storage)
+  add("view", View, "nothing (view)");
+  add("reshape", Reshape, "nothing (view when the strides allow, else a copy)");
+  add("flatten", Flatten, "nothing (view when the strides allow, else a copy)");
+  add("transpose", Transpose, "nothing (view)");
+  add("permute", Permute, "nothing (view)");
+  add("contiguous", Contiguous, "nothing (x itself when already contiguous, else a copy)");
+  add("unsqueeze", Unsqueeze, "nothing (view)");
+  add("squeeze", Squeeze, "nothing (view)");
+  add("expand", Expand, "nothing (view)");
+  add("repeat_interleave", RepeatInterleave,
+      "an int64 index of the output's length along dim (index_select); not x");
+  add("slice", Slice, "nothing (view)");
+  add("select", Select, "nothing (view)");
+  add("split", Split, "nothing (views)");
+  add("chunk", Chunk, "nothing (views)");
+  add("cat", Cat, "nothing");
+  add("stack", Stack, "nothing");
+  // creation
+  add("arange", Arange, "nothing (no gradient)");
+  add("zeros", Zeros, "nothing (no gradient)");
+  add("ones", Ones, "nothing (no gradient)");
+  add("full", Full, "nothing (no gradient)");
+  // convolution and pooling
+  add("conv2d", Conv2d, "x and weight");
+  add("max_pool2d", MaxPool2d, "x and the int64 argmax indices (output's size)");
+  add("avg_pool2d", AvgPool2d, "x");
+  add("adaptive_avg_pool2d", AdaptiveAvgPool2d,
+      "x (output_size 1x1 is a mean over H, W, which keeps x in LibTorch 1.13; otherwise the pooling keeps x)");
+  return t;
+}
+
+}  // namespace
+
+const ExecTable& ExecTable::Global() {
+  static const ExecTable* table = BuildTable();
+  return *table;
+}
+
+}  // namespace mapd

@@ -1,0 +1,355 @@
+// Where the runtime's tensors come from: parameters (parameters.h) and data batches (data.h).
+// One translation unit for both keeps the number of LibTorch-including files small.
+#include <ATen/ATen.h>
+#include <ATen/CPUGeneratorImpl.h>
+
+#include <cmath>
+#include <cstring>
+#include <deque>
+#include <limits>
+#include <optional>
+#include <set>
+
+#include "absl/strings/str_cat.h"
+#include "planner/ir/graph.h"
+#include "planner/util/status_macros.h"
+#include "worker/runtime/data.h"
+#include "worker/runtime/data_files.h"
+#include "worker/runtime/parameters.h"
+#include "worker/runtime/seed.h"
+
+namespace mapd {
+
+// ---------------------------------------------------------------- parameters
+
+absl::StatusOr<at::Tensor> InitTensor(const v1::InitRule& rule, const TensorType& type, uint64_t seed) {
+  const std::vector<int64_t>& shape = type.shape;
+  const at::TensorOptions f32 = at::TensorOptions().dtype(at::kFloat);
+  at::Generator gen = at::make_generator<at::CPUGeneratorImpl>(seed);
+  at::Tensor t;
+  std::string error;
+  MAPD_RETURN_IF_ERROR(CatchTorch("init", [&] {
+    switch (rule.kind()) {
+      case v1::InitRule::ZEROS: t = at::zeros(shape, f32); break;
+      case v1::InitRule::ONES: t = at::ones(shape, f32); break;
+      case v1::InitRule::NORMAL: t = at::empty(shape, f32).normal_(rule.mean(), rule.std(), gen); break;
+      case v1::InitRule::UNIFORM: t = at::empty(shape, f32).uniform_(rule.low(), rule.high(), gen); break;
+      case v1::InitRule::KAIMING_UNIFORM: {
+        if (rule.fan_in() <= 0) {
+          error = absl::StrCat("KAIMING_UNIFORM needs a positive fan_in, got ", rule.fan_in());
+          break;
+        }
+        const double bound = 1.0 / std::sqrt(static_cast<double>(rule.fan_in()));
+        t = at::empty(shape, f32).uniform_(-bound, bound, gen);
+        break;
+      }
+      case v1::InitRule::ROPE_COS:
+      case v1::InitRule::ROPE_SIN: {
+        if (shape.size() != 2 || shape[1] % 2 != 0 || rule.theta() <= 0) {
+          error = absl::StrCat("RoPE tables need shape [seq, even head_dim] and theta > 0, got ", type.ToString(),
+                               " theta=", rule.theta());
+          break;
+        }
+        const int64_t seq = shape[0], d = shape[1];
+        // As LLaMA's precompute: 1 / theta^(arange(0, d, 2) / d), outer with positions, twice.
+        at::Tensor inv = at::reciprocal(at::pow(c10::Scalar(rule.theta()), at::arange(0, d, 2, f32) / d));
+        at::Tensor freqs = at::outer(at::arange(seq, f32), inv);
+        at::Tensor emb = at::cat({freqs, freqs}, -1);
+        t = rule.kind() == v1::InitRule::ROPE_COS ? emb.cos() : emb.sin();
+        break;
+      }
+      case v1::InitRule::CAUSAL_MASK:
+        if (shape.size() < 2) {
+          error = absl::StrCat("CAUSAL_MASK needs at least 2 dimensions, got ", type.ToString());
+          break;
+        }
+        t = at::ones(shape, f32).tril();
+        break;
+      default:
+        error = absl::StrCat("unknown init rule kind ", static_cast<int>(rule.kind()));
+    }
+    if (t.defined()) t = t.to(ToScalarType(type.dtype));
+  }));
+  if (!error.empty()) return absl::InvalidArgumentError(error);
+  return t;
+}
+
+absl::StatusOr<at::Tensor> TensorFromData(const TensorData& data) {
+  if (static_cast<int64_t>(data.bytes.size()) != data.type.NumBytes()) {
+    return absl::DataLossError(absl::StrCat("data of ", data.type.ToString(), " has ", data.bytes.size(),
+                                            " bytes, needs ", data.type.NumBytes()));
+  }
+  at::Tensor t = at::empty(data.type.shape, at::TensorOptions().dtype(ToScalarType(data.type.dtype)));
+  if (!data.bytes.empty()) std::memcpy(t.data_ptr(), data.bytes.data(), data.bytes.size());
+  return t;
+}
+
+absl::StatusOr<ParameterStore> ParameterStore::Create(const v1::Graph& graph, uint64_t seed, c10::Device device) {
+  ParameterStore store;
+  for (const v1::Parameter& p : graph.parameters()) {
+    const TensorType type = TensorType::FromProto(p.type());
+    at::Tensor t;
+    if (p.has_init()) {
+      auto made = InitTensor(p.init(), type, DeriveSeed(seed, p.name()));
+      if (!made.ok()) {
+        return absl::InvalidArgumentError(absl::StrCat("parameter '", p.name(), "': ", made.status().message()));
+      }
+      t = *made;
+    } else if (p.has_data()) {
+      MAPD_ASSIGN_OR_RETURN(TensorData data, LoadParameterData(p));
+      MAPD_ASSIGN_OR_RETURN(t, TensorFromData(data));
+    } else {
+      return absl::InvalidArgumentError(
+          absl::StrCat("parameter '", p.name(), "' has neither an init rule nor data to make it from"));
+    }
+    MAPD_RETURN_IF_ERROR(CatchTorch(absl::StrCat("parameter '", p.name(), "'"), [&] {
+      if (t.device() != device) t = t.to(device);
+      if (p.trainable()) t.set_requires_grad(true);
+    }));
+    store.names_.push_back(p.name());
+    store.trainable_.push_back(p.trainable());
+    store.tensors_[p.name()] = t;
+    for (const std::string& alias : p.aliases()) store.canonical_[alias] = p.name();
+  }
+  return store;
+}
+
+const at::Tensor* ParameterStore::Find(const std::string& name) const {
+  auto it = tensors_.find(name);
+  if (it == tensors_.end()) {
+    auto a = canonical_.find(name);
+    if (a == canonical_.end()) return nullptr;
+    it = tensors_.find(a->second);
+  }
+  return it == tensors_.end() ? nullptr : &it->second;
+}
+
+at::Tensor* ParameterStore::FindMutable(const std::string& name) {
+  return const_cast<at::Tensor*>(static_cast<const ParameterStore*>(this)->Find(name));
+}
+
+std::vector<std::pair<std::string, at::Tensor>> ParameterStore::Trainable() const {
+  std::vector<std::pair<std::string, at::Tensor>> out;
+  for (size_t i = 0; i < names_.size(); ++i) {
+    if (trainable_[i]) out.emplace_back(names_[i], tensors_.at(names_[i]));
+  }
+  return out;
+}
+
+int64_t ParameterStore::NumBytes() const {
+  int64_t n = 0;
+  for (const auto& kv : tensors_) n += static_cast<int64_t>(kv.second.nbytes());
+  return n;
+}
+
+// ---------------------------------------------------------------- data
+
+absl::StatusOr<DataOptions::Source> ParseDataSource(const std::string& name) {
+  if (name == "synthetic") return DataOptions::Source::kSynthetic;
+  if (name == "text") return DataOptions::Source::kText;
+  if (name == "tokens") return DataOptions::Source::kTokens;
+  return absl::InvalidArgumentError(
+      absl::StrCat("unknown data source '", name, "'; use synthetic, text (a byte-level text file) or tokens (uint16 ids)"));
+}
+
+namespace {
+
+// Ops through which an integer input keeps its values (only their arrangement changes).
+bool PassesValues(const std::string& op) {
+  static const std::set<std::string> ops = {"view",    "reshape", "flatten", "transpose", "permute",
+                                            "contiguous", "unsqueeze", "squeeze", "expand", "slice",
+                                            "select",  "split",   "chunk",   "cat",       "stack",
+                                            "repeat_interleave"};
+  return ops.count(op) > 0;
+}
+
+}  // namespace
+
+absl::StatusOr<int64_t> IndexBound(const v1::Graph& proto, const std::string& input) {
+  MAPD_ASSIGN_OR_RETURN(Graph graph, Graph::Create(proto));
+  if (graph.FindValue(input) == nullptr) {
+    return absl::InvalidArgumentError(absl::StrCat("graph '", proto.name(), "' has no value '", input, "'"));
+  }
+  int64_t bound = std::numeric_limits<int64_t>::max();
+  std::deque<std::string> todo = {input};
+  std::set<std::string> seen = {input};
+  while (!todo.empty()) {
+    const std::string v = todo.front();
+    todo.pop_front();
+    for (int ni : graph.FindValue(v)->consumers) {
+      const v1::Node& n = graph.node(ni);
+      for (int slot = 0; slot < n.inputs_size(); ++slot) {
+        if (n.inputs(slot) != v) continue;
+        if (n.op() == "embedding" && slot == 0) {
+          bound = std::min(bound, graph.TypeOf(n.inputs(1)).shape.at(0));
+        } else if ((n.op() == "cross_entropy" || n.op() == "nll_loss") && slot == 1) {
+          const TensorType& x = graph.TypeOf(n.inputs(0));
+          bound = std::min(bound, x.shape.at(x.rank() == 1 ? 0 : 1));
+        } else if (PassesValues(n.op())) {
+          for (const std::string& out : n.outputs()) {
+            if (seen.insert(out).second) todo.push_back(out);
+          }
+        }
+      }
+    }
+  }
+  if (bound == std::numeric_limits<int64_t>::max()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "cannot tell the value range of integer input '", input, "' of graph '", proto.name(),
+        "': it indexes no embedding and is the target of no cross_entropy/nll_loss"));
+  }
+  return bound;
+}
+
+namespace {
+
+class BatchSource : public DataSource {
+ public:
+  struct Feed {
+    const v1::GraphInput* input;
+    int64_t bound = 0;  // integer inputs: values in [0, bound)
+  };
+
+  BatchSource(std::vector<Feed> feeds, c10::Device device, uint64_t seed)
+      : feeds_(std::move(feeds)), device_(device), rng_(DeriveSeed(seed, "data")),
+        gen_(at::make_generator<at::CPUGeneratorImpl>(DeriveSeed(seed, "data:tensors"))) {}
+
+  // Windows over a token sequence for the tokens/targets inputs.
+  void SetSequence(TokenSequence seq, const std::string& tokens, const std::string& targets) {
+    seq_ = std::move(seq);
+    tokens_ = tokens;
+    targets_ = targets;
+  }
+
+  absl::StatusOr<TensorMap> Next() override {
+    TensorMap batch;
+    MAPD_RETURN_IF_ERROR(CatchTorch("making a batch", [&] {
+      if (seq_) Windows(&batch);
+      for (const Feed& f : feeds_) {
+        const std::string& name = f.input->name();
+        if (batch.count(name)) continue;
+        const TensorType type = TensorType::FromProto(f.input->type());
+        const at::ScalarType dtype = ToScalarType(type.dtype);
+        at::Tensor t;
+        if (type.dtype == v1::BOOL) {
+          t = at::randint(0, 2, type.shape, gen_, at::TensorOptions().dtype(at::kLong)).to(at::kBool);
+        } else if (IsIntegral(type.dtype)) {
+          t = at::randint(0, f.bound, type.shape, gen_, at::TensorOptions().dtype(at::kLong)).to(dtype);
+        } else {
+          t = at::randn(type.shape, gen_, at::TensorOptions().dtype(at::kFloat)).to(dtype);
+        }
+        batch[name] = t;
+      }
+      for (auto& kv : batch) {
+        if (kv.second.device() != device_) kv.second = kv.second.to(device_);
+      }
+    }));
+    return batch;
+  }
+
+ private:
+  void Windows(TensorMap* batch) {
+    const TensorType type = TensorType::FromProto(FindInput(tokens_)->type());
+    const int64_t rows = type.shape[0], len = type.shape[1];
+    at::Tensor x = at::empty({rows, len}, at::TensorOptions().dtype(at::kLong));
+    at::Tensor y = at::empty({rows, len}, at::TensorOptions().dtype(at::kLong));
+    int64_t* xp = x.data_ptr<int64_t>();
+    int64_t* yp = y.data_ptr<int64_t>();
+    const uint64_t starts = seq_->size() - static_cast<uint64_t>(len);  // windows of len + 1 tokens
+    for (int64_t r = 0; r < rows; ++r) {
+      const size_t off = static_cast<size_t>(rng_.Below(starts));
+      for (int64_t i = 0; i < len; ++i) {
+        xp[r * len + i] = seq_->at(off + i);
+        yp[r * len + i] = seq_->at(off + i + 1);
+      }
+    }
+    (*batch)[tokens_] = x.to(ToScalarType(type.dtype));
+    if (!targets_.empty()) {
+      (*batch)[targets_] = y.to(ToScalarType(TensorType::FromProto(FindInput(targets_)->type()).dtype));
+    }
+  }
+
+  const v1::GraphInput* FindInput(const std::string& name) const {
+    for (const Feed& f : feeds_) {
+      if (f.input->name() == name) return f.input;
+    }
+    return nullptr;
+  }
+
+  std::vector<Feed> feeds_;
+  c10::Device device_;
+  SplitMix64 rng_;
+  at::Generator gen_;
+  std::optional<TokenSequence> seq_;
+  std::string tokens_, targets_;
+};
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<DataSource>> MakeDataSource(const v1::Graph& graph, const DataOptions& options,
+                                                           c10::Device device) {
+  std::vector<BatchSource::Feed> feeds;
+  const v1::GraphInput* tokens = nullptr;
+  const v1::GraphInput* targets = nullptr;
+  for (const v1::GraphInput& in : graph.inputs()) {
+    BatchSource::Feed f{&in, 0};
+    const DType dtype = in.type().dtype();
+    if (IsIntegral(dtype)) {
+      MAPD_ASSIGN_OR_RETURN(f.bound, IndexBound(graph, in.name()));
+    }
+    if (in.role() == "tokens") tokens = &in;
+    if (in.role() == "targets") targets = &in;
+    feeds.push_back(f);
+  }
+  auto source = std::make_unique<BatchSource>(std::move(feeds), device, options.seed);
+  if (options.source == DataOptions::Source::kSynthetic) return std::unique_ptr<DataSource>(std::move(source));
+
+  const bool text = options.source == DataOptions::Source::kText;
+  const char* what = text ? "text file" : "token file";
+  if (tokens == nullptr) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "graph '", graph.name(), "' has no input of role 'tokens'; a ", what,
+        " feeds a language model with inputs 'tokens' and 'targets' of shape [batch, seq]"));
+  }
+  const TensorType tt = TensorType::FromProto(tokens->type());
+  if (tt.rank() != 2 || !IsIntegral(tt.dtype)) {
+    return absl::InvalidArgumentError(absl::StrCat("input '", tokens->name(), "' is ", tt.ToString(), "; a ", what,
+                                                   " needs integer tokens of shape [batch, seq]"));
+  }
+  if (targets != nullptr && TensorType::FromProto(targets->type()).shape != tt.shape) {
+    return absl::InvalidArgumentError(absl::StrCat("targets ", TensorType::FromProto(targets->type()).ToString(),
+                                                   " and tokens ", tt.ToString(), " differ in shape"));
+  }
+  int64_t vocab = 0;
+  MAPD_ASSIGN_OR_RETURN(vocab, IndexBound(graph, tokens->name()));
+  if (targets != nullptr) {
+    MAPD_ASSIGN_OR_RETURN(int64_t tv, IndexBound(graph, targets->name()));
+    vocab = std::min(vocab, tv);
+  }
+  std::optional<TokenSequence> seq;
+  if (text) {
+    MAPD_ASSIGN_OR_RETURN(seq, TokenSequence::Text(options.path));
+    if (vocab < 256) {
+      return absl::InvalidArgumentError(absl::StrCat("graph '", graph.name(), "' has a vocabulary of ", vocab,
+                                                     "; byte-level text needs at least 256"));
+    }
+  } else {
+    MAPD_ASSIGN_OR_RETURN(seq, TokenSequence::Uint16(options.path));
+  }
+  const int64_t len = tt.shape[1];
+  if (static_cast<int64_t>(seq->size()) < len + 1) {
+    return absl::InvalidArgumentError(absl::StrCat(what, " '", options.path, "' has ", seq->size(),
+                                                   " tokens; a training window needs seq+1 = ", len + 1));
+  }
+  if (!text) {
+    const int64_t max_id = seq->MaxId();
+    if (max_id >= vocab) {
+      return absl::InvalidArgumentError(absl::StrCat("token file '", options.path, "' holds id ", max_id,
+                                                     ", not below the graph's vocabulary of ", vocab));
+    }
+  }
+  source->SetSequence(std::move(*seq), tokens->name(), targets == nullptr ? "" : targets->name());
+  return std::unique_ptr<DataSource>(std::move(source));
+}
+
+}  // namespace mapd
