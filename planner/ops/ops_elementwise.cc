@@ -41,18 +41,34 @@ absl::StatusOr<Types> InferDropout(const OpContext& ctx) {
 
 // Binary arithmetic: (a, b) tensors, or (a) with attribute `scalar` as the other operand;
 // `reverse` puts the scalar on the left (scalar - a, scalar / a, scalar ** a).
+// Bool operands follow PyTorch: add and mul of bools stay bool, sub with any bool operand is
+// an error (aten's sub_check), true division gives float, and floor/trunc division and pow
+// have no bool kernel. A bool tensor with an int scalar promotes to i64, as in PyTorch.
 InferFn BinaryInfer(bool true_divide) {
   return [true_divide](const OpContext& ctx) -> absl::StatusOr<Types> {
     TensorType out;
+    int bool_operands = ctx.input(0).dtype == v1::BOOL ? 1 : 0;
     if (ctx.has_input(1)) {
       if (ctx.has_attr("scalar")) return ctx.Error("give a second input or attribute 'scalar', not both");
       MAPD_ASSIGN_OR_RETURN(out.shape, BroadcastShapes(ctx, ctx.input(0).shape, ctx.input(1).shape));
       out.dtype = PromoteOperands(ctx.input(0), ctx.input(1));
+      if (ctx.input(1).dtype == v1::BOOL) ++bool_operands;
     } else {
       const v1::AttrValue* s = ctx.Attr("scalar");
       if (s == nullptr) return ctx.Error("needs a second input or attribute 'scalar'");
       out.shape = ctx.input(0).shape;
-      out.dtype = PromoteWithScalar(ctx.input(0).dtype, s->value_case() == v1::AttrValue::kF);
+      const bool bool_scalar = s->value_case() == v1::AttrValue::kB;
+      if (bool_scalar) ++bool_operands;
+      // A bool number keeps a bool tensor bool (x + True); an int number makes it i64.
+      out.dtype = bool_scalar && ctx.input(0).dtype == v1::BOOL
+                      ? v1::BOOL
+                      : PromoteWithScalar(ctx.input(0).dtype, s->value_case() == v1::AttrValue::kF);
+    }
+    if (ctx.op() == "sub" && bool_operands > 0) {
+      if (bool_operands == 2) {
+        return ctx.Error("subtraction of two bool tensors is not supported (use logical_xor)");
+      }
+      return ctx.Error("subtraction with a bool tensor is not supported (use logical_not to invert a mask)");
     }
     if (true_divide) {
       MAPD_ASSIGN_OR_RETURN(std::string mode, ctx.Str("rounding_mode", ""));
@@ -60,8 +76,11 @@ InferFn BinaryInfer(bool true_divide) {
         return ctx.Error("rounding_mode must be 'trunc', 'floor' or absent, got '", mode, "'");
       }
       if (mode.empty() && !IsFloating(out.dtype)) out.dtype = v1::FLOAT32;
+      if (out.dtype == v1::BOOL) {
+        return ctx.Error("division with rounding_mode '", mode, "' is not supported for bool operands");
+      }
     }
-    if (out.dtype == v1::BOOL && ctx.op() != "mul") out.dtype = v1::INT64;
+    if (out.dtype == v1::BOOL && ctx.op() == "pow") return ctx.Error("pow is not supported for bool operands");
     return Types{out};
   };
 }
