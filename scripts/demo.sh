@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # MAP's main job on an embedded default: install, build, then describe a zoo model and a
-# PyTorch model traced right now by Debian's python3-torch.
-# (Later stages turn this into planning and training; see README.)
+# PyTorch model traced right now by Debian's python3-torch, predict their training memory and
+# check the prediction against real steps, and train a small GPT on this repository's text.
+# (Planning across many devices arrives with later stages; see README.)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
@@ -24,6 +25,17 @@ step "Tracing a nanoGPT model with /usr/bin/python3 (torch $(/usr/bin/python3 -c
 
 step "mapctl inspect $OUT/nanogpt.pt   (input spec embedded by the export script)"
 "$MAPCTL" inspect "$OUT/nanogpt.pt"
+
+step "mapctl profile llama2-7b --device-type h100-80g   (one training step predicted, no weights)"
+"$MAPCTL" profile llama2-7b --device-type h100-80g | tail -7
+
+step "mapctl profile $OUT/nanogpt.pt --measure   (predicted vs measured on this CPU)"
+"$MAPCTL" profile "$OUT/nanogpt.pt" --measure --timeline "$OUT/nanogpt-step.svg" | tail -8
+
+step "mapctl run: a small GPT trained byte-level on this repository's docs"
+cat README.md docs/*.md > "$OUT/corpus.txt"
+"$MAPCTL" run gpt2:layers=2,hidden=128,heads=4,vocab=256,seq=64,batch=8 --data "text:$OUT/corpus.txt" \
+  --steps 100 --lr 3e-3 --log-every 20
 
 step "mapctl import $OUT/nanogpt.pt --input idx:i64[8,64] -o $OUT/nanogpt.json   (same model, another shape)"
 "$MAPCTL" import "$OUT/nanogpt.pt" --input 'idx:i64[8,64]' -o "$OUT/nanogpt.json"

@@ -36,6 +36,21 @@ struct ProfileArgs {
   std::string timeline;  // SVG path
 };
 
+struct RunArgs {
+  ModelArgs model;
+  std::string loss = "auto";
+  int64_t steps = 100;
+  std::string optimizer = "adamw";
+  double lr = 1e-3;
+  double weight_decay = 0.0;
+  double clip = 0.0;
+  uint64_t seed = 0;
+  std::string data = "synthetic";  // synthetic | text:FILE | tokens:FILE
+  std::string device = "cpu";
+  int64_t log_every = 10;
+  std::string format = "table";
+};
+
 int RunModels(const std::string& format);
 // aten: list the PyTorch ops the TorchScript importer maps instead of the registry.
 int RunOps(const std::string& format, bool aten);
@@ -43,6 +58,7 @@ int RunDevices(const std::string& format);
 int RunInspect(const ModelArgs& model, const std::string& format, bool text);
 int RunImport(const ModelArgs& model, const std::string& output_path);
 int RunProfile(const ProfileArgs& args);
+int RunTraining(const RunArgs& args);
 int RunCalibrate(const std::string& name, const std::string& output, bool quick);
 
 }  // namespace mapd::cli

@@ -81,6 +81,25 @@ int main(int argc, char** argv) {
   profile->add_option("--timeline", prof.timeline, "Write live memory over the step as an SVG picture");
   profile->footer(kModelHelp);
 
+  RunArgs run_args;
+  CLI::App* run = app.add_subcommand("run", "Train a model on this machine (one device) and print its loss per step");
+  run->add_option("MODEL", run_args.model.model, "Zoo spec, .pt archive or .pb/.json graph")->required();
+  run->add_option("--input", run_args.model.inputs, "Input spec NAME:DTYPE[D0,D1,...] (repeatable)");
+  run->add_option("--loss", run_args.loss, "auto | output | cross_entropy | mse")->capture_default_str();
+  run->add_option("--steps", run_args.steps, "Training steps")->check(CLI::PositiveNumber)->capture_default_str();
+  run->add_option("--optimizer", run_args.optimizer, "sgd | momentum | adamw")->capture_default_str();
+  run->add_option("--lr", run_args.lr, "Learning rate")->check(CLI::PositiveNumber)->capture_default_str();
+  run->add_option("--weight-decay", run_args.weight_decay, "Weight decay (AdamW: decoupled)")->capture_default_str();
+  run->add_option("--clip", run_args.clip, "Clip the global gradient norm to this (0: off)")->capture_default_str();
+  run->add_option("--seed", run_args.seed, "Seed of the weights, data and dropout")->capture_default_str();
+  run->add_option("--data", run_args.data,
+                  "synthetic, text:FILE (bytes as tokens; vocab >= 256) or tokens:FILE (little-endian uint16 ids)")
+      ->capture_default_str();
+  run->add_option("--device", run_args.device, "cpu, or cuda[:N] where LibTorch has CUDA")->capture_default_str();
+  run->add_option("--log-every", run_args.log_every, "Print every N steps")->check(CLI::PositiveNumber)->capture_default_str();
+  run->add_option("-o,--output", run_args.format, "Output format")->check(CLI::IsMember({"table", "json"}))->capture_default_str();
+  run->footer(kModelHelp);
+
   std::string calib_name = "local-cpu", calib_out;
   bool calib_quick = false;
   CLI::App* calibrate = app.add_subcommand(
@@ -101,6 +120,7 @@ int main(int argc, char** argv) {
   if (inspect->parsed()) return RunInspect(model_args, format, text);
   if (import->parsed()) return RunImport(model_args, import_out);
   if (profile->parsed()) return RunProfile(prof);
+  if (run->parsed()) return RunTraining(run_args);
   if (calibrate->parsed()) return RunCalibrate(calib_name, calib_out, calib_quick);
   return kExitUsage;
 }

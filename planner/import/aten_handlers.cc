@@ -223,18 +223,28 @@ Result LayerNorm(Importer& im, Node* n, const Args& a) {
   return One(im.Emit1(n, "layer_norm", {x, w, b}, Attrs().Ints("normalized_shape", shape).Float("eps", eps)));
 }
 
-// aten::rms_norm(input, normalized_shape, weight?, eps?) (PyTorch >= 2.4).
+// aten::rms_norm(input, normalized_shape, weight?, eps?) (PyTorch >= 2.4). With eps=None PyTorch
+// adds the machine epsilon of the input's dtype, torch.finfo(dtype).eps (PyTorch 2.4-2.6:
+// numeric_limits<scalar_t>::epsilon(); from 2.7 ATen computes f16/bf16 in f32 and uses f32's
+// epsilon for them). The registry's own default (1e-5) must not apply, so eps is always set.
+double MachineEpsilon(DType dtype) {
+  switch (dtype) {
+    case v1::FLOAT64: return std::numeric_limits<double>::epsilon();  // 2.220446049250313e-16
+    case v1::FLOAT16: return 0.0009765625;                            // 2^-10
+    case v1::BFLOAT16: return 0.0078125;                              // 2^-7
+    default: return std::numeric_limits<float>::epsilon();            // 1.1920929e-07
+  }
+}
+
 Result RmsNorm(Importer& im, Node* n, const Args& a) {
   MAPD_ASSIGN_OR_RETURN(std::string x, im.TensorArg(n, a, 0));
   MAPD_ASSIGN_OR_RETURN(std::vector<int64_t> shape, im.IntListArg(n, a, 1));
   MAPD_ASSIGN_OR_RETURN(std::string w, im.OptionalTensorArg(n, a, 2));
-  Attrs attrs;
-  attrs.Ints("normalized_shape", shape);
+  double eps = MachineEpsilon(im.TypeOf(a[0]).dtype);
   if (a.size() > 3 && !a[3].is_none()) {
-    MAPD_ASSIGN_OR_RETURN(double eps, im.DoubleArg(n, a, 3));
-    attrs.Float("eps", eps);
+    MAPD_ASSIGN_OR_RETURN(eps, im.DoubleArg(n, a, 3));
   }
-  return One(im.Emit1(n, "rms_norm", {x, w}, attrs));
+  return One(im.Emit1(n, "rms_norm", {x, w}, Attrs().Ints("normalized_shape", shape).Float("eps", eps)));
 }
 
 // batch_norm in training mode yields the new running statistics, which replace the buffers.

@@ -48,10 +48,12 @@ absl::StatusOr<Types> InferPool(const OpContext& ctx, bool is_max) {
   const TensorType& x = ctx.input(0);
   MAPD_RETURN_IF_ERROR(ExpectRank(ctx, 0, 3, 4, "input"));
   MAPD_ASSIGN_OR_RETURN(auto kernel, Pair(ctx, "kernel_size", {}));
-  MAPD_ASSIGN_OR_RETURN(auto stride, Pair(ctx, "stride", kernel));
-  if (ctx.has_attr("stride") && ctx.Attr("stride")->ints().values_size() == 0 &&
-      ctx.Attr("stride")->value_case() == v1::AttrValue::kInts) {
-    stride = kernel;  // stride=[] means "same as kernel", as in PyTorch
+  // Absent or stride=[] means "same as kernel", as in PyTorch (max_pool2d(x, 2) traces with
+  // stride=[]).
+  MAPD_ASSIGN_OR_RETURN(std::vector<int64_t> stride_list, ctx.Ints("stride", {}));
+  std::vector<int64_t> stride = kernel;
+  if (!stride_list.empty()) {
+    MAPD_ASSIGN_OR_RETURN(stride, Pair(ctx, "stride", kernel));
   }
   MAPD_ASSIGN_OR_RETURN(auto padding, Pair(ctx, "padding", {0}));
   std::vector<int64_t> dilation = {1, 1};

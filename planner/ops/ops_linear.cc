@@ -93,9 +93,11 @@ absl::StatusOr<Types> InferEmbedding(const OpContext& ctx) {
   const TensorType& w = ctx.input(1);
   if (!IsIntegral(idx.dtype)) return ctx.Error("indices must be an integer tensor, got ", idx.ToString());
   MAPD_RETURN_IF_ERROR(ExpectRank(ctx, 1, 2, 2, "weight"));
+  // At the aten level only -1 means "no padding row"; torch.nn.functional.embedding turns
+  // other negative indices into rows before it calls aten::embedding.
   MAPD_ASSIGN_OR_RETURN(int64_t pad, ctx.Int("padding_idx", -1));
-  if (pad >= w.shape[0] || pad < -w.shape[0]) {
-    return ctx.Error("padding_idx ", pad, " is outside the ", w.shape[0], " rows of the table");
+  if (pad != -1 && (pad < 0 || pad >= w.shape[0])) {
+    return ctx.Error("padding_idx ", pad, " must be -1 (none) or a row in [0, ", w.shape[0], ")");
   }
   Shape out = idx.shape;
   out.push_back(w.shape[1]);

@@ -192,6 +192,7 @@ absl::StatusOr<Types> InferSplit(const OpContext& ctx) {
 }
 
 // chunk(x; chunks, dim): ceil(n / chunks)-sized pieces, as torch.chunk (maybe fewer pieces).
+// A zero-size dim gives `chunks` empty pieces, as at::chunk (LibTorch 1.13) does.
 absl::StatusOr<Types> InferChunk(const OpContext& ctx) {
   const TensorType& x = ctx.input(0);
   MAPD_ASSIGN_OR_RETURN(int64_t chunks, ctx.Int("chunks"));
@@ -206,7 +207,7 @@ absl::StatusOr<Types> InferChunk(const OpContext& ctx) {
     t.shape[d] = std::min(size, n - at);
     out.push_back(t);
   }
-  if (out.empty()) out.push_back(x);
+  if (n == 0) out.assign(static_cast<size_t>(chunks), x);
   return out;
 }
 

@@ -1,9 +1,10 @@
 """mapctl end to end: help, models, inspect, import, and clear errors for bad input."""
 import json
+import os
 
 import pytest
 
-from conftest import run_mapctl
+from conftest import SOURCE_DIR, run_mapctl
 
 # Published parameter counts (see docs/zoo.md); mapctl must be within 0.5%.
 PUBLISHED = {
@@ -21,7 +22,7 @@ PUBLISHED = {
 
 def test_help_lists_commands():
     out = run_mapctl("--help", check=0).stdout
-    for cmd in ("models", "ops", "inspect", "import", "devices"):
+    for cmd in ("models", "ops", "inspect", "import", "devices", "profile", "run", "calibrate"):
         assert cmd in out
     sub = run_mapctl("inspect", "--help", check=0).stdout
     assert "MODEL" in sub and "--input" in sub
@@ -142,3 +143,57 @@ def test_docs_list_every_op():
     importer_doc = open(os.path.join(SOURCE_DIR, "docs", "importer.md")).read()
     for aten in json.loads(run_mapctl("ops", "--aten", "-o", "json", check=0).stdout):
         assert f"`{aten}`" in importer_doc, f"docs/importer.md lacks {aten}: run scripts/gen-ops-doc.py"
+
+
+SMALL_GPT = "gpt2:layers=2,hidden=64,heads=4,vocab=256,seq=32,batch=2"
+
+
+def test_profile_json_fields_and_timeline(tmp_path):
+    svg = tmp_path / "step.svg"
+    r = json.loads(run_mapctl("profile", SMALL_GPT, "--timeline", str(svg), "-o", "json", check=0).stdout)
+    for key in ("params", "flops_per_step", "predicted_peak_bytes", "peak_breakdown", "predicted_step_seconds",
+                "profile_seconds"):
+        assert key in r, key
+    b = r["peak_breakdown"]
+    assert sum(b.values()) == r["predicted_peak_bytes"]
+    assert b["optimizer_states"] == 8 * r["params"]  # AdamW: two fp32 moments
+    text = svg.read_text()
+    assert text.startswith("<svg") and ">backward<" in text
+    table = run_mapctl("profile", "gpt2", "--batch-size", "4", "--device-type", "h100-80g", check=0).stdout
+    assert "Peak memory:" in table and "h.11" in table
+
+
+def test_profile_measure_reports_errors():
+    r = json.loads(run_mapctl("profile", SMALL_GPT, "--measure", "--steps", "2", "-o", "json", check=0).stdout)
+    assert r["measured_peak_bytes"] > 0 and r["measured_step_seconds"] > 0
+    assert abs(r["peak_error"]) < 0.05
+    assert len(r["measured_steps"]) == 2
+
+
+def test_profile_errors():
+    r = run_mapctl("profile", "gpt2", "--device-type", "tpu-v9")
+    assert r.returncode == 1 and "unknown device type 'tpu-v9'" in r.stderr
+    r = run_mapctl("profile", "gpt2", "--optimizer", "lion")
+    assert r.returncode == 1 and "unknown optimizer 'lion'" in r.stderr
+    r = run_mapctl("profile", "gpt2", "--precision", "bf16", "--measure")
+    assert r.returncode == 1 and "predicted only" in r.stderr
+
+
+def test_run_trains_on_text(tmp_path):
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text(open(os.path.join(SOURCE_DIR, "README.md")).read() * 2)
+    r = json.loads(run_mapctl("run", SMALL_GPT, "--data", f"text:{corpus}", "--steps", "30", "--lr", "3e-3",
+                              "-o", "json", check=0).stdout)
+    assert len(r["steps"]) == 30
+    assert r["final_loss_mean"] < r["first_loss"]
+    r = run_mapctl("run", SMALL_GPT, "--data", "text")
+    assert r.returncode == 1 and "text:PATH" in r.stderr
+
+
+def test_calibrate_writes_a_usable_profile(tmp_path):
+    out = tmp_path / "local.json"
+    run_mapctl("calibrate", "--quick", "-o", str(out), check=0)
+    prof = json.loads(out.read_text())
+    assert prof["fp32_flops"] > 0 and prof["memory_bandwidth"] > 0 and prof["source"] == "measured"
+    r = json.loads(run_mapctl("profile", SMALL_GPT, "--device-type", str(out), "-o", "json", check=0).stdout)
+    assert r["device"] == "local-cpu"

@@ -78,6 +78,19 @@ TEST(Contractions, EmbeddingAndAttention) {
               HasSubstr("not both"));
 }
 
+// aten::embedding: -1 means "no padding row"; other negatives are not rows (F.embedding turns
+// -2 into rows-2 before calling aten).
+TEST(Contractions, EmbeddingPaddingIdx) {
+  EXPECT_EQ(Out("embedding", {I64({2}), F32({100, 32})}, Attrs().Int("padding_idx", -1)), "f32[2,32]");
+  EXPECT_EQ(Out("embedding", {I64({2}), F32({100, 32})}, Attrs().Int("padding_idx", 0)), "f32[2,32]");
+  EXPECT_EQ(Out("embedding", {I64({2}), F32({100, 32})}, Attrs().Int("padding_idx", 99)), "f32[2,32]");
+  EXPECT_EQ(Out("embedding", {I64({2}), F32({100, 32})}, Attrs().Int("padding_idx", -2)),
+            "error: node 'n' (embedding): padding_idx -2 must be -1 (none) or a row in [0, 100)");
+  EXPECT_THAT(Out("embedding", {I64({2}), F32({100, 32})}, Attrs().Int("padding_idx", -100)), HasSubstr("padding_idx -100"));
+  EXPECT_THAT(Out("embedding", {I64({2}), F32({100, 32})}, Attrs().Int("padding_idx", 100)),
+              HasSubstr("padding_idx 100 must be -1 (none) or a row in [0, 100)"));
+}
+
 TEST(Norms, LayerRmsBatchSoftmax) {
   EXPECT_EQ(Out("layer_norm", {F32({2, 16, 32}), F32({32}), F32({32})}, Attrs().Ints("normalized_shape", {32})),
             "f32[2,16,32]");
@@ -118,6 +131,43 @@ TEST(Elementwise, UnaryAndBinary) {
   EXPECT_EQ(Out("add", {TensorType{v1::BFLOAT16, {4}}, F32({})}), "bf16[4]");  // 0-d does not promote
   EXPECT_THAT(Out("add", {F32({4})}), HasSubstr("needs a second input or attribute 'scalar'"));
   EXPECT_EQ(Out("abs", {I64({3})}), "i64[3]");
+}
+
+// Bool operands follow PyTorch 1.13 (checked with torch): add and mul keep bool, sub with any
+// bool operand is an error, true division gives f32, floor/trunc division and pow of bools have
+// no kernel; an int number promotes a bool tensor to i64, a float number to f32.
+TEST(Elementwise, BoolArithmeticFollowsPyTorch) {
+  EXPECT_EQ(Out("add", {Bool({4}), Bool({4})}), "bool[4]");
+  EXPECT_EQ(Out("add", {Bool({4}), Bool({})}), "bool[4]");
+  EXPECT_EQ(Out("add", {Bool({4}), Bool({4})}, Attrs().Int("alpha", 2)), "bool[4]");
+  EXPECT_EQ(Out("add", {Bool({4})}, Attrs().Bool("scalar", true)), "bool[4]");  // b + True
+  EXPECT_EQ(Out("add", {Bool({4})}, Attrs().Int("scalar", 1)), "i64[4]");       // b + 1
+  EXPECT_EQ(Out("add", {Bool({4})}, Attrs().Float("scalar", 1.5)), "f32[4]");   // b + 1.5
+  EXPECT_EQ(Out("add", {Bool({4}), I64({})}), "i64[4]");
+  EXPECT_EQ(Out("add", {I64({4})}, Attrs().Bool("scalar", true)), "i64[4]");
+  EXPECT_EQ(Out("mul", {Bool({4}), Bool({4})}), "bool[4]");
+  EXPECT_EQ(Out("mul", {Bool({4})}, Attrs().Int("scalar", 2)), "i64[4]");
+  EXPECT_EQ(Out("sub", {Bool({4}), Bool({4})}),
+            "error: node 'n' (sub): subtraction of two bool tensors is not supported (use logical_xor)");
+  EXPECT_EQ(Out("sub", {Bool({4})}, Attrs().Bool("scalar", true)),
+            "error: node 'n' (sub): subtraction of two bool tensors is not supported (use logical_xor)");
+  for (const auto& attrs : {Attrs().Int("scalar", 1), Attrs().Int("scalar", 1).Bool("reverse", true),
+                            Attrs().Float("scalar", 1.5)}) {
+    EXPECT_THAT(Out("sub", {Bool({4})}, attrs), HasSubstr("(sub): subtraction with a bool tensor is not supported"));
+  }
+  EXPECT_THAT(Out("sub", {Bool({4}), I64({4})}), HasSubstr("subtraction with a bool tensor is not supported"));
+  EXPECT_THAT(Out("sub", {F32({4}), Bool({4})}), HasSubstr("subtraction with a bool tensor is not supported"));
+  EXPECT_THAT(Out("sub", {F32({4})}, Attrs().Bool("scalar", true)), HasSubstr("subtraction with a bool tensor"));
+  EXPECT_EQ(Out("div", {Bool({4}), Bool({4})}), "f32[4]");
+  EXPECT_EQ(Out("div", {Bool({4})}, Attrs().Bool("scalar", true)), "f32[4]");
+  EXPECT_EQ(Out("div", {Bool({4}), Bool({4})}, Attrs().Str("rounding_mode", "floor")),
+            "error: node 'n' (div): division with rounding_mode 'floor' is not supported for bool operands");
+  EXPECT_EQ(Out("div", {Bool({4})}, Attrs().Int("scalar", 2).Str("rounding_mode", "floor")), "i64[4]");
+  EXPECT_EQ(Out("div", {Bool({4})}, Attrs().Float("scalar", 2).Str("rounding_mode", "trunc")), "f32[4]");
+  EXPECT_EQ(Out("pow", {Bool({4}), Bool({4})}), "error: node 'n' (pow): pow is not supported for bool operands");
+  EXPECT_EQ(Out("pow", {Bool({4})}, Attrs().Int("scalar", 2)), "i64[4]");
+  EXPECT_EQ(Out("pow", {Bool({4})}, Attrs().Int("scalar", 2).Bool("reverse", true)), "i64[4]");  // 2 ** b
+  EXPECT_EQ(Out("pow", {Bool({4}), I64({})}), "i64[4]");
 }
 
 TEST(Elementwise, CompareMaskWhereTriangleCast) {
@@ -174,6 +224,20 @@ TEST(Conv, ConvAndPools) {
   EXPECT_THAT(Out("avg_pool2d", {F32({1, 8, 6, 6})}, Attrs().Ints("kernel_size", {2}).Ints("padding", {2})),
               HasSubstr("at most half the kernel size"));
   EXPECT_EQ(Out("adaptive_avg_pool2d", {F32({2, 2048, 7, 7})}, Attrs().Ints("output_size", {1, 1})), "f32[2,2048,1,1]");
+}
+
+// stride=[] (what F.max_pool2d(x, k) traces to) means stride = kernel size, as in PyTorch:
+// aten::max_pool2d(zeros(1,1,6,7), [2,3], []) is [1,1,3,2].
+TEST(Conv, PoolEmptyStrideIsKernelSize) {
+  EXPECT_EQ(Out("max_pool2d", {F32({1, 1, 6, 7})}, Attrs().Ints("kernel_size", {2, 3}).Ints("stride", {})),
+            "f32[1,1,3,2]");
+  EXPECT_EQ(Out("avg_pool2d", {F32({1, 1, 6, 7})}, Attrs().Ints("kernel_size", {3}).Ints("stride", {})),
+            "f32[1,1,2,2]");
+  EXPECT_EQ(Out("max_pool2d", {F32({1, 1, 6, 7})}, Attrs().Ints("kernel_size", {2, 3})), "f32[1,1,3,2]");
+  EXPECT_EQ(Out("max_pool2d", {F32({1, 1, 6, 7})}, Attrs().Ints("kernel_size", {2, 3}).Ints("stride", {1})),
+            "f32[1,1,5,5]");
+  EXPECT_THAT(Out("max_pool2d", {F32({1, 1, 6, 7})}, Attrs().Ints("kernel_size", {2}).Ints("stride", {1, 1, 1})),
+              HasSubstr("attribute 'stride' must have 1 or 2 values, got 3"));
 }
 
 TEST(Losses, CrossEntropyNllMse) {

@@ -65,6 +65,12 @@ TEST(ShapeOps, SplitChunkCatStack) {
   EXPECT_THAT(Out("split", {F32({10})}, Attrs().Ints("sizes", {3, 6})), HasSubstr("add up to 9, not 10"));
   EXPECT_EQ(Out("chunk", {F32({2, 10})}, Attrs().Int("chunks", 3).Int("dim", 1)), "f32[2,4] f32[2,4] f32[2,2]");
   EXPECT_EQ(Out("chunk", {F32({6})}, Attrs().Int("chunks", 4)), "f32[2] f32[2] f32[2]");  // torch gives 3 pieces
+  // A zero-size dim: at::chunk gives `chunks` empty pieces (torch.zeros(2,0).chunk(3, dim=1) is
+  // three [2,0] tensors in LibTorch 1.13), while split gives one.
+  EXPECT_EQ(Out("chunk", {F32({2, 0})}, Attrs().Int("chunks", 3).Int("dim", 1)), "f32[2,0] f32[2,0] f32[2,0]");
+  EXPECT_EQ(Out("chunk", {F32({0, 4})}, Attrs().Int("chunks", 2)), "f32[0,4] f32[0,4]");
+  EXPECT_EQ(Out("chunk", {F32({2, 0})}, Attrs().Int("chunks", 1).Int("dim", 1)), "f32[2,0]");
+  EXPECT_EQ(Out("split", {F32({2, 0})}, Attrs().Int("split_size", 2).Int("dim", 1)), "f32[2,0]");
   EXPECT_EQ(Out("cat", {F32({2, 3}), F32({2, 5})}, Attrs().Int("dim", 1)), "f32[2,8]");
   EXPECT_THAT(Out("cat", {F32({2, 3}), F32({3, 5})}, Attrs().Int("dim", 1)), HasSubstr("outside dimension 1"));
   EXPECT_EQ(Out("stack", {F32({2, 3}), F32({2, 3}), F32({2, 3})}, Attrs().Int("dim", 1)), "f32[2,3,3]");

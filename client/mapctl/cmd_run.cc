@@ -1,0 +1,68 @@
+// `mapctl run`: train a model on this machine (one device) and show its loss step by step.
+#include <iostream>
+
+#include <nlohmann/json.hpp>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "client/mapctl/commands.h"
+#include "client/mapctl/model_loader.h"
+#include "planner/graph/loss.h"
+#include "worker/local/local_training.h"
+
+namespace mapd::cli {
+
+int RunTraining(const RunArgs& args) {
+  LocalTrainingOptions options;
+  options.steps = args.steps;
+  options.optimizer = args.optimizer;
+  options.lr = args.lr;
+  options.weight_decay = args.weight_decay;
+  options.max_grad_norm = args.clip;
+  options.seed = args.seed;
+  options.device = args.device;
+  // --data synthetic | text:FILE | tokens:FILE
+  const size_t colon = args.data.find(':');
+  options.data = args.data.substr(0, colon);
+  if (colon != std::string::npos) options.data_path = args.data.substr(colon + 1);
+  if (options.data != "synthetic" && options.data_path.empty()) {
+    return ReportError(absl::InvalidArgumentError(
+        absl::StrCat("--data ", args.data, ": give the file as ", options.data, ":PATH")));
+  }
+  if (auto st = options.Validate(); !st.ok()) return ReportError(st);
+  auto loss_kind = ParseLossKind(args.loss);
+  if (!loss_kind.ok()) return ReportError(loss_kind.status());
+  auto proto = LoadModel(args.model.model, args.model.inputs);
+  if (!proto.ok()) return ReportError(proto.status());
+  auto graph = WithTrainingLoss(*std::move(proto), *loss_kind);
+  if (!graph.ok()) return ReportError(graph.status());
+
+  nlohmann::json steps = nlohmann::json::array();
+  double first = 0, total_seconds = 0;
+  std::vector<double> losses;
+  auto st = TrainLocally(*graph, options, [&](const LocalStep& s) {
+    if (s.step == 1) first = s.loss;
+    losses.push_back(s.loss);
+    total_seconds += s.seconds;
+    if (args.format == "json") {
+      steps.push_back({{"step", s.step}, {"loss", s.loss}, {"seconds", s.seconds}});
+    } else if (s.step == 1 || s.step % args.log_every == 0 || s.step == options.steps) {
+      std::cout << absl::StrFormat("step %6d  loss %.4f  %8.1f ms\n", s.step, s.loss, s.seconds * 1e3) << std::flush;
+    }
+  });
+  if (!st.ok()) return ReportError(st);
+  const size_t tail = std::min<size_t>(10, losses.size());
+  double last = 0;
+  for (size_t i = losses.size() - tail; i < losses.size(); ++i) last += losses[i] / static_cast<double>(tail);
+  if (args.format == "json") {
+    nlohmann::json j = {{"model", graph->name()},   {"steps", steps},        {"first_loss", first},
+                        {"final_loss_mean", last},  {"seconds", total_seconds}};
+    std::cout << j.dump(2) << "\n";
+    return kExitOk;
+  }
+  std::cout << absl::StrFormat("trained %d steps in %.1f s: loss %.4f -> %.4f (mean of the last %d)\n", options.steps,
+                               total_seconds, first, last, static_cast<int>(tail));
+  return kExitOk;
+}
+
+}  // namespace mapd::cli

@@ -1,0 +1,57 @@
+#include "worker/local/local_training.h"
+
+#include <cmath>
+
+#include "absl/strings/str_cat.h"
+#include "worker/runtime/data.h"
+#include "worker/runtime/trainer.h"
+
+namespace mapd {
+
+absl::Status LocalTrainingOptions::Validate() const {
+  if (steps <= 0) return absl::InvalidArgumentError(absl::StrCat("steps must be positive, got ", steps));
+  if (optimizer != "sgd" && optimizer != "momentum" && optimizer != "adamw") {
+    return absl::InvalidArgumentError(absl::StrCat("unknown optimizer '", optimizer, "': use sgd, momentum or adamw"));
+  }
+  if (!(lr > 0)) return absl::InvalidArgumentError(absl::StrCat("lr must be positive, got ", lr));
+  if (weight_decay < 0) return absl::InvalidArgumentError("weight decay must not be negative");
+  if (max_grad_norm < 0) return absl::InvalidArgumentError("max grad norm must not be negative");
+  return absl::OkStatus();
+}
+
+absl::Status TrainLocally(const v1::Graph& graph, const LocalTrainingOptions& options,
+                          const std::function<void(const LocalStep&)>& on_step) {
+  if (auto st = options.Validate(); !st.ok()) return st;
+  TrainerOptions t;
+  t.executor.device = options.device;
+  t.executor.seed = options.seed;
+  t.optimizer.kind = options.optimizer == "adamw" ? OptimizerOptions::Kind::kAdamW : OptimizerOptions::Kind::kSgd;
+  t.optimizer.momentum = options.optimizer == "momentum" ? 0.9 : 0.0;
+  t.optimizer.lr = options.lr;
+  t.optimizer.weight_decay = options.weight_decay;
+  t.optimizer.max_grad_norm = options.max_grad_norm;
+  auto trainer = Trainer::Create(graph, t);
+  if (!trainer.ok()) return trainer.status();
+  auto kind = ParseDataSource(options.data);
+  if (!kind.ok()) return kind.status();
+  DataOptions d;
+  d.source = *kind;
+  d.path = options.data_path;
+  d.seed = options.seed;
+  auto source = MakeDataSource(graph, d, (*trainer)->executor().device());
+  if (!source.ok()) return source.status();
+  for (int64_t i = 0; i < options.steps; ++i) {
+    auto batch = (*source)->Next();
+    if (!batch.ok()) return batch.status();
+    auto step = (*trainer)->Step(*batch);
+    if (!step.ok()) return step.status();
+    if (!std::isfinite(step->loss)) {
+      return absl::FailedPreconditionError(absl::StrCat("the loss is ", step->loss, " at step ", step->step,
+                                                        "; lower the learning rate (--lr) or clip gradients"));
+    }
+    on_step({step->step, step->loss, step->seconds});
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace mapd

@@ -1,0 +1,42 @@
+// Trains a graph for some steps on this machine with the single-device runtime — what
+// `mapctl run` does. Deliberately free of LibTorch types, so callers need no torch headers.
+#ifndef MAPD_WORKER_LOCAL_LOCAL_TRAINING_H_
+#define MAPD_WORKER_LOCAL_LOCAL_TRAINING_H_
+
+#include <cstdint>
+#include <functional>
+#include <string>
+
+#include "absl/status/status.h"
+#include "proto/mapd/v1/graph.pb.h"
+
+namespace mapd {
+
+struct LocalTrainingOptions {
+  int64_t steps = 100;              // > 0
+  std::string optimizer = "adamw";  // sgd | momentum (SGD, momentum 0.9) | adamw
+  double lr = 1e-3;                 // > 0
+  double weight_decay = 0.0;        // >= 0
+  double max_grad_norm = 0.0;       // > 0: clip the global gradient norm
+  uint64_t seed = 0;                // parameters, data, dropout
+  std::string data = "synthetic";   // synthetic | text | tokens
+  std::string data_path;            // the text file (byte-level) or token file (uint16)
+  std::string device = "cpu";       // cpu | cuda | cuda:N
+
+  absl::Status Validate() const;
+};
+
+struct LocalStep {
+  int64_t step = 0;
+  double loss = 0;
+  double seconds = 0;
+};
+
+// Runs `options.steps` steps of `graph` (output 0 is the scalar loss), calling `on_step` after
+// each. Stops at the first error (a non-finite loss is FAILED_PRECONDITION naming the step).
+absl::Status TrainLocally(const v1::Graph& graph, const LocalTrainingOptions& options,
+                          const std::function<void(const LocalStep&)>& on_step);
+
+}  // namespace mapd
+
+#endif  // MAPD_WORKER_LOCAL_LOCAL_TRAINING_H_
