@@ -37,7 +37,7 @@ int main() {
       profile_ms = std::min(profile_ms, std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
       if (!r.ok()) ++failures;
     }
-    mapd::MeasureOptions m;
+    mapd::LocalTrainingOptions m;
     m.steps = 3;
     auto measured = mapd::MeasureTraining(graph->proto(), m);
     if (!measured.ok()) {

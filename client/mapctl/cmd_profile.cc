@@ -91,7 +91,7 @@ int RunProfile(const ProfileArgs& args) {
   const ProfileReport& r = *report;
   std::optional<MeasureResult> measured;
   if (args.measure) {
-    MeasureOptions m;
+    LocalTrainingOptions m;
     m.steps = args.steps;
     m.optimizer = args.optimizer == "adam" ? "adamw" : args.optimizer;
     auto result = MeasureTraining(graph->proto(), m);

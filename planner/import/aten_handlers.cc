@@ -128,7 +128,7 @@ absl::StatusOr<std::vector<std::string>> Importer::TensorListArg(Node* n, const 
 absl::StatusOr<std::optional<DType>> Importer::DTypeArg(Node* n, const Args& args, int i) {
   if (static_cast<size_t>(i) >= args.size() || args[i].is_none()) return std::optional<DType>();
   MAPD_ASSIGN_OR_RETURN(int64_t st, IntArg(n, args, i));
-  auto d = FromScalarType(static_cast<c10::ScalarType>(st));
+  auto d = CheckedDType(static_cast<c10::ScalarType>(st));
   if (!d.ok()) return Error(n, std::string(d.status().message()));
   return std::optional<DType>(*d);
 }

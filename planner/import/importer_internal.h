@@ -19,6 +19,7 @@
 #include "absl/strings/str_cat.h"
 #include "planner/graph/builder.h"
 #include "planner/import/input_spec.h"
+#include "planner/import/torch_dtype.h"
 #include "planner/ir/attrs.h"
 #include "planner/ir/tensor_type.h"
 
@@ -70,9 +71,8 @@ using Handler = std::function<absl::StatusOr<std::vector<AValue>>(Importer&, tor
 // aten op name ("aten::linear") → handler; defined in aten_handlers.cc.
 const std::map<std::string, Handler>& AtenHandlers();
 
-// dtype conversions between LibTorch and MAP (INVALID_ARGUMENT for types MAP lacks).
-absl::StatusOr<DType> FromScalarType(c10::ScalarType t);
-c10::ScalarType ToScalarType(DType d);
+// The MAP dtype of a LibTorch scalar type; INVALID_ARGUMENT for types MAP lacks.
+absl::StatusOr<DType> CheckedDType(c10::ScalarType t);
 
 // The abstract interpreter; handlers call back into it to add nodes and read arguments.
 class Importer {

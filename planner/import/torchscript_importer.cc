@@ -22,37 +22,12 @@
 namespace mapd {
 namespace import_internal {
 
-absl::StatusOr<DType> FromScalarType(c10::ScalarType t) {
-  switch (t) {
-    case c10::ScalarType::Float: return v1::FLOAT32;
-    case c10::ScalarType::Half: return v1::FLOAT16;
-    case c10::ScalarType::BFloat16: return v1::BFLOAT16;
-    case c10::ScalarType::Double: return v1::FLOAT64;
-    case c10::ScalarType::Long: return v1::INT64;
-    case c10::ScalarType::Int: return v1::INT32;
-    case c10::ScalarType::Short: return v1::INT16;
-    case c10::ScalarType::Char: return v1::INT8;
-    case c10::ScalarType::Byte: return v1::UINT8;
-    case c10::ScalarType::Bool: return v1::BOOL;
-    default:
-      return absl::InvalidArgumentError(
-          absl::StrCat("tensor dtype ", c10::toString(t), " is not supported by MAP"));
+absl::StatusOr<DType> CheckedDType(c10::ScalarType t) {
+  const DType d = FromScalarType(t);
+  if (d == v1::DTYPE_UNSPECIFIED) {
+    return absl::InvalidArgumentError(absl::StrCat("tensor dtype ", c10::toString(t), " is not supported by MAP"));
   }
-}
-
-c10::ScalarType ToScalarType(DType d) {
-  switch (d) {
-    case v1::FLOAT16: return c10::ScalarType::Half;
-    case v1::BFLOAT16: return c10::ScalarType::BFloat16;
-    case v1::FLOAT64: return c10::ScalarType::Double;
-    case v1::INT64: return c10::ScalarType::Long;
-    case v1::INT32: return c10::ScalarType::Int;
-    case v1::INT16: return c10::ScalarType::Short;
-    case v1::INT8: return c10::ScalarType::Char;
-    case v1::UINT8: return c10::ScalarType::Byte;
-    case v1::BOOL: return c10::ScalarType::Bool;
-    default: return c10::ScalarType::Float;
-  }
+  return d;
 }
 
 namespace {
@@ -216,7 +191,7 @@ absl::Status Importer::CollectParameters(torch::jit::Module& module) {
       builder_.AddParameterAlias(it->second, name);
       return builder_.status();
     }
-    auto dtype = FromScalarType(t.scalar_type());
+    auto dtype = CheckedDType(t.scalar_type());
     if (!dtype.ok()) return absl::InvalidArgumentError(absl::StrCat("parameter '", name, "': ", dtype.status().message()));
     v1::Parameter p;
     p.set_name(name);
@@ -278,7 +253,7 @@ absl::Status Importer::BindInputs(torch::jit::Graph& g, torch::jit::Module& modu
     auto tt = t->expect<c10::TensorType>();
     const InputSpec& spec = *it->second;
     if (auto st = tt->scalarType(); st.has_value()) {
-      auto traced = FromScalarType(*st);
+      auto traced = CheckedDType(*st);
       if (traced.ok() && *traced != spec.type.dtype) {
         return absl::InvalidArgumentError(absl::StrCat("input spec ", spec.ToString(), " gives dtype ",
                                                        DTypeShortName(spec.type.dtype), " but the model was traced with ",
@@ -322,7 +297,7 @@ absl::StatusOr<AValue> Importer::GetAttr(torch::jit::Node* n, const AValue& obj)
     auto it = param_by_impl_.find(t.unsafeGetTensorImpl());
     if (it == param_by_impl_.end()) {
       // A tensor attribute that is neither parameter nor buffer: keep it as a constant.
-      MAPD_ASSIGN_OR_RETURN(DType dtype, FromScalarType(t.scalar_type()));
+      MAPD_ASSIGN_OR_RETURN(DType dtype, CheckedDType(t.scalar_type()));
       v1::Parameter p;
       p.set_name(path);
       *p.mutable_type() = TensorType{dtype, Shape(t.sizes().begin(), t.sizes().end())}.ToProto();
@@ -355,7 +330,7 @@ absl::StatusOr<AValue> Importer::ConstantValue(torch::jit::Node* n) {
       auto v = FromIValue(*iv);
       return *v;
     }
-    MAPD_ASSIGN_OR_RETURN(DType dtype, FromScalarType(t.scalar_type()));
+    MAPD_ASSIGN_OR_RETURN(DType dtype, CheckedDType(t.scalar_type()));
     const std::string name = absl::StrCat("constant_", num_constants_++);
     v1::Parameter p;
     p.set_name(name);

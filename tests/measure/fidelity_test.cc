@@ -31,7 +31,7 @@ void ExpectPeakWithinTolerance(const std::string& what, v1::Graph proto) {
   opt.timeline = false;
   auto predicted = ProfileTrainingStep(*graph, opt);
   ASSERT_TRUE(predicted.ok()) << predicted.status();
-  MeasureOptions m;
+  LocalTrainingOptions m;
   m.steps = 2;
   auto measured = MeasureTraining(graph->proto(), m);
   ASSERT_TRUE(measured.ok()) << measured.status();

@@ -3,8 +3,7 @@
 #include <cmath>
 
 #include "absl/strings/str_cat.h"
-#include "worker/runtime/data.h"
-#include "worker/runtime/trainer.h"
+#include "worker/local/trainer_factory.h"
 
 namespace mapd {
 
@@ -19,8 +18,7 @@ absl::Status LocalTrainingOptions::Validate() const {
   return absl::OkStatus();
 }
 
-absl::Status TrainLocally(const v1::Graph& graph, const LocalTrainingOptions& options,
-                          const std::function<void(const LocalStep&)>& on_step) {
+absl::StatusOr<std::unique_ptr<Trainer>> MakeTrainer(const v1::Graph& graph, const LocalTrainingOptions& options) {
   if (auto st = options.Validate(); !st.ok()) return st;
   TrainerOptions t;
   t.executor.device = options.device;
@@ -30,15 +28,25 @@ absl::Status TrainLocally(const v1::Graph& graph, const LocalTrainingOptions& op
   t.optimizer.lr = options.lr;
   t.optimizer.weight_decay = options.weight_decay;
   t.optimizer.max_grad_norm = options.max_grad_norm;
-  auto trainer = Trainer::Create(graph, t);
-  if (!trainer.ok()) return trainer.status();
+  return Trainer::Create(graph, t);
+}
+
+absl::StatusOr<std::unique_ptr<DataSource>> MakeSource(const v1::Graph& graph, const LocalTrainingOptions& options,
+                                                      c10::Device device) {
   auto kind = ParseDataSource(options.data);
   if (!kind.ok()) return kind.status();
   DataOptions d;
   d.source = *kind;
   d.path = options.data_path;
   d.seed = options.seed;
-  auto source = MakeDataSource(graph, d, (*trainer)->executor().device());
+  return MakeDataSource(graph, d, device);
+}
+
+absl::Status TrainLocally(const v1::Graph& graph, const LocalTrainingOptions& options,
+                          const std::function<void(const LocalStep&)>& on_step) {
+  auto trainer = MakeTrainer(graph, options);
+  if (!trainer.ok()) return trainer.status();
+  auto source = MakeSource(graph, options, (*trainer)->executor().device());
   if (!source.ok()) return source.status();
   for (int64_t i = 0; i < options.steps; ++i) {
     auto batch = (*source)->Next();

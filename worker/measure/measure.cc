@@ -4,50 +4,24 @@
 
 #include "absl/strings/str_cat.h"
 #include "worker/memory/counting_allocator.h"
-#include "worker/runtime/data.h"
-#include "worker/runtime/trainer.h"
+#include "worker/local/trainer_factory.h"
 
 namespace mapd {
 
-absl::Status MeasureOptions::Validate() const {
-  if (steps < 2) return absl::InvalidArgumentError(absl::StrCat("measure: steps must be at least 2, got ", steps));
-  if (optimizer != "sgd" && optimizer != "momentum" && optimizer != "adamw") {
-    return absl::InvalidArgumentError(absl::StrCat("measure: unknown optimizer '", optimizer, "'"));
+absl::StatusOr<MeasureResult> MeasureTraining(const v1::Graph& graph, const LocalTrainingOptions& options) {
+  if (options.steps < 2) {
+    return absl::InvalidArgumentError(absl::StrCat("measure: steps must be at least 2, got ", options.steps));
   }
-  if (!(lr > 0)) return absl::InvalidArgumentError("measure: lr must be positive");
-  return absl::OkStatus();
-}
-
-namespace {
-
-absl::StatusOr<TrainerOptions> ToTrainerOptions(const MeasureOptions& m) {
-  TrainerOptions t;
-  t.executor.device = "cpu";
-  t.executor.seed = m.seed;
-  t.optimizer.kind = m.optimizer == "adamw" ? OptimizerOptions::Kind::kAdamW : OptimizerOptions::Kind::kSgd;
-  t.optimizer.momentum = m.optimizer == "momentum" ? 0.9 : 0.0;
-  t.optimizer.lr = m.lr;
-  return t;
-}
-
-}  // namespace
-
-absl::StatusOr<MeasureResult> MeasureTraining(const v1::Graph& graph, const MeasureOptions& options) {
-  if (auto st = options.Validate(); !st.ok()) return st;
+  if (options.device != "cpu") {
+    return absl::FailedPreconditionError(
+        absl::StrCat("measure: memory is counted on the CPU only; got device '", options.device, "'"));
+  }
   CountingCpuAllocator& counter = CountingCpuAllocator::Install();
-  auto source_kind = ParseDataSource(options.data);
-  if (!source_kind.ok()) return source_kind.status();
-  DataOptions data;
-  data.source = *source_kind;
-  data.path = options.data_path;
-  data.seed = options.seed;
-  auto trainer_options = ToTrainerOptions(options);
-  if (!trainer_options.ok()) return trainer_options.status();
-  auto source = MakeDataSource(graph, data, c10::Device(c10::kCPU));
+  auto source = MakeSource(graph, options, c10::Device(c10::kCPU));
   if (!source.ok()) return source.status();
   // The data source's own buffers (a text file, say) are not part of the step.
   const int64_t baseline = counter.live_bytes();
-  auto trainer = Trainer::Create(graph, *trainer_options);
+  auto trainer = MakeTrainer(graph, options);
   if (!trainer.ok()) return trainer.status();
 
   MeasureResult result;

@@ -6,26 +6,11 @@
 #include <cstdint>
 #include <vector>
 
-#include <string>
-
 #include "absl/status/statusor.h"
 #include "proto/mapd/v1/graph.pb.h"
+#include "worker/local/local_training.h"
 
 namespace mapd {
-
-// Deliberately free of LibTorch types, so callers (the CLI) need no torch headers.
-struct MeasureOptions {
-  // Steps to run, at least 2: the first allocates the optimizer state (the profiler predicts the
-  // steady state), so figures come from steps 2..N.
-  int steps = 3;
-  std::string optimizer = "adamw";  // sgd | momentum (SGD, momentum 0.9) | adamw
-  double lr = 1e-3;
-  uint64_t seed = 0;                // parameters, data and dropout
-  std::string data = "synthetic";   // synthetic | text | tokens
-  std::string data_path;            // the text or token file
-
-  absl::Status Validate() const;
-};
 
 struct MeasuredStep {
   int64_t peak_bytes = 0;  // live-bytes peak during the step, the batch included
@@ -39,10 +24,12 @@ struct MeasureResult {
   double step_seconds = 0;          // median time of steps 2..N
 };
 
-// Runs `options.steps` training steps of `graph` (output 0 is the loss) on the CPU with the
-// counting allocator installed. Memory counts from before the parameters are made: parameters,
-// optimizer state, the batch, activations, gradients and temporaries.
-absl::StatusOr<MeasureResult> MeasureTraining(const v1::Graph& graph, const MeasureOptions& options);
+// Runs `options.steps` (at least 2) training steps of `graph` (output 0 is the loss) on the CPU
+// with the counting allocator installed. The first step allocates the optimizer state (the
+// profiler predicts the steady state), so the figures come from steps 2..N. Memory counts from
+// before the parameters are made: parameters, optimizer state, the batch, activations,
+// gradients and temporaries.
+absl::StatusOr<MeasureResult> MeasureTraining(const v1::Graph& graph, const LocalTrainingOptions& options);
 
 }  // namespace mapd
 
