@@ -1,5 +1,7 @@
 #include "client/mapctl/table.h"
 
+#include "planner/profile/timeline_svg.h"
+
 #include <algorithm>
 #include <cstdio>
 
@@ -36,18 +38,6 @@ std::string HumanCount(int64_t n) {
   return buf;
 }
 
-std::string HumanBytes(int64_t bytes) {
-  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-  double v = static_cast<double>(bytes);
-  int u = 0;
-  while (v >= 1024 && u < 4) {
-    v /= 1024;
-    ++u;
-  }
-  char buf[32];
-  if (u == 0) std::snprintf(buf, sizeof(buf), "%lld B", static_cast<long long>(bytes));
-  else std::snprintf(buf, sizeof(buf), "%.1f %s", v, units[u]);
-  return buf;
-}
+std::string HumanBytes(int64_t bytes) { return FormatBytes(bytes); }
 
 }  // namespace mapd::cli
