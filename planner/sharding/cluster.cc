@@ -1,0 +1,111 @@
+#include "planner/sharding/cluster.h"
+
+#include <cmath>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
+
+namespace mapd {
+
+absl::Status ClusterOptions::Validate() const {
+  if (devices < 0) return absl::InvalidArgumentError(absl::StrCat("--devices must be positive, got ", devices));
+  if (devices == 0 && mesh.empty()) return absl::InvalidArgumentError("give the devices with --devices N or --mesh AxB");
+  int64_t product = 1;
+  for (int64_t a : mesh) {
+    if (a <= 0) return absl::InvalidArgumentError(absl::StrCat("mesh axes must be positive, got ", absl::StrJoin(mesh, "x")));
+    product *= a;
+  }
+  if (!mesh.empty() && devices > 0 && product != devices) {
+    return absl::InvalidArgumentError(absl::StrCat("the mesh ", absl::StrJoin(mesh, "x"), " has ", product,
+                                                   " devices but --devices is ", devices, "; make them agree"));
+  }
+  if (memory_per_device < 0) return absl::InvalidArgumentError("--memory-per-device must be positive");
+  if (gpus_per_node <= 0) return absl::InvalidArgumentError(absl::StrCat("--gpus-per-node must be positive, got ", gpus_per_node));
+  return absl::OkStatus();
+}
+
+int64_t Cluster::num_devices() const {
+  int64_t n = 1;
+  for (int64_t a : mesh) n *= a;
+  return n;
+}
+
+std::string Cluster::MeshString() const { return absl::StrJoin(mesh, "x"); }
+
+std::pair<AxisLink, AxisLink> DefaultLinks(const std::string& device_type) {
+  // Achievable collective bus bandwidths (not link peaks): NVLink inside a node, InfiniBand
+  // (one NIC per GPU) across nodes; loopback TCP (Gloo) for CPUs.
+  auto link = [](double alpha, double bytes_per_second, bool inter) { return AxisLink{alpha, 1.0 / bytes_per_second, inter}; };
+  if (device_type.rfind("h100", 0) == 0 || device_type.rfind("h200", 0) == 0) {
+    return {link(10e-6, 370e9, false), link(20e-6, 45e9, true)};
+  }
+  if (device_type.rfind("a100", 0) == 0) return {link(10e-6, 230e9, false), link(20e-6, 22e9, true)};
+  return {link(50e-6, 5e9, false), link(100e-6, 1e9, true)};
+}
+
+absl::StatusOr<Cluster> MakeCluster(const ClusterOptions& options) {
+  if (auto st = options.Validate(); !st.ok()) return st;
+  Cluster c;
+  c.mesh = options.mesh.empty() ? std::vector<int64_t>{options.devices} : options.mesh;
+  auto device = LoadDeviceProfile(options.device_type);
+  if (!device.ok()) return device.status();
+  c.device = *device;
+  c.memory_per_device = options.memory_per_device > 0 ? options.memory_per_device : c.device.memory_bytes;
+  c.gpus_per_node = options.gpus_per_node;
+  auto [intra, inter] = DefaultLinks(c.device.name);
+  if (options.intra_alpha >= 0) intra.alpha = options.intra_alpha;
+  if (options.intra_beta >= 0) intra.beta = options.intra_beta;
+  if (options.inter_alpha >= 0) inter.alpha = options.inter_alpha;
+  if (options.inter_beta >= 0) inter.beta = options.inter_beta;
+  // A group of axis a spans size[a] devices spaced by the product of the inner axes' sizes.
+  for (int a = 0; a < c.num_axes(); ++a) {
+    int64_t stride = 1;
+    for (int b = a + 1; b < c.num_axes(); ++b) stride *= c.mesh[b];
+    const bool inside = stride * c.mesh[a] <= c.gpus_per_node;
+    c.links.push_back(inside ? intra : inter);
+  }
+  return c;
+}
+
+absl::StatusOr<int64_t> ParseBytes(const std::string& text) {
+  std::string t(absl::StripAsciiWhitespace(text));
+  struct Unit {
+    const char* suffix;
+    double factor;
+  };
+  const Unit units[] = {{"TiB", 1099511627776.0}, {"GiB", 1073741824.0}, {"MiB", 1048576.0}, {"KiB", 1024.0},
+                        {"TB", 1e12},             {"GB", 1e9},            {"MB", 1e6},        {"KB", 1e3},
+                        {"B", 1}};
+  double factor = 1;
+  for (const auto& u : units) {
+    if (absl::EndsWithIgnoreCase(t, u.suffix)) {
+      factor = u.factor;
+      t = t.substr(0, t.size() - std::string(u.suffix).size());
+      break;
+    }
+  }
+  double v;
+  if (!absl::SimpleAtod(absl::StripAsciiWhitespace(t), &v) || !(v > 0) || !std::isfinite(v)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("bad memory size '", text, "': use a positive number with a unit, e.g. 80GiB, 40GB or 512MiB"));
+  }
+  return static_cast<int64_t>(v * factor);
+}
+
+absl::StatusOr<std::vector<int64_t>> ParseMesh(const std::string& text) {
+  std::vector<int64_t> mesh;
+  for (absl::string_view part : absl::StrSplit(text, 'x')) {
+    int64_t v;
+    if (!absl::SimpleAtoi(absl::StripAsciiWhitespace(part), &v) || v <= 0) {
+      return absl::InvalidArgumentError(absl::StrCat("bad mesh '", text, "': use positive sizes joined by x, e.g. 2x4"));
+    }
+    mesh.push_back(v);
+  }
+  return mesh;
+}
+
+}  // namespace mapd

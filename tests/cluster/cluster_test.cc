@@ -1,0 +1,136 @@
+// Mesh and cluster options, placements, collective and resharding costs.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "planner/sharding/cluster.h"
+#include "planner/sharding/collectives.h"
+#include "planner/sharding/placement.h"
+
+namespace mapd {
+namespace {
+
+using ::testing::HasSubstr;
+
+TEST(Cluster, ParsesSizesAndMeshes) {
+  EXPECT_EQ(*ParseBytes("80GiB"), 80LL << 30);
+  EXPECT_EQ(*ParseBytes("40GB"), 40000000000LL);
+  EXPECT_EQ(*ParseBytes("512 MiB"), 512LL << 20);
+  EXPECT_EQ(*ParseBytes("1.5KiB"), 1536);
+  EXPECT_EQ(*ParseBytes("1000"), 1000);
+  EXPECT_THAT(std::string(ParseBytes("0GiB").status().message()), HasSubstr("positive number with a unit"));
+  EXPECT_FALSE(ParseBytes("lots").ok());
+  EXPECT_EQ(*ParseMesh("2x4"), (std::vector<int64_t>{2, 4}));
+  EXPECT_EQ(*ParseMesh("8"), (std::vector<int64_t>{8}));
+  EXPECT_FALSE(ParseMesh("2x0").ok());
+  EXPECT_FALSE(ParseMesh("2*4").ok());
+}
+
+TEST(Cluster, ValidatesOptions) {
+  ClusterOptions o;
+  EXPECT_THAT(std::string(o.Validate().message()), HasSubstr("--devices N or --mesh"));
+  o.devices = 8;
+  o.mesh = {2, 2};
+  EXPECT_THAT(std::string(o.Validate().message()), HasSubstr("has 4 devices but --devices is 8"));
+  o.mesh = {2, 4};
+  EXPECT_TRUE(o.Validate().ok());
+  o.gpus_per_node = 0;
+  EXPECT_FALSE(o.Validate().ok());
+  ClusterOptions bad;
+  bad.devices = 8;
+  bad.device_type = "tpu-v9";
+  EXPECT_THAT(std::string(MakeCluster(bad).status().message()), HasSubstr("unknown device type 'tpu-v9'"));
+}
+
+TEST(Cluster, AxesInsideANodeGetFastLinks) {
+  ClusterOptions o;
+  o.mesh = {8, 8};  // 64 devices, 8 per node: the inner axis is a node, the outer spans nodes
+  o.device_type = "h100-80g";
+  auto c = MakeCluster(o);
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->num_devices(), 64);
+  EXPECT_EQ(c->MeshString(), "8x8");
+  EXPECT_TRUE(c->links[0].inter_node);
+  EXPECT_FALSE(c->links[1].inter_node);
+  EXPECT_LT(c->links[1].beta, c->links[0].beta);
+  EXPECT_EQ(c->memory_per_device, 80LL << 30);
+  o.memory_per_device = 40LL << 30;
+  o.inter_beta = 1e-9;
+  auto d = MakeCluster(o);
+  EXPECT_EQ(d->memory_per_device, 40LL << 30);
+  EXPECT_DOUBLE_EQ(d->links[0].beta, 1e-9);
+}
+
+TEST(Placement, StringsAndLocalShapes) {
+  auto p = ParsePlacement("S(0)R");
+  ASSERT_TRUE(p.ok());
+  EXPECT_EQ(PlacementToString(*p), "S(0)R");
+  EXPECT_EQ(PlacementToString(*ParsePlacement("R P")), "RP");
+  EXPECT_FALSE(ParsePlacement("S(x)").ok());
+  EXPECT_FALSE(ParsePlacement("Q").ok());
+  EXPECT_EQ(*LocalShape({8, 6}, *ParsePlacement("S(0)S(1)"), {2, 3}), (Shape{4, 2}));
+  EXPECT_EQ(*LocalShape({8, 6}, *ParsePlacement("S(0)S(0)"), {2, 4}), (Shape{1, 6}));
+  EXPECT_EQ(LocalShape({8, 6}, *ParsePlacement("S(1)R"), {4, 2}).status().code(), absl::StatusCode::kFailedPrecondition);
+}
+
+Cluster OneAxis(int64_t n) {
+  ClusterOptions o;
+  o.devices = n;
+  o.intra_alpha = 1e-5;
+  o.intra_beta = 1e-9;  // 1 GB/s
+  return *MakeCluster(o);
+}
+
+TEST(Collectives, TextbookCosts) {
+  const AxisLink link{1e-5, 1e-9, false};
+  const int64_t mb = 1000000;
+  EXPECT_DOUBLE_EQ(CollectiveSeconds(CollectiveKind::kAllReduce, mb, 4, link), 1e-5 + 2 * 0.75 * 1e-3);
+  EXPECT_DOUBLE_EQ(CollectiveSeconds(CollectiveKind::kAllGather, mb, 4, link), 1e-5 + 0.75 * 1e-3);
+  EXPECT_DOUBLE_EQ(CollectiveSeconds(CollectiveKind::kReduceScatter, mb, 4, link), 1e-5 + 0.75 * 1e-3);
+  EXPECT_DOUBLE_EQ(CollectiveSeconds(CollectiveKind::kAllToAll, mb, 4, link), 1e-5 + 0.75 / 4 * 1e-3);
+  EXPECT_EQ(CollectiveSeconds(CollectiveKind::kAllReduce, mb, 1, link), 0);
+}
+
+TEST(Collectives, ReshardingOneAxis) {
+  const Cluster c = OneAxis(4);
+  const TensorType t{v1::FLOAT32, {1024, 256}};  // 1 MiB
+  const int64_t bytes = t.NumBytes();
+  auto pr = ReshardCost(t, *ParsePlacement("P"), *ParsePlacement("R"), c);
+  ASSERT_TRUE(pr.ok());
+  ASSERT_EQ(pr->collectives.size(), 1u);
+  EXPECT_EQ(pr->collectives[0].kind, CollectiveKind::kAllReduce);
+  EXPECT_EQ(pr->collectives[0].bytes, bytes);
+  EXPECT_DOUBLE_EQ(pr->seconds, 1e-5 + 1.5 * bytes * 1e-9);
+  EXPECT_EQ(ReshardCost(t, *ParsePlacement("P"), *ParsePlacement("S(0)"), c)->collectives[0].kind,
+            CollectiveKind::kReduceScatter);
+  EXPECT_EQ(ReshardCost(t, *ParsePlacement("S(1)"), *ParsePlacement("R"), c)->collectives[0].kind,
+            CollectiveKind::kAllGather);
+  EXPECT_EQ(ReshardCost(t, *ParsePlacement("S(0)"), *ParsePlacement("S(1)"), c)->collectives[0].kind,
+            CollectiveKind::kAllToAll);
+  EXPECT_EQ(ReshardCost(t, *ParsePlacement("R"), *ParsePlacement("S(0)"), c)->seconds, 0);  // a local slice
+  EXPECT_EQ(ReshardCost(t, *ParsePlacement("R"), *ParsePlacement("R"), c)->collectives.size(), 0u);
+  // 1000 rows do not divide over 3 devices... but 1024 over 4 do; 1026 do not.
+  EXPECT_EQ(ReshardCost({v1::FLOAT32, {1026, 4}}, *ParsePlacement("R"), *ParsePlacement("S(0)"), c).status().code(),
+            absl::StatusCode::kFailedPrecondition);
+}
+
+TEST(Collectives, ReshardingTwoAxesSeesTheOtherAxisSharding) {
+  ClusterOptions o;
+  o.mesh = {2, 4};
+  o.intra_beta = 1e-9;
+  o.inter_beta = 1e-9;
+  auto c = MakeCluster(o);
+  ASSERT_TRUE(c.ok());
+  const TensorType t{v1::FLOAT32, {64, 64}};
+  // Gathering axis 1 while axis 0 still splits rows: the group sees half the tensor.
+  auto r = ReshardCost(t, *ParsePlacement("S(0)S(1)"), *ParsePlacement("S(0)R"), *c);
+  ASSERT_TRUE(r.ok());
+  ASSERT_EQ(r->collectives.size(), 1u);
+  EXPECT_EQ(r->collectives[0].axis, 1);
+  EXPECT_EQ(r->collectives[0].bytes, t.NumBytes() / 2);
+  auto both = ReshardCost(t, *ParsePlacement("PP"), *ParsePlacement("RR"), *c);
+  ASSERT_EQ(both->collectives.size(), 2u);
+  EXPECT_EQ(both->collectives[0].bytes, t.NumBytes());
+}
+
+}  // namespace
+}  // namespace mapd
