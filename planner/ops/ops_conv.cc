@@ -152,25 +152,63 @@ SavedSpec MaxPoolSaved(const CostContext& c) {
   return s;
 }
 
+// ---- sharding rules (docs/sharding.md) ----
+
+// conv2d: x[n, c, h, w] (or [c, h, w]), weight[o, c/groups, i, j], bias[o] -> y[n, o, y, x].
+// The batch and the output channels split; the input channels are summed (linear: y Partial,
+// the bias Partial too) when groups == 1. With groups > 1 an output channel reads only its
+// group's input channels, and the weight's second dimension is c/groups, so the input
+// channels are unsplittable (splitting o still works: each device reads all of x). Spatial
+// dimensions are unsplittable: a window straddles a split (a halo exchange would be needed).
+absl::StatusOr<ShardingRule> Conv2dSharding(const CostContext& c) {
+  ShardingRule r = EmptyRule(c);
+  const bool batched = c.op.input(0).rank() == 4;
+  auto groups = c.op.Int("groups", 1);
+  const bool grouped = !groups.ok() || *groups != 1;
+  const std::string n = batched ? "n" : "";
+  r.inputs[0] = n + "chw";
+  r.inputs[1] = grouped ? "odij" : "ocij";
+  r.outputs[0] = n + "oyx";
+  r.unsplittable = grouped ? "hwijyxcd" : "hwijyx";
+  if (!grouped) r.linear_reduced = "c";
+  if (c.op.has_input(2)) {
+    r.inputs[2] = "o";
+    if (!grouped) r.addends = {2};
+  }
+  return r;
+}
+
+// Pooling: batch and channels split; the pooled spatial dimensions are unsplittable.
+absl::StatusOr<ShardingRule> PoolSharding(const CostContext& c) {
+  ShardingRule r = EmptyRule(c);
+  const std::string lead = c.op.input(0).rank() == 4 ? "nc" : "c";
+  r.inputs[0] = lead + "hw";
+  r.outputs[0] = lead + "yx";
+  r.unsplittable = "hwyx";
+  return r;
+}
+
 }  // namespace
 
 void RegisterConvOps(OpRegistry& r) {
   (void)r.Register({"conv2d", "2-D convolution (NCHW)", {{"x"}, {"weight"}, {"bias", true}}, false,
                     {{"stride", AttrKind::kInts}, {"padding", AttrKind::kInts}, {"dilation", AttrKind::kInts},
                      {"groups", AttrKind::kInt}},
-                    {}, InferConv2d, Conv2dCost, Conv2dSaved});
+                    {}, InferConv2d, Conv2dCost, Conv2dSaved, {}, Conv2dSharding});
   (void)r.Register({"max_pool2d", "2-D max pooling", {{"x"}}, false,
                     {{"kernel_size", AttrKind::kInts, true}, {"stride", AttrKind::kInts}, {"padding", AttrKind::kInts},
                      {"dilation", AttrKind::kInts}, {"ceil_mode", AttrKind::kBool}},
-                    {}, [](const OpContext& c) { return InferPool(c, true); }, PoolCost, MaxPoolSaved});
+                    {}, [](const OpContext& c) { return InferPool(c, true); }, PoolCost, MaxPoolSaved, {},
+                    PoolSharding});
   (void)r.Register({"avg_pool2d", "2-D average pooling", {{"x"}}, false,
                     {{"kernel_size", AttrKind::kInts, true}, {"stride", AttrKind::kInts}, {"padding", AttrKind::kInts},
                      {"ceil_mode", AttrKind::kBool}, {"count_include_pad", AttrKind::kBool},
                      {"divisor_override", AttrKind::kInt}},
-                    {}, [](const OpContext& c) { return InferPool(c, false); }, PoolCost, Saves({0}, {})});
+                    {}, [](const OpContext& c) { return InferPool(c, false); }, PoolCost, Saves({0}, {}), {},
+                    PoolSharding});
   (void)r.Register({"adaptive_avg_pool2d", "average pooling to a fixed output size", {{"x"}}, false,
                     {{"output_size", AttrKind::kInts, true}}, {}, InferAdaptiveAvgPool,
-                    ReduceCost(), Saves({0}, {})});
+                    ReduceCost(), Saves({0}, {}), {}, PoolSharding});
 }
 
 }  // namespace mapd

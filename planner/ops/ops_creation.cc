@@ -47,18 +47,20 @@ absl::StatusOr<Types> InferFilled(const OpContext& ctx) {
 void RegisterCreationOps(OpRegistry& r) {
   OpTraits creation;
   creation.creation = true;
+  // Every output dimension splits: each device makes its own slice (arange from its offset).
+  const ShardingFn creation_rule = CreationRule();
   (void)r.Register({"arange", "[start, end) in steps of step", {}, false,
                     {{"start", AttrKind::kNumber}, {"end", AttrKind::kNumber, true}, {"step", AttrKind::kNumber},
                      {"dtype", AttrKind::kString}},
-                    creation, InferArange, ElementwiseCost(1, 0), SavesNothing()});
+                    creation, InferArange, ElementwiseCost(1, 0), SavesNothing(), {}, creation_rule});
   const std::vector<AttrSpec> filled = {{"shape", AttrKind::kInts, true}, {"dtype", AttrKind::kString}};
   (void)r.Register({"zeros", "tensor of zeros", {}, false, filled, creation, InferFilled, ElementwiseCost(0, 0),
-                    SavesNothing()});
+                    SavesNothing(), {}, creation_rule});
   (void)r.Register({"ones", "tensor of ones", {}, false, filled, creation, InferFilled, ElementwiseCost(0, 0),
-                    SavesNothing()});
+                    SavesNothing(), {}, creation_rule});
   (void)r.Register({"full", "tensor filled with value", {}, false,
                     {{"shape", AttrKind::kInts, true}, {"value", AttrKind::kNumber, true}, {"dtype", AttrKind::kString}},
-                    creation, InferFilled, ElementwiseCost(0, 0), SavesNothing()});
+                    creation, InferFilled, ElementwiseCost(0, 0), SavesNothing(), {}, creation_rule});
 }
 
 }  // namespace mapd

@@ -206,9 +206,26 @@ SavedSpec DropoutSaved(const CostContext& c) {
   return s;
 }
 
+// ---- sharding rules (docs/sharding.md) ----
+
+// triu/tril: which elements are zeroed depends on the global row and column index, so the
+// matrix dimensions (the last two) are unsplittable; leading dimensions split. (A split would
+// need the diagonal shifted by the device's row/column offset.)
+absl::StatusOr<ShardingRule> TriangleSharding(const CostContext& c) {
+  ShardingRule r = EmptyRule(c);
+  LabelPool pool;
+  const int rank = c.op.input(0).rank();
+  r.inputs[0] = pool.Fresh(rank);
+  r.outputs[0] = r.inputs[0];
+  r.unsplittable = r.inputs[0].substr(rank - 2);
+  MAPD_RETURN_IF_ERROR(pool.status());
+  return r;
+}
+
 }  // namespace
 
 void RegisterElementwiseOps(OpRegistry& r) {
+  const ShardingFn bc = BroadcastRule();  // every elementwise op: labels aligned by broadcasting
   const OpTraits ew = Elementwise();
   // What autograd keeps for each unary op: its input, its output, or nothing.
   enum Keeps { kNothing, kInput, kOutput };
@@ -230,48 +247,55 @@ void RegisterElementwiseOps(OpRegistry& r) {
   for (const auto& u : unary) {
     SavedFn saved = u.keeps == kInput ? Saves({0}, {}) : (u.keeps == kOutput ? Saves({}, {0}) : SavesNothing());
     (void)r.Register({u.name, u.summary, {{"x"}}, false, {}, ew, UnaryInfer(u.to_float),
-                      ElementwiseCost(u.flops, u.grad_flops), saved});
+                      ElementwiseCost(u.flops, u.grad_flops), saved, {}, bc});
   }
   (void)r.Register({"gelu", "Gaussian error linear unit (approximate='none'|'tanh')", {{"x"}}, false,
-                    {{"approximate", AttrKind::kString}}, ew, InferGelu, ElementwiseCost(10, 12), Saves({0}, {})});
+                    {{"approximate", AttrKind::kString}}, ew, InferGelu, ElementwiseCost(10, 12), Saves({0}, {}), {},
+                    bc});
   OpTraits drop = ew;
   drop.random = true;
+  // Dropout splits like any elementwise op; for a split plan to match single-device training
+  // the runtime must draw each device's slice of the global mask (not a fresh local one).
   (void)r.Register({"dropout", "zero elements with probability p and scale by 1/(1-p) when train",
                     {{"x"}}, false, {{"p", AttrKind::kFloat}, {"train", AttrKind::kBool}}, drop, InferDropout,
-                    ElementwiseCost(2, 1), DropoutSaved});
+                    ElementwiseCost(2, 1), DropoutSaved, {}, bc});
 
   const std::vector<AttrSpec> scalar_attrs = {{"scalar", AttrKind::kNumber}, {"reverse", AttrKind::kBool},
                                               {"alpha", AttrKind::kNumber}};
   (void)r.Register({"add", "a + alpha*b (b a tensor or attribute 'scalar')", {{"a"}, {"b", true}}, false,
-                    scalar_attrs, ew, BinaryInfer(false), ElementwiseCost(1, 1), SavesNothing()});
+                    scalar_attrs, ew, BinaryInfer(false), ElementwiseCost(1, 1), SavesNothing(), {}, bc});
   (void)r.Register({"sub", "a - alpha*b", {{"a"}, {"b", true}}, false, scalar_attrs, ew, BinaryInfer(false),
-                    ElementwiseCost(1, 1), SavesNothing()});
+                    ElementwiseCost(1, 1), SavesNothing(), {}, bc});
   (void)r.Register({"mul", "a * b", {{"a"}, {"b", true}}, false,
                     {{"scalar", AttrKind::kNumber}, {"reverse", AttrKind::kBool}}, ew, BinaryInfer(false),
-                    ElementwiseCost(1, 1), MulSaved});
+                    ElementwiseCost(1, 1), MulSaved, {}, bc});
   (void)r.Register({"div", "a / b (true division unless rounding_mode)", {{"a"}, {"b", true}}, false,
                     {{"scalar", AttrKind::kNumber}, {"reverse", AttrKind::kBool}, {"rounding_mode", AttrKind::kString}},
-                    ew, BinaryInfer(true), ElementwiseCost(1, 2), DivSaved});
+                    ew, BinaryInfer(true), ElementwiseCost(1, 2), DivSaved, {}, bc});
   (void)r.Register({"pow", "a ** b (b a tensor or attribute 'scalar')", {{"a"}, {"b", true}}, false,
                     {{"scalar", AttrKind::kNumber}, {"reverse", AttrKind::kBool}}, ew, InferPow,
-                    ElementwiseCost(1, 3), PowSaved});
+                    ElementwiseCost(1, 3), PowSaved, {}, bc});
   for (const char* cmp : {"eq", "ne", "lt", "gt", "le", "ge"}) {
     (void)r.Register({cmp, "elementwise comparison giving bool", {{"a"}, {"b", true}}, false,
-                      {{"scalar", AttrKind::kNumber}}, ew, InferCompare, ElementwiseCost(1, 0), SavesNothing()});
+                      {{"scalar", AttrKind::kNumber}}, ew, InferCompare, ElementwiseCost(1, 0), SavesNothing(), {},
+                      bc});
   }
   (void)r.Register({"masked_fill", "x with value where mask is true", {{"x"}, {"mask"}, {"value", true}}, false,
-                    {{"value", AttrKind::kNumber}}, ew, InferMaskedFill, ElementwiseCost(1, 1), Saves({1}, {})});
+                    {{"value", AttrKind::kNumber}}, ew, InferMaskedFill, ElementwiseCost(1, 1), Saves({1}, {}), {},
+                    bc});
   (void)r.Register({"where", "cond ? x : y", {{"cond"}, {"x", true}, {"y", true}}, false,
                     {{"x_scalar", AttrKind::kNumber}, {"y_scalar", AttrKind::kNumber}}, ew, InferWhere,
-                    ElementwiseCost(1, 1), Saves({0}, {})});
+                    ElementwiseCost(1, 1), Saves({0}, {}), {}, bc});
   (void)r.Register({"triu", "upper triangle (zeros below diagonal)", {{"x"}}, false,
-                    {{"diagonal", AttrKind::kInt}}, {}, InferTriangle, ElementwiseCost(1, 1), SavesNothing()});
+                    {{"diagonal", AttrKind::kInt}}, {}, InferTriangle, ElementwiseCost(1, 1), SavesNothing(), {},
+                    TriangleSharding});
   (void)r.Register({"tril", "lower triangle (zeros above diagonal)", {{"x"}}, false,
-                    {{"diagonal", AttrKind::kInt}}, {}, InferTriangle, ElementwiseCost(1, 1), SavesNothing()});
+                    {{"diagonal", AttrKind::kInt}}, {}, InferTriangle, ElementwiseCost(1, 1), SavesNothing(), {},
+                    TriangleSharding});
   (void)r.Register({"to", "convert to dtype", {{"x"}}, false, {{"dtype", AttrKind::kString, true}}, ew, InferTo,
-                    ElementwiseCost(1, 1), SavesNothing()});
+                    ElementwiseCost(1, 1), SavesNothing(), {}, bc});
   (void)r.Register({"type_as", "convert x to the dtype of other", {{"x"}, {"other"}}, false, {}, ew, InferTypeAs,
-                    ElementwiseCost(1, 1), SavesNothing()});
+                    ElementwiseCost(1, 1), SavesNothing(), {}, bc});
 }
 
 }  // namespace mapd

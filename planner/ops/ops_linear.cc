@@ -301,29 +301,140 @@ SavedSpec SdpaSaved(const CostContext& c) {
   return s;
 }
 
+// ---- sharding rules (docs/sharding.md) ----
+
+// linear: x[..., k], w[n, k], b[n] -> y[..., n]. Splitting n is column parallelism (w S(0),
+// y S(last)), splitting k row parallelism (x S(last), w S(1), y Partial, the bias Partial so it
+// is added once), splitting a batch dimension data parallelism. A 1-D weight [k] drops n.
+absl::StatusOr<ShardingRule> LinearSharding(const CostContext& c) {
+  ShardingRule r = EmptyRule(c);
+  LabelPool pool("kn");
+  const bool has_n = c.op.input(1).rank() == 2;
+  const std::string batch = pool.Fresh(c.op.input(0).rank() - 1);
+  r.inputs[0] = batch + "k";
+  r.inputs[1] = has_n ? "nk" : "k";
+  r.outputs[0] = batch + (has_n ? "n" : "");
+  if (c.op.has_input(2)) {
+    r.inputs[2] = AlignLabels(c.op.input(2).shape, c.outputs[0].shape, r.outputs[0], pool, &r.unsplittable);
+    r.addends = {2};
+  }
+  r.linear_reduced = "k";
+  MAPD_RETURN_IF_ERROR(pool.status());
+  return r;
+}
+
+// matmul: a[..., m, k] @ b[..., k, n] -> [..., m, n] with broadcast batch dimensions (a
+// broadcast size-1 batch dimension has its own unsplittable label); a 1-D operand has no m
+// (or n). `addend` (addmm/baddbmm: input 0, scaled by beta) broadcasts to the output and is
+// Partial when k is split.
+absl::StatusOr<ShardingRule> ContractionSharding(const CostContext& c, bool has_addend) {
+  ShardingRule r = EmptyRule(c);
+  LabelPool pool("mkn");
+  const int ia = has_addend ? 1 : 0;
+  const Shape& a = c.op.input(ia).shape;
+  const Shape& b = c.op.input(ia + 1).shape;
+  const Shape& out = c.outputs[0].shape;
+  const bool a1 = a.size() == 1, b1 = b.size() == 1;
+  const int batch_rank = static_cast<int>(out.size()) - (a1 ? 0 : 1) - (b1 ? 0 : 1);
+  const Shape out_batch(out.begin(), out.begin() + batch_rank);
+  const std::string batch = pool.Fresh(batch_rank);
+  auto operand = [&](const Shape& s, bool one_d, const char* matrix) {
+    if (one_d) return std::string("k");
+    const Shape sb(s.begin(), s.end() - 2);
+    return AlignLabels(sb, out_batch, batch, pool, &r.unsplittable) + matrix;
+  };
+  r.inputs[ia] = operand(a, a1, "mk");
+  r.inputs[ia + 1] = operand(b, b1, "kn");
+  r.outputs[0] = batch + (a1 ? "" : "m") + (b1 ? "" : "n");
+  if (has_addend) {
+    r.inputs[0] = AlignLabels(c.op.input(0).shape, out, r.outputs[0], pool, &r.unsplittable);
+    r.addends = {0};
+  }
+  r.linear_reduced = "k";
+  MAPD_RETURN_IF_ERROR(pool.status());
+  return r;
+}
+
+// embedding: indices[...], weight[v, d] -> out[..., d]. The vocabulary v is unsplittable for
+// now: a vocabulary-parallel embedding needs a masked gather (rows outside the device's range
+// read as zeros, the result Partial), which the runtime does not have yet. Splitting d is a
+// column-parallel embedding; splitting the indices' dimensions is data parallelism.
+absl::StatusOr<ShardingRule> EmbeddingSharding(const CostContext& c) {
+  ShardingRule r = EmptyRule(c);
+  LabelPool pool("vd");
+  const std::string idx = pool.Fresh(c.op.input(0).rank());
+  r.inputs = {idx, "vd"};
+  r.outputs = {idx + "d"};
+  r.unsplittable = "v";
+  MAPD_RETURN_IF_ERROR(pool.status());
+  return r;
+}
+
+// scaled_dot_product_attention: q[..., h, l, e], k[..., h, s, e], v[..., h, s, f] ->
+// out[..., h, l, f]; the mask broadcasts to the scores [..., h, l, s].
+// - batch dimensions and heads split (each device attends with its heads). With grouped-query
+//   attention (Hk < Hq k/v heads) query head i reads k/v head i / (Hq/Hk) (the runtime
+//   repeat_interleaves k and v), so the query heads are a merged dimension [Hk, Hq/Hk] whose
+//   outermost factor is the k/v heads: q's heads and k/v's heads share the label h, as
+//   repeat_interleave's input and output do — splitting h in n parts gives each device Hk/n
+//   k/v heads and exactly the Hq/n query heads that read them (n must divide both);
+// - l splits (query rows are independent), except under is_causal, whose mask depends on the
+//   global row index (a split would need an offset mask; an explicit attn_mask is split along
+//   with the rows and is fine);
+// - s and e are unsplittable: both feed the softmax over s (e is contracted inside q k^T, but
+//   the sum is then normalised, so it is not a linear reduction of the output);
+// - f splits: each device needs the whole softmax but only its columns of v.
+absl::StatusOr<ShardingRule> SdpaSharding(const CostContext& c) {
+  ShardingRule r = EmptyRule(c);
+  LabelPool pool("hlsef");
+  const TensorType& q = c.op.input(0);
+  const int rank = q.rank();
+  const int nbatch = std::max(rank - 3, 0);
+  const std::string batch = pool.Fresh(nbatch);
+  const std::string h = rank >= 3 ? "h" : "";
+  r.inputs[0] = batch + h + "le";
+  r.inputs[1] = batch + h + "se";
+  r.inputs[2] = batch + h + "sf";
+  r.outputs[0] = batch + h + "lf";
+  r.unsplittable += "se";
+  auto causal = c.op.Bool("is_causal", false);
+  if (causal.ok() && *causal) r.unsplittable += "l";
+  if (c.op.has_input(3)) {
+    Shape scores = q.shape;
+    scores[rank - 1] = c.op.input(1).shape[rank - 2];
+    r.inputs[3] = AlignLabels(c.op.input(3).shape, scores, batch + h + "ls", pool, &r.unsplittable);
+  }
+  MAPD_RETURN_IF_ERROR(pool.status());
+  return r;
+}
+
 }  // namespace
 
 void RegisterLinearOps(OpRegistry& r) {
   (void)r.Register({"linear", "y = x @ w^T + b", {{"x"}, {"weight"}, {"bias", true}}, false, {}, {}, InferLinear,
-                    LinearCost, LinearSaved});
+                    LinearCost, LinearSaved, {}, LinearSharding});
   (void)r.Register({"matmul", "torch.matmul (batched, broadcasting)", {{"a"}, {"b"}}, false, {}, {}, InferMatmul,
-                    MatmulCost, MatmulSaved});
+                    MatmulCost, MatmulSaved, {},
+                    [](const CostContext& c) { return ContractionSharding(c, false); }});
   (void)r.Register({"bmm", "batched matrix product [b,n,m]@[b,m,p]", {{"a"}, {"b"}}, false, {}, {}, InferBmm, MatmulCost,
-                    MatmulSaved});
+                    MatmulSaved, {}, [](const CostContext& c) { return ContractionSharding(c, false); }});
   (void)r.Register({"addmm", "beta*c + alpha*(a@b)", {{"c"}, {"a"}, {"b"}}, false,
                     {{"beta", AttrKind::kNumber}, {"alpha", AttrKind::kNumber}}, {},
-                    [](const OpContext& c) { return InferAddMm(c, 2); }, MatmulCost, MatmulSaved});
+                    [](const OpContext& c) { return InferAddMm(c, 2); }, MatmulCost, MatmulSaved, {},
+                    [](const CostContext& c) { return ContractionSharding(c, true); }});
   (void)r.Register({"baddbmm", "beta*c + alpha*bmm(a,b)", {{"c"}, {"a"}, {"b"}}, false,
                     {{"beta", AttrKind::kNumber}, {"alpha", AttrKind::kNumber}}, {},
-                    [](const OpContext& c) { return InferAddMm(c, 3); }, MatmulCost, MatmulSaved});
+                    [](const OpContext& c) { return InferAddMm(c, 3); }, MatmulCost, MatmulSaved, {},
+                    [](const CostContext& c) { return ContractionSharding(c, true); }});
   (void)r.Register({"embedding", "rows of weight picked by integer indices", {{"indices"}, {"weight"}}, false,
-                    {{"padding_idx", AttrKind::kInt}}, {}, InferEmbedding, EmbeddingCost, Saves({0}, {})});
+                    {{"padding_idx", AttrKind::kInt}}, {}, InferEmbedding, EmbeddingCost, Saves({0}, {}), {},
+                    EmbeddingSharding});
   (void)r.Register({"scaled_dot_product_attention",
                     "softmax(q k^T * scale + mask) v, with grouped-query k/v heads",
                     {{"query"}, {"key"}, {"value"}, {"attn_mask", true}}, false,
                     {{"is_causal", AttrKind::kBool}, {"dropout_p", AttrKind::kFloat},
                      {"scale", AttrKind::kFloat, false, "default 1/sqrt(E)"}},
-                    {}, InferSdpa, SdpaCost, SdpaSaved});
+                    {}, InferSdpa, SdpaCost, SdpaSaved, {}, SdpaSharding});
 }
 
 }  // namespace mapd

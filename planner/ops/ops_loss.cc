@@ -1,4 +1,6 @@
 // Losses: cross_entropy, nll_loss, mse_loss.
+#include <algorithm>
+
 #include "planner/ops/registry.h"
 #include "planner/ops/shape_util.h"
 #include "planner/util/status_macros.h"
@@ -87,6 +89,68 @@ OpCost ClassLossCost(const CostContext& c) {
   return cost;
 }
 
+// ---- sharding rules (docs/sharding.md) ----
+
+// cross_entropy / nll_loss: input[n, c, d...] (or [c]), target[n, d...] (class indices) or the
+// input's shape (probabilities), weight[c]. The class dimension is unsplittable (log_softmax
+// normalises over it; nll_loss gathers the target's class — a vocabulary-parallel loss needs a
+// masked gather and an all-reduce of the normaliser, not done yet). With reduction mean or sum
+// the other dimensions are summed — linear, so a split batch leaves the scalar loss Partial.
+// Under mean the normaliser must be global: the number of targets (or, with class weights or
+// ignored targets, the sum of the non-ignored targets' weights) over all devices — the
+// lowering divides each device's sum by it, as DESIGN §7 asks of every mean over a split
+// dimension. With reduction none the output keeps those labels.
+absl::StatusOr<ShardingRule> ClassLossSharding(const CostContext& c) {
+  ShardingRule r = EmptyRule(c);
+  LabelPool pool("nc");
+  const TensorType& x = c.op.input(0);
+  const std::string rest = x.rank() > 2 ? pool.Fresh(x.rank() - 2) : "";
+  const std::string in = x.rank() == 1 ? "c" : "nc" + rest;
+  const std::string per_elem = x.rank() == 1 ? "" : "n" + rest;
+  r.inputs[0] = in;
+  r.inputs[1] = c.op.input(1).rank() == x.rank() ? in : per_elem;  // probabilities, or class indices
+  if (c.op.has_input(2)) r.inputs[2] = "c";
+  r.unsplittable = "c";
+  auto red = c.op.Str("reduction", "mean");
+  if (red.ok() && *red == "none") {
+    r.outputs[0] = per_elem;
+  } else {
+    r.linear_reduced = per_elem;
+  }
+  MAPD_RETURN_IF_ERROR(pool.status());
+  return r;
+}
+
+// mse_loss: input and target broadcast against each other (a broadcast size-1 dimension has its
+// own unsplittable label); with reduction mean or sum every dimension is summed (linear).
+absl::StatusOr<ShardingRule> MseSharding(const CostContext& c) {
+  ShardingRule r = EmptyRule(c);
+  LabelPool pool;
+  const Shape& a = c.op.input(0).shape;
+  const Shape& b = c.op.input(1).shape;
+  Shape full(std::max(a.size(), b.size()));
+  for (size_t i = 0; i < full.size(); ++i) {
+    const int64_t da = i < a.size() ? a[a.size() - 1 - i] : 1;
+    const int64_t db = i < b.size() ? b[b.size() - 1 - i] : 1;
+    full[full.size() - 1 - i] = da == 1 ? db : da;
+  }
+  const std::string labels = pool.Fresh(static_cast<int>(full.size()));
+  r.inputs[0] = AlignLabels(a, full, labels, pool, &r.unsplittable);
+  r.inputs[1] = AlignLabels(b, full, labels, pool, &r.unsplittable);
+  auto red = c.op.Str("reduction", "mean");
+  if (red.ok() && *red == "none") {
+    r.outputs[0] = labels;
+  } else {
+    // Dimensions of size 1 everywhere are summed too (trivially); a broadcast one already is
+    // unsplittable.
+    for (char l : labels) {
+      if (!r.IsUnsplittable(l)) r.linear_reduced.push_back(l);
+    }
+  }
+  MAPD_RETURN_IF_ERROR(pool.status());
+  return r;
+}
+
 }  // namespace
 
 void RegisterLossOps(OpRegistry& r) {
@@ -94,14 +158,16 @@ void RegisterLossOps(OpRegistry& r) {
                                      {"label_smoothing", AttrKind::kFloat}};
   (void)r.Register({"cross_entropy", "log_softmax over classes + negative log likelihood",
                     {{"input"}, {"target"}, {"weight", true}}, false, cls, {},
-                    [](const OpContext& c) { return InferClassLoss(c, true); }, ClassLossCost, CrossEntropySaved});
+                    [](const OpContext& c) { return InferClassLoss(c, true); }, ClassLossCost, CrossEntropySaved, {},
+                    ClassLossSharding});
   (void)r.Register({"nll_loss", "negative log likelihood of log-probabilities",
                     {{"input"}, {"target"}, {"weight", true}}, false,
                     {{"reduction", AttrKind::kString}, {"ignore_index", AttrKind::kInt}}, {},
-                    [](const OpContext& c) { return InferClassLoss(c, false); }, ClassLossCost, Saves({0, 1, 2}, {})});
+                    [](const OpContext& c) { return InferClassLoss(c, false); }, ClassLossCost, Saves({0, 1, 2}, {}),
+                    {}, ClassLossSharding});
   (void)r.Register({"mse_loss", "mean squared error", {{"input"}, {"target"}}, false,
                     {{"reduction", AttrKind::kString}}, {}, InferMse,
-                    ElementwiseCost(3, 3), Saves({0, 1}, {})});
+                    ElementwiseCost(3, 3), Saves({0, 1}, {}), {}, MseSharding});
 }
 
 }  // namespace mapd

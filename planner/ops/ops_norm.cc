@@ -144,6 +144,62 @@ SavedSpec BatchNormSaved(const CostContext& c) {
   return s;
 }
 
+// ---- sharding rules (docs/sharding.md) ----
+
+// layer_norm / rms_norm: x[..., normalised] -> y[..., normalised]; the normalised dimensions
+// (and the affine weight/bias over them) are unsplittable, the leading ones split freely.
+absl::StatusOr<ShardingRule> TrailingNormSharding(const CostContext& c) {
+  ShardingRule r = EmptyRule(c);
+  LabelPool pool;
+  const TensorType& x = c.op.input(0);
+  auto ns = c.op.Ints("normalized_shape");
+  const int m = ns.ok() ? static_cast<int>(ns->size()) : x.rank();
+  const std::string lead = pool.Fresh(x.rank() - m);
+  const std::string norm = pool.Fresh(m);
+  r.inputs[0] = lead + norm;
+  for (int i = 1; i < c.op.num_inputs(); ++i) {
+    if (c.op.has_input(i)) r.inputs[i] = norm;
+  }
+  r.outputs[0] = lead + norm;
+  r.unsplittable = norm;
+  MAPD_RETURN_IF_ERROR(pool.status());
+  return r;
+}
+
+// batch_norm: x[n, c, spatial...]; weight, bias and running statistics [c]. Channels split.
+// In training the statistics are reduced over n and the spatial dimensions, so those are
+// unsplittable (a split batch needs SyncBatchNorm, whose all-reduce of the statistics the
+// runtime does not have yet); in eval mode the op is elementwise per channel and every
+// dimension splits.
+absl::StatusOr<ShardingRule> BatchNormSharding(const CostContext& c) {
+  ShardingRule r = EmptyRule(c);
+  LabelPool pool("nc");
+  const std::string spatial = pool.Fresh(c.op.input(0).rank() - 2);
+  r.inputs[0] = "nc" + spatial;
+  for (int i = 1; i < c.op.num_inputs(); ++i) {
+    if (c.op.has_input(i)) r.inputs[i] = "c";
+  }
+  r.outputs[0] = r.inputs[0];
+  for (size_t o = 1; o < r.outputs.size(); ++o) r.outputs[o] = "c";  // new running mean and variance
+  auto training = c.op.Bool("training");
+  if (!training.ok() || *training) r.unsplittable = "n" + spatial;
+  MAPD_RETURN_IF_ERROR(pool.status());
+  return r;
+}
+
+// softmax / log_softmax: the normalised dimension is unsplittable.
+absl::StatusOr<ShardingRule> SoftmaxSharding(const CostContext& c) {
+  ShardingRule r = EmptyRule(c);
+  LabelPool pool;
+  const int rank = c.op.input(0).rank();
+  r.inputs[0] = pool.Fresh(rank);
+  r.outputs[0] = r.inputs[0];
+  auto dim = c.op.Int("dim");
+  if (rank > 0 && dim.ok()) r.unsplittable.push_back(r.inputs[0][(*dim % rank + rank) % rank]);
+  MAPD_RETURN_IF_ERROR(pool.status());
+  return r;
+}
+
 }  // namespace
 
 void RegisterNormOps(OpRegistry& r) {
@@ -151,22 +207,23 @@ void RegisterNormOps(OpRegistry& r) {
                     {{"x"}, {"weight", true}, {"bias", true}}, false,
                     {{"normalized_shape", AttrKind::kInts, true}, {"eps", AttrKind::kFloat}}, {},
                     [](const OpContext& c) { return InferTrailingNorm(c, 2); }, ElementwiseCost(8, 10),
-                    LayerNormSaved});
+                    LayerNormSaved, {}, TrailingNormSharding});
   (void)r.Register({"rms_norm", "x / sqrt(mean(x^2) + eps) * weight over the trailing dims",
                     {{"x"}, {"weight", true}}, false,
                     {{"normalized_shape", AttrKind::kInts, true}, {"eps", AttrKind::kFloat}}, {},
-                    [](const OpContext& c) { return InferTrailingNorm(c, 1); }, RmsNormCost, RmsNormSaved});
+                    [](const OpContext& c) { return InferTrailingNorm(c, 1); }, RmsNormCost, RmsNormSaved, {},
+                    TrailingNormSharding});
   (void)r.Register({"batch_norm", "batch normalisation; training mode also yields new running stats",
                     {{"x"}, {"weight", true}, {"bias", true}, {"running_mean", true}, {"running_var", true}},
                     false,
                     {{"training", AttrKind::kBool, true}, {"momentum", AttrKind::kFloat}, {"eps", AttrKind::kFloat}},
-                    {}, InferBatchNorm, BatchNormCost, BatchNormSaved});
+                    {}, InferBatchNorm, BatchNormCost, BatchNormSaved, {}, BatchNormSharding});
   (void)r.Register({"softmax", "softmax along dim", {{"x"}}, false,
                     {{"dim", AttrKind::kInt, true}, {"dtype", AttrKind::kString}}, {}, InferSoftmax,
-                    ElementwiseCost(5, 4), Saves({}, {0})});
+                    ElementwiseCost(5, 4), Saves({}, {0}), {}, SoftmaxSharding});
   (void)r.Register({"log_softmax", "log of softmax along dim", {{"x"}}, false,
                     {{"dim", AttrKind::kInt, true}, {"dtype", AttrKind::kString}}, {}, InferSoftmax,
-                    ElementwiseCost(5, 4), Saves({}, {0})});
+                    ElementwiseCost(5, 4), Saves({}, {0}), {}, SoftmaxSharding});
 }
 
 }  // namespace mapd

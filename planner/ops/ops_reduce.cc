@@ -42,6 +42,43 @@ SavedSpec MeanSaved(const CostContext& c) {
   return s;
 }
 
+// ---- sharding rules (docs/sharding.md) ----
+
+// Reductions over `dims` (all when empty). sum and mean are linear: a reduced dimension may be
+// split and leaves the output Partial (a mean divides the local sum by the global size, so the
+// summands add up to the global mean). amax/amin are not: reduced dimensions are unsplittable.
+// A kept (keepdim) size-1 dimension has a fresh unsplittable label.
+ShardingFn ReduceSharding(bool linear) {
+  return [linear](const CostContext& c) -> absl::StatusOr<ShardingRule> {
+    ShardingRule r = EmptyRule(c);
+    LabelPool pool;
+    const int rank = c.op.input(0).rank();
+    auto dims = c.op.Ints("dims", {});
+    auto keepdim = c.op.Bool("keepdim", false);
+    if (!dims.ok()) return dims.status();
+    if (!keepdim.ok()) return keepdim.status();
+    std::vector<bool> reduced(rank, dims->empty());
+    for (int64_t d : *dims) {
+      if (rank > 0) reduced[(d % rank + rank) % rank] = true;
+    }
+    r.inputs[0] = pool.Fresh(rank);
+    std::string& reduced_labels = linear ? r.linear_reduced : r.unsplittable;
+    for (int d = 0; d < rank; ++d) {
+      if (!reduced[d]) {
+        r.outputs[0].push_back(r.inputs[0][d]);
+        continue;
+      }
+      reduced_labels.push_back(r.inputs[0][d]);
+      if (*keepdim) {
+        r.outputs[0].push_back(pool.Fresh());
+        r.unsplittable.push_back(r.outputs[0].back());
+      }
+    }
+    MAPD_RETURN_IF_ERROR(pool.status());
+    return r;
+  };
+}
+
 }  // namespace
 
 void RegisterReduceOps(OpRegistry& r) {
@@ -49,13 +86,13 @@ void RegisterReduceOps(OpRegistry& r) {
                                        {"dtype", AttrKind::kString}};
   const std::vector<AttrSpec> minmax = {{"dims", AttrKind::kInts}, {"keepdim", AttrKind::kBool}};
   (void)r.Register({"mean", "mean over dims (all when empty)", {{"x"}}, false, attrs, {}, ReduceInfer(true, false),
-                    ReduceCost(), MeanSaved});
+                    ReduceCost(), MeanSaved, {}, ReduceSharding(true)});
   (void)r.Register({"sum", "sum over dims (all when empty)", {{"x"}}, false, attrs, {}, ReduceInfer(false, false),
-                    ReduceCost(), SavesNothing()});
+                    ReduceCost(), SavesNothing(), {}, ReduceSharding(true)});
   (void)r.Register({"amax", "maximum over dims", {{"x"}}, false, minmax, {}, ReduceInfer(false, true),
-                    ReduceCost(), Saves({0}, {0})});
+                    ReduceCost(), Saves({0}, {0}), {}, ReduceSharding(false)});
   (void)r.Register({"amin", "minimum over dims", {{"x"}}, false, minmax, {}, ReduceInfer(false, true),
-                    ReduceCost(), Saves({0}, {0})});
+                    ReduceCost(), Saves({0}, {0}), {}, ReduceSharding(false)});
 }
 
 }  // namespace mapd

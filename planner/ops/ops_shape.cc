@@ -2,6 +2,7 @@
 // expand, repeat_interleave, slice, select, split, chunk, cat, stack.
 #include <algorithm>
 #include <limits>
+#include <map>
 
 #include "planner/ops/registry.h"
 #include "planner/ops/shape_util.h"
@@ -323,6 +324,173 @@ OpCost CopyCost(const CostContext& c) {
   return cost;
 }
 
+// ---- sharding rules (docs/sharding.md) ----
+
+// transpose / permute: the labels move with their dimensions.
+absl::StatusOr<ShardingRule> TransposeSharding(const CostContext& c) {
+  ShardingRule r = EmptyRule(c);
+  LabelPool pool;
+  const int rank = c.op.input(0).rank();
+  r.inputs[0] = pool.Fresh(rank);
+  r.outputs[0] = r.inputs[0];
+  if (rank >= 2 && c.op.has_attr("dim0")) {
+    std::swap(r.outputs[0][AttrDim(c, "dim0", 0)], r.outputs[0][AttrDim(c, "dim1", 1)]);
+  }
+  MAPD_RETURN_IF_ERROR(pool.status());
+  return r;
+}
+
+absl::StatusOr<ShardingRule> PermuteSharding(const CostContext& c) {
+  ShardingRule r = EmptyRule(c);
+  LabelPool pool;
+  const int rank = c.op.input(0).rank();
+  r.inputs[0] = pool.Fresh(rank);
+  MAPD_ASSIGN_OR_RETURN(std::vector<int64_t> dims, c.op.Ints("dims"));
+  for (int64_t d : dims) r.outputs[0].push_back(r.inputs[0][(d % rank + rank) % rank]);
+  MAPD_RETURN_IF_ERROR(pool.status());
+  return r;
+}
+
+// expand: kept dimensions share labels; an expanded size-1 input dimension has its own
+// unsplittable label, and the expanded output dimension (like a new leading one) a label of its
+// own that splits — each device expands to its slice from the replicated input.
+absl::StatusOr<ShardingRule> ExpandSharding(const CostContext& c) {
+  ShardingRule r = EmptyRule(c);
+  LabelPool pool;
+  const Shape& out = c.outputs[0].shape;
+  r.outputs[0] = pool.Fresh(static_cast<int>(out.size()));
+  r.inputs[0] = AlignLabels(c.op.input(0).shape, out, r.outputs[0], pool, &r.unsplittable);
+  MAPD_RETURN_IF_ERROR(pool.status());
+  return r;
+}
+
+// repeat_interleave along dim: output row i is input row i / repeats, so splitting the input's
+// dimension in n contiguous parts splits the output's in the same n parts — one label names
+// both (sizes m and m*repeats, as a merged dimension's outermost factor). Without dim the input
+// is flattened first: its outermost dimension shares the output's label, the others are
+// unsplittable.
+absl::StatusOr<ShardingRule> RepeatInterleaveSharding(const CostContext& c) {
+  ShardingRule r = EmptyRule(c);
+  LabelPool pool;
+  const TensorType& x = c.op.input(0);
+  const int rank = x.rank();
+  auto repeats = c.op.Int("repeats");
+  const bool empty = !repeats.ok() || *repeats <= 0 || x.NumElements() == 0;
+  r.inputs[0] = pool.Fresh(rank);
+  if (c.op.has_attr("dim")) {
+    const int d = AttrDim(c, "dim", 0);
+    r.outputs[0] = r.inputs[0];
+    if (empty) {
+      r.unsplittable.push_back(r.inputs[0][d]);
+      r.outputs[0][d] = pool.Fresh();
+      r.unsplittable.push_back(r.outputs[0][d]);
+    }
+  } else {
+    const bool share = rank > 0 && !empty;
+    r.outputs[0] = share ? r.inputs[0].substr(0, 1) : std::string(1, pool.Fresh());
+    r.unsplittable = share ? r.inputs[0].substr(1) : r.inputs[0] + r.outputs[0];
+  }
+  MAPD_RETURN_IF_ERROR(pool.status());
+  return r;
+}
+
+// slice along dim: that dimension is unsplittable (a device's piece of the slice is not its
+// piece of the input) and has different labels in and out — unless the slice keeps the whole
+// dimension, which then splits as any other.
+absl::StatusOr<ShardingRule> SliceSharding(const CostContext& c) {
+  ShardingRule r = EmptyRule(c);
+  LabelPool pool;
+  const int rank = c.op.input(0).rank();
+  r.inputs[0] = pool.Fresh(rank);
+  r.outputs[0] = r.inputs[0];
+  const int d = AttrDim(c, "dim", 0);
+  if (rank > 0 && c.op.input(0).shape[d] != c.outputs[0].shape[d]) {
+    r.outputs[0][d] = pool.Fresh();
+    r.unsplittable = {r.inputs[0][d], r.outputs[0][d]};
+  }
+  MAPD_RETURN_IF_ERROR(pool.status());
+  return r;
+}
+
+// select along dim: that dimension is removed and unsplittable.
+absl::StatusOr<ShardingRule> SelectSharding(const CostContext& c) {
+  ShardingRule r = EmptyRule(c);
+  LabelPool pool;
+  const int d = AttrDim(c, "dim", 0);
+  r.inputs[0] = pool.Fresh(c.op.input(0).rank());
+  r.outputs[0] = r.inputs[0];
+  r.outputs[0].erase(d, 1);
+  r.unsplittable = r.inputs[0].substr(d, 1);
+  MAPD_RETURN_IF_ERROR(pool.status());
+  return r;
+}
+
+// split / chunk along dim: the split dimension is unsplittable (pieces of a split dimension
+// are not the pieces the op makes); pieces of equal size share its label, the others
+// dimensions keep the input's.
+absl::StatusOr<ShardingRule> PiecesSharding(const CostContext& c) {
+  ShardingRule r = EmptyRule(c);
+  LabelPool pool;
+  const TensorType& x = c.op.input(0);
+  const int d = AttrDim(c, "dim", 0);
+  r.inputs[0] = pool.Fresh(x.rank());
+  std::map<int64_t, char> by_size = {{x.shape[d], r.inputs[0][d]}};
+  r.unsplittable.push_back(r.inputs[0][d]);
+  for (size_t o = 0; o < c.outputs.size(); ++o) {
+    r.outputs[o] = r.inputs[0];
+    auto it = by_size.find(c.outputs[o].shape[d]);
+    if (it == by_size.end()) {
+      it = by_size.emplace(c.outputs[o].shape[d], pool.Fresh()).first;
+      r.unsplittable.push_back(it->second);
+    }
+    r.outputs[o][d] = it->second;
+  }
+  MAPD_RETURN_IF_ERROR(pool.status());
+  return r;
+}
+
+// cat along dim: the concatenated dimension is unsplittable (inputs of equal size there share
+// a label); the other dimensions share labels across all inputs and the output.
+absl::StatusOr<ShardingRule> CatSharding(const CostContext& c) {
+  ShardingRule r = EmptyRule(c);
+  LabelPool pool;
+  const int d = AttrDim(c, "dim", 0);
+  const std::string labels = pool.Fresh(c.op.input(0).rank());
+  std::map<int64_t, char> by_size;
+  auto label_for = [&](int64_t size) {
+    auto it = by_size.find(size);
+    if (it == by_size.end()) {
+      it = by_size.emplace(size, pool.Fresh()).first;
+      r.unsplittable.push_back(it->second);
+    }
+    return it->second;
+  };
+  for (int i = 0; i < c.op.num_inputs(); ++i) {
+    r.inputs[i] = labels;
+    r.inputs[i][d] = label_for(c.op.input(i).shape[d]);
+  }
+  r.outputs[0] = labels;
+  r.outputs[0][d] = label_for(c.outputs[0].shape[d]);
+  MAPD_RETURN_IF_ERROR(pool.status());
+  return r;
+}
+
+// stack along a new dim: the new dimension is unsplittable; the others share labels.
+absl::StatusOr<ShardingRule> StackSharding(const CostContext& c) {
+  ShardingRule r = EmptyRule(c);
+  LabelPool pool;
+  const int rank = c.op.input(0).rank();
+  MAPD_ASSIGN_OR_RETURN(int64_t dim, c.op.Int("dim", 0));
+  const int d = static_cast<int>(dim < 0 ? dim + rank + 1 : dim);
+  const std::string labels = pool.Fresh(rank);
+  for (int i = 0; i < c.op.num_inputs(); ++i) r.inputs[i] = labels;
+  r.outputs[0] = labels;
+  r.outputs[0].insert(r.outputs[0].begin() + d, pool.Fresh());
+  r.unsplittable = r.outputs[0].substr(d, 1);
+  MAPD_RETURN_IF_ERROR(pool.status());
+  return r;
+}
+
 }  // namespace
 
 void RegisterShapeOps(OpRegistry& r) {
@@ -331,48 +499,51 @@ void RegisterShapeOps(OpRegistry& r) {
   copying_view.copies_if_noncontiguous = true;
   const CostFn free = FreeCost();
   const SavedFn none = SavesNothing();
+  const ShardingFn reshape_rule = ReshapeRule();  // labels mapped through merged/split dimensions
   (void)r.Register({"view", "same data, new shape (one -1 allowed)", {{"x"}}, false,
-                    {{"shape", AttrKind::kInts, true}}, view, InferReshape, free, none});
+                    {{"shape", AttrKind::kInts, true}}, view, InferReshape, free, none, {}, reshape_rule});
   (void)r.Register({"reshape", "new shape (one -1 allowed); copies a non-contiguous input", {{"x"}}, false,
-                    {{"shape", AttrKind::kInts, true}}, copying_view, InferReshape, CopyIfNeededCost, none});
+                    {{"shape", AttrKind::kInts, true}}, copying_view, InferReshape, CopyIfNeededCost, none, {},
+                    reshape_rule});
   (void)r.Register({"flatten", "merge dims start_dim..end_dim", {{"x"}}, false,
                     {{"start_dim", AttrKind::kInt}, {"end_dim", AttrKind::kInt}}, copying_view, InferFlatten,
-                    CopyIfNeededCost, none});
+                    CopyIfNeededCost, none, {}, reshape_rule});
   (void)r.Register({"transpose", "swap dim0 and dim1", {{"x"}}, false,
                     {{"dim0", AttrKind::kInt}, {"dim1", AttrKind::kInt}}, view, InferTranspose, free, none,
-                    TransposeLayout});
+                    TransposeLayout, TransposeSharding});
   (void)r.Register({"permute", "reorder dims", {{"x"}}, false, {{"dims", AttrKind::kInts, true}}, view, InferPermute,
-                    free, none, PermuteLayout});
+                    free, none, PermuteLayout, PermuteSharding});
   (void)r.Register({"contiguous", "dense row-major copy of a non-contiguous input (else the input itself)", {{"x"}},
-                    false, {}, copying_view, InferIdentity, CopyIfNeededCost, none});
+                    false, {}, copying_view, InferIdentity, CopyIfNeededCost, none, {}, IdentityRule()});
   (void)r.Register({"unsqueeze", "insert a size-1 dim", {{"x"}}, false, {{"dim", AttrKind::kInt, true}}, view,
-                    InferUnsqueeze, free, none});
+                    InferUnsqueeze, free, none, {}, reshape_rule});
   (void)r.Register({"squeeze", "remove size-1 dims (listed ones, or all)", {{"x"}}, false,
-                    {{"dims", AttrKind::kInts}}, view, InferSqueeze, free, none});
+                    {{"dims", AttrKind::kInts}}, view, InferSqueeze, free, none, {}, reshape_rule});
   (void)r.Register({"expand", "broadcast size-1 dims to shape (-1 keeps)", {{"x"}}, false,
-                    {{"shape", AttrKind::kInts, true}}, view, InferExpand, free, none, ExpandLayout});
+                    {{"shape", AttrKind::kInts, true}}, view, InferExpand, free, none, ExpandLayout, ExpandSharding});
   (void)r.Register({"repeat_interleave", "repeat each element `repeats` times along dim", {{"x"}}, false,
                     {{"repeats", AttrKind::kInt, true}, {"dim", AttrKind::kInt}}, {}, InferRepeatInterleave, CopyCost,
-                    RepeatInterleaveSaved});
+                    RepeatInterleaveSaved, {}, RepeatInterleaveSharding});
   (void)r.Register({"slice", "x[start:end:step] along dim", {{"x"}}, false,
                     {{"dim", AttrKind::kInt}, {"start", AttrKind::kInt}, {"end", AttrKind::kInt}, {"step", AttrKind::kInt}},
                     view, InferSlice, free, none, [](const CostContext& c) {
                       auto step = c.op.Int("step", 1);
                       return PieceLayout(c, AttrDim(c, "dim", 0)) && step.ok() && *step == 1;
-                    }});
+                    }, SliceSharding});
   (void)r.Register({"select", "x[index] along dim (dim removed)", {{"x"}}, false,
                     {{"dim", AttrKind::kInt, true}, {"index", AttrKind::kInt, true}}, view, InferSelect, free, none,
-                    [](const CostContext& c) { return PieceLayout(c, AttrDim(c, "dim", 0)); }});
+                    [](const CostContext& c) { return PieceLayout(c, AttrDim(c, "dim", 0)); }, SelectSharding});
   (void)r.Register({"split", "pieces of split_size (or the listed sizes) along dim", {{"x"}}, false,
                     {{"split_size", AttrKind::kInt}, {"sizes", AttrKind::kInts}, {"dim", AttrKind::kInt}}, view,
-                    InferSplit, free, none, [](const CostContext& c) { return PieceLayout(c, AttrDim(c, "dim", 0)); }});
+                    InferSplit, free, none, [](const CostContext& c) { return PieceLayout(c, AttrDim(c, "dim", 0)); },
+                    PiecesSharding});
   (void)r.Register({"chunk", "`chunks` near-equal pieces along dim", {{"x"}}, false,
                     {{"chunks", AttrKind::kInt, true}, {"dim", AttrKind::kInt}}, view, InferChunk, free, none,
-                    [](const CostContext& c) { return PieceLayout(c, AttrDim(c, "dim", 0)); }});
+                    [](const CostContext& c) { return PieceLayout(c, AttrDim(c, "dim", 0)); }, PiecesSharding});
   (void)r.Register({"cat", "concatenate along dim", {{"xs"}}, true, {{"dim", AttrKind::kInt}}, {}, InferCat, CopyCost,
-                    none});
+                    none, {}, CatSharding});
   (void)r.Register({"stack", "stack along a new dim", {{"xs"}}, true, {{"dim", AttrKind::kInt}}, {}, InferStack,
-                    CopyCost, none});
+                    CopyCost, none, {}, StackSharding});
 }
 
 }  // namespace mapd

@@ -18,6 +18,7 @@
 #include "planner/ir/tensor_type.h"
 #include "planner/ops/cost.h"
 #include "planner/ops/op_context.h"
+#include "planner/ops/sharding_rule.h"
 
 namespace mapd {
 
@@ -61,7 +62,9 @@ struct OpDef {
   SavedFn saved;
   // For views: whether outputs are contiguous; unset = as contiguous as the input.
   LayoutFn layout;
-  // Later stages add, on this same struct: the einsum-style sharding rule.
+  // Which dimensions may be split across devices, einsum style (planner/ops/sharding_rule.h,
+  // docs/sharding.md); the planner generates the node's strategies from it.
+  ShardingFn sharding;
 };
 
 class OpRegistry {
