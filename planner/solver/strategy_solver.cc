@@ -142,19 +142,21 @@ absl::StatusOr<v1::SolverResponse> SolveStrategies(const v1::SolverRequest& r) {
   if (auto st = ValidateSolverRequest(r); !st.ok()) return st;
   const auto start = std::chrono::steady_clock::now();
   v1::SolverResponse greedy = SolveGreedy(r);
-  std::vector<int> hint(greedy.choice().begin(), greedy.choice().end());
-  auto cbc = SolveWithCbc(r, greedy.status() == v1::SolverResponse::GREEDY ? &hint : nullptr);
+  // No warm start: CBC 2.10 given a partial MIP start (the s variables only) can stop at it and
+  // call it optimal (seen in tests/plan); the greedy answer is compared afterwards instead.
+  auto cbc = SolveWithCbc(r, nullptr);
   v1::SolverResponse resp;
   if (cbc.ok() && (cbc->status == CbcOutcome::kOptimal || cbc->status == CbcOutcome::kFeasible)) {
     for (int c : cbc->choice) resp.add_choice(c);
     resp.set_objective(ObjectiveOf(r, cbc->choice));
     resp.set_memory(MemoryOf(r, cbc->choice));
     resp.set_status(cbc->status == CbcOutcome::kOptimal ? v1::SolverResponse::OPTIMAL : v1::SolverResponse::FEASIBLE);
-    // CBC's incumbent under a time limit can be worse than the greedy start.
-    if (resp.status() == v1::SolverResponse::FEASIBLE && greedy.status() == v1::SolverResponse::GREEDY &&
-        greedy.objective() < resp.objective()) {
+    // CBC's incumbent under a time limit can be worse than the greedy answer.
+    if (greedy.status() == v1::SolverResponse::GREEDY && greedy.objective() < resp.objective() - 1e-12) {
+      const bool was_optimal = resp.status() == v1::SolverResponse::OPTIMAL;
       resp = greedy;
       resp.set_status(v1::SolverResponse::FEASIBLE);
+      if (was_optimal) resp.set_message("CBC's 'optimal' answer was worse than the greedy one; kept the greedy one");
     }
   } else if (cbc.ok() && cbc->status == CbcOutcome::kInfeasible) {
     resp = greedy;

@@ -13,8 +13,9 @@
 // c: seconds of a node's strategy (compute + its own communication); r: seconds of resharding
 // between a producer's and a consumer's strategies; m: bytes per device at the memory peak; M:
 // the budget; F: bytes that do not depend on the choice. (C2)-(C3) make e the product s_u ⊗ s_v
-// without quadratic terms. CBC solves it under a time limit; when CBC finds nothing in time, a
-// greedy choice (cheapest per node, then repaired for memory) answers instead.
+// without quadratic terms. CBC solves it under a time limit; a greedy choice (cheapest per
+// node given its producers, repaired for memory, improved by single-node moves) answers when
+// CBC finds nothing in time, and is kept whenever it is better than CBC's incumbent.
 #ifndef MAPD_PLANNER_SOLVER_STRATEGY_SOLVER_H_
 #define MAPD_PLANNER_SOLVER_STRATEGY_SOLVER_H_
 

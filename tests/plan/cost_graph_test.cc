@@ -1,0 +1,90 @@
+// Known answers of the planner's cost graph + ILP on a two-layer MLP: a large hidden size and a
+// tiny batch get Megatron's column-then-row split; a huge batch and a small hidden size get data
+// parallelism.
+#include "planner/plan/cost_graph.h"
+
+#include <gtest/gtest.h>
+
+#include "planner/graph/builder.h"
+#include "planner/graph/verifier.h"
+#include "planner/solver/strategy_solver.h"
+#include "planner/zoo/zoo.h"
+
+namespace mapd {
+namespace {
+
+Graph Mlp(int64_t batch, int64_t hidden, int64_t ffn, int64_t classes) {
+  GraphBuilder b("mlp");
+  auto x = b.Input("x", {v1::FLOAT32, {batch, hidden}}, "features");
+  auto labels = b.Input("labels", {v1::INT64, {batch}}, "labels");
+  v1::InitRule init;
+  init.set_kind(v1::InitRule::ZEROS);
+  auto w1 = b.Param("fc1.weight", {v1::FLOAT32, {ffn, hidden}}, init);
+  auto b1 = b.Param("fc1.bias", {v1::FLOAT32, {ffn}}, init);
+  auto w2 = b.Param("fc2.weight", {v1::FLOAT32, {classes, ffn}}, init);
+  auto h = b.Op("linear", {x, w1, b1});
+  auto r = b.Op("relu", {h});
+  auto y = b.Op("linear", {r, w2});
+  b.Output(b.Op("cross_entropy", {y, labels}));
+  auto g = MakeVerifiedGraph(*b.Build());
+  EXPECT_TRUE(g.ok()) << g.status();
+  return *g;
+}
+
+Cluster EightH100() {
+  ClusterOptions o;
+  o.devices = 8;
+  o.device_type = "h100-80g";
+  return *MakeCluster(o);
+}
+
+struct Choice {
+  std::string fc1_weight, fc2_weight, x;
+};
+
+Choice Plan(const Graph& g, const Cluster& c) {
+  auto cg = BuildCostGraph(g, c, ProfileOptions());
+  EXPECT_TRUE(cg.ok()) << cg.status();
+  auto resp = SolveStrategies(cg->request);
+  EXPECT_TRUE(resp.ok()) << resp.status();
+  EXPECT_EQ(resp->status(), v1::SolverResponse::OPTIMAL);
+  const Strategy& fc1 = cg->strategies[0][resp->choice(0)];
+  const Strategy& fc2 = cg->strategies[2][resp->choice(2)];
+  return {PlacementToString(fc1.inputs[1]), PlacementToString(fc2.inputs[1]), PlacementToString(fc1.inputs[0])};
+}
+
+TEST(CostGraph, LargeHiddenTinyBatchIsMegatron) {
+  const Choice c = Plan(Mlp(/*batch=*/8, /*hidden=*/8192, /*ffn=*/32768, /*classes=*/8), EightH100());
+  EXPECT_EQ(c.fc1_weight, "S(0)");  // column-parallel: output features split
+  EXPECT_EQ(c.fc2_weight, "S(1)");  // row-parallel: input features split, output partial
+  EXPECT_EQ(c.x, "R");
+}
+
+TEST(CostGraph, HugeBatchSmallHiddenIsDataParallel) {
+  const Choice c = Plan(Mlp(/*batch=*/65536, /*hidden=*/64, /*ffn=*/256, /*classes=*/8), EightH100());
+  EXPECT_EQ(c.fc1_weight, "R");
+  EXPECT_EQ(c.fc2_weight, "R");
+  EXPECT_EQ(c.x, "S(0)");  // batch split
+}
+
+TEST(CostGraph, ZooModelsBuildAndSolve) {
+  for (const char* spec : {"gpt2:layers=2,hidden=256,heads=8,vocab=1024,seq=128,batch=8",
+                           "llama2-7b:layers=2,hidden=256,heads=8,kv_heads=2,ffn=688,vocab=1024,seq=128,batch=8"}) {
+    SCOPED_TRACE(spec);
+    auto g = MakeVerifiedGraph(*BuildZooModel(spec));
+    ASSERT_TRUE(g.ok());
+    auto cg = BuildCostGraph(*g, EightH100(), ProfileOptions());
+    ASSERT_TRUE(cg.ok()) << cg.status();
+    EXPECT_EQ(cg->request.nodes_size(), g->num_nodes());
+    auto resp = SolveStrategies(cg->request);
+    ASSERT_TRUE(resp.ok()) << resp.status();
+    EXPECT_NE(resp->status(), v1::SolverResponse::INFEASIBLE);
+    EXPECT_GT(resp->objective(), 0);
+    // The plan is never slower than keeping everything replicated (strategy 0 everywhere).
+    std::vector<int> replicated(cg->request.nodes_size(), 0);
+    EXPECT_LE(resp->objective(), ObjectiveOf(cg->request, replicated) + 1e-12);
+  }
+}
+
+}  // namespace
+}  // namespace mapd
