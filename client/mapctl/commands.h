@@ -51,6 +51,22 @@ struct RunArgs {
   std::string format = "table";
 };
 
+struct PlanArgs {
+  ModelArgs model;
+  int64_t devices = 0;
+  std::string mesh;               // "2x4"
+  std::string device_type = "h100-80g";
+  std::string memory_per_device;  // "80GiB"; empty = the device's memory
+  int64_t gpus_per_node = 8;
+  int64_t batch_size = 0;
+  int64_t seq_len = 0;
+  std::string loss = "auto";
+  std::string optimizer = "adamw";
+  double time_limit = 10;
+  std::string dump_request;
+  std::string format = "table";
+};
+
 int RunModels(const std::string& format);
 // aten: list the PyTorch ops the TorchScript importer maps instead of the registry.
 int RunOps(const std::string& format, bool aten);
@@ -59,6 +75,7 @@ int RunInspect(const ModelArgs& model, const std::string& format, bool text);
 int RunImport(const ModelArgs& model, const std::string& output_path);
 int RunProfile(const ProfileArgs& args);
 int RunTraining(const RunArgs& args);
+int RunPlan(const PlanArgs& args);
 int RunCalibrate(const std::string& name, const std::string& output, bool quick);
 
 }  // namespace mapd::cli

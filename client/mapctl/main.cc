@@ -100,6 +100,25 @@ int main(int argc, char** argv) {
   run->add_option("-o,--output", run_args.format, "Output format")->check(CLI::IsMember({"table", "json"}))->capture_default_str();
   run->footer(kModelHelp);
 
+  PlanArgs plan_args;
+  CLI::App* plan = app.add_subcommand(
+      "plan", "Pick a sharding strategy per operator for a device mesh (first cut: no baselines or mesh search yet)");
+  plan->add_option("MODEL", plan_args.model.model, "Zoo spec, .pt archive or .pb/.json graph")->required();
+  plan->add_option("--input", plan_args.model.inputs, "Input spec NAME:DTYPE[D0,D1,...] (repeatable)");
+  plan->add_option("--devices", plan_args.devices, "Number of devices")->check(CLI::PositiveNumber);
+  plan->add_option("--mesh", plan_args.mesh, "Mesh shape, outermost axis first, e.g. 2x4");
+  plan->add_option("--device-type", plan_args.device_type, "Catalogue name or a `mapctl calibrate` JSON")->capture_default_str();
+  plan->add_option("--memory-per-device", plan_args.memory_per_device, "Budget per device, e.g. 80GiB (default: the device's)");
+  plan->add_option("--gpus-per-node", plan_args.gpus_per_node, "Devices per node (fast links inside)")->capture_default_str();
+  plan->add_option("--batch-size", plan_args.batch_size, "Global batch (zoo models)")->check(CLI::PositiveNumber);
+  plan->add_option("--seq-len", plan_args.seq_len, "Sequence length (zoo language models)")->check(CLI::PositiveNumber);
+  plan->add_option("--loss", plan_args.loss, "auto | output | cross_entropy | mse")->capture_default_str();
+  plan->add_option("--optimizer", plan_args.optimizer, "sgd | momentum | adamw")->capture_default_str();
+  plan->add_option("--time-limit", plan_args.time_limit, "Solver time limit in seconds")->capture_default_str();
+  plan->add_option("--dump-solver-request", plan_args.dump_request, "Write the ILP request (proto) here");
+  plan->add_option("-o,--output", plan_args.format, "Output format")->check(CLI::IsMember({"table", "json"}))->capture_default_str();
+  plan->footer(kModelHelp);
+
   std::string calib_name = "local-cpu", calib_out;
   bool calib_quick = false;
   CLI::App* calibrate = app.add_subcommand(
@@ -121,6 +140,7 @@ int main(int argc, char** argv) {
   if (import->parsed()) return RunImport(model_args, import_out);
   if (profile->parsed()) return RunProfile(prof);
   if (run->parsed()) return RunTraining(run_args);
+  if (plan->parsed()) return RunPlan(plan_args);
   if (calibrate->parsed()) return RunCalibrate(calib_name, calib_out, calib_quick);
   return kExitUsage;
 }

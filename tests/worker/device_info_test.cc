@@ -14,7 +14,9 @@ TEST(DeviceInfo, AnswersWhetherBuiltOrNot) {
   EXPECT_GT(inv->runtime_version, 0);
   EXPECT_FALSE(inv->nccl_version.empty());
   // Without a GPU the note says why; with one, every device reports memory.
-  if (inv->devices.empty()) EXPECT_FALSE(inv->note.empty());
+  if (inv->devices.empty()) {
+    EXPECT_FALSE(inv->note.empty());
+  }
   for (const auto& d : inv->devices) EXPECT_GT(d.total_memory_bytes, 0) << d.name;
 #else
   EXPECT_FALSE(BuiltWithCuda());
