@@ -1,6 +1,6 @@
 // `mapctl plan` (first cut): pick a sharding strategy per node for a device mesh with the
-// strategy ILP, and report predicted step time and memory per device. Baselines, repeated-layer
-// sharing, mesh search and the HTML report are not built yet (docs/planner.md).
+// strategy ILP (repeated layers share decisions), and report predicted step time and memory per
+// device. Baselines, mesh search and the HTML report are not built yet (docs/planner.md).
 #include <iostream>
 #include <map>
 
@@ -85,11 +85,16 @@ int RunPlan(const PlanArgs& args) {
   auto cg = BuildCostGraph(*graph, *cluster, po);
   if (!cg.ok()) return ReportError(cg.status());
   cg->request.set_time_limit_seconds(args.time_limit);
+  FoldedCostGraph folded = FoldRepeatedLayers(*graph, *cg);
   if (!args.dump_request.empty()) {
-    if (auto st = WriteStringToFileAtomic(args.dump_request, cg->request.SerializeAsString()); !st.ok()) return ReportError(st);
+    if (auto st = WriteStringToFileAtomic(args.dump_request, folded.request.SerializeAsString()); !st.ok()) {
+      return ReportError(st);
+    }
   }
-  auto resp = SolveStrategies(cg->request);
+  auto resp = SolveStrategies(folded.request);
   if (!resp.ok()) return ReportError(resp.status());
+  // One choice per graph node, from the folded decisions.
+  const std::vector<int> choice = folded.Expand(std::vector<int>(resp->choice().begin(), resp->choice().end()));
   if (resp->status() == v1::SolverResponse::INFEASIBLE) {
     return ReportError(absl::FailedPreconditionError(absl::StrCat(
         "no plan fits ", FormatBytes(cluster->memory_per_device), " per device: ", resp->message(),
@@ -106,10 +111,11 @@ int RunPlan(const PlanArgs& args) {
     j["memory_per_device"] = cluster->memory_per_device;
     j["solve_seconds"] = resp->solve_seconds();
     j["solver_status"] = v1::SolverResponse::Status_Name(resp->status());
+    j["decisions"] = folded.request.nodes_size();
     j["baselines"] = nlohmann::json::array();  // not built yet (docs/planner.md)
     j["nodes"] = nlohmann::json::array();
     for (int n = 0; n < graph->num_nodes(); ++n) {
-      const Strategy& s = cg->strategies[n][resp->choice(n)];
+      const Strategy& s = cg->strategies[n][choice[n]];
       j["nodes"].push_back({{"node", graph->node(n).name()}, {"op", graph->node(n).op()}, {"strategy", s.ToString()},
                             {"placements", s.PlacementsString()}});
     }
@@ -121,7 +127,7 @@ int RunPlan(const PlanArgs& args) {
     const auto& node = graph->node(n);
     const std::string& op = node.op();
     if (op != "linear" && op != "matmul" && op != "embedding" && op != "conv2d" && op != "scaled_dot_product_attention") continue;
-    const Strategy& s = cg->strategies[n][resp->choice(n)];
+    const Strategy& s = cg->strategies[n][choice[n]];
     t.Row({node.name(), op, op == "linear" ? DescribeLinear(s) : absl::StrCat(s.ToString(), "  ", s.PlacementsString())});
   }
   t.Print(std::cout);
@@ -129,9 +135,10 @@ int RunPlan(const PlanArgs& args) {
             << FormatBytes(cluster->memory_per_device) << " per device)\n"
             << absl::StrFormat("Step time:    %.3f ms predicted\n", resp->objective() * 1e3)
             << "Memory:       " << FormatBytes(static_cast<int64_t>(resp->memory())) << " per device predicted\n"
-            << absl::StrFormat("Solved in:    %.3f s (%s)\n", resp->solve_seconds(),
-                               v1::SolverResponse::Status_Name(resp->status()))
-            << "Note:         first cut — one decision per node, no baselines or mesh search yet (docs/planner.md)\n";
+            << absl::StrFormat("Solved in:    %.3f s (%s; %d decisions for %d operators, repeated layers shared)\n",
+                               resp->solve_seconds(), v1::SolverResponse::Status_Name(resp->status()),
+                               folded.request.nodes_size(), graph->num_nodes())
+            << "Note:         first cut — no baselines or mesh search yet (docs/planner.md)\n";
   return kExitOk;
 }
 

@@ -1,6 +1,8 @@
 #include "planner/plan/cost_graph.h"
 
 #include <algorithm>
+#include <map>
+#include <regex>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -154,6 +156,89 @@ absl::StatusOr<CostGraph> BuildCostGraph(const Graph& graph, const Cluster& clus
   cg.request.set_memory_budget(static_cast<double>(cluster.memory_per_device));
   cg.request.set_time_limit_seconds(10);
   return cg;
+}
+
+namespace {
+
+// "layers.12.attention/linear_2" → "layers.#.attention/linear_2".
+std::string LayerFreeName(const std::string& name) {
+  static const std::regex kIndex("\\.[0-9]+(?=[./])");
+  return std::regex_replace(name, kIndex, ".#");
+}
+
+bool SameChoices(const v1::SolverNode& a, const v1::SolverNode& b) {
+  if (a.cost_size() != b.cost_size()) return false;
+  for (int k = 0; k < a.cost_size(); ++k) {
+    if (a.cost(k) != b.cost(k) || a.memory(k) != b.memory(k)) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+std::vector<int> FoldedCostGraph::Expand(const std::vector<int>& folded_choice) const {
+  std::vector<int> out(class_of.size());
+  for (size_t n = 0; n < class_of.size(); ++n) out[n] = folded_choice[class_of[n]];
+  return out;
+}
+
+FoldedCostGraph FoldRepeatedLayers(const Graph& graph, const CostGraph& cg) {
+  FoldedCostGraph f;
+  const auto& nodes = cg.request.nodes();
+  std::map<std::string, std::vector<int>> by_key;  // layer-free name → solver nodes of that name
+  f.class_of.assign(nodes.size(), -1);
+  for (int n = 0; n < nodes.size(); ++n) {
+    const std::string key = LayerFreeName(graph.node(n).name());
+    int cls = -1;
+    for (int candidate : by_key[key]) {
+      if (SameChoices(f.request.nodes(candidate), nodes[n])) cls = candidate;
+    }
+    if (cls < 0) {
+      cls = f.request.nodes_size();
+      *f.request.add_nodes() = nodes[n];
+      f.request.mutable_nodes(cls)->set_multiplicity(0);
+      f.request.mutable_nodes(cls)->set_name(key);
+      by_key[key].push_back(cls);
+    }
+    auto* node = f.request.mutable_nodes(cls);
+    node->set_multiplicity(node->multiplicity() + std::max<int64_t>(nodes[n].multiplicity(), 1));
+    f.class_of[n] = cls;
+  }
+  // Edges between the same two classes with the same costs fold into one with a multiplicity.
+  std::map<std::pair<int, int>, std::vector<int>> edges;  // (src, dst) class → folded edges
+  for (const auto& e : cg.request.edges()) {
+    const int src = f.class_of[e.src()], dst = f.class_of[e.dst()];
+    if (src == dst) {
+      // Both ends share one decision: only the diagonal (same strategy) can occur; fold it
+      // into the node's own cost, scaled to the node's multiplicity.
+      auto* node = f.request.mutable_nodes(src);
+      const int k = node->cost_size();
+      const double share = static_cast<double>(std::max<int64_t>(e.multiplicity(), 1)) /
+                           static_cast<double>(std::max<int64_t>(node->multiplicity(), 1));
+      for (int i = 0; i < k; ++i) node->set_cost(i, node->cost(i) + share * e.cost(i * k + i));
+      continue;
+    }
+    int into = -1;
+    for (int candidate : edges[{src, dst}]) {
+      const auto& c = f.request.edges(candidate);
+      if (std::equal(c.cost().begin(), c.cost().end(), e.cost().begin(), e.cost().end())) into = candidate;
+    }
+    if (into < 0) {
+      into = f.request.edges_size();
+      auto* fe = f.request.add_edges();
+      *fe = e;
+      fe->set_src(src);
+      fe->set_dst(dst);
+      fe->set_multiplicity(0);
+      edges[{src, dst}].push_back(into);
+    }
+    auto* fe = f.request.mutable_edges(into);
+    fe->set_multiplicity(fe->multiplicity() + std::max<int64_t>(e.multiplicity(), 1));
+  }
+  f.request.set_memory_budget(cg.request.memory_budget());
+  f.request.set_memory_fixed(cg.request.memory_fixed());
+  f.request.set_time_limit_seconds(cg.request.time_limit_seconds());
+  return f;
 }
 
 }  // namespace mapd

@@ -88,3 +88,26 @@ TEST(CostGraph, ZooModelsBuildAndSolve) {
 
 }  // namespace
 }  // namespace mapd
+
+namespace mapd {
+namespace {
+
+TEST(CostGraph, RepeatedLayersFoldIntoOneDecisionEach) {
+  auto g = MakeVerifiedGraph(*BuildZooModel("llama2-7b:layers=6,hidden=256,heads=8,kv_heads=2,ffn=688,vocab=1024,seq=128,batch=8"));
+  ASSERT_TRUE(g.ok());
+  auto cg = BuildCostGraph(*g, EightH100(), ProfileOptions());
+  ASSERT_TRUE(cg.ok()) << cg.status();
+  const FoldedCostGraph folded = FoldRepeatedLayers(*g, *cg);
+  // Six identical layers solve as one: far fewer decisions than nodes.
+  EXPECT_LT(folded.request.nodes_size() * 4, cg->request.nodes_size());
+  auto resp = SolveStrategies(folded.request);
+  ASSERT_TRUE(resp.ok()) << resp.status();
+  ASSERT_NE(resp->status(), v1::SolverResponse::INFEASIBLE);
+  // The folded answer, expanded to every node, costs exactly what the folded objective says.
+  const std::vector<int> expanded = folded.Expand(std::vector<int>(resp->choice().begin(), resp->choice().end()));
+  EXPECT_NEAR(ObjectiveOf(cg->request, expanded), resp->objective(), 1e-9 * resp->objective());
+  EXPECT_NEAR(MemoryOf(cg->request, expanded), resp->memory(), 1e-6 * resp->memory());
+}
+
+}  // namespace
+}  // namespace mapd
