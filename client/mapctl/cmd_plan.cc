@@ -12,13 +12,11 @@
 #include "client/mapctl/commands.h"
 #include "client/mapctl/model_loader.h"
 #include "client/mapctl/table.h"
-#include "planner/graph/loss.h"
 #include "planner/ir/graph.h"
 #include "planner/ir/serialize.h"
 #include "planner/plan/cost_graph.h"
 #include "planner/profile/timeline_svg.h"
 #include "planner/solver/strategy_solver.h"
-#include "planner/zoo/zoo.h"
 
 namespace mapd::cli {
 
@@ -64,20 +62,7 @@ int RunPlan(const PlanArgs& args) {
   po.optimizer = *opt;
   po.device = cluster->device;
 
-  std::string spec = args.model.model;
-  if (args.batch_size > 0 || args.seq_len > 0) {
-    if (!IsZooModelSpec(spec)) {
-      return ReportError(absl::InvalidArgumentError("--batch-size and --seq-len apply to zoo models; give an imported model's shapes with --input"));
-    }
-    std::string sep = spec.find(':') == std::string::npos ? ":" : ",";
-    if (args.batch_size > 0) { absl::StrAppend(&spec, sep, "batch=", args.batch_size); sep = ","; }
-    if (args.seq_len > 0) absl::StrAppend(&spec, sep, "seq=", args.seq_len);
-  }
-  auto proto = LoadModel(spec, args.model.inputs);
-  if (!proto.ok()) return ReportError(proto.status());
-  auto kind = ParseLossKind(args.loss);
-  if (!kind.ok()) return ReportError(kind.status());
-  auto trainable = WithTrainingLoss(*std::move(proto), *kind);
+  auto trainable = LoadTrainingGraph(args.model.model, args.model.inputs, args.batch_size, args.seq_len, args.loss);
   if (!trainable.ok()) return ReportError(trainable.status());
   auto graph = Graph::Create(*std::move(trainable));
   if (!graph.ok()) return ReportError(graph.status());

@@ -9,12 +9,10 @@
 #include "client/mapctl/commands.h"
 #include "client/mapctl/model_loader.h"
 #include "client/mapctl/table.h"
-#include "planner/graph/loss.h"
 #include "planner/ir/graph.h"
 #include "planner/ir/serialize.h"
 #include "planner/profile/profiler.h"
 #include "planner/profile/timeline_svg.h"
-#include "planner/zoo/zoo.h"
 #include "worker/measure/measure.h"
 
 namespace mapd::cli {
@@ -42,23 +40,6 @@ std::string Flops(double f) {
   return absl::StrFormat("%.2f MFLOP", f / 1e6);
 }
 
-// Zoo specs take --batch-size/--seq-len as overrides; other models take shapes from --input.
-absl::StatusOr<std::string> ApplyShapeFlags(const ProfileArgs& a) {
-  if (a.batch_size <= 0 && a.seq_len <= 0) return a.model.model;
-  if (!IsZooModelSpec(a.model.model)) {
-    return absl::InvalidArgumentError(
-        "--batch-size and --seq-len apply to zoo models; give an imported model's shapes with --input");
-  }
-  std::string spec = a.model.model;
-  std::string sep = spec.find(':') == std::string::npos ? ":" : ",";
-  if (a.batch_size > 0) {
-    absl::StrAppend(&spec, sep, "batch=", a.batch_size);
-    sep = ",";
-  }
-  if (a.seq_len > 0) absl::StrAppend(&spec, sep, "seq=", a.seq_len);
-  return spec;
-}
-
 }  // namespace
 
 int RunProfile(const ProfileArgs& args) {
@@ -76,13 +57,7 @@ int RunProfile(const ProfileArgs& args) {
     return ReportError(absl::UnimplementedError(
         "--measure runs fp32 steps on this CPU; bf16 mixed precision is predicted only"));
   }
-  auto spec = ApplyShapeFlags(args);
-  if (!spec.ok()) return ReportError(spec.status());
-  auto proto = LoadModel(*spec, args.model.inputs);
-  if (!proto.ok()) return ReportError(proto.status());
-  auto loss_kind = ParseLossKind(args.loss);
-  if (!loss_kind.ok()) return ReportError(loss_kind.status());
-  auto trainable = WithTrainingLoss(*std::move(proto), *loss_kind);
+  auto trainable = LoadTrainingGraph(args.model.model, args.model.inputs, args.batch_size, args.seq_len, args.loss);
   if (!trainable.ok()) return ReportError(trainable.status());
   auto graph = Graph::Create(*std::move(trainable));
   if (!graph.ok()) return ReportError(graph.status());

@@ -7,7 +7,6 @@
 #include "absl/strings/str_format.h"
 #include "client/mapctl/commands.h"
 #include "client/mapctl/model_loader.h"
-#include "planner/graph/loss.h"
 #include "worker/local/local_training.h"
 
 namespace mapd::cli {
@@ -30,11 +29,7 @@ int RunTraining(const RunArgs& args) {
         absl::StrCat("--data ", args.data, ": give the file as ", options.data, ":PATH")));
   }
   if (auto st = options.Validate(); !st.ok()) return ReportError(st);
-  auto loss_kind = ParseLossKind(args.loss);
-  if (!loss_kind.ok()) return ReportError(loss_kind.status());
-  auto proto = LoadModel(args.model.model, args.model.inputs);
-  if (!proto.ok()) return ReportError(proto.status());
-  auto graph = WithTrainingLoss(*std::move(proto), *loss_kind);
+  auto graph = LoadTrainingGraph(args.model.model, args.model.inputs, /*batch_size=*/0, /*seq_len=*/0, args.loss);
   if (!graph.ok()) return ReportError(graph.status());
 
   nlohmann::json steps = nlohmann::json::array();

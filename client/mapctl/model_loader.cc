@@ -4,6 +4,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "planner/graph/loss.h"
 #include "planner/graph/verifier.h"
 #include "planner/import/input_spec.h"
 #include "planner/import/torchscript_importer.h"
@@ -55,6 +56,26 @@ absl::StatusOr<v1::Graph> LoadModel(const std::string& model, const std::vector<
   }
   return absl::InvalidArgumentError(absl::StrCat("cannot tell what '", model,
                                                  "' is: use a .pt TorchScript archive or a .pb/.json MAP graph"));
+}
+
+absl::StatusOr<v1::Graph> LoadTrainingGraph(const std::string& model, const std::vector<std::string>& input_specs,
+                                            int64_t batch_size, int64_t seq_len, const std::string& loss) {
+  MAPD_ASSIGN_OR_RETURN(LossKind kind, ParseLossKind(loss));
+  std::string spec = model;
+  if (batch_size > 0 || seq_len > 0) {
+    if (!IsZooModelSpec(model)) {
+      return absl::InvalidArgumentError(
+          "--batch-size and --seq-len apply to zoo models; give an imported model's shapes with --input");
+    }
+    std::string sep = spec.find(':') == std::string::npos ? ":" : ",";
+    if (batch_size > 0) {
+      absl::StrAppend(&spec, sep, "batch=", batch_size);
+      sep = ",";
+    }
+    if (seq_len > 0) absl::StrAppend(&spec, sep, "seq=", seq_len);
+  }
+  MAPD_ASSIGN_OR_RETURN(v1::Graph graph, LoadModel(spec, input_specs));
+  return WithTrainingLoss(std::move(graph), kind);
 }
 
 }  // namespace mapd::cli
