@@ -62,7 +62,7 @@ const std::set<std::string>& InterpreterKinds() {
       "aten::dim",        "aten::numel",        "aten::len",           "aten::Int",
       "aten::Float",      "aten::Bool",         "aten::ScalarImplicit", "aten::__is__",
       "aten::__isnot__",  "aten::warn",         "aten::__getitem__",   "prim::requires_grad",
-      "aten::detach",     "aten::is_floating_point", "prim::is_cuda",  "prim::layout",
+      "aten::is_floating_point", "prim::is_cuda",
   };
   return kinds;
 }
@@ -525,7 +525,7 @@ absl::Status Importer::RunNode(torch::jit::Node* n) {
     v.scalar_tensor = true;
     return bind1(v);
   }
-  if (kind == "prim::unchecked_cast" || kind == "aten::detach" && !args[0].is_tensor()) return bind1(args[0]);
+  if (kind == "prim::unchecked_cast") return bind1(args[0]);
   if (kind == "prim::Uninitialized") return bind1(AValue::None());
   if (kind == "prim::RaiseException") {
     std::string msg = args.empty() || args[0].kind != AValue::Kind::kConst ? "" : args[0].constant.toStringRef();
