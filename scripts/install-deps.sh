@@ -26,6 +26,8 @@ PACKAGES=(
   python3-grpcio python3-protobuf python3-pytest
   # C++ tests and benchmarks
   libgtest-dev libgmock-dev libbenchmark-dev
+  # the plan report test renders the HTML in headless Chromium and reads the screenshot
+  chromium python3-pil
 )
 
 SUDO=""

@@ -1,6 +1,7 @@
-// `mapctl plan` (first cut): pick a sharding strategy per node for a device mesh with the
-// strategy ILP (repeated layers share decisions), and report predicted step time and memory per
-// device. Baselines, mesh search and the HTML report are not built yet (docs/planner.md).
+// `mapctl plan`: the sharding plan that trains fastest within the memory budget — mesh shape,
+// ZeRO stage and one strategy per operator (planner/plan/planner.h) — with its predicted step
+// time, memory breakdown and communication, beside the baselines on the same cost model.
+#include <fstream>
 #include <iostream>
 #include <map>
 
@@ -14,116 +15,227 @@
 #include "client/mapctl/table.h"
 #include "planner/ir/graph.h"
 #include "planner/ir/serialize.h"
-#include "planner/plan/cost_graph.h"
+#include "planner/plan/describe.h"
+#include "planner/plan/planner.h"
+#include "planner/plan/report_html.h"
 #include "planner/profile/timeline_svg.h"
-#include "planner/solver/strategy_solver.h"
 
 namespace mapd::cli {
 
 namespace {
 
-// Words people use for a linear layer's split, from its weight's placement.
-std::string DescribeLinear(const Strategy& s) {
-  if (s.inputs.size() < 2) return s.ToString();
-  std::vector<std::string> parts;
-  for (size_t a = 0; a < s.inputs[1].size(); ++a) {
-    const AxisPlacement& w = s.inputs[1][a];
-    const AxisPlacement& x = s.inputs[0][a];
-    if (w.kind == AxisPlacement::Kind::kShard && w.dim == 0) parts.push_back(absl::StrCat("column-parallel over axis ", a));
-    else if (w.kind == AxisPlacement::Kind::kShard) parts.push_back(absl::StrCat("row-parallel over axis ", a));
-    else if (x.kind == AxisPlacement::Kind::kShard && x.dim == 0) parts.push_back(absl::StrCat("batch split over axis ", a));
-    else if (x.kind == AxisPlacement::Kind::kShard) parts.push_back(absl::StrCat("sequence split over axis ", a));
+std::string MeshString(const std::vector<int64_t>& mesh) { return absl::StrJoin(mesh, "x"); }
+
+std::string Ms(double seconds) { return absl::StrFormat("%.1f ms", seconds * 1e3); }
+
+std::string Bytes(double bytes) { return FormatBytes(static_cast<int64_t>(bytes)); }
+
+nlohmann::json CandidateJson(const PlanCandidate& c) {
+  nlohmann::json j = {{"name", c.name},
+                      {"mesh", c.mesh},
+                      {"zero_stage", c.zero_stage},
+                      {"applicable", c.applicable},
+                      {"fits", c.fits}};
+  if (!c.applicable) {
+    j["note"] = c.note;
+    j["predicted_step_seconds"] = nullptr;
+    j["predicted_peak_bytes"] = nullptr;
+    return j;
   }
-  return parts.empty() ? "replicated" : absl::StrJoin(parts, ", ");
+  j["predicted_step_seconds"] = c.cost.step_seconds;
+  j["predicted_peak_bytes"] = static_cast<int64_t>(c.cost.peak_bytes());
+  j["solver_status"] = v1::SolverResponse::Status_Name(c.solver_status);
+  return j;
+}
+
+// One row per distinct layer-free name among the nodes a summary shows, in graph order.
+struct LayerRow {
+  std::string layer, op, words, placements;
+  int count = 0;
+};
+std::vector<LayerRow> LayerRows(const Graph& graph, const PlanCandidate& plan) {
+  std::vector<LayerRow> rows;
+  std::map<std::string, size_t> seen;
+  for (int n = 0; n < graph.num_nodes(); ++n) {
+    if (!IsSummaryNode(graph, n)) continue;
+    const std::string key = LayerFreeName(graph.node(n).name());
+    const Strategy& s = plan.strategies[n];
+    const std::string words = DescribeStrategy(graph, n, s);
+    auto it = seen.find(key + "|" + words);
+    if (it != seen.end()) {
+      ++rows[it->second].count;
+      continue;
+    }
+    seen[key + "|" + words] = rows.size();
+    rows.push_back({key, graph.node(n).op(), words, s.PlacementsString(), 1});
+  }
+  return rows;
 }
 
 }  // namespace
 
 int RunPlan(const PlanArgs& args) {
-  ClusterOptions co;
-  co.devices = args.devices;
+  PlannerOptions options;
+  options.cluster.devices = args.devices;
   if (!args.mesh.empty()) {
     auto mesh = ParseMesh(args.mesh);
     if (!mesh.ok()) return ReportError(mesh.status());
-    co.mesh = *mesh;
+    options.cluster.mesh = *mesh;
   }
-  co.device_type = args.device_type;
-  co.gpus_per_node = args.gpus_per_node;
+  options.cluster.device_type = args.device_type;
+  options.cluster.gpus_per_node = args.gpus_per_node;
   if (!args.memory_per_device.empty()) {
     auto bytes = ParseBytes(args.memory_per_device);
     if (!bytes.ok()) return ReportError(bytes.status());
-    co.memory_per_device = *bytes;
+    options.cluster.memory_per_device = *bytes;
   }
-  auto cluster = MakeCluster(co);
-  if (!cluster.ok()) return ReportError(cluster.status());
-  ProfileOptions po;
   auto opt = ParseOptimizer(args.optimizer);
   if (!opt.ok()) return ReportError(opt.status());
-  po.optimizer = *opt;
-  po.device = cluster->device;
+  options.profile.optimizer = *opt;
+  if (args.zero != "auto") {
+    int stage = -2;
+    if (args.zero.size() == 1 && args.zero[0] >= '0' && args.zero[0] <= '3') stage = args.zero[0] - '0';
+    if (stage < 0) {
+      return ReportError(absl::InvalidArgumentError(absl::StrCat("--zero ", args.zero, ": use auto, 0, 1, 2 or 3")));
+    }
+    options.zero_stage = stage;
+  }
+  options.time_limit_seconds = args.time_limit;
+  if (auto st = options.Validate(); !st.ok()) return ReportError(st);
+  if (auto c = MakeCluster(options.cluster); !c.ok()) return ReportError(c.status());
 
   auto trainable = LoadTrainingGraph(args.model.model, args.model.inputs, args.batch_size, args.seq_len, args.loss);
   if (!trainable.ok()) return ReportError(trainable.status());
   auto graph = Graph::Create(*std::move(trainable));
   if (!graph.ok()) return ReportError(graph.status());
 
-  auto cg = BuildCostGraph(*graph, *cluster, po);
-  if (!cg.ok()) return ReportError(cg.status());
-  cg->request.set_time_limit_seconds(args.time_limit);
-  FoldedCostGraph folded = FoldRepeatedLayers(*graph, *cg);
+  auto result = SearchPlan(*graph, options);
+  if (!result.ok()) return ReportError(result.status());
+  const PlanCandidate& plan = result->plan;
+  const Cluster& cluster = result->cluster;
+
   if (!args.dump_request.empty()) {
-    if (auto st = WriteStringToFileAtomic(args.dump_request, folded.request.SerializeAsString()); !st.ok()) {
+    if (auto st = WriteStringToFileAtomic(args.dump_request, plan.request.SerializeAsString()); !st.ok()) {
       return ReportError(st);
     }
   }
-  auto resp = SolveStrategies(folded.request);
-  if (!resp.ok()) return ReportError(resp.status());
-  // One choice per graph node, from the folded decisions.
-  const std::vector<int> choice = folded.Expand(std::vector<int>(resp->choice().begin(), resp->choice().end()));
-  if (resp->status() == v1::SolverResponse::INFEASIBLE) {
-    return ReportError(absl::FailedPreconditionError(absl::StrCat(
-        "no plan fits ", FormatBytes(cluster->memory_per_device), " per device: ", resp->message(),
-        "; the least memory found is ", FormatBytes(static_cast<int64_t>(resp->memory())), " per device")));
+  if (!args.report.empty()) {
+    PlanReportInfo info{graph->name(), args.devices > 0 ? args.devices : cluster.num_devices(), cluster.device.name,
+                        static_cast<double>(cluster.memory_per_device)};
+    if (auto st = WriteStringToFileAtomic(args.report, RenderPlanHtml(*graph, *result, info)); !st.ok()) {
+      return ReportError(st);
+    }
+  }
+  if (!result->fits) {
+    return ReportError(absl::FailedPreconditionError(absl::StrFormat(
+        "no plan fits %s per device: the least memory any plan searched needs is %s per device "
+        "(mesh shapes %s, ZeRO %s); give each device at least that (--memory-per-device), use more "
+        "devices, or a smaller batch",
+        FormatBytes(cluster.memory_per_device), Bytes(result->min_memory_bytes),
+        options.cluster.mesh.empty() ? "all 1-D and 2-D" : MeshString(options.cluster.mesh),
+        options.zero_stage < 0 ? "up to stage 3" : absl::StrCat("stage ", options.zero_stage))));
+  }
+  if (!args.save.empty()) {
+    if (auto st = WriteStringToFileAtomic(args.save, ToPlanProto(*graph, *result, options).SerializeAsString()); !st.ok()) {
+      return ReportError(st);
+    }
   }
 
+  const ChoiceCost& cost = plan.cost;
   if (args.format == "json") {
     nlohmann::json j;
     j["model"] = graph->name();
-    j["mesh"] = cluster->mesh;
-    j["device"] = cluster->device.name;
-    j["predicted_step_seconds"] = resp->objective();
-    j["predicted_peak_bytes"] = static_cast<int64_t>(resp->memory());
-    j["memory_per_device"] = cluster->memory_per_device;
-    j["solve_seconds"] = resp->solve_seconds();
-    j["solver_status"] = v1::SolverResponse::Status_Name(resp->status());
-    j["decisions"] = folded.request.nodes_size();
-    j["baselines"] = nlohmann::json::array();  // not built yet (docs/planner.md)
+    j["device"] = cluster.device.name;
+    j["devices"] = cluster.num_devices();
+    j["mesh"] = plan.mesh;
+    j["zero_stage"] = plan.zero_stage;
+    j["memory_per_device"] = cluster.memory_per_device;
+    j["fits"] = result->fits;
+    j["predicted_step_seconds"] = cost.step_seconds;
+    j["predicted_compute_seconds"] = cost.compute_seconds;
+    j["predicted_communication_seconds"] = cost.comm_seconds;
+    j["predicted_peak_bytes"] = static_cast<int64_t>(cost.peak_bytes());
+    j["memory_breakdown"] = {{"parameters", static_cast<int64_t>(cost.parameter_bytes)},
+                             {"gradients", static_cast<int64_t>(cost.gradient_bytes)},
+                             {"optimizer_states", static_cast<int64_t>(cost.optimizer_bytes)},
+                             {"activations", static_cast<int64_t>(cost.activation_bytes)},
+                             {"gathered_parameters", static_cast<int64_t>(cost.fixed_bytes)}};
+    nlohmann::json comm;
+    for (int k = 0; k < 4; ++k) comm[CollectiveName(static_cast<CollectiveKind>(k))] = static_cast<int64_t>(cost.comm_bytes[k]);
+    j["communication_bytes"] = comm;
+    j["solve_seconds"] = result->search_seconds;
+    j["solver_status"] = v1::SolverResponse::Status_Name(plan.solver_status);
+    j["decisions"] = plan.decisions;
+    j["meshes_solved"] = result->meshes_solved;
+    j["meshes_pruned"] = result->meshes_pruned;
+    j["alternatives"] = nlohmann::json::array();
+    for (const auto& a : result->alternatives) j["alternatives"].push_back(CandidateJson(a));
+    j["baselines"] = nlohmann::json::array();
+    for (const auto& b : result->baselines) j["baselines"].push_back(CandidateJson(b));
+    j["layers"] = nlohmann::json::array();
+    for (const LayerRow& r : LayerRows(*graph, plan)) {
+      j["layers"].push_back({{"layer", r.layer}, {"op", r.op}, {"strategy", r.words}, {"placements", r.placements}, {"count", r.count}});
+    }
     j["nodes"] = nlohmann::json::array();
     for (int n = 0; n < graph->num_nodes(); ++n) {
-      const Strategy& s = cg->strategies[n][choice[n]];
+      const Strategy& s = plan.strategies[n];
       j["nodes"].push_back({{"node", graph->node(n).name()}, {"op", graph->node(n).op()}, {"strategy", s.ToString()},
                             {"placements", s.PlacementsString()}});
     }
     std::cout << j.dump(2) << "\n";
     return kExitOk;
   }
-  Table t({"NODE", "OP", "STRATEGY"});
-  for (int n = 0; n < graph->num_nodes(); ++n) {
-    const auto& node = graph->node(n);
-    const std::string& op = node.op();
-    if (op != "linear" && op != "matmul" && op != "embedding" && op != "conv2d" && op != "scaled_dot_product_attention") continue;
-    const Strategy& s = cg->strategies[n][choice[n]];
-    t.Row({node.name(), op, op == "linear" ? DescribeLinear(s) : absl::StrCat(s.ToString(), "  ", s.PlacementsString())});
+
+  Table layers({"LAYER", "OP", "STRATEGY", "COUNT"});
+  for (const LayerRow& r : LayerRows(*graph, plan)) layers.Row({r.layer, r.op, r.words, std::to_string(r.count)});
+  layers.Print(std::cout);
+
+  std::vector<std::string> axes;
+  for (int a = 0; a < cluster.num_axes(); ++a) {
+    axes.push_back(absl::StrCat("axis ", a, ": ", cluster.mesh[a], " devices, ",
+                                cluster.links[a].inter_node ? "across nodes" : "inside a node"));
   }
-  t.Print(std::cout);
-  std::cout << "\nMesh:         " << cluster->MeshString() << " " << cluster->device.name << " ("
-            << FormatBytes(cluster->memory_per_device) << " per device)\n"
-            << absl::StrFormat("Step time:    %.3f ms predicted\n", resp->objective() * 1e3)
-            << "Memory:       " << FormatBytes(static_cast<int64_t>(resp->memory())) << " per device predicted\n"
-            << absl::StrFormat("Solved in:    %.3f s (%s; %d decisions for %d operators, repeated layers shared)\n",
-                               resp->solve_seconds(), v1::SolverResponse::Status_Name(resp->status()),
-                               folded.request.nodes_size(), graph->num_nodes())
-            << "Note:         first cut — no baselines or mesh search yet (docs/planner.md)\n";
+  std::cout << "\nMesh:         " << cluster.MeshString() << " " << cluster.device.name << " (" << absl::StrJoin(axes, "; ")
+            << ")\n"
+            << "ZeRO:         " << (plan.zero_stage == 0 ? std::string("off") : absl::StrCat("stage ", plan.zero_stage))
+            << "\n"
+            << "Step time:    " << Ms(cost.step_seconds) << " predicted (compute " << Ms(cost.compute_seconds)
+            << ", communication " << Ms(cost.comm_seconds) << ")\n"
+            << "Memory:       " << Bytes(cost.peak_bytes()) << " per device predicted, of "
+            << FormatBytes(cluster.memory_per_device) << ": parameters " << Bytes(cost.parameter_bytes) << ", gradients "
+            << Bytes(cost.gradient_bytes) << ", optimizer states " << Bytes(cost.optimizer_bytes) << ", activations "
+            << Bytes(cost.activation_bytes);
+  if (cost.fixed_bytes > 0) std::cout << ", gathered parameters " << Bytes(cost.fixed_bytes);
+  std::cout << "\nCommunication per device per step:";
+  for (int k = 0; k < 4; ++k) {
+    std::cout << (k ? ", " : " ") << CollectiveName(static_cast<CollectiveKind>(k)) << " " << Bytes(cost.comm_bytes[k]);
+  }
+  std::cout << absl::StrFormat(
+      "\nSearch:       %.2f s; %d mesh shape(s) solved, %d pruned by their lower bound; %s with %d decisions for %d "
+      "operators (repeated layers shared)\n",
+      result->search_seconds, result->meshes_solved, result->meshes_pruned,
+      v1::SolverResponse::Status_Name(plan.solver_status), plan.decisions, graph->num_nodes());
+
+  std::cout << "\nMesh shapes (MAP's best on each):\n";
+  Table alts({"MESH", "ZERO", "STEP", "PEAK/DEVICE", "FITS"});
+  for (const auto& a : result->alternatives) {
+    alts.Row({MeshString(a.mesh), std::to_string(a.zero_stage), Ms(a.cost.step_seconds), Bytes(a.cost.peak_bytes()),
+              a.fits ? "yes" : "no"});
+  }
+  alts.Print(std::cout);
+  std::cout << "\nBaselines (same cost model):\n";
+  Table base({"BASELINE", "MESH", "STEP", "PEAK/DEVICE", "FITS", "MAP SPEEDUP"});
+  for (const auto& b : result->baselines) {
+    if (!b.applicable) {
+      base.Row({b.name, MeshString(b.mesh), "-", "-", "n/a", b.note});
+      continue;
+    }
+    base.Row({b.name, MeshString(b.mesh), Ms(b.cost.step_seconds), Bytes(b.cost.peak_bytes()), b.fits ? "yes" : "no",
+              absl::StrFormat("%.2fx", b.cost.step_seconds / cost.step_seconds)});
+  }
+  base.Print(std::cout);
+  if (!args.save.empty()) std::cout << "\nSaved the plan to " << args.save << "\n";
+  if (!args.report.empty()) std::cout << "Wrote the report to " << args.report << "\n";
   return kExitOk;
 }
 

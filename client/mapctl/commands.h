@@ -64,6 +64,9 @@ struct PlanArgs {
   std::string optimizer = "adamw";
   double time_limit = 10;
   std::string dump_request;
+  std::string zero = "auto";      // auto | 0..3
+  std::string save;               // plan.pb
+  std::string report;             // plan.html
   std::string format = "table";
 };
 

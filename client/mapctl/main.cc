@@ -102,11 +102,11 @@ int main(int argc, char** argv) {
 
   PlanArgs plan_args;
   CLI::App* plan = app.add_subcommand(
-      "plan", "Pick a sharding strategy per operator for a device mesh (first cut: no baselines or mesh search yet)");
+      "plan", "Find the sharding plan that trains fastest within the memory budget: mesh shape, ZeRO stage and a strategy per operator, beside the baselines");
   plan->add_option("MODEL", plan_args.model.model, "Zoo spec, .pt archive or .pb/.json graph")->required();
   plan->add_option("--input", plan_args.model.inputs, "Input spec NAME:DTYPE[D0,D1,...] (repeatable)");
   plan->add_option("--devices", plan_args.devices, "Number of devices")->check(CLI::PositiveNumber);
-  plan->add_option("--mesh", plan_args.mesh, "Mesh shape, outermost axis first, e.g. 2x4");
+  plan->add_option("--mesh", plan_args.mesh, "Pin the mesh shape, outermost axis first, e.g. 2x4 (default: search every 1-D and 2-D shape)");
   plan->add_option("--device-type", plan_args.device_type, "Catalogue name or a `mapctl calibrate` JSON")->capture_default_str();
   plan->add_option("--memory-per-device", plan_args.memory_per_device, "Budget per device, e.g. 80GiB (default: the device's)");
   plan->add_option("--gpus-per-node", plan_args.gpus_per_node, "Devices per node (fast links inside)")->capture_default_str();
@@ -115,7 +115,10 @@ int main(int argc, char** argv) {
   plan->add_option("--loss", plan_args.loss, "auto | output | cross_entropy | mse")->capture_default_str();
   plan->add_option("--optimizer", plan_args.optimizer, "sgd | momentum | adamw")->capture_default_str();
   plan->add_option("--time-limit", plan_args.time_limit, "Solver time limit in seconds")->capture_default_str();
-  plan->add_option("--dump-solver-request", plan_args.dump_request, "Write the ILP request (proto) here");
+  plan->add_option("--dump-solver-request", plan_args.dump_request, "Write the winning ILP request (proto) here");
+  plan->add_option("--zero", plan_args.zero, "ZeRO stage over data-parallel axes: auto | 0 | 1 | 2 | 3")->capture_default_str();
+  plan->add_option("--save", plan_args.save, "Save the plan (proto, with its graph) to this file");
+  plan->add_option("--report", plan_args.report, "Write a self-contained HTML report (SVG) to this file");
   plan->add_option("-o,--output", plan_args.format, "Output format")->check(CLI::IsMember({"table", "json"}))->capture_default_str();
   plan->footer(kModelHelp);
 

@@ -2,13 +2,14 @@
 
 #include <algorithm>
 #include <map>
-#include <regex>
+#include <memory>
 #include <unordered_map>
 #include <unordered_set>
 
 #include "absl/strings/str_cat.h"
 #include "planner/ops/registry.h"
-#include "planner/sharding/collectives.h"
+#include "planner/plan/describe.h"
+#include "planner/plan/prepared_graph.h"
 
 namespace mapd {
 
@@ -17,111 +18,157 @@ namespace {
 // Seconds that make a choice impossible without making the ILP numerically awkward.
 constexpr double kImpossible = 1e6;
 
-struct NodeInfo {
-  std::vector<TensorType> in, out;
-  std::vector<const TensorType*> in_ptrs;
-  std::vector<bool> rg, contig;
-};
-
 int64_t LocalBytes(const TensorType& t, const Placement& p, const Cluster& c) {
   if (p.empty()) return t.NumBytes();
   auto s = LocalShape(t.shape, p, c.mesh);
   return s.ok() ? NumElements(*s) * DTypeSize(t.dtype) : t.NumBytes();
 }
 
-double StateBytesPerParamByte(const ProfileOptions& o) {
-  // weights + gradients (+ optimizer states in fp32, as much as the weights again per state)
-  const double states = o.optimizer == Optimizer::kAdamW ? 2 : (o.optimizer == Optimizer::kSgdMomentum ? 1 : 0);
-  return 2 + states;
+// Optimizer states in bytes per parameter byte (fp32 states, as much as the weights per state).
+double OptimizerStatesPerParamByte(const ProfileOptions& o) {
+  return o.optimizer == Optimizer::kAdamW ? 2 : (o.optimizer == Optimizer::kSgdMomentum ? 1 : 0);
+}
+
+void AddCollective(StrategyCost& c, CollectiveKind kind, double bytes, double seconds) {
+  c.comm_bytes[static_cast<int>(kind)] += bytes;
+  c.comm_seconds += seconds;
+}
+
+StrategyCost CostStrategy(const PreparedNode& pn, const Strategy& s, const Cluster& cluster,
+                          const ProfileOptions& options, const CostGraphOptions& co) {
+  StrategyCost c;
+  const double peak = options.precision == Precision::kFp32 ? cluster.device.fp32_flops : cluster.device.bf16_flops;
+  double split = 1;
+  for (int a = 0; a < cluster.num_axes(); ++a) {
+    if (s.axis_label[a] != 0) split *= static_cast<double>(cluster.mesh[a]);
+  }
+  const int passes = pn.any_rg ? 3 : 1;  // forward, and backward's two (inputs' and weights' gradients)
+  const double flops = (pn.cost.flops + (pn.any_rg ? pn.grad_flops : 0)) / split;
+  const double bytes = static_cast<double>(pn.cost.bytes) * passes / split;
+  c.compute_seconds = std::max(flops / peak, bytes / cluster.device.memory_bandwidth) +
+                      pn.cost.kernels * passes * cluster.device.kernel_overhead_seconds;
+  c.activation_bytes = static_cast<double>(pn.saved.extra_bytes) / split;
+  const double states = OptimizerStatesPerParamByte(options);
+  for (size_t i = 0; i < pn.in.size(); ++i) {
+    if (pn.in_ptrs[i] == nullptr) continue;
+    const int64_t local = LocalBytes(pn.in[i], s.inputs[i], cluster);
+    const bool param = pn.role[i] != ParamRole::kNone;
+    // Data-parallel axes of this input: held replicated while the work is split.
+    double dp = 1;
+    if (pn.rg[i]) {
+      for (int a = 0; a < cluster.num_axes(); ++a) {
+        if (s.axis_label[a] == 0 || s.inputs[i][a].kind != AxisPlacement::Kind::kReplicate) continue;
+        dp *= static_cast<double>(cluster.mesh[a]);
+        // Each rank holds a partial gradient: all-reduce it. Parameter gradients are bucketed
+        // into few all-reduces after the backward (DESIGN §7), so their latency is paid once,
+        // not per parameter: only their bandwidth is charged. ZeRO 1/2 replace the all-reduce
+        // by a reduce-scatter and an all-gather (the same traffic); ZeRO 3 gathers the
+        // parameter twice (forward, backward) and reduce-scatters its gradient.
+        const AxisLink& link = cluster.links[a];
+        const double ar = CollectiveSeconds(CollectiveKind::kAllReduce, local, cluster.mesh[a], link);
+        if (!param) {
+          AddCollective(c, CollectiveKind::kAllReduce, local, ar);
+        } else if (co.zero_stage == 0) {
+          AddCollective(c, CollectiveKind::kAllReduce, local, std::max(0.0, ar - link.alpha));
+        } else {
+          const double half = std::max(0.0, ar - link.alpha) / 2;  // one reduce-scatter or all-gather
+          AddCollective(c, CollectiveKind::kReduceScatter, local, half);
+          AddCollective(c, CollectiveKind::kAllGather, local * (co.zero_stage == 3 ? 2 : 1), half * (co.zero_stage == 3 ? 2 : 1));
+        }
+      }
+    }
+    switch (pn.role[i]) {
+      case ParamRole::kTrainable:
+        c.parameter_bytes += local / (co.zero_stage >= 3 ? dp : 1);
+        c.gradient_bytes += local / (co.zero_stage >= 2 ? dp : 1);
+        c.optimizer_bytes += states * local / (co.zero_stage >= 1 ? dp : 1);
+        break;
+      case ParamRole::kFrozen: c.parameter_bytes += local; break;
+      case ParamRole::kCountedBefore:
+      case ParamRole::kNone: break;
+    }
+    (void)param;
+  }
+  for (int i : pn.saved.inputs) {
+    if (pn.role[i] == ParamRole::kNone) c.activation_bytes += static_cast<double>(LocalBytes(pn.in[i], s.inputs[i], cluster));
+  }
+  for (int o : pn.saved.outputs) c.activation_bytes += static_cast<double>(LocalBytes(pn.out[o], s.outputs[o], cluster));
+  return c;
+}
+
+// Forward resharding of a value from producer to consumer placement, plus the gradient's way
+// back when the value needs one.
+absl::StatusOr<Reshard> EdgeReshard(const TensorType& type, const Placement& produced, const Placement& consumed,
+                                    bool needs_grad, const Cluster& cluster) {
+  auto fwd = ReshardCost(type, produced, consumed, cluster);
+  if (!fwd.ok() || !needs_grad) return fwd;
+  auto bwd = ReshardCost(type, consumed, produced, cluster);
+  if (!bwd.ok()) return bwd.status();
+  fwd->seconds += bwd->seconds;
+  fwd->collectives.insert(fwd->collectives.end(), bwd->collectives.begin(), bwd->collectives.end());
+  return fwd;
 }
 
 }  // namespace
 
-absl::StatusOr<CostGraph> BuildCostGraph(const Graph& graph, const Cluster& cluster, const ProfileOptions& options) {
-  const OpRegistry& reg = OpRegistry::Global();
+absl::Status CostGraphOptions::Validate() const {
+  if (zero_stage < 0 || zero_stage > 3) {
+    return absl::InvalidArgumentError(absl::StrCat("ZeRO stage ", zero_stage, " does not exist; use 0, 1, 2 or 3"));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<CostGraph> BuildCostGraph(const Graph& graph, const Cluster& cluster, const ProfileOptions& options,
+                                         const CostGraphOptions& cost_options) {
+  if (auto st = cost_options.Validate(); !st.ok()) return st;
+  auto prepared = PrepareNodes(graph);
+  if (!prepared.ok()) return prepared.status();
   const v1::Graph& p = graph.proto();
   CostGraph cg;
   cg.strategies.resize(p.nodes_size());
-  std::unordered_map<std::string, bool> rg;  // value → needs a gradient
-  for (const auto& par : p.parameters()) rg[par.name()] = par.trainable();
-  const double peak = options.precision == Precision::kFp32 ? cluster.device.fp32_flops : cluster.device.bf16_flops;
-  std::unordered_set<std::string> params_counted;
+  cg.costs.resize(p.nodes_size());
+  std::unordered_map<std::string, int> first_with_signature;  // signature → first node
+  std::vector<int> sig_of(p.nodes_size());
+  double largest_param = 0;
 
   for (int n = 0; n < p.nodes_size(); ++n) {
-    const v1::Node& node = p.nodes(n);
-    const OpDef* def = reg.Find(node.op());
-    if (def == nullptr) return absl::InvalidArgumentError(absl::StrCat("node '", node.name(), "': unknown op"));
-    NodeInfo info;
-    for (const auto& in : node.inputs()) {
-      info.in.push_back(in.empty() ? TensorType() : graph.TypeOf(in));
-      info.rg.push_back(!in.empty() && rg[in]);
-      info.contig.push_back(true);
+    const PreparedNode& pn = *(*prepared)[n];
+    for (size_t i = 0; i < pn.in.size(); ++i) {
+      if (pn.role[i] == ParamRole::kTrainable) largest_param = std::max(largest_param, static_cast<double>(pn.in[i].NumBytes()));
     }
-    for (size_t i = 0; i < info.in.size(); ++i) info.in_ptrs.push_back(node.inputs(i).empty() ? nullptr : &info.in[i]);
-    for (const auto& o : node.outputs()) info.out.push_back(graph.TypeOf(o));
-    OpContext octx(node.name(), node.op(), info.in_ptrs, node.attrs());
-    CostContext ctx{octx, info.out, info.rg, info.contig};
-    const bool any_rg = ctx.any_requires_grad();
-    for (size_t o = 0; o < info.out.size(); ++o) rg[node.outputs(o)] = any_rg && IsFloating(info.out[o].dtype);
-
-    auto strategies = GenerateStrategies(*def, ctx, cluster.mesh);
+    auto [it, fresh] = first_with_signature.emplace(pn.signature, n);
+    sig_of[n] = it->second;
+    v1::SolverNode* sn = cg.request.add_nodes();
+    sn->set_name(p.nodes(n).name());
+    sn->set_multiplicity(1);
+    if (!fresh) {  // a node costed before: share its strategies and costs
+      cg.strategies[n] = cg.strategies[it->second];
+      cg.costs[n] = cg.costs[it->second];
+      *sn->mutable_cost() = cg.request.nodes(it->second).cost();
+      *sn->mutable_memory() = cg.request.nodes(it->second).memory();
+      continue;
+    }
+    auto strategies = GenerateStrategies(*pn.def, pn.ctx(), cluster.mesh);
     if (!strategies.ok()) return strategies.status();
     cg.strategies[n] = std::move(*strategies);
-
-    OpCost cost = def->cost ? def->cost(ctx) : OpCost();
-    double grad_flops = 0;
-    for (double f : cost.grad_flops) grad_flops += f;
-    const SavedSpec saved = (any_rg && def->saved) ? def->saved(ctx) : SavedSpec();
-
-    v1::SolverNode* sn = cg.request.add_nodes();
-    sn->set_name(node.name());
-    sn->set_multiplicity(1);
     for (const Strategy& s : cg.strategies[n]) {
-      double split = 1;
-      for (int a = 0; a < cluster.num_axes(); ++a) {
-        if (s.axis_label[a] != 0) split *= static_cast<double>(cluster.mesh[a]);
-      }
-      const double flops = (cost.flops + (any_rg ? grad_flops : 0)) / split;
-      const double bytes = static_cast<double>(cost.bytes) * (any_rg ? 3 : 1) / split;
-      double seconds = std::max(flops / peak, bytes / cluster.device.memory_bandwidth) +
-                       cost.kernels * (any_rg ? 3 : 1) * cluster.device.kernel_overhead_seconds;
-      double memory = static_cast<double>(saved.extra_bytes) / split;
-      for (int i = 0; i < node.inputs_size(); ++i) {
-        if (node.inputs(i).empty()) continue;
-        const int64_t local = LocalBytes(info.in[i], s.inputs[i], cluster);
-        const v1::Parameter* par = graph.FindParameter(node.inputs(i));
-        // A replicated input that ranks use differently gets a partial gradient: all-reduce it.
-        // Parameter gradients are bucketed into few all-reduces after the backward (DESIGN §7),
-        // so their latency is paid once, not per parameter: only their bandwidth is charged.
-        if (info.rg[i]) {
-          for (int a = 0; a < cluster.num_axes(); ++a) {
-            if (s.axis_label[a] != 0 && s.inputs[i][a].kind == AxisPlacement::Kind::kReplicate) {
-              double t = CollectiveSeconds(CollectiveKind::kAllReduce, local, cluster.mesh[a], cluster.links[a]);
-              if (par != nullptr) t = std::max(0.0, t - cluster.links[a].alpha);
-              seconds += t;
-            }
-          }
-        }
-        if (par != nullptr && par->trainable() && !params_counted.count(par->name())) {
-          memory += StateBytesPerParamByte(options) * static_cast<double>(local);
-        } else if (par != nullptr) {
-          memory += static_cast<double>(local);
-        }
-      }
-      for (int i : saved.inputs) {
-        if (graph.FindParameter(node.inputs(i)) == nullptr) memory += static_cast<double>(LocalBytes(info.in[i], s.inputs[i], cluster));
-      }
-      for (int o : saved.outputs) memory += static_cast<double>(LocalBytes(info.out[o], s.outputs[o], cluster));
-      sn->add_cost(seconds);
-      sn->add_memory(memory);
-    }
-    for (const auto& in : node.inputs()) {
-      const v1::Parameter* par = in.empty() ? nullptr : graph.FindParameter(in);
-      if (par != nullptr) params_counted.insert(par->name());
+      cg.costs[n].push_back(CostStrategy(pn, s, cluster, options, cost_options));
+      sn->add_cost(cg.costs[n].back().seconds());
+      sn->add_memory(cg.costs[n].back().memory());
     }
   }
 
-  // Edges: producer output → consumer input, forward resharding plus the gradient's way back.
+  // Edges: producer output → consumer input. Memoised on (producer, output, consumer, input)
+  // signatures: the value's type and both strategy lists are then the same.
+  std::map<std::tuple<int, int, int, int, bool>, int> edge_memo;  // → first edge with that key
+  std::unordered_map<std::string, bool> needs_grad;
+  for (const auto& par : p.parameters()) needs_grad[par.name()] = par.trainable();
+  for (int n = 0; n < p.nodes_size(); ++n) {
+    const v1::Node& node = p.nodes(n);
+    for (int o = 0; o < node.outputs_size(); ++o) {
+      needs_grad[node.outputs(o)] = (*prepared)[n]->any_rg && IsFloating((*prepared)[n]->out[o].dtype);
+    }
+  }
   for (int n = 0; n < p.nodes_size(); ++n) {
     const v1::Node& node = p.nodes(n);
     for (int i = 0; i < node.inputs_size(); ++i) {
@@ -130,41 +177,118 @@ absl::StatusOr<CostGraph> BuildCostGraph(const Graph& graph, const Cluster& clus
       if (vi == nullptr || vi->def != ValueDef::kNode) continue;
       const int src = vi->index;
       const int out = vi->output_index;
+      const bool grad = needs_grad[in];
       v1::SolverEdge* e = cg.request.add_edges();
       e->set_src(src);
       e->set_dst(n);
       e->set_multiplicity(1);
-      const bool needs_grad = rg[in];
+      cg.edge_ports.push_back({src, out, n, i, grad});
+      auto [it, fresh] = edge_memo.emplace(std::make_tuple(sig_of[src], out, sig_of[n], i, grad), cg.request.edges_size() - 1);
+      if (!fresh) {
+        *e->mutable_cost() = cg.request.edges(it->second).cost();
+        continue;
+      }
       for (const Strategy& ps : cg.strategies[src]) {
         for (const Strategy& cs : cg.strategies[n]) {
-          double seconds = 0;
-          auto fwd = ReshardCost(vi->type, ps.outputs[out], cs.inputs[i], cluster);
-          if (!fwd.ok()) {
-            seconds = kImpossible;
-          } else {
-            seconds = fwd->seconds;
-            if (needs_grad) {
-              auto bwd = ReshardCost(vi->type, cs.inputs[i], ps.outputs[out], cluster);
-              seconds += bwd.ok() ? bwd->seconds : kImpossible;
-            }
-          }
-          e->add_cost(seconds);
+          auto r = EdgeReshard(vi->type, ps.outputs[out], cs.inputs[i], grad, cluster);
+          e->add_cost(r.ok() ? r->seconds : kImpossible);
         }
       }
     }
   }
   cg.request.set_memory_budget(static_cast<double>(cluster.memory_per_device));
+  // ZeRO-3 gathers a parameter before use and frees it after; with the next one prefetched, two
+  // gathered parameters are live at once (the largest two bound it).
+  cg.request.set_memory_fixed(cost_options.zero_stage == 3 ? 2 * largest_param : 0);
   cg.request.set_time_limit_seconds(10);
   return cg;
 }
 
-namespace {
-
-// "layers.12.attention/linear_2" → "layers.#.attention/linear_2".
-std::string LayerFreeName(const std::string& name) {
-  static const std::regex kIndex("\\.[0-9]+(?=[./])");
-  return std::regex_replace(name, kIndex, ".#");
+absl::StatusOr<CostGraph> RestrictStrategies(const CostGraph& cg, const Graph& graph,
+                                             const std::vector<std::vector<bool>>& allowed) {
+  const int nodes = cg.request.nodes_size();
+  if (static_cast<int>(allowed.size()) != nodes) {
+    return absl::InvalidArgumentError(absl::StrCat("RestrictStrategies: ", allowed.size(), " masks for ", nodes, " nodes"));
+  }
+  CostGraph out;
+  std::vector<std::vector<int>> kept(nodes);  // per node: the old indices kept
+  out.strategies.resize(nodes);
+  out.costs.resize(nodes);
+  for (int n = 0; n < nodes; ++n) {
+    const auto& old = cg.request.nodes(n);
+    v1::SolverNode* sn = out.request.add_nodes();
+    sn->set_name(old.name());
+    sn->set_multiplicity(old.multiplicity());
+    for (int k = 0; k < old.cost_size(); ++k) {
+      if (k >= static_cast<int>(allowed[n].size()) || !allowed[n][k]) continue;
+      kept[n].push_back(k);
+      sn->add_cost(old.cost(k));
+      sn->add_memory(old.memory(k));
+      out.strategies[n].push_back(cg.strategies[n][k]);
+      out.costs[n].push_back(cg.costs[n][k]);
+    }
+    if (kept[n].empty()) {
+      return absl::FailedPreconditionError(absl::StrCat("node '", graph.node(n).name(), "' (", graph.node(n).op(),
+                                                        ") has no strategy of this kind on the mesh"));
+    }
+  }
+  for (const auto& e : cg.request.edges()) {
+    v1::SolverEdge* ne = out.request.add_edges();
+    ne->set_src(e.src());
+    ne->set_dst(e.dst());
+    ne->set_multiplicity(e.multiplicity());
+    const int kd = cg.request.nodes(e.dst()).cost_size();
+    for (int i : kept[e.src()]) {
+      for (int j : kept[e.dst()]) ne->add_cost(e.cost(i * kd + j));
+    }
+  }
+  out.edge_ports = cg.edge_ports;
+  out.request.set_memory_budget(cg.request.memory_budget());
+  out.request.set_memory_fixed(cg.request.memory_fixed());
+  out.request.set_time_limit_seconds(cg.request.time_limit_seconds());
+  return out;
 }
+
+absl::StatusOr<ChoiceCost> CostChoice(const Graph& graph, const Cluster& cluster, const CostGraph& cg,
+                                      const std::vector<int>& choice) {
+  if (choice.size() != cg.strategies.size()) {
+    return absl::InvalidArgumentError(absl::StrCat("a choice of ", choice.size(), " strategies for ", cg.strategies.size(), " nodes"));
+  }
+  ChoiceCost c;
+  for (size_t n = 0; n < choice.size(); ++n) {
+    const StrategyCost& s = cg.costs[n][choice[n]];
+    c.compute_seconds += s.compute_seconds;
+    c.comm_seconds += s.comm_seconds;
+    for (int k = 0; k < 4; ++k) c.comm_bytes[k] += s.comm_bytes[k];
+    c.parameter_bytes += s.parameter_bytes;
+    c.gradient_bytes += s.gradient_bytes;
+    c.optimizer_bytes += s.optimizer_bytes;
+    c.activation_bytes += s.activation_bytes;
+  }
+  for (size_t e = 0; e < cg.edge_ports.size(); ++e) {
+    const EdgePort& port = cg.edge_ports[e];
+    const std::string& value = graph.node(port.src).outputs(port.output);
+    const Strategy& ps = cg.strategies[port.src][choice[port.src]];
+    const Strategy& cs = cg.strategies[port.dst][choice[port.dst]];
+    const int kd = static_cast<int>(cg.strategies[port.dst].size());
+    const double seconds = cg.request.edges(e).cost(choice[port.src] * kd + choice[port.dst]);
+    c.comm_seconds += seconds;
+    // The collectives behind the edge's seconds (with the gradient's way back when it was charged).
+    auto fwd = ReshardCost(graph.TypeOf(value), ps.outputs[port.output], cs.inputs[port.input], cluster);
+    if (!fwd.ok()) continue;
+    std::vector<Collective> all = fwd->collectives;
+    if (port.needs_grad) {
+      auto bwd = ReshardCost(graph.TypeOf(value), cs.inputs[port.input], ps.outputs[port.output], cluster);
+      if (bwd.ok()) all.insert(all.end(), bwd->collectives.begin(), bwd->collectives.end());
+    }
+    for (const Collective& col : all) c.comm_bytes[static_cast<int>(col.kind)] += static_cast<double>(col.bytes);
+  }
+  c.fixed_bytes = cg.request.memory_fixed();
+  c.step_seconds = c.compute_seconds + c.comm_seconds;
+  return c;
+}
+
+namespace {
 
 bool SameChoices(const v1::SolverNode& a, const v1::SolverNode& b) {
   if (a.cost_size() != b.cost_size()) return false;

@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "planner/solver/cbc_backend.h"
+#include "planner/solver/dominance.h"
 
 namespace mapd {
 
@@ -138,9 +139,47 @@ v1::SolverResponse SolveGreedy(const v1::SolverRequest& r) {
   return resp;
 }
 
-absl::StatusOr<v1::SolverResponse> SolveStrategies(const v1::SolverRequest& r) {
-  if (auto st = ValidateSolverRequest(r); !st.ok()) return st;
+namespace {
+
+v1::SolverResponse SolveValid(const v1::SolverRequest& r);
+
+}  // namespace
+
+absl::StatusOr<v1::SolverResponse> SolveStrategies(const v1::SolverRequest& original) {
+  if (auto st = ValidateSolverRequest(original); !st.ok()) return st;
   const auto start = std::chrono::steady_clock::now();
+  // Dominated strategies cannot be in an optimum: solve without them, answer in original indices.
+  // Every node at its smallest strategy over the budget: infeasible, no search needed.
+  if (original.memory_budget() > 0) {
+    double least = original.memory_fixed();
+    for (const auto& node : original.nodes()) {
+      least += (node.multiplicity() <= 0 ? 1.0 : static_cast<double>(node.multiplicity())) *
+               *std::min_element(node.memory().begin(), node.memory().end());
+    }
+    if (least > original.memory_budget()) {
+      v1::SolverResponse resp;
+      resp.set_status(v1::SolverResponse::INFEASIBLE);
+      resp.set_memory(least);
+      resp.set_message(absl::StrCat("even the smallest strategy of every node needs ", static_cast<int64_t>(least),
+                                    " bytes per device, over the budget of ", static_cast<int64_t>(original.memory_budget())));
+      resp.set_solve_seconds(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+      return resp;
+    }
+  }
+  const PrunedRequest pruned = PruneDominated(original);
+  v1::SolverResponse resp = SolveValid(pruned.request);
+  if (resp.choice_size() == original.nodes_size()) {
+    const std::vector<int> choice = pruned.Original(std::vector<int>(resp.choice().begin(), resp.choice().end()));
+    resp.clear_choice();
+    for (int c : choice) resp.add_choice(c);
+  }
+  resp.set_solve_seconds(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+  return resp;
+}
+
+namespace {
+
+v1::SolverResponse SolveValid(const v1::SolverRequest& r) {
   v1::SolverResponse greedy = SolveGreedy(r);
   // No warm start: CBC 2.10 given a partial MIP start (the s variables only) can stop at it and
   // call it optimal (seen in tests/plan); the greedy answer is compared afterwards instead.
@@ -166,8 +205,9 @@ absl::StatusOr<v1::SolverResponse> SolveStrategies(const v1::SolverRequest& r) {
     resp = greedy;
     if (!cbc.ok()) resp.set_message(absl::StrCat("CBC failed (", cbc.status().message(), "); greedy answer"));
   }
-  resp.set_solve_seconds(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
   return resp;
 }
+
+}  // namespace
 
 }  // namespace mapd

@@ -197,28 +197,3 @@ def test_calibrate_writes_a_usable_profile(tmp_path):
     assert prof["fp32_flops"] > 0 and prof["memory_bandwidth"] > 0 and prof["source"] == "measured"
     r = json.loads(run_mapctl("profile", SMALL_GPT, "--device-type", str(out), "-o", "json", check=0).stdout)
     assert r["device"] == "local-cpu"
-
-
-def test_plan_first_cut(tmp_path):
-    req = tmp_path / "request.pb"
-    r = json.loads(run_mapctl("plan", SMALL_GPT, "--devices", "4", "--dump-solver-request", str(req), "-o", "json",
-                              check=0).stdout)
-    for key in ("predicted_step_seconds", "predicted_peak_bytes", "solve_seconds", "mesh", "baselines"):
-        assert key in r, key
-    assert r["mesh"] == [4] and r["solver_status"] == "OPTIMAL"
-    assert req.stat().st_size > 0
-    table = run_mapctl("plan", SMALL_GPT, "--mesh", "2x2", check=0).stdout
-    assert "Mesh:         2x2" in table
-
-
-def test_plan_errors():
-    r = run_mapctl("plan", SMALL_GPT, "--devices", "8", "--mesh", "2x2")
-    assert r.returncode == 1 and "has 4 devices but --devices is 8" in r.stderr
-    r = run_mapctl("plan", SMALL_GPT, "--devices", "4", "--memory-per-device", "0GiB")
-    assert r.returncode == 1 and "positive number with a unit" in r.stderr
-    r = run_mapctl("plan", SMALL_GPT, "--devices", "4", "--device-type", "tpu-v9")
-    assert r.returncode == 1 and "unknown device type" in r.stderr
-    r = run_mapctl("plan", SMALL_GPT, "--devices", "4", "--memory-per-device", "1KiB")
-    assert r.returncode == 1 and "no plan fits" in r.stderr and "FAILED_PRECONDITION" in r.stderr
-    r = run_mapctl("plan", SMALL_GPT)
-    assert r.returncode == 1 and "--devices N or --mesh" in r.stderr

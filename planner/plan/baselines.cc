@@ -1,0 +1,94 @@
+#include "planner/plan/baselines.h"
+
+#include <unordered_map>
+
+namespace mapd {
+
+absl::StatusOr<BatchInfo> FindBatch(const Graph& graph, const std::vector<std::unique_ptr<PreparedNode>>& prepared) {
+  BatchInfo info;
+  info.label.assign(graph.num_nodes(), 0);
+  std::unordered_map<std::string, int> batch_dim;  // value → its batch dimension
+  for (const auto& in : graph.proto().inputs()) {
+    const TensorType& t = graph.TypeOf(in.name());
+    if (t.shape.empty()) continue;
+    if (info.batch == 0) info.batch = t.shape[0];
+    if (t.shape[0] == info.batch) batch_dim[in.name()] = 0;
+  }
+  for (int n = 0; n < graph.num_nodes(); ++n) {
+    const v1::Node& node = graph.node(n);
+    const PreparedNode& pn = *prepared[n];
+    if (!pn.def->sharding) continue;
+    char label = 0;
+    for (int i = 0; i < node.inputs_size() && label == 0; ++i) {
+      auto it = node.inputs(i).empty() ? batch_dim.end() : batch_dim.find(node.inputs(i));
+      if (it == batch_dim.end()) continue;
+      auto rule = pn.def->sharding(pn.ctx());
+      if (!rule.ok()) return rule.status();
+      if (i < static_cast<int>(rule->inputs.size()) && it->second < static_cast<int>(rule->inputs[i].size())) {
+        label = rule->inputs[i][it->second];
+      }
+      if (label == 0) break;
+      info.label[n] = label;
+      for (int o = 0; o < node.outputs_size() && o < static_cast<int>(rule->outputs.size()); ++o) {
+        const size_t d = rule->outputs[o].find(label);
+        if (d != std::string::npos) batch_dim[node.outputs(o)] = static_cast<int>(d);
+      }
+    }
+  }
+  return info;
+}
+
+namespace {
+
+bool HasTrainableMatrix(const PreparedNode& pn) {
+  for (size_t i = 0; i < pn.in.size(); ++i) {
+    if (pn.role[i] != ParamRole::kNone && pn.role[i] != ParamRole::kFrozen && pn.in[i].shape.size() >= 2) return true;
+  }
+  return false;
+}
+bool HasTrainable(const PreparedNode& pn) {
+  for (size_t i = 0; i < pn.in.size(); ++i) {
+    if (pn.role[i] != ParamRole::kNone && pn.role[i] != ParamRole::kFrozen) return true;
+  }
+  return false;
+}
+
+// Does strategy `s` of node `pn` (batch label `batch`) play `role` on mesh axis `a`?
+bool PlaysRole(const PreparedNode& pn, char batch, const Strategy& s, int a, AxisRole role) {
+  const char picked = s.axis_label[a];
+  if (role == AxisRole::kData) return picked == batch;
+  if (picked != 0 && picked == batch) return false;  // a tensor-parallel axis never splits the batch
+  if (HasTrainableMatrix(pn)) {
+    // Every trainable matrix sharded on this axis.
+    for (size_t i = 0; i < pn.in.size(); ++i) {
+      if (pn.role[i] == ParamRole::kNone || pn.role[i] == ParamRole::kFrozen || pn.in[i].shape.size() < 2) continue;
+      if (s.inputs[i][a].kind != AxisPlacement::Kind::kShard) return false;
+    }
+    return true;
+  }
+  if (HasTrainable(pn)) return picked == 0;  // norms: computed replicated across the group
+  return true;
+}
+
+}  // namespace
+
+std::vector<std::vector<bool>> FamilyMask(const CostGraph& cg, const BatchInfo& batch,
+                                          const std::vector<std::unique_ptr<PreparedNode>>& prepared,
+                                          const std::vector<AxisRole>& roles) {
+  std::vector<std::vector<bool>> mask(cg.strategies.size());
+  for (size_t n = 0; n < cg.strategies.size(); ++n) {
+    const auto& strategies = cg.strategies[n];
+    mask[n].assign(strategies.size(), false);
+    bool any = false;
+    for (size_t k = 0; k < strategies.size(); ++k) {
+      bool ok = true;
+      for (size_t a = 0; a < roles.size() && ok; ++a) ok = PlaysRole(*prepared[n], batch.label[n], strategies[k], static_cast<int>(a), roles[a]);
+      mask[n][k] = ok;
+      any = any || ok;
+    }
+    if (!any && !strategies.empty()) mask[n][0] = true;  // generation puts the replicated strategy first
+  }
+  return mask;
+}
+
+}  // namespace mapd

@@ -1,0 +1,50 @@
+// The plans people write by hand, as families of strategies on the same cost graph as MAP's
+// search, so that MAP's plan and the baselines are costed by one model (DESIGN §6):
+//
+//   data parallel     1-D mesh; every node splits the batch (parameters replicated, gradients
+//                     all-reduced)
+//   ZeRO-3 / FSDP     the same choices with parameters, gradients and optimizer states sharded
+//                     (the cost graph built with zero_stage 3)
+//   Megatron TP × DP  mesh dp×tp; on the dp axis the batch is split; on the tp axis every node
+//                     with a trainable matrix shards it (column, row or vocabulary parallel), a
+//                     node with only vectors (norms) computes replicated, and no node splits the
+//                     batch
+//
+// A family fixes what the hand-written plan fixes and leaves the rest (which matrix is column
+// and which row parallel, where activations are resharded) to the ILP, so each baseline is the
+// best plan of its kind under the cost model.
+#ifndef MAPD_PLANNER_PLAN_BASELINES_H_
+#define MAPD_PLANNER_PLAN_BASELINES_H_
+
+#include <memory>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "planner/plan/cost_graph.h"
+#include "planner/plan/prepared_graph.h"
+
+namespace mapd {
+
+// Per node, the label of the batch dimension in its sharding rule (0 when the node does not
+// carry the batch, as a table of positions does). The batch is dimension 0 of every graph input
+// whose first dimension equals the first input's; it follows labels from inputs to outputs.
+struct BatchInfo {
+  int64_t batch = 0;              // the global batch (0 when the graph has no batched input)
+  std::vector<char> label;        // per node
+};
+absl::StatusOr<BatchInfo> FindBatch(const Graph& graph, const std::vector<std::unique_ptr<PreparedNode>>& prepared);
+
+enum class AxisRole {
+  kData,    // split the batch (or nothing, for nodes that do not carry it)
+  kTensor,  // Megatron: shard the matrices, never the batch
+};
+
+// Which strategies of `cost_graph` belong to the family whose mesh axes have `roles`. A node
+// with no such strategy keeps its replicated one (a batch norm, whose batch is unsplittable).
+std::vector<std::vector<bool>> FamilyMask(const CostGraph& cost_graph, const BatchInfo& batch,
+                                          const std::vector<std::unique_ptr<PreparedNode>>& prepared,
+                                          const std::vector<AxisRole>& roles);
+
+}  // namespace mapd
+
+#endif  // MAPD_PLANNER_PLAN_BASELINES_H_

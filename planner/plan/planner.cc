@@ -1,0 +1,366 @@
+#include "planner/plan/planner.h"
+
+#include <algorithm>
+#include <chrono>
+#include <limits>
+#include <map>
+#include <memory>
+#include <optional>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "planner/plan/baselines.h"
+#include "planner/plan/describe.h"
+#include "planner/plan/prepared_graph.h"
+#include "planner/solver/strategy_solver.h"
+
+namespace mapd {
+
+absl::Status PlannerOptions::Validate() const {
+  if (auto st = cluster.Validate(); !st.ok()) return st;
+  if (zero_stage < -1 || zero_stage > 3) {
+    return absl::InvalidArgumentError(absl::StrCat("ZeRO stage ", zero_stage, " does not exist; use 0, 1, 2, 3 or auto"));
+  }
+  if (max_mesh_axes < 1 || max_mesh_axes > 2) {
+    return absl::InvalidArgumentError(absl::StrCat("max_mesh_axes is ", max_mesh_axes,
+                                                   "; the search covers 1-D and 2-D meshes (pin others with --mesh)"));
+  }
+  if (!(time_limit_seconds > 0)) {
+    return absl::InvalidArgumentError(absl::StrCat("the solver time limit must be positive, not ", time_limit_seconds));
+  }
+  return absl::OkStatus();
+}
+
+std::vector<std::vector<int64_t>> MeshShapes(int64_t devices, int max_axes) {
+  std::vector<std::vector<int64_t>> out = {{devices}};
+  if (max_axes < 2) return out;
+  for (int64_t a = 2; a < devices; ++a) {
+    if (devices % a == 0) out.push_back({a, devices / a});
+  }
+  return out;
+}
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+struct Solved {
+  std::vector<int> choice;  // per graph node
+  v1::SolverResponse response;
+  v1::SolverRequest request;  // folded
+  int decisions = 0;
+};
+
+// Solves a cost graph with repeated layers sharing decisions; budget 0 = no memory limit.
+absl::StatusOr<Solved> Solve(const Graph& graph, const CostGraph& cg, double budget, double time_limit) {
+  FoldedCostGraph folded = FoldRepeatedLayers(graph, cg);
+  folded.request.set_memory_budget(budget);
+  folded.request.set_time_limit_seconds(time_limit);
+  auto resp = SolveStrategies(folded.request);
+  if (!resp.ok()) return resp.status();
+  Solved s;
+  s.response = *std::move(resp);
+  s.decisions = folded.request.nodes_size();
+  s.request = std::move(folded.request);
+  if (s.response.status() != v1::SolverResponse::INFEASIBLE) {
+    s.choice = folded.Expand(std::vector<int>(s.response.choice().begin(), s.response.choice().end()));
+  }
+  return s;
+}
+
+double LowerBound(const CostGraph& cg) {
+  double lb = 0;
+  for (const auto& n : cg.request.nodes()) lb += *std::min_element(n.cost().begin(), n.cost().end());
+  return lb;
+}
+
+double MinMemory(const CostGraph& cg) {
+  double m = cg.request.memory_fixed();
+  for (const auto& n : cg.request.nodes()) m += *std::min_element(n.memory().begin(), n.memory().end());
+  return m;
+}
+
+// Builds and caches cost graphs per (mesh, ZeRO stage); links come from the cluster options.
+class CostGraphCache {
+ public:
+  CostGraphCache(const Graph& graph, const PlannerOptions& options) : graph_(graph), options_(options) {}
+
+  absl::StatusOr<const Cluster*> ClusterFor(const std::vector<int64_t>& mesh) {
+    auto it = clusters_.find(mesh);
+    if (it != clusters_.end()) return it->second.get();
+    ClusterOptions co = options_.cluster;
+    co.mesh = mesh;
+    co.devices = 0;
+    auto c = MakeCluster(co);
+    if (!c.ok()) return c.status();
+    return (clusters_[mesh] = std::make_unique<Cluster>(*std::move(c))).get();
+  }
+
+  absl::StatusOr<const CostGraph*> Get(const std::vector<int64_t>& mesh, int stage) {
+    auto key = std::make_pair(mesh, stage);
+    auto it = graphs_.find(key);
+    if (it != graphs_.end()) return it->second.get();
+    auto cluster = ClusterFor(mesh);
+    if (!cluster.ok()) return cluster.status();
+    ProfileOptions po = options_.profile;
+    po.device = (*cluster)->device;
+    CostGraphOptions cgo;
+    cgo.zero_stage = stage;
+    auto cg = BuildCostGraph(graph_, **cluster, po, cgo);
+    if (!cg.ok()) return cg.status();
+    return (graphs_[key] = std::make_unique<CostGraph>(*std::move(cg))).get();
+  }
+
+ private:
+  const Graph& graph_;
+  const PlannerOptions& options_;
+  std::map<std::vector<int64_t>, std::unique_ptr<Cluster>> clusters_;
+  std::map<std::pair<std::vector<int64_t>, int>, std::unique_ptr<CostGraph>> graphs_;
+};
+
+absl::Status Fill(PlanCandidate& c, const Graph& graph, const Cluster& cluster, const CostGraph& cg,
+                  const Solved& s, double budget) {
+  auto cost = CostChoice(graph, cluster, cg, s.choice);
+  if (!cost.ok()) return cost.status();
+  c.cost = *cost;
+  c.mesh = cluster.mesh;
+  c.fits = c.cost.peak_bytes() <= budget;
+  c.strategies.clear();
+  for (size_t n = 0; n < s.choice.size(); ++n) c.strategies.push_back(cg.strategies[n][s.choice[n]]);
+  c.solver_status = s.response.status();
+  c.decisions = s.decisions;
+  c.request = s.request;
+  c.solve_seconds += s.response.solve_seconds();
+  return absl::OkStatus();
+}
+
+// MAP's best plan on one mesh (see the header for the order of solves).
+absl::StatusOr<PlanCandidate> SearchMesh(const Graph& graph, const PlannerOptions& options, CostGraphCache& cache,
+                                         const std::vector<int64_t>& mesh, double budget) {
+  auto cluster = cache.ClusterFor(mesh);
+  if (!cluster.ok()) return cluster.status();
+  PlanCandidate c;
+  c.name = "MAP";
+  c.mesh = mesh;
+  const double limit = options.time_limit_seconds;
+  if (options.zero_stage >= 0) {
+    auto cg = cache.Get(mesh, options.zero_stage);
+    if (!cg.ok()) return cg.status();
+    auto s = Solve(graph, **cg, budget, limit);
+    if (!s.ok()) return s.status();
+    c.zero_stage = options.zero_stage;
+    if (s->choice.empty()) {  // nothing fits: report the unconstrained plan
+      c.solve_seconds += s->response.solve_seconds();
+      s = Solve(graph, **cg, 0, limit);
+      if (!s.ok()) return s.status();
+    }
+    if (auto st = Fill(c, graph, **cluster, **cg, *s, budget); !st.ok()) return st;
+    return c;
+  }
+  // ZeRO off, no memory limit: if it fits, nothing is faster on this mesh.
+  auto cg0 = cache.Get(mesh, 0);
+  if (!cg0.ok()) return cg0.status();
+  auto free = Solve(graph, **cg0, 0, limit);
+  if (!free.ok()) return free.status();
+  // The lowest stage at which a choice fits (stages 0–2 cost the same seconds).
+  auto lowest_fitting_stage = [&](const std::vector<int>& choice) -> absl::StatusOr<int> {
+    for (int stage = 0; stage <= 2; ++stage) {
+      auto cg = cache.Get(mesh, stage);
+      if (!cg.ok()) return cg.status();
+      if (MemoryOf((*cg)->request, choice) <= budget) return stage;
+    }
+    return -1;
+  };
+  auto stage = lowest_fitting_stage(free->choice);
+  if (!stage.ok()) return stage.status();
+  if (*stage >= 0) {
+    c.zero_stage = *stage;
+    if (auto st = Fill(c, graph, **cluster, **cache.Get(mesh, *stage), *free, budget); !st.ok()) return st;
+    return c;
+  }
+  c.solve_seconds += free->response.solve_seconds();
+  // Under the budget: ZeRO 2 (ZeRO 0's seconds, less memory) and ZeRO 3; the faster wins.
+  std::optional<PlanCandidate> best;
+  for (int z : {2, 3}) {
+    auto cg = cache.Get(mesh, z);
+    if (!cg.ok()) return cg.status();
+    auto s = Solve(graph, **cg, budget, limit);
+    if (!s.ok()) return s.status();
+    if (s->choice.empty()) {
+      c.solve_seconds += s->response.solve_seconds();
+      continue;
+    }
+    int used = z;
+    if (z == 2) {
+      auto lowest = lowest_fitting_stage(s->choice);
+      if (!lowest.ok()) return lowest.status();
+      if (*lowest >= 0) used = *lowest;
+    }
+    PlanCandidate cand = c;
+    cand.zero_stage = used;
+    if (auto st = Fill(cand, graph, **cluster, **cache.Get(mesh, used), *s, budget); !st.ok()) return st;
+    if (!best || cand.cost.step_seconds < best->cost.step_seconds) best = std::move(cand);
+  }
+  if (best) return *best;
+  // Nothing fits on this mesh: report the unconstrained plan with ZeRO 3's memory.
+  c.zero_stage = 3;
+  if (auto st = Fill(c, graph, **cluster, **cache.Get(mesh, 3), *free, budget); !st.ok()) return st;
+  return c;
+}
+
+struct BaselineSpec {
+  std::string name;
+  std::vector<int64_t> mesh;
+  std::vector<AxisRole> roles;
+  int zero_stage = 0;
+  int64_t data_degree = 1;  // devices the batch is split over
+};
+
+std::vector<BaselineSpec> BaselineSpecs(int64_t devices) {
+  std::vector<BaselineSpec> specs = {
+      {"data parallel", {devices}, {AxisRole::kData}, 0, devices},
+      {"ZeRO-3 (FSDP)", {devices}, {AxisRole::kData}, 3, devices},
+  };
+  for (int64_t tp = 2; tp <= devices; ++tp) {
+    if (devices % tp != 0) continue;
+    const int64_t dp = devices / tp;
+    if (dp == 1) {
+      specs.push_back({absl::StrCat("Megatron TP=", tp), {tp}, {AxisRole::kTensor}, 0, 1});
+    } else {
+      specs.push_back({absl::StrCat("Megatron TP=", tp, " x DP=", dp), {dp, tp}, {AxisRole::kData, AxisRole::kTensor}, 0, dp});
+    }
+  }
+  return specs;
+}
+
+absl::StatusOr<PlanCandidate> SolveBaseline(const Graph& graph, const PlannerOptions& options, CostGraphCache& cache,
+                                            const BaselineSpec& spec, const BatchInfo& batch,
+                                            const std::vector<std::unique_ptr<PreparedNode>>& prepared, double budget) {
+  PlanCandidate c;
+  c.name = spec.name;
+  c.mesh = spec.mesh;
+  c.zero_stage = spec.zero_stage;
+  if (spec.data_degree > 1 && (batch.batch == 0 || batch.batch % spec.data_degree != 0)) {
+    c.applicable = false;
+    c.note = absl::StrCat("the global batch of ", batch.batch, " does not split over ", spec.data_degree, " devices");
+    return c;
+  }
+  auto cluster = cache.ClusterFor(spec.mesh);
+  if (!cluster.ok()) return cluster.status();
+  auto cg = cache.Get(spec.mesh, spec.zero_stage);
+  if (!cg.ok()) return cg.status();
+  auto restricted = RestrictStrategies(**cg, graph, FamilyMask(**cg, batch, prepared, spec.roles));
+  if (!restricted.ok()) return restricted.status();
+  auto s = Solve(graph, *restricted, budget, options.time_limit_seconds);
+  if (!s.ok()) return s.status();
+  if (s->choice.empty()) {  // does not fit: cost its fastest plan anyway
+    c.solve_seconds += s->response.solve_seconds();
+    s = Solve(graph, *restricted, 0, options.time_limit_seconds);
+    if (!s.ok()) return s.status();
+  }
+  if (auto st = Fill(c, graph, **cluster, *restricted, *s, budget); !st.ok()) return st;
+  return c;
+}
+
+}  // namespace
+
+absl::StatusOr<PlanResult> SearchPlan(const Graph& graph, const PlannerOptions& options) {
+  const auto start = Clock::now();
+  if (auto st = options.Validate(); !st.ok()) return st;
+  auto base = MakeCluster(options.cluster);  // validates the device type, budget and mesh
+  if (!base.ok()) return base.status();
+  const double budget = static_cast<double>(base->memory_per_device);
+  const int64_t devices = base->num_devices();
+  CostGraphCache cache(graph, options);
+
+  std::vector<std::vector<int64_t>> meshes =
+      options.cluster.mesh.empty() ? MeshShapes(devices, options.max_mesh_axes) : std::vector<std::vector<int64_t>>{base->mesh};
+  // Cheapest lower bound first, so that later meshes are pruned against a good plan.
+  std::vector<std::pair<double, std::vector<int64_t>>> order;
+  for (const auto& mesh : meshes) {
+    auto cg = cache.Get(mesh, 0);
+    if (!cg.ok()) return cg.status();
+    order.emplace_back(LowerBound(**cg), mesh);
+  }
+  std::stable_sort(order.begin(), order.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+
+  PlanResult result;
+  double best = std::numeric_limits<double>::infinity();
+  for (const auto& [lb, mesh] : order) {
+    if (lb >= best) {
+      ++result.meshes_pruned;
+      continue;
+    }
+    auto cand = SearchMesh(graph, options, cache, mesh, budget);
+    if (!cand.ok()) return cand.status();
+    ++result.meshes_solved;
+    if (cand->fits) best = std::min(best, cand->cost.step_seconds);
+    result.alternatives.push_back(*std::move(cand));
+  }
+  // Fitting plans first, fastest first; among equals the simpler (fewer axes, lower stage).
+  std::stable_sort(result.alternatives.begin(), result.alternatives.end(), [](const PlanCandidate& a, const PlanCandidate& b) {
+    if (a.fits != b.fits) return a.fits;
+    if (a.fits && a.cost.step_seconds != b.cost.step_seconds) return a.cost.step_seconds < b.cost.step_seconds;
+    if (!a.fits && a.cost.peak_bytes() != b.cost.peak_bytes()) return a.cost.peak_bytes() < b.cost.peak_bytes();
+    if (a.mesh.size() != b.mesh.size()) return a.mesh.size() < b.mesh.size();
+    return a.zero_stage < b.zero_stage;
+  });
+  result.plan = result.alternatives.front();
+  result.fits = result.plan.fits;
+  auto winner = cache.ClusterFor(result.plan.mesh);
+  if (!winner.ok()) return winner.status();
+  result.cluster = **winner;
+
+  if (!result.fits) {
+    // The least memory any searched plan needs: every node at its smallest strategy, with the
+    // most memory-saving ZeRO stage allowed.
+    const int stage = options.zero_stage >= 0 ? options.zero_stage : 3;
+    result.min_memory_bytes = std::numeric_limits<double>::infinity();
+    for (const auto& mesh : meshes) {
+      auto cg = cache.Get(mesh, stage);
+      if (!cg.ok()) return cg.status();
+      result.min_memory_bytes = std::min(result.min_memory_bytes, MinMemory(**cg));
+    }
+  }
+
+  if (options.baselines) {
+    auto prepared = PrepareNodes(graph);
+    if (!prepared.ok()) return prepared.status();
+    auto batch = FindBatch(graph, *prepared);
+    if (!batch.ok()) return batch.status();
+    for (const BaselineSpec& spec : BaselineSpecs(devices)) {
+      auto c = SolveBaseline(graph, options, cache, spec, *batch, *prepared, budget);
+      if (!c.ok()) return c.status();
+      result.baselines.push_back(*std::move(c));
+    }
+  }
+  result.search_seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  return result;
+}
+
+v1::Plan ToPlanProto(const Graph& graph, const PlanResult& result, const PlannerOptions& options) {
+  v1::Plan plan;
+  plan.set_model(graph.name());
+  *plan.mutable_graph() = graph.proto();
+  for (int64_t d : result.plan.mesh) plan.add_mesh(d);
+  plan.set_device_type(result.cluster.device.name);
+  plan.set_memory_per_device(result.cluster.memory_per_device);
+  plan.set_gpus_per_node(result.cluster.gpus_per_node);
+  plan.set_zero_stage(result.plan.zero_stage);
+  plan.set_optimizer(OptimizerName(options.profile.optimizer));
+  plan.set_precision(PrecisionName(options.profile.precision));
+  plan.set_predicted_step_seconds(result.plan.cost.step_seconds);
+  plan.set_predicted_peak_bytes(result.plan.cost.peak_bytes());
+  for (int n = 0; n < graph.num_nodes() && n < static_cast<int>(result.plan.strategies.size()); ++n) {
+    const Strategy& s = result.plan.strategies[n];
+    v1::NodeStrategy* ns = plan.add_nodes();
+    ns->set_node(graph.node(n).name());
+    for (const Placement& p : s.inputs) ns->add_input_placements(p.empty() ? "" : PlacementToString(p));
+    for (const Placement& p : s.outputs) ns->add_output_placements(PlacementToString(p));
+    ns->set_picks(s.ToString());
+    ns->set_description(DescribeStrategy(graph, n, s));
+  }
+  return plan;
+}
+
+}  // namespace mapd

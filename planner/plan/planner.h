@@ -1,0 +1,90 @@
+// The planner's search (DESIGN §6): for a training graph, a number of devices and a memory
+// budget, the sharding plan that trains fastest and fits — over every mesh shape of the
+// devices (or the one pinned), ZeRO stages 0–3 over the data-parallel axes, and one strategy
+// per operator chosen by the strategy ILP — together with the hand-written baselines (data
+// parallel, ZeRO-3, Megatron TP × DP for every degree) costed by the same model.
+//
+// Per mesh shape the search solves the ILP with ZeRO off and no memory limit first: if that
+// plan fits, no ZeRO stage can be faster (ZeRO 1–2 cost the same seconds, ZeRO 3 more). Else
+// it takes the lowest stage at which that plan fits, or solves under the budget with ZeRO 2
+// (the loosest memory at ZeRO 0's seconds) and ZeRO 3 and keeps the faster. Mesh shapes whose
+// lower bound (every node at its cheapest, no resharding) cannot beat the best plan so far are
+// not solved.
+#ifndef MAPD_PLANNER_PLAN_PLANNER_H_
+#define MAPD_PLANNER_PLAN_PLANNER_H_
+
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "planner/ir/graph.h"
+#include "planner/plan/cost_graph.h"
+#include "planner/profile/profile_options.h"
+#include "planner/sharding/cluster.h"
+#include "proto/mapd/v1/plan.pb.h"
+#include "proto/mapd/v1/solver.pb.h"
+
+namespace mapd {
+
+struct PlannerOptions {
+  // Devices, mesh, device type, memory budget, links. An empty mesh means: search every 1-D
+  // and 2-D mesh shape of `cluster.devices` (up to `max_mesh_axes` axes); a mesh pins it.
+  ClusterOptions cluster;
+  // Optimizer and precision (the device comes from `cluster`).
+  ProfileOptions profile;
+  // -1: any ZeRO stage the search finds best; 0–3: only that stage (the runtime runs stage 0
+  // until ZeRO is built, docs/planner.md).
+  int zero_stage = -1;
+  // The most axes a searched mesh has (1 or 2; a pinned mesh may have more).
+  int max_mesh_axes = 2;
+  // CBC's limit per ILP, in seconds.
+  double time_limit_seconds = 10;
+  // Also cost the baselines (they are always reported by `mapctl plan`).
+  bool baselines = true;
+
+  absl::Status Validate() const;
+};
+
+// One costed configuration: MAP's best on one mesh shape, or a baseline.
+struct PlanCandidate {
+  std::string name;            // "MAP", "data parallel", "ZeRO-3", "Megatron TP=8 x DP=8"
+  std::vector<int64_t> mesh;
+  int zero_stage = 0;
+  bool applicable = true;      // false: this family has no plan here; `note` says why
+  std::string note;
+  bool fits = false;           // predicted peak ≤ the budget
+  ChoiceCost cost;             // step time, communication, memory breakdown
+  std::vector<Strategy> strategies;  // per graph node, the chosen strategy
+  v1::SolverResponse::Status solver_status = v1::SolverResponse::STATUS_UNSPECIFIED;
+  int decisions = 0;           // ILP decisions after repeated layers shared theirs
+  double solve_seconds = 0;    // CBC's time for this candidate
+  v1::SolverRequest request;   // the (folded) ILP whose answer this is, for dumping and replay
+};
+
+struct PlanResult {
+  Cluster cluster;                        // the winning mesh (links included)
+  PlanCandidate plan;                     // the fastest MAP plan that fits (if `fits`)
+  bool fits = false;
+  std::vector<PlanCandidate> alternatives;  // MAP's best per mesh shape searched, fastest first
+  std::vector<PlanCandidate> baselines;
+  // When nothing fits: the least memory per device any plan searched needs (every node at its
+  // smallest strategy, plus the fixed part), minimised over mesh shapes and ZeRO stages.
+  double min_memory_bytes = 0;
+  double search_seconds = 0;              // wall time of the whole search
+  int meshes_solved = 0, meshes_pruned = 0;
+};
+
+// The mesh shapes searched for `devices`: {N}, then {a, N/a} for every divisor 1 < a < N
+// (outer axis first), when `max_axes` ≥ 2.
+std::vector<std::vector<int64_t>> MeshShapes(int64_t devices, int max_axes);
+
+// The plan as saved by `mapctl plan --save`: the graph, the mesh and every node's placements.
+v1::Plan ToPlanProto(const Graph& graph, const PlanResult& result, const PlannerOptions& options);
+
+// Errors: the options' validation; a graph the cost model cannot cost (unknown op, an op
+// without a sharding rule). A plan that does not fit is not an error: `fits` is false.
+absl::StatusOr<PlanResult> SearchPlan(const Graph& graph, const PlannerOptions& options);
+
+}  // namespace mapd
+
+#endif  // MAPD_PLANNER_PLAN_PLANNER_H_

@@ -1,0 +1,65 @@
+#include "planner/plan/prepared_graph.h"
+
+#include <map>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "absl/strings/str_cat.h"
+
+namespace mapd {
+
+namespace {
+
+std::string AttrSignature(const AttrMap& attrs) {
+  std::map<std::string, std::string> sorted;
+  for (const auto& [k, v] : attrs) sorted[k] = v.SerializeAsString();
+  std::string s;
+  for (const auto& [k, v] : sorted) absl::StrAppend(&s, k, "=", v.size(), ":", v, ";");
+  return s;
+}
+
+}  // namespace
+
+absl::StatusOr<std::vector<std::unique_ptr<PreparedNode>>> PrepareNodes(const Graph& graph) {
+  const OpRegistry& reg = OpRegistry::Global();
+  const v1::Graph& p = graph.proto();
+  std::unordered_map<std::string, bool> rg;  // value → needs a gradient
+  for (const auto& par : p.parameters()) rg[par.name()] = par.trainable();
+  std::unordered_set<std::string> params_counted;
+  std::vector<std::unique_ptr<PreparedNode>> nodes;
+  nodes.reserve(p.nodes_size());
+  for (const v1::Node& node : p.nodes()) {
+    auto pn = std::make_unique<PreparedNode>();
+    pn->def = reg.Find(node.op());
+    if (pn->def == nullptr) {
+      return absl::InvalidArgumentError(absl::StrCat("node '", node.name(), "': unknown op '", node.op(),
+                                                     "' (see `mapctl ops`)"));
+    }
+    pn->signature = absl::StrCat(node.op(), "|", AttrSignature(node.attrs()));
+    for (const auto& in : node.inputs()) {
+      pn->in.push_back(in.empty() ? TensorType() : graph.TypeOf(in));
+      pn->rg.push_back(!in.empty() && rg[in]);
+      pn->contig.push_back(true);
+      const v1::Parameter* par = in.empty() ? nullptr : graph.FindParameter(in);
+      ParamRole role = ParamRole::kNone;
+      if (par != nullptr && !par->trainable()) role = ParamRole::kFrozen;
+      else if (par != nullptr) role = params_counted.insert(par->name()).second ? ParamRole::kTrainable : ParamRole::kCountedBefore;
+      pn->role.push_back(role);
+      absl::StrAppend(&pn->signature, "|", in.empty() ? "_" : pn->in.back().ToString(), pn->rg.back() ? "g" : "",
+                      static_cast<int>(role));
+    }
+    for (size_t i = 0; i < pn->in.size(); ++i) pn->in_ptrs.push_back(node.inputs(i).empty() ? nullptr : &pn->in[i]);
+    for (const auto& o : node.outputs()) pn->out.push_back(graph.TypeOf(o));
+    pn->octx = std::make_unique<OpContext>(node.name(), node.op(), pn->in_ptrs, node.attrs());
+    const CostContext ctx = pn->ctx();
+    pn->any_rg = ctx.any_requires_grad();
+    for (size_t o = 0; o < pn->out.size(); ++o) rg[node.outputs(o)] = pn->any_rg && IsFloating(pn->out[o].dtype);
+    pn->cost = pn->def->cost ? pn->def->cost(ctx) : OpCost();
+    for (double f : pn->cost.grad_flops) pn->grad_flops += f;
+    if (pn->any_rg && pn->def->saved) pn->saved = pn->def->saved(ctx);
+    nodes.push_back(std::move(pn));
+  }
+  return nodes;
+}
+
+}  // namespace mapd

@@ -1,0 +1,247 @@
+#include "planner/plan/report_html.h"
+
+#include <algorithm>
+#include <map>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "planner/plan/describe.h"
+#include "planner/profile/timeline_svg.h"
+
+namespace mapd {
+
+std::string HtmlEscape(const std::string& text) {
+  std::string out;
+  out.reserve(text.size());
+  for (char c : text) {
+    switch (c) {
+      case '&': out += "&amp;"; break;
+      case '<': out += "&lt;"; break;
+      case '>': out += "&gt;"; break;
+      case '"': out += "&quot;"; break;
+      case '\'': out += "&#39;"; break;
+      default: out += c;
+    }
+  }
+  return out;
+}
+
+namespace {
+
+// Memory parts in drawing order, with their colours (also the legend).
+struct Part {
+  const char* name;
+  const char* color;
+};
+constexpr Part kParts[] = {{"parameters", "#4e79a7"},
+                           {"gradients", "#f28e2b"},
+                           {"optimizer states", "#e15759"},
+                           {"activations", "#76b7b2"},
+                           {"gathered parameters", "#b07aa1"}};
+constexpr const char* kAxisColors[] = {"#59a14f", "#edc948", "#9c755f"};
+
+std::string Size(double bytes) { return FormatBytes(static_cast<int64_t>(bytes)); }
+std::string Ms(double s) { return absl::StrFormat("%.1f ms", s * 1e3); }
+std::string Mesh(const std::vector<int64_t>& m) { return absl::StrJoin(m, "x"); }
+
+std::vector<double> PartsOf(const ChoiceCost& c) {
+  return {c.parameter_bytes, c.gradient_bytes, c.optimizer_bytes, c.activation_bytes, c.fixed_bytes};
+}
+
+// The devices as a grid: axis 0 down, axis 1 across (a 1-D mesh is one row); at most 16 cells
+// per direction are drawn, the rest elided.
+std::string MeshSvg(const Cluster& cluster) {
+  const int64_t rows = cluster.num_axes() >= 2 ? cluster.mesh[0] : 1;
+  const int64_t cols = cluster.num_axes() >= 2 ? cluster.mesh[1] : cluster.mesh[0];
+  const int64_t dr = std::min<int64_t>(rows, 16), dc = std::min<int64_t>(cols, 16);
+  const int cell = 34, left = 90, top = 40;
+  const int width = left + static_cast<int>(dc) * cell + 60, height = top + static_cast<int>(dr) * cell + 40;
+  std::string s = absl::StrFormat(R"(<svg id="mesh" xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" role="img">)", width, height);
+  for (int64_t r = 0; r < dr; ++r) {
+    for (int64_t c = 0; c < dc; ++c) {
+      const int64_t id = r * cols + c;
+      absl::StrAppendFormat(&s, R"(<rect x="%d" y="%d" width="%d" height="%d" rx="4" fill="#4e79a7" stroke="#fff"/>)",
+                            left + c * cell, top + r * cell, cell - 4, cell - 4);
+      absl::StrAppendFormat(&s, R"(<text x="%d" y="%d" font-size="10" fill="#fff" text-anchor="middle">%d</text>)",
+                            left + c * cell + (cell - 4) / 2, top + r * cell + cell / 2 + 2, id);
+    }
+  }
+  const int last_axis = cluster.num_axes() - 1;
+  absl::StrAppendFormat(&s, R"(<text x="%d" y="%d" font-size="12">axis %d: %d devices, %s%s</text>)", left, top - 12,
+                        last_axis, cols, cluster.links[last_axis].inter_node ? "across nodes" : "inside a node",
+                        dc < cols ? " (first 16 drawn)" : "");
+  if (cluster.num_axes() >= 2) {
+    absl::StrAppendFormat(&s, R"(<text x="4" y="%d" font-size="12">axis 0: %d</text>)", top + 12, rows);
+    absl::StrAppendFormat(&s, R"(<text x="4" y="%d" font-size="11">%s</text>)", top + 28,
+                          cluster.links[0].inter_node ? "across nodes" : "inside a node");
+  }
+  s += "</svg>";
+  return s;
+}
+
+// Horizontal stacked bars of memory per device with the budget as a red line.
+std::string MemorySvg(const std::vector<std::pair<std::string, const ChoiceCost*>>& bars, double budget) {
+  double scale_max = budget;
+  for (const auto& [name, c] : bars) scale_max = std::max(scale_max, c->peak_bytes());
+  const int left = 220, bar_h = 20, gap = 8, top = 30, plot_w = 560;
+  const int height = top + static_cast<int>(bars.size()) * (bar_h + gap) + 40;
+  std::string s = absl::StrFormat(R"(<svg id="memory" xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" role="img">)",
+                                  left + plot_w + 120, height);
+  // Legend.
+  int lx = left;
+  for (const Part& p : kParts) {
+    absl::StrAppendFormat(&s, R"(<rect x="%d" y="6" width="12" height="12" fill="%s"/><text x="%d" y="16" font-size="11">%s</text>)",
+                          lx, p.color, lx + 16, p.name);
+    lx += 16 + 7 * static_cast<int>(std::string(p.name).size()) + 14;
+  }
+  for (size_t i = 0; i < bars.size(); ++i) {
+    const int y = top + static_cast<int>(i) * (bar_h + gap);
+    absl::StrAppendFormat(&s, R"(<text x="%d" y="%d" font-size="12" text-anchor="end">%s</text>)", left - 8, y + 14,
+                          HtmlEscape(bars[i].first));
+    double x = left;
+    const std::vector<double> parts = PartsOf(*bars[i].second);
+    for (size_t p = 0; p < parts.size(); ++p) {
+      const double w = parts[p] / scale_max * plot_w;
+      if (w <= 0) continue;
+      absl::StrAppendFormat(&s, R"(<rect x="%.1f" y="%d" width="%.1f" height="%d" fill="%s"><title>%s: %s</title></rect>)", x,
+                            y, w, bar_h, kParts[p].color, kParts[p].name, Size(parts[p]));
+      x += w;
+    }
+    absl::StrAppendFormat(&s, R"(<text x="%.1f" y="%d" font-size="11">%s</text>)", x + 4, y + 14, Size(bars[i].second->peak_bytes()));
+  }
+  const double bx = left + budget / scale_max * plot_w;
+  absl::StrAppendFormat(&s, R"(<line id="budget" x1="%.1f" y1="%d" x2="%.1f" y2="%d" stroke="#d00" stroke-width="3"/>)", bx,
+                        top - 4, bx, height - 30);
+  absl::StrAppendFormat(&s, R"(<text x="%.1f" y="%d" font-size="12" fill="#d00" text-anchor="middle">budget %s</text>)", bx,
+                        height - 14, Size(budget));
+  s += "</svg>";
+  return s;
+}
+
+// Horizontal bars of predicted step time; the plan green, fitting baselines grey, the others hatched pale.
+std::string StepSvg(const std::vector<std::tuple<std::string, double, bool, bool>>& bars) {
+  double max_s = 0;
+  for (const auto& b : bars) max_s = std::max(max_s, std::get<1>(b));
+  const int left = 220, bar_h = 18, gap = 6, top = 10, plot_w = 560;
+  const int height = top + static_cast<int>(bars.size()) * (bar_h + gap) + 10;
+  std::string s = absl::StrFormat(R"(<svg id="steps" xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" role="img">)",
+                                  left + plot_w + 160, height);
+  for (size_t i = 0; i < bars.size(); ++i) {
+    const auto& [name, seconds, fits, is_plan] = bars[i];
+    const int y = top + static_cast<int>(i) * (bar_h + gap);
+    const double w = max_s > 0 ? seconds / max_s * plot_w : 0;
+    absl::StrAppendFormat(&s, R"(<text x="%d" y="%d" font-size="12" text-anchor="end">%s</text>)", left - 8, y + 13, HtmlEscape(name));
+    absl::StrAppendFormat(&s, R"(<rect x="%d" y="%d" width="%.1f" height="%d" fill="%s"/>)", left, y, w, bar_h,
+                          is_plan ? "#59a14f" : (fits ? "#9d9d9d" : "#e8c4c4"));
+    absl::StrAppendFormat(&s, R"(<text x="%.1f" y="%d" font-size="11">%s%s</text>)", left + w + 4, y + 13, Ms(seconds),
+                          fits ? "" : " (does not fit)");
+  }
+  s += "</svg>";
+  return s;
+}
+
+// A coloured chip per mesh axis that the strategy splits.
+std::string AxisChips(const Strategy& s) {
+  std::string out;
+  for (size_t a = 0; a < s.axis_label.size(); ++a) {
+    const bool split = s.axis_label[a] != 0;
+    absl::StrAppendFormat(&out, R"(<span class="chip" style="background:%s">%d</span>)",
+                          split ? kAxisColors[a % 3] : "#ddd", a);
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string RenderPlanHtml(const Graph& graph, const PlanResult& result, const PlanReportInfo& info) {
+  const PlanCandidate& plan = result.plan;
+  const ChoiceCost& cost = plan.cost;
+  std::string h = R"(<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8"><title>MAP plan: )" +
+                  HtmlEscape(info.model) + R"(</title>
+<style>
+body{font-family:sans-serif;margin:24px;color:#222;max-width:1100px}
+h1{font-size:22px}h2{font-size:17px;margin-top:28px;border-bottom:1px solid #ccc}
+table{border-collapse:collapse;font-size:13px}td,th{padding:3px 10px;border-bottom:1px solid #eee;text-align:left}
+.kv td:first-child{color:#666}.fits{color:#2a7}.nofit{color:#c33}
+td.axes{white-space:nowrap}.chip{display:inline-block;width:16px;height:16px;border-radius:3px;color:#000;font-size:11px;text-align:center;margin-right:2px}
+</style></head><body>
+)";
+  absl::StrAppend(&h, "<h1>MAP plan for ", HtmlEscape(info.model), " on ", info.devices, " × ", HtmlEscape(info.device_type), "</h1>\n");
+  absl::StrAppend(&h, "<table class=\"kv\" id=\"summary\">");
+  auto kv = [&](const std::string& k, const std::string& v) { absl::StrAppend(&h, "<tr><td>", k, "</td><td>", v, "</td></tr>"); };
+  kv("Mesh", Mesh(plan.mesh));
+  kv("ZeRO", plan.zero_stage == 0 ? "off" : absl::StrCat("stage ", plan.zero_stage));
+  kv("Predicted step time", absl::StrCat(Ms(cost.step_seconds), " (compute ", Ms(cost.compute_seconds), ", communication ",
+                                         Ms(cost.comm_seconds), ")"));
+  kv("Predicted peak memory per device",
+     absl::StrCat("<span class=\"", result.fits ? "fits" : "nofit", "\">", Size(cost.peak_bytes()), "</span> of ",
+                  Size(info.memory_per_device)));
+  std::vector<std::string> comm;
+  for (int k = 0; k < 4; ++k) comm.push_back(absl::StrCat(CollectiveName(static_cast<CollectiveKind>(k)), " ", Size(cost.comm_bytes[k])));
+  kv("Communication per device per step", absl::StrJoin(comm, ", "));
+  kv("Search", absl::StrFormat("%.2f s; %d mesh shape(s) solved, %d pruned; %d decisions for %d operators",
+                               result.search_seconds, result.meshes_solved, result.meshes_pruned, plan.decisions,
+                               graph.num_nodes()));
+  h += "</table>\n";
+
+  absl::StrAppend(&h, "<h2>Device mesh</h2>\n", MeshSvg(result.cluster), "\n");
+
+  h += "<h2>Memory per device against the budget</h2>\n";
+  std::vector<std::pair<std::string, const ChoiceCost*>> mem = {{"MAP plan", &cost}};
+  for (const auto& b : result.baselines) {
+    if (b.applicable) mem.push_back({b.name, &b.cost});
+  }
+  absl::StrAppend(&h, MemorySvg(mem, info.memory_per_device), "\n");
+
+  h += "<h2>Predicted step time: the plan and the baselines</h2>\n";
+  std::vector<std::tuple<std::string, double, bool, bool>> steps = {{"MAP plan", cost.step_seconds, result.fits, true}};
+  for (const auto& b : result.baselines) {
+    if (b.applicable) steps.emplace_back(b.name, b.cost.step_seconds, b.fits, false);
+  }
+  absl::StrAppend(&h, StepSvg(steps), "\n");
+  h += "<table id=\"baselines\"><tr><th>Baseline</th><th>Mesh</th><th>Step</th><th>Peak / device</th><th>Fits</th><th>MAP speed-up</th></tr>";
+  for (const auto& b : result.baselines) {
+    if (!b.applicable) {
+      absl::StrAppend(&h, "<tr><td>", HtmlEscape(b.name), "</td><td>", Mesh(b.mesh), "</td><td colspan=4>not applicable: ",
+                      HtmlEscape(b.note), "</td></tr>");
+      continue;
+    }
+    absl::StrAppend(&h, "<tr><td>", HtmlEscape(b.name), "</td><td>", Mesh(b.mesh), "</td><td>", Ms(b.cost.step_seconds),
+                    "</td><td>", Size(b.cost.peak_bytes()), "</td><td class=\"", b.fits ? "fits\">yes" : "nofit\">no",
+                    "</td><td>", absl::StrFormat("%.2f×", b.cost.step_seconds / cost.step_seconds), "</td></tr>");
+  }
+  h += "</table>\n";
+
+  h += "<h2>Sharding per layer</h2>\n<p>Chips: mesh axes the operator splits (coloured) or not (grey).</p>\n";
+  h += "<table id=\"layers\"><tr><th>Layer</th><th>Op</th><th>Axes</th><th>Strategy</th><th>Placements</th><th>Count</th></tr>";
+  std::map<std::string, int> count;
+  std::vector<int> first;
+  for (int n = 0; n < graph.num_nodes(); ++n) {
+    if (!IsSummaryNode(graph, n)) continue;
+    const std::string key = LayerFreeName(graph.node(n).name()) + "|" + DescribeStrategy(graph, n, plan.strategies[n]);
+    if (count[key]++ == 0) first.push_back(n);
+  }
+  for (int n : first) {
+    const Strategy& s = plan.strategies[n];
+    const std::string words = DescribeStrategy(graph, n, s);
+    absl::StrAppend(&h, "<tr><td>", HtmlEscape(LayerFreeName(graph.node(n).name())), "</td><td>", HtmlEscape(graph.node(n).op()),
+                    "</td><td class=\"axes\">", AxisChips(s), "</td><td>", HtmlEscape(words), "</td><td><code>",
+                    HtmlEscape(s.PlacementsString()), "</code></td><td>",
+                    count[LayerFreeName(graph.node(n).name()) + "|" + words], "</td></tr>");
+  }
+  h += "</table>\n";
+
+  h += "<h2>Mesh shapes searched (MAP's best on each)</h2>\n<table id=\"alternatives\"><tr><th>Mesh</th><th>ZeRO</th><th>Step</th><th>Peak / device</th><th>Fits</th></tr>";
+  for (const auto& a : result.alternatives) {
+    absl::StrAppend(&h, "<tr><td>", Mesh(a.mesh), "</td><td>", a.zero_stage, "</td><td>", Ms(a.cost.step_seconds), "</td><td>",
+                    Size(a.cost.peak_bytes()), "</td><td>", a.fits ? "yes" : "no", "</td></tr>");
+  }
+  h += "</table>\n<p style=\"color:#888;font-size:12px\">Generated by mapctl plan (MAP). Predictions come from MAP's cost model "
+       "(docs/planner.md).</p>\n</body></html>\n";
+  return h;
+}
+
+}  // namespace mapd

@@ -1,0 +1,114 @@
+"""mapctl plan end to end: output, saved plans, errors, and the HTML report rendered in Chromium."""
+import json
+import os
+import re
+import shutil
+import subprocess
+
+from conftest import SOURCE_DIR, run_mapctl
+
+SMALL_GPT = "gpt2:layers=2,hidden=64,heads=4,vocab=256,seq=32,batch=8"
+UNITS = {"B": 1, "KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30, "TiB": 1 << 40}
+
+
+def test_plan_json_has_the_documented_fields(tmp_path):
+    req = tmp_path / "request.pb"
+    r = json.loads(run_mapctl("plan", SMALL_GPT, "--devices", "4", "--dump-solver-request", str(req), "-o", "json",
+                              check=0).stdout)
+    for key in ("predicted_step_seconds", "predicted_peak_bytes", "solve_seconds", "mesh", "baselines",
+                "memory_breakdown", "communication_bytes", "zero_stage", "layers", "alternatives"):
+        assert key in r, key
+    assert r["fits"] and r["predicted_step_seconds"] > 0 and r["solve_seconds"] > 0
+    assert sum(r["memory_breakdown"].values()) == r["predicted_peak_bytes"] or \
+        abs(sum(r["memory_breakdown"].values()) - r["predicted_peak_bytes"]) <= 8
+    # Every mesh shape of 4 devices was searched or pruned: 4, 2x2.
+    assert r["meshes_solved"] + r["meshes_pruned"] == 2
+    names = [b["name"] for b in r["baselines"]]
+    assert names == ["data parallel", "ZeRO-3 (FSDP)", "Megatron TP=2 x DP=2", "Megatron TP=4"]
+    for b in r["baselines"]:
+        assert set(("name", "predicted_step_seconds", "predicted_peak_bytes", "fits")) <= set(b)
+        if b["fits"]:
+            assert r["predicted_step_seconds"] <= b["predicted_step_seconds"] * (1 + 1e-9), b
+    assert req.stat().st_size > 0
+
+
+def test_plan_table_names_the_mesh_layers_and_baselines():
+    out = run_mapctl("plan", SMALL_GPT, "--mesh", "2x2", check=0).stdout
+    assert "Mesh:         2x2" in out
+    assert re.search(r"Memory: .* parameters .* gradients .* optimizer states .* activations", out)
+    assert "Communication per device per step: all-reduce" in out
+    assert "Baselines (same cost model):" in out and "Megatron TP=2 x DP=2" in out
+    # Per-layer strategies in words, repeated layers counted once.
+    assert re.search(r"h\.#\.mlp\.c_fc/linear\s+linear\s+\S", out), out
+
+
+def test_plan_save_writes_a_plan_protoc_can_decode(tmp_path):
+    plan = tmp_path / "plan.pb"
+    run_mapctl("plan", SMALL_GPT, "--devices", "2", "--save", str(plan), check=0)
+    proto_dir = os.path.join(SOURCE_DIR, "proto")
+    with open(plan, "rb") as f:
+        text = subprocess.run(["protoc", f"-I{proto_dir}", "--decode=mapd.v1.Plan", "mapd/v1/plan.proto"], stdin=f,
+                              capture_output=True, check=True, timeout=60).stdout.decode()
+    assert "mesh: 2" in text
+    assert 'input_placements: "S(0)"' in text or 'input_placements: "R"' in text
+    assert text.count("nodes {") >= 20  # the embedded graph's nodes and the plan's
+
+
+def test_plan_errors():
+    r = run_mapctl("plan", SMALL_GPT, "--devices", "8", "--mesh", "2x2")
+    assert r.returncode == 1 and "has 4 devices but --devices is 8" in r.stderr
+    r = run_mapctl("plan", SMALL_GPT, "--devices", "4", "--memory-per-device", "0GiB")
+    assert r.returncode == 1 and "positive number with a unit" in r.stderr
+    r = run_mapctl("plan", SMALL_GPT, "--devices", "4", "--device-type", "tpu-v9")
+    assert r.returncode == 1 and "unknown device type" in r.stderr
+    r = run_mapctl("plan", SMALL_GPT, "--devices", "4", "--zero", "5")
+    assert r.returncode == 1 and "--zero 5" in r.stderr
+    r = run_mapctl("plan", SMALL_GPT)
+    assert r.returncode == 1 and "--devices N or --mesh" in r.stderr
+
+
+def test_plan_that_nothing_fits_says_how_much_memory_would():
+    r = run_mapctl("plan", SMALL_GPT, "--devices", "4", "--memory-per-device", "1KiB")
+    assert r.returncode == 1 and "no plan fits" in r.stderr and "FAILED_PRECONDITION" in r.stderr
+    m = re.search(r"the least memory any plan searched needs is ([0-9.]+) (B|KiB|MiB|GiB|TiB) per device", r.stderr)
+    assert m, r.stderr
+    least = float(m.group(1)) * UNITS[m.group(2)]
+    assert least > 1024
+    # Given that much (plus the rounding of the message), a plan fits.
+    r = json.loads(run_mapctl("plan", SMALL_GPT, "--devices", "4", "--memory-per-device", str(int(least * 1.01)),
+                              "-o", "json", check=0).stdout)
+    assert r["fits"] and r["predicted_peak_bytes"] <= int(least * 1.01)
+
+
+def _pixels(png, rgb, tol=12):
+    """How many pixels of the screenshot are within `tol` of the colour `rgb`."""
+    from PIL import Image
+    img = Image.open(png).convert("RGB")
+    colors = img.getcolors(maxcolors=img.width * img.height)
+    return sum(n for n, c in colors if all(abs(a - b) <= tol for a, b in zip(c, rgb)))
+
+
+def test_plan_report_renders_in_headless_chromium(tmp_path):
+    report = tmp_path / "plan.html"
+    # A budget near the plan's peak (about 2 MiB) so that the memory bars are wide.
+    run_mapctl("plan", SMALL_GPT, "--devices", "8", "--memory-per-device", "3MiB", "--report", str(report), check=0)
+    html = report.read_text()
+    # Self-contained: no scripts, nothing fetched (the only URL is the SVG namespace).
+    assert "<script" not in html.lower()
+    assert not [u for u in re.findall(r"https?://[^\"' )]+", html) if u != "http://www.w3.org/2000/svg"]
+    for element in ('id="mesh"', 'id="memory"', 'id="budget"', 'id="steps"', 'id="baselines"', 'id="layers"'):
+        assert element in html, element
+    chromium = shutil.which("chromium")
+    assert chromium, "Debian's chromium is needed (scripts/install-deps.sh installs it)"
+    png = tmp_path / "plan.png"
+    subprocess.run([chromium, "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+                    "--hide-scrollbars", "--window-size=1200,2400", f"--screenshot={png}", report.as_uri()],
+                   capture_output=True, timeout=120, check=True, cwd=tmp_path)
+    assert png.stat().st_size > 10000
+    # Look at what was drawn: the 8 device cells of the mesh, the budget line, the plan's bar.
+    assert _pixels(png, (0x4e, 0x79, 0xa7)) > 8 * 20 * 20, "mesh cells / parameter bars missing"
+    assert _pixels(png, (0xdd, 0x00, 0x00), tol=30) > 50, "budget line missing"
+    assert _pixels(png, (0x59, 0xa1, 0x4f)) > 200, "the plan's step-time bar missing"
+    # Memory bars: gradients (orange) and optimizer states (red) of the plan and the baselines.
+    assert _pixels(png, (0xf2, 0x8e, 0x2b)) > 6 * 20 * 10, "gradient bars missing"
+    assert _pixels(png, (0xe1, 0x57, 0x59)) > 6 * 20 * 20, "optimizer-state bars missing"

@@ -1,0 +1,208 @@
+// The planner's search: mesh shapes, ZeRO stages, baselines on the same cost model, the plan
+// never slower than a baseline that fits, and the least memory that fits when nothing does.
+#include "planner/plan/planner.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "planner/graph/builder.h"
+#include "planner/graph/verifier.h"
+#include "planner/plan/baselines.h"
+#include "planner/plan/describe.h"
+#include "planner/solver/strategy_solver.h"
+#include "planner/zoo/zoo.h"
+
+namespace mapd {
+namespace {
+
+constexpr const char* kSmallLlama = "llama2-7b:layers=2,hidden=256,heads=8,kv_heads=2,ffn=688,vocab=1024,seq=128,batch=16";
+constexpr const char* kSmallGpt = "gpt2:layers=2,hidden=256,heads=8,vocab=1024,seq=128,batch=16";
+
+Graph Zoo(const std::string& spec) {
+  auto g = MakeVerifiedGraph(*BuildZooModel(spec));
+  EXPECT_TRUE(g.ok()) << g.status();
+  return *g;
+}
+
+PlannerOptions Options(int64_t devices, const std::string& memory = "") {
+  PlannerOptions o;
+  o.cluster.devices = devices;
+  o.cluster.device_type = "h100-80g";
+  if (!memory.empty()) o.cluster.memory_per_device = *ParseBytes(memory);
+  return o;
+}
+
+const PlanCandidate* Baseline(const PlanResult& r, const std::string& name) {
+  for (const auto& b : r.baselines) {
+    if (b.name == name) return &b;
+  }
+  return nullptr;
+}
+
+TEST(Planner, MeshShapesAreEveryFactorisation) {
+  EXPECT_EQ(MeshShapes(8, 2), (std::vector<std::vector<int64_t>>{{8}, {2, 4}, {4, 2}}));
+  EXPECT_EQ(MeshShapes(8, 1), (std::vector<std::vector<int64_t>>{{8}}));
+  EXPECT_EQ(MeshShapes(7, 2), (std::vector<std::vector<int64_t>>{{7}}));
+}
+
+TEST(Planner, OptionsAreValidated) {
+  PlannerOptions o = Options(8);
+  o.zero_stage = 4;
+  EXPECT_EQ(o.Validate().code(), absl::StatusCode::kInvalidArgument);
+  o = Options(8);
+  o.time_limit_seconds = 0;
+  EXPECT_EQ(o.Validate().code(), absl::StatusCode::kInvalidArgument);
+  o = Options(0);
+  EXPECT_EQ(SearchPlan(Zoo(kSmallGpt), o).status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+TEST(Planner, EveryBaselineIsReportedAndThePlanIsNeverSlowerThanOneThatFits) {
+  for (const char* spec : {kSmallGpt, kSmallLlama}) {
+    SCOPED_TRACE(spec);
+    const Graph g = Zoo(spec);
+    auto r = SearchPlan(g, Options(8));
+    ASSERT_TRUE(r.ok()) << r.status();
+    ASSERT_TRUE(r->fits);
+    // data parallel, ZeRO-3, Megatron TP=2/4/8.
+    ASSERT_EQ(r->baselines.size(), 5u);
+    for (const char* name : {"data parallel", "ZeRO-3 (FSDP)", "Megatron TP=2 x DP=4", "Megatron TP=4 x DP=2", "Megatron TP=8"}) {
+      ASSERT_NE(Baseline(*r, name), nullptr) << name;
+    }
+    for (const auto& b : r->baselines) {
+      ASSERT_TRUE(b.applicable) << b.name << ": " << b.note;
+      EXPECT_GT(b.cost.step_seconds, 0) << b.name;
+      if (b.fits) EXPECT_LE(r->plan.cost.step_seconds, b.cost.step_seconds * (1 + 1e-9)) << b.name;
+    }
+    EXPECT_EQ(static_cast<int>(r->plan.strategies.size()), g.num_nodes());
+    EXPECT_GT(r->meshes_solved, 0);
+    EXPECT_EQ(r->meshes_solved + r->meshes_pruned, 3);
+  }
+}
+
+TEST(Planner, BaselinesAreWhatTheirNamesSay) {
+  const Graph g = Zoo(kSmallGpt);
+  auto r = SearchPlan(g, Options(8));
+  ASSERT_TRUE(r.ok()) << r.status();
+  const PlanCandidate* dp = Baseline(*r, "data parallel");
+  const PlanCandidate* zero3 = Baseline(*r, "ZeRO-3 (FSDP)");
+  const PlanCandidate* tp = Baseline(*r, "Megatron TP=8");
+  ASSERT_TRUE(dp && zero3 && tp);
+  int matrices = 0;
+  for (int n = 0; n < g.num_nodes(); ++n) {
+    const v1::Node& node = g.node(n);
+    if (node.op() != "linear") continue;
+    ++matrices;
+    // Data parallel: weights replicated, the batch split.
+    EXPECT_EQ(PlacementToString(dp->strategies[n].inputs[1]), "R") << node.name();
+    EXPECT_EQ(PlacementToString(dp->strategies[n].inputs[0]), "S(0)") << node.name();
+    // Megatron: every weight column- or row-parallel.
+    const std::string w = PlacementToString(tp->strategies[n].inputs[1]);
+    EXPECT_TRUE(w == "S(0)" || w == "S(1)") << node.name() << " " << w;
+  }
+  EXPECT_GT(matrices, 4);
+  // ZeRO-3 makes the same choices as data parallel, in a third of the state memory or less,
+  // and pays for gathering the parameters.
+  EXPECT_EQ(zero3->zero_stage, 3);
+  EXPECT_LT(zero3->cost.parameter_bytes + zero3->cost.gradient_bytes + zero3->cost.optimizer_bytes,
+            (dp->cost.parameter_bytes + dp->cost.gradient_bytes + dp->cost.optimizer_bytes) / 3);
+  EXPECT_GT(zero3->cost.comm_bytes[static_cast<int>(CollectiveKind::kAllGather)], 0);
+  EXPECT_GT(zero3->cost.step_seconds, dp->cost.step_seconds);
+}
+
+TEST(Planner, BatchThatDoesNotSplitMakesDataParallelNotApplicable) {
+  auto r = SearchPlan(Zoo("gpt2:layers=2,hidden=256,heads=8,vocab=1024,seq=128,batch=2"), Options(8));
+  ASSERT_TRUE(r.ok()) << r.status();
+  const PlanCandidate* dp = Baseline(*r, "data parallel");
+  ASSERT_NE(dp, nullptr);
+  EXPECT_FALSE(dp->applicable);
+  EXPECT_NE(dp->note.find("batch of 2 does not split over 8 devices"), std::string::npos) << dp->note;
+  EXPECT_TRUE(Baseline(*r, "Megatron TP=8")->applicable);
+}
+
+TEST(Planner, TightMemoryTurnsOnZero) {
+  // A wide MLP-like model with a big batch on a pinned 1-D mesh: data parallel is fastest but
+  // its replicated optimizer states do not fit; sharding them (ZeRO) does.
+  const Graph g = Zoo(kSmallGpt);
+  PlannerOptions o = Options(8);
+  o.cluster.mesh = {8};
+  o.cluster.devices = 8;
+  auto free = SearchPlan(g, o);
+  ASSERT_TRUE(free.ok()) << free.status();
+  EXPECT_EQ(free->plan.zero_stage, 0);
+  const double states = free->plan.cost.parameter_bytes + free->plan.cost.gradient_bytes + free->plan.cost.optimizer_bytes;
+  // Just under the unconstrained plan's peak, above what sharding its optimizer states saves.
+  o.cluster.memory_per_device = static_cast<int64_t>(free->plan.cost.peak_bytes() - 0.01 * states);
+  auto tight = SearchPlan(g, o);
+  ASSERT_TRUE(tight.ok()) << tight.status();
+  ASSERT_TRUE(tight->fits);
+  EXPECT_LE(tight->plan.cost.peak_bytes(), static_cast<double>(o.cluster.memory_per_device));
+  // ZeRO 1 or 2 shards the states at no extra time in the cost model: same step time.
+  EXPECT_GE(tight->plan.zero_stage, 1);
+  EXPECT_LE(tight->plan.zero_stage, 2);
+  EXPECT_NEAR(tight->plan.cost.step_seconds, free->plan.cost.step_seconds, 1e-9 * free->plan.cost.step_seconds);
+  // Pinning ZeRO off at that budget finds a slower plan or none.
+  o.zero_stage = 0;
+  auto off = SearchPlan(g, o);
+  ASSERT_TRUE(off.ok()) << off.status();
+  if (off->fits) EXPECT_GE(off->plan.cost.step_seconds, tight->plan.cost.step_seconds * (1 - 1e-9));
+}
+
+TEST(Planner, NothingFitsReportsTheLeastMemoryThatWould) {
+  const Graph g = Zoo(kSmallLlama);
+  auto r = SearchPlan(g, Options(8, "64KiB"));
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_FALSE(r->fits);
+  ASSERT_GT(r->min_memory_bytes, 64 * 1024);
+  // That much memory is enough: the search then finds a plan within it.
+  PlannerOptions o = Options(8);
+  o.cluster.memory_per_device = static_cast<int64_t>(std::ceil(r->min_memory_bytes)) + 1;
+  auto enough = SearchPlan(g, o);
+  ASSERT_TRUE(enough.ok()) << enough.status();
+  EXPECT_TRUE(enough->fits);
+  EXPECT_LE(enough->plan.cost.peak_bytes(), static_cast<double>(o.cluster.memory_per_device));
+}
+
+TEST(Planner, DumpedRequestReplaysToThePlansObjective) {
+  auto r = SearchPlan(Zoo(kSmallLlama), Options(4));
+  ASSERT_TRUE(r.ok()) << r.status();
+  v1::SolverRequest replayed;
+  ASSERT_TRUE(replayed.ParseFromString(r->plan.request.SerializeAsString()));
+  auto resp = SolveStrategies(replayed);
+  ASSERT_TRUE(resp.ok()) << resp.status();
+  EXPECT_NEAR(resp->objective(), r->plan.cost.step_seconds, 1e-9 * r->plan.cost.step_seconds);
+}
+
+TEST(Planner, PlanProtoHasEveryNodeAndTheGraph) {
+  const Graph g = Zoo(kSmallGpt);
+  PlannerOptions o = Options(4);
+  auto r = SearchPlan(g, o);
+  ASSERT_TRUE(r.ok()) << r.status();
+  const v1::Plan plan = ToPlanProto(g, *r, o);
+  EXPECT_EQ(plan.nodes_size(), g.num_nodes());
+  EXPECT_EQ(plan.graph().nodes_size(), g.num_nodes());
+  EXPECT_EQ(std::vector<int64_t>(plan.mesh().begin(), plan.mesh().end()), r->plan.mesh);
+  for (const auto& ns : plan.nodes()) {
+    for (const auto& p : ns.output_placements()) EXPECT_TRUE(ParsePlacement(p).ok()) << ns.node() << " " << p;
+  }
+}
+
+TEST(Describe, NamesSplitsInWords) {
+  EXPECT_EQ(LayerFreeName("layers.12.attention/linear_2"), "layers.#.attention/linear_2");
+  EXPECT_EQ(LayerFreeName("h.3.mlp.c_fc/linear"), "h.#.mlp.c_fc/linear");
+  const Graph g = Zoo(kSmallGpt);
+  auto r = SearchPlan(g, Options(8));
+  ASSERT_TRUE(r.ok());
+  const PlanCandidate* tp = Baseline(*r, "Megatron TP=8");
+  bool column = false, row = false;
+  for (int n = 0; n < g.num_nodes(); ++n) {
+    if (g.node(n).op() != "linear") continue;
+    const std::string words = DescribeStrategy(g, n, tp->strategies[n]);
+    column = column || words == "column-parallel over axis 0";
+    row = row || words == "row-parallel over axis 0";
+  }
+  EXPECT_TRUE(column && row);
+}
+
+}  // namespace
+}  // namespace mapd
