@@ -42,13 +42,13 @@ namespace {
 
 bool HasTrainableMatrix(const PreparedNode& pn) {
   for (size_t i = 0; i < pn.in.size(); ++i) {
-    if (pn.role[i] != ParamRole::kNone && pn.role[i] != ParamRole::kFrozen && pn.in[i].shape.size() >= 2) return true;
+    if (IsTrainable(pn.role[i]) && pn.in[i].shape.size() >= 2) return true;
   }
   return false;
 }
 bool HasTrainable(const PreparedNode& pn) {
   for (size_t i = 0; i < pn.in.size(); ++i) {
-    if (pn.role[i] != ParamRole::kNone && pn.role[i] != ParamRole::kFrozen) return true;
+    if (IsTrainable(pn.role[i])) return true;
   }
   return false;
 }
@@ -61,7 +61,7 @@ bool PlaysRole(const PreparedNode& pn, char batch, const Strategy& s, int a, Axi
   if (HasTrainableMatrix(pn)) {
     // Every trainable matrix sharded on this axis.
     for (size_t i = 0; i < pn.in.size(); ++i) {
-      if (pn.role[i] == ParamRole::kNone || pn.role[i] == ParamRole::kFrozen || pn.in[i].shape.size() < 2) continue;
+      if (!IsTrainable(pn.role[i]) || pn.in[i].shape.size() < 2) continue;
       if (s.inputs[i][a].kind != AxisPlacement::Kind::kShard) return false;
     }
     return true;

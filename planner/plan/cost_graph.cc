@@ -85,14 +85,17 @@ StrategyCost CostStrategy(const PreparedNode& pn, const Strategy& s, const Clust
         break;
       case ParamRole::kFrozen: c.parameter_bytes += local; break;
       case ParamRole::kCountedBefore:
+      case ParamRole::kFrozenCountedBefore:
       case ParamRole::kNone: break;
     }
     (void)param;
   }
   for (int i : pn.saved.inputs) {
-    if (pn.role[i] == ParamRole::kNone) c.activation_bytes += static_cast<double>(LocalBytes(pn.in[i], s.inputs[i], cluster));
+    c.activation_bytes += pn.saved_input_charge[i] * static_cast<double>(LocalBytes(pn.in[i], s.inputs[i], cluster));
   }
-  for (int o : pn.saved.outputs) c.activation_bytes += static_cast<double>(LocalBytes(pn.out[o], s.outputs[o], cluster));
+  for (int o : pn.saved.outputs) {
+    c.activation_bytes += pn.saved_output_charge[o] * static_cast<double>(LocalBytes(pn.out[o], s.outputs[o], cluster));
+  }
   return c;
 }
 

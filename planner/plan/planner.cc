@@ -60,18 +60,13 @@ absl::StatusOr<Solved> Solve(const Graph& graph, const CostGraph& cg, double bud
   if (!resp.ok()) return resp.status();
   Solved s;
   s.response = *std::move(resp);
+  if (getenv("MAPD_TRACE")) fprintf(stderr, "solve %d nodes budget %g -> %.3f s %s obj %g\n", folded.request.nodes_size(), budget, s.response.solve_seconds(), v1::SolverResponse::Status_Name(s.response.status()).c_str(), s.response.objective());
   s.decisions = folded.request.nodes_size();
   s.request = std::move(folded.request);
   if (s.response.status() != v1::SolverResponse::INFEASIBLE) {
     s.choice = folded.Expand(std::vector<int>(s.response.choice().begin(), s.response.choice().end()));
   }
   return s;
-}
-
-double LowerBound(const CostGraph& cg) {
-  double lb = 0;
-  for (const auto& n : cg.request.nodes()) lb += *std::min_element(n.cost().begin(), n.cost().end());
-  return lb;
 }
 
 double MinMemory(const CostGraph& cg) {
@@ -134,54 +129,50 @@ absl::Status Fill(PlanCandidate& c, const Graph& graph, const Cluster& cluster, 
   return absl::OkStatus();
 }
 
-// MAP's best plan on one mesh (see the header for the order of solves).
+// The unconstrained optimum on a mesh with ZeRO `stage` (0 unless pinned): a lower bound on
+// the step time of every plan on that mesh, since higher stages only add seconds.
+absl::StatusOr<Solved> SolveFree(const Graph& graph, const PlannerOptions& options, CostGraphCache& cache,
+                                 const std::vector<int64_t>& mesh) {
+  auto cg = cache.Get(mesh, std::max(options.zero_stage, 0));
+  if (!cg.ok()) return cg.status();
+  return Solve(graph, **cg, 0, options.time_limit_seconds);
+}
+
+// MAP's best plan on one mesh, given its unconstrained optimum (see the header for the order
+// of solves).
 absl::StatusOr<PlanCandidate> SearchMesh(const Graph& graph, const PlannerOptions& options, CostGraphCache& cache,
-                                         const std::vector<int64_t>& mesh, double budget) {
+                                         const std::vector<int64_t>& mesh, double budget, const Solved& free) {
   auto cluster = cache.ClusterFor(mesh);
   if (!cluster.ok()) return cluster.status();
   PlanCandidate c;
   c.name = "MAP";
   c.mesh = mesh;
   const double limit = options.time_limit_seconds;
-  if (options.zero_stage >= 0) {
-    auto cg = cache.Get(mesh, options.zero_stage);
-    if (!cg.ok()) return cg.status();
-    auto s = Solve(graph, **cg, budget, limit);
-    if (!s.ok()) return s.status();
-    c.zero_stage = options.zero_stage;
-    if (s->choice.empty()) {  // nothing fits: report the unconstrained plan
-      c.solve_seconds += s->response.solve_seconds();
-      s = Solve(graph, **cg, 0, limit);
-      if (!s.ok()) return s.status();
-    }
-    if (auto st = Fill(c, graph, **cluster, **cg, *s, budget); !st.ok()) return st;
-    return c;
-  }
-  // ZeRO off, no memory limit: if it fits, nothing is faster on this mesh.
-  auto cg0 = cache.Get(mesh, 0);
-  if (!cg0.ok()) return cg0.status();
-  auto free = Solve(graph, **cg0, 0, limit);
-  if (!free.ok()) return free.status();
-  // The lowest stage at which a choice fits (stages 0–2 cost the same seconds).
-  auto lowest_fitting_stage = [&](const std::vector<int>& choice) -> absl::StatusOr<int> {
-    for (int stage = 0; stage <= 2; ++stage) {
+  // The lowest stage (of those the options allow, up to `highest`) at which a choice fits.
+  auto lowest_fitting_stage = [&](const std::vector<int>& choice, int highest) -> absl::StatusOr<int> {
+    for (int stage = std::max(options.zero_stage, 0); stage <= highest; ++stage) {
       auto cg = cache.Get(mesh, stage);
       if (!cg.ok()) return cg.status();
       if (MemoryOf((*cg)->request, choice) <= budget) return stage;
     }
     return -1;
   };
-  auto stage = lowest_fitting_stage(free->choice);
+  // If the unconstrained plan fits, nothing is faster on this mesh (ZeRO 1–2 cost the same
+  // seconds, so the lowest stage at which it fits is taken).
+  const int pinned = options.zero_stage;
+  auto stage = lowest_fitting_stage(free.choice, pinned >= 0 ? pinned : 2);
   if (!stage.ok()) return stage.status();
   if (*stage >= 0) {
     c.zero_stage = *stage;
-    if (auto st = Fill(c, graph, **cluster, **cache.Get(mesh, *stage), *free, budget); !st.ok()) return st;
+    if (auto st = Fill(c, graph, **cluster, **cache.Get(mesh, *stage), free, budget); !st.ok()) return st;
     return c;
   }
-  c.solve_seconds += free->response.solve_seconds();
-  // Under the budget: ZeRO 2 (ZeRO 0's seconds, less memory) and ZeRO 3; the faster wins.
+  c.solve_seconds += free.response.solve_seconds();
+  // Under the budget: ZeRO 2 (ZeRO 0's seconds, less memory) and ZeRO 3, or the pinned stage;
+  // the faster wins.
   std::optional<PlanCandidate> best;
-  for (int z : {2, 3}) {
+  const std::vector<int> stages = pinned >= 0 ? std::vector<int>{pinned} : std::vector<int>{2, 3};
+  for (int z : stages) {
     auto cg = cache.Get(mesh, z);
     if (!cg.ok()) return cg.status();
     auto s = Solve(graph, **cg, budget, limit);
@@ -190,21 +181,17 @@ absl::StatusOr<PlanCandidate> SearchMesh(const Graph& graph, const PlannerOption
       c.solve_seconds += s->response.solve_seconds();
       continue;
     }
-    int used = z;
-    if (z == 2) {
-      auto lowest = lowest_fitting_stage(s->choice);
-      if (!lowest.ok()) return lowest.status();
-      if (*lowest >= 0) used = *lowest;
-    }
+    auto used = lowest_fitting_stage(s->choice, z);
+    if (!used.ok()) return used.status();
     PlanCandidate cand = c;
-    cand.zero_stage = used;
-    if (auto st = Fill(cand, graph, **cluster, **cache.Get(mesh, used), *s, budget); !st.ok()) return st;
+    cand.zero_stage = *used >= 0 ? *used : z;
+    if (auto st = Fill(cand, graph, **cluster, **cache.Get(mesh, cand.zero_stage), *s, budget); !st.ok()) return st;
     if (!best || cand.cost.step_seconds < best->cost.step_seconds) best = std::move(cand);
   }
   if (best) return *best;
-  // Nothing fits on this mesh: report the unconstrained plan with ZeRO 3's memory.
-  c.zero_stage = 3;
-  if (auto st = Fill(c, graph, **cluster, **cache.Get(mesh, 3), *free, budget); !st.ok()) return st;
+  // Nothing fits on this mesh: report the unconstrained plan with the most sharded stage's memory.
+  c.zero_stage = pinned >= 0 ? pinned : 3;
+  if (auto st = Fill(c, graph, **cluster, **cache.Get(mesh, c.zero_stage), free, budget); !st.ok()) return st;
   return c;
 }
 
@@ -275,23 +262,25 @@ absl::StatusOr<PlanResult> SearchPlan(const Graph& graph, const PlannerOptions& 
 
   std::vector<std::vector<int64_t>> meshes =
       options.cluster.mesh.empty() ? MeshShapes(devices, options.max_mesh_axes) : std::vector<std::vector<int64_t>>{base->mesh};
-  // Cheapest lower bound first, so that later meshes are pruned against a good plan.
-  std::vector<std::pair<double, std::vector<int64_t>>> order;
+  // Every mesh's unconstrained optimum first: a lower bound for the mesh. Meshes are then
+  // searched from the lowest bound up, and skipped once the bound reaches the best plan that fits.
+  std::vector<std::pair<Solved, std::vector<int64_t>>> order;
   for (const auto& mesh : meshes) {
-    auto cg = cache.Get(mesh, 0);
-    if (!cg.ok()) return cg.status();
-    order.emplace_back(LowerBound(**cg), mesh);
+    auto free = SolveFree(graph, options, cache, mesh);
+    if (!free.ok()) return free.status();
+    order.emplace_back(*std::move(free), mesh);
   }
-  std::stable_sort(order.begin(), order.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  std::stable_sort(order.begin(), order.end(),
+                   [](const auto& a, const auto& b) { return a.first.response.objective() < b.first.response.objective(); });
 
   PlanResult result;
   double best = std::numeric_limits<double>::infinity();
-  for (const auto& [lb, mesh] : order) {
-    if (lb >= best) {
+  for (const auto& [free, mesh] : order) {
+    if (free.response.objective() >= best) {
       ++result.meshes_pruned;
       continue;
     }
-    auto cand = SearchMesh(graph, options, cache, mesh, budget);
+    auto cand = SearchMesh(graph, options, cache, mesh, budget, free);
     if (!cand.ok()) return cand.status();
     ++result.meshes_solved;
     if (cand->fits) best = std::min(best, cand->cost.step_seconds);

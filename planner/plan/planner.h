@@ -4,12 +4,13 @@
 // per operator chosen by the strategy ILP — together with the hand-written baselines (data
 // parallel, ZeRO-3, Megatron TP × DP for every degree) costed by the same model.
 //
-// Per mesh shape the search solves the ILP with ZeRO off and no memory limit first: if that
-// plan fits, no ZeRO stage can be faster (ZeRO 1–2 cost the same seconds, ZeRO 3 more). Else
-// it takes the lowest stage at which that plan fits, or solves under the budget with ZeRO 2
-// (the loosest memory at ZeRO 0's seconds) and ZeRO 3 and keeps the faster. Mesh shapes whose
-// lower bound (every node at its cheapest, no resharding) cannot beat the best plan so far are
-// not solved.
+// The search first solves, on every mesh shape, the ILP with no memory limit and ZeRO off (or
+// the pinned stage): its optimum is a lower bound on every plan of that mesh, because ZeRO
+// stages only add seconds (1–2 none, 3 the parameter gathers). Mesh shapes are then taken from
+// the lowest bound up. If a mesh's unconstrained plan fits at ZeRO 0, 1 or 2 it is the mesh's
+// best (the lowest such stage is used); otherwise the ILP is solved under the budget with ZeRO 2
+// (ZeRO 0's seconds, the least memory at those seconds) and ZeRO 3, and the faster kept. A mesh
+// whose bound is no better than the best plan that fits so far is not solved further (pruned).
 #ifndef MAPD_PLANNER_PLAN_PLANNER_H_
 #define MAPD_PLANNER_PLAN_PLANNER_H_
 
@@ -71,7 +72,7 @@ struct PlanResult {
   // smallest strategy, plus the fixed part), minimised over mesh shapes and ZeRO stages.
   double min_memory_bytes = 0;
   double search_seconds = 0;              // wall time of the whole search
-  int meshes_solved = 0, meshes_pruned = 0;
+  int meshes_solved = 0, meshes_pruned = 0;  // searched under the budget; skipped by their bound
 };
 
 // The mesh shapes searched for `devices`: {N}, then {a, N/a} for every divisor 1 < a < N

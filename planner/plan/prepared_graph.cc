@@ -26,6 +26,21 @@ absl::StatusOr<std::vector<std::unique_ptr<PreparedNode>>> PrepareNodes(const Gr
   std::unordered_map<std::string, bool> rg;  // value → needs a gradient
   for (const auto& par : p.parameters()) rg[par.name()] = par.trainable();
   std::unordered_set<std::string> params_counted;
+  // Storage of every value (a view's is its base's) and the storages already saved: a tensor
+  // saved by several nodes, or several views of one storage, is held once (as the profiler's
+  // memory ledger counts it).
+  std::unordered_map<std::string, std::string> storage_of;
+  std::unordered_set<std::string> storage_saved;
+  auto storage = [&](const std::string& value) {
+    auto it = storage_of.find(value);
+    return it == storage_of.end() ? value : it->second;
+  };
+  auto charge = [&](const std::string& value) {
+    const std::string root = storage(value);
+    if (!storage_saved.insert(root).second) return 0.0;
+    const double own = static_cast<double>(graph.TypeOf(value).NumBytes());
+    return own > 0 ? static_cast<double>(graph.TypeOf(root).NumBytes()) / own : 1.0;
+  };
   std::vector<std::unique_ptr<PreparedNode>> nodes;
   nodes.reserve(p.nodes_size());
   for (const v1::Node& node : p.nodes()) {
@@ -42,8 +57,11 @@ absl::StatusOr<std::vector<std::unique_ptr<PreparedNode>>> PrepareNodes(const Gr
       pn->contig.push_back(true);
       const v1::Parameter* par = in.empty() ? nullptr : graph.FindParameter(in);
       ParamRole role = ParamRole::kNone;
-      if (par != nullptr && !par->trainable()) role = ParamRole::kFrozen;
-      else if (par != nullptr) role = params_counted.insert(par->name()).second ? ParamRole::kTrainable : ParamRole::kCountedBefore;
+      if (par != nullptr) {
+        const bool first = params_counted.insert(par->name()).second;
+        if (!par->trainable()) role = first ? ParamRole::kFrozen : ParamRole::kFrozenCountedBefore;
+        else role = first ? ParamRole::kTrainable : ParamRole::kCountedBefore;
+      }
       pn->role.push_back(role);
       absl::StrAppend(&pn->signature, "|", in.empty() ? "_" : pn->in.back().ToString(), pn->rg.back() ? "g" : "",
                       static_cast<int>(role));
@@ -57,6 +75,17 @@ absl::StatusOr<std::vector<std::unique_ptr<PreparedNode>>> PrepareNodes(const Gr
     pn->cost = pn->def->cost ? pn->def->cost(ctx) : OpCost();
     for (double f : pn->cost.grad_flops) pn->grad_flops += f;
     if (pn->any_rg && pn->def->saved) pn->saved = pn->def->saved(ctx);
+    pn->saved_input_charge.assign(pn->in.size(), 0.0);
+    pn->saved_output_charge.assign(pn->out.size(), 0.0);
+    for (int i : pn->saved.inputs) {
+      if (pn->role[i] == ParamRole::kNone && !node.inputs(i).empty()) pn->saved_input_charge[i] = charge(node.inputs(i));
+    }
+    if (pn->def->traits.view && node.inputs_size() > 0 && !node.inputs(0).empty()) {
+      for (const auto& o : node.outputs()) storage_of[o] = storage(node.inputs(0));
+    }
+    for (int o : pn->saved.outputs) pn->saved_output_charge[o] = charge(node.outputs(o));
+    for (double c : pn->saved_input_charge) absl::StrAppend(&pn->signature, "|si", c);
+    for (double c : pn->saved_output_charge) absl::StrAppend(&pn->signature, "|so", c);
     nodes.push_back(std::move(pn));
   }
   return nodes;

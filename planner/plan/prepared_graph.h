@@ -19,8 +19,11 @@ enum class ParamRole {
   kNone,           // an activation or graph input
   kTrainable,      // a trainable parameter first read here: weights, gradients, optimizer states
   kCountedBefore,  // a trainable parameter already charged at an earlier node (tied weights)
-  kFrozen,         // a parameter or buffer without a gradient: its weights only
+  kFrozen,         // a parameter or buffer without a gradient, first read here: its weights only
+  kFrozenCountedBefore,  // the same, already charged at an earlier node
 };
+
+inline bool IsTrainable(ParamRole r) { return r == ParamRole::kTrainable || r == ParamRole::kCountedBefore; }
 
 // Everything about a node that its strategies' costs depend on; addresses stay fixed (the
 // OpContext refers to the vectors).
@@ -34,6 +37,11 @@ struct PreparedNode {
   OpCost cost;
   double grad_flops = 0;
   SavedSpec saved;
+  // Per input / output: how much of what autograd saves here is charged here, as a multiple of
+  // the tensor's bytes — 0 when its storage is already charged (saved by its producer or an
+  // earlier consumer, or a view of a storage that is), the base's size over the view's when
+  // this is the first save of a view's storage.
+  std::vector<double> saved_input_charge, saved_output_charge;
   std::string signature;  // equal signatures cost equally
   std::unique_ptr<OpContext> octx;
   CostContext ctx() const { return CostContext{*octx, out, rg, contig}; }

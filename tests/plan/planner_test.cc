@@ -7,6 +7,8 @@
 #include <cmath>
 
 #include "planner/graph/builder.h"
+#include "planner/graph/loss.h"
+#include "planner/profile/profiler.h"
 #include "planner/graph/verifier.h"
 #include "planner/plan/baselines.h"
 #include "planner/plan/describe.h"
@@ -72,7 +74,9 @@ TEST(Planner, EveryBaselineIsReportedAndThePlanIsNeverSlowerThanOneThatFits) {
     for (const auto& b : r->baselines) {
       ASSERT_TRUE(b.applicable) << b.name << ": " << b.note;
       EXPECT_GT(b.cost.step_seconds, 0) << b.name;
-      if (b.fits) EXPECT_LE(r->plan.cost.step_seconds, b.cost.step_seconds * (1 + 1e-9)) << b.name;
+      if (b.fits) {
+        EXPECT_LE(r->plan.cost.step_seconds, b.cost.step_seconds * (1 + 1e-9)) << b.name;
+      }
     }
     EXPECT_EQ(static_cast<int>(r->plan.strategies.size()), g.num_nodes());
     EXPECT_GT(r->meshes_solved, 0);
@@ -145,7 +149,9 @@ TEST(Planner, TightMemoryTurnsOnZero) {
   o.zero_stage = 0;
   auto off = SearchPlan(g, o);
   ASSERT_TRUE(off.ok()) << off.status();
-  if (off->fits) EXPECT_GE(off->plan.cost.step_seconds, tight->plan.cost.step_seconds * (1 - 1e-9));
+  if (off->fits) {
+    EXPECT_GE(off->plan.cost.step_seconds, tight->plan.cost.step_seconds * (1 - 1e-9));
+  }
 }
 
 TEST(Planner, NothingFitsReportsTheLeastMemoryThatWould) {
@@ -202,6 +208,48 @@ TEST(Describe, NamesSplitsInWords) {
     row = row || words == "row-parallel over axis 0";
   }
   EXPECT_TRUE(column && row);
+}
+
+}  // namespace
+}  // namespace mapd
+
+namespace mapd {
+namespace {
+
+// On one device the cost graph's memory is the profiler's: the same parameters and optimizer
+// states, and the same saved activations (each storage once) where the profiler's peak is at
+// the start of the backward (the loss), as it is for GPT-2.
+TEST(CostGraphMemory, OneDeviceMatchesTheProfiler) {
+  for (const char* spec : {"gpt2:layers=2,hidden=256,heads=8,vocab=1024,seq=128,batch=16", "resnet50:batch=4,image=64"}) {
+    SCOPED_TRACE(spec);
+    auto trainable = WithTrainingLoss(*BuildZooModel(spec), LossKind::kAuto);
+    ASSERT_TRUE(trainable.ok()) << trainable.status();
+    auto g = MakeVerifiedGraph(*std::move(trainable));
+    ASSERT_TRUE(g.ok());
+    ClusterOptions co;
+    co.devices = 1;
+    auto cluster = MakeCluster(co);
+    ASSERT_TRUE(cluster.ok()) << cluster.status();
+    ProfileOptions po;
+    po.device = cluster->device;
+    auto cg = BuildCostGraph(*g, *cluster, po);
+    ASSERT_TRUE(cg.ok()) << cg.status();
+    auto cost = CostChoice(*g, *cluster, *cg, std::vector<int>(g->num_nodes(), 0));
+    ASSERT_TRUE(cost.ok());
+    auto profile = ProfileTrainingStep(*g, po);
+    ASSERT_TRUE(profile.ok()) << profile.status();
+    const MemoryBreakdown& peak = profile->peak_breakdown;
+    EXPECT_EQ(static_cast<int64_t>(cost->parameter_bytes), peak.parameters);
+    EXPECT_EQ(static_cast<int64_t>(cost->optimizer_bytes), peak.optimizer_states);
+    if (std::string(spec).rfind("gpt2", 0) == 0) {
+      EXPECT_EQ(static_cast<int64_t>(cost->activation_bytes), peak.saved_activations);
+    } else {
+      // ResNet's peak is inside the backward, after some saved tensors were freed: the cost
+      // graph's start-of-backward sum bounds it from above, closely.
+      EXPECT_GE(cost->activation_bytes, static_cast<double>(peak.saved_activations));
+      EXPECT_LE(cost->activation_bytes, 1.10 * static_cast<double>(peak.saved_activations));
+    }
+  }
 }
 
 }  // namespace
