@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
+#include <cstdlib>
 #include <limits>
 #include <map>
 #include <memory>
@@ -60,7 +62,14 @@ absl::StatusOr<Solved> Solve(const Graph& graph, const CostGraph& cg, double bud
   if (!resp.ok()) return resp.status();
   Solved s;
   s.response = *std::move(resp);
-  if (getenv("MAPD_TRACE")) fprintf(stderr, "solve %d nodes budget %g -> %.3f s %s obj %g\n", folded.request.nodes_size(), budget, s.response.solve_seconds(), v1::SolverResponse::Status_Name(s.response.status()).c_str(), s.response.objective());
+  // MAPD_TRACE=1: one line per ILP on stderr (docs/planner.md).
+  static const bool trace = getenv("MAPD_TRACE") != nullptr;
+  if (trace) {
+    std::fprintf(stderr, "mapd plan: ILP %d decisions, budget %s -> %s in %.3f s, %.6g s/step\n",
+                 folded.request.nodes_size(), budget > 0 ? absl::StrCat(static_cast<int64_t>(budget), " B").c_str() : "none",
+                 v1::SolverResponse::Status_Name(s.response.status()).c_str(), s.response.solve_seconds(),
+                 s.response.objective());
+  }
   s.decisions = folded.request.nodes_size();
   s.request = std::move(folded.request);
   if (s.response.status() != v1::SolverResponse::INFEASIBLE) {

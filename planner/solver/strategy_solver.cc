@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "planner/solver/cbc_backend.h"
 #include "planner/solver/dominance.h"
+#include "planner/solver/elimination.h"
 
 namespace mapd {
 
@@ -166,12 +167,23 @@ absl::StatusOr<v1::SolverResponse> SolveStrategies(const v1::SolverRequest& orig
       return resp;
     }
   }
-  const PrunedRequest pruned = PruneDominated(original);
-  v1::SolverResponse resp = SolveValid(pruned.request);
-  if (resp.choice_size() == original.nodes_size()) {
-    const std::vector<int> choice = pruned.Original(std::vector<int>(resp.choice().begin(), resp.choice().end()));
+  // Low-degree nodes eliminated exactly (followers folded into their neighbours), then
+  // dominated strategies removed: the same optimum from a smaller ILP.
+  const EliminatedRequest eliminated(original);
+  const PrunedRequest pruned = PruneDominated(eliminated.request());
+  v1::SolverResponse resp;
+  if (pruned.request.nodes_size() == 0) {
+    resp.set_status(v1::SolverResponse::OPTIMAL);  // every node eliminated: the argmins are optimal
+  } else {
+    resp = SolveValid(pruned.request);
+  }
+  if (resp.choice_size() == pruned.request.nodes_size()) {
+    const std::vector<int> choice =
+        eliminated.Original(pruned.Original(std::vector<int>(resp.choice().begin(), resp.choice().end())));
     resp.clear_choice();
     for (int c : choice) resp.add_choice(c);
+    resp.set_objective(ObjectiveOf(original, choice));
+    resp.set_memory(MemoryOf(original, choice));
   }
   resp.set_solve_seconds(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
   return resp;

@@ -1,0 +1,146 @@
+// The solver's reductions (exact elimination of low-degree nodes, dominated strategies) keep the
+// optimum: on random small problems SolveStrategies matches brute-force enumeration, with and
+// without a memory budget, on chains, trees and graphs with cycles and parallel edges.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+#include <random>
+
+#include "planner/solver/dominance.h"
+#include "planner/solver/elimination.h"
+#include "planner/solver/strategy_solver.h"
+
+namespace mapd {
+namespace {
+
+v1::SolverRequest RandomRequest(std::mt19937& rng, int nodes, int extra_edges) {
+  std::uniform_int_distribution<int> k_dist(1, 4), mult(1, 3);
+  std::uniform_real_distribution<double> cost(0.0, 10.0), mem(0.0, 100.0);
+  v1::SolverRequest r;
+  std::vector<int> k(nodes);
+  for (int v = 0; v < nodes; ++v) {
+    k[v] = k_dist(rng);
+    auto* n = r.add_nodes();
+    n->set_multiplicity(mult(rng));
+    // Some nodes with choice-independent memory (eliminable under a budget).
+    const bool flat = rng() % 3 == 0;
+    const double m0 = mem(rng);
+    for (int j = 0; j < k[v]; ++j) {
+      n->add_cost(std::round(cost(rng)));
+      n->add_memory(flat ? m0 : mem(rng));
+    }
+  }
+  auto add = [&](int a, int b) {
+    auto* e = r.add_edges();
+    e->set_src(a);
+    e->set_dst(b);
+    e->set_multiplicity(mult(rng));
+    for (int x = 0; x < k[a] * k[b]; ++x) e->add_cost(rng() % 2 ? 0.0 : std::round(cost(rng)));
+  };
+  for (int v = 1; v < nodes; ++v) add(static_cast<int>(rng() % v), v);  // a random tree
+  for (int x = 0; x < extra_edges; ++x) {                                // cycles, parallel edges
+    int a = static_cast<int>(rng() % nodes), b = static_cast<int>(rng() % nodes);
+    if (a != b) add(std::min(a, b), std::max(a, b));
+  }
+  return r;
+}
+
+// The best objective by enumeration (infinity when nothing fits).
+double BruteForce(const v1::SolverRequest& r) {
+  const int n = r.nodes_size();
+  std::vector<int> choice(n, 0);
+  double best = std::numeric_limits<double>::infinity();
+  while (true) {
+    if (r.memory_budget() <= 0 || MemoryOf(r, choice) <= r.memory_budget()) best = std::min(best, ObjectiveOf(r, choice));
+    int v = 0;
+    while (v < n && ++choice[v] == r.nodes(v).cost_size()) choice[v++] = 0;
+    if (v == n) break;
+  }
+  return best;
+}
+
+TEST(Reductions, SolverMatchesBruteForce) {
+  std::mt19937 rng(7);
+  int eliminated_somewhere = 0, budgeted = 0;
+  for (int trial = 0; trial < 60; ++trial) {
+    v1::SolverRequest r = RandomRequest(rng, 3 + trial % 5, trial % 4);
+    if (trial % 2 == 1) {
+      // A budget between the smallest and the largest memory of any choice.
+      double lo = r.memory_fixed(), hi = lo;
+      for (const auto& n : r.nodes()) {
+        lo += n.multiplicity() * *std::min_element(n.memory().begin(), n.memory().end());
+        hi += n.multiplicity() * *std::max_element(n.memory().begin(), n.memory().end());
+      }
+      r.set_memory_budget(lo + (hi - lo) * 0.4);
+      ++budgeted;
+    }
+    SCOPED_TRACE(r.ShortDebugString());
+    const double expected = BruteForce(r);
+    auto resp = SolveStrategies(r);
+    ASSERT_TRUE(resp.ok()) << resp.status();
+    if (std::isinf(expected)) {
+      EXPECT_EQ(resp->status(), v1::SolverResponse::INFEASIBLE);
+      continue;
+    }
+    ASSERT_EQ(resp->status(), v1::SolverResponse::OPTIMAL) << resp->message();
+    const std::vector<int> choice(resp->choice().begin(), resp->choice().end());
+    EXPECT_NEAR(ObjectiveOf(r, choice), expected, 1e-9);
+    EXPECT_NEAR(resp->objective(), expected, 1e-9);
+    if (r.memory_budget() > 0) {
+      EXPECT_LE(MemoryOf(r, choice), r.memory_budget());
+    }
+    eliminated_somewhere += EliminatedRequest(r).eliminated() > 0;
+  }
+  EXPECT_GT(eliminated_somewhere, 30);  // the reductions were exercised
+  EXPECT_EQ(budgeted, 30);
+}
+
+TEST(Reductions, ChainCollapsesCompletely) {
+  // u — v — w — x: every node has degree ≤ 2, so elimination removes all of them.
+  std::mt19937 rng(3);
+  v1::SolverRequest r;
+  for (int v = 0; v < 4; ++v) {
+    auto* n = r.add_nodes();
+    for (int j = 0; j < 3; ++j) {
+      n->add_cost(static_cast<double>(rng() % 10));
+      n->add_memory(1);
+    }
+  }
+  for (int v = 0; v + 1 < 4; ++v) {
+    auto* e = r.add_edges();
+    e->set_src(v);
+    e->set_dst(v + 1);
+    for (int x = 0; x < 9; ++x) e->add_cost(static_cast<double>(rng() % 10));
+  }
+  const EliminatedRequest elim(r);
+  EXPECT_EQ(elim.eliminated(), 4);
+  EXPECT_EQ(elim.request().nodes_size(), 0);
+  auto resp = SolveStrategies(r);
+  ASSERT_TRUE(resp.ok());
+  EXPECT_NEAR(resp->objective(), BruteForce(r), 1e-9);
+}
+
+TEST(Reductions, DominatedStrategiesGo) {
+  v1::SolverRequest r;
+  auto* a = r.add_nodes();
+  for (double c : {1.0, 2.0, 1.0}) {  // strategy 1 is worse than 0 everywhere; 2 duplicates 0
+    a->add_cost(c);
+    a->add_memory(5);
+  }
+  auto* b = r.add_nodes();
+  b->add_cost(0);
+  b->add_memory(0);
+  b->add_cost(0);
+  b->add_memory(0);
+  auto* e = r.add_edges();
+  e->set_src(0);
+  e->set_dst(1);
+  for (double c : {0.0, 3.0, 1.0, 4.0, 0.0, 3.0}) e->add_cost(c);
+  const PrunedRequest p = PruneDominated(r);
+  EXPECT_EQ(p.kept[0], (std::vector<int>{0}));
+  EXPECT_EQ(p.kept[1], (std::vector<int>{0}));
+}
+
+}  // namespace
+}  // namespace mapd
