@@ -29,6 +29,10 @@ step "mapctl inspect $OUT/nanogpt.pt   (input spec embedded by the export script
 step "mapctl profile llama2-7b --device-type h100-80g   (one training step predicted, no weights)"
 "$MAPCTL" profile llama2-7b --device-type h100-80g | tail -7
 
+step "mapctl plan llama2-7b:batch=8,seq=1024 --devices 64 --memory-per-device 40GiB   (mesh, ZeRO, a strategy per operator; baselines)"
+"$MAPCTL" plan llama2-7b:batch=8,seq=1024 --devices 64 --memory-per-device 40GiB --report "$OUT/plan.html" | tail -22
+echo "(HTML report: $OUT/plan.html)"
+
 step "mapctl profile $OUT/nanogpt.pt --measure   (predicted vs measured on this CPU)"
 "$MAPCTL" profile "$OUT/nanogpt.pt" --measure --timeline "$OUT/nanogpt-step.svg" | tail -8
 

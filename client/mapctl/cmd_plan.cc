@@ -170,6 +170,10 @@ int RunPlan(const PlanArgs& args) {
     j["meshes_pruned"] = result->meshes_pruned;
     j["alternatives"] = nlohmann::json::array();
     for (const auto& a : result->alternatives) j["alternatives"].push_back(CandidateJson(a));
+    j["pruned"] = nlohmann::json::array();
+    for (const auto& p : result->pruned) {
+      j["pruned"].push_back({{"mesh", p.mesh}, {"lower_bound_step_seconds", p.cost.step_seconds}, {"note", p.note}});
+    }
     j["baselines"] = nlohmann::json::array();
     for (const auto& b : result->baselines) j["baselines"].push_back(CandidateJson(b));
     j["layers"] = nlohmann::json::array();
@@ -221,6 +225,9 @@ int RunPlan(const PlanArgs& args) {
   for (const auto& a : result->alternatives) {
     alts.Row({MeshString(a.mesh), std::to_string(a.zero_stage), Ms(a.cost.step_seconds), Bytes(a.cost.peak_bytes()),
               a.fits ? "yes" : "no"});
+  }
+  for (const auto& p : result->pruned) {
+    alts.Row({MeshString(p.mesh), "-", absl::StrCat(">= ", Ms(p.cost.step_seconds)), "-", "pruned"});
   }
   alts.Print(std::cout);
   std::cout << "\nBaselines (same cost model):\n";

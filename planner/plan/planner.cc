@@ -287,6 +287,13 @@ absl::StatusOr<PlanResult> SearchPlan(const Graph& graph, const PlannerOptions& 
   for (const auto& [free, mesh] : order) {
     if (free.response.objective() >= best) {
       ++result.meshes_pruned;
+      PlanCandidate pruned;
+      pruned.name = "MAP";
+      pruned.mesh = mesh;
+      pruned.applicable = false;
+      pruned.cost.step_seconds = free.response.objective();
+      pruned.note = "pruned: even with unlimited memory no faster than the plan";
+      result.pruned.push_back(std::move(pruned));
       continue;
     }
     auto cand = SearchMesh(graph, options, cache, mesh, budget, free);

@@ -67,6 +67,9 @@ struct PlanResult {
   PlanCandidate plan;                     // the fastest MAP plan that fits (if `fits`)
   bool fits = false;
   std::vector<PlanCandidate> alternatives;  // MAP's best per mesh shape searched, fastest first
+  // Mesh shapes not searched under the budget: `cost.step_seconds` is their bound (the
+  // unconstrained optimum), no less than the plan's step time; `applicable` is false.
+  std::vector<PlanCandidate> pruned;
   std::vector<PlanCandidate> baselines;
   // When nothing fits: the least memory per device any plan searched needs (every node at its
   // smallest strategy, plus the fixed part), minimised over mesh shapes and ZeRO stages.
