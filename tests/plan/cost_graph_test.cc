@@ -40,6 +40,7 @@ Cluster EightH100() {
 
 struct Choice {
   std::string fc1_weight, fc2_weight, x;
+  ChoiceCost cost;
 };
 
 Choice Plan(const Graph& g, const Cluster& c) {
@@ -50,14 +51,24 @@ Choice Plan(const Graph& g, const Cluster& c) {
   EXPECT_EQ(resp->status(), v1::SolverResponse::OPTIMAL);
   const Strategy& fc1 = cg->strategies[0][resp->choice(0)];
   const Strategy& fc2 = cg->strategies[2][resp->choice(2)];
-  return {PlacementToString(fc1.inputs[1]), PlacementToString(fc2.inputs[1]), PlacementToString(fc1.inputs[0])};
+  auto cost = CostChoice(g, c, *cg, std::vector<int>(resp->choice().begin(), resp->choice().end()));
+  EXPECT_TRUE(cost.ok()) << cost.status();
+  return {PlacementToString(fc1.inputs[1]), PlacementToString(fc2.inputs[1]), PlacementToString(fc1.inputs[0]), *cost};
 }
 
 TEST(CostGraph, LargeHiddenTinyBatchIsMegatron) {
-  const Choice c = Plan(Mlp(/*batch=*/8, /*hidden=*/8192, /*ffn=*/32768, /*classes=*/8), EightH100());
+  // Batch 4 and 10 classes divide over no 8-device axis, so fc2's partial output cannot be
+  // reduce-scattered instead (with batch 8 MAP reduce-scatters it along the batch: half the
+  // traffic of Megatron's all-reduce).
+  const Choice c = Plan(Mlp(/*batch=*/4, /*hidden=*/8192, /*ffn=*/32768, /*classes=*/10), EightH100());
   EXPECT_EQ(c.fc1_weight, "S(0)");  // column-parallel: output features split
   EXPECT_EQ(c.fc2_weight, "S(1)");  // row-parallel: input features split, output partial
   EXPECT_EQ(c.x, "R");
+  // One all-reduce: fc2's partial output [4, 10] in f32, summed once; nothing else moves.
+  EXPECT_EQ(c.cost.comm_bytes[static_cast<int>(CollectiveKind::kAllReduce)], 4 * 10 * 4);
+  EXPECT_EQ(c.cost.comm_bytes[static_cast<int>(CollectiveKind::kAllGather)], 0);
+  EXPECT_EQ(c.cost.comm_bytes[static_cast<int>(CollectiveKind::kReduceScatter)], 0);
+  EXPECT_EQ(c.cost.comm_bytes[static_cast<int>(CollectiveKind::kAllToAll)], 0);
 }
 
 TEST(CostGraph, HugeBatchSmallHiddenIsDataParallel) {
