@@ -116,6 +116,7 @@ absl::StatusOr<ShardingRule> ClassLossSharding(const CostContext& c) {
     r.outputs[0] = per_elem;
   } else {
     r.linear_reduced = per_elem;
+    if (red.ok() && *red == "mean") r.averaged = per_elem;
   }
   MAPD_RETURN_IF_ERROR(pool.status());
   return r;
@@ -146,6 +147,7 @@ absl::StatusOr<ShardingRule> MseSharding(const CostContext& c) {
     for (char l : labels) {
       if (!r.IsUnsplittable(l)) r.linear_reduced.push_back(l);
     }
+    if (red.ok() && *red == "mean") r.averaged = r.linear_reduced;
   }
   MAPD_RETURN_IF_ERROR(pool.status());
   return r;

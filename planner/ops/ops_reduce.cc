@@ -74,6 +74,7 @@ ShardingFn ReduceSharding(bool linear) {
         r.unsplittable.push_back(r.outputs[0].back());
       }
     }
+    if (c.op.op() == "mean") r.averaged = r.linear_reduced;
     MAPD_RETURN_IF_ERROR(pool.status());
     return r;
   };

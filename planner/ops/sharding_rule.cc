@@ -70,6 +70,9 @@ absl::Status ValidateShardingRule(const ShardingRule& r, const CostContext& c) {
   for (size_t o = 0; o < r.outputs.size(); ++o) {
     MAPD_RETURN_IF_ERROR(check(r.outputs[o], &c.outputs[o], absl::StrCat("output ", o)));
   }
+  for (char l : r.averaged) {
+    if (!r.IsLinearReduced(l)) return bad("averaged label '", std::string(1, l), "' is not linear_reduced");
+  }
   for (char l : r.linear_reduced) {
     if (r.IsUnsplittable(l)) return bad("label '", std::string(1, l), "' is both linear_reduced and unsplittable");
     if (!input_labels.count(l)) return bad("linear_reduced label '", std::string(1, l), "' labels no input");

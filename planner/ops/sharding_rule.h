@@ -44,9 +44,14 @@ struct ShardingRule {
   // linear_reduced label is split they are Partial too, so the bias is counted once (a
   // replicated bias becomes Partial locally: one device keeps it, the others use zeros).
   std::vector<int> addends;
+  // The linear_reduced labels that are averaged (mean, and losses with reduction "mean"): when
+  // they are split each device's mean must be scaled by its share of the elements (local count
+  // / global count) for the Partial summands to add up to the global mean (DESIGN §7).
+  std::string averaged;
 
   bool IsLinearReduced(char label) const { return linear_reduced.find(label) != std::string::npos; }
   bool IsUnsplittable(char label) const { return unsplittable.find(label) != std::string::npos; }
+  bool IsAveraged(char label) const { return averaged.find(label) != std::string::npos; }
   bool IsAddend(int input) const;
   // "abk,nk,n->abn; sum k; keep -" (absent inputs print as "_", 0-d tensors as "").
   std::string ToString() const;

@@ -364,6 +364,9 @@ v1::Plan ToPlanProto(const Graph& graph, const PlanResult& result, const Planner
     for (const Placement& p : s.outputs) ns->add_output_placements(PlacementToString(p));
     ns->set_picks(s.ToString());
     ns->set_description(DescribeStrategy(graph, n, s));
+    std::string labels;
+    for (char l : s.axis_label) labels.push_back(l == 0 ? '.' : l);
+    ns->set_axis_labels(labels);
   }
   return plan;
 }
