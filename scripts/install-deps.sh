@@ -20,6 +20,8 @@ PACKAGES=(
   coinor-libcbc-dev libsqlite3-dev libcpp-httplib-dev
   # LibTorch (C++) and Debian's PyTorch for tracing test models
   libtorch-dev python3-torch python3-numpy
+  # Gloo's headers (LibTorch's c10d Gloo process groups: the distributed runtime on CPU)
+  libgloo-dev
   # an optimised BLAS: without it LibTorch falls back to the reference BLAS (~50x slower matmuls)
   libopenblas0-pthread
   # python client and tests

@@ -107,7 +107,9 @@ void ExpectFits(const std::string& op, const ShardingRule& rule, const CostConte
       }
     }
     for (const auto& [l, s] : sizes) {
-      if (!MayResize(op, l)) EXPECT_EQ(s.size(), 1u) << "label '" << l << "' names several sizes";
+      if (!MayResize(op, l)) {
+        EXPECT_EQ(s.size(), 1u) << "label '" << l << "' names several sizes";
+      }
     }
   }
   for (const std::vector<int64_t>& mesh : {std::vector<int64_t>{2, 2}, std::vector<int64_t>{4}}) {

@@ -1,0 +1,166 @@
+// N ranks reproduce one device (DESIGN §7's correctness bar): for a plan, every rank runs its
+// lowered program on real Gloo process groups — ranks as threads of this process, a TCPStore on
+// a free port — and the losses of 10 steps and the final parameters (each rank's block against
+// the same block of the single-device result) match single-device training from the same seed
+// and data.
+#include <ATen/ATen.h>
+#include <ATen/Parallel.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <thread>
+
+#include "planner/lower/lowering.h"
+#include "tests/dist/test_plans.h"
+#include "worker/dist/gloo_communicator.h"
+#include "worker/dist/rank_trainer.h"
+#include "worker/runtime/data.h"
+#include "worker/runtime/trainer.h"
+
+namespace mapd {
+namespace {
+
+constexpr int kSteps = 10;
+
+// SGD with momentum: AdamW would turn rounding noise into full steps for parameters whose
+// gradient is zero analytically (GPT-2's key bias: softmax ignores a constant added to every
+// key), so N ranks summing in another order would drift by lr per step there (seen: 4e-4 after
+// 10 steps at lr 1e-2) while every loss still matched.
+OptimizerOptions Sgd(double lr = 0.1) {
+  OptimizerOptions o;
+  o.kind = OptimizerOptions::Kind::kSgd;
+  o.lr = lr;
+  o.momentum = 0.9;
+  return o;
+}
+
+struct Reference {
+  std::vector<TensorMap> batches;
+  std::vector<double> losses;
+  std::unordered_map<std::string, at::Tensor> final_params;
+};
+
+// `repeat`: every step trains on the first batch (a model that cannot learn random labels
+// across batches still fits one).
+Reference SingleDevice(const Graph& g, const OptimizerOptions& optimizer = Sgd(), bool repeat = false) {
+  Reference ref;
+  DataOptions data;
+  data.seed = 11;
+  auto source = MakeDataSource(g.proto(), data, c10::Device(c10::kCPU));
+  EXPECT_TRUE(source.ok()) << source.status();
+  TrainerOptions to;
+  to.executor.seed = 5;
+  to.optimizer = optimizer;
+  auto trainer = Trainer::Create(g.proto(), to);
+  EXPECT_TRUE(trainer.ok()) << trainer.status();
+  for (int s = 0; s < kSteps; ++s) {
+    auto batch = (*source)->Next();
+    EXPECT_TRUE(batch.ok());
+    ref.batches.push_back(repeat && s > 0 ? ref.batches.front() : *batch);
+    auto r = (*trainer)->Step(ref.batches.back());
+    EXPECT_TRUE(r.ok()) << r.status();
+    ref.losses.push_back(r->loss);
+  }
+  for (const auto& [name, t] : (*trainer)->executor().parameters().Trainable()) ref.final_params[name] = t.detach().clone();
+  return ref;
+}
+
+// Runs the plan on mesh.size() ranks (threads) and checks them against the reference.
+void ExpectSameAsOneDevice(const Graph& g, const std::vector<int64_t>& mesh, const std::vector<Strategy>& strategies,
+                           const Reference& ref, const OptimizerOptions& optimizer = Sgd()) {
+  auto server = StoreServer::Start("127.0.0.1", 0);
+  ASSERT_TRUE(server.ok()) << server.status();
+  int world = 1;
+  for (int64_t d : mesh) world *= static_cast<int>(d);
+  std::vector<std::vector<double>> losses(world);
+  std::vector<std::string> errors(world);
+  std::vector<std::vector<std::pair<std::string, at::Tensor>>> params(world);
+  std::vector<v1::RankProgram> programs(world);
+  std::vector<std::thread> threads;
+  for (int rank = 0; rank < world; ++rank) {
+    threads.emplace_back([&, rank] {
+      at::set_num_threads(1);
+      RendezvousOptions ro;
+      ro.port = (*server)->port();
+      ro.timeout = std::chrono::milliseconds(60000);
+      auto groups = ConnectMeshGroups(ro, mesh, rank);
+      if (!groups.ok()) return void(errors[rank] = groups.status().ToString());
+      auto program = LowerForRank(g, mesh, strategies, rank);
+      if (!program.ok()) return void(errors[rank] = program.status().ToString());
+      programs[rank] = *program;
+      std::vector<Communicator*> raw;
+      for (auto& c : *groups) raw.push_back(c.get());
+      RankTrainerOptions o;
+      o.seed = 5;
+      o.optimizer = optimizer;
+      auto trainer = RankTrainer::Create(g, *program, raw, o);
+      if (!trainer.ok()) return void(errors[rank] = trainer.status().ToString());
+      for (int s = 0; s < kSteps; ++s) {
+        auto r = (*trainer)->Step(ref.batches[s]);
+        if (!r.ok()) return void(errors[rank] = r.status().ToString());
+        losses[rank].push_back(r->loss);
+      }
+      for (const auto& [name, t] : (*trainer)->parameters()) params[rank].emplace_back(name, t.detach().clone());
+    });
+  }
+  for (auto& t : threads) t.join();
+  for (int rank = 0; rank < world; ++rank) {
+    ASSERT_TRUE(errors[rank].empty()) << "rank " << rank << ": " << errors[rank];
+    ASSERT_EQ(losses[rank].size(), static_cast<size_t>(kSteps));
+    for (int s = 0; s < kSteps; ++s) {
+      EXPECT_NEAR(losses[rank][s], ref.losses[s], 1e-4 * std::abs(ref.losses[s])) << "rank " << rank << " step " << s + 1;
+    }
+    // Every parameter block equals the same block of the single-device parameters.
+    for (const auto& [name, local] : params[rank]) {
+      const v1::Shard* shard = nullptr;
+      for (const auto& s : programs[rank].parameters()) {
+        if (s.name() == name) shard = &s;
+      }
+      ASSERT_NE(shard, nullptr) << name;
+      at::Tensor expected = ref.final_params.at(name);
+      for (int d = 0; d < shard->local_type().shape_size(); ++d) {
+        expected = expected.narrow(d, shard->offsets().start(d), shard->local_type().shape(d));
+      }
+      const double scale = std::max(1.0, expected.abs().max().item<double>());
+      EXPECT_LE((local - expected).abs().max().item<double>(), 1e-4 * scale)
+          << "rank " << rank << " " << name << " worst at flat index " << (local - expected).abs().flatten().argmax().item<int64_t>()
+          << " of " << local.numel();
+    }
+  }
+}
+
+class Equivalence : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(Equivalence, DataParallelTensorParallel2x2AndThePlannersPlan) {
+  const Graph g = TrainingGraph(GetParam());
+  const Reference ref = SingleDevice(g, Sgd(), /*repeat=*/true);
+  ASSERT_LT(ref.losses.back(), ref.losses.front());  // the runs really train
+  const std::vector<std::pair<std::vector<int64_t>, std::string>> plans = {
+      {{4}, "data parallel"}, {{4}, "Megatron TP=4"}, {{2, 2}, "Megatron TP=2 x DP=2"}, {{2, 2}, "MAP"}, {{4}, "MAP"}};
+  for (const auto& [mesh, family] : plans) {
+    SCOPED_TRACE(family + " on " + std::to_string(mesh.size()) + "-axis mesh");
+    ExpectSameAsOneDevice(g, mesh, PlanStrategies(g, mesh, family), ref);
+  }
+}
+
+// ResNet under data parallelism: batch norm's batch dimension is unsplittable, so its input is
+// gathered and the statistics are those of the whole batch, as on one device. In f64: in f32
+// the 4-rank run matches for two steps and then drifts (0.7% at step 3 with plain SGD at lr
+// 2e-3; 2 ranks stay within 1e-4) — batch norms over few values (the last stage sees 8 × 1 × 1
+// per channel) amplify the different rounding of convolutions over 2 samples instead of 8. In
+// f64 all 10 steps match, so the plan itself is exact.
+TEST(EquivalenceResNet, DataParallel) {
+  const Graph g = TrainingGraph("resnet50:image=32,batch=8,classes=10,dtype=f64");
+  const Reference ref = SingleDevice(g, Sgd(0.01), /*repeat=*/true);
+  ASSERT_LT(ref.losses.back(), ref.losses.front());
+  ExpectSameAsOneDevice(g, {4}, PlanStrategies(g, {4}, "data parallel"), ref, Sgd(0.01));
+}
+
+INSTANTIATE_TEST_SUITE_P(Models, Equivalence,
+                         ::testing::Values("gpt2:layers=2,hidden=32,heads=4,vocab=64,seq=8,batch=4",
+                                           "llama2-7b:layers=2,hidden=32,heads=4,kv_heads=2,ffn=64,vocab=64,seq=8,batch=4",
+                                           "mlp:in=16,hidden=32,layers=2,out=8,batch=8"),
+                         [](const auto& info) { return std::string(info.param).substr(0, info.param[0] == 'm' ? 3 : 4); });
+
+}  // namespace
+}  // namespace mapd

@@ -1,0 +1,23 @@
+// Plans for the equivalence tests, from a torch-free translation unit (the planner's
+// `Optimizer` enum and the runtime's `Optimizer` class cannot meet in one).
+#ifndef MAPD_TESTS_DIST_TEST_PLANS_H_
+#define MAPD_TESTS_DIST_TEST_PLANS_H_
+
+#include <string>
+#include <vector>
+
+#include "planner/ir/graph.h"
+#include "planner/sharding/strategies.h"
+
+namespace mapd {
+
+// The training graph of a zoo spec (loss appended).
+Graph TrainingGraph(const std::string& spec);
+
+// `family` is a baseline's name ("data parallel", "Megatron TP=4", ...) or "MAP" for the
+// planner's own plan on `mesh` (ZeRO off). Fails the test when there is none.
+std::vector<Strategy> PlanStrategies(const Graph& graph, const std::vector<int64_t>& mesh, const std::string& family);
+
+}  // namespace mapd
+
+#endif  // MAPD_TESTS_DIST_TEST_PLANS_H_

@@ -1,0 +1,157 @@
+#include "worker/dist/collectives.h"
+
+#include <ATen/ATen.h>
+#include <torch/autograd.h>
+
+#include <stdexcept>
+
+#include "absl/strings/str_cat.h"
+
+namespace mapd {
+
+namespace {
+
+using torch::autograd::AutogradContext;
+using torch::autograd::variable_list;
+
+// Collective failures inside autograd travel as exceptions.
+at::Tensor OrThrow(absl::StatusOr<at::Tensor> t) {
+  if (!t.ok()) throw std::runtime_error(std::string(t.status().ToString()));
+  return *std::move(t);
+}
+void OrThrow(const absl::Status& st) {
+  if (!st.ok()) throw std::runtime_error(std::string(st.ToString()));
+}
+
+Communicator* GroupOf(AutogradContext* ctx) {
+  return reinterpret_cast<Communicator*>(ctx->saved_data["group"].toInt());
+}
+void Keep(AutogradContext* ctx, Communicator& g, int64_t dim = -1, int64_t to_dim = -1) {
+  ctx->saved_data["group"] = reinterpret_cast<int64_t>(&g);
+  ctx->saved_data["dim"] = dim;
+  ctx->saved_data["to_dim"] = to_dim;
+}
+int64_t Dim(AutogradContext* ctx) { return ctx->saved_data["dim"].toInt(); }
+int64_t ToDim(AutogradContext* ctx) { return ctx->saved_data["to_dim"].toInt(); }
+
+at::Tensor AllReduced(const at::Tensor& x, Communicator& g) {
+  at::Tensor y = x.contiguous().clone();
+  OrThrow(g.AllReduceSum(y));
+  return y;
+}
+at::Tensor Chunk(const at::Tensor& x, Communicator& g, int64_t dim) { return x.chunk(g.size(), dim)[g.rank()].contiguous(); }
+
+// P→R: sum; backward identity.
+struct AllReduceFn : torch::autograd::Function<AllReduceFn> {
+  static at::Tensor forward(AutogradContext* ctx, const at::Tensor& x, Communicator* g) {
+    Keep(ctx, *g);
+    return AllReduced(x, *g);
+  }
+  static variable_list backward(AutogradContext*, variable_list grad) { return {grad[0], at::Tensor()}; }
+};
+
+// S(dim)→R: gather; backward this rank's slice.
+struct AllGatherFn : torch::autograd::Function<AllGatherFn> {
+  static at::Tensor forward(AutogradContext* ctx, const at::Tensor& x, Communicator* g, int64_t dim) {
+    Keep(ctx, *g, dim);
+    return OrThrow(g->AllGather(x, dim));
+  }
+  static variable_list backward(AutogradContext* ctx, variable_list grad) {
+    return {Chunk(grad[0], *GroupOf(ctx), Dim(ctx)), at::Tensor(), at::Tensor()};
+  }
+};
+
+// P→S(dim): reduce-scatter; backward all-gather.
+struct ReduceScatterFn : torch::autograd::Function<ReduceScatterFn> {
+  static at::Tensor forward(AutogradContext* ctx, const at::Tensor& x, Communicator* g, int64_t dim) {
+    Keep(ctx, *g, dim);
+    return OrThrow(g->ReduceScatter(x, dim));
+  }
+  static variable_list backward(AutogradContext* ctx, variable_list grad) {
+    return {OrThrow(GroupOf(ctx)->AllGather(grad[0], Dim(ctx))), at::Tensor(), at::Tensor()};
+  }
+};
+
+// S(dim)→S(to_dim): all-to-all; backward the inverse.
+struct AllToAllFn : torch::autograd::Function<AllToAllFn> {
+  static at::Tensor forward(AutogradContext* ctx, const at::Tensor& x, Communicator* g, int64_t dim, int64_t to_dim) {
+    Keep(ctx, *g, dim, to_dim);
+    return OrThrow(g->AllToAll(x, /*split_dim=*/to_dim, /*concat_dim=*/dim));
+  }
+  static variable_list backward(AutogradContext* ctx, variable_list grad) {
+    return {OrThrow(GroupOf(ctx)->AllToAll(grad[0], /*split_dim=*/Dim(ctx), /*concat_dim=*/ToDim(ctx))), at::Tensor(),
+            at::Tensor(), at::Tensor()};
+  }
+};
+
+// R→S(dim): this rank's slice; backward all-gather.
+struct SliceFn : torch::autograd::Function<SliceFn> {
+  static at::Tensor forward(AutogradContext* ctx, const at::Tensor& x, Communicator* g, int64_t dim) {
+    Keep(ctx, *g, dim);
+    return Chunk(x, *g, dim);
+  }
+  static variable_list backward(AutogradContext* ctx, variable_list grad) {
+    return {OrThrow(GroupOf(ctx)->AllGather(grad[0], Dim(ctx))), at::Tensor(), at::Tensor()};
+  }
+};
+
+// R→P: the first rank keeps the value, the others zeros; backward identity (a Partial value's
+// gradient is replicated).
+struct KeepOnFirstFn : torch::autograd::Function<KeepOnFirstFn> {
+  static at::Tensor forward(AutogradContext* ctx, const at::Tensor& x, Communicator* g) {
+    Keep(ctx, *g);
+    return g->rank() == 0 ? x.clone() : at::zeros_like(x);
+  }
+  static variable_list backward(AutogradContext*, variable_list grad) { return {grad[0], at::Tensor()}; }
+};
+
+// S(dim)→P: this rank's slice in zeros of the full size; backward the slice.
+struct ScatterToPartialFn : torch::autograd::Function<ScatterToPartialFn> {
+  static at::Tensor forward(AutogradContext* ctx, const at::Tensor& x, Communicator* g, int64_t dim) {
+    Keep(ctx, *g, dim);
+    std::vector<int64_t> shape = x.sizes().vec();
+    const int64_t local = shape[dim];
+    shape[dim] = local * g->size();
+    at::Tensor full = at::zeros(shape, x.options());
+    full.narrow(dim, g->rank() * local, local).copy_(x);
+    return full;
+  }
+  static variable_list backward(AutogradContext* ctx, variable_list grad) {
+    return {Chunk(grad[0], *GroupOf(ctx), Dim(ctx)), at::Tensor(), at::Tensor()};
+  }
+};
+
+// Identity; backward all-reduce (a replicated value the ranks use differently).
+struct GradSyncFn : torch::autograd::Function<GradSyncFn> {
+  static at::Tensor forward(AutogradContext* ctx, const at::Tensor& x, Communicator* g) {
+    Keep(ctx, *g);
+    return x.clone();
+  }
+  static variable_list backward(AutogradContext* ctx, variable_list grad) {
+    return {AllReduced(grad[0], *GroupOf(ctx)), at::Tensor()};
+  }
+};
+
+}  // namespace
+
+absl::StatusOr<at::Tensor> ApplyCommunicate(const v1::Communicate& step, const at::Tensor& x, Communicator& group) {
+  try {
+    switch (step.kind()) {
+      case v1::Communicate::ALL_REDUCE: return AllReduceFn::apply(x, &group);
+      case v1::Communicate::ALL_GATHER: return AllGatherFn::apply(x, &group, step.dim());
+      case v1::Communicate::REDUCE_SCATTER: return ReduceScatterFn::apply(x, &group, step.dim());
+      case v1::Communicate::ALL_TO_ALL: return AllToAllFn::apply(x, &group, step.dim(), step.to_dim());
+      case v1::Communicate::SLICE: return SliceFn::apply(x, &group, step.dim());
+      case v1::Communicate::KEEP_ON_FIRST: return KeepOnFirstFn::apply(x, &group);
+      case v1::Communicate::SCATTER_TO_PARTIAL: return ScatterToPartialFn::apply(x, &group, step.dim());
+      case v1::Communicate::GRAD_SYNC: return GradSyncFn::apply(x, &group);
+      default: break;
+    }
+  } catch (const std::exception& e) {
+    return absl::UnavailableError(absl::StrCat(v1::Communicate::Kind_Name(step.kind()), " of '", step.input(), "' on ",
+                                               group.name(), ": ", e.what()));
+  }
+  return absl::InvalidArgumentError(absl::StrCat("communicate step '", step.output(), "' has no kind"));
+}
+
+}  // namespace mapd

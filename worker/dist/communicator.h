@@ -1,0 +1,41 @@
+// The narrow collective interface the distributed runtime uses: one Communicator per process
+// group (the ranks of one mesh-axis slice). Backends: Gloo over c10d (gloo_communicator.h, CPU;
+// tested as several ranks in one process); NCCL comes with CUDA builds.
+//
+// All collectives sum; splits are even (the planner only picks placements that divide) and in
+// group-rank order. Errors (a peer gone, a timeout) are UNAVAILABLE or DEADLINE_EXCEEDED naming
+// the group; a Communicator is used by one thread at a time.
+#ifndef MAPD_WORKER_DIST_COMMUNICATOR_H_
+#define MAPD_WORKER_DIST_COMMUNICATOR_H_
+
+#include <ATen/core/Tensor.h>
+
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+
+namespace mapd {
+
+class Communicator {
+ public:
+  virtual ~Communicator() = default;
+  virtual int rank() const = 0;   // within the group
+  virtual int size() const = 0;
+  virtual const std::string& name() const = 0;  // e.g. "axis 1, group 0"
+
+  // t ← Σ over the group, in place.
+  virtual absl::Status AllReduceSum(at::Tensor& t) = 0;
+  // Every rank's `local`, concatenated along `dim` in rank order.
+  virtual absl::StatusOr<at::Tensor> AllGather(const at::Tensor& local, int64_t dim) = 0;
+  // Σ over the group of `full`, then this rank's chunk along `dim`.
+  virtual absl::StatusOr<at::Tensor> ReduceScatter(const at::Tensor& full, int64_t dim) = 0;
+  // `local` cut into size() chunks along `split_dim`; chunk j goes to rank j; the chunks
+  // received are concatenated along `concat_dim` in rank order.
+  virtual absl::StatusOr<at::Tensor> AllToAll(const at::Tensor& local, int64_t split_dim, int64_t concat_dim) = 0;
+  virtual absl::Status Barrier() = 0;
+};
+
+}  // namespace mapd
+
+#endif  // MAPD_WORKER_DIST_COMMUNICATOR_H_

@@ -1,0 +1,165 @@
+#include "worker/dist/gloo_communicator.h"
+
+#include <ATen/ATen.h>
+#include <torch/csrc/distributed/c10d/PrefixStore.hpp>
+#include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
+#include <torch/csrc/distributed/c10d/TCPStore.hpp>
+
+#include "absl/strings/str_cat.h"
+
+namespace mapd {
+
+absl::Status RendezvousOptions::Validate() const {
+  if (host.empty()) return absl::InvalidArgumentError("rendezvous host is empty");
+  if (port <= 0 || port > 65535) {
+    return absl::InvalidArgumentError(absl::StrCat("rendezvous port ", port, " is not a TCP port (1-65535)"));
+  }
+  if (timeout.count() <= 0) return absl::InvalidArgumentError("rendezvous timeout must be positive");
+  return absl::OkStatus();
+}
+
+namespace {
+
+// c10d reports a peer that went away or a timeout as c10::Error with a message; which one it
+// was decides the code.
+absl::Status FromTorch(const std::string& group, const char* what, const std::exception& e) {
+  const std::string msg = e.what();
+  const std::string text = absl::StrCat(group, ": ", what, " failed: ", msg.substr(0, msg.find('\n')));
+  if (msg.find("imed out") != std::string::npos || msg.find("imeout") != std::string::npos) {
+    return absl::DeadlineExceededError(text);
+  }
+  return absl::UnavailableError(text);
+}
+
+class TcpStoreServer : public StoreServer {
+ public:
+  explicit TcpStoreServer(c10::intrusive_ptr<c10d::TCPStore> store) : store_(std::move(store)) {}
+  int port() const override { return store_->getPort(); }
+
+ private:
+  c10::intrusive_ptr<c10d::TCPStore> store_;
+};
+
+class GlooCommunicator : public Communicator {
+ public:
+  GlooCommunicator(c10::intrusive_ptr<c10d::ProcessGroupGloo> pg, std::string name)
+      : pg_(std::move(pg)), name_(std::move(name)) {}
+  int rank() const override { return pg_->getRank(); }
+  int size() const override { return pg_->getSize(); }
+  const std::string& name() const override { return name_; }
+
+  absl::Status AllReduceSum(at::Tensor& t) override {
+    try {
+      std::vector<at::Tensor> v{t};
+      pg_->allreduce(v)->wait();
+      return absl::OkStatus();
+    } catch (const std::exception& e) {
+      return FromTorch(name_, "all-reduce", e);
+    }
+  }
+
+  absl::StatusOr<at::Tensor> AllGather(const at::Tensor& local, int64_t dim) override {
+    try {
+      const at::Tensor in = local.contiguous();
+      std::vector<std::vector<at::Tensor>> out(1);
+      for (int i = 0; i < size(); ++i) out[0].push_back(at::empty_like(in));
+      std::vector<at::Tensor> inputs{in};
+      pg_->allgather(out, inputs)->wait();
+      return at::cat(out[0], dim);
+    } catch (const std::exception& e) {
+      return FromTorch(name_, "all-gather", e);
+    }
+  }
+
+  // Gloo has no reduce-scatter on CPU tensors: all-reduce and keep this rank's chunk (twice the
+  // traffic of a real one; the result is the same).
+  absl::StatusOr<at::Tensor> ReduceScatter(const at::Tensor& full, int64_t dim) override {
+    at::Tensor sum = full.contiguous().clone();
+    if (auto st = AllReduceSum(sum); !st.ok()) return st;
+    return sum.chunk(size(), dim)[rank()].contiguous();
+  }
+
+  absl::StatusOr<at::Tensor> AllToAll(const at::Tensor& local, int64_t split_dim, int64_t concat_dim) override {
+    try {
+      // Chunk j (along split_dim) goes to rank j: stack the chunks on a new leading dimension
+      // so alltoall_base can cut its input in equal contiguous parts.
+      at::Tensor in = at::stack(local.chunk(size(), split_dim), 0).contiguous();
+      at::Tensor out = at::empty_like(in);
+      std::vector<int64_t> even;
+      pg_->alltoall_base(out, in, even, even)->wait();
+      std::vector<at::Tensor> parts;
+      for (int i = 0; i < size(); ++i) parts.push_back(out[i]);
+      return at::cat(parts, concat_dim);
+    } catch (const std::exception& e) {
+      return FromTorch(name_, "all-to-all", e);
+    }
+  }
+
+  absl::Status Barrier() override {
+    try {
+      pg_->barrier()->wait();
+      return absl::OkStatus();
+    } catch (const std::exception& e) {
+      return FromTorch(name_, "barrier", e);
+    }
+  }
+
+ private:
+  c10::intrusive_ptr<c10d::ProcessGroupGloo> pg_;
+  std::string name_;
+};
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<StoreServer>> StoreServer::Start(const std::string& host, int port) {
+  try {
+    c10d::TCPStoreOptions o;
+    o.port = static_cast<std::uint16_t>(port);
+    o.isServer = true;
+    o.waitWorkers = false;
+    return std::unique_ptr<StoreServer>(new TcpStoreServer(c10::make_intrusive<c10d::TCPStore>(host, o)));
+  } catch (const std::exception& e) {
+    return absl::UnavailableError(absl::StrCat("cannot start the rendezvous store on ", host, ":", port, ": ", e.what()));
+  }
+}
+
+absl::StatusOr<std::vector<std::unique_ptr<Communicator>>> ConnectMeshGroups(const RendezvousOptions& options,
+                                                                            const std::vector<int64_t>& mesh, int rank) {
+  if (auto st = options.Validate(); !st.ok()) return st;
+  int64_t world = 1;
+  for (int64_t d : mesh) world *= d;
+  if (mesh.empty() || rank < 0 || rank >= world) {
+    return absl::InvalidArgumentError(absl::StrCat("rank ", rank, " is outside the mesh of ", world, " devices"));
+  }
+  std::vector<int64_t> coords(mesh.size());
+  for (int a = static_cast<int>(mesh.size()) - 1, r = rank; a >= 0; --a) {
+    coords[a] = r % mesh[a];
+    r /= static_cast<int>(mesh[a]);
+  }
+  std::vector<std::unique_ptr<Communicator>> groups;
+  try {
+    c10d::TCPStoreOptions so;
+    so.port = static_cast<std::uint16_t>(options.port);
+    so.isServer = false;
+    so.waitWorkers = false;
+    so.timeout = options.timeout;
+    auto store = c10::make_intrusive<c10d::TCPStore>(options.host, so);
+    for (size_t a = 0; a < mesh.size(); ++a) {
+      // The group is named by the coordinates of the other axes.
+      std::string id;
+      for (size_t b = 0; b < mesh.size(); ++b) absl::StrAppend(&id, b == a ? "*" : std::to_string(coords[b]), ".");
+      const std::string name = absl::StrCat("axis ", a, " group ", id);
+      auto prefixed = c10::make_intrusive<c10d::PrefixStore>(absl::StrCat("mapd/", name), store);
+      auto opts = c10d::ProcessGroupGloo::Options::create(options.timeout);
+      opts->devices.push_back(c10d::ProcessGroupGloo::createDeviceForHostname(options.host));
+      auto pg = c10::make_intrusive<c10d::ProcessGroupGloo>(prefixed, static_cast<int>(coords[a]),
+                                                             static_cast<int>(mesh[a]), opts);
+      groups.push_back(std::make_unique<GlooCommunicator>(std::move(pg), name));
+    }
+  } catch (const std::exception& e) {
+    return FromTorch(absl::StrCat("rank ", rank), "rendezvous", e);
+  }
+  return groups;
+}
+
+}  // namespace mapd

@@ -1,0 +1,42 @@
+// Gloo process groups (c10d::ProcessGroupGloo) over a TCPStore rendezvous: one Communicator per
+// mesh-axis slice of a rank (DESIGN §8).
+#ifndef MAPD_WORKER_DIST_GLOO_COMMUNICATOR_H_
+#define MAPD_WORKER_DIST_GLOO_COMMUNICATOR_H_
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "worker/dist/communicator.h"
+
+namespace mapd {
+
+struct RendezvousOptions {
+  std::string host = "127.0.0.1";  // where the TCPStore server listens
+  int port = 0;                    // its port (the launcher's server; 0 is not valid here)
+  // How long a rank waits for its peers at rendezvous and in every collective before failing:
+  // a crashed or hung rank ends the others' collectives with DEADLINE_EXCEEDED/UNAVAILABLE.
+  std::chrono::milliseconds timeout{60000};
+  absl::Status Validate() const;
+};
+
+// A TCPStore server on `host` (port 0: any free port) for a launcher or a test; the ranks
+// connect to its port. Keep the handle alive while the ranks run.
+class StoreServer {
+ public:
+  static absl::StatusOr<std::unique_ptr<StoreServer>> Start(const std::string& host, int port);
+  virtual ~StoreServer() = default;
+  virtual int port() const = 0;
+};
+
+// The communicators of rank `rank` of `mesh` (row-major), one per axis: the group of the ranks
+// that share every coordinate but that axis's, with group rank = the rank's coordinate there.
+absl::StatusOr<std::vector<std::unique_ptr<Communicator>>> ConnectMeshGroups(const RendezvousOptions& options,
+                                                                            const std::vector<int64_t>& mesh, int rank);
+
+}  // namespace mapd
+
+#endif  // MAPD_WORKER_DIST_GLOO_COMMUNICATOR_H_

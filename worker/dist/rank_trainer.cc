@@ -1,0 +1,172 @@
+#include "worker/dist/rank_trainer.h"
+
+#include <ATen/ATen.h>
+#include <torch/autograd.h>
+
+#include <chrono>
+
+#include "absl/strings/str_cat.h"
+#include "worker/dist/collectives.h"
+#include "worker/runtime/exec_table.h"
+#include "worker/runtime/parameters.h"
+
+namespace mapd {
+
+namespace {
+
+TensorType FromProto(const v1::TensorType& t) {
+  TensorType out;
+  out.dtype = t.dtype();
+  out.shape.assign(t.shape().begin(), t.shape().end());
+  return out;
+}
+
+// The block of `t` starting at `start` with `shape`.
+at::Tensor Narrow(at::Tensor t, const std::vector<int64_t>& start, const std::vector<int64_t>& shape) {
+  for (size_t d = 0; d < shape.size(); ++d) {
+    if (t.size(static_cast<int64_t>(d)) != shape[d]) t = t.narrow(static_cast<int64_t>(d), start[d], shape[d]);
+  }
+  return t;
+}
+
+}  // namespace
+
+absl::StatusOr<at::Tensor> RankTrainer::Block(const at::Tensor& global, const v1::Shard& shard) const {
+  const TensorType local = FromProto(shard.local_type());
+  if (global.dim() != static_cast<int64_t>(local.shape.size())) {
+    return absl::InvalidArgumentError(absl::StrCat("'", shard.name(), "' has ", global.dim(), " dimensions; the program's block has ",
+                                                   local.shape.size()));
+  }
+  std::vector<int64_t> start(shard.offsets().start().begin(), shard.offsets().start().end());
+  return Narrow(global, start, local.shape).contiguous();
+}
+
+absl::StatusOr<std::unique_ptr<RankTrainer>> RankTrainer::Create(Graph graph, v1::RankProgram program,
+                                                                  std::vector<Communicator*> groups,
+                                                                  const RankTrainerOptions& options) {
+  if (groups.size() != static_cast<size_t>(program.mesh_size())) {
+    return absl::InvalidArgumentError(absl::StrCat(groups.size(), " communicators for a ", program.mesh_size(), "-axis mesh"));
+  }
+  if (options.optimizer.max_grad_norm > 0) {
+    return absl::UnimplementedError("gradient clipping under a multi-rank plan is not built yet (it needs the norm over every shard)");
+  }
+  for (const auto& node : graph.proto().nodes()) {
+    double p = 0;
+    if (node.op() == "dropout" && node.attrs().count("p")) p = node.attrs().at("p").f();
+    if (node.op() == "scaled_dot_product_attention" && node.attrs().count("dropout_p")) p = node.attrs().at("dropout_p").f();
+    if (p > 0) {
+      return absl::UnimplementedError(absl::StrCat("node '", node.name(), "': dropout under a multi-rank plan is not built yet; "
+                                                   "train with dropout 0"));
+    }
+  }
+  std::unique_ptr<RankTrainer> t(new RankTrainer(std::move(graph)));
+  t->program_ = std::move(program);
+  t->groups_ = std::move(groups);
+  // The global parameters from the seed, then this rank's blocks.
+  auto store = ParameterStore::Create(t->graph_.proto(), options.seed, c10::Device(c10::kCPU));
+  if (!store.ok()) return store.status();
+  for (const v1::Shard& shard : t->program_.parameters()) {
+    const at::Tensor* global = store->Find(shard.name());
+    if (global == nullptr) return absl::InternalError(absl::StrCat("parameter '", shard.name(), "' was not made"));
+    auto block = t->Block(*global, shard);
+    if (!block.ok()) return block.status();
+    const v1::Parameter* p = t->graph_.FindParameter(shard.name());
+    at::Tensor local = block->clone().detach();
+    if (p != nullptr && p->trainable()) {
+      local.requires_grad_(true);
+      t->trainable_.emplace_back(shard.name(), local);
+    }
+    t->leaves_[shard.name()] = local;
+  }
+  auto optimizer = Optimizer::Create(options.optimizer, t->trainable_);
+  if (!optimizer.ok()) return optimizer.status();
+  t->optimizer_ = *std::move(optimizer);
+  return t;
+}
+
+absl::StatusOr<StepResult> RankTrainer::Step(const TensorMap& global_batch) {
+  const auto start = std::chrono::steady_clock::now();
+  std::unordered_map<std::string, at::Tensor> env = leaves_;
+  for (const v1::Shard& shard : program_.inputs()) {
+    auto it = global_batch.find(shard.name());
+    if (it == global_batch.end()) return absl::InvalidArgumentError(absl::StrCat("the batch has no input '", shard.name(), "'"));
+    auto block = Block(it->second, shard);
+    if (!block.ok()) return block.status();
+    env[shard.name()] = *block;
+  }
+  const ExecTable& table = ExecTable::Global();
+  for (const v1::Instruction& ins : program_.instructions()) {
+    if (ins.has_communicate()) {
+      const v1::Communicate& c = ins.communicate();
+      auto out = ApplyCommunicate(c, env.at(c.input()), *groups_.at(c.axis()));
+      if (!out.ok()) return out.status();
+      env[c.output()] = *std::move(out);
+      continue;
+    }
+    const v1::Compute& c = ins.compute();
+    v1::Node node = graph_.node(c.node());
+    *node.mutable_attrs() = c.attrs();
+    const ExecEntry* entry = table.Find(node.op());
+    if (entry == nullptr) return absl::UnimplementedError(absl::StrCat("node '", node.name(), "': no execution entry for ", node.op()));
+    std::vector<at::Tensor> inputs;
+    for (const std::string& name : c.inputs()) inputs.push_back(name.empty() ? at::Tensor() : env.at(name));
+    std::vector<TensorType> types;
+    for (const auto& t : c.output_types()) types.push_back(FromProto(t));
+    std::vector<at::Tensor> outs;
+    try {
+      ExecContext ctx(node, std::move(inputs), types, c10::Device(c10::kCPU), /*training=*/true);
+      outs = entry->fn(ctx);
+    } catch (const std::exception& e) {
+      return absl::InternalError(absl::StrCat("node '", node.name(), "' (", node.op(), ") on rank ", program_.rank(), ": ",
+                                              std::string(e.what()).substr(0, 400)));
+    }
+    for (size_t k = 0; k < outs.size() && k < types.size(); ++k) {
+      // Creation ops build the global tensor: keep this rank's block.
+      if (!MatchesType(outs[k], types[k]) && k < static_cast<size_t>(c.output_offsets_size())) {
+        std::vector<int64_t> off(c.output_offsets(k).start().begin(), c.output_offsets(k).start().end());
+        if (outs[k].dim() == static_cast<int64_t>(types[k].shape.size())) outs[k] = Narrow(outs[k], off, types[k].shape);
+      }
+      if (!MatchesType(outs[k], types[k])) {
+        return absl::InternalError(absl::StrCat("node '", node.name(), "' (", node.op(), ") on rank ", program_.rank(),
+                                                ": output ", k, " is ", DescribeTensor(outs[k]), ", the program says ",
+                                                types[k].ToString()));
+      }
+      if (c.output_scale() != 1 && c.output_scale() != 0) outs[k] = outs[k] * c.output_scale();
+      env[c.outputs(static_cast<int>(k))] = outs[k];
+    }
+  }
+  auto loss_it = env.find(program_.loss());
+  if (loss_it == env.end()) return absl::InternalError("the program's loss was not computed");
+  at::Tensor loss = loss_it->second;
+  try {
+    loss.backward();
+  } catch (const std::exception& e) {
+    return absl::UnavailableError(absl::StrCat("backward on rank ", program_.rank(), ": ", std::string(e.what()).substr(0, 400)));
+  }
+  at::Tensor global_loss = loss.detach().to(at::kDouble).clone();
+  for (int a : program_.loss_partial_axes()) {
+    if (auto st = groups_.at(a)->AllReduceSum(global_loss); !st.ok()) return st;
+  }
+  if (auto st = optimizer_->Step(); !st.ok()) return st;
+  for (auto& [name, p] : trainable_) p.mutable_grad() = at::Tensor();
+  // Buffer updates (batch norm's running statistics): the new value into the rank's block.
+  for (const auto& u : graph_.proto().buffer_updates()) {
+    auto value = env.find(u.value());
+    auto buffer = leaves_.find(u.buffer());
+    if (value == env.end() || buffer == leaves_.end()) continue;
+    if (!value->second.sizes().equals(buffer->second.sizes())) {
+      return absl::UnimplementedError(absl::StrCat("buffer '", u.buffer(), "' is held ", DescribeTensor(buffer->second), " but its update '",
+                                                   u.value(), "' is ", DescribeTensor(value->second),
+                                                   " on this rank; updating a buffer split differently is not built yet"));
+    }
+    at::NoGradGuard no_grad;
+    buffer->second.copy_(value->second.detach());
+  }
+  StepResult r;
+  r.step = ++steps_;
+  r.loss = global_loss.item<double>();
+  r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return r;
+}
+
+}  // namespace mapd

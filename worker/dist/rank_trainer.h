@@ -1,0 +1,64 @@
+// One rank's training step under a plan (DESIGN §8): the rank's blocks of the parameters
+// (initialised from the same global seed as single-device training, so every plan starts from
+// the same global weights), its block of each global batch, the rank program's instructions
+// (nodes through the execution table on local shapes; Communicate steps as autograd
+// collectives), backward from the local loss, and the optimizer on the local blocks.
+//
+// The reported loss is the global one: the local loss summed over the axes where it is Partial.
+//
+// Not built yet (UNIMPLEMENTED at Create, naming the node): dropout with p > 0 (the global mask
+// would have to be drawn and sliced); gradient clipping (it needs the norm over all shards);
+// buffer updates of values that are not replicated.
+#ifndef MAPD_WORKER_DIST_RANK_TRAINER_H_
+#define MAPD_WORKER_DIST_RANK_TRAINER_H_
+
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "planner/ir/graph.h"
+#include "proto/mapd/v1/rank_program.pb.h"
+#include "worker/dist/communicator.h"
+#include "worker/runtime/optimizer.h"
+#include "worker/runtime/trainer.h"
+
+namespace mapd {
+
+struct RankTrainerOptions {
+  uint64_t seed = 0;  // the parameters' init seed (the same for every rank and plan)
+  OptimizerOptions optimizer;
+};
+
+class RankTrainer {
+ public:
+  // `groups[a]` is this rank's communicator on mesh axis a (ConnectMeshGroups); they must outlive
+  // the trainer.
+  static absl::StatusOr<std::unique_ptr<RankTrainer>> Create(Graph graph, v1::RankProgram program,
+                                                             std::vector<Communicator*> groups,
+                                                             const RankTrainerOptions& options);
+
+  // One step on the global batch (every rank is given the same batch and takes its block).
+  absl::StatusOr<StepResult> Step(const TensorMap& global_batch);
+
+  // This rank's blocks of the trainable parameters (name, tensor), in graph order.
+  const std::vector<std::pair<std::string, at::Tensor>>& parameters() const { return trainable_; }
+  const v1::RankProgram& program() const { return program_; }
+
+ private:
+  explicit RankTrainer(Graph graph) : graph_(std::move(graph)) {}
+  absl::StatusOr<at::Tensor> Block(const at::Tensor& global, const v1::Shard& shard) const;
+
+  Graph graph_;
+  v1::RankProgram program_;
+  std::vector<Communicator*> groups_;
+  std::unordered_map<std::string, at::Tensor> leaves_;  // parameters and buffers: local blocks
+  std::vector<std::pair<std::string, at::Tensor>> trainable_;
+  std::unique_ptr<Optimizer> optimizer_;
+  int64_t steps_ = 0;
+};
+
+}  // namespace mapd
+
+#endif  // MAPD_WORKER_DIST_RANK_TRAINER_H_
