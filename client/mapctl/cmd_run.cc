@@ -1,4 +1,5 @@
-// `mapctl run`: train a model on this machine (one device) and show its loss step by step.
+// `mapctl run`: train a model on this machine (one device) and show its loss step by step;
+// several ranks go to cmd_run_ranks.cc.
 #include <iostream>
 
 #include <nlohmann/json.hpp>
@@ -11,7 +12,7 @@
 
 namespace mapd::cli {
 
-int RunTraining(const RunArgs& args) {
+absl::StatusOr<LocalTrainingOptions> MakeTrainingOptions(const RunArgs& args) {
   LocalTrainingOptions options;
   options.steps = args.steps;
   options.optimizer = args.optimizer;
@@ -25,10 +26,20 @@ int RunTraining(const RunArgs& args) {
   options.data = args.data.substr(0, colon);
   if (colon != std::string::npos) options.data_path = args.data.substr(colon + 1);
   if (options.data != "synthetic" && options.data_path.empty()) {
-    return ReportError(absl::InvalidArgumentError(
-        absl::StrCat("--data ", args.data, ": give the file as ", options.data, ":PATH")));
+    return absl::InvalidArgumentError(absl::StrCat("--data ", args.data, ": give the file as ", options.data, ":PATH"));
   }
-  if (auto st = options.Validate(); !st.ok()) return ReportError(st);
+  if (auto st = options.Validate(); !st.ok()) return st;
+  return options;
+}
+
+int RunTraining(const RunArgs& args) {
+  if (args.model.model.empty() == args.plan.empty()) {
+    return ReportError(absl::InvalidArgumentError("give a MODEL, or --plan FILE (a saved plan carries its model), not both"));
+  }
+  if (args.ranks > 1 || !args.plan.empty()) return RunOnRanks(args);
+  auto made = MakeTrainingOptions(args);
+  if (!made.ok()) return ReportError(made.status());
+  const LocalTrainingOptions& options = *made;
   auto graph = LoadTrainingGraph(args.model.model, args.model.inputs, /*batch_size=*/0, /*seq_len=*/0, args.loss);
   if (!graph.ok()) return ReportError(graph.status());
 

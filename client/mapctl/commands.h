@@ -7,6 +7,8 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "worker/local/local_training.h"
 
 namespace mapd::cli {
 
@@ -49,7 +51,29 @@ struct RunArgs {
   std::string device = "cpu";
   int64_t log_every = 10;
   std::string format = "table";
+  // Several ranks (local processes over Gloo): 1 = the single-device runtime.
+  int64_t ranks = 1;
+  std::string mesh;                  // "2x2"; default a 1-D mesh of `ranks`
+  std::string strategy = "map";      // map (the planner's plan) | dp | tp
+  std::string plan;                  // a plan.pb from `mapctl plan --save` (its graph and mesh)
+  std::string device_type = "cpu";   // the planner's cost model for `--strategy map`
+  std::string memory_per_device;     // the planner's budget
+  bool check_reference = false;      // also train on one process and compare
+  int64_t rank_timeout = 60;         // seconds a rank may stay silent (hung) or wait in a collective
 };
+
+// The hidden `mapctl _rank` that `run --ranks N` starts once per rank.
+struct RankArgs {
+  RunArgs run;
+  std::string run_dir;
+  int rank = -1;
+  int port = 0;
+};
+int RunRank(const RankArgs& args);
+// `run --ranks N` / `run --plan FILE` (cmd_run_ranks.cc).
+int RunOnRanks(const RunArgs& args);
+// The single-device training options `run` takes (also what every rank uses).
+absl::StatusOr<LocalTrainingOptions> MakeTrainingOptions(const RunArgs& args);
 
 struct PlanArgs {
   ModelArgs model;

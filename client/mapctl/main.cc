@@ -82,8 +82,9 @@ int main(int argc, char** argv) {
   profile->footer(kModelHelp);
 
   RunArgs run_args;
-  CLI::App* run = app.add_subcommand("run", "Train a model on this machine (one device) and print its loss per step");
-  run->add_option("MODEL", run_args.model.model, "Zoo spec, .pt archive or .pb/.json graph")->required();
+  CLI::App* run = app.add_subcommand(
+      "run", "Train a model on this machine — on one device, or on N local ranks under a plan — and print its loss per step");
+  run->add_option("MODEL", run_args.model.model, "Zoo spec, .pt archive or .pb/.json graph (not with --plan)");
   run->add_option("--input", run_args.model.inputs, "Input spec NAME:DTYPE[D0,D1,...] (repeatable)");
   run->add_option("--loss", run_args.loss, "auto | output | cross_entropy | mse")->capture_default_str();
   run->add_option("--steps", run_args.steps, "Training steps")->check(CLI::PositiveNumber)->capture_default_str();
@@ -98,6 +99,33 @@ int main(int argc, char** argv) {
   run->add_option("--device", run_args.device, "cpu, or cuda[:N] where LibTorch has CUDA")->capture_default_str();
   run->add_option("--log-every", run_args.log_every, "Print every N steps")->check(CLI::PositiveNumber)->capture_default_str();
   run->add_option("-o,--output", run_args.format, "Output format")->check(CLI::IsMember({"table", "json"}))->capture_default_str();
+  run->add_option("--ranks", run_args.ranks, "Train on N local rank processes (Gloo) under a plan")
+      ->check(CLI::PositiveNumber)->capture_default_str();
+  run->add_option("--mesh", run_args.mesh, "Mesh of the ranks, e.g. 2x2 (default: 1-D)");
+  run->add_option("--strategy", run_args.strategy, "map (the planner's plan) | dp | tp")
+      ->check(CLI::IsMember({"map", "dp", "tp"}))->capture_default_str();
+  run->add_option("--plan", run_args.plan, "Run a saved plan (mapctl plan --save): its graph and mesh");
+  run->add_option("--device-type", run_args.device_type, "Cost model of the planner for --strategy map")->capture_default_str();
+  run->add_option("--memory-per-device", run_args.memory_per_device, "Planner budget per rank, e.g. 1GiB");
+  run->add_flag("--check-reference", run_args.check_reference, "Also train on one process and compare the losses");
+  run->add_option("--rank-timeout", run_args.rank_timeout, "Seconds a rank may stay silent before the run is stopped")
+      ->check(CLI::PositiveNumber)->capture_default_str();
+
+  // `run --ranks N` starts `mapctl _rank` once per rank (hidden: not for people).
+  RankArgs rank_args;
+  CLI::App* rank_cmd = app.add_subcommand("_rank", "");
+  rank_cmd->group("");
+  rank_cmd->add_option("--run-dir", rank_args.run_dir)->required();
+  rank_cmd->add_option("--rank", rank_args.rank)->required();
+  rank_cmd->add_option("--port", rank_args.port)->required();
+  rank_cmd->add_option("--steps", rank_args.run.steps);
+  rank_cmd->add_option("--optimizer", rank_args.run.optimizer);
+  rank_cmd->add_option("--lr", rank_args.run.lr);
+  rank_cmd->add_option("--weight-decay", rank_args.run.weight_decay);
+  rank_cmd->add_option("--clip", rank_args.run.clip);
+  rank_cmd->add_option("--seed", rank_args.run.seed);
+  rank_cmd->add_option("--data", rank_args.run.data);
+  rank_cmd->add_option("--rank-timeout", rank_args.run.rank_timeout);
   run->footer(kModelHelp);
 
   PlanArgs plan_args;
@@ -143,6 +171,7 @@ int main(int argc, char** argv) {
   if (import->parsed()) return RunImport(model_args, import_out);
   if (profile->parsed()) return RunProfile(prof);
   if (run->parsed()) return RunTraining(run_args);
+  if (rank_cmd->parsed()) return RunRank(rank_args);
   if (plan->parsed()) return RunPlan(plan_args);
   if (calibrate->parsed()) return RunCalibrate(calib_name, calib_out, calib_quick);
   return kExitUsage;

@@ -10,10 +10,11 @@ MAPCTL = os.environ.get("MAPCTL", "")
 SOURCE_DIR = os.environ.get("MAPD_SOURCE_DIR", os.path.join(os.path.dirname(__file__), "..", ".."))
 
 
-def run_mapctl(*args, check=None):
-    """Runs mapctl; returns CompletedProcess. check=0 asserts success."""
+def run_mapctl(*args, check=None, env_extra=None):
+    """Runs mapctl; returns CompletedProcess. check=0 asserts success; env_extra adds variables."""
     assert MAPCTL and os.path.exists(MAPCTL), "set MAPCTL to the mapctl binary (ctest does)"
-    proc = subprocess.run([MAPCTL, *args], capture_output=True, text=True, timeout=300)
+    env = dict(os.environ, **(env_extra or {}))
+    proc = subprocess.run([MAPCTL, *args], capture_output=True, text=True, timeout=300, env=env)
     if check is not None:
         assert proc.returncode == check, f"mapctl {' '.join(args)} -> {proc.returncode}\n{proc.stdout}\n{proc.stderr}"
     return proc

@@ -1,0 +1,270 @@
+// `mapctl run --ranks N`: train under a plan on N local rank processes (like torchrun) — the
+// plan from the planner (`--strategy map`), a baseline (`dp`, `tp`) or a saved one (`--plan`),
+// lowered to one program per rank, ranks started and watched (worker/launch), their losses and
+// memory reported; `--check-reference` also trains on one process and compares.
+// And `mapctl _rank`, the process of one rank.
+#include <cstdlib>
+#include <filesystem>
+#include <iostream>
+#include <map>
+
+#include <nlohmann/json.hpp>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "client/mapctl/commands.h"
+#include "client/mapctl/model_loader.h"
+#include "client/mapctl/table.h"
+#include "planner/ir/serialize.h"
+#include "planner/lower/lowering.h"
+#include "planner/plan/planner.h"
+#include "planner/profile/timeline_svg.h"
+#include "worker/dist/gloo_communicator.h"
+#include "worker/dist/rank_main.h"
+#include "worker/launch/launcher.h"
+
+namespace mapd::cli {
+
+namespace {
+
+struct ChosenPlan {
+  v1::Graph graph;
+  std::vector<int64_t> mesh;
+  std::vector<Strategy> strategies;
+  std::string name;
+  double predicted_peak_bytes = 0;
+};
+
+absl::StatusOr<ChosenPlan> ChoosePlan(const RunArgs& args) {
+  ChosenPlan c;
+  if (!args.plan.empty()) {
+    auto bytes = ReadFileToString(args.plan);
+    if (!bytes.ok()) return bytes.status();
+    v1::Plan plan;
+    if (!plan.ParseFromString(*bytes)) return absl::InvalidArgumentError(absl::StrCat(args.plan, " is not a saved plan (mapctl plan --save)"));
+    if (plan.zero_stage() != 0) {
+      return absl::UnimplementedError(absl::StrCat(args.plan, " uses ZeRO stage ", plan.zero_stage(),
+                                                   "; the runtime runs stage 0 only so far (plan with --zero 0)"));
+    }
+    auto graph = Graph::Create(plan.graph());
+    if (!graph.ok()) return graph.status();
+    auto strategies = StrategiesFromPlan(plan, *graph);
+    if (!strategies.ok()) return strategies.status();
+    c.graph = plan.graph();
+    c.mesh.assign(plan.mesh().begin(), plan.mesh().end());
+    c.strategies = *std::move(strategies);
+    c.name = absl::StrCat("saved plan ", args.plan);
+    c.predicted_peak_bytes = plan.predicted_peak_bytes();
+    int64_t devices = 1;
+    for (int64_t d : c.mesh) devices *= d;
+    if (args.ranks > 1 && args.ranks != devices) {
+      return absl::InvalidArgumentError(absl::StrCat("--ranks ", args.ranks, " but the plan's mesh ", absl::StrJoin(c.mesh, "x"),
+                                                     " has ", devices, " devices; drop --ranks or make them agree"));
+    }
+    return c;
+  }
+  auto trainable = LoadTrainingGraph(args.model.model, args.model.inputs, 0, 0, args.loss);
+  if (!trainable.ok()) return trainable.status();
+  auto graph = Graph::Create(*trainable);
+  if (!graph.ok()) return graph.status();
+  c.graph = *std::move(trainable);
+  PlannerOptions o;
+  o.cluster.devices = args.ranks;
+  if (!args.mesh.empty()) {
+    auto mesh = ParseMesh(args.mesh);
+    if (!mesh.ok()) return mesh.status();
+    o.cluster.mesh = *mesh;
+  }
+  o.cluster.device_type = args.device_type;
+  if (!args.memory_per_device.empty()) {
+    auto b = ParseBytes(args.memory_per_device);
+    if (!b.ok()) return b.status();
+    o.cluster.memory_per_device = *b;
+  }
+  auto opt = ParseOptimizer(args.optimizer == "momentum" ? "momentum" : args.optimizer);
+  if (!opt.ok()) return opt.status();
+  o.profile.optimizer = *opt;
+  o.zero_stage = 0;  // the runtime runs ZeRO stage 0 so far
+  if (args.strategy != "map") {
+    // A baseline needs its own mesh: 1-D over the ranks.
+    o.cluster.mesh.clear();
+  }
+  auto r = SearchPlan(*graph, o);
+  if (!r.ok()) return r.status();
+  const PlanCandidate* chosen = nullptr;
+  if (args.strategy == "map") {
+    if (!r->fits) {
+      return absl::FailedPreconditionError(absl::StrFormat("no plan fits %s per rank; the least any plan needs is %s",
+                                                           FormatBytes(r->cluster.memory_per_device), FormatBytes(static_cast<int64_t>(r->min_memory_bytes))));
+    }
+    chosen = &r->plan;
+    c.name = absl::StrCat("MAP's plan (mesh ", absl::StrJoin(r->plan.mesh, "x"), ")");
+  } else {
+    const std::string want = args.strategy == "dp" ? "data parallel" : absl::StrCat("Megatron TP=", args.ranks);
+    for (const auto& b : r->baselines) {
+      if (b.name == want) chosen = &b;
+    }
+    if (chosen == nullptr) return absl::InternalError(absl::StrCat("no baseline '", want, "'"));
+    if (!chosen->applicable) return absl::FailedPreconditionError(absl::StrCat("--strategy ", args.strategy, ": ", chosen->note));
+    c.name = want;
+  }
+  c.mesh = chosen->mesh;
+  c.strategies = chosen->strategies;
+  c.predicted_peak_bytes = chosen->cost.peak_bytes();
+  return c;
+}
+
+}  // namespace
+
+int RunOnRanks(const RunArgs& args) {
+  auto training = MakeTrainingOptions(args);
+  if (!training.ok()) return ReportError(training.status());
+  if (args.device != "cpu") {
+    return ReportError(absl::UnimplementedError("--ranks runs on CPU (Gloo) so far; NCCL ranks arrive with a CUDA build"));
+  }
+  auto plan = ChoosePlan(args);
+  if (!plan.ok()) return ReportError(plan.status());
+  auto graph = Graph::Create(plan->graph);
+  if (!graph.ok()) return ReportError(graph.status());
+  int world = 1;
+  for (int64_t d : plan->mesh) world *= static_cast<int>(d);
+
+  // The run directory: the graph and one program per rank.
+  std::error_code ec;
+  const std::filesystem::path dir = std::filesystem::temp_directory_path(ec) / absl::StrCat("mapd-run-", getpid());
+  std::filesystem::create_directories(dir, ec);
+  if (ec) return ReportError(absl::InternalError(absl::StrCat("cannot make ", dir.string(), ": ", ec.message())));
+  if (auto st = WriteGraphFile(plan->graph, (dir / "graph.pb").string()); !st.ok()) return ReportError(st);
+  for (int r = 0; r < world; ++r) {
+    auto program = LowerForRank(*graph, plan->mesh, plan->strategies, r);
+    if (!program.ok()) return ReportError(program.status());
+    if (auto st = WriteStringToFileAtomic((dir / absl::StrCat("rank_", r, ".pb")).string(), program->SerializeAsString()); !st.ok()) {
+      return ReportError(st);
+    }
+  }
+  auto server = StoreServer::Start("127.0.0.1", 0);
+  if (!server.ok()) return ReportError(server.status());
+
+  if (args.format != "json") {
+    std::cout << "Training on " << world << " ranks (mesh " << absl::StrJoin(plan->mesh, "x") << ") under " << plan->name
+              << "\n";
+  }
+  std::map<int, std::vector<double>> losses;  // per rank
+  std::map<int, int64_t> peaks;
+  std::map<int, int64_t> begun;  // per rank: the last step it began
+  std::vector<double> seconds;
+  nlohmann::json steps = nlohmann::json::array();
+  LaunchOptions lo;
+  lo.ranks = world;
+  lo.silence_timeout = std::chrono::seconds(args.rank_timeout);
+  const std::string exe = std::filesystem::read_symlink("/proc/self/exe", ec).string();
+  lo.argv_for = [&](int r) {
+    return std::vector<std::string>{exe, "_rank", "--run-dir", dir.string(), "--rank", std::to_string(r), "--port",
+                                    std::to_string((*server)->port()), "--steps", std::to_string(args.steps),
+                                    "--optimizer", args.optimizer, "--lr", absl::StrCat(args.lr), "--weight-decay",
+                                    absl::StrCat(args.weight_decay), "--clip", absl::StrCat(args.clip), "--seed",
+                                    std::to_string(args.seed), "--data", args.data, "--rank-timeout",
+                                    std::to_string(args.rank_timeout)};
+  };
+  lo.env = {"OMP_NUM_THREADS=1"};
+  absl::Status launched = LaunchRanks(lo, [&](int rank, const std::string& line) {
+    auto j = nlohmann::json::parse(line, nullptr, false);
+    if (j.is_discarded() || !j.is_object()) return;
+    if (j.contains("begin")) {
+      begun[rank] = j.value("begin", int64_t{0});
+      return;
+    }
+    if (j.contains("done")) {
+      peaks[rank] = j.value("peak_bytes", int64_t{0});
+      return;
+    }
+    const double loss = j.value("loss", 0.0);
+    losses[rank].push_back(loss);
+    if (rank != 0) return;
+    const int64_t step = j.value("step", int64_t{0});
+    seconds.push_back(j.value("seconds", 0.0));
+    if (args.format == "json") {
+      steps.push_back({{"step", step}, {"loss", loss}, {"seconds", seconds.back()}});
+    } else if (step == 1 || step % args.log_every == 0 || step == args.steps) {
+      std::cout << absl::StrFormat("step %6d  loss %.4f  %8.1f ms\n", step, loss, seconds.back() * 1e3) << std::flush;
+    }
+  });
+  std::filesystem::remove_all(dir, ec);
+  if (launched.code() == absl::StatusCode::kDeadlineExceeded) {
+    // Silent ranks wait in collectives for the one that did not begin the step they are in.
+    int behind = -1, count = 0;
+    int64_t least = INT64_MAX;
+    for (int r = 0; r < world; ++r) {
+      const int64_t b = begun.count(r) ? begun[r] : 0;
+      if (b < least) least = b, behind = r, count = 1;
+      else if (b == least) ++count;
+    }
+    if (count == 1 && least < args.steps) {
+      return ReportError(absl::DeadlineExceededError(absl::StrCat(
+          "rank ", behind, " stopped responding before step ", least + 1, " (the other ranks began it and waited for rank ",
+          behind, " for ", args.rank_timeout, " s); the run was stopped")));
+    }
+  }
+  if (!launched.ok()) return ReportError(launched);
+
+  // The ranks agree on the loss (it is the global one on every rank).
+  for (const auto& [rank, l] : losses) {
+    for (size_t s = 0; s < l.size() && s < losses[0].size(); ++s) {
+      if (std::abs(l[s] - losses[0][s]) > 1e-6 * std::max(1.0, std::abs(losses[0][s]))) {
+        return ReportError(absl::InternalError(absl::StrFormat("rank %d reports loss %.8g at step %d, rank 0 %.8g", rank, l[s],
+                                                               static_cast<int>(s + 1), losses[0][s])));
+      }
+    }
+  }
+  double worst = 0;
+  if (args.check_reference) {
+    std::vector<double> ref;
+    auto st = TrainLocally(plan->graph, *training, [&](const LocalStep& s) { ref.push_back(s.loss); });
+    if (!st.ok()) return ReportError(st);
+    for (size_t s = 0; s < ref.size() && s < losses[0].size(); ++s) {
+      worst = std::max(worst, std::abs(losses[0][s] - ref[s]) / std::max(1e-12, std::abs(ref[s])));
+    }
+  }
+  double total = 0;
+  for (double s : seconds) total += s;
+  if (args.format == "json") {
+    nlohmann::json per_rank = nlohmann::json::array();
+    for (const auto& [rank, peak] : peaks) per_rank.push_back({{"rank", rank}, {"measured_peak_bytes", peak}});
+    nlohmann::json j = {{"model", graph->name()}, {"ranks", world}, {"mesh", plan->mesh}, {"plan", plan->name},
+                        {"steps", steps}, {"seconds", total}, {"predicted_peak_bytes", static_cast<int64_t>(plan->predicted_peak_bytes)},
+                        {"per_rank", per_rank}};
+    if (args.check_reference) j["reference_max_relative_loss_difference"] = worst;
+    std::cout << j.dump(2) << "\n";
+  } else {
+    Table t({"RANK", "MEASURED PEAK", "PREDICTED PEAK", "DIFF"});
+    for (const auto& [rank, peak] : peaks) {
+      t.Row({std::to_string(rank), FormatBytes(peak), FormatBytes(static_cast<int64_t>(plan->predicted_peak_bytes)),
+             absl::StrFormat("%+.1f%%", 100.0 * (plan->predicted_peak_bytes - peak) / std::max<double>(1, peak))});
+    }
+    std::cout << absl::StrFormat("trained %d steps on %d ranks in %.1f s (rank 0's step times): loss %.4f -> %.4f\n", args.steps, world,
+                                 total, losses[0].empty() ? 0 : losses[0].front(), losses[0].empty() ? 0 : losses[0].back());
+    t.Print(std::cout);
+    if (args.check_reference) std::cout << absl::StrFormat("reference (one process): max relative loss difference %.2e\n", worst);
+  }
+  if (args.check_reference && worst > 1e-4) {
+    return ReportError(absl::InternalError(absl::StrFormat(
+        "the ranks' losses differ from one process's by up to %.2e (relative), over the 1e-4 tolerance", worst)));
+  }
+  return kExitOk;
+}
+
+int RunRank(const RankArgs& args) {
+  auto training = MakeTrainingOptions(args.run);
+  if (!training.ok()) return ReportError(training.status());
+  RankJobOptions o;
+  o.run_dir = args.run_dir;
+  o.rank = args.rank;
+  o.port = args.port;
+  o.timeout_seconds = static_cast<int>(args.run.rank_timeout);
+  o.training = *training;
+  if (auto st = RunRankJob(o); !st.ok()) return ReportError(st);
+  return kExitOk;
+}
+
+}  // namespace mapd::cli

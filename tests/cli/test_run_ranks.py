@@ -1,0 +1,61 @@
+"""mapctl run --ranks N: local rank processes under a plan reproduce one process; failures are named."""
+import json
+import time
+
+from conftest import run_mapctl
+
+GPT = "gpt2:layers=2,hidden=32,heads=4,vocab=64,seq=8,batch=4"
+TRAIN = ("--steps", "10", "--optimizer", "momentum", "--lr", "0.1")
+
+
+def _json_run(*args):
+    r = run_mapctl("run", *args, "-o", "json")
+    assert r.returncode == 0, r.stderr
+    return json.loads(r.stdout)
+
+
+def test_data_parallel_tensor_parallel_and_map_reproduce_one_process():
+    for extra in (("--ranks", "4", "--strategy", "dp"), ("--ranks", "4", "--strategy", "tp"),
+                  ("--ranks", "4", "--mesh", "2x2")):
+        r = _json_run(GPT, *TRAIN, *extra, "--check-reference")
+        assert r["ranks"] == 4 and len(r["steps"]) == 10, extra
+        assert r["reference_max_relative_loss_difference"] < 1e-4, (extra, r)
+        assert len(r["per_rank"]) == 4 and all(p["measured_peak_bytes"] > 0 for p in r["per_rank"])
+        assert r["predicted_peak_bytes"] > 0
+
+
+def test_a_saved_plan_runs(tmp_path):
+    plan = tmp_path / "plan.pb"
+    run_mapctl("plan", GPT, "--mesh", "2x2", "--zero", "0", "--device-type", "cpu", "--save", str(plan), check=0)
+    r = _json_run(*TRAIN, "--plan", str(plan), "--check-reference")
+    assert r["mesh"] == [2, 2] and r["reference_max_relative_loss_difference"] < 1e-4
+    # A plan with ZeRO is refused with what to do.
+    run_mapctl("plan", GPT, "--devices", "4", "--zero", "2", "--save", str(plan), check=0)
+    r = run_mapctl("run", "--plan", str(plan), "--steps", "2")
+    assert r.returncode == 1 and "ZeRO stage 2" in r.stderr and "--zero 0" in r.stderr
+
+
+def test_a_killed_rank_is_named_quickly():
+    start = time.monotonic()
+    r = run_mapctl("run", GPT, "--ranks", "4", "--steps", "10", env_extra={"MAPD_FAULT": "crash:1:3"})
+    assert r.returncode == 1
+    assert "rank 1 was killed by signal" in r.stderr, r.stderr
+    assert time.monotonic() - start < 60
+
+
+def test_a_hung_rank_is_named():
+    start = time.monotonic()
+    r = run_mapctl("run", GPT, "--ranks", "4", "--steps", "10", "--rank-timeout", "5",
+                   env_extra={"MAPD_FAULT": "hang:2:2"})
+    assert r.returncode == 1
+    assert "rank 2 stopped responding before step 2" in r.stderr, r.stderr
+    assert time.monotonic() - start < 60
+
+
+def test_errors():
+    r = run_mapctl("run", "--steps", "2")
+    assert r.returncode == 1 and "give a MODEL, or --plan FILE" in r.stderr
+    r = run_mapctl("run", GPT, "--ranks", "4", "--device", "cuda")
+    assert r.returncode == 1 and "NCCL" in r.stderr
+    r = run_mapctl("run", GPT, "--ranks", "3", "--strategy", "dp")
+    assert r.returncode == 1 and "does not split over 3 devices" in r.stderr

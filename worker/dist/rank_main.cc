@@ -1,0 +1,94 @@
+#include "worker/dist/rank_main.h"
+
+#include <ATen/ATen.h>
+#include <ATen/Parallel.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "planner/ir/serialize.h"
+#include "worker/dist/gloo_communicator.h"
+#include "worker/dist/rank_trainer.h"
+#include "worker/local/trainer_factory.h"
+#include "worker/memory/counting_allocator.h"
+
+namespace mapd {
+
+namespace {
+
+// MAPD_FAULT=crash:RANK:STEP | hang:RANK:STEP
+void MaybeFault(int rank, int64_t step) {
+  const char* fault = std::getenv("MAPD_FAULT");
+  if (fault == nullptr) return;
+  std::vector<std::string> parts = absl::StrSplit(fault, ':');
+  if (parts.size() != 3 || std::atoi(parts[1].c_str()) != rank || std::atoll(parts[2].c_str()) != step) return;
+  std::fprintf(stderr, "rank %d: injected fault %s at step %lld\n", rank, parts[0].c_str(), static_cast<long long>(step));
+  std::fflush(stderr);
+  if (parts[0] == "crash") std::abort();
+  if (parts[0] == "hang") {
+    for (;;) std::this_thread::sleep_for(std::chrono::hours(1));
+  }
+}
+
+}  // namespace
+
+absl::Status RunRankJob(const RankJobOptions& o) {
+  if (auto st = o.training.Validate(); !st.ok()) return st;
+  CountingCpuAllocator& memory = CountingCpuAllocator::Install();
+  auto graph_proto = ReadGraphFile(absl::StrCat(o.run_dir, "/graph.pb"));
+  if (!graph_proto.ok()) return graph_proto.status();
+  auto graph = Graph::Create(*std::move(graph_proto));
+  if (!graph.ok()) return graph.status();
+  auto bytes = ReadFileToString(absl::StrCat(o.run_dir, "/rank_", o.rank, ".pb"));
+  if (!bytes.ok()) return bytes.status();
+  v1::RankProgram program;
+  if (!program.ParseFromString(*bytes)) return absl::DataLossError(absl::StrCat("rank_", o.rank, ".pb is not a rank program"));
+
+  RendezvousOptions ro;
+  ro.host = o.host;
+  ro.port = o.port;
+  ro.timeout = std::chrono::milliseconds(1000LL * o.timeout_seconds);
+  const std::vector<int64_t> mesh(program.mesh().begin(), program.mesh().end());
+  auto groups = ConnectMeshGroups(ro, mesh, o.rank);
+  if (!groups.ok()) return groups.status();
+  std::vector<Communicator*> raw;
+  for (auto& g : *groups) raw.push_back(g.get());
+
+  RankTrainerOptions to;
+  to.seed = o.training.seed;
+  to.optimizer.kind = o.training.optimizer == "adamw" ? OptimizerOptions::Kind::kAdamW : OptimizerOptions::Kind::kSgd;
+  to.optimizer.momentum = o.training.optimizer == "momentum" ? 0.9 : 0.0;
+  to.optimizer.lr = o.training.lr;
+  to.optimizer.weight_decay = o.training.weight_decay;
+  to.optimizer.max_grad_norm = o.training.max_grad_norm;
+  auto trainer = RankTrainer::Create(*graph, program, raw, to);
+  if (!trainer.ok()) return trainer.status();
+  // Every rank draws the same global batches (the single-device run's) and keeps its block.
+  auto source = MakeSource(graph->proto(), o.training, c10::Device(c10::kCPU));
+  if (!source.ok()) return source.status();
+  int64_t peak = 0;
+  for (int64_t s = 1; s <= o.training.steps; ++s) {
+    // Progress before the step too: a rank that never begins a step the others began is the
+    // one they are waiting for.
+    MaybeFault(o.rank, s);
+    std::printf("{\"rank\": %d, \"begin\": %lld}\n", o.rank, static_cast<long long>(s));
+    std::fflush(stdout);
+    auto batch = (*source)->Next();
+    if (!batch.ok()) return batch.status();
+    memory.ResetPeak();
+    auto r = (*trainer)->Step(*batch);
+    if (!r.ok()) return r.status();
+    peak = std::max(peak, memory.peak_bytes());
+    std::printf("{\"rank\": %d, \"step\": %lld, \"loss\": %.17g, \"seconds\": %.6f, \"peak_bytes\": %lld}\n", o.rank,
+                static_cast<long long>(r->step), r->loss, r->seconds, static_cast<long long>(memory.peak_bytes()));
+    std::fflush(stdout);
+  }
+  std::printf("{\"rank\": %d, \"done\": true, \"peak_bytes\": %lld}\n", o.rank, static_cast<long long>(peak));
+  std::fflush(stdout);
+  return absl::OkStatus();
+}
+
+}  // namespace mapd

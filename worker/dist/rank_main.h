@@ -1,0 +1,34 @@
+// One rank of `mapctl run --ranks N` (the hidden `mapctl _rank`): reads the training graph and
+// this rank's program from the run directory the launcher wrote, joins the mesh's process groups
+// on the launcher's TCPStore, and trains, printing one JSON line per step on stdout:
+//   {"rank": 0, "step": 1, "loss": 5.54, "seconds": 0.012, "peak_bytes": 1234567}
+// preceded by {"rank": 0, "begin": 1} as each step begins, and a last line
+// {"rank": 0, "done": true, "peak_bytes": ...}. Errors go to stderr and the exit
+// status is non-zero. Torch-free header.
+//
+// Fault injection for tests (the environment seam): MAPD_FAULT=crash:RANK:STEP makes that rank
+// abort at that step; hang:RANK:STEP makes it stop responding.
+#ifndef MAPD_WORKER_DIST_RANK_MAIN_H_
+#define MAPD_WORKER_DIST_RANK_MAIN_H_
+
+#include <string>
+
+#include "absl/status/status.h"
+#include "worker/local/local_training.h"
+
+namespace mapd {
+
+struct RankJobOptions {
+  std::string run_dir;             // graph.pb and rank_<r>.pb
+  int rank = -1;
+  std::string host = "127.0.0.1";  // the launcher's TCPStore
+  int port = 0;
+  int timeout_seconds = 60;        // rendezvous and every collective
+  LocalTrainingOptions training;   // steps, optimizer, lr, seed, data (as single-device `mapctl run`)
+};
+
+absl::Status RunRankJob(const RankJobOptions& options);
+
+}  // namespace mapd
+
+#endif  // MAPD_WORKER_DIST_RANK_MAIN_H_

@@ -1,0 +1,201 @@
+#include "worker/launch/launcher.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+
+extern char** environ;
+
+namespace mapd {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+struct Child {
+  pid_t pid = -1;
+  int out = -1, err = -1;  // read ends
+  std::string out_buf, err_tail;
+  bool exited = false;
+  int status = 0;
+  Clock::time_point last_heard;
+};
+
+void KillAll(std::vector<Child>& children) {
+  for (auto& c : children) {
+    if (!c.exited && c.pid > 0) kill(c.pid, SIGTERM);
+  }
+  const auto deadline = Clock::now() + std::chrono::seconds(3);
+  for (auto& c : children) {
+    while (!c.exited && c.pid > 0) {
+      int status = 0;
+      const pid_t r = waitpid(c.pid, &status, WNOHANG);
+      if (r == c.pid || r < 0) {
+        c.exited = true;
+        c.status = status;
+        break;
+      }
+      if (Clock::now() > deadline) {
+        kill(c.pid, SIGKILL);
+        waitpid(c.pid, &status, 0);
+        c.exited = true;
+        c.status = status;
+        break;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+  }
+}
+
+std::string Describe(int status) {
+  if (WIFSIGNALED(status)) return absl::StrCat("was killed by signal ", WTERMSIG(status), " (", strsignal(WTERMSIG(status)), ")");
+  if (WIFEXITED(status)) return absl::StrCat("exited with status ", WEXITSTATUS(status));
+  return "ended";
+}
+
+std::string Tail(const std::string& s) {
+  std::string t = s;
+  while (!t.empty() && (t.back() == '\n' || t.back() == ' ')) t.pop_back();
+  const size_t keep = 600;
+  return t.size() > keep ? "..." + t.substr(t.size() - keep) : t;
+}
+
+}  // namespace
+
+absl::Status LaunchRanks(const LaunchOptions& options, const std::function<void(int, const std::string&)>& on_line) {
+  if (options.ranks < 1) return absl::InvalidArgumentError(absl::StrCat("cannot launch ", options.ranks, " ranks"));
+  if (!options.argv_for) return absl::InvalidArgumentError("no program to launch");
+  std::vector<Child> children(options.ranks);
+  for (int r = 0; r < options.ranks; ++r) {
+    int out[2], err[2];
+    if (pipe(out) != 0 || pipe(err) != 0) {
+      KillAll(children);
+      return absl::InternalError(absl::StrCat("pipe: ", strerror(errno)));
+    }
+    const std::vector<std::string> args = options.argv_for(r);
+    const pid_t pid = fork();
+    if (pid < 0) {
+      KillAll(children);
+      return absl::ResourceExhaustedError(absl::StrCat("fork for rank ", r, ": ", strerror(errno)));
+    }
+    if (pid == 0) {  // the rank
+      dup2(out[1], 1);
+      dup2(err[1], 2);
+      close(out[0]);
+      close(err[0]);
+      close(out[1]);
+      close(err[1]);
+      for (const std::string& e : options.env) putenv(const_cast<char*>(e.c_str()));
+      std::vector<char*> argv;
+      for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+      argv.push_back(nullptr);
+      execv(argv[0], argv.data());
+      std::fprintf(stderr, "cannot start %s: %s\n", argv[0], strerror(errno));
+      _exit(127);
+    }
+    close(out[1]);
+    close(err[1]);
+    fcntl(out[0], F_SETFL, O_NONBLOCK);
+    fcntl(err[0], F_SETFL, O_NONBLOCK);
+    children[r].pid = pid;
+    children[r].out = out[0];
+    children[r].err = err[0];
+    children[r].last_heard = Clock::now();
+  }
+
+  int running = options.ranks;
+  while (running > 0) {
+    std::vector<pollfd> fds;
+    std::vector<std::pair<int, bool>> who;  // (rank, is_stdout)
+    for (int r = 0; r < options.ranks; ++r) {
+      if (children[r].out >= 0) fds.push_back({children[r].out, POLLIN, 0}), who.push_back({r, true});
+      if (children[r].err >= 0) fds.push_back({children[r].err, POLLIN, 0}), who.push_back({r, false});
+    }
+    if (!fds.empty()) poll(fds.data(), fds.size(), 200);
+    else std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    char buf[4096];
+    for (size_t i = 0; i < fds.size(); ++i) {
+      if (!(fds[i].revents & (POLLIN | POLLHUP | POLLERR))) continue;
+      Child& c = children[who[i].first];
+      int& fd = who[i].second ? c.out : c.err;
+      const ssize_t n = read(fd, buf, sizeof(buf));
+      if (n <= 0) {
+        if (n == 0 || (errno != EAGAIN && errno != EWOULDBLOCK)) {
+          close(fd);
+          fd = -1;
+        }
+        continue;
+      }
+      if (who[i].second) {
+        c.last_heard = Clock::now();
+        c.out_buf.append(buf, static_cast<size_t>(n));
+        size_t nl;
+        while ((nl = c.out_buf.find('\n')) != std::string::npos) {
+          on_line(who[i].first, c.out_buf.substr(0, nl));
+          c.out_buf.erase(0, nl + 1);
+        }
+      } else {
+        c.err_tail.append(buf, static_cast<size_t>(n));
+        if (c.err_tail.size() > 8192) c.err_tail.erase(0, c.err_tail.size() - 4096);
+      }
+    }
+    // Exits.
+    for (int r = 0; r < options.ranks; ++r) {
+      Child& c = children[r];
+      if (c.exited) continue;
+      int status = 0;
+      if (waitpid(c.pid, &status, WNOHANG) != c.pid) continue;
+      c.exited = true;
+      c.status = status;
+      --running;
+      if (!(WIFEXITED(status) && WEXITSTATUS(status) == 0)) {
+        // Drain what it said last.
+        if (c.err >= 0) {
+          ssize_t n;
+          while ((n = read(c.err, buf, sizeof(buf))) > 0) c.err_tail.append(buf, static_cast<size_t>(n));
+        }
+        KillAll(children);
+        return absl::AbortedError(absl::StrCat("rank ", r, " ", Describe(status),
+                                               c.err_tail.empty() ? "" : absl::StrCat(": ", Tail(c.err_tail))));
+      }
+    }
+    // Silence.
+    const auto now = Clock::now();
+    for (int r = 0; r < options.ranks; ++r) {
+      Child& c = children[r];
+      if (c.exited || now - c.last_heard < options.silence_timeout) continue;
+      KillAll(children);
+      return absl::DeadlineExceededError(absl::StrCat(
+          "rank ", r, " sent nothing for ", std::chrono::duration_cast<std::chrono::seconds>(options.silence_timeout).count(),
+          " s and was stopped with the others (hung?)", c.err_tail.empty() ? "" : absl::StrCat(": ", Tail(c.err_tail))));
+    }
+  }
+  // Every rank has exited: what is left in the pipes is complete.
+  char buf[4096];
+  for (int r = 0; r < options.ranks; ++r) {
+    Child& c = children[r];
+    if (c.out >= 0) {
+      fcntl(c.out, F_SETFL, 0);
+      ssize_t n;
+      while ((n = read(c.out, buf, sizeof(buf))) > 0) c.out_buf.append(buf, static_cast<size_t>(n));
+      size_t nl;
+      while ((nl = c.out_buf.find('\n')) != std::string::npos) {
+        on_line(r, c.out_buf.substr(0, nl));
+        c.out_buf.erase(0, nl + 1);
+      }
+      close(c.out);
+    }
+    if (c.err >= 0) close(c.err);
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace mapd

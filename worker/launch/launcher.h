@@ -1,0 +1,35 @@
+// Starts N local rank processes (like torchrun) and watches them: their stdout lines are handed
+// to a callback as they come; a rank that exits non-zero, dies of a signal, or sends nothing for
+// `silence_timeout` ends the run — the others are terminated — with an error naming the rank and
+// its last words on stderr, so a multi-rank run never hangs silently. No LibTorch.
+#ifndef MAPD_WORKER_LAUNCH_LAUNCHER_H_
+#define MAPD_WORKER_LAUNCH_LAUNCHER_H_
+
+#include <chrono>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+
+namespace mapd {
+
+struct LaunchOptions {
+  // The program and its arguments for rank r: argv_for(r) (argv[0] is the executable path).
+  std::function<std::vector<std::string>(int rank)> argv_for;
+  int ranks = 0;
+  // A rank silent this long (no line on stdout) is reported as hung.
+  std::chrono::milliseconds silence_timeout{60000};
+  // Extra environment for every rank ("NAME=value").
+  std::vector<std::string> env;
+};
+
+// Runs the ranks to completion. `on_line(rank, line)` is called for every stdout line, in
+// arrival order. OK when every rank exits 0; otherwise ABORTED (a rank failed or was killed)
+// or DEADLINE_EXCEEDED (a rank hung), naming the rank — within about a second of the failure,
+// or `silence_timeout` for a hang.
+absl::Status LaunchRanks(const LaunchOptions& options, const std::function<void(int rank, const std::string& line)>& on_line);
+
+}  // namespace mapd
+
+#endif  // MAPD_WORKER_LAUNCH_LAUNCHER_H_
