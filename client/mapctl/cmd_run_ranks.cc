@@ -21,6 +21,7 @@
 #include "planner/plan/planner.h"
 #include "planner/profile/timeline_svg.h"
 #include "worker/dist/gloo_communicator.h"
+#include "proto/mapd/v1/checkpoint.pb.h"
 #include "worker/dist/rank_main.h"
 #include "worker/launch/launcher.h"
 
@@ -143,6 +144,23 @@ int RunOnRanks(const RunArgs& args) {
       return ReportError(st);
     }
   }
+  // Checkpoints: where, and where to resume from.
+  const std::string ckpt_dir = !args.resume.empty() ? args.resume : args.checkpoint_dir;
+  int64_t resume_step = 0;
+  if (!args.resume.empty()) {
+    auto latest = ReadFileToString(args.resume + "/LATEST");
+    if (!latest.ok()) {
+      return ReportError(absl::NotFoundError(absl::StrCat("--resume ", args.resume, ": no committed checkpoint (", latest.status().message(), ")")));
+    }
+    resume_step = std::atoll(latest->c_str());
+    if (resume_step <= 0 || resume_step >= args.steps) {
+      return ReportError(absl::FailedPreconditionError(absl::StrCat("--resume ", args.resume, ": the last checkpoint is step ", resume_step,
+                                                                    "; --steps ", args.steps, " leaves nothing to do")));
+    }
+  }
+  const int64_t every = ckpt_dir.empty() ? 0 : (args.checkpoint_every > 0 ? args.checkpoint_every : args.steps);
+  std::map<int64_t, int> written;  // checkpoint step → ranks that wrote it
+
   auto server = StoreServer::Start("127.0.0.1", 0);
   if (!server.ok()) return ReportError(server.status());
 
@@ -165,7 +183,8 @@ int RunOnRanks(const RunArgs& args) {
                                     "--optimizer", args.optimizer, "--lr", absl::StrCat(args.lr), "--weight-decay",
                                     absl::StrCat(args.weight_decay), "--clip", absl::StrCat(args.clip), "--seed",
                                     std::to_string(args.seed), "--data", args.data, "--rank-timeout",
-                                    std::to_string(args.rank_timeout)};
+                                    std::to_string(args.rank_timeout), "--checkpoint-dir", ckpt_dir, "--checkpoint-every",
+                                    std::to_string(every), "--resume-step", std::to_string(resume_step)};
   };
   lo.env = {"OMP_NUM_THREADS=1"};
   absl::Status launched = LaunchRanks(lo, [&](int rank, const std::string& line) {
@@ -173,6 +192,27 @@ int RunOnRanks(const RunArgs& args) {
     if (j.is_discarded() || !j.is_object()) return;
     if (j.contains("begin")) {
       begun[rank] = j.value("begin", int64_t{0});
+      return;
+    }
+    if (j.contains("checkpoint")) {
+      const int64_t step = j.value("checkpoint", int64_t{0});
+      if (++written[step] == world) {
+        // Every rank's file is there: commit by renaming the directory, then point LATEST at it.
+        v1::CheckpointMeta meta;
+        meta.set_step(step);
+        meta.set_ranks(world);
+        for (int64_t d : plan->mesh) meta.add_mesh(d);
+        meta.set_plan(plan->name);
+        const std::string final_dir = CheckpointStepDir(ckpt_dir, step);
+        std::error_code e2;
+        std::filesystem::remove_all(final_dir, e2);
+        if (WriteStringToFileAtomic(final_dir + ".tmp/meta.pb", meta.SerializeAsString()).ok()) {
+          std::filesystem::rename(final_dir + ".tmp", final_dir, e2);
+          if (!e2 && WriteStringToFileAtomic(ckpt_dir + "/LATEST", std::to_string(step)).ok() && args.format != "json") {
+            std::cout << "checkpoint: step " << step << " committed to " << final_dir << "\n" << std::flush;
+          }
+        }
+      }
       return;
     }
     if (j.contains("done")) {
@@ -263,6 +303,9 @@ int RunRank(const RankArgs& args) {
   o.port = args.port;
   o.timeout_seconds = static_cast<int>(args.run.rank_timeout);
   o.training = *training;
+  o.checkpoint_dir = args.run.checkpoint_dir;
+  o.checkpoint_every = args.run.checkpoint_every;
+  o.resume_step = args.resume_step;
   if (auto st = RunRankJob(o); !st.ok()) return ReportError(st);
   return kExitOk;
 }

@@ -60,6 +60,9 @@ struct RunArgs {
   std::string memory_per_device;     // the planner's budget
   bool check_reference = false;      // also train on one process and compare
   int64_t rank_timeout = 60;         // seconds a rank may stay silent (hung) or wait in a collective
+  std::string checkpoint_dir;        // checkpoints of a multi-rank run
+  int64_t checkpoint_every = 0;      // steps between checkpoints (0: at the end only, if a dir is given)
+  std::string resume;                // continue from the last committed checkpoint in this dir
 };
 
 // The hidden `mapctl _rank` that `run --ranks N` starts once per rank.
@@ -68,6 +71,7 @@ struct RankArgs {
   std::string run_dir;
   int rank = -1;
   int port = 0;
+  int64_t resume_step = 0;
 };
 int RunRank(const RankArgs& args);
 // `run --ranks N` / `run --plan FILE` (cmd_run_ranks.cc).

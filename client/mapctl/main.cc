@@ -110,6 +110,10 @@ int main(int argc, char** argv) {
   run->add_flag("--check-reference", run_args.check_reference, "Also train on one process and compare the losses");
   run->add_option("--rank-timeout", run_args.rank_timeout, "Seconds a rank may stay silent before the run is stopped")
       ->check(CLI::PositiveNumber)->capture_default_str();
+  run->add_option("--checkpoint-dir", run_args.checkpoint_dir, "Write checkpoints of a multi-rank run here");
+  run->add_option("--checkpoint-every", run_args.checkpoint_every, "Steps between checkpoints (0: only after the last)")
+      ->capture_default_str();
+  run->add_option("--resume", run_args.resume, "Continue a multi-rank run from the last checkpoint committed in this dir");
 
   // `run --ranks N` starts `mapctl _rank` once per rank (hidden: not for people).
   RankArgs rank_args;
@@ -126,6 +130,9 @@ int main(int argc, char** argv) {
   rank_cmd->add_option("--seed", rank_args.run.seed);
   rank_cmd->add_option("--data", rank_args.run.data);
   rank_cmd->add_option("--rank-timeout", rank_args.run.rank_timeout);
+  rank_cmd->add_option("--checkpoint-dir", rank_args.run.checkpoint_dir);
+  rank_cmd->add_option("--checkpoint-every", rank_args.run.checkpoint_every);
+  rank_cmd->add_option("--resume-step", rank_args.resume_step);
   run->footer(kModelHelp);
 
   PlanArgs plan_args;

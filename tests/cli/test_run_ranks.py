@@ -59,3 +59,22 @@ def test_errors():
     assert r.returncode == 1 and "NCCL" in r.stderr
     r = run_mapctl("run", GPT, "--ranks", "3", "--strategy", "dp")
     assert r.returncode == 1 and "does not split over 3 devices" in r.stderr
+
+
+def test_resume_after_a_crash_reproduces_the_uninterrupted_losses(tmp_path):
+    adam = ("--ranks", "4", "--steps", "10", "--optimizer", "adamw", "--lr", "0.01")
+    full = _json_run(GPT, *adam)
+    ckpt = tmp_path / "ckpt"
+    r = run_mapctl("run", GPT, *adam, "--checkpoint-dir", str(ckpt), "--checkpoint-every", "5",
+                   env_extra={"MAPD_FAULT": "crash:2:8"})
+    assert r.returncode == 1 and "rank 2 was killed" in r.stderr
+    assert (ckpt / "LATEST").read_text() == "5"
+    assert sorted(p.name for p in (ckpt / "step-00000005").iterdir()) == \
+        ["meta.pb", "rank_0.pb", "rank_1.pb", "rank_2.pb", "rank_3.pb"]
+    resumed = _json_run(GPT, *adam, "--resume", str(ckpt))
+    assert [s["step"] for s in resumed["steps"]] == [6, 7, 8, 9, 10]
+    for a, b in zip(full["steps"][5:], resumed["steps"]):
+        assert abs(a["loss"] - b["loss"]) <= 1e-6 * abs(a["loss"]), (a, b)
+    # Nothing to resume from is an error that says so.
+    r = run_mapctl("run", GPT, *adam, "--resume", str(tmp_path / "none"))
+    assert r.returncode == 1 and "no committed checkpoint" in r.stderr

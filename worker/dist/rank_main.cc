@@ -4,6 +4,7 @@
 #include <ATen/Parallel.h>
 
 #include <cstdio>
+#include <filesystem>
 #include <cstdlib>
 #include <thread>
 
@@ -34,6 +35,12 @@ void MaybeFault(int rank, int64_t step) {
 }
 
 }  // namespace
+
+std::string CheckpointStepDir(const std::string& dir, int64_t step) {
+  char name[32];
+  std::snprintf(name, sizeof(name), "step-%08lld", static_cast<long long>(step));
+  return absl::StrCat(dir, "/", name);
+}
 
 absl::Status RunRankJob(const RankJobOptions& o) {
   if (auto st = o.training.Validate(); !st.ok()) return st;
@@ -69,8 +76,20 @@ absl::Status RunRankJob(const RankJobOptions& o) {
   // Every rank draws the same global batches (the single-device run's) and keeps its block.
   auto source = MakeSource(graph->proto(), o.training, c10::Device(c10::kCPU));
   if (!source.ok()) return source.status();
+  int64_t first = 1;
+  if (o.resume_step > 0) {
+    auto bytes = ReadFileToString(absl::StrCat(CheckpointStepDir(o.checkpoint_dir, o.resume_step), "/rank_", o.rank, ".pb"));
+    if (!bytes.ok()) return bytes.status();
+    v1::RankCheckpoint c;
+    if (!c.ParseFromString(*bytes)) return absl::DataLossError(absl::StrCat("rank ", o.rank, "'s checkpoint does not parse"));
+    if (auto st = (*trainer)->Restore(c); !st.ok()) return st;
+    for (int64_t s = 0; s < o.resume_step; ++s) {  // the batches already trained on
+      if (auto b = (*source)->Next(); !b.ok()) return b.status();
+    }
+    first = o.resume_step + 1;
+  }
   int64_t peak = 0;
-  for (int64_t s = 1; s <= o.training.steps; ++s) {
+  for (int64_t s = first; s <= o.training.steps; ++s) {
     // Progress before the step too: a rank that never begins a step the others began is the
     // one they are waiting for.
     MaybeFault(o.rank, s);
@@ -83,8 +102,20 @@ absl::Status RunRankJob(const RankJobOptions& o) {
     if (!r.ok()) return r.status();
     peak = std::max(peak, memory.peak_bytes());
     std::printf("{\"rank\": %d, \"step\": %lld, \"loss\": %.17g, \"seconds\": %.6f, \"peak_bytes\": %lld}\n", o.rank,
-                static_cast<long long>(r->step), r->loss, r->seconds, static_cast<long long>(memory.peak_bytes()));
+                static_cast<long long>(s), r->loss, r->seconds, static_cast<long long>(memory.peak_bytes()));
     std::fflush(stdout);
+    if (o.checkpoint_every > 0 && !o.checkpoint_dir.empty() && (s % o.checkpoint_every == 0 || s == o.training.steps)) {
+      auto c = (*trainer)->Save();
+      if (!c.ok()) return c.status();
+      c->set_step(s);
+      const std::string tmp = CheckpointStepDir(o.checkpoint_dir, s) + ".tmp";
+      std::error_code ec;
+      std::filesystem::create_directories(tmp, ec);
+      if (ec) return absl::InternalError(absl::StrCat("cannot make ", tmp, ": ", ec.message()));
+      if (auto st = WriteStringToFileAtomic(absl::StrCat(tmp, "/rank_", o.rank, ".pb"), c->SerializeAsString()); !st.ok()) return st;
+      std::printf("{\"rank\": %d, \"checkpoint\": %lld}\n", o.rank, static_cast<long long>(s));
+      std::fflush(stdout);
+    }
   }
   std::printf("{\"rank\": %d, \"done\": true, \"peak_bytes\": %lld}\n", o.rank, static_cast<long long>(peak));
   std::fflush(stdout);

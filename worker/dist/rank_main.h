@@ -25,7 +25,18 @@ struct RankJobOptions {
   int port = 0;
   int timeout_seconds = 60;        // rendezvous and every collective
   LocalTrainingOptions training;   // steps, optimizer, lr, seed, data (as single-device `mapctl run`)
+  // Checkpoints: every `checkpoint_every` steps (and after the last) each rank writes
+  // checkpoint_dir/step-NNNNNNNN.tmp/rank_<r>.pb and prints {"rank": r, "checkpoint": step}; the
+  // launcher commits the directory when every rank has. 0 = none.
+  std::string checkpoint_dir;
+  int64_t checkpoint_every = 0;
+  // Continue from checkpoint_dir/step-NNNNNNNN (committed): its blocks and optimizer state, the
+  // data source advanced past its steps; training goes on to `training.steps` in all.
+  int64_t resume_step = 0;
 };
+
+// The directory of a checkpoint step ("DIR/step-00000010"), and its uncommitted form (".tmp").
+std::string CheckpointStepDir(const std::string& dir, int64_t step);
 
 absl::Status RunRankJob(const RankJobOptions& options);
 

@@ -4,6 +4,7 @@
 #include <torch/autograd.h>
 
 #include <chrono>
+#include <cstring>
 
 #include "absl/strings/str_cat.h"
 #include "worker/dist/collectives.h"
@@ -29,7 +30,82 @@ at::Tensor Narrow(at::Tensor t, const std::vector<int64_t>& start, const std::ve
   return t;
 }
 
+v1::TensorData ToData(const std::string& name, const at::Tensor& t) {
+  v1::TensorData d;
+  d.set_name(name);
+  const at::Tensor c = t.detach().contiguous().cpu();
+  d.mutable_type()->set_dtype(FromScalarType(c.scalar_type()));
+  for (int64_t s : c.sizes()) d.mutable_type()->add_shape(s);
+  d.set_data(std::string(static_cast<const char*>(c.data_ptr()), c.nbytes()));
+  return d;
+}
+
+absl::StatusOr<at::Tensor> FromData(const v1::TensorData& d) {
+  const TensorType type = FromProto(d.type());
+  at::Tensor t = at::empty(type.shape, at::TensorOptions().dtype(ToScalarType(type.dtype)));
+  if (static_cast<size_t>(t.nbytes()) != d.data().size()) {
+    return absl::DataLossError(absl::StrCat("checkpoint tensor '", d.name(), "' has ", d.data().size(), " bytes; ",
+                                            type.ToString(), " needs ", t.nbytes()));
+  }
+  std::memcpy(t.data_ptr(), d.data().data(), d.data().size());
+  return t;
+}
+
 }  // namespace
+
+absl::StatusOr<v1::RankCheckpoint> RankTrainer::Save() const {
+  v1::RankCheckpoint c;
+  c.set_rank(program_.rank());
+  c.set_step(steps_);
+  for (const v1::Shard& shard : program_.parameters()) *c.add_parameters() = ToData(shard.name(), leaves_.at(shard.name()));
+  for (const auto& s : optimizer_->State()) {
+    v1::OptimizerSlot* slot = c.add_optimizer();
+    slot->set_name(s.name);
+    slot->set_steps(s.steps);
+    if (s.buf1.defined()) *slot->mutable_buf1() = ToData(s.name, s.buf1);
+    if (s.buf2.defined()) *slot->mutable_buf2() = ToData(s.name, s.buf2);
+  }
+  c.set_optimizer_steps(optimizer_->steps());
+  return c;
+}
+
+absl::Status RankTrainer::Restore(const v1::RankCheckpoint& c) {
+  if (c.rank() != program_.rank()) {
+    return absl::InvalidArgumentError(absl::StrCat("the checkpoint is rank ", c.rank(), "'s, not rank ", program_.rank(), "'s"));
+  }
+  at::NoGradGuard no_grad;
+  for (const v1::TensorData& d : c.parameters()) {
+    auto it = leaves_.find(d.name());
+    if (it == leaves_.end()) return absl::InvalidArgumentError(absl::StrCat("the checkpoint has '", d.name(), "', which this program does not"));
+    auto t = FromData(d);
+    if (!t.ok()) return t.status();
+    if (!t->sizes().equals(it->second.sizes())) {
+      return absl::InvalidArgumentError(absl::StrCat("checkpoint block of '", d.name(), "' is ", DescribeTensor(*t), "; this rank holds ",
+                                                     DescribeTensor(it->second), " (another plan?)"));
+    }
+    it->second.copy_(*t);
+  }
+  std::vector<Optimizer::ParamState> state;
+  for (const v1::OptimizerSlot& s : c.optimizer()) {
+    Optimizer::ParamState p;
+    p.name = s.name();
+    p.steps = s.steps();
+    if (s.has_buf1()) {
+      auto t = FromData(s.buf1());
+      if (!t.ok()) return t.status();
+      p.buf1 = *t;
+    }
+    if (s.has_buf2()) {
+      auto t = FromData(s.buf2());
+      if (!t.ok()) return t.status();
+      p.buf2 = *t;
+    }
+    state.push_back(std::move(p));
+  }
+  if (auto st = optimizer_->Restore(state, c.optimizer_steps()); !st.ok()) return st;
+  steps_ = c.step();
+  return absl::OkStatus();
+}
 
 absl::StatusOr<at::Tensor> RankTrainer::Block(const at::Tensor& global, const v1::Shard& shard) const {
   const TensorType local = FromProto(shard.local_type());

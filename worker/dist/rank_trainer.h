@@ -19,6 +19,7 @@
 
 #include "absl/status/statusor.h"
 #include "planner/ir/graph.h"
+#include "proto/mapd/v1/checkpoint.pb.h"
 #include "proto/mapd/v1/rank_program.pb.h"
 #include "worker/dist/communicator.h"
 #include "worker/runtime/optimizer.h"
@@ -45,6 +46,12 @@ class RankTrainer {
   // This rank's blocks of the trainable parameters (name, tensor), in graph order.
   const std::vector<std::pair<std::string, at::Tensor>>& parameters() const { return trainable_; }
   const v1::RankProgram& program() const { return program_; }
+  int64_t steps() const { return steps_; }
+
+  // This rank's state after the steps taken so far, and putting one back (the same program:
+  // parameter names and block shapes must match, INVALID_ARGUMENT otherwise).
+  absl::StatusOr<v1::RankCheckpoint> Save() const;
+  absl::Status Restore(const v1::RankCheckpoint& checkpoint);
 
  private:
   explicit RankTrainer(Graph graph) : graph_(std::move(graph)) {}

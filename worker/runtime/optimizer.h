@@ -71,6 +71,17 @@ class Optimizer {
   // Bytes of optimizer state now allocated.
   int64_t StateBytes() const;
 
+  // The state of one parameter, for checkpoints: buffers (undefined before its first step) and
+  // its own step count.
+  struct ParamState {
+    std::string name;
+    at::Tensor buf1, buf2;
+    int64_t steps = 0;
+  };
+  std::vector<ParamState> State() const;
+  // Puts saved state back (by parameter name; shapes must match): INVALID_ARGUMENT otherwise.
+  absl::Status Restore(const std::vector<ParamState>& state, int64_t steps);
+
  private:
   struct Slot {
     std::string name;

@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <cmath>
+#include <unordered_map>
 
 #include "absl/strings/str_cat.h"
 #include "planner/util/status_macros.h"
@@ -73,6 +74,31 @@ void Optimizer::ClipGradients() {
   at::Tensor total = at::norm(at::stack(norms), 2);
   at::Tensor coef = at::clamp_max(options_.max_grad_norm / (total + 1e-6), 1.0);
   for (at::Tensor& g : grads) g.mul_(coef);
+}
+
+std::vector<Optimizer::ParamState> Optimizer::State() const {
+  std::vector<ParamState> out;
+  for (const Slot& s : slots_) out.push_back({s.name, s.buf1, s.buf2, s.steps});
+  return out;
+}
+
+absl::Status Optimizer::Restore(const std::vector<ParamState>& state, int64_t steps) {
+  std::unordered_map<std::string, const ParamState*> by_name;
+  for (const ParamState& p : state) by_name[p.name] = &p;
+  for (Slot& s : slots_) {
+    auto it = by_name.find(s.name);
+    if (it == by_name.end()) return absl::InvalidArgumentError(absl::StrCat("no saved optimizer state for '", s.name, "'"));
+    for (const at::Tensor* b : {&it->second->buf1, &it->second->buf2}) {
+      if (b->defined() && !b->sizes().equals(s.param.sizes())) {
+        return absl::InvalidArgumentError(absl::StrCat("saved optimizer state of '", s.name, "' does not match its shape"));
+      }
+    }
+    s.buf1 = it->second->buf1.defined() ? it->second->buf1.to(s.param.options()) : at::Tensor();
+    s.buf2 = it->second->buf2.defined() ? it->second->buf2.to(s.param.options()) : at::Tensor();
+    s.steps = it->second->steps;
+  }
+  steps_ = steps;
+  return absl::OkStatus();
 }
 
 void Optimizer::UpdateSgd(Slot& s, at::Tensor& g) {
