@@ -16,6 +16,7 @@ const OpRegistry& OpRegistry::Global() {
     RegisterCreationOps(*r);
     RegisterConvOps(*r);
     RegisterLossOps(*r);
+    RegisterCommOps(*r);
     return r;
   }();
   return *registry;

@@ -96,6 +96,7 @@ void RegisterShapeOps(OpRegistry& r);
 void RegisterCreationOps(OpRegistry& r);
 void RegisterConvOps(OpRegistry& r);
 void RegisterLossOps(OpRegistry& r);
+void RegisterCommOps(OpRegistry& r);
 
 }  // namespace mapd
 

@@ -137,6 +137,7 @@ std::vector<std::unique_ptr<Node>> HandBuilt() {
   v.push_back(Make("masked_fill", {x, Bool({1, 4}), F32({})}));
   v.push_back(Make("where", {Bool({2, 1, 4}), F32({3, 4}), std::nullopt}, Attrs().Float("y_scalar", 0)));
   v.push_back(Make("triu", {F32({2, 4, 4})}));
+  v.push_back(Make("collective", {x}, Attrs().Str("kind", "ALL_GATHER").Int("axis", 0).Ints("shape", {4, 3, 4})));
   v.push_back(Make("tril", {F32({4, 4})}, Attrs().Int("diagonal", 1)));
   v.push_back(Make("to", {x}, Attrs().Str("dtype", "bf16")));
   v.push_back(Make("type_as", {x, I64({5})}));

@@ -154,6 +154,21 @@ absl::StatusOr<std::unique_ptr<RankTrainer>> RankTrainer::Create(Graph graph, v1
     }
     t->leaves_[shard.name()] = local;
   }
+  // Last readers: every name read by an instruction, except the loss and buffer updates.
+  std::unordered_map<std::string, int> last;
+  const auto& ins = t->program_.instructions();
+  for (int i = 0; i < ins.size(); ++i) {
+    if (ins[i].has_communicate()) last[ins[i].communicate().input()] = i;
+    for (const auto& name : ins[i].compute().inputs()) {
+      if (!name.empty()) last[name] = i;
+    }
+  }
+  last.erase(t->program_.loss());
+  for (const auto& u : t->graph_.proto().buffer_updates()) last.erase(u.value());
+  t->release_.resize(ins.size());
+  for (const auto& [name, i] : last) {
+    if (!t->leaves_.count(name)) t->release_[i].push_back(name);
+  }
   auto optimizer = Optimizer::Create(options.optimizer, t->trainable_);
   if (!optimizer.ok()) return optimizer.status();
   t->optimizer_ = *std::move(optimizer);
@@ -171,7 +186,11 @@ absl::StatusOr<StepResult> RankTrainer::Step(const TensorMap& global_batch) {
     env[shard.name()] = *block;
   }
   const ExecTable& table = ExecTable::Global();
-  for (const v1::Instruction& ins : program_.instructions()) {
+  for (int index = 0; index < program_.instructions_size(); ++index) {
+    const v1::Instruction& ins = program_.instructions(index);
+    if (index > 0) {
+      for (const std::string& name : release_[index - 1]) env.erase(name);
+    }
     if (ins.has_communicate()) {
       const v1::Communicate& c = ins.communicate();
       auto out = ApplyCommunicate(c, env.at(c.input()), *groups_.at(c.axis()));

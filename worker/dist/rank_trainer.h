@@ -63,6 +63,9 @@ class RankTrainer {
   std::unordered_map<std::string, at::Tensor> leaves_;  // parameters and buffers: local blocks
   std::vector<std::pair<std::string, at::Tensor>> trainable_;
   std::unique_ptr<Optimizer> optimizer_;
+  // Per instruction: the local tensors whose last reader it is (released after it, so what
+  // stays alive is what autograd saved — as the profiler assumes).
+  std::vector<std::vector<std::string>> release_;
   int64_t steps_ = 0;
 };
 

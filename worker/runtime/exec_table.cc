@@ -264,6 +264,12 @@ Outs MseLoss(const ExecContext& c) { return {at::mse_loss(c.in(0), c.in(1), Redu
 // ---- elementwise
 
 Outs Gelu(const ExecContext& c) { return {at::gelu(c.in(0), c.Str("approximate", "none"))}; }
+// A rank program's communication step: the distributed runtime (worker/dist) runs it as a real
+// collective; a graph that reaches this table with one was not lowered for that runtime.
+Outs Collective(const ExecContext& c) {
+  throw std::invalid_argument("collective nodes run only in the distributed runtime (worker/dist), not as a graph op");
+}
+
 Outs Dropout(const ExecContext& c) {
   return {at::dropout(c.in(0), c.Float("p", 0.5), c.Bool("train", true) && c.training())};
 }
@@ -495,6 +501,7 @@ ExecTable* BuildTable() {
       "p = 0 or not training");
   add("silu", Unary(at::silu), "x");
   add("relu", Unary(at::relu), "the output");
+  add("collective", Collective, "nothing (runs only in the distributed runtime)");
   add("tanh", Unary(at::tanh), "the output");
   add("sigmoid", Unary(at::sigmoid), "the output");
   add("neg", Unary(at::neg), "nothing");

@@ -1,0 +1,71 @@
+#include "planner/lower/local_graph.h"
+
+#include <unordered_map>
+
+#include "absl/strings/str_cat.h"
+
+namespace mapd {
+
+absl::StatusOr<Graph> LocalGraph(const Graph& global, const v1::RankProgram& program) {
+  const v1::Graph& g = global.proto();
+  v1::Graph local;
+  local.set_name(absl::StrCat(g.name(), " (rank ", program.rank(), ")"));
+  std::unordered_map<std::string, const v1::Shard*> inputs, params;
+  for (const auto& s : program.inputs()) inputs[s.name()] = &s;
+  for (const auto& s : program.parameters()) params[s.name()] = &s;
+  for (const auto& in : g.inputs()) {
+    auto it = inputs.find(in.name());
+    if (it == inputs.end()) continue;
+    v1::GraphInput* li = local.add_inputs();
+    *li = in;
+    *li->mutable_type() = it->second->local_type();
+  }
+  for (const auto& p : g.parameters()) {
+    auto it = params.find(p.name());
+    if (it == params.end()) continue;
+    v1::Parameter* lp = local.add_parameters();
+    *lp = p;
+    *lp->mutable_type() = it->second->local_type();
+  }
+  for (const auto& ins : program.instructions()) {
+    v1::Node* node = local.add_nodes();
+    if (ins.has_communicate()) {
+      const v1::Communicate& c = ins.communicate();
+      node->set_name(c.output());
+      node->set_op("collective");
+      node->add_inputs(c.input());
+      node->add_outputs(c.output());
+      v1::AttrValue kind, axis, shape;
+      kind.set_s(v1::Communicate::Kind_Name(c.kind()));
+      axis.set_i(c.axis());
+      for (int64_t d : c.output_type().shape()) shape.mutable_ints()->add_values(d);
+      (*node->mutable_attrs())["kind"] = kind;
+      (*node->mutable_attrs())["axis"] = axis;
+      (*node->mutable_attrs())["shape"] = shape;
+      v1::Value* v = local.add_values();
+      v->set_name(c.output());
+      *v->mutable_type() = c.output_type();
+      continue;
+    }
+    const v1::Compute& c = ins.compute();
+    if (c.node() < 0 || c.node() >= global.num_nodes()) {
+      return absl::InvalidArgumentError(absl::StrCat("compute step names node ", c.node(), " of ", global.num_nodes()));
+    }
+    const v1::Node& orig = global.node(c.node());
+    node->set_name(orig.name());
+    node->set_op(orig.op());
+    for (const auto& in : c.inputs()) node->add_inputs(in);
+    *node->mutable_attrs() = c.attrs();
+    for (int o = 0; o < c.outputs_size(); ++o) {
+      node->add_outputs(c.outputs(o));
+      v1::Value* v = local.add_values();
+      v->set_name(c.outputs(o));
+      *v->mutable_type() = c.output_types(o);
+    }
+  }
+  local.add_outputs(program.loss());
+  for (const auto& u : g.buffer_updates()) *local.add_buffer_updates() = u;
+  return Graph::Create(std::move(local));
+}
+
+}  // namespace mapd

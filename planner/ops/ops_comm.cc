@@ -1,0 +1,63 @@
+// collective: one communication step of a rank program (planner/lower), as an op so that a
+// rank's program can be profiled like any graph (planner/lower/local_graph.h): it reads its
+// input once and writes a new tensor of the local shape `shape` (what the runtime allocates),
+// saves nothing, and its backward makes an input-sized gradient. It is never planned (every
+// label unsplittable) and runs only through the distributed runtime (worker/dist), which turns
+// it into the real collective.
+#include "planner/ops/registry.h"
+
+#include "absl/strings/str_cat.h"
+#include "planner/util/status_macros.h"
+
+namespace mapd {
+
+namespace {
+
+using Types = std::vector<TensorType>;
+
+absl::StatusOr<Types> InferCollective(const OpContext& ctx) {
+  MAPD_ASSIGN_OR_RETURN(std::vector<int64_t> shape, ctx.Ints("shape"));
+  for (int64_t d : shape) {
+    if (d < 0) return ctx.Error("shape ", ShapeToString(shape), " has a negative dimension");
+  }
+  MAPD_ASSIGN_OR_RETURN(std::string kind, ctx.Str("kind"));
+  (void)kind;
+  return Types{{ctx.input(0).dtype, shape}};
+}
+
+OpCost CollectiveCost(const CostContext& c) {
+  OpCost cost;
+  cost.bytes = IoBytes(c);
+  cost.kernels = 1;
+  cost.grad_flops.assign(c.op.num_inputs(), 0.0);
+  return cost;
+}
+
+absl::StatusOr<ShardingRule> CollectiveSharding(const CostContext& c) {
+  ShardingRule r = EmptyRule(c);
+  LabelPool pool;
+  r.inputs[0] = pool.Fresh(c.op.input(0).rank());
+  r.outputs[0] = pool.Fresh(c.outputs[0].rank());
+  r.unsplittable = r.inputs[0] + r.outputs[0];
+  MAPD_RETURN_IF_ERROR(pool.status());
+  return r;
+}
+
+}  // namespace
+
+void RegisterCommOps(OpRegistry& r) {
+  (void)r.Register({"collective",
+                    "a rank program's communication step (all-reduce, all-gather, ...) for profiling a rank; "
+                    "runs only in the distributed runtime",
+                    {{"x"}},
+                    false,
+                    {{"kind", AttrKind::kString, true}, {"axis", AttrKind::kInt}, {"shape", AttrKind::kInts, true}},
+                    {},
+                    InferCollective,
+                    CollectiveCost,
+                    SavesNothing(),
+                    {},
+                    CollectiveSharding});
+}
+
+}  // namespace mapd
