@@ -298,7 +298,8 @@ class Lowerer {
       auto start = BlockStart(graph_.TypeOf(out).shape, s.outputs[o], mesh_, coords_);
       if (!start.ok()) return start.status();
       *compute.add_output_types() = ToProto(*type);
-      for (int64_t x : *start) compute.add_output_offsets()->add_start(x);
+      v1::Offsets* offsets = compute.add_output_offsets();
+      for (int64_t x : *start) offsets->add_start(x);
       compute.add_outputs(out);
       names_.insert(out);
       available_[out].push_back({s.outputs[o], out});

@@ -156,6 +156,18 @@ TEST(EquivalenceResNet, DataParallel) {
   ExpectSameAsOneDevice(g, {4}, PlanStrategies(g, {4}, "data parallel"), ref, Sgd(0.01));
 }
 
+// Dropout: every rank draws the global mask as one device does and keeps its block, so data and
+// tensor parallelism reproduce one device's losses with dropout on.
+TEST(EquivalenceDropout, DataAndTensorParallel) {
+  const Graph g = DropoutMlpGraph();
+  const Reference ref = SingleDevice(g, Sgd(), /*repeat=*/true);
+  ASSERT_LT(ref.losses.back(), ref.losses.front());
+  for (const char* family : {"data parallel", "Megatron TP=4"}) {
+    SCOPED_TRACE(family);
+    ExpectSameAsOneDevice(g, {4}, PlanStrategies(g, {4}, family), ref);
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Models, Equivalence,
                          ::testing::Values("gpt2:layers=2,hidden=32,heads=4,vocab=64,seq=8,batch=4",
                                            "llama2-7b:layers=2,hidden=32,heads=4,kv_heads=2,ffn=64,vocab=64,seq=8,batch=4",

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include "planner/graph/builder.h"
 #include "planner/graph/loss.h"
 #include "planner/graph/verifier.h"
 #include "planner/plan/planner.h"
@@ -13,6 +14,24 @@ Graph TrainingGraph(const std::string& spec) {
   auto trainable = WithTrainingLoss(*BuildZooModel(spec), LossKind::kAuto);
   EXPECT_TRUE(trainable.ok()) << trainable.status();
   auto g = MakeVerifiedGraph(*std::move(trainable));
+  EXPECT_TRUE(g.ok()) << g.status();
+  return *g;
+}
+
+Graph DropoutMlpGraph() {
+  GraphBuilder b("dropout_mlp");
+  auto x = b.Input("x", {v1::FLOAT32, {8, 16}}, "features");
+  auto labels = b.Input("labels", {v1::INT64, {8}}, "labels");
+  v1::InitRule init;
+  init.set_kind(v1::InitRule::KAIMING_UNIFORM);
+  init.set_fan_in(16);
+  auto w1 = b.Param("fc1.weight", {v1::FLOAT32, {64, 16}}, init);
+  init.set_fan_in(64);
+  auto w2 = b.Param("fc2.weight", {v1::FLOAT32, {8, 64}}, init);
+  auto h = b.Op("relu", {b.Op("linear", {x, w1})});
+  auto d = b.Op("dropout", {h}, Attrs().Float("p", 0.25));
+  b.Output(b.Op("cross_entropy", {b.Op("linear", {d, w2}), labels}));
+  auto g = MakeVerifiedGraph(*b.Build());
   EXPECT_TRUE(g.ok()) << g.status();
   return *g;
 }

@@ -14,6 +14,9 @@ namespace mapd {
 // The training graph of a zoo spec (loss appended).
 Graph TrainingGraph(const std::string& spec);
 
+// linear(16→64) → relu → dropout(p=0.25) → linear(64→8) → cross_entropy, batch 8.
+Graph DropoutMlpGraph();
+
 // `family` is a baseline's name ("data parallel", "Megatron TP=4", ...) or "MAP" for the
 // planner's own plan on `mesh` (ZeRO off). Fails the test when there is none.
 std::vector<Strategy> PlanStrategies(const Graph& graph, const std::vector<int64_t>& mesh, const std::string& family);

@@ -12,26 +12,13 @@
 #include "planner/graph/verifier.h"
 #include "planner/plan/planner.h"
 #include "planner/zoo/zoo.h"
+#include "tests/common/mlp_graph.h"
 
 namespace mapd {
 namespace {
 
 Graph Mlp(int64_t batch, int64_t hidden, int64_t ffn, int64_t classes) {
-  GraphBuilder b("mlp");
-  auto x = b.Input("x", {v1::FLOAT32, {batch, hidden}}, "features");
-  auto labels = b.Input("labels", {v1::INT64, {batch}}, "labels");
-  v1::InitRule init;
-  init.set_kind(v1::InitRule::ZEROS);
-  auto w1 = b.Param("fc1.weight", {v1::FLOAT32, {ffn, hidden}}, init);
-  auto b1 = b.Param("fc1.bias", {v1::FLOAT32, {ffn}}, init);
-  auto w2 = b.Param("fc2.weight", {v1::FLOAT32, {classes, ffn}}, init);
-  auto h = b.Op("linear", {x, w1, b1});
-  auto r = b.Op("relu", {h});
-  auto y = b.Op("linear", {r, w2});
-  b.Output(b.Op("cross_entropy", {y, labels}));
-  auto g = MakeVerifiedGraph(*b.Build());
-  EXPECT_TRUE(g.ok()) << g.status();
-  return *g;
+  return TwoLayerMlp(batch, hidden, ffn, classes);
 }
 
 PlanResult Plan(const Graph& g, std::vector<int64_t> mesh) {
@@ -124,6 +111,11 @@ TEST(Lowering, EveryRankOfA2x2PlanGetsLocalShapesAndLocalViewTargets) {
       if (!i.has_compute()) continue;
       const auto& c = i.compute();
       ASSERT_EQ(c.output_types_size(), g->node(c.node()).outputs_size());
+      // One block start per output, one entry per dimension.
+      ASSERT_EQ(c.output_offsets_size(), c.output_types_size());
+      for (int o = 0; o < c.output_types_size(); ++o) {
+        EXPECT_EQ(c.output_offsets(o).start_size(), c.output_types(o).shape_size()) << g->node(c.node()).name();
+      }
       auto it = c.attrs().find("shape");
       const std::string& op = g->node(c.node()).op();
       if (it == c.attrs().end() || (op != "reshape" && op != "view")) continue;

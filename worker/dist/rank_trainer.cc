@@ -1,6 +1,7 @@
 #include "worker/dist/rank_trainer.h"
 
 #include <ATen/ATen.h>
+#include <ATen/CPUGeneratorImpl.h>
 #include <torch/autograd.h>
 
 #include <chrono>
@@ -10,6 +11,7 @@
 #include "worker/dist/collectives.h"
 #include "worker/runtime/exec_table.h"
 #include "worker/runtime/parameters.h"
+#include "worker/runtime/seed.h"
 
 namespace mapd {
 
@@ -126,16 +128,17 @@ absl::StatusOr<std::unique_ptr<RankTrainer>> RankTrainer::Create(Graph graph, v1
   if (options.optimizer.max_grad_norm > 0) {
     return absl::UnimplementedError("gradient clipping under a multi-rank plan is not built yet (it needs the norm over every shard)");
   }
+  bool random = false;
   for (const auto& node : graph.proto().nodes()) {
-    double p = 0;
-    if (node.op() == "dropout" && node.attrs().count("p")) p = node.attrs().at("p").f();
-    if (node.op() == "scaled_dot_product_attention" && node.attrs().count("dropout_p")) p = node.attrs().at("dropout_p").f();
-    if (p > 0) {
-      return absl::UnimplementedError(absl::StrCat("node '", node.name(), "': dropout under a multi-rank plan is not built yet; "
-                                                   "train with dropout 0"));
+    if (node.op() == "dropout") random = true;
+    if (node.op() == "scaled_dot_product_attention" && node.attrs().count("dropout_p") && node.attrs().at("dropout_p").f() > 0) {
+      return absl::UnimplementedError(absl::StrCat("node '", node.name(), "': attention dropout under a multi-rank plan is not "
+                                                   "built yet; train with dropout_p 0"));
     }
   }
   std::unique_ptr<RankTrainer> t(new RankTrainer(std::move(graph)));
+  t->random_ = random;
+  t->seed_ = options.seed;
   t->program_ = std::move(program);
   t->groups_ = std::move(groups);
   // The global parameters from the seed, then this rank's blocks.
@@ -186,6 +189,10 @@ absl::StatusOr<StepResult> RankTrainer::Step(const TensorMap& global_batch) {
     env[shard.name()] = *block;
   }
   const ExecTable& table = ExecTable::Global();
+  // Dropout draws as one device does: a generator seeded like the single-device trainer's for
+  // this step, the global mask drawn in node order, this rank's block kept.
+  at::Generator generator;
+  if (random_) generator = at::make_generator<at::CPUGeneratorImpl>(DeriveSeed(seed_, absl::StrCat("step:", steps_ + 1)));
   for (int index = 0; index < program_.instructions_size(); ++index) {
     const v1::Instruction& ins = program_.instructions(index);
     if (index > 0) {
@@ -209,8 +216,19 @@ absl::StatusOr<StepResult> RankTrainer::Step(const TensorMap& global_batch) {
     for (const auto& t : c.output_types()) types.push_back(FromProto(t));
     std::vector<at::Tensor> outs;
     try {
-      ExecContext ctx(node, std::move(inputs), types, c10::Device(c10::kCPU), /*training=*/true);
-      outs = entry->fn(ctx);
+      const bool drop = node.op() == "dropout" && (!node.attrs().count("train") || node.attrs().at("train").b());
+      const double p = drop && node.attrs().count("p") ? node.attrs().at("p").f() : (drop ? 0.5 : 0.0);
+      if (drop && p > 0) {
+        // As ATen's CPU dropout: noise = bernoulli(1 - p) / (1 - p) of the input's (global) shape.
+        const Shape& global = graph_.TypeOf(node.outputs(0)).shape;
+        at::Tensor noise = at::empty(global, inputs[0].options()).bernoulli_(1 - p, generator);
+        noise.div_(1 - p);
+        std::vector<int64_t> off(c.output_offsets(0).start().begin(), c.output_offsets(0).start().end());
+        outs = {inputs[0] * Narrow(noise, off, types[0].shape)};
+      } else {
+        ExecContext ctx(node, std::move(inputs), types, c10::Device(c10::kCPU), /*training=*/true);
+        outs = entry->fn(ctx);
+      }
     } catch (const std::exception& e) {
       return absl::InternalError(absl::StrCat("node '", node.name(), "' (", node.op(), ") on rank ", program_.rank(), ": ",
                                               std::string(e.what()).substr(0, 400)));

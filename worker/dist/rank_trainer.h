@@ -6,9 +6,12 @@
 //
 // The reported loss is the global one: the local loss summed over the axes where it is Partial.
 //
-// Not built yet (UNIMPLEMENTED at Create, naming the node): dropout with p > 0 (the global mask
-// would have to be drawn and sliced); gradient clipping (it needs the norm over all shards);
-// buffer updates of values that are not replicated.
+// Dropout draws the global mask as one device would (the single-device trainer's per-step seed,
+// nodes in order) and keeps the rank's block, so dropout plans reproduce one device too.
+//
+// Not built yet (UNIMPLEMENTED, naming the node): attention dropout (dropout_p > 0 in
+// scaled_dot_product_attention); gradient clipping (it needs the norm over all shards); buffer
+// updates of values split differently from their buffer.
 #ifndef MAPD_WORKER_DIST_RANK_TRAINER_H_
 #define MAPD_WORKER_DIST_RANK_TRAINER_H_
 
@@ -66,6 +69,8 @@ class RankTrainer {
   // Per instruction: the local tensors whose last reader it is (released after it, so what
   // stays alive is what autograd saved — as the profiler assumes).
   std::vector<std::vector<std::string>> release_;
+  bool random_ = false;  // the graph has dropout
+  uint64_t seed_ = 0;
   int64_t steps_ = 0;
 };
 
