@@ -78,3 +78,19 @@ def test_resume_after_a_crash_reproduces_the_uninterrupted_losses(tmp_path):
     # Nothing to resume from is an error that says so.
     r = run_mapctl("run", GPT, *adam, "--resume", str(tmp_path / "none"))
     assert r.returncode == 1 and "no committed checkpoint" in r.stderr
+
+
+def test_traced_models_go_through_the_same_path(models):
+    """The importer's traced test models (tests/import/models/make_models.py) on 4 ranks."""
+    out, _ = models
+    cases = [
+        ("llama_trace_train.pt", ["--input", "tokens:i64[4,16]", "--strategy", "dp"]),
+        ("llama_trace_train.pt", ["--input", "tokens:i64[4,16]", "--strategy", "tp"]),
+        ("nanogpt_loss_trace_train.pt", ["--input", "idx:i64[4,16]", "--input", "targets:i64[4,16]", "--mesh", "2x2"]),
+        ("resnet_trace_train.pt", ["--input", "x:f32[4,3,32,32]", "--strategy", "dp"]),
+        ("mlp_script.pt", ["--input", "x:f32[4,8]", "--strategy", "tp"]),
+    ]
+    for name, flags in cases:
+        r = _json_run(str(out / name), *flags, "--ranks", "4", "--steps", "5", "--optimizer", "momentum", "--lr",
+                      "0.01", "--check-reference")
+        assert r["reference_max_relative_loss_difference"] < 1e-4, (name, flags, r)
