@@ -25,11 +25,22 @@ absl::StatusOr<Types> InferCollective(const OpContext& ctx) {
   return Types{{ctx.input(0).dtype, shape}};
 }
 
+// Temporaries as worker/dist makes them: an all-gather receives every rank's piece before
+// concatenating (the output's size again), a reduce-scatter all-reduces a copy of its input
+// (Gloo has no CPU reduce-scatter), and in backward the all-gathers of SLICE and
+// REDUCE_SCATTER do the same for the gradient (GRAD_SYNC's all-reduced copy is the input
+// gradient itself).
 OpCost CollectiveCost(const CostContext& c) {
   OpCost cost;
   cost.bytes = IoBytes(c);
   cost.kernels = 1;
   cost.grad_flops.assign(c.op.num_inputs(), 0.0);
+  auto kind = c.op.Str("kind", "");
+  const std::string k = kind.ok() ? *kind : "";
+  const int64_t in = c.op.input(0).NumBytes(), out = c.outputs.empty() ? 0 : c.outputs[0].NumBytes();
+  if (k == "ALL_GATHER") cost.workspace_bytes = out;
+  if (k == "REDUCE_SCATTER") cost.workspace_bytes = in, cost.grad_workspace_bytes = in;
+  if (k == "SLICE") cost.grad_workspace_bytes = in;
   return cost;
 }
 
