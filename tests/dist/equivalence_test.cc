@@ -168,6 +168,24 @@ TEST(EquivalenceDropout, DataAndTensorParallel) {
   }
 }
 
+// Gradient clipping across shards: the norm over every rank's blocks (replicated ones counted
+// once) equals one device's, so clipped runs match too.
+TEST(EquivalenceClipping, DataTensorAnd2x2) {
+  const Graph g = TrainingGraph("gpt2:layers=2,hidden=32,heads=4,vocab=64,seq=8,batch=4");
+  OptimizerOptions clipped = Sgd();
+  clipped.max_grad_norm = 0.05;  // well below the gradients' norm: every step clips
+  const Reference ref = SingleDevice(g, clipped, /*repeat=*/true);
+  ASSERT_LT(ref.losses.back(), ref.losses.front());
+  // Clipping is active: the second step's loss differs from an unclipped run's.
+  ASSERT_GT(std::abs(SingleDevice(g, Sgd(), /*repeat=*/true).losses[1] - ref.losses[1]), 1e-3);
+  const std::vector<std::pair<std::vector<int64_t>, std::string>> plans = {
+      {{4}, "data parallel"}, {{4}, "Megatron TP=4"}, {{2, 2}, "MAP"}};
+  for (const auto& [mesh, family] : plans) {
+    SCOPED_TRACE(family);
+    ExpectSameAsOneDevice(g, mesh, PlanStrategies(g, mesh, family), ref, clipped);
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Models, Equivalence,
                          ::testing::Values("gpt2:layers=2,hidden=32,heads=4,vocab=64,seq=8,batch=4",
                                            "llama2-7b:layers=2,hidden=32,heads=4,kv_heads=2,ffn=64,vocab=64,seq=8,batch=4",

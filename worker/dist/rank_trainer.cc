@@ -5,9 +5,11 @@
 #include <torch/autograd.h>
 
 #include <chrono>
+#include <cmath>
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
+#include "planner/sharding/placement.h"
 #include "worker/dist/collectives.h"
 #include "worker/runtime/exec_table.h"
 #include "worker/runtime/parameters.h"
@@ -125,9 +127,6 @@ absl::StatusOr<std::unique_ptr<RankTrainer>> RankTrainer::Create(Graph graph, v1
   if (groups.size() != static_cast<size_t>(program.mesh_size())) {
     return absl::InvalidArgumentError(absl::StrCat(groups.size(), " communicators for a ", program.mesh_size(), "-axis mesh"));
   }
-  if (options.optimizer.max_grad_norm > 0) {
-    return absl::UnimplementedError("gradient clipping under a multi-rank plan is not built yet (it needs the norm over every shard)");
-  }
   bool random = false;
   for (const auto& node : graph.proto().nodes()) {
     if (node.op() == "dropout") random = true;
@@ -172,7 +171,24 @@ absl::StatusOr<std::unique_ptr<RankTrainer>> RankTrainer::Create(Graph graph, v1
   for (const auto& [name, i] : last) {
     if (!t->leaves_.count(name)) t->release_[i].push_back(name);
   }
-  auto optimizer = Optimizer::Create(options.optimizer, t->trainable_);
+  // Clipping needs the norm over every shard: the trainer computes it across ranks and scales
+  // the gradients itself; the optimizer does not clip.
+  t->max_grad_norm_ = options.optimizer.max_grad_norm;
+  OptimizerOptions local = options.optimizer;
+  local.max_grad_norm = 0;
+  for (const auto& [name, tensor] : t->trainable_) {
+    double copies = 1;  // ranks holding the same block: a replicated axis counts each once
+    for (const v1::Shard& shard : t->program_.parameters()) {
+      if (shard.name() != name) continue;
+      auto placement = ParsePlacement(shard.placement());
+      if (!placement.ok()) return placement.status();
+      for (size_t a = 0; a < placement->size(); ++a) {
+        if ((*placement)[a].kind == AxisPlacement::Kind::kReplicate) copies *= static_cast<double>(t->program_.mesh(a));
+      }
+    }
+    t->copies_.push_back(copies);
+  }
+  auto optimizer = Optimizer::Create(local, t->trainable_);
   if (!optimizer.ok()) return optimizer.status();
   t->optimizer_ = *std::move(optimizer);
   return t;
@@ -259,6 +275,24 @@ absl::StatusOr<StepResult> RankTrainer::Step(const TensorMap& global_batch) {
   at::Tensor global_loss = loss.detach().to(at::kDouble).clone();
   for (int a : program_.loss_partial_axes()) {
     if (auto st = groups_.at(a)->AllReduceSum(global_loss); !st.ok()) return st;
+  }
+  if (max_grad_norm_ > 0) {
+    // As clip_grad_norm_ on one device: the L2 norm of every gradient, over all shards (a block
+    // held by several ranks counted once), then every gradient scaled by min(1, max/(norm+1e-6)).
+    at::Tensor sumsq = at::zeros({}, at::kDouble);
+    for (size_t i = 0; i < trainable_.size(); ++i) {
+      const at::Tensor& g = trainable_[i].second.grad();
+      if (g.defined()) sumsq += g.to(at::kDouble).pow(2).sum() / copies_[i];
+    }
+    for (Communicator* group : groups_) {
+      if (auto st = group->AllReduceSum(sumsq); !st.ok()) return st;
+    }
+    const double total = std::sqrt(sumsq.item<double>());
+    const double coef = std::min(1.0, max_grad_norm_ / (total + 1e-6));
+    at::NoGradGuard no_grad;
+    for (auto& [name, p] : trainable_) {
+      if (p.grad().defined()) p.mutable_grad().mul_(coef);
+    }
   }
   if (auto st = optimizer_->Step(); !st.ok()) return st;
   for (auto& [name, p] : trainable_) p.mutable_grad() = at::Tensor();

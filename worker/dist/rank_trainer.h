@@ -9,9 +9,11 @@
 // Dropout draws the global mask as one device would (the single-device trainer's per-step seed,
 // nodes in order) and keeps the rank's block, so dropout plans reproduce one device too.
 //
+// Gradient clipping takes the norm over every shard (a block several ranks hold counted once),
+// as clip_grad_norm_ on one device.
+//
 // Not built yet (UNIMPLEMENTED, naming the node): attention dropout (dropout_p > 0 in
-// scaled_dot_product_attention); gradient clipping (it needs the norm over all shards); buffer
-// updates of values split differently from their buffer.
+// scaled_dot_product_attention); buffer updates of values split differently from their buffer.
 #ifndef MAPD_WORKER_DIST_RANK_TRAINER_H_
 #define MAPD_WORKER_DIST_RANK_TRAINER_H_
 
@@ -70,6 +72,8 @@ class RankTrainer {
   // stays alive is what autograd saved — as the profiler assumes).
   std::vector<std::vector<std::string>> release_;
   bool random_ = false;  // the graph has dropout
+  double max_grad_norm_ = 0;     // > 0: clip across all shards
+  std::vector<double> copies_;   // per trainable block: how many ranks hold the same block
   uint64_t seed_ = 0;
   int64_t steps_ = 0;
 };
