@@ -48,30 +48,6 @@ nlohmann::json CandidateJson(const PlanCandidate& c) {
   return j;
 }
 
-// One row per distinct layer-free name among the nodes a summary shows, in graph order.
-struct LayerRow {
-  std::string layer, op, words, placements;
-  int count = 0;
-};
-std::vector<LayerRow> LayerRows(const Graph& graph, const PlanCandidate& plan) {
-  std::vector<LayerRow> rows;
-  std::map<std::string, size_t> seen;
-  for (int n = 0; n < graph.num_nodes(); ++n) {
-    if (!IsSummaryNode(graph, n)) continue;
-    const std::string key = LayerFreeName(graph.node(n).name());
-    const Strategy& s = plan.strategies[n];
-    const std::string words = DescribeStrategy(graph, n, s);
-    auto it = seen.find(key + "|" + words);
-    if (it != seen.end()) {
-      ++rows[it->second].count;
-      continue;
-    }
-    seen[key + "|" + words] = rows.size();
-    rows.push_back({key, graph.node(n).op(), words, s.PlacementsString(), 1});
-  }
-  return rows;
-}
-
 }  // namespace
 
 int RunPlan(const PlanArgs& args) {
@@ -177,8 +153,12 @@ int RunPlan(const PlanArgs& args) {
     j["baselines"] = nlohmann::json::array();
     for (const auto& b : result->baselines) j["baselines"].push_back(CandidateJson(b));
     j["layers"] = nlohmann::json::array();
-    for (const LayerRow& r : LayerRows(*graph, plan)) {
-      j["layers"].push_back({{"layer", r.layer}, {"op", r.op}, {"strategy", r.words}, {"placements", r.placements}, {"count", r.count}});
+    for (const LayerSummary& r : SummarizeLayers(*graph, plan.strategies)) {
+      j["layers"].push_back({{"layer", r.layer},
+                             {"op", graph->node(r.node).op()},
+                             {"strategy", r.words},
+                             {"placements", plan.strategies[r.node].PlacementsString()},
+                             {"count", r.count}});
     }
     j["nodes"] = nlohmann::json::array();
     for (int n = 0; n < graph->num_nodes(); ++n) {
@@ -191,7 +171,9 @@ int RunPlan(const PlanArgs& args) {
   }
 
   Table layers({"LAYER", "OP", "STRATEGY", "COUNT"});
-  for (const LayerRow& r : LayerRows(*graph, plan)) layers.Row({r.layer, r.op, r.words, std::to_string(r.count)});
+  for (const LayerSummary& r : SummarizeLayers(*graph, plan.strategies)) {
+    layers.Row({r.layer, graph->node(r.node).op(), r.words, std::to_string(r.count)});
+  }
   layers.Print(std::cout);
 
   std::vector<std::string> axes;

@@ -146,8 +146,8 @@ class Lowerer {
   }
 
   // One Communicate step on `axis`, from the value named `in` at `from` to `to`.
-  absl::StatusOr<std::string> Step(const std::string& value, const std::string& in, const Placement& from,
-                                   const Placement& to, int axis, v1::Communicate::Kind kind, int dim, int to_dim) {
+  absl::StatusOr<std::string> Step(const std::string& value, const std::string& in, const Placement& to, int axis,
+                                   v1::Communicate::Kind kind, int dim, int to_dim) {
     auto type = LocalType(value, to);
     if (!type.ok()) return type.status();
     std::string out = absl::StrCat(value, "@", PlacementToString(to));
@@ -161,7 +161,6 @@ class Lowerer {
     c->set_input(in);
     c->set_output(out);
     *c->mutable_output_type() = ToProto(*type);
-    (void)from;
     return out;
   }
 
@@ -180,7 +179,7 @@ class Lowerer {
     else if (f.kind == Kind::kReplicate && t.kind == Kind::kShard) kind = v1::Communicate::SLICE, dim = t.dim;
     else if (f.kind == Kind::kReplicate && t.kind == Kind::kPartial) kind = v1::Communicate::KEEP_ON_FIRST;
     else if (f.kind == Kind::kShard && t.kind == Kind::kPartial) kind = v1::Communicate::SCATTER_TO_PARTIAL, dim = f.dim;
-    auto out = Step(value, in, cur, next, a, kind, dim, to_dim);
+    auto out = Step(value, in, next, a, kind, dim, to_dim);
     if (out.ok()) cur = next;
     return out;
   }
@@ -271,7 +270,7 @@ class Lowerer {
           const std::string key = absl::StrCat(local, "!sync", a);
           auto it = synced_.find(key);
           if (it == synced_.end()) {
-            auto out = Step(in, local, s.inputs[i], s.inputs[i], a, v1::Communicate::GRAD_SYNC, -1, -1);
+            auto out = Step(in, local, s.inputs[i], a, v1::Communicate::GRAD_SYNC, -1, -1);
             if (!out.ok()) return out.status();
             it = synced_.emplace(key, *out).first;
           }

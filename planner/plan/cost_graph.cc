@@ -88,7 +88,6 @@ StrategyCost CostStrategy(const PreparedNode& pn, const Strategy& s, const Clust
       case ParamRole::kFrozenCountedBefore:
       case ParamRole::kNone: break;
     }
-    (void)param;
   }
   for (int i : pn.saved.inputs) {
     c.activation_bytes += pn.saved_input_charge[i] * static_cast<double>(LocalBytes(pn.in[i], s.inputs[i], cluster));

@@ -1,5 +1,6 @@
 #include "planner/plan/describe.h"
 
+#include <map>
 #include <regex>
 #include <vector>
 
@@ -80,6 +81,19 @@ bool IsSummaryNode(const Graph& graph, int n) {
   const v1::Node& node = graph.node(n);
   int matrix = -1;
   return TrainableMatrix(graph, node, &matrix) != nullptr || node.op() == "scaled_dot_product_attention";
+}
+
+std::vector<LayerSummary> SummarizeLayers(const Graph& graph, const std::vector<Strategy>& strategies) {
+  std::vector<LayerSummary> rows;
+  std::map<std::string, size_t> row_of;  // layer-free name | words → row
+  for (int n = 0; n < graph.num_nodes(); ++n) {
+    if (!IsSummaryNode(graph, n)) continue;
+    LayerSummary row{n, LayerFreeName(graph.node(n).name()), DescribeStrategy(graph, n, strategies[n]), 0};
+    auto [it, fresh] = row_of.emplace(row.layer + "|" + row.words, rows.size());
+    if (fresh) rows.push_back(std::move(row));
+    ++rows[it->second].count;
+  }
+  return rows;
 }
 
 }  // namespace mapd

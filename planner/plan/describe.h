@@ -3,6 +3,7 @@
 #define MAPD_PLANNER_PLAN_DESCRIBE_H_
 
 #include <string>
+#include <vector>
 
 #include "planner/ir/graph.h"
 #include "planner/sharding/strategies.h"
@@ -21,6 +22,16 @@ std::string DescribeStrategy(const Graph& graph, int node, const Strategy& strat
 
 // Whether the node is one a per-layer summary shows (it holds a matrix, or is attention).
 bool IsSummaryNode(const Graph& graph, int node);
+
+// One row per summary node kind and strategy, in graph order, repeated layers counted once:
+// "layers.#.attention.wq/linear", "column-parallel over axis 1", 80 times.
+struct LayerSummary {
+  int node = 0;             // the first node of the row
+  std::string layer;        // its layer-free name
+  std::string words;        // DescribeStrategy
+  int count = 0;            // nodes the row stands for
+};
+std::vector<LayerSummary> SummarizeLayers(const Graph& graph, const std::vector<Strategy>& strategies);
 
 }  // namespace mapd
 

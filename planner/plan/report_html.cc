@@ -217,20 +217,11 @@ td.axes{white-space:nowrap}.chip{display:inline-block;width:16px;height:16px;bor
 
   h += "<h2>Sharding per layer</h2>\n<p>Chips: mesh axes the operator splits (coloured) or not (grey).</p>\n";
   h += "<table id=\"layers\"><tr><th>Layer</th><th>Op</th><th>Axes</th><th>Strategy</th><th>Placements</th><th>Count</th></tr>";
-  std::map<std::string, int> count;
-  std::vector<int> first;
-  for (int n = 0; n < graph.num_nodes(); ++n) {
-    if (!IsSummaryNode(graph, n)) continue;
-    const std::string key = LayerFreeName(graph.node(n).name()) + "|" + DescribeStrategy(graph, n, plan.strategies[n]);
-    if (count[key]++ == 0) first.push_back(n);
-  }
-  for (int n : first) {
-    const Strategy& s = plan.strategies[n];
-    const std::string words = DescribeStrategy(graph, n, s);
-    absl::StrAppend(&h, "<tr><td>", HtmlEscape(LayerFreeName(graph.node(n).name())), "</td><td>", HtmlEscape(graph.node(n).op()),
-                    "</td><td class=\"axes\">", AxisChips(s), "</td><td>", HtmlEscape(words), "</td><td><code>",
-                    HtmlEscape(s.PlacementsString()), "</code></td><td>",
-                    count[LayerFreeName(graph.node(n).name()) + "|" + words], "</td></tr>");
+  for (const LayerSummary& row : SummarizeLayers(graph, plan.strategies)) {
+    const Strategy& s = plan.strategies[row.node];
+    absl::StrAppend(&h, "<tr><td>", HtmlEscape(row.layer), "</td><td>", HtmlEscape(graph.node(row.node).op()),
+                    "</td><td class=\"axes\">", AxisChips(s), "</td><td>", HtmlEscape(row.words), "</td><td><code>",
+                    HtmlEscape(s.PlacementsString()), "</code></td><td>", row.count, "</td></tr>");
   }
   h += "</table>\n";
 

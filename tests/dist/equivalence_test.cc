@@ -132,7 +132,7 @@ void ExpectSameAsOneDevice(const Graph& g, const std::vector<int64_t>& mesh, con
 class Equivalence : public ::testing::TestWithParam<const char*> {};
 
 TEST_P(Equivalence, DataParallelTensorParallel2x2AndThePlannersPlan) {
-  const Graph g = TrainingGraph(GetParam());
+  const Graph g = ZooTrainingGraph(GetParam());
   const Reference ref = SingleDevice(g, Sgd(), /*repeat=*/true);
   ASSERT_LT(ref.losses.back(), ref.losses.front());  // the runs really train
   const std::vector<std::pair<std::vector<int64_t>, std::string>> plans = {
@@ -150,7 +150,7 @@ TEST_P(Equivalence, DataParallelTensorParallel2x2AndThePlannersPlan) {
 // per channel) amplify the different rounding of convolutions over 2 samples instead of 8. In
 // f64 all 10 steps match, so the plan itself is exact.
 TEST(EquivalenceResNet, DataParallel) {
-  const Graph g = TrainingGraph("resnet50:image=32,batch=8,classes=10,dtype=f64");
+  const Graph g = ZooTrainingGraph("resnet50:image=32,batch=8,classes=10,dtype=f64");
   const Reference ref = SingleDevice(g, Sgd(0.01), /*repeat=*/true);
   ASSERT_LT(ref.losses.back(), ref.losses.front());
   ExpectSameAsOneDevice(g, {4}, PlanStrategies(g, {4}, "data parallel"), ref, Sgd(0.01));
@@ -171,7 +171,7 @@ TEST(EquivalenceDropout, DataAndTensorParallel) {
 // Gradient clipping across shards: the norm over every rank's blocks (replicated ones counted
 // once) equals one device's, so clipped runs match too.
 TEST(EquivalenceClipping, DataTensorAnd2x2) {
-  const Graph g = TrainingGraph("gpt2:layers=2,hidden=32,heads=4,vocab=64,seq=8,batch=4");
+  const Graph g = ZooTrainingGraph("gpt2:layers=2,hidden=32,heads=4,vocab=64,seq=8,batch=4");
   OptimizerOptions clipped = Sgd();
   clipped.max_grad_norm = 0.05;  // well below the gradients' norm: every step clips
   const Reference ref = SingleDevice(g, clipped, /*repeat=*/true);

@@ -10,13 +10,6 @@
 
 namespace mapd {
 
-Graph TrainingGraph(const std::string& spec) {
-  auto trainable = WithTrainingLoss(*BuildZooModel(spec), LossKind::kAuto);
-  EXPECT_TRUE(trainable.ok()) << trainable.status();
-  auto g = MakeVerifiedGraph(*std::move(trainable));
-  EXPECT_TRUE(g.ok()) << g.status();
-  return *g;
-}
 
 Graph DropoutMlpGraph() {
   GraphBuilder b("dropout_mlp");

@@ -8,11 +8,9 @@
 
 #include "planner/ir/graph.h"
 #include "planner/sharding/strategies.h"
+#include "tests/common/zoo_training_graph.h"
 
 namespace mapd {
-
-// The training graph of a zoo spec (loss appended).
-Graph TrainingGraph(const std::string& spec);
 
 // linear(16→64) → relu → dropout(p=0.25) → linear(64→8) → cross_entropy, batch 8.
 Graph DropoutMlpGraph();

@@ -13,6 +13,7 @@
 #include "planner/plan/planner.h"
 #include "planner/zoo/zoo.h"
 #include "tests/common/mlp_graph.h"
+#include "tests/common/zoo_training_graph.h"
 
 namespace mapd {
 namespace {
@@ -97,33 +98,30 @@ TEST(Lowering, DataParallelSlicesTheBatchAndSyncsEveryWeightGradient) {
 }
 
 TEST(Lowering, EveryRankOfA2x2PlanGetsLocalShapesAndLocalViewTargets) {
-  auto trainable = WithTrainingLoss(*BuildZooModel("gpt2:layers=2,hidden=64,heads=4,vocab=128,seq=16,batch=4"), LossKind::kAuto);
-  ASSERT_TRUE(trainable.ok());
-  auto g = MakeVerifiedGraph(*std::move(trainable));
-  ASSERT_TRUE(g.ok());
-  const PlanResult r = Plan(*g, {2, 2});
+  const Graph g = ZooTrainingGraph("gpt2:layers=2,hidden=64,heads=4,vocab=128,seq=16,batch=4");
+  const PlanResult r = Plan(g, {2, 2});
   for (int rank = 0; rank < 4; ++rank) {
-    auto p = LowerForRank(*g, {2, 2}, r.plan.strategies, rank);
+    auto p = LowerForRank(g, {2, 2}, r.plan.strategies, rank);
     ASSERT_TRUE(p.ok()) << p.status();
     EXPECT_EQ(p->coords(0) * 2 + p->coords(1), rank);
     int views = 0;
     for (const auto& i : p->instructions()) {
       if (!i.has_compute()) continue;
       const auto& c = i.compute();
-      ASSERT_EQ(c.output_types_size(), g->node(c.node()).outputs_size());
+      ASSERT_EQ(c.output_types_size(), g.node(c.node()).outputs_size());
       // One block start per output, one entry per dimension.
       ASSERT_EQ(c.output_offsets_size(), c.output_types_size());
       for (int o = 0; o < c.output_types_size(); ++o) {
-        EXPECT_EQ(c.output_offsets(o).start_size(), c.output_types(o).shape_size()) << g->node(c.node()).name();
+        EXPECT_EQ(c.output_offsets(o).start_size(), c.output_types(o).shape_size()) << g.node(c.node()).name();
       }
       auto it = c.attrs().find("shape");
-      const std::string& op = g->node(c.node()).op();
+      const std::string& op = g.node(c.node()).op();
       if (it == c.attrs().end() || (op != "reshape" && op != "view")) continue;
       ++views;
       int64_t target = 1, local = 1;
       for (int64_t d : it->second.ints().values()) target *= d;
       for (int64_t d : c.output_types(0).shape()) local *= d;
-      EXPECT_EQ(target, local) << g->node(c.node()).name();
+      EXPECT_EQ(target, local) << g.node(c.node()).name();
     }
     EXPECT_GT(views, 0);
   }

@@ -14,6 +14,7 @@
 #include "planner/plan/describe.h"
 #include "planner/solver/strategy_solver.h"
 #include "planner/zoo/zoo.h"
+#include "tests/common/zoo_training_graph.h"
 
 namespace mapd {
 namespace {
@@ -222,21 +223,18 @@ namespace {
 TEST(CostGraphMemory, OneDeviceMatchesTheProfiler) {
   for (const char* spec : {"gpt2:layers=2,hidden=256,heads=8,vocab=1024,seq=128,batch=16", "resnet50:batch=4,image=64"}) {
     SCOPED_TRACE(spec);
-    auto trainable = WithTrainingLoss(*BuildZooModel(spec), LossKind::kAuto);
-    ASSERT_TRUE(trainable.ok()) << trainable.status();
-    auto g = MakeVerifiedGraph(*std::move(trainable));
-    ASSERT_TRUE(g.ok());
+    const Graph g = ZooTrainingGraph(spec);
     ClusterOptions co;
     co.devices = 1;
     auto cluster = MakeCluster(co);
     ASSERT_TRUE(cluster.ok()) << cluster.status();
     ProfileOptions po;
     po.device = cluster->device;
-    auto cg = BuildCostGraph(*g, *cluster, po);
+    auto cg = BuildCostGraph(g, *cluster, po);
     ASSERT_TRUE(cg.ok()) << cg.status();
-    auto cost = CostChoice(*g, *cluster, *cg, std::vector<int>(g->num_nodes(), 0));
+    auto cost = CostChoice(g, *cluster, *cg, std::vector<int>(g.num_nodes(), 0));
     ASSERT_TRUE(cost.ok());
-    auto profile = ProfileTrainingStep(*g, po);
+    auto profile = ProfileTrainingStep(g, po);
     ASSERT_TRUE(profile.ok()) << profile.status();
     const MemoryBreakdown& peak = profile->peak_breakdown;
     EXPECT_EQ(static_cast<int64_t>(cost->parameter_bytes), peak.parameters);

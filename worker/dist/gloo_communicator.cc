@@ -6,6 +6,7 @@
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
 
 #include "absl/strings/str_cat.h"
+#include "planner/lower/lowering.h"
 
 namespace mapd {
 
@@ -131,11 +132,7 @@ absl::StatusOr<std::vector<std::unique_ptr<Communicator>>> ConnectMeshGroups(con
   if (mesh.empty() || rank < 0 || rank >= world) {
     return absl::InvalidArgumentError(absl::StrCat("rank ", rank, " is outside the mesh of ", world, " devices"));
   }
-  std::vector<int64_t> coords(mesh.size());
-  for (int a = static_cast<int>(mesh.size()) - 1, r = rank; a >= 0; --a) {
-    coords[a] = r % mesh[a];
-    r /= static_cast<int>(mesh[a]);
-  }
+  const std::vector<int64_t> coords = RankCoords(mesh, rank);
   std::vector<std::unique_ptr<Communicator>> groups;
   try {
     c10d::TCPStoreOptions so;

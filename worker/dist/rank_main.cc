@@ -66,11 +66,7 @@ absl::Status RunRankJob(const RankJobOptions& o) {
 
   RankTrainerOptions to;
   to.seed = o.training.seed;
-  to.optimizer.kind = o.training.optimizer == "adamw" ? OptimizerOptions::Kind::kAdamW : OptimizerOptions::Kind::kSgd;
-  to.optimizer.momentum = o.training.optimizer == "momentum" ? 0.9 : 0.0;
-  to.optimizer.lr = o.training.lr;
-  to.optimizer.weight_decay = o.training.weight_decay;
-  to.optimizer.max_grad_norm = o.training.max_grad_norm;
+  to.optimizer = MakeOptimizerOptions(o.training);
   auto trainer = RankTrainer::Create(*graph, program, raw, to);
   if (!trainer.ok()) return trainer.status();
   // Every rank draws the same global batches (the single-device run's) and keeps its block.

@@ -18,16 +18,22 @@ absl::Status LocalTrainingOptions::Validate() const {
   return absl::OkStatus();
 }
 
+OptimizerOptions MakeOptimizerOptions(const LocalTrainingOptions& options) {
+  OptimizerOptions o;
+  o.kind = options.optimizer == "adamw" ? OptimizerOptions::Kind::kAdamW : OptimizerOptions::Kind::kSgd;
+  o.momentum = options.optimizer == "momentum" ? 0.9 : 0.0;
+  o.lr = options.lr;
+  o.weight_decay = options.weight_decay;
+  o.max_grad_norm = options.max_grad_norm;
+  return o;
+}
+
 absl::StatusOr<std::unique_ptr<Trainer>> MakeTrainer(const v1::Graph& graph, const LocalTrainingOptions& options) {
   if (auto st = options.Validate(); !st.ok()) return st;
   TrainerOptions t;
   t.executor.device = options.device;
   t.executor.seed = options.seed;
-  t.optimizer.kind = options.optimizer == "adamw" ? OptimizerOptions::Kind::kAdamW : OptimizerOptions::Kind::kSgd;
-  t.optimizer.momentum = options.optimizer == "momentum" ? 0.9 : 0.0;
-  t.optimizer.lr = options.lr;
-  t.optimizer.weight_decay = options.weight_decay;
-  t.optimizer.max_grad_norm = options.max_grad_norm;
+  t.optimizer = MakeOptimizerOptions(options);
   return Trainer::Create(graph, t);
 }
 

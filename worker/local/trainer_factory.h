@@ -12,6 +12,8 @@
 
 namespace mapd {
 
+// The optimizer `options.optimizer` names (sgd | momentum: SGD with momentum 0.9 | adamw).
+OptimizerOptions MakeOptimizerOptions(const LocalTrainingOptions& options);
 absl::StatusOr<std::unique_ptr<Trainer>> MakeTrainer(const v1::Graph& graph, const LocalTrainingOptions& options);
 absl::StatusOr<std::unique_ptr<DataSource>> MakeSource(const v1::Graph& graph, const LocalTrainingOptions& options,
                                                       c10::Device device);
