@@ -8,6 +8,7 @@
 #include "absl/strings/str_format.h"
 #include "client/mapctl/commands.h"
 #include "client/mapctl/model_loader.h"
+#include "planner/ir/tensor_type.h"
 #include "worker/local/local_training.h"
 
 namespace mapd::cli {
@@ -32,6 +33,28 @@ absl::StatusOr<LocalTrainingOptions> MakeTrainingOptions(const RunArgs& args) {
   return options;
 }
 
+StepItems ItemsPerStep(const v1::Graph& graph) {
+  // Token models: the token input's elements (batch × sequence). Imported graphs may carry no
+  // roles: an integer input of rank 2 is taken for tokens. Otherwise the batch: dim 0 of the
+  // first input.
+  const v1::GraphInput* tokens = nullptr;
+  for (const auto& in : graph.inputs()) {
+    if (in.role() == "tokens") tokens = &in;
+  }
+  for (const auto& in : graph.inputs()) {
+    const DType d = in.type().dtype();
+    if (tokens == nullptr && in.role().empty() && in.type().shape_size() == 2 && (d == v1::INT64 || d == v1::INT32)) tokens = &in;
+  }
+  if (tokens != nullptr) return {TensorType::FromProto(tokens->type()).NumElements(), "tokens"};
+  if (graph.inputs_size() > 0 && graph.inputs(0).type().shape_size() > 0) return {graph.inputs(0).type().shape(0), "samples"};
+  return {0, "samples"};
+}
+
+std::string FormatThroughput(const StepItems& items, double seconds) {
+  if (items.count <= 0 || seconds <= 0) return "";
+  return absl::StrFormat("%10.0f %s/s", static_cast<double>(items.count) / seconds, items.unit);
+}
+
 int RunTraining(const RunArgs& args) {
   if (args.model.model.empty() == args.plan.empty()) {
     return ReportError(absl::InvalidArgumentError("give a MODEL, or --plan FILE (a saved plan carries its model), not both"));
@@ -43,6 +66,7 @@ int RunTraining(const RunArgs& args) {
   auto graph = LoadTrainingGraph(args.model.model, args.model.inputs, /*batch_size=*/0, /*seq_len=*/0, args.loss);
   if (!graph.ok()) return ReportError(graph.status());
 
+  const StepItems items = ItemsPerStep(*graph);
   nlohmann::json steps = nlohmann::json::array();
   double first = 0, total_seconds = 0;
   std::vector<double> losses;
@@ -51,9 +75,12 @@ int RunTraining(const RunArgs& args) {
     losses.push_back(s.loss);
     total_seconds += s.seconds;
     if (args.format == "json") {
-      steps.push_back({{"step", s.step}, {"loss", s.loss}, {"seconds", s.seconds}});
+      steps.push_back({{"step", s.step}, {"loss", s.loss}, {"seconds", s.seconds},
+                       {absl::StrCat(items.unit, "_per_second"), s.seconds > 0 ? items.count / s.seconds : 0.0}});
     } else if (s.step == 1 || s.step % args.log_every == 0 || s.step == options.steps) {
-      std::cout << absl::StrFormat("step %6d  loss %.4f  %8.1f ms\n", s.step, s.loss, s.seconds * 1e3) << std::flush;
+      std::cout << absl::StrFormat("step %6d  loss %.4f  %8.1f ms  %s\n", s.step, s.loss, s.seconds * 1e3,
+                                   FormatThroughput(items, s.seconds))
+                << std::flush;
     }
   });
   if (!st.ok()) return ReportError(st);

@@ -17,7 +17,7 @@
 #include "client/mapctl/model_loader.h"
 #include "client/mapctl/table.h"
 #include "planner/ir/serialize.h"
-#include "planner/lower/local_graph.h"
+#include "planner/lower/rank_cost.h"
 #include "planner/lower/lowering.h"
 #include "planner/profile/profiler.h"
 #include "planner/plan/planner.h"
@@ -25,6 +25,7 @@
 #include "worker/dist/gloo_communicator.h"
 #include "proto/mapd/v1/checkpoint.pb.h"
 #include "worker/dist/rank_main.h"
+#include "worker/dist/reference_check.h"
 #include "worker/launch/launcher.h"
 
 namespace mapd::cli {
@@ -139,25 +140,27 @@ int RunOnRanks(const RunArgs& args) {
   std::filesystem::create_directories(dir, ec);
   if (ec) return ReportError(absl::InternalError(absl::StrCat("cannot make ", dir.string(), ": ", ec.message())));
   if (auto st = WriteGraphFile(plan->graph, (dir / "graph.pb").string()); !st.ok()) return ReportError(st);
-  // Each rank's memory predicted by profiling its own program (liveness, transients, states).
-  std::vector<int64_t> predicted(world, 0);
+  // Each rank's memory and step time predicted from its own program (rank_cost.h).
+  ClusterOptions co;
+  co.mesh = plan->mesh;
+  co.device_type = args.device_type;
+  auto cluster = MakeCluster(co);
+  if (!cluster.ok()) return ReportError(cluster.status());
   ProfileOptions po;
   if (auto opt = ParseOptimizer(args.optimizer); opt.ok()) po.optimizer = *opt;
   po.timeline = false;
-  for (const auto& d : DeviceCatalogue()) {
-    if (d.name == "cpu") po.device = d;
-  }
+  std::vector<RankPrediction> predicted(world);
+  std::vector<v1::RankProgram> programs(world);
   for (int r = 0; r < world; ++r) {
     auto program = LowerForRank(*graph, plan->mesh, plan->strategies, r);
     if (!program.ok()) return ReportError(program.status());
-    auto local = LocalGraph(*graph, *program);
-    if (!local.ok()) return ReportError(local.status());
-    auto profile = ProfileTrainingStep(*local, po);
-    if (!profile.ok()) return ReportError(profile.status());
-    predicted[r] = profile->predicted_peak_bytes;
+    auto p = PredictRank(*graph, *program, *cluster, po);
+    if (!p.ok()) return ReportError(p.status());
+    predicted[r] = *p;
     if (auto st = WriteStringToFileAtomic((dir / absl::StrCat("rank_", r, ".pb")).string(), program->SerializeAsString()); !st.ok()) {
       return ReportError(st);
     }
+    programs[r] = *std::move(program);
   }
   // Checkpoints: where, and where to resume from.
   const std::string ckpt_dir = !args.resume.empty() ? args.resume : args.checkpoint_dir;
@@ -186,20 +189,24 @@ int RunOnRanks(const RunArgs& args) {
   std::map<int, std::vector<double>> losses;  // per rank
   std::map<int, int64_t> peaks;
   std::map<int, int64_t> begun;  // per rank: the last step it began
-  std::vector<double> seconds;
+  std::map<int, std::vector<double>> rank_seconds;
+  std::vector<double> seconds;  // rank 0's
+  const StepItems items = ItemsPerStep(plan->graph);
   nlohmann::json steps = nlohmann::json::array();
   LaunchOptions lo;
   lo.ranks = world;
   lo.silence_timeout = std::chrono::seconds(args.rank_timeout);
   const std::string exe = std::filesystem::read_symlink("/proc/self/exe", ec).string();
   lo.argv_for = [&](int r) {
-    return std::vector<std::string>{exe, "_rank", "--run-dir", dir.string(), "--rank", std::to_string(r), "--port",
+    std::vector<std::string> argv{exe, "_rank", "--run-dir", dir.string(), "--rank", std::to_string(r), "--port",
                                     std::to_string((*server)->port()), "--steps", std::to_string(args.steps),
                                     "--optimizer", args.optimizer, "--lr", absl::StrCat(args.lr), "--weight-decay",
                                     absl::StrCat(args.weight_decay), "--clip", absl::StrCat(args.clip), "--seed",
                                     std::to_string(args.seed), "--data", args.data, "--rank-timeout",
                                     std::to_string(args.rank_timeout), "--checkpoint-dir", ckpt_dir, "--checkpoint-every",
                                     std::to_string(every), "--resume-step", std::to_string(resume_step)};
+    if (args.check_reference) argv.push_back("--write-final");
+    return argv;
   };
   lo.env = {"OMP_NUM_THREADS=1"};
   absl::Status launched = LaunchRanks(lo, [&](int rank, const std::string& line) {
@@ -236,16 +243,27 @@ int RunOnRanks(const RunArgs& args) {
     }
     const double loss = j.value("loss", 0.0);
     losses[rank].push_back(loss);
+    rank_seconds[rank].push_back(j.value("seconds", 0.0));
     if (rank != 0) return;
     const int64_t step = j.value("step", int64_t{0});
     seconds.push_back(j.value("seconds", 0.0));
     if (args.format == "json") {
-      steps.push_back({{"step", step}, {"loss", loss}, {"seconds", seconds.back()}});
+      steps.push_back({{"step", step}, {"loss", loss}, {"seconds", seconds.back()},
+                       {absl::StrCat(items.unit, "_per_second"), seconds.back() > 0 ? items.count / seconds.back() : 0.0}});
     } else if (step == 1 || step % args.log_every == 0 || step == args.steps) {
-      std::cout << absl::StrFormat("step %6d  loss %.4f  %8.1f ms\n", step, loss, seconds.back() * 1e3) << std::flush;
+      std::cout << absl::StrFormat("step %6d  loss %.4f  %8.1f ms  %s\n", step, loss, seconds.back() * 1e3,
+                                   FormatThroughput(items, seconds.back()))
+                << std::flush;
     }
   });
-  std::filesystem::remove_all(dir, ec);
+  // The run directory goes whatever happens next (it holds the final blocks until compared).
+  struct RemoveDir {
+    std::filesystem::path dir;
+    ~RemoveDir() {
+      std::error_code e;
+      std::filesystem::remove_all(dir, e);
+    }
+  } remove_dir{dir};
   if (launched.code() == absl::StatusCode::kDeadlineExceeded) {
     // Silent ranks wait in collectives for the one that did not begin the step they are in.
     int behind = -1, count = 0;
@@ -273,37 +291,78 @@ int RunOnRanks(const RunArgs& args) {
     }
   }
   double worst = 0;
+  BlockDifference params;
   if (args.check_reference) {
     std::vector<double> ref;
-    auto st = TrainLocally(plan->graph, *training, [&](const LocalStep& s) { ref.push_back(s.loss); });
+    std::vector<v1::TensorData> reference;
+    auto st = TrainLocally(plan->graph, *training, [&](const LocalStep& s) { ref.push_back(s.loss); }, &reference);
     if (!st.ok()) return ReportError(st);
     for (size_t s = 0; s < ref.size() && s < losses[0].size(); ++s) {
       worst = std::max(worst, std::abs(losses[0][s] - ref[s]) / std::max(1e-12, std::abs(ref[s])));
     }
+    std::vector<v1::RankCheckpoint> finals(world);
+    for (int r = 0; r < world; ++r) {
+      auto bytes = ReadFileToString(FinalParametersPath(dir.string(), r));
+      if (!bytes.ok()) return ReportError(bytes.status());
+      if (!finals[r].ParseFromString(*bytes)) return ReportError(absl::DataLossError(absl::StrCat("rank ", r, "'s final blocks do not parse")));
+    }
+    auto diff = WorstBlockDifference(programs, finals, reference);
+    if (!diff.ok()) return ReportError(diff.status());
+    params = *diff;
   }
+  // Measured step time per rank: the mean after the first step (which pays for warm-up).
+  auto mean_step = [](const std::vector<double>& s) {
+    if (s.empty()) return 0.0;
+    const size_t from = s.size() > 1 ? 1 : 0;
+    double t = 0;
+    for (size_t i = from; i < s.size(); ++i) t += s[i];
+    return t / static_cast<double>(s.size() - from);
+  };
   double total = 0;
   for (double s : seconds) total += s;
   if (args.format == "json") {
     nlohmann::json per_rank = nlohmann::json::array();
     for (const auto& [rank, peak] : peaks) {
-      per_rank.push_back({{"rank", rank}, {"measured_peak_bytes", peak}, {"predicted_peak_bytes", predicted[rank]}});
+      per_rank.push_back({{"rank", rank},
+                          {"measured_peak_bytes", peak},
+                          {"predicted_peak_bytes", predicted[rank].peak_bytes},
+                          {"measured_step_seconds", mean_step(rank_seconds[rank])},
+                          {"predicted_step_seconds", predicted[rank].step_seconds()},
+                          {"predicted_communication_seconds", predicted[rank].communication_seconds}});
     }
     nlohmann::json j = {{"model", graph->name()}, {"ranks", world}, {"mesh", plan->mesh}, {"plan", plan->name},
                         {"steps", steps}, {"seconds", total}, {"predicted_peak_bytes", static_cast<int64_t>(plan->predicted_peak_bytes)},
                         {"per_rank", per_rank}};
-    if (args.check_reference) j["reference_max_relative_loss_difference"] = worst;
+    if (args.check_reference) {
+      j["reference_max_relative_loss_difference"] = worst;
+      j["reference_max_parameter_difference"] = params.relative;
+      j["reference_parameter_blocks_compared"] = params.blocks;
+    }
     std::cout << j.dump(2) << "\n";
   } else {
-    Table t({"RANK", "MEASURED PEAK", "PREDICTED (RANK PROGRAM PROFILED)", "DIFF", "PLANNER'S ESTIMATE"});
+    Table t({"RANK", "MEASURED PEAK", "PREDICTED (RANK PROGRAM PROFILED)", "DIFF", "STEP MEASURED", "STEP PREDICTED (COMM)"});
     for (const auto& [rank, peak] : peaks) {
-      t.Row({std::to_string(rank), FormatBytes(peak), FormatBytes(predicted[rank]),
-             absl::StrFormat("%+.1f%%", 100.0 * (static_cast<double>(predicted[rank]) - peak) / std::max<double>(1, peak)),
-             FormatBytes(static_cast<int64_t>(plan->predicted_peak_bytes))});
+      const RankPrediction& p = predicted[rank];
+      t.Row({std::to_string(rank), FormatBytes(peak), FormatBytes(p.peak_bytes),
+             absl::StrFormat("%+.1f%%", 100.0 * (static_cast<double>(p.peak_bytes) - peak) / std::max<double>(1, peak)),
+             absl::StrFormat("%.2f ms", 1e3 * mean_step(rank_seconds[rank])),
+             absl::StrFormat("%.2f ms (%.2f)", 1e3 * p.step_seconds(), 1e3 * p.communication_seconds)});
     }
     std::cout << absl::StrFormat("trained %d steps on %d ranks in %.1f s (rank 0's step times): loss %.4f -> %.4f\n", args.steps, world,
                                  total, losses[0].empty() ? 0 : losses[0].front(), losses[0].empty() ? 0 : losses[0].back());
     t.Print(std::cout);
-    if (args.check_reference) std::cout << absl::StrFormat("reference (one process): max relative loss difference %.2e\n", worst);
+    std::cout << absl::StrFormat("planner's estimate for the plan: %s per device; step times predicted for %s\n",
+                                 FormatBytes(static_cast<int64_t>(plan->predicted_peak_bytes)), cluster->device.name);
+    if (args.check_reference) {
+      std::cout << absl::StrFormat("reference (one process): max relative loss difference %.2e; final parameters: %d blocks, "
+                                   "max difference %.2e (%s on rank %d)\n",
+                                   worst, params.blocks, params.relative, params.parameter, params.rank);
+    }
+  }
+  if (args.check_reference && params.relative > 1e-4) {
+    return ReportError(absl::InternalError(absl::StrFormat(
+        "rank %d's final '%s' differs from one process's by %.2e (relative to its largest value), over the 1e-4 tolerance",
+        params.rank, params.parameter, params.relative)));
   }
   if (args.check_reference && worst > 1e-4) {
     return ReportError(absl::InternalError(absl::StrFormat(
@@ -324,6 +383,7 @@ int RunRank(const RankArgs& args) {
   o.checkpoint_dir = args.run.checkpoint_dir;
   o.checkpoint_every = args.run.checkpoint_every;
   o.resume_step = args.resume_step;
+  o.write_final_parameters = args.write_final;
   if (auto st = RunRankJob(o); !st.ok()) return ReportError(st);
   return kExitOk;
 }

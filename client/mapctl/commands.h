@@ -72,8 +72,17 @@ struct RankArgs {
   int rank = -1;
   int port = 0;
   int64_t resume_step = 0;
+  bool write_final = false;  // final blocks to the run dir (for --check-reference)
 };
 int RunRank(const RankArgs& args);
+// What one training step consumes, for throughput: tokens (a token model) or samples.
+struct StepItems {
+  int64_t count = 0;
+  const char* unit = "samples";
+};
+StepItems ItemsPerStep(const v1::Graph& graph);
+// "  12345 tokens/s" (empty when unknown).
+std::string FormatThroughput(const StepItems& items, double seconds);
 // `run --ranks N` / `run --plan FILE` (cmd_run_ranks.cc).
 int RunOnRanks(const RunArgs& args);
 // The single-device training options `run` takes (also what every rank uses).

@@ -133,6 +133,7 @@ int main(int argc, char** argv) {
   rank_cmd->add_option("--checkpoint-dir", rank_args.run.checkpoint_dir);
   rank_cmd->add_option("--checkpoint-every", rank_args.run.checkpoint_every);
   rank_cmd->add_option("--resume-step", rank_args.resume_step);
+  rank_cmd->add_flag("--write-final", rank_args.write_final);
   run->footer(kModelHelp);
 
   PlanArgs plan_args;

@@ -180,10 +180,10 @@ std::string Layers::PreLnBlock(const std::string& x, const PreLnBlockSpec& spec)
 
 namespace {
 
-// The loss in f32 whatever the model dtype, as mixed-precision training does; the result is
-// the graph's output.
+// The loss in at least f32, as mixed-precision training does (half-precision logits are cast
+// up; f64 ones stay f64); the result is the graph's output.
 std::string CrossEntropy(GraphBuilder& b, DType dtype, std::string logits, const std::string& labels) {
-  if (dtype != v1::FLOAT32) logits = b.Op("to", {logits}, Attrs().Str("dtype", "f32"));
+  if (dtype == v1::FLOAT16 || dtype == v1::BFLOAT16) logits = b.Op("to", {logits}, Attrs().Str("dtype", "f32"));
   const std::string loss = b.Op("cross_entropy", {logits, labels});
   b.Output(loss);
   return loss;

@@ -5,6 +5,9 @@
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
 
+#include <chrono>
+#include <thread>
+
 #include "absl/strings/str_cat.h"
 #include "planner/lower/lowering.h"
 
@@ -32,6 +35,16 @@ absl::Status FromTorch(const std::string& group, const char* what, const std::ex
   return absl::UnavailableError(text);
 }
 
+// Waits for `work` and then for Gloo's worker thread to drop its own reference to it. The work
+// holds the collective's input and output tensors; without the second wait, whichever thread
+// lets go last frees them, so a rank's measured peak memory would depend on thread timing (the
+// worker thread resets its reference just after marking the work complete: microseconds).
+void WaitAndRelease(c10::intrusive_ptr<c10d::Work> work) {
+  work->wait();
+  const auto give_up = std::chrono::steady_clock::now() + std::chrono::milliseconds(100);
+  while (work.use_count() > 1 && std::chrono::steady_clock::now() < give_up) std::this_thread::yield();
+}
+
 class TcpStoreServer : public StoreServer {
  public:
   explicit TcpStoreServer(c10::intrusive_ptr<c10d::TCPStore> store) : store_(std::move(store)) {}
@@ -52,7 +65,7 @@ class GlooCommunicator : public Communicator {
   absl::Status AllReduceSum(at::Tensor& t) override {
     try {
       std::vector<at::Tensor> v{t};
-      pg_->allreduce(v)->wait();
+      WaitAndRelease(pg_->allreduce(v));
       return absl::OkStatus();
     } catch (const std::exception& e) {
       return FromTorch(name_, "all-reduce", e);
@@ -65,7 +78,7 @@ class GlooCommunicator : public Communicator {
       std::vector<std::vector<at::Tensor>> out(1);
       for (int i = 0; i < size(); ++i) out[0].push_back(at::empty_like(in));
       std::vector<at::Tensor> inputs{in};
-      pg_->allgather(out, inputs)->wait();
+      WaitAndRelease(pg_->allgather(out, inputs));
       return at::cat(out[0], dim);
     } catch (const std::exception& e) {
       return FromTorch(name_, "all-gather", e);
@@ -87,7 +100,7 @@ class GlooCommunicator : public Communicator {
       at::Tensor in = at::stack(local.chunk(size(), split_dim), 0).contiguous();
       at::Tensor out = at::empty_like(in);
       std::vector<int64_t> even;
-      pg_->alltoall_base(out, in, even, even)->wait();
+      WaitAndRelease(pg_->alltoall_base(out, in, even, even));
       std::vector<at::Tensor> parts;
       for (int i = 0; i < size(); ++i) parts.push_back(out[i]);
       return at::cat(parts, concat_dim);
@@ -98,7 +111,7 @@ class GlooCommunicator : public Communicator {
 
   absl::Status Barrier() override {
     try {
-      pg_->barrier()->wait();
+      WaitAndRelease(pg_->barrier());
       return absl::OkStatus();
     } catch (const std::exception& e) {
       return FromTorch(name_, "barrier", e);

@@ -42,6 +42,10 @@ std::string CheckpointStepDir(const std::string& dir, int64_t step) {
   return absl::StrCat(dir, "/", name);
 }
 
+std::string FinalParametersPath(const std::string& run_dir, int rank) {
+  return absl::StrCat(run_dir, "/final_rank_", rank, ".pb");
+}
+
 absl::Status RunRankJob(const RankJobOptions& o) {
   if (auto st = o.training.Validate(); !st.ok()) return st;
   CountingCpuAllocator& memory = CountingCpuAllocator::Install();
@@ -112,6 +116,11 @@ absl::Status RunRankJob(const RankJobOptions& o) {
       std::printf("{\"rank\": %d, \"checkpoint\": %lld}\n", o.rank, static_cast<long long>(s));
       std::fflush(stdout);
     }
+  }
+  if (o.write_final_parameters) {
+    auto c = (*trainer)->Save();
+    if (!c.ok()) return c.status();
+    if (auto st = WriteStringToFileAtomic(FinalParametersPath(o.run_dir, o.rank), c->SerializeAsString()); !st.ok()) return st;
   }
   std::printf("{\"rank\": %d, \"done\": true, \"peak_bytes\": %lld}\n", o.rank, static_cast<long long>(peak));
   std::fflush(stdout);

@@ -33,7 +33,13 @@ struct RankJobOptions {
   // Continue from checkpoint_dir/step-NNNNNNNN (committed): its blocks and optimizer state, the
   // data source advanced past its steps; training goes on to `training.steps` in all.
   int64_t resume_step = 0;
+  // After the last step, write the rank's blocks to run_dir/final_rank_<r>.pb (a
+  // RankCheckpoint), for the launcher to compare with one device (--check-reference).
+  bool write_final_parameters = false;
 };
+
+// Where a rank writes its final blocks under `run_dir`.
+std::string FinalParametersPath(const std::string& run_dir, int rank);
 
 // The directory of a checkpoint step ("DIR/step-00000010"), and its uncommitted form (".tmp").
 std::string CheckpointStepDir(const std::string& dir, int64_t step);

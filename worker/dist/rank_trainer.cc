@@ -9,6 +9,7 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "planner/sharding/placement.h"
 #include "worker/dist/collectives.h"
 #include "worker/runtime/exec_table.h"
@@ -19,39 +20,11 @@ namespace mapd {
 
 namespace {
 
-TensorType FromProto(const v1::TensorType& t) {
-  TensorType out;
-  out.dtype = t.dtype();
-  out.shape.assign(t.shape().begin(), t.shape().end());
-  return out;
-}
-
 // The block of `t` starting at `start` with `shape`.
 at::Tensor Narrow(at::Tensor t, const std::vector<int64_t>& start, const std::vector<int64_t>& shape) {
   for (size_t d = 0; d < shape.size(); ++d) {
     if (t.size(static_cast<int64_t>(d)) != shape[d]) t = t.narrow(static_cast<int64_t>(d), start[d], shape[d]);
   }
-  return t;
-}
-
-v1::TensorData ToData(const std::string& name, const at::Tensor& t) {
-  v1::TensorData d;
-  d.set_name(name);
-  const at::Tensor c = t.detach().contiguous().cpu();
-  d.mutable_type()->set_dtype(FromScalarType(c.scalar_type()));
-  for (int64_t s : c.sizes()) d.mutable_type()->add_shape(s);
-  d.set_data(std::string(static_cast<const char*>(c.data_ptr()), c.nbytes()));
-  return d;
-}
-
-absl::StatusOr<at::Tensor> FromData(const v1::TensorData& d) {
-  const TensorType type = FromProto(d.type());
-  at::Tensor t = at::empty(type.shape, at::TensorOptions().dtype(ToScalarType(type.dtype)));
-  if (static_cast<size_t>(t.nbytes()) != d.data().size()) {
-    return absl::DataLossError(absl::StrCat("checkpoint tensor '", d.name(), "' has ", d.data().size(), " bytes; ",
-                                            type.ToString(), " needs ", t.nbytes()));
-  }
-  std::memcpy(t.data_ptr(), d.data().data(), d.data().size());
   return t;
 }
 
@@ -61,13 +34,13 @@ absl::StatusOr<v1::RankCheckpoint> RankTrainer::Save() const {
   v1::RankCheckpoint c;
   c.set_rank(program_.rank());
   c.set_step(steps_);
-  for (const v1::Shard& shard : program_.parameters()) *c.add_parameters() = ToData(shard.name(), leaves_.at(shard.name()));
+  for (const v1::Shard& shard : program_.parameters()) *c.add_parameters() = TensorToProto(shard.name(), leaves_.at(shard.name()));
   for (const auto& s : optimizer_->State()) {
     v1::OptimizerSlot* slot = c.add_optimizer();
     slot->set_name(s.name);
     slot->set_steps(s.steps);
-    if (s.buf1.defined()) *slot->mutable_buf1() = ToData(s.name, s.buf1);
-    if (s.buf2.defined()) *slot->mutable_buf2() = ToData(s.name, s.buf2);
+    if (s.buf1.defined()) *slot->mutable_buf1() = TensorToProto(s.name, s.buf1);
+    if (s.buf2.defined()) *slot->mutable_buf2() = TensorToProto(s.name, s.buf2);
   }
   c.set_optimizer_steps(optimizer_->steps());
   return c;
@@ -81,7 +54,7 @@ absl::Status RankTrainer::Restore(const v1::RankCheckpoint& c) {
   for (const v1::TensorData& d : c.parameters()) {
     auto it = leaves_.find(d.name());
     if (it == leaves_.end()) return absl::InvalidArgumentError(absl::StrCat("the checkpoint has '", d.name(), "', which this program does not"));
-    auto t = FromData(d);
+    auto t = TensorFromProto(d);
     if (!t.ok()) return t.status();
     if (!t->sizes().equals(it->second.sizes())) {
       return absl::InvalidArgumentError(absl::StrCat("checkpoint block of '", d.name(), "' is ", DescribeTensor(*t), "; this rank holds ",
@@ -95,12 +68,12 @@ absl::Status RankTrainer::Restore(const v1::RankCheckpoint& c) {
     p.name = s.name();
     p.steps = s.steps();
     if (s.has_buf1()) {
-      auto t = FromData(s.buf1());
+      auto t = TensorFromProto(s.buf1());
       if (!t.ok()) return t.status();
       p.buf1 = *t;
     }
     if (s.has_buf2()) {
-      auto t = FromData(s.buf2());
+      auto t = TensorFromProto(s.buf2());
       if (!t.ok()) return t.status();
       p.buf2 = *t;
     }
@@ -111,8 +84,32 @@ absl::Status RankTrainer::Restore(const v1::RankCheckpoint& c) {
   return absl::OkStatus();
 }
 
+at::Tensor RankTrainer::DropoutNoiseBlock(const v1::Node& node, const v1::Compute& c, const at::Tensor& like, double p,
+                                          at::Generator& generator) const {
+  // The noise one device draws, as ATen's CPU dropout does (bernoulli(1 - p) / (1 - p)), over
+  // the global tensor dropped: the dropout's output, or attention's probabilities
+  // [..., l, s] (the output [..., l, f] with s for f: f-blocks share the whole softmax).
+  Shape global = graph_.TypeOf(node.outputs(0)).shape;
+  std::vector<int64_t> offsets(c.output_offsets(0).start().begin(), c.output_offsets(0).start().end());
+  if (node.op() == "scaled_dot_product_attention") {
+    const Shape& k = graph_.TypeOf(node.inputs(1)).shape;
+    global.back() = k[k.size() - 2];
+    offsets.back() = 0;
+  }
+  if (like.dim() != static_cast<int64_t>(global.size()) || like.size(-1) > global.back()) {
+    throw std::invalid_argument(absl::StrCat("dropout noise for ", DescribeTensor(like), " does not fit the global [",
+                                             absl::StrJoin(global, ", "), "]"));
+  }
+  at::Tensor noise = at::empty(global, like.options()).bernoulli_(1 - p, generator);
+  noise.div_(1 - p);
+  at::Tensor block = Narrow(noise, offsets, std::vector<int64_t>(like.sizes().begin(), like.sizes().end()));
+  // A copy when it is a part: autograd saves the noise for backward, and a view would keep the
+  // whole global tensor alive until then.
+  return block.numel() == noise.numel() ? block : block.clone();
+}
+
 absl::StatusOr<at::Tensor> RankTrainer::Block(const at::Tensor& global, const v1::Shard& shard) const {
-  const TensorType local = FromProto(shard.local_type());
+  const TensorType local = TensorType::FromProto(shard.local_type());
   if (global.dim() != static_cast<int64_t>(local.shape.size())) {
     return absl::InvalidArgumentError(absl::StrCat("'", shard.name(), "' has ", global.dim(), " dimensions; the program's block has ",
                                                    local.shape.size()));
@@ -130,9 +127,9 @@ absl::StatusOr<std::unique_ptr<RankTrainer>> RankTrainer::Create(Graph graph, v1
   bool random = false;
   for (const auto& node : graph.proto().nodes()) {
     if (node.op() == "dropout") random = true;
-    if (node.op() == "scaled_dot_product_attention" && node.attrs().count("dropout_p") && node.attrs().at("dropout_p").f() > 0) {
-      return absl::UnimplementedError(absl::StrCat("node '", node.name(), "': attention dropout under a multi-rank plan is not "
-                                                   "built yet; train with dropout_p 0"));
+    if (node.op() == "scaled_dot_product_attention") {
+      auto it = node.attrs().find("dropout_p");
+      if (it != node.attrs().end() && (it->second.f() > 0 || it->second.i() > 0)) random = true;
     }
   }
   std::unique_ptr<RankTrainer> t(new RankTrainer(std::move(graph)));
@@ -140,15 +137,16 @@ absl::StatusOr<std::unique_ptr<RankTrainer>> RankTrainer::Create(Graph graph, v1
   t->seed_ = options.seed;
   t->program_ = std::move(program);
   t->groups_ = std::move(groups);
-  // The global parameters from the seed, then this rank's blocks.
-  auto store = ParameterStore::Create(t->graph_.proto(), options.seed, c10::Device(c10::kCPU));
-  if (!store.ok()) return store.status();
+  // Parameter by parameter: the global tensor from the seed (what one device makes), this
+  // rank's block kept, the rest freed — a rank never holds more than its blocks and one whole
+  // parameter.
   for (const v1::Shard& shard : t->program_.parameters()) {
-    const at::Tensor* global = store->Find(shard.name());
-    if (global == nullptr) return absl::InternalError(absl::StrCat("parameter '", shard.name(), "' was not made"));
+    const v1::Parameter* p = t->graph_.FindParameter(shard.name());
+    if (p == nullptr) return absl::InvalidArgumentError(absl::StrCat("the program's parameter '", shard.name(), "' is not in the graph"));
+    auto global = MakeParameterTensor(*p, options.seed);
+    if (!global.ok()) return global.status();
     auto block = t->Block(*global, shard);
     if (!block.ok()) return block.status();
-    const v1::Parameter* p = t->graph_.FindParameter(shard.name());
     at::Tensor local = block->clone().detach();
     if (p != nullptr && p->trainable()) {
       local.requires_grad_(true);
@@ -229,22 +227,14 @@ absl::StatusOr<StepResult> RankTrainer::Step(const TensorMap& global_batch) {
     std::vector<at::Tensor> inputs;
     for (const std::string& name : c.inputs()) inputs.push_back(name.empty() ? at::Tensor() : env.at(name));
     std::vector<TensorType> types;
-    for (const auto& t : c.output_types()) types.push_back(FromProto(t));
+    for (const auto& t : c.output_types()) types.push_back(TensorType::FromProto(t));
     std::vector<at::Tensor> outs;
     try {
-      const bool drop = node.op() == "dropout" && (!node.attrs().count("train") || node.attrs().at("train").b());
-      const double p = drop && node.attrs().count("p") ? node.attrs().at("p").f() : (drop ? 0.5 : 0.0);
-      if (drop && p > 0) {
-        // As ATen's CPU dropout: noise = bernoulli(1 - p) / (1 - p) of the input's (global) shape.
-        const Shape& global = graph_.TypeOf(node.outputs(0)).shape;
-        at::Tensor noise = at::empty(global, inputs[0].options()).bernoulli_(1 - p, generator);
-        noise.div_(1 - p);
-        std::vector<int64_t> off(c.output_offsets(0).start().begin(), c.output_offsets(0).start().end());
-        outs = {inputs[0] * Narrow(noise, off, types[0].shape)};
-      } else {
-        ExecContext ctx(node, std::move(inputs), types, c10::Device(c10::kCPU), /*training=*/true);
-        outs = entry->fn(ctx);
+      ExecContext ctx(node, std::move(inputs), types, c10::Device(c10::kCPU), /*training=*/true);
+      if (random_) {
+        ctx.set_dropout_noise([&](const at::Tensor& like, double p) { return DropoutNoiseBlock(node, c, like, p, generator); });
       }
+      outs = entry->fn(ctx);
     } catch (const std::exception& e) {
       return absl::InternalError(absl::StrCat("node '", node.name(), "' (", node.op(), ") on rank ", program_.rank(), ": ",
                                               std::string(e.what()).substr(0, 400)));

@@ -61,6 +61,9 @@ class RankTrainer {
  private:
   explicit RankTrainer(Graph graph) : graph_(std::move(graph)) {}
   absl::StatusOr<at::Tensor> Block(const at::Tensor& global, const v1::Shard& shard) const;
+  // This rank's block of the dropout noise one device draws for `node` (throws on a mismatch).
+  at::Tensor DropoutNoiseBlock(const v1::Node& node, const v1::Compute& c, const at::Tensor& like, double p,
+                               at::Generator& generator) const;
 
   Graph graph_;
   v1::RankProgram program_;

@@ -49,7 +49,8 @@ absl::StatusOr<std::unique_ptr<DataSource>> MakeSource(const v1::Graph& graph, c
 }
 
 absl::Status TrainLocally(const v1::Graph& graph, const LocalTrainingOptions& options,
-                          const std::function<void(const LocalStep&)>& on_step) {
+                          const std::function<void(const LocalStep&)>& on_step,
+                          std::vector<v1::TensorData>* final_parameters) {
   auto trainer = MakeTrainer(graph, options);
   if (!trainer.ok()) return trainer.status();
   auto source = MakeSource(graph, options, (*trainer)->executor().device());
@@ -64,6 +65,10 @@ absl::Status TrainLocally(const v1::Graph& graph, const LocalTrainingOptions& op
                                                         "; lower the learning rate (--lr) or clip gradients"));
     }
     on_step({step->step, step->loss, step->seconds});
+  }
+  if (final_parameters != nullptr) {
+    const ParameterStore& store = (*trainer)->executor().parameters();
+    for (const std::string& name : store.names()) final_parameters->push_back(TensorToProto(name, *store.Find(name)));
   }
   return absl::OkStatus();
 }

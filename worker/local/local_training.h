@@ -6,8 +6,10 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
+#include "proto/mapd/v1/checkpoint.pb.h"
 #include "proto/mapd/v1/graph.pb.h"
 
 namespace mapd {
@@ -34,8 +36,11 @@ struct LocalStep {
 
 // Runs `options.steps` steps of `graph` (output 0 is the scalar loss), calling `on_step` after
 // each. Stops at the first error (a non-finite loss is FAILED_PRECONDITION naming the step).
+// With `final_parameters`, every parameter and buffer after the last step is added to it (what
+// `mapctl run --ranks N --check-reference` compares the ranks' blocks with).
 absl::Status TrainLocally(const v1::Graph& graph, const LocalTrainingOptions& options,
-                          const std::function<void(const LocalStep&)>& on_step);
+                          const std::function<void(const LocalStep&)>& on_step,
+                          std::vector<v1::TensorData>* final_parameters = nullptr);
 
 }  // namespace mapd
 

@@ -4,6 +4,9 @@
 #include <c10/core/CPUAllocator.h>
 #include <c10/util/Exception.h>
 
+#include <sys/syscall.h>
+#include <unistd.h>
+
 #include <cstdio>
 #include <cstdlib>
 #include <mutex>
@@ -80,13 +83,13 @@ const bool kTrace = [] {
 
 void CountingCpuAllocator::OnFree(int64_t bytes) {
   const int64_t now = live_.fetch_sub(bytes) - bytes;
-  if (kTrace) std::fprintf(stderr, "mapd-alloc free  %12lld live %12lld\n", static_cast<long long>(bytes), static_cast<long long>(now));
+  if (kTrace) std::fprintf(stderr, "mapd-alloc free  %12lld live %12lld tid %ld\n", static_cast<long long>(bytes), static_cast<long long>(now), static_cast<long>(syscall(SYS_gettid)));
 }
 
 void CountingCpuAllocator::OnAllocate(int64_t bytes) {
   allocations_.fetch_add(1);
   const int64_t now = live_.fetch_add(bytes) + bytes;
-  if (kTrace) std::fprintf(stderr, "mapd-alloc alloc %12lld live %12lld\n", static_cast<long long>(bytes), static_cast<long long>(now));
+  if (kTrace) std::fprintf(stderr, "mapd-alloc alloc %12lld live %12lld tid %ld\n", static_cast<long long>(bytes), static_cast<long long>(now), static_cast<long>(syscall(SYS_gettid)));
   int64_t peak = peak_.load();
   while (now > peak && !peak_.compare_exchange_weak(peak, now)) {
   }

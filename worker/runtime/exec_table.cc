@@ -26,6 +26,11 @@ const at::Tensor& ExecContext::in(int i) const {
   return inputs_[i];
 }
 
+at::Tensor ExecContext::Dropout(const at::Tensor& x, double p) const {
+  if (!training_ || p <= 0 || !dropout_noise_ || p >= 1) return at::dropout(x, p, training_);
+  return x * dropout_noise_(x, p);
+}
+
 const v1::AttrValue* ExecContext::Find(const std::string& attr) const {
   auto it = node_.attrs().find(attr);
   return it == node_.attrs().end() ? nullptr : &it->second;
@@ -205,7 +210,7 @@ Outs Sdpa(const ExecContext& c) {
   }
   at::Tensor attn = at::softmax(scores, -1);
   const double p = c.Float("dropout_p", 0.0);
-  if (p > 0 && c.training()) attn = at::dropout(attn, p, true);
+  attn = c.Dropout(attn, p);
   return {at::matmul(attn, v)};
 }
 
@@ -271,7 +276,7 @@ Outs Collective(const ExecContext& c) {
 }
 
 Outs Dropout(const ExecContext& c) {
-  return {at::dropout(c.in(0), c.Float("p", 0.5), c.Bool("train", true) && c.training())};
+  return {c.Bool("train", true) ? c.Dropout(c.in(0), c.Float("p", 0.5)) : c.in(0)};
 }
 
 Outs Add(const ExecContext& c) {

@@ -45,6 +45,15 @@ class ExecContext {
   // False for evaluation runs: dropout (the op, and sdpa's dropout_p) is then the identity.
   bool training() const { return training_; }
 
+  // Dropout noise: bernoulli(1 - p) / (1 - p) shaped like `like`. By default ATen's own draw
+  // (at::dropout, from the default generator); a rank of a multi-rank plan sets its own, which
+  // draws the global noise from the step's generator and keeps the rank's block, so N ranks
+  // drop exactly what one device drops.
+  using NoiseFn = std::function<at::Tensor(const at::Tensor& like, double p)>;
+  void set_dropout_noise(NoiseFn fn) { dropout_noise_ = std::move(fn); }
+  // x with dropout p applied (training only; the identity otherwise or for p = 0).
+  at::Tensor Dropout(const at::Tensor& x, double p) const;
+
   bool has(const std::string& attr) const;
   int64_t Int(const std::string& attr, int64_t def) const;
   double Float(const std::string& attr, double def) const;
@@ -64,6 +73,7 @@ class ExecContext {
   std::vector<TensorType> output_types_;
   c10::Device device_;
   bool training_;
+  NoiseFn dropout_noise_;
 };
 
 // Runs the op; returns one tensor per node output. May throw LibTorch exceptions; the

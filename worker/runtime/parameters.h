@@ -20,6 +20,7 @@
 
 #include "absl/status/statusor.h"
 #include "planner/import/torchscript_importer.h"
+#include "proto/mapd/v1/checkpoint.pb.h"
 #include "proto/mapd/v1/graph.pb.h"
 
 namespace mapd {
@@ -55,6 +56,15 @@ class ParameterStore {
 // real-valued RoPE tables (cat(freqs, freqs)), CAUSAL_MASK (ones on and below the diagonal of
 // the last two dims). Random draws are made in f32 and converted to the type's dtype.
 absl::StatusOr<at::Tensor> InitTensor(const v1::InitRule& rule, const TensorType& type, uint64_t seed);
+
+// One parameter's global tensor on the CPU, from its init rule (seeded with
+// DeriveSeed(seed, name)) or its data; INVALID_ARGUMENT when it has neither.
+absl::StatusOr<at::Tensor> MakeParameterTensor(const v1::Parameter& p, uint64_t seed);
+
+// A tensor as proto bytes (row-major, little-endian: checkpoints, final parameters) and back
+// (DATA_LOSS when the bytes do not fill the type).
+v1::TensorData TensorToProto(const std::string& name, const at::Tensor& t);
+absl::StatusOr<at::Tensor> TensorFromProto(const v1::TensorData& d);
 
 // A CPU tensor holding `data` (row-major, little-endian).
 absl::StatusOr<at::Tensor> TensorFromData(const TensorData& data);

@@ -84,24 +84,45 @@ absl::StatusOr<at::Tensor> TensorFromData(const TensorData& data) {
   return t;
 }
 
+v1::TensorData TensorToProto(const std::string& name, const at::Tensor& t) {
+  v1::TensorData d;
+  d.set_name(name);
+  const at::Tensor c = t.detach().contiguous().cpu();
+  d.mutable_type()->set_dtype(FromScalarType(c.scalar_type()));
+  for (int64_t s : c.sizes()) d.mutable_type()->add_shape(s);
+  d.set_data(std::string(static_cast<const char*>(c.data_ptr()), c.nbytes()));
+  return d;
+}
+
+absl::StatusOr<at::Tensor> TensorFromProto(const v1::TensorData& d) {
+  const TensorType type = TensorType::FromProto(d.type());
+  at::Tensor t = at::empty(type.shape, at::TensorOptions().dtype(ToScalarType(type.dtype)));
+  if (static_cast<size_t>(t.nbytes()) != d.data().size()) {
+    return absl::DataLossError(absl::StrCat("tensor '", d.name(), "' has ", d.data().size(), " bytes; ",
+                                            type.ToString(), " needs ", t.nbytes()));
+  }
+  std::memcpy(t.data_ptr(), d.data().data(), d.data().size());
+  return t;
+}
+
+
+absl::StatusOr<at::Tensor> MakeParameterTensor(const v1::Parameter& p, uint64_t seed) {
+  if (p.has_init()) {
+    auto made = InitTensor(p.init(), TensorType::FromProto(p.type()), DeriveSeed(seed, p.name()));
+    if (!made.ok()) return absl::InvalidArgumentError(absl::StrCat("parameter '", p.name(), "': ", made.status().message()));
+    return *made;
+  }
+  if (p.has_data()) {
+    MAPD_ASSIGN_OR_RETURN(TensorData data, LoadParameterData(p));
+    return TensorFromData(data);
+  }
+  return absl::InvalidArgumentError(absl::StrCat("parameter '", p.name(), "' has neither an init rule nor data to make it from"));
+}
+
 absl::StatusOr<ParameterStore> ParameterStore::Create(const v1::Graph& graph, uint64_t seed, c10::Device device) {
   ParameterStore store;
   for (const v1::Parameter& p : graph.parameters()) {
-    const TensorType type = TensorType::FromProto(p.type());
-    at::Tensor t;
-    if (p.has_init()) {
-      auto made = InitTensor(p.init(), type, DeriveSeed(seed, p.name()));
-      if (!made.ok()) {
-        return absl::InvalidArgumentError(absl::StrCat("parameter '", p.name(), "': ", made.status().message()));
-      }
-      t = *made;
-    } else if (p.has_data()) {
-      MAPD_ASSIGN_OR_RETURN(TensorData data, LoadParameterData(p));
-      MAPD_ASSIGN_OR_RETURN(t, TensorFromData(data));
-    } else {
-      return absl::InvalidArgumentError(
-          absl::StrCat("parameter '", p.name(), "' has neither an init rule nor data to make it from"));
-    }
+    MAPD_ASSIGN_OR_RETURN(at::Tensor t, MakeParameterTensor(p, seed));
     MAPD_RETURN_IF_ERROR(CatchTorch(absl::StrCat("parameter '", p.name(), "'"), [&] {
       if (t.device() != device) t = t.to(device);
       if (p.trainable()) t.set_requires_grad(true);

@@ -1,0 +1,85 @@
+// What a rank program is predicted to cost: its collectives on the cluster's links, as the
+// runtime runs them, and its memory and compute from profiling it as a local graph.
+#include "planner/lower/rank_cost.h"
+
+#include <gtest/gtest.h>
+
+#include "planner/lower/local_graph.h"
+#include "planner/lower/lowering.h"
+#include "planner/plan/planner.h"
+#include "planner/profile/profiler.h"
+#include "planner/sharding/collectives.h"
+#include "tests/common/mlp_graph.h"
+
+namespace mapd {
+namespace {
+
+struct Lowered {
+  Graph graph;
+  v1::RankProgram program;
+  Cluster cluster;
+};
+
+Lowered LowerMlp(int64_t batch, int64_t hidden, int64_t ffn, int64_t classes, int64_t devices) {
+  Graph g = TwoLayerMlp(batch, hidden, ffn, classes);
+  PlannerOptions o;
+  o.cluster.mesh = {devices};
+  o.cluster.device_type = "h100-80g";
+  o.zero_stage = 0;
+  o.baselines = false;
+  auto r = SearchPlan(g, o);
+  EXPECT_TRUE(r.ok()) << r.status();
+  auto p = LowerForRank(g, {devices}, r->plan.strategies, 0);
+  EXPECT_TRUE(p.ok()) << p.status();
+  return {g, *p, r->cluster};
+}
+
+TEST(RankCost, MegatronMlpPaysOneAllReduceOfTheLogits) {
+  const Lowered l = LowerMlp(/*batch=*/4, /*hidden=*/8192, /*ffn=*/32768, /*classes=*/10, 8);
+  auto s = CommunicationSeconds(l.program, l.cluster);
+  ASSERT_TRUE(s.ok()) << s.status();
+  // fc2's partial [4, 10] f32 output (160 bytes), all-reduced over 8 devices, and nothing else.
+  EXPECT_DOUBLE_EQ(*s, CollectiveSeconds(CollectiveKind::kAllReduce, 160, 8, l.cluster.links[0]));
+}
+
+TEST(RankCost, DataParallelPaysAnAllReducePerWeightGradient) {
+  const Lowered l = LowerMlp(/*batch=*/65536, /*hidden=*/64, /*ffn=*/256, /*classes=*/8, 4);
+  auto s = CommunicationSeconds(l.program, l.cluster);
+  ASSERT_TRUE(s.ok()) << s.status();
+  double want = 0;
+  for (const auto& shard : l.program.parameters()) {
+    want += CollectiveSeconds(CollectiveKind::kAllReduce, TensorType::FromProto(shard.local_type()).NumBytes(), 4,
+                              l.cluster.links[0]);
+  }
+  EXPECT_GT(want, 0);
+  EXPECT_DOUBLE_EQ(*s, want);
+}
+
+TEST(RankCost, PredictionIsTheLocalGraphsProfilePlusCommunication) {
+  const Lowered l = LowerMlp(/*batch=*/64, /*hidden=*/64, /*ffn=*/256, /*classes=*/8, 4);
+  ProfileOptions po;
+  po.timeline = false;
+  auto p = PredictRank(l.graph, l.program, l.cluster, po);
+  ASSERT_TRUE(p.ok()) << p.status();
+  auto local = LocalGraph(l.graph, l.program);
+  ASSERT_TRUE(local.ok()) << local.status();
+  po.device = l.cluster.device;
+  auto report = ProfileTrainingStep(*local, po);
+  ASSERT_TRUE(report.ok()) << report.status();
+  EXPECT_EQ(p->peak_bytes, report->predicted_peak_bytes);
+  EXPECT_DOUBLE_EQ(p->compute_seconds, report->predicted_step_seconds());
+  EXPECT_DOUBLE_EQ(p->step_seconds(), p->compute_seconds + *CommunicationSeconds(l.program, l.cluster));
+}
+
+TEST(RankCost, AStepOnAnAxisTheClusterLacksIsAnError) {
+  Lowered l = LowerMlp(/*batch=*/65536, /*hidden=*/64, /*ffn=*/256, /*classes=*/8, 4);
+  for (auto& ins : *l.program.mutable_instructions()) {
+    if (ins.has_communicate()) ins.mutable_communicate()->set_axis(3);
+  }
+  auto s = CommunicationSeconds(l.program, l.cluster);
+  EXPECT_EQ(s.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(s.status().message().find("axis 3"), std::string::npos) << s.status();
+}
+
+}  // namespace
+}  // namespace mapd
