@@ -22,6 +22,7 @@
 #include "planner/profile/profiler.h"
 #include "planner/plan/planner.h"
 #include "planner/profile/timeline_svg.h"
+#include "worker/device/device_info.h"
 #include "worker/dist/gloo_communicator.h"
 #include "proto/mapd/v1/checkpoint.pb.h"
 #include "worker/dist/rank_main.h"
@@ -124,8 +125,12 @@ absl::StatusOr<ChosenPlan> ChoosePlan(const RunArgs& args) {
 int RunOnRanks(const RunArgs& args) {
   auto training = MakeTrainingOptions(args);
   if (!training.ok()) return ReportError(training.status());
-  if (args.device != "cpu") {
-    return ReportError(absl::UnimplementedError("--ranks runs on CPU (Gloo) so far; NCCL ranks arrive with a CUDA build"));
+  // --device cpu: Gloo. --device cuda: NCCL, rank r on GPU r (NCCL needs a GPU per rank of a
+  // group); this LibTorch computes on the CPU, so NCCL moves the ranks' tensors through GPU
+  // buffers.
+  if (args.device != "cpu" && args.device != "cuda") {
+    return ReportError(absl::InvalidArgumentError(absl::StrCat("--device ", args.device, " with several ranks: use cpu (Gloo) or cuda ",
+                                                               "(NCCL, rank r on GPU r)")));
   }
   auto plan = ChoosePlan(args);
   if (!plan.ok()) return ReportError(plan.status());
@@ -133,6 +138,17 @@ int RunOnRanks(const RunArgs& args) {
   if (!graph.ok()) return ReportError(graph.status());
   int world = 1;
   for (int64_t d : plan->mesh) world *= static_cast<int>(d);
+  if (args.device == "cuda") {
+    auto inv = QueryCuda();
+    if (!inv.ok()) {
+      return ReportError(absl::UnimplementedError(absl::StrCat("--device cuda: ", inv.status().message(), "; use --device cpu (Gloo)")));
+    }
+    if (static_cast<int>(inv->devices.size()) < world) {
+      return ReportError(absl::FailedPreconditionError(absl::StrCat(
+          "--device cuda: ", world, " ranks need ", world, " GPUs (NCCL takes one per rank) and ", inv->devices.size(),
+          " are visible", inv->note.empty() ? "" : absl::StrCat(" (", inv->note, ")"), "; use fewer ranks or --device cpu")));
+    }
+  }
 
   // The run directory: the graph and one program per rank.
   std::error_code ec;
@@ -202,7 +218,7 @@ int RunOnRanks(const RunArgs& args) {
                                     std::to_string((*server)->port()), "--steps", std::to_string(args.steps),
                                     "--optimizer", args.optimizer, "--lr", absl::StrCat(args.lr), "--weight-decay",
                                     absl::StrCat(args.weight_decay), "--clip", absl::StrCat(args.clip), "--seed",
-                                    std::to_string(args.seed), "--data", args.data, "--rank-timeout",
+                                    std::to_string(args.seed), "--data", args.data, "--device", args.device, "--rank-timeout",
                                     std::to_string(args.rank_timeout), "--checkpoint-dir", ckpt_dir, "--checkpoint-every",
                                     std::to_string(every), "--resume-step", std::to_string(resume_step)};
     if (args.check_reference) argv.push_back("--write-final");
@@ -295,7 +311,9 @@ int RunOnRanks(const RunArgs& args) {
   if (args.check_reference) {
     std::vector<double> ref;
     std::vector<v1::TensorData> reference;
-    auto st = TrainLocally(plan->graph, *training, [&](const LocalStep& s) { ref.push_back(s.loss); }, &reference);
+    LocalTrainingOptions one = *training;
+    one.device = "cpu";  // where the ranks compute too (this LibTorch has no CUDA)
+    auto st = TrainLocally(plan->graph, one, [&](const LocalStep& s) { ref.push_back(s.loss); }, &reference);
     if (!st.ok()) return ReportError(st);
     for (size_t s = 0; s < ref.size() && s < losses[0].size(); ++s) {
       worst = std::max(worst, std::abs(losses[0][s] - ref[s]) / std::max(1e-12, std::abs(ref[s])));

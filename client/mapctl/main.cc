@@ -96,7 +96,7 @@ int main(int argc, char** argv) {
   run->add_option("--data", run_args.data,
                   "synthetic, text:FILE (bytes as tokens; vocab >= 256) or tokens:FILE (little-endian uint16 ids)")
       ->capture_default_str();
-  run->add_option("--device", run_args.device, "cpu, or cuda[:N] where LibTorch has CUDA")->capture_default_str();
+  run->add_option("--device", run_args.device, "cpu, or cuda[:N] where LibTorch has CUDA; with --ranks: cpu (Gloo) or cuda (NCCL, rank r on GPU r)")->capture_default_str();
   run->add_option("--log-every", run_args.log_every, "Print every N steps")->check(CLI::PositiveNumber)->capture_default_str();
   run->add_option("-o,--output", run_args.format, "Output format")->check(CLI::IsMember({"table", "json"}))->capture_default_str();
   run->add_option("--ranks", run_args.ranks, "Train on N local rank processes (Gloo) under a plan")
@@ -129,6 +129,7 @@ int main(int argc, char** argv) {
   rank_cmd->add_option("--clip", rank_args.run.clip);
   rank_cmd->add_option("--seed", rank_args.run.seed);
   rank_cmd->add_option("--data", rank_args.run.data);
+  rank_cmd->add_option("--device", rank_args.run.device);
   rank_cmd->add_option("--rank-timeout", rank_args.run.rank_timeout);
   rank_cmd->add_option("--checkpoint-dir", rank_args.run.checkpoint_dir);
   rank_cmd->add_option("--checkpoint-every", rank_args.run.checkpoint_every);

@@ -10,6 +10,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "planner/lower/lowering.h"
+#include "worker/dist/nccl_communicator.h"
 
 namespace mapd {
 
@@ -19,6 +20,7 @@ absl::Status RendezvousOptions::Validate() const {
     return absl::InvalidArgumentError(absl::StrCat("rendezvous port ", port, " is not a TCP port (1-65535)"));
   }
   if (timeout.count() <= 0) return absl::InvalidArgumentError("rendezvous timeout must be positive");
+  if (cuda_device < -1) return absl::InvalidArgumentError(absl::StrCat("CUDA device ", cuda_device, " does not exist"));
   return absl::OkStatus();
 }
 
@@ -160,6 +162,12 @@ absl::StatusOr<std::vector<std::unique_ptr<Communicator>>> ConnectMeshGroups(con
       for (size_t b = 0; b < mesh.size(); ++b) absl::StrAppend(&id, b == a ? "*" : std::to_string(coords[b]), ".");
       const std::string name = absl::StrCat("axis ", a, " group ", id);
       auto prefixed = c10::make_intrusive<c10d::PrefixStore>(absl::StrCat("mapd/", name), store);
+      if (options.cuda_device >= 0) {
+        auto nccl = MakeNcclCommunicator(prefixed, static_cast<int>(coords[a]), static_cast<int>(mesh[a]), options.cuda_device, name);
+        if (!nccl.ok()) return nccl.status();
+        groups.push_back(*std::move(nccl));
+        continue;
+      }
       auto opts = c10d::ProcessGroupGloo::Options::create(options.timeout);
       opts->devices.push_back(c10d::ProcessGroupGloo::createDeviceForHostname(options.host));
       auto pg = c10::make_intrusive<c10d::ProcessGroupGloo>(prefixed, static_cast<int>(coords[a]),

@@ -1,5 +1,6 @@
-// Gloo process groups (c10d::ProcessGroupGloo) over a TCPStore rendezvous: one Communicator per
-// mesh-axis slice of a rank (DESIGN §8).
+// The process groups of a rank over a TCPStore rendezvous: one Communicator per mesh-axis slice
+// (DESIGN §8) — Gloo (c10d::ProcessGroupGloo, CPU), or NCCL on a GPU in CUDA builds
+// (nccl_communicator.h).
 #ifndef MAPD_WORKER_DIST_GLOO_COMMUNICATOR_H_
 #define MAPD_WORKER_DIST_GLOO_COMMUNICATOR_H_
 
@@ -20,6 +21,8 @@ struct RendezvousOptions {
   // How long a rank waits for its peers at rendezvous and in every collective before failing:
   // a crashed or hung rank ends the others' collectives with DEADLINE_EXCEEDED/UNAVAILABLE.
   std::chrono::milliseconds timeout{60000};
+  // >= 0: NCCL on this GPU (CUDA builds; UNIMPLEMENTED elsewhere); -1: Gloo on the CPU.
+  int cuda_device = -1;
   absl::Status Validate() const;
 };
 

@@ -1,0 +1,95 @@
+// The Communicator contract, checked on every backend this build and machine have: Gloo always
+// (ranks as threads of this process over a real TCPStore), NCCL where the build has it and at
+// least two GPUs are visible (NCCL refuses two ranks of one group on one GPU), skipped otherwise
+// with the reason. A 2x2 mesh, so that each collective runs on both axes' groups.
+#include "worker/dist/communicator.h"
+
+#include <ATen/ATen.h>
+#include <gtest/gtest.h>
+
+#include <thread>
+
+#include "worker/device/device_info.h"
+#include "worker/dist/gloo_communicator.h"
+#include "worker/dist/nccl_communicator.h"
+
+namespace mapd {
+namespace {
+
+// Rank r's local tensor: [2, 3] filled with r * 10 + (element index).
+at::Tensor Local(int rank) { return at::arange(6, at::kFloat).reshape({2, 3}) + 10.0 * rank; }
+
+// Runs the checks on 4 ranks (mesh 2x2; rank = 2 * c0 + c1), GPU r for rank r when `nccl`.
+void CheckCollectives(bool nccl) {
+  auto server = StoreServer::Start("127.0.0.1", 0);
+  ASSERT_TRUE(server.ok()) << server.status();
+  const std::vector<int64_t> mesh = {2, 2};
+  std::vector<std::string> errors(4);
+  std::vector<std::thread> threads;
+  for (int rank = 0; rank < 4; ++rank) {
+    threads.emplace_back([&, rank] {
+      RendezvousOptions ro;
+      ro.port = (*server)->port();
+      ro.timeout = std::chrono::milliseconds(30000);
+      if (nccl) ro.cuda_device = rank;
+      auto groups = ConnectMeshGroups(ro, mesh, rank);
+      if (!groups.ok()) return void(errors[rank] = groups.status().ToString());
+      std::string& err = errors[rank];
+      auto expect = [&](bool ok, const std::string& what) {
+        if (!ok && err.empty()) err = what;
+      };
+      const int coords[2] = {rank / 2, rank % 2};
+      for (int axis = 0; axis < 2; ++axis) {
+        Communicator& g = *(*groups)[axis];
+        expect(g.size() == 2 && g.rank() == coords[axis], "group rank/size");
+        // The peer on this axis: the rank differing in this coordinate only.
+        const int peer = axis == 0 ? (1 - coords[0]) * 2 + coords[1] : coords[0] * 2 + (1 - coords[1]);
+        const int first = g.rank() == 0 ? rank : peer, second = g.rank() == 0 ? peer : rank;
+        at::Tensor sum = Local(rank);
+        expect(g.AllReduceSum(sum).ok() && sum.equal(Local(rank) + Local(peer)), "all-reduce");
+        auto gathered = g.AllGather(Local(rank), 1);
+        expect(gathered.ok() && gathered->equal(at::cat({Local(first), Local(second)}, 1)), "all-gather along dim 1");
+        at::Tensor full = at::cat({Local(rank), Local(rank) * 2}, 0);  // [4, 3]
+        auto scattered = g.ReduceScatter(full, 0);
+        at::Tensor both = at::cat({Local(rank), Local(rank) * 2}, 0) + at::cat({Local(peer), Local(peer) * 2}, 0);
+        expect(scattered.ok() && scattered->equal(both.chunk(2, 0)[g.rank()]), "reduce-scatter along dim 0");
+        // All-to-all: chunk j of dim 1 (of [2, 4]) goes to group rank j; received along dim 0.
+        at::Tensor wide = at::cat({Local(rank), Local(rank)}, 1).narrow(1, 0, 4).contiguous();
+        auto swapped = g.AllToAll(wide, /*split_dim=*/1, /*concat_dim=*/0);
+        auto chunk_of = [&](int r) { return at::cat({Local(r), Local(r)}, 1).narrow(1, 0, 4).chunk(2, 1)[g.rank()]; };
+        expect(swapped.ok() && swapped->equal(at::cat({chunk_of(first), chunk_of(second)}, 0)), "all-to-all");
+        expect(g.Barrier().ok(), "barrier");
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  for (int rank = 0; rank < 4; ++rank) EXPECT_TRUE(errors[rank].empty()) << "rank " << rank << ": " << errors[rank];
+}
+
+TEST(Communicator, GlooCollectivesOnBothAxesOfA2x2Mesh) { CheckCollectives(/*nccl=*/false); }
+
+TEST(Communicator, NcclCollectivesOnBothAxesOfA2x2Mesh) {
+  if (!NcclBackendBuilt()) GTEST_SKIP() << "this build has no NCCL backend (no CUDA toolkit/NCCL at configure time)";
+  auto inv = QueryCuda();
+  const size_t gpus = inv.ok() ? inv->devices.size() : 0;
+  if (gpus < 4) GTEST_SKIP() << "NCCL needs a GPU per rank of a group: 4 for this mesh, " << gpus << " visible";
+  CheckCollectives(/*nccl=*/true);
+}
+
+TEST(Communicator, NcclWithoutTheBackendOrAGpuIsAClearError) {
+  auto server = StoreServer::Start("127.0.0.1", 0);
+  ASSERT_TRUE(server.ok()) << server.status();
+  auto inv = QueryCuda();
+  if (NcclBackendBuilt() && inv.ok() && !inv->devices.empty()) GTEST_SKIP() << "a GPU is visible: the error path needs none";
+  RendezvousOptions ro;
+  ro.port = (*server)->port();
+  ro.cuda_device = 0;
+  auto groups = ConnectMeshGroups(ro, {1}, 0);
+  ASSERT_FALSE(groups.ok());
+  EXPECT_EQ(groups.status().code(), NcclBackendBuilt() ? absl::StatusCode::kUnavailable : absl::StatusCode::kUnimplemented)
+      << groups.status();
+  EXPECT_NE(groups.status().message().find("axis 0"), std::string::npos) << groups.status();
+}
+
+}  // namespace
+}  // namespace mapd
