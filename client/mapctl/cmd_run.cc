@@ -9,6 +9,7 @@
 #include "client/mapctl/commands.h"
 #include "client/mapctl/model_loader.h"
 #include "planner/ir/tensor_type.h"
+#include "planner/sharding/cluster.h"
 #include "worker/local/local_training.h"
 
 namespace mapd::cli {
@@ -28,6 +29,11 @@ absl::StatusOr<LocalTrainingOptions> MakeTrainingOptions(const RunArgs& args) {
   if (colon != std::string::npos) options.data_path = args.data.substr(colon + 1);
   if (options.data != "synthetic" && options.data_path.empty()) {
     return absl::InvalidArgumentError(absl::StrCat("--data ", args.data, ": give the file as ", options.data, ":PATH"));
+  }
+  if (!args.memory_per_device.empty()) {
+    auto cap = ParseBytes(args.memory_per_device);
+    if (!cap.ok()) return cap.status();
+    options.memory_cap = *cap;
   }
   if (auto st = options.Validate(); !st.ok()) return st;
   return options;

@@ -212,6 +212,9 @@ int RunOnRanks(const RunArgs& args) {
   LaunchOptions lo;
   lo.ranks = world;
   lo.silence_timeout = std::chrono::seconds(args.rank_timeout);
+  // --memory-per-device is the planner's budget and, enforced by each rank's counting
+  // allocator, a real cap.
+  const int64_t memory_cap = training->memory_cap;
   const std::string exe = std::filesystem::read_symlink("/proc/self/exe", ec).string();
   lo.argv_for = [&](int r) {
     std::vector<std::string> argv{exe, "_rank", "--run-dir", dir.string(), "--rank", std::to_string(r), "--port",
@@ -222,6 +225,7 @@ int RunOnRanks(const RunArgs& args) {
                                     std::to_string(args.rank_timeout), "--checkpoint-dir", ckpt_dir, "--checkpoint-every",
                                     std::to_string(every), "--resume-step", std::to_string(resume_step)};
     if (args.check_reference) argv.push_back("--write-final");
+    if (memory_cap > 0) argv.insert(argv.end(), {"--memory-cap", std::to_string(memory_cap)});
     return argv;
   };
   lo.env = {"OMP_NUM_THREADS=1"};
@@ -313,6 +317,7 @@ int RunOnRanks(const RunArgs& args) {
     std::vector<v1::TensorData> reference;
     LocalTrainingOptions one = *training;
     one.device = "cpu";  // where the ranks compute too (this LibTorch has no CUDA)
+    one.memory_cap = 0;  // one process holds what N ranks share: the per-rank cap is not its
     auto st = TrainLocally(plan->graph, one, [&](const LocalStep& s) { ref.push_back(s.loss); }, &reference);
     if (!st.ok()) return ReportError(st);
     for (size_t s = 0; s < ref.size() && s < losses[0].size(); ++s) {
@@ -402,6 +407,7 @@ int RunRank(const RankArgs& args) {
   o.checkpoint_every = args.run.checkpoint_every;
   o.resume_step = args.resume_step;
   o.write_final_parameters = args.write_final;
+  o.memory_cap = args.memory_cap;
   if (auto st = RunRankJob(o); !st.ok()) return ReportError(st);
   return kExitOk;
 }

@@ -73,6 +73,7 @@ struct RankArgs {
   int port = 0;
   int64_t resume_step = 0;
   bool write_final = false;  // final blocks to the run dir (for --check-reference)
+  int64_t memory_cap = 0;    // bytes; 0 = none
 };
 int RunRank(const RankArgs& args);
 // What one training step consumes, for throughput: tokens (a token model) or samples.

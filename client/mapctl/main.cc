@@ -106,7 +106,7 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"map", "dp", "tp"}))->capture_default_str();
   run->add_option("--plan", run_args.plan, "Run a saved plan (mapctl plan --save): its graph and mesh");
   run->add_option("--device-type", run_args.device_type, "Cost model of the planner for --strategy map")->capture_default_str();
-  run->add_option("--memory-per-device", run_args.memory_per_device, "Planner budget per rank, e.g. 1GiB");
+  run->add_option("--memory-per-device", run_args.memory_per_device, "Memory per rank, e.g. 1GiB: the planner's budget, and a cap each rank enforces (an allocation past it fails, naming the rank and the bytes)");
   run->add_flag("--check-reference", run_args.check_reference, "Also train on one process and compare the losses");
   run->add_option("--rank-timeout", run_args.rank_timeout, "Seconds a rank may stay silent before the run is stopped")
       ->check(CLI::PositiveNumber)->capture_default_str();
@@ -135,6 +135,7 @@ int main(int argc, char** argv) {
   rank_cmd->add_option("--checkpoint-every", rank_args.run.checkpoint_every);
   rank_cmd->add_option("--resume-step", rank_args.resume_step);
   rank_cmd->add_flag("--write-final", rank_args.write_final);
+  rank_cmd->add_option("--memory-cap", rank_args.memory_cap);
   run->footer(kModelHelp);
 
   PlanArgs plan_args;

@@ -116,3 +116,22 @@ def test_traced_models_go_through_the_same_path(models):
         r = _json_run(str(out / name), *flags, "--ranks", "4", *TRAIN[:2], "--optimizer", "momentum", "--lr", "0.01",
                       "--check-reference")
         _assert_matches_one_process_and_prediction(r, (name, flags))
+
+
+def test_a_memory_cap_that_data_parallelism_passes_is_kept_by_maps_plan():
+    """--memory-per-device is also a cap each rank enforces: data parallelism's replicated weights,
+    gradients and momentum (72 MiB a rank) fail at 40 MB with out-of-memory naming the rank and
+    the bytes; MAP's plan for the same budget trains and stays under it on every rank."""
+    mlp = "mlp:in=512,hidden=2048,layers=2,out=8,batch=8"
+    common = ("--ranks", "4", "--steps", "3", "--optimizer", "momentum", "--lr", "0.01", "--memory-per-device", "40MB")
+    r = run_mapctl("run", mlp, *common, "--strategy", "dp")
+    assert r.returncode == 1, r.stdout
+    assert "out of memory: allocating" in r.stderr and "cap of 40000000 bytes" in r.stderr, r.stderr
+    assert "RESOURCE_EXHAUSTED" in r.stderr and "on rank" in r.stderr, r.stderr
+    planned = _json_run(mlp, *common)
+    assert len(planned["steps"]) == 3
+    for p in planned["per_rank"]:
+        assert 0 < p["measured_peak_bytes"] < 40_000_000, p
+    # One process is capped the same way.
+    r = run_mapctl("run", mlp, "--steps", "1", "--memory-per-device", "40MB")
+    assert r.returncode == 1 and "out of memory" in r.stderr and "RESOURCE_EXHAUSTED" in r.stderr, r.stderr

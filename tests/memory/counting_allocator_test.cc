@@ -4,6 +4,9 @@
 #include <ATen/ATen.h>
 #include <gtest/gtest.h>
 
+#include "absl/strings/str_cat.h"
+#include "worker/runtime/torch_types.h"
+
 namespace mapd {
 namespace {
 
@@ -39,6 +42,37 @@ TEST(CountingAllocator, SeesAutogradBuffers) {
   EXPECT_EQ(a.live_bytes() - before, 64 * 64 * 4 + 4);  // + the scalar loss
   // At the matmul's backward: w's gradient (16 KiB) beside relu's input gradient (8 KiB).
   EXPECT_GE(a.peak_bytes() - before, 64 * 64 * 4 + 32 * 64 * 4);
+}
+
+}  // namespace
+}  // namespace mapd
+
+namespace mapd {
+namespace {
+
+// The cap refuses an allocation that would pass it — before allocating, so nothing changes —
+// with LibTorch's own out-of-memory exception; CatchTorch turns it into RESOURCE_EXHAUSTED.
+TEST(CountingAllocator, ACapRefusesWhatWouldPassIt) {
+  CountingCpuAllocator& a = CountingCpuAllocator::Install();
+  const int64_t live = a.live_bytes();
+  a.SetLimit(live + 1000);
+  at::Tensor fits = at::empty({200}, at::kFloat);  // 800 bytes
+  const int64_t refused = a.refused();
+  try {
+    at::Tensor too_much = at::empty({100}, at::kFloat);  // 400 more: past the cap
+    ADD_FAILURE() << "allocated past the cap";
+  } catch (const c10::OutOfMemoryError& e) {
+    const std::string what = e.what_without_backtrace();
+    EXPECT_NE(what.find("allocating 400 bytes"), std::string::npos) << what;
+    EXPECT_NE(what.find(absl::StrCat("cap of ", live + 1000, " bytes")), std::string::npos) << what;
+  }
+  EXPECT_EQ(a.refused(), refused + 1);
+  EXPECT_EQ(a.live_bytes(), live + 800);
+  const absl::Status st = CatchTorch("node 'x'", [] { at::empty({100}, at::kFloat); });
+  EXPECT_EQ(st.code(), absl::StatusCode::kResourceExhausted) << st;
+  EXPECT_NE(st.message().find("node 'x': out of memory"), std::string::npos) << st;
+  a.SetLimit(0);  // no cap: the same allocation goes through
+  EXPECT_EQ(at::empty({100}, at::kFloat).numel(), 100);
 }
 
 }  // namespace

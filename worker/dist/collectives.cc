@@ -6,6 +6,7 @@
 #include <stdexcept>
 
 #include "absl/strings/str_cat.h"
+#include "worker/runtime/torch_types.h"
 
 namespace mapd {
 
@@ -148,8 +149,8 @@ absl::StatusOr<at::Tensor> ApplyCommunicate(const v1::Communicate& step, const a
       default: break;
     }
   } catch (const std::exception& e) {
-    return absl::UnavailableError(absl::StrCat(v1::Communicate::Kind_Name(step.kind()), " of '", step.input(), "' on ",
-                                               group.name(), ": ", e.what()));
+    return TorchError(absl::StatusCode::kUnavailable,
+                      absl::StrCat(v1::Communicate::Kind_Name(step.kind()), " of '", step.input(), "' on ", group.name()), e);
   }
   return absl::InvalidArgumentError(absl::StrCat("communicate step '", step.output(), "' has no kind"));
 }

@@ -49,6 +49,7 @@ std::string FinalParametersPath(const std::string& run_dir, int rank) {
 absl::Status RunRankJob(const RankJobOptions& o) {
   if (auto st = o.training.Validate(); !st.ok()) return st;
   CountingCpuAllocator& memory = CountingCpuAllocator::Install();
+  memory.SetLimit(o.memory_cap);
   auto graph_proto = ReadGraphFile(absl::StrCat(o.run_dir, "/graph.pb"));
   if (!graph_proto.ok()) return graph_proto.status();
   auto graph = Graph::Create(*std::move(graph_proto));
@@ -73,7 +74,7 @@ absl::Status RunRankJob(const RankJobOptions& o) {
   to.seed = o.training.seed;
   to.optimizer = MakeOptimizerOptions(o.training);
   auto trainer = RankTrainer::Create(*graph, program, raw, to);
-  if (!trainer.ok()) return trainer.status();
+  if (!trainer.ok()) return absl::Status(trainer.status().code(), absl::StrCat("rank ", o.rank, ": ", trainer.status().message()));
   // Every rank draws the same global batches (the single-device run's) and keeps its block.
   auto source = MakeSource(graph->proto(), o.training, c10::Device(c10::kCPU));
   if (!source.ok()) return source.status();

@@ -36,6 +36,10 @@ struct RankJobOptions {
   // After the last step, write the rank's blocks to run_dir/final_rank_<r>.pb (a
   // RankCheckpoint), for the launcher to compare with one device (--check-reference).
   bool write_final_parameters = false;
+  // > 0: the rank's memory cap in bytes (--memory-per-device), enforced by the counting
+  // allocator from start-up on: an allocation past it fails the step with RESOURCE_EXHAUSTED
+  // naming the rank, the node and the bytes.
+  int64_t memory_cap = 0;
 };
 
 // Where a rank writes its final blocks under `run_dir`.

@@ -236,8 +236,8 @@ absl::StatusOr<StepResult> RankTrainer::Step(const TensorMap& global_batch) {
       }
       outs = entry->fn(ctx);
     } catch (const std::exception& e) {
-      return absl::InternalError(absl::StrCat("node '", node.name(), "' (", node.op(), ") on rank ", program_.rank(), ": ",
-                                              std::string(e.what()).substr(0, 400)));
+      return TorchError(absl::StatusCode::kInternal,
+                        absl::StrCat("node '", node.name(), "' (", node.op(), ") on rank ", program_.rank()), e);
     }
     for (size_t k = 0; k < outs.size() && k < types.size(); ++k) {
       // Creation ops build the global tensor: keep this rank's block.
@@ -260,7 +260,7 @@ absl::StatusOr<StepResult> RankTrainer::Step(const TensorMap& global_batch) {
   try {
     loss.backward();
   } catch (const std::exception& e) {
-    return absl::UnavailableError(absl::StrCat("backward on rank ", program_.rank(), ": ", std::string(e.what()).substr(0, 400)));
+    return TorchError(absl::StatusCode::kUnavailable, absl::StrCat("backward on rank ", program_.rank()), e);
   }
   at::Tensor global_loss = loss.detach().to(at::kDouble).clone();
   for (int a : program_.loss_partial_axes()) {
@@ -284,7 +284,9 @@ absl::StatusOr<StepResult> RankTrainer::Step(const TensorMap& global_batch) {
       if (p.grad().defined()) p.mutable_grad().mul_(coef);
     }
   }
-  if (auto st = optimizer_->Step(); !st.ok()) return st;
+  if (auto st = optimizer_->Step(); !st.ok()) {
+    return absl::Status(st.code(), absl::StrCat("optimizer step on rank ", program_.rank(), ": ", st.message()));
+  }
   for (auto& [name, p] : trainable_) p.mutable_grad() = at::Tensor();
   // Buffer updates (batch norm's running statistics): the new value into the rank's block.
   for (const auto& u : graph_.proto().buffer_updates()) {

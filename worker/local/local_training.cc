@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "worker/local/trainer_factory.h"
+#include "worker/memory/counting_allocator.h"
 
 namespace mapd {
 
@@ -15,6 +16,7 @@ absl::Status LocalTrainingOptions::Validate() const {
   if (!(lr > 0)) return absl::InvalidArgumentError(absl::StrCat("lr must be positive, got ", lr));
   if (weight_decay < 0) return absl::InvalidArgumentError("weight decay must not be negative");
   if (max_grad_norm < 0) return absl::InvalidArgumentError("max grad norm must not be negative");
+  if (memory_cap < 0) return absl::InvalidArgumentError("the memory cap must not be negative");
   return absl::OkStatus();
 }
 
@@ -51,6 +53,12 @@ absl::StatusOr<std::unique_ptr<DataSource>> MakeSource(const v1::Graph& graph, c
 absl::Status TrainLocally(const v1::Graph& graph, const LocalTrainingOptions& options,
                           const std::function<void(const LocalStep&)>& on_step,
                           std::vector<v1::TensorData>* final_parameters) {
+  if (options.memory_cap > 0) {
+    if (options.device != "cpu") {
+      return absl::InvalidArgumentError("a memory cap is enforced on the CPU only (the counting allocator); drop it for CUDA");
+    }
+    CountingCpuAllocator::Install().SetLimit(options.memory_cap);
+  }
   auto trainer = MakeTrainer(graph, options);
   if (!trainer.ok()) return trainer.status();
   auto source = MakeSource(graph, options, (*trainer)->executor().device());

@@ -24,6 +24,7 @@ struct LocalTrainingOptions {
   std::string data = "synthetic";   // synthetic | text | tokens
   std::string data_path;            // the text file (byte-level) or token file (uint16)
   std::string device = "cpu";       // cpu | cuda | cuda:N
+  int64_t memory_cap = 0;           // > 0: CPU bytes the counting allocator allows (OOM past it)
 
   absl::Status Validate() const;
 };

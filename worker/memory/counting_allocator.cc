@@ -4,6 +4,8 @@
 #include <c10/core/CPUAllocator.h>
 #include <c10/util/Exception.h>
 
+#include "absl/strings/str_cat.h"
+
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -52,6 +54,8 @@ class CountingAllocatorImpl final : public c10::Allocator {
   explicit CountingAllocatorImpl(c10::Allocator* base) : base_(base) {}
 
   c10::DataPtr allocate(size_t n) const override {
+    // The cap is checked before the allocation, so that a refused one changes nothing.
+    g_counter->CheckLimit(static_cast<int64_t>(n));
     c10::DataPtr inner = base_->allocate(n);
     void* data = inner.get();
     const c10::Device device = inner.device();
@@ -84,6 +88,19 @@ const bool kTrace = [] {
 void CountingCpuAllocator::OnFree(int64_t bytes) {
   const int64_t now = live_.fetch_sub(bytes) - bytes;
   if (kTrace) std::fprintf(stderr, "mapd-alloc free  %12lld live %12lld tid %ld\n", static_cast<long long>(bytes), static_cast<long long>(now), static_cast<long>(syscall(SYS_gettid)));
+}
+
+void CountingCpuAllocator::CheckLimit(int64_t bytes) {
+  const int64_t limit = limit_.load();
+  if (limit <= 0) return;
+  const int64_t live = live_.load();
+  if (live + bytes <= limit) return;
+  refused_.fetch_add(1);
+  // c10::OutOfMemoryError, as LibTorch's CUDA allocator throws: callers can tell it apart.
+  throw c10::OutOfMemoryError(
+      {__func__, __FILE__, static_cast<uint32_t>(__LINE__)},
+      absl::StrCat("out of memory: allocating ", bytes, " bytes with ", live, " live would pass the cap of ", limit,
+                   " bytes (", bytes + live - limit, " over)"));
 }
 
 void CountingCpuAllocator::OnAllocate(int64_t bytes) {

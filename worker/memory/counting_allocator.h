@@ -28,7 +28,16 @@ class CountingCpuAllocator {
   // Peak := live, so that the next peak is measured from now.
   void ResetPeak() { peak_.store(live_.load()); }
 
+  // A memory cap: an allocation that would take the live bytes past `bytes` throws
+  // c10::OutOfMemoryError ("out of memory: allocating B bytes with L live would pass the cap
+  // of C bytes") and allocates nothing. 0 = no cap. Applies to counted allocations only
+  // (see above), so a cap set after tensors were made counts from the live total then.
+  void SetLimit(int64_t bytes) { limit_.store(bytes); }
+  int64_t limit() const { return limit_.load(); }
+  int64_t refused() const { return refused_.load(); }  // allocations the cap refused
+
   // Called by the allocator (internal).
+  void CheckLimit(int64_t bytes);  // throws c10::OutOfMemoryError past the cap
   void OnAllocate(int64_t bytes);
   void OnFree(int64_t bytes);
 
@@ -37,6 +46,8 @@ class CountingCpuAllocator {
   std::atomic<int64_t> live_{0};
   std::atomic<int64_t> peak_{0};
   std::atomic<int64_t> allocations_{0};
+  std::atomic<int64_t> limit_{0};
+  std::atomic<int64_t> refused_{0};
 };
 
 }  // namespace mapd

@@ -47,14 +47,23 @@ inline std::string ExceptionText(const std::exception& e) {
   return e.what();
 }
 
-// Runs fn (which may throw LibTorch exceptions) and turns an exception into INTERNAL with
-// `context` in front.
+// A LibTorch exception as a status with `context` in front: RESOURCE_EXHAUSTED for
+// c10::OutOfMemoryError (a device's, or the counting allocator's cap), `otherwise` for the rest.
+inline absl::Status TorchError(absl::StatusCode otherwise, const std::string& context, const std::exception& e) {
+  const bool oom = dynamic_cast<const c10::OutOfMemoryError*>(&e) != nullptr;
+  std::string text = ExceptionText(e);
+  if (text.size() > 600) text = text.substr(0, 600) + "...";
+  return absl::Status(oom ? absl::StatusCode::kResourceExhausted : otherwise, absl::StrCat(context, ": ", text));
+}
+
+// Runs fn (which may throw LibTorch exceptions) and turns an exception into INTERNAL (or
+// RESOURCE_EXHAUSTED when out of memory) with `context` in front.
 template <typename Fn>
 absl::Status CatchTorch(const std::string& context, Fn&& fn) {
   try {
     fn();
   } catch (const std::exception& e) {
-    return absl::InternalError(absl::StrCat(context, ": ", ExceptionText(e)));
+    return TorchError(absl::StatusCode::kInternal, context, e);
   }
   return absl::OkStatus();
 }
