@@ -4,8 +4,8 @@
 Usage: scripts/rank-memory-table.py [path/to/mapctl]   (default build/client/mapctl/mapctl)
 
 Runs `mapctl run MODEL --ranks 4 ... --steps 10 --check-reference -o json` for the equivalence
-models under data parallelism, Megatron tensor parallelism, MAP's plan pinned to a 2x2 mesh and
-MAP's own choice of mesh, ResNet-50 under data parallelism, and the importer's traced test
+models under data parallelism, Megatron tensor parallelism, MAP's plan pinned to a 2x2 mesh,
+MAP's own choice of mesh, and MAP's plan with ZeRO stages 1 and 2, ResNet-50 under data parallelism, and the importer's traced test
 models (made in a temporary directory by tests/import/models/make_models.py); prints a markdown
 table: the worst rank's measured peak, the prediction from profiling that rank's program, their
 difference, and the largest relative differences of the losses and of the final parameter
@@ -25,7 +25,8 @@ ZOO = [
     ("MLP", "mlp:in=16,hidden=32,layers=2,out=8,batch=8"),
 ]
 PLANS = [("data parallel", ["--strategy", "dp"]), ("Megatron TP=4", ["--strategy", "tp"]),
-         ("MAP on 2x2", ["--mesh", "2x2"]), ("MAP (its mesh)", [])]
+         ("MAP on 2x2", ["--mesh", "2x2"]), ("MAP (its mesh)", []),
+         ("MAP, ZeRO-1", ["--zero", "1"]), ("MAP, ZeRO-2", ["--zero", "2"]), ("MAP on 2x2, ZeRO-2", ["--mesh", "2x2", "--zero", "2"])]
 TRAIN = ["--steps", "10", "--optimizer", "momentum", "--check-reference", "-o", "json"]
 
 runs = []

@@ -39,6 +39,7 @@ struct ChosenPlan {
   std::vector<Strategy> strategies;
   std::string name;
   double predicted_peak_bytes = 0;
+  int zero_stage = 0;
 };
 
 absl::StatusOr<ChosenPlan> ChoosePlan(const RunArgs& args) {
@@ -48,10 +49,11 @@ absl::StatusOr<ChosenPlan> ChoosePlan(const RunArgs& args) {
     if (!bytes.ok()) return bytes.status();
     v1::Plan plan;
     if (!plan.ParseFromString(*bytes)) return absl::InvalidArgumentError(absl::StrCat(args.plan, " is not a saved plan (mapctl plan --save)"));
-    if (plan.zero_stage() != 0) {
+    if (plan.zero_stage() > 2) {
       return absl::UnimplementedError(absl::StrCat(args.plan, " uses ZeRO stage ", plan.zero_stage(),
-                                                   "; the runtime runs stage 0 only so far (plan with --zero 0)"));
+                                                   "; the runtime runs stages 0 to 2 so far (plan with --zero 2 or lower)"));
     }
+    c.zero_stage = plan.zero_stage();
     auto graph = Graph::Create(plan.graph());
     if (!graph.ok()) return graph.status();
     auto strategies = StrategiesFromPlan(plan, *graph);
@@ -90,7 +92,13 @@ absl::StatusOr<ChosenPlan> ChoosePlan(const RunArgs& args) {
   auto opt = ParseOptimizer(args.optimizer == "momentum" ? "momentum" : args.optimizer);
   if (!opt.ok()) return opt.status();
   o.profile.optimizer = *opt;
-  o.zero_stage = 0;  // the runtime runs ZeRO stage 0 so far
+  o.max_zero_stage = 2;  // the runtime runs stages 0 to 2 so far
+  if (args.zero != "auto") {
+    if (args.zero.size() != 1 || args.zero[0] < '0' || args.zero[0] > '2') {
+      return absl::InvalidArgumentError(absl::StrCat("--zero ", args.zero, ": use auto, 0, 1 or 2 (stage 3 is not built in the runtime)"));
+    }
+    o.zero_stage = args.zero[0] - '0';
+  }
   if (args.strategy != "map") {
     // A baseline needs its own mesh: 1-D over the ranks.
     o.cluster.mesh.clear();
@@ -104,7 +112,8 @@ absl::StatusOr<ChosenPlan> ChoosePlan(const RunArgs& args) {
                                                            FormatBytes(r->cluster.memory_per_device), FormatBytes(static_cast<int64_t>(r->min_memory_bytes))));
     }
     chosen = &r->plan;
-    c.name = absl::StrCat("MAP's plan (mesh ", absl::StrJoin(r->plan.mesh, "x"), ")");
+    c.name = absl::StrCat("MAP's plan (mesh ", absl::StrJoin(r->plan.mesh, "x"),
+                          r->plan.zero_stage > 0 ? absl::StrCat(", ZeRO-", r->plan.zero_stage) : "", ")");
   } else {
     const std::string want = args.strategy == "dp" ? "data parallel" : absl::StrCat("Megatron TP=", args.ranks);
     for (const auto& b : r->baselines) {
@@ -116,6 +125,7 @@ absl::StatusOr<ChosenPlan> ChoosePlan(const RunArgs& args) {
   }
   c.mesh = chosen->mesh;
   c.strategies = chosen->strategies;
+  c.zero_stage = chosen->zero_stage;
   c.predicted_peak_bytes = chosen->cost.peak_bytes();
   return c;
 }
@@ -168,7 +178,7 @@ int RunOnRanks(const RunArgs& args) {
   std::vector<RankPrediction> predicted(world);
   std::vector<v1::RankProgram> programs(world);
   for (int r = 0; r < world; ++r) {
-    auto program = LowerForRank(*graph, plan->mesh, plan->strategies, r);
+    auto program = LowerForRank(*graph, plan->mesh, plan->strategies, r, plan->zero_stage);
     if (!program.ok()) return ReportError(program.status());
     auto p = PredictRank(*graph, *program, *cluster, po);
     if (!p.ok()) return ReportError(p.status());

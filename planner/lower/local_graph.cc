@@ -1,8 +1,10 @@
 #include "planner/lower/local_graph.h"
 
+#include <set>
 #include <unordered_map>
 
 #include "absl/strings/str_cat.h"
+#include "planner/lower/zero.h"
 
 namespace mapd {
 
@@ -27,21 +29,30 @@ absl::StatusOr<Graph> LocalGraph(const Graph& global, const v1::RankProgram& pro
     *lp = p;
     *lp->mutable_type() = it->second->local_type();
   }
-  for (const auto& ins : program.instructions()) {
+  // ZeRO-2 runs a sharded parameter's GRAD_SYNC steps as identities (its gradient is
+  // reduce-scattered instead): views here, which allocate nothing.
+  std::set<int> identities;
+  if (program.zero_stage() >= 2) {
+    for (const ZeroParam& z : ZeroParams(program)) identities.insert(z.grad_syncs.begin(), z.grad_syncs.end());
+  }
+  for (int i = 0; i < program.instructions_size(); ++i) {
+    const v1::Instruction& ins = program.instructions(i);
     v1::Node* node = local.add_nodes();
     if (ins.has_communicate()) {
       const v1::Communicate& c = ins.communicate();
       node->set_name(c.output());
-      node->set_op("collective");
+      node->set_op(identities.count(i) ? "view" : "collective");
       node->add_inputs(c.input());
       node->add_outputs(c.output());
       v1::AttrValue kind, axis, shape;
       kind.set_s(v1::Communicate::Kind_Name(c.kind()));
       axis.set_i(c.axis());
       for (int64_t d : c.output_type().shape()) shape.mutable_ints()->add_values(d);
-      (*node->mutable_attrs())["kind"] = kind;
-      (*node->mutable_attrs())["axis"] = axis;
       (*node->mutable_attrs())["shape"] = shape;
+      if (!identities.count(i)) {
+        (*node->mutable_attrs())["kind"] = kind;
+        (*node->mutable_attrs())["axis"] = axis;
+      }
       v1::Value* v = local.add_values();
       v->set_name(c.output());
       *v->mutable_type() = c.output_type();

@@ -326,7 +326,14 @@ class Lowerer {
 }  // namespace
 
 absl::StatusOr<v1::RankProgram> LowerForRank(const Graph& graph, const std::vector<int64_t>& mesh,
-                                             const std::vector<Strategy>& strategies, int rank) {
+                                             const std::vector<Strategy>& strategies, int rank, int zero_stage) {
+  if (zero_stage < 0 || zero_stage > 3) {
+    return absl::InvalidArgumentError(absl::StrCat("ZeRO stage ", zero_stage, " does not exist; use 0, 1, 2 or 3"));
+  }
+  if (zero_stage == 3) {
+    return absl::UnimplementedError("ZeRO stage 3 (parameters sharded, gathered before use) is not built in the runtime yet; "
+                                    "plan with --zero 2 or lower");
+  }
   int64_t devices = 1;
   for (int64_t d : mesh) {
     if (d < 1) return absl::InvalidArgumentError(absl::StrCat("mesh axis of size ", d));
@@ -339,7 +346,9 @@ absl::StatusOr<v1::RankProgram> LowerForRank(const Graph& graph, const std::vect
   if (static_cast<int>(strategies.size()) != graph.num_nodes()) {
     return absl::InvalidArgumentError(absl::StrCat(strategies.size(), " strategies for ", graph.num_nodes(), " nodes"));
   }
-  return Lowerer(graph, mesh, strategies, rank).Run();
+  auto program = Lowerer(graph, mesh, strategies, rank).Run();
+  if (program.ok()) program->set_zero_stage(zero_stage);
+  return program;
 }
 
 absl::StatusOr<std::vector<Strategy>> StrategiesFromPlan(const v1::Plan& plan, const Graph& graph) {

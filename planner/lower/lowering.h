@@ -31,8 +31,10 @@ namespace mapd {
 // INVALID_ARGUMENT for a rank outside the mesh, a strategy count that does not match the graph,
 // or placements of the wrong rank; FAILED_PRECONDITION when a placement does not divide a
 // tensor.
+// `zero_stage` (0–2; 3 is UNIMPLEMENTED) is recorded in the program; which parameters it shards
+// follows from the program (zero.h).
 absl::StatusOr<v1::RankProgram> LowerForRank(const Graph& graph, const std::vector<int64_t>& mesh,
-                                             const std::vector<Strategy>& strategies, int rank);
+                                             const std::vector<Strategy>& strategies, int rank, int zero_stage = 0);
 
 // The strategies a saved plan stands for (placements and per-axis labels of every node).
 absl::StatusOr<std::vector<Strategy>> StrategiesFromPlan(const v1::Plan& plan, const Graph& graph);

@@ -1,10 +1,15 @@
 #include "planner/lower/rank_cost.h"
 
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <set>
 #include <string>
 #include <unordered_map>
 
 #include "absl/strings/str_cat.h"
 #include "planner/lower/local_graph.h"
+#include "planner/lower/zero.h"
 #include "planner/profile/profiler.h"
 #include "planner/sharding/collectives.h"
 
@@ -17,7 +22,32 @@ absl::StatusOr<double> CommunicationSeconds(const v1::RankProgram& program, cons
   for (const auto& s : program.parameters()) note(s.name(), s.local_type());
   for (const auto& s : program.inputs()) note(s.name(), s.local_type());
   double seconds = 0;
-  for (const v1::Instruction& ins : program.instructions()) {
+  // ZeRO: stage 2 reduce-scatters a sharded parameter's gradient instead of its GRAD_SYNCs'
+  // all-reduces (Gloo: an all-reduce per axis of what is left); both stages gather the updated
+  // shards back (an all-gather per axis, innermost first).
+  std::set<int> replaced;
+  for (const ZeroParam& z : ZeroParams(program)) {
+    int64_t bytes = 0;
+    for (const v1::Shard& s : program.parameters()) {
+      if (s.name() == z.name) bytes = TensorType::FromProto(s.local_type()).NumBytes() / std::max<int64_t>(1, z.numel) * z.ranks * z.chunk;
+    }
+    int64_t left = bytes;
+    for (int a : z.axes) {
+      if (a >= cluster.num_axes()) {
+        return absl::InvalidArgumentError(absl::StrCat("ZeRO of '", z.name, "' on axis ", a, "; the mesh ", cluster.MeshString(),
+                                                       " has ", cluster.num_axes()));
+      }
+      if (program.zero_stage() >= 2) seconds += CollectiveSeconds(CollectiveKind::kAllReduce, left, cluster.mesh[a], cluster.links[a]);
+      left /= cluster.mesh[a];
+    }
+    for (auto a = z.axes.rbegin(); a != z.axes.rend(); ++a) {
+      left *= cluster.mesh[*a];
+      seconds += CollectiveSeconds(CollectiveKind::kAllGather, left, cluster.mesh[*a], cluster.links[*a]);
+    }
+    if (program.zero_stage() >= 2) replaced.insert(z.grad_syncs.begin(), z.grad_syncs.end());
+  }
+  for (int i = 0; i < program.instructions_size(); ++i) {
+    const v1::Instruction& ins = program.instructions(i);
     if (ins.has_compute()) {
       const v1::Compute& c = ins.compute();
       for (int k = 0; k < c.outputs_size() && k < c.output_types_size(); ++k) note(c.outputs(k), c.output_types(k));
@@ -55,7 +85,7 @@ absl::StatusOr<double> CommunicationSeconds(const v1::RankProgram& program, cons
         seconds += CollectiveSeconds(CollectiveKind::kAllGather, in_bytes, n, link);
         break;
       case v1::Communicate::GRAD_SYNC:
-        seconds += CollectiveSeconds(CollectiveKind::kAllReduce, in_bytes, n, link);
+        if (!replaced.count(i)) seconds += CollectiveSeconds(CollectiveKind::kAllReduce, in_bytes, n, link);
         break;
       default:
         break;
@@ -70,8 +100,11 @@ absl::StatusOr<RankPrediction> PredictRank(const Graph& global, const v1::RankPr
   if (!local.ok()) return local.status();
   ProfileOptions o = profile;
   o.device = cluster.device;
+  for (const ZeroParam& z : ZeroParams(program)) o.zero_ranks[z.name] = z.ranks;
+  o.zero_stage = o.zero_ranks.empty() ? 0 : program.zero_stage();
   auto report = ProfileTrainingStep(*local, o);
   if (!report.ok()) return report.status();
+  if (getenv("DBG") && program.rank()==0) { auto& b=report->peak_breakdown; fprintf(stderr,"PRED peak %lld phase %s at %s params %lld grads %lld opt %lld saved %lld trans %lld\n",(long long)report->predicted_peak_bytes, PhaseName(report->peak_phase), report->peak_at.c_str(), (long long)b.parameters,(long long)b.gradients,(long long)b.optimizer_states,(long long)b.saved_activations,(long long)b.transients); }
   auto comm = CommunicationSeconds(program, cluster);
   if (!comm.ok()) return comm.status();
   RankPrediction p;

@@ -32,6 +32,9 @@ struct RankPrediction {
 //   SLICE           none, backward an all-gather of the input's size
 //   GRAD_SYNC       none, backward an all-reduce of the input
 //   KEEP_ON_FIRST, SCATTER_TO_PARTIAL   none either way
+// and for ZeRO (zero.h): stage 2 replaces a sharded parameter's GRAD_SYNCs by a reduce-scatter
+// of its padded block (on Gloo an all-reduce per axis of what is left), and both stages gather
+// the updated shards back (an all-gather per axis, innermost first).
 // INVALID_ARGUMENT when a step reads a tensor the program never made or names an axis the
 // cluster lacks.
 absl::StatusOr<double> CommunicationSeconds(const v1::RankProgram& program, const Cluster& cluster);

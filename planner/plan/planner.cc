@@ -23,6 +23,12 @@ absl::Status PlannerOptions::Validate() const {
   if (zero_stage < -1 || zero_stage > 3) {
     return absl::InvalidArgumentError(absl::StrCat("ZeRO stage ", zero_stage, " does not exist; use 0, 1, 2, 3 or auto"));
   }
+  if (max_zero_stage < 0 || max_zero_stage > 3) {
+    return absl::InvalidArgumentError(absl::StrCat("max_zero_stage is ", max_zero_stage, "; use 0 to 3"));
+  }
+  if (zero_stage > max_zero_stage) {
+    return absl::InvalidArgumentError(absl::StrCat("ZeRO stage ", zero_stage, " is above the most allowed, ", max_zero_stage));
+  }
   if (max_mesh_axes < 1 || max_mesh_axes > 2) {
     return absl::InvalidArgumentError(absl::StrCat("max_mesh_axes is ", max_mesh_axes,
                                                    "; the search covers 1-D and 2-D meshes (pin others with --mesh)"));
@@ -169,7 +175,7 @@ absl::StatusOr<PlanCandidate> SearchMesh(const Graph& graph, const PlannerOption
   // If the unconstrained plan fits, nothing is faster on this mesh (ZeRO 1–2 cost the same
   // seconds, so the lowest stage at which it fits is taken).
   const int pinned = options.zero_stage;
-  auto stage = lowest_fitting_stage(free.choice, pinned >= 0 ? pinned : 2);
+  auto stage = lowest_fitting_stage(free.choice, pinned >= 0 ? pinned : std::min(2, options.max_zero_stage));
   if (!stage.ok()) return stage.status();
   if (*stage >= 0) {
     c.zero_stage = *stage;
@@ -180,7 +186,9 @@ absl::StatusOr<PlanCandidate> SearchMesh(const Graph& graph, const PlannerOption
   // Under the budget: ZeRO 2 (ZeRO 0's seconds, less memory) and ZeRO 3, or the pinned stage;
   // the faster wins.
   std::optional<PlanCandidate> best;
-  const std::vector<int> stages = pinned >= 0 ? std::vector<int>{pinned} : std::vector<int>{2, 3};
+  std::vector<int> stages = pinned >= 0 ? std::vector<int>{pinned} : std::vector<int>{2, 3};
+  stages.erase(std::remove_if(stages.begin(), stages.end(), [&](int z) { return z > options.max_zero_stage; }), stages.end());
+  if (stages.empty()) stages = {options.max_zero_stage};
   for (int z : stages) {
     auto cg = cache.Get(mesh, z);
     if (!cg.ok()) return cg.status();
@@ -199,7 +207,7 @@ absl::StatusOr<PlanCandidate> SearchMesh(const Graph& graph, const PlannerOption
   }
   if (best) return *best;
   // Nothing fits on this mesh: report the unconstrained plan with the most sharded stage's memory.
-  c.zero_stage = pinned >= 0 ? pinned : 3;
+  c.zero_stage = pinned >= 0 ? pinned : options.max_zero_stage;
   if (auto st = Fill(c, graph, **cluster, **cache.Get(mesh, c.zero_stage), free, budget); !st.ok()) return st;
   return c;
 }
@@ -319,7 +327,7 @@ absl::StatusOr<PlanResult> SearchPlan(const Graph& graph, const PlannerOptions& 
   if (!result.fits) {
     // The least memory any searched plan needs: every node at its smallest strategy, with the
     // most memory-saving ZeRO stage allowed.
-    const int stage = options.zero_stage >= 0 ? options.zero_stage : 3;
+    const int stage = options.zero_stage >= 0 ? options.zero_stage : options.max_zero_stage;
     result.min_memory_bytes = std::numeric_limits<double>::infinity();
     for (const auto& mesh : meshes) {
       auto cg = cache.Get(mesh, stage);

@@ -33,9 +33,11 @@ struct PlannerOptions {
   ClusterOptions cluster;
   // Optimizer and precision (the device comes from `cluster`).
   ProfileOptions profile;
-  // -1: any ZeRO stage the search finds best; 0–3: only that stage (the runtime runs stage 0
-  // until ZeRO is built, docs/planner.md).
+  // -1: any ZeRO stage the search finds best (up to max_zero_stage); 0–3: only that stage.
   int zero_stage = -1;
+  // The highest stage the search may use: 2 for plans the runtime is to run (it does not run
+  // ZeRO-3 yet), 3 otherwise.
+  int max_zero_stage = 3;
   // The most axes a searched mesh has (1 or 2; a pinned mesh may have more).
   int max_mesh_axes = 2;
   // CBC's limit per ILP, in seconds.

@@ -2,6 +2,8 @@
 #ifndef MAPD_PLANNER_PROFILE_PROFILE_OPTIONS_H_
 #define MAPD_PLANNER_PROFILE_PROFILE_OPTIONS_H_
 
+#include <cstdint>
+#include <map>
 #include <string>
 
 #include "absl/status/statusor.h"
@@ -30,6 +32,14 @@ struct ProfileOptions {
   // Record one timeline point per event (forward node, backward node, optimizer); off saves
   // time and memory for huge models when only the peak is wanted.
   bool timeline = true;
+  // ZeRO as one rank runs it (planner/lower/zero.h; 0 for one device): per sharded trainable
+  // parameter, the number of ranks it is split over. Stage 1: the optimizer updates a flat
+  // shard (ceil(numel / ranks) elements, its own copy) with shard-sized state, the whole
+  // gradient lives through backward and is cut to the shard after it; stage 2: the gradient is
+  // reduce-scattered as it is made (its all-reduced copy for a moment, the shard kept). Both gather the updated shards back into the block (2 × the padded block for
+  // a moment, the largest parameter's).
+  int zero_stage = 0;
+  std::map<std::string, int64_t> zero_ranks;
 
   absl::Status Validate() const { return device.Validate(); }
 };

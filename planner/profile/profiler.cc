@@ -117,6 +117,14 @@ class Simulator {
   std::vector<int64_t> grad_workspace_;  // per node: backward temporaries
   int64_t largest_param_ = 0;
   int num_param_tensors_ = 0;
+
+  // Elements of a ZeRO shard of parameter `name`, 0 when it is not sharded.
+  int64_t ZeroChunk(const std::string& name, int64_t numel) const {
+    if (opt_.zero_stage <= 0) return 0;
+    auto it = opt_.zero_ranks.find(name);
+    if (it == opt_.zero_ranks.end() || it->second <= 1) return 0;
+    return (numel + it->second - 1) / it->second;
+  }
 };
 
 void Simulator::SetUpValues() {
@@ -132,7 +140,10 @@ void Simulator::SetUpValues() {
       ++num_param_tensors_;
       largest_param_ = std::max(largest_param_, v.type.NumElements());
       if (opt_.precision == Precision::kBf16Mixed) bytes += v.type.NumElements() * 4;  // fp32 master copy
-      for (int s = 0; s < om.state_tensors; ++s) ledger_.New(v.type.NumElements() * 4, StorageKind::kOptimizerState);
+      const int64_t chunk = ZeroChunk(par.name(), v.type.NumElements());
+      if (chunk > 0) ledger_.New(chunk * DTypeSize(v.type.dtype), StorageKind::kParameter);  // the optimizer's shard
+      const int64_t state_elems = chunk > 0 ? chunk : v.type.NumElements();
+      for (int s = 0; s < om.state_tensors; ++s) ledger_.New(state_elems * 4, StorageKind::kOptimizerState);
     }
     report_.parameter_bytes += bytes;
     v.storage = ledger_.New(bytes, StorageKind::kParameter);
@@ -301,7 +312,13 @@ void Simulator::Backward() {
           ledger_.Transient(Bytes(v.type));  // a second contribution, added into the first
           continue;
         }
-        if (is_param) {
+        const int64_t chunk = is_param && opt_.zero_stage >= 2 ? ZeroChunk(in, v.type.NumElements()) : 0;
+        if (chunk > 0) {
+          // Reduce-scattered as it is made: its all-reduced copy for a moment, beside the whole
+          // gradient (already live: its GRAD_SYNC's output gradient, the same tensor at run time).
+          ledger_.Transient(Bytes(v.type));
+          v.grad = ledger_.New(chunk * DTypeSize(v.type.dtype), StorageKind::kGradient);
+        } else if (is_param) {
           v.grad = ledger_.New(Bytes(v.type), StorageKind::kGradient);
         } else if (alias_grad && values_.at(node.outputs(0)).grad >= 0) {
           v.grad = values_.at(node.outputs(0)).grad;
@@ -330,6 +347,22 @@ void Simulator::Backward() {
 void Simulator::OptimizerStep() {
   const OptimizerModel om = ModelOf(opt_.optimizer);
   int64_t temp = om.temporaries * largest_param_ * 4;
+  // ZeRO: stage 1 cuts each whole gradient to its shard; both stages gather the updated shards
+  // back (the received pieces and their concatenation).
+  int64_t gather = 0;
+  for (const auto& [name, ranks] : opt_.zero_ranks) {
+    auto it = values_.find(name);
+    if (it == values_.end() || !it->second.requires_grad) continue;
+    ValueState& v = it->second;
+    const int64_t chunk = ZeroChunk(name, v.type.NumElements());
+    if (opt_.zero_stage == 1 && v.grad >= 0) {
+      const int shard = ledger_.New(chunk * DTypeSize(v.type.dtype), StorageKind::kGradient);
+      ledger_.Release(v.grad);
+      v.grad = shard;
+    }
+    gather = std::max(gather, 2 * ranks * chunk * DTypeSize(v.type.dtype));
+  }
+  temp = std::max(temp, gather);
   if (opt_.precision == Precision::kBf16Mixed) temp += largest_param_ * 4;  // fp32 copy of a gradient
   ledger_.Transient(temp);
   Point(Phase::kOptimizer, "optimizer");

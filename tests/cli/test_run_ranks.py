@@ -28,7 +28,8 @@ def _assert_matches_one_process_and_prediction(r, what):
 
 def test_data_parallel_tensor_parallel_and_map_reproduce_one_process():
     for extra in (("--ranks", "4", "--strategy", "dp"), ("--ranks", "4", "--strategy", "tp"),
-                  ("--ranks", "4", "--mesh", "2x2"), ("--ranks", "4")):
+                  ("--ranks", "4", "--mesh", "2x2"), ("--ranks", "4"), ("--ranks", "4", "--zero", "1"),
+                  ("--ranks", "4", "--mesh", "2x2", "--zero", "2")):
         r = _json_run(GPT, *TRAIN, *extra, "--check-reference")
         assert r["ranks"] == 4 and len(r["steps"]) == 10, extra
         assert len(r["per_rank"]) == 4
@@ -44,10 +45,15 @@ def test_a_saved_plan_runs(tmp_path):
     run_mapctl("plan", GPT, "--mesh", "2x2", "--zero", "0", "--device-type", "cpu", "--save", str(plan), check=0)
     r = _json_run(*TRAIN, "--plan", str(plan), "--check-reference")
     assert r["mesh"] == [2, 2] and r["reference_max_relative_loss_difference"] < 1e-4
-    # A plan with ZeRO is refused with what to do.
-    run_mapctl("plan", GPT, "--devices", "4", "--zero", "2", "--save", str(plan), check=0)
+    # A ZeRO-2 plan runs as saved; ZeRO-3 (not built in the runtime) is refused with what to do.
+    run_mapctl("plan", GPT, "--mesh", "2x2", "--zero", "2", "--device-type", "cpu", "--save", str(plan), check=0)
+    r2 = _json_run(*TRAIN, "--plan", str(plan), "--check-reference")
+    assert r2["reference_max_parameter_difference"] < 1e-4
+    peak = lambda run: max(p["measured_peak_bytes"] for p in run["per_rank"])
+    assert peak(r2) < 0.8 * peak(r), (peak(r2), peak(r))  # shards of state and gradients
+    run_mapctl("plan", GPT, "--devices", "4", "--zero", "3", "--save", str(plan), check=0)
     r = run_mapctl("run", "--plan", str(plan), "--steps", "2")
-    assert r.returncode == 1 and "ZeRO stage 2" in r.stderr and "--zero 0" in r.stderr
+    assert r.returncode == 1 and "ZeRO stage 3" in r.stderr and "--zero 2 or lower" in r.stderr
 
 
 def test_a_killed_rank_is_named_quickly():
@@ -79,6 +85,8 @@ def test_errors():
         assert ("4 ranks need 4 GPUs" in r.stderr and f"{visible} are visible" in r.stderr) or "CUDA" in r.stderr, r.stderr
     r = run_mapctl("run", GPT, "--ranks", "4", "--device", "cuda:1")
     assert r.returncode == 1 and "use cpu (Gloo) or cuda (NCCL" in r.stderr
+    r = run_mapctl("run", GPT, "--ranks", "4", "--zero", "3")
+    assert r.returncode == 1 and "stage 3 is not built in the runtime" in r.stderr
     r = run_mapctl("run", GPT, "--ranks", "3", "--strategy", "dp")
     assert r.returncode == 1 and "does not split over 3 devices" in r.stderr
 

@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "planner/lower/lowering.h"
+#include "planner/lower/zero.h"
 #include "tests/dist/test_plans.h"
 #include "worker/dist/gloo_communicator.h"
 #include "worker/dist/rank_trainer.h"
@@ -67,7 +68,7 @@ Reference SingleDevice(const Graph& g, const OptimizerOptions& optimizer = Sgd()
 
 // Runs the plan on mesh.size() ranks (threads) and checks them against the reference.
 void ExpectSameAsOneDevice(const Graph& g, const std::vector<int64_t>& mesh, const std::vector<Strategy>& strategies,
-                           const Reference& ref, const OptimizerOptions& optimizer = Sgd()) {
+                           const Reference& ref, const OptimizerOptions& optimizer = Sgd(), int zero_stage = 0) {
   auto server = StoreServer::Start("127.0.0.1", 0);
   ASSERT_TRUE(server.ok()) << server.status();
   int world = 1;
@@ -85,7 +86,7 @@ void ExpectSameAsOneDevice(const Graph& g, const std::vector<int64_t>& mesh, con
       ro.timeout = std::chrono::milliseconds(60000);
       auto groups = ConnectMeshGroups(ro, mesh, rank);
       if (!groups.ok()) return void(errors[rank] = groups.status().ToString());
-      auto program = LowerForRank(g, mesh, strategies, rank);
+      auto program = LowerForRank(g, mesh, strategies, rank, zero_stage);
       if (!program.ok()) return void(errors[rank] = program.status().ToString());
       programs[rank] = *program;
       std::vector<Communicator*> raw;
@@ -211,6 +212,46 @@ TEST(EquivalenceClipping, DataTensorAnd2x2) {
     SCOPED_TRACE(family);
     ExpectSameAsOneDevice(g, mesh, PlanStrategies(g, mesh, family), ref, clipped);
   }
+}
+
+// ZeRO stages 1 and 2: each rank updates only its shard of every data-parallel parameter (its
+// optimizer state a quarter or half the size) and the blocks are gathered back; stage 2 also
+// reduce-scatters the gradients. Under data parallelism on 4 ranks, on a 2x2 mesh (parameters
+// sharded over one or both axes), and with AdamW and clipping, which read the shards' norms.
+TEST(EquivalenceZero, Stages1And2UnderDataParallelAnd2x2) {
+  const Graph g = ZooTrainingGraph("gpt2:layers=2,hidden=32,heads=4,vocab=64,seq=8,batch=4");
+  const Reference ref = SingleDevice(g, Sgd(), /*repeat=*/true);
+  ASSERT_LT(ref.losses.back(), ref.losses.front());
+  const std::vector<int64_t> dp = {4}, square = {2, 2};
+  for (int stage : {1, 2}) {
+    SCOPED_TRACE(stage);
+    ExpectSameAsOneDevice(g, dp, PlanStrategies(g, dp, "data parallel"), ref, Sgd(), stage);
+    ExpectSameAsOneDevice(g, square, PlanStrategies(g, square, "MAP"), ref, Sgd(), stage);
+  }
+  OptimizerOptions adam;
+  adam.kind = OptimizerOptions::Kind::kAdamW;
+  adam.lr = 1e-3;
+  adam.max_grad_norm = 0.05;
+  const Graph mlp = ZooTrainingGraph("mlp:in=16,hidden=32,layers=2,out=8,batch=8");
+  const Reference mlp_ref = SingleDevice(mlp, adam, /*repeat=*/true);
+  ExpectSameAsOneDevice(mlp, dp, PlanStrategies(mlp, dp, "data parallel"), mlp_ref, adam, 2);
+}
+
+// The shards are real: ZeRO-2 on 4 data-parallel ranks gives each rank a quarter of every
+// weight's optimizer state and no whole gradient after backward.
+TEST(EquivalenceZero, ShardsAreAQuarterOfTheBlocks) {
+  const Graph g = ZooTrainingGraph("mlp:in=16,hidden=32,layers=2,out=8,batch=8");
+  auto program = LowerForRank(g, {4}, PlanStrategies(g, {4}, "data parallel"), 1, 2);
+  ASSERT_TRUE(program.ok()) << program.status();
+  const std::vector<ZeroParam> zero = ZeroParams(*program);
+  ASSERT_EQ(static_cast<int>(zero.size()), program->parameters_size());  // every weight and bias: all replicated
+  for (const ZeroParam& z : zero) {
+    EXPECT_EQ(z.ranks, 4);
+    EXPECT_EQ(z.index, 1);
+    EXPECT_EQ(z.chunk, (z.numel + 3) / 4) << z.name;
+  }
+  EXPECT_EQ(LowerForRank(g, {4}, PlanStrategies(g, {4}, "data parallel"), 1, 3).status().code(),
+            absl::StatusCode::kUnimplemented);
 }
 
 INSTANTIATE_TEST_SUITE_P(Models, Equivalence,

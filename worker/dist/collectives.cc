@@ -155,4 +155,56 @@ absl::StatusOr<at::Tensor> ApplyCommunicate(const v1::Communicate& step, const a
   return absl::InvalidArgumentError(absl::StrCat("communicate step '", step.output(), "' has no kind"));
 }
 
+at::Tensor FlatShard(const at::Tensor& full, const ZeroParam& z) {
+  at::Tensor flat = full.detach().reshape({-1});
+  if (flat.numel() < z.ranks * z.chunk) flat = at::constant_pad_nd(flat, {0, z.ranks * z.chunk - flat.numel()});
+  return flat.narrow(0, z.index * z.chunk, z.chunk).clone();
+}
+
+absl::StatusOr<at::Tensor> ReduceScatterShard(const at::Tensor& full, const ZeroParam& z,
+                                              const std::vector<Communicator*>& groups) {
+  at::Tensor x = full.reshape({-1});
+  if (x.numel() < z.ranks * z.chunk) x = at::constant_pad_nd(x, {0, z.ranks * z.chunk - x.numel()});
+  for (int a : z.axes) {
+    auto part = groups.at(a)->ReduceScatter(x, 0);
+    if (!part.ok()) return part.status();
+    x = *std::move(part);
+  }
+  return x;
+}
+
+absl::StatusOr<at::Tensor> GatherShards(const at::Tensor& shard, const ZeroParam& z, const std::vector<Communicator*>& groups,
+                                        at::IntArrayRef shape) {
+  at::Tensor x = shard.detach();
+  for (auto a = z.axes.rbegin(); a != z.axes.rend(); ++a) {
+    auto whole = groups.at(*a)->AllGather(x, 0);
+    if (!whole.ok()) return whole.status();
+    x = *std::move(whole);
+  }
+  return x.narrow(0, 0, z.numel).view(shape);
+}
+
+namespace {
+
+struct ZeroShardedParameterFn : torch::autograd::Function<ZeroShardedParameterFn> {
+  static at::Tensor forward(AutogradContext* ctx, const at::Tensor& shard, const at::Tensor& full, const ZeroParam* z,
+                            const std::vector<Communicator*>* groups) {
+    ctx->saved_data["z"] = reinterpret_cast<int64_t>(z);
+    ctx->saved_data["groups"] = reinterpret_cast<int64_t>(groups);
+    return full.view_as(full);
+  }
+  static variable_list backward(AutogradContext* ctx, variable_list grad) {
+    const auto* z = reinterpret_cast<const ZeroParam*>(ctx->saved_data["z"].toInt());
+    const auto* groups = reinterpret_cast<const std::vector<Communicator*>*>(ctx->saved_data["groups"].toInt());
+    return {OrThrow(ReduceScatterShard(grad[0], *z, *groups)), at::Tensor(), at::Tensor(), at::Tensor()};
+  }
+};
+
+}  // namespace
+
+at::Tensor ZeroShardedParameter(const at::Tensor& shard, const at::Tensor& full, const ZeroParam* z,
+                                const std::vector<Communicator*>* groups) {
+  return ZeroShardedParameterFn::apply(shard, full, z, groups);
+}
+
 }  // namespace mapd

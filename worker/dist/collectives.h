@@ -7,6 +7,9 @@
 #include <ATen/core/Tensor.h>
 
 #include "absl/status/statusor.h"
+#include <vector>
+
+#include "planner/lower/zero.h"
 #include "proto/mapd/v1/rank_program.pb.h"
 #include "worker/dist/communicator.h"
 
@@ -16,6 +19,24 @@ namespace mapd {
 // (in forward now, or later in backward) is reported as the communicator's error; in backward it
 // surfaces as the exception autograd throws, which the trainer turns into a status.
 absl::StatusOr<at::Tensor> ApplyCommunicate(const v1::Communicate& step, const at::Tensor& x, Communicator& group);
+
+// ZeRO's collectives (which parameters, which chunk: planner/lower/zero.h). `groups[a]` is the
+// rank's communicator on mesh axis a.
+//
+// This rank's shard of `full`, flattened and zero-padded to z.ranks × z.chunk elements: [z.chunk].
+at::Tensor FlatShard(const at::Tensor& full, const ZeroParam& z);
+// This rank's shard of the sum of `full` over the parameter's data-parallel ranks: a
+// reduce-scatter per axis, outermost first.
+absl::StatusOr<at::Tensor> ReduceScatterShard(const at::Tensor& full, const ZeroParam& z,
+                                              const std::vector<Communicator*>& groups);
+// The block back from every rank's shard (an all-gather per axis, innermost first), `shape`d.
+absl::StatusOr<at::Tensor> GatherShards(const at::Tensor& shard, const ZeroParam& z, const std::vector<Communicator*>& groups,
+                                        at::IntArrayRef shape);
+// ZeRO-2's parameter in forward: the values of `full` (which itself takes no gradient); its
+// backward reduce-scatters the block's gradient and gives `shard` (a leaf) this rank's part, so
+// a whole gradient lives only inside that backward. `z` and `groups` must outlive the graph.
+at::Tensor ZeroShardedParameter(const at::Tensor& shard, const at::Tensor& full, const ZeroParam* z,
+                                const std::vector<Communicator*>* groups);
 
 }  // namespace mapd
 

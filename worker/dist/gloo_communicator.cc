@@ -92,7 +92,8 @@ class GlooCommunicator : public Communicator {
   absl::StatusOr<at::Tensor> ReduceScatter(const at::Tensor& full, int64_t dim) override {
     at::Tensor sum = full.contiguous().clone();
     if (auto st = AllReduceSum(sum); !st.ok()) return st;
-    return sum.chunk(size(), dim)[rank()].contiguous();
+    // A copy: a view would keep the whole sum alive as long as the chunk.
+    return sum.chunk(size(), dim)[rank()].clone(at::MemoryFormat::Contiguous);
   }
 
   absl::StatusOr<at::Tensor> AllToAll(const at::Tensor& local, int64_t split_dim, int64_t concat_dim) override {

@@ -80,6 +80,10 @@ absl::Status RankTrainer::Restore(const v1::RankCheckpoint& c) {
     state.push_back(std::move(p));
   }
   if (auto st = optimizer_->Restore(state, c.optimizer_steps()); !st.ok()) return st;
+  // ZeRO's shards from the restored blocks.
+  for (size_t i = 0; i < trainable_.size(); ++i) {
+    if (zero_of_[i] >= 0) updated_[i].second.copy_(FlatShard(trainable_[i].second, zero_[zero_of_[i]]));
+  }
   steps_ = c.step();
   return absl::OkStatus();
 }
@@ -186,7 +190,42 @@ absl::StatusOr<std::unique_ptr<RankTrainer>> RankTrainer::Create(Graph graph, v1
     }
     t->copies_.push_back(copies);
   }
-  auto optimizer = Optimizer::Create(local, t->trainable_);
+  // ZeRO: the optimizer updates this rank's flat shard of each sharded parameter. Stage 1 keeps
+  // the block as the autograd leaf (GRAD_SYNC all-reduces its gradient; the shard's part is
+  // taken after backward); stage 2 makes the shard the leaf and the block a plain tensor read
+  // through ZeroShardedParameter, whose backward reduce-scatters, and its GRAD_SYNCs identities.
+  t->identity_step_.assign(t->program_.instructions_size(), false);
+  std::unordered_map<std::string, int> zero_index;
+  for (ZeroParam& z : ZeroParams(t->program_)) {
+    const v1::Parameter* p = t->graph_.FindParameter(z.name);
+    if (p == nullptr || !p->trainable()) continue;
+    zero_index[z.name] = static_cast<int>(t->zero_.size());
+    t->zero_.push_back(std::move(z));
+  }
+  for (size_t i = 0; i < t->trainable_.size(); ++i) {
+    auto& [name, block] = t->trainable_[i];
+    auto it = zero_index.find(name);
+    if (it == zero_index.end()) {
+      t->zero_of_.push_back(-1);
+      t->updated_.emplace_back(name, block);
+      continue;
+    }
+    const ZeroParam& z = t->zero_[it->second];
+    t->zero_of_.push_back(it->second);
+    at::Tensor shard = FlatShard(block, z);
+    t->copies_[i] /= static_cast<double>(z.ranks);  // the shard is this rank's alone among them
+    if (t->program_.zero_stage() >= 2) {
+      block.requires_grad_(false);
+      shard.requires_grad_(true);
+      for (int step : z.grad_syncs) {
+        t->identity_step_[step] = true;
+        const v1::Instruction& ins = t->program_.instructions(step);
+        if (ins.communicate().input() == name) t->zero_step_param_[step] = static_cast<int>(i);
+      }
+    }
+    t->updated_.emplace_back(name, shard);
+  }
+  auto optimizer = Optimizer::Create(local, t->updated_);
   if (!optimizer.ok()) return optimizer.status();
   t->optimizer_ = *std::move(optimizer);
   return t;
@@ -214,6 +253,17 @@ absl::StatusOr<StepResult> RankTrainer::Step(const TensorMap& global_batch) {
     }
     if (ins.has_communicate()) {
       const v1::Communicate& c = ins.communicate();
+      if (identity_step_[index]) {
+        // ZeRO-2 reduce-scatters this parameter's gradient itself. The autograd node is made
+        // here, at the parameter's use, not before the forward: the engine runs ready nodes
+        // latest-made first, so a node made early would hold every whole gradient to the end.
+        auto z = zero_step_param_.find(index);
+        env[c.output()] = z == zero_step_param_.end()
+                              ? env.at(c.input())
+                              : ZeroShardedParameter(updated_[z->second].second, trainable_[z->second].second,
+                                                     &zero_[zero_of_[z->second]], &groups_);
+        continue;
+      }
       auto out = ApplyCommunicate(c, env.at(c.input()), *groups_.at(c.axis()));
       if (!out.ok()) return out.status();
       env[c.output()] = *std::move(out);
@@ -266,12 +316,22 @@ absl::StatusOr<StepResult> RankTrainer::Step(const TensorMap& global_batch) {
   for (int a : program_.loss_partial_axes()) {
     if (auto st = groups_.at(a)->AllReduceSum(global_loss); !st.ok()) return st;
   }
+  if (program_.zero_stage() == 1) {
+    // The all-reduced gradient of each sharded block: keep this rank's shard of it.
+    at::NoGradGuard no_grad;
+    for (size_t i = 0; i < trainable_.size(); ++i) {
+      if (zero_of_[i] < 0) continue;
+      at::Tensor& full = trainable_[i].second;
+      if (full.grad().defined()) updated_[i].second.mutable_grad() = FlatShard(full.grad(), zero_[zero_of_[i]]);
+      full.mutable_grad() = at::Tensor();
+    }
+  }
   if (max_grad_norm_ > 0) {
     // As clip_grad_norm_ on one device: the L2 norm of every gradient, over all shards (a block
     // held by several ranks counted once), then every gradient scaled by min(1, max/(norm+1e-6)).
     at::Tensor sumsq = at::zeros({}, at::kDouble);
-    for (size_t i = 0; i < trainable_.size(); ++i) {
-      const at::Tensor& g = trainable_[i].second.grad();
+    for (size_t i = 0; i < updated_.size(); ++i) {
+      const at::Tensor& g = updated_[i].second.grad();
       if (g.defined()) sumsq += g.to(at::kDouble).pow(2).sum() / copies_[i];
     }
     for (Communicator* group : groups_) {
@@ -280,14 +340,23 @@ absl::StatusOr<StepResult> RankTrainer::Step(const TensorMap& global_batch) {
     const double total = std::sqrt(sumsq.item<double>());
     const double coef = std::min(1.0, max_grad_norm_ / (total + 1e-6));
     at::NoGradGuard no_grad;
-    for (auto& [name, p] : trainable_) {
+    for (auto& [name, p] : updated_) {
       if (p.grad().defined()) p.mutable_grad().mul_(coef);
     }
   }
   if (auto st = optimizer_->Step(); !st.ok()) {
     return absl::Status(st.code(), absl::StrCat("optimizer step on rank ", program_.rank(), ": ", st.message()));
   }
-  for (auto& [name, p] : trainable_) p.mutable_grad() = at::Tensor();
+  for (auto& [name, p] : updated_) p.mutable_grad() = at::Tensor();
+  // ZeRO: every rank updated its shard; the blocks are put back together from all of them.
+  for (size_t i = 0; i < trainable_.size(); ++i) {
+    if (zero_of_[i] < 0) continue;
+    at::Tensor& full = trainable_[i].second;
+    auto whole = GatherShards(updated_[i].second, zero_[zero_of_[i]], groups_, full.sizes());
+    if (!whole.ok()) return whole.status();
+    at::NoGradGuard no_grad;
+    full.copy_(*whole);
+  }
   // Buffer updates (batch norm's running statistics): the new value into the rank's block.
   for (const auto& u : graph_.proto().buffer_updates()) {
     auto value = env.find(u.value());

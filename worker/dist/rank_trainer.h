@@ -26,6 +26,7 @@
 #include "planner/ir/graph.h"
 #include "proto/mapd/v1/checkpoint.pb.h"
 #include "proto/mapd/v1/rank_program.pb.h"
+#include "planner/lower/zero.h"
 #include "worker/dist/communicator.h"
 #include "worker/runtime/optimizer.h"
 #include "worker/runtime/trainer.h"
@@ -70,13 +71,20 @@ class RankTrainer {
   std::vector<Communicator*> groups_;
   std::unordered_map<std::string, at::Tensor> leaves_;  // parameters and buffers: local blocks
   std::vector<std::pair<std::string, at::Tensor>> trainable_;
+  // What the optimizer updates, parallel to trainable_: the block itself, or for a parameter
+  // ZeRO shards (zero_ holds its layout) the rank's flat shard of it.
+  std::vector<std::pair<std::string, at::Tensor>> updated_;
+  std::vector<int> zero_of_;           // per trainable block: its index in zero_, or -1
+  std::vector<ZeroParam> zero_;        // ZeRO's sharded parameters (planner/lower/zero.h)
+  std::vector<bool> identity_step_;    // per instruction: a GRAD_SYNC ZeRO-2 replaces (run as identity)
+  std::unordered_map<int, int> zero_step_param_;  // ZeRO-2: a chain's first step → its trainable index
   std::unique_ptr<Optimizer> optimizer_;
   // Per instruction: the local tensors whose last reader it is (released after it, so what
   // stays alive is what autograd saved — as the profiler assumes).
   std::vector<std::vector<std::string>> release_;
   bool random_ = false;  // the graph has dropout
   double max_grad_norm_ = 0;     // > 0: clip across all shards
-  std::vector<double> copies_;   // per trainable block: how many ranks hold the same block
+  std::vector<double> copies_;   // per trainable block: how many ranks hold the same block (or shard)
   uint64_t seed_ = 0;
   int64_t steps_ = 0;
 };
