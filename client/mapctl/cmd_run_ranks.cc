@@ -13,11 +13,13 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "client/mapctl/commands.h"
 #include "client/mapctl/model_loader.h"
 #include "client/mapctl/table.h"
 #include "planner/ir/serialize.h"
 #include "planner/lower/rank_cost.h"
+#include "planner/lower/recompute.h"
 #include "planner/lower/lowering.h"
 #include "planner/profile/profiler.h"
 #include "planner/plan/planner.h"
@@ -166,6 +168,13 @@ int RunOnRanks(const RunArgs& args) {
   std::filesystem::create_directories(dir, ec);
   if (ec) return ReportError(absl::InternalError(absl::StrCat("cannot make ", dir.string(), ": ", ec.message())));
   if (auto st = WriteGraphFile(plan->graph, (dir / "graph.pb").string()); !st.ok()) return ReportError(st);
+  // Activation checkpointing: the layers whose activations are recomputed in backward.
+  std::vector<std::string> recompute;
+  if (args.recompute == "all") {
+    recompute = RepeatedLayers(*graph);
+  } else if (!args.recompute.empty()) {
+    recompute = absl::StrSplit(args.recompute, ',', absl::SkipEmpty());
+  }
   // Each rank's memory and step time predicted from its own program (rank_cost.h).
   ClusterOptions co;
   co.mesh = plan->mesh;
@@ -180,6 +189,9 @@ int RunOnRanks(const RunArgs& args) {
   for (int r = 0; r < world; ++r) {
     auto program = LowerForRank(*graph, plan->mesh, plan->strategies, r, plan->zero_stage);
     if (!program.ok()) return ReportError(program.status());
+    if (!recompute.empty()) {
+      if (auto st = MarkRecompute(*graph, recompute, &*program); !st.ok()) return ReportError(st);
+    }
     auto p = PredictRank(*graph, *program, *cluster, po);
     if (!p.ok()) return ReportError(p.status());
     predicted[r] = *p;

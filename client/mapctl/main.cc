@@ -108,6 +108,8 @@ int main(int argc, char** argv) {
   run->add_option("--device-type", run_args.device_type, "Cost model of the planner for --strategy map")->capture_default_str();
   run->add_option("--zero", run_args.zero, "ZeRO stage of MAP's plan over data-parallel axes: auto | 0 | 1 | 2 (3 is not built in the runtime)")
       ->capture_default_str();
+  run->add_option("--recompute", run_args.recompute,
+                  "Activation checkpointing with --ranks: recompute these layers in backward (all, or LAYER,LAYER... as `mapctl profile` names them)");
   run->add_option("--memory-per-device", run_args.memory_per_device, "Memory per rank, e.g. 1GiB: the planner's budget, and a cap each rank enforces (an allocation past it fails, naming the rank and the bytes)");
   run->add_flag("--check-reference", run_args.check_reference, "Also train on one process and compare the losses");
   run->add_option("--rank-timeout", run_args.rank_timeout, "Seconds a rank may stay silent before the run is stopped")

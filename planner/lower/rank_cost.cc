@@ -102,6 +102,8 @@ absl::StatusOr<RankPrediction> PredictRank(const Graph& global, const v1::RankPr
   o.device = cluster.device;
   for (const ZeroParam& z : ZeroParams(program)) o.zero_ranks[z.name] = z.ranks;
   o.zero_stage = o.zero_ranks.empty() ? 0 : program.zero_stage();
+  // LocalGraph has one node per instruction, in order.
+  for (const auto& seg : program.recompute()) o.recompute.emplace_back(seg.first(), seg.last());
   auto report = ProfileTrainingStep(*local, o);
   if (!report.ok()) return report.status();
   if (getenv("DBG") && program.rank()==0) { auto& b=report->peak_breakdown; fprintf(stderr,"PRED peak %lld phase %s at %s params %lld grads %lld opt %lld saved %lld trans %lld\n",(long long)report->predicted_peak_bytes, PhaseName(report->peak_phase), report->peak_at.c_str(), (long long)b.parameters,(long long)b.gradients,(long long)b.optimizer_states,(long long)b.saved_activations,(long long)b.transients); }

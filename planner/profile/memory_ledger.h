@@ -28,6 +28,7 @@ class MemoryLedger {
   void Transient(int64_t bytes);
 
   bool live(int id) const { return storages_[id].refs > 0; }
+  int num_storages() const { return static_cast<int>(storages_.size()); }  // ids made so far
   int64_t bytes(int id) const { return storages_[id].bytes; }
   StorageKind kind(int id) const { return storages_[id].kind; }
   int64_t live_bytes() const { return current_.Total(); }

@@ -5,6 +5,8 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "planner/profile/device_profile.h"
@@ -40,6 +42,10 @@ struct ProfileOptions {
   // a moment, the largest parameter's).
   int zero_stage = 0;
   std::map<std::string, int64_t> zero_ranks;
+  // Activation checkpointing (planner/lower/recompute.h): node index ranges [first, last] whose
+  // nodes keep nothing for backward in forward — only the range's inputs are kept, until its
+  // backward is done — and whose saved tensors are made again when backward reaches `last`.
+  std::vector<std::pair<int, int>> recompute;
 
   absl::Status Validate() const { return device.Validate(); }
 };

@@ -115,6 +115,10 @@ class Simulator {
   std::vector<std::vector<int>> held_;  // per node: storages kept for its backward
   std::vector<bool> needs_backward_;
   std::vector<int64_t> grad_workspace_;  // per node: backward temporaries
+  std::vector<int> segment_of_;          // per node: its recompute range, or -1
+  // Per recomputed node: what it would have kept (storage made in its range, or -1 for extra
+  // bytes; bytes), made again when backward reaches the range.
+  std::vector<std::vector<std::pair<int, int64_t>>> rematerialize_;
   int64_t largest_param_ = 0;
   int num_param_tensors_ = 0;
 
@@ -172,10 +176,34 @@ absl::Status Simulator::Forward() {
   needs_backward_.assign(n_nodes, false);
   grad_workspace_.assign(n_nodes, 0);
   report_.ops.reserve(n_nodes);
+  segment_of_.assign(n_nodes, -1);
+  for (size_t k = 0; k < opt_.recompute.size(); ++k) {
+    for (int n = std::max(0, opt_.recompute[k].first); n <= opt_.recompute[k].second && n < n_nodes; ++n) segment_of_[n] = static_cast<int>(k);
+  }
+  rematerialize_.assign(n_nodes, {});
+  int segment_start_storage = 0;
   for (int n = 0; n < n_nodes; ++n) {
     const v1::Node& node = g_.node(n);
     const OpDef* def = reg_.Find(node.op());
     if (def == nullptr) return absl::InvalidArgumentError(absl::StrCat("node '", node.name(), "': unknown op '", node.op(), "'"));
+    const int seg = segment_of_[n];
+    if (seg >= 0 && (n == 0 || segment_of_[n - 1] != seg)) {
+      // A recomputed range begins: it keeps its inputs (made before it, not parameters) until
+      // its backward is done, which ends at this node.
+      segment_start_storage = ledger_.num_storages();
+      std::unordered_set<int> kept;
+      for (int m = n; m < n_nodes && segment_of_[m] == seg; ++m) {
+        for (const auto& in : g_.node(m).inputs()) {
+          if (in.empty() || g_.FindValue(in)->def != ValueDef::kNode) continue;
+          auto it = values_.find(in);
+          if (it == values_.end() || it->second.storage < 0 || !ledger_.live(it->second.storage)) continue;
+          if (kept.insert(it->second.storage).second) {
+            ledger_.Hold(it->second.storage);
+            held_[n].push_back(it->second.storage);
+          }
+        }
+      }
+    }
     std::vector<const TensorType*> in_types;
     std::vector<bool> rg, contig;
     for (const auto& in : node.inputs()) {
@@ -247,6 +275,11 @@ absl::Status Simulator::Forward() {
       std::unordered_set<int> seen;
       auto hold = [&](int storage) {
         if (!seen.insert(storage).second) return;
+        if (seg >= 0) {
+          // Recomputed: nothing kept now; what the range made is made again in backward.
+          if (storage >= segment_start_storage) rematerialize_[n].push_back({storage, ledger_.bytes(storage)});
+          return;
+        }
         ledger_.Hold(storage);
         held_[n].push_back(storage);
         if (ledger_.kind(storage) == StorageKind::kActivation) prof.saved_bytes += ledger_.bytes(storage);
@@ -257,7 +290,9 @@ absl::Status Simulator::Forward() {
       for (int o : spec.outputs) {
         if (o < node.outputs_size()) hold(values_.at(node.outputs(o)).storage);
       }
-      if (spec.extra_bytes > 0) {
+      if (spec.extra_bytes > 0 && seg >= 0) {
+        rematerialize_[n].push_back({-1, opt_.precision == Precision::kBf16Mixed ? spec.extra_bytes / 2 : spec.extra_bytes});
+      } else if (spec.extra_bytes > 0) {
         int64_t extra = spec.extra_bytes;
         if (opt_.precision == Precision::kBf16Mixed) extra = extra / 2;
         const int s = ledger_.New(extra, StorageKind::kActivation);
@@ -280,6 +315,10 @@ absl::Status Simulator::Forward() {
       ValueState& v = values_.at(o);
       if (v.last_use < 0 && !v.pinned) ledger_.Release(v.storage);
     }
+    if (seg >= 0) {  // recomputed: its forward runs again in backward
+      prof.backward_flops += prof.forward_flops;
+      prof.backward_seconds += prof.forward_seconds;
+    }
     report_.forward_flops += prof.forward_flops;
     report_.backward_flops += prof.backward_flops;
     report_.forward_seconds += prof.forward_seconds;
@@ -297,6 +336,30 @@ void Simulator::Backward() {
   loss.grad = ledger_.New(Bytes(loss.type), StorageKind::kActivationGrad);
   for (int n = g_.num_nodes() - 1; n >= 0; --n) {
     const v1::Node& node = g_.node(n);
+    const int seg = segment_of_[n];
+    if (seg >= 0 && (n + 1 == g_.num_nodes() || segment_of_[n + 1] != seg)) {
+      // Backward reaches a recomputed range: its forward runs again and keeps what it keeps
+      // (one new storage per storage it made the first time).
+      std::unordered_map<int, int> remade;
+      std::vector<int> made;
+      for (int m = n; m >= 0 && segment_of_[m] == seg; --m) {
+        for (const auto& [orig, bytes] : rematerialize_[m]) {
+          int id;
+          auto it = orig >= 0 ? remade.find(orig) : remade.end();
+          if (it != remade.end()) {
+            id = it->second;
+          } else {
+            id = ledger_.New(bytes, StorageKind::kActivation);
+            made.push_back(id);
+            if (orig >= 0) remade[orig] = id;
+          }
+          ledger_.Hold(id);
+          held_[m].push_back(id);
+        }
+      }
+      for (int id : made) ledger_.Release(id);  // only the holds keep them
+      Point(Phase::kBackward, absl::StrCat("recompute ", node.name()));
+    }
     bool has_out_grad = false;
     for (const auto& o : node.outputs()) has_out_grad |= values_.at(o).grad >= 0;
     if (needs_backward_[n] && has_out_grad) {

@@ -29,7 +29,7 @@ def _assert_matches_one_process_and_prediction(r, what):
 def test_data_parallel_tensor_parallel_and_map_reproduce_one_process():
     for extra in (("--ranks", "4", "--strategy", "dp"), ("--ranks", "4", "--strategy", "tp"),
                   ("--ranks", "4", "--mesh", "2x2"), ("--ranks", "4"), ("--ranks", "4", "--zero", "1"),
-                  ("--ranks", "4", "--mesh", "2x2", "--zero", "2")):
+                  ("--ranks", "4", "--mesh", "2x2", "--zero", "2"), ("--ranks", "4", "--strategy", "tp", "--recompute", "all")):
         r = _json_run(GPT, *TRAIN, *extra, "--check-reference")
         assert r["ranks"] == 4 and len(r["steps"]) == 10, extra
         assert len(r["per_rank"]) == 4
@@ -85,6 +85,8 @@ def test_errors():
         assert ("4 ranks need 4 GPUs" in r.stderr and f"{visible} are visible" in r.stderr) or "CUDA" in r.stderr, r.stderr
     r = run_mapctl("run", GPT, "--ranks", "4", "--device", "cuda:1")
     assert r.returncode == 1 and "use cpu (Gloo) or cuda (NCCL" in r.stderr
+    r = run_mapctl("run", GPT, "--ranks", "4", "--recompute", "h.9")
+    assert r.returncode == 1 and "no operator belongs to layer 'h.9'" in r.stderr
     r = run_mapctl("run", GPT, "--ranks", "4", "--zero", "3")
     assert r.returncode == 1 and "stage 3 is not built in the runtime" in r.stderr
     r = run_mapctl("run", GPT, "--ranks", "3", "--strategy", "dp")

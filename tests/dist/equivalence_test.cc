@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "planner/lower/lowering.h"
+#include "planner/lower/recompute.h"
 #include "planner/lower/zero.h"
 #include "tests/dist/test_plans.h"
 #include "worker/dist/gloo_communicator.h"
@@ -68,7 +69,8 @@ Reference SingleDevice(const Graph& g, const OptimizerOptions& optimizer = Sgd()
 
 // Runs the plan on mesh.size() ranks (threads) and checks them against the reference.
 void ExpectSameAsOneDevice(const Graph& g, const std::vector<int64_t>& mesh, const std::vector<Strategy>& strategies,
-                           const Reference& ref, const OptimizerOptions& optimizer = Sgd(), int zero_stage = 0) {
+                           const Reference& ref, const OptimizerOptions& optimizer = Sgd(), int zero_stage = 0,
+                           bool recompute = false) {
   auto server = StoreServer::Start("127.0.0.1", 0);
   ASSERT_TRUE(server.ok()) << server.status();
   int world = 1;
@@ -88,6 +90,10 @@ void ExpectSameAsOneDevice(const Graph& g, const std::vector<int64_t>& mesh, con
       if (!groups.ok()) return void(errors[rank] = groups.status().ToString());
       auto program = LowerForRank(g, mesh, strategies, rank, zero_stage);
       if (!program.ok()) return void(errors[rank] = program.status().ToString());
+      if (recompute) {
+        if (auto st = MarkRecompute(g, RepeatedLayers(g), &*program); !st.ok()) return void(errors[rank] = st.ToString());
+        if (program->recompute_size() == 0) return void(errors[rank] = "no recompute segment");
+      }
       programs[rank] = *program;
       std::vector<Communicator*> raw;
       for (auto& c : *groups) raw.push_back(c.get());
@@ -252,6 +258,28 @@ TEST(EquivalenceZero, ShardsAreAQuarterOfTheBlocks) {
   }
   EXPECT_EQ(LowerForRank(g, {4}, PlanStrategies(g, {4}, "data parallel"), 1, 3).status().code(),
             absl::StatusCode::kUnimplemented);
+}
+
+// Activation checkpointing: every transformer block recomputed in backward from its inputs,
+// with attention dropout on (the rerun restores the generator, so it drops what the first run
+// dropped), under data parallelism, Megatron TP=4 (collectives inside the segments run again),
+// MAP's 2x2 plan, and with ZeRO-2.
+TEST(EquivalenceRecompute, EveryBlockUnderDataTensorAnd2x2) {
+  v1::Graph proto = ZooTrainingGraph("gpt2:layers=2,hidden=32,heads=4,vocab=64,seq=8,batch=4").proto();
+  for (v1::Node& node : *proto.mutable_nodes()) {
+    if (node.op() == "scaled_dot_product_attention") (*node.mutable_attrs())["dropout_p"].set_f(0.2);
+  }
+  auto g = MakeVerifiedGraph(proto);
+  ASSERT_TRUE(g.ok()) << g.status();
+  EXPECT_EQ(RepeatedLayers(*g), (std::vector<std::string>{"h.0", "h.1"}));
+  const Reference ref = SingleDevice(*g, Sgd(), /*repeat=*/true);
+  const std::vector<std::pair<std::vector<int64_t>, std::string>> plans = {
+      {{4}, "data parallel"}, {{4}, "Megatron TP=4"}, {{2, 2}, "MAP"}};
+  for (const auto& [mesh, family] : plans) {
+    SCOPED_TRACE(family);
+    ExpectSameAsOneDevice(*g, mesh, PlanStrategies(*g, mesh, family), ref, Sgd(), 0, /*recompute=*/true);
+  }
+  ExpectSameAsOneDevice(*g, {4}, PlanStrategies(*g, {4}, "data parallel"), ref, Sgd(), 2, /*recompute=*/true);
 }
 
 INSTANTIATE_TEST_SUITE_P(Models, Equivalence,

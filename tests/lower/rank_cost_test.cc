@@ -5,11 +5,13 @@
 #include <gtest/gtest.h>
 
 #include "planner/lower/local_graph.h"
+#include "planner/lower/recompute.h"
 #include "planner/lower/lowering.h"
 #include "planner/plan/planner.h"
 #include "planner/profile/profiler.h"
 #include "planner/sharding/collectives.h"
 #include "tests/common/mlp_graph.h"
+#include "tests/common/zoo_training_graph.h"
 
 namespace mapd {
 namespace {
@@ -79,6 +81,48 @@ TEST(RankCost, AStepOnAnAxisTheClusterLacksIsAnError) {
   auto s = CommunicationSeconds(l.program, l.cluster);
   EXPECT_EQ(s.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_NE(s.status().message().find("axis 3"), std::string::npos) << s.status();
+}
+
+// Activation checkpointing: a segment per repeated layer, covering every instruction of the
+// layer (its GRAD_SYNCs included); the prediction keeps less and computes more.
+TEST(Recompute, ASegmentPerLayerThatKeepsLessAndComputesMore) {
+  const Graph g = ZooTrainingGraph("gpt2:layers=2,hidden=32,heads=4,vocab=64,seq=64,batch=8");
+  PlannerOptions o;
+  o.cluster.mesh = {4};
+  o.cluster.device_type = "cpu";
+  o.zero_stage = 0;
+  auto r = SearchPlan(g, o);
+  ASSERT_TRUE(r.ok()) << r.status();
+  const PlanCandidate* dp = nullptr;
+  for (const auto& b : r->baselines) {
+    if (b.name == "data parallel") dp = &b;
+  }
+  ASSERT_NE(dp, nullptr);
+  auto plain = LowerForRank(g, {4}, dp->strategies, 0);
+  ASSERT_TRUE(plain.ok()) << plain.status();
+  v1::RankProgram program = *plain;
+  ASSERT_EQ(RepeatedLayers(g), (std::vector<std::string>{"h.0", "h.1"}));
+  ASSERT_TRUE(MarkRecompute(g, RepeatedLayers(g), &program).ok());
+  ASSERT_EQ(program.recompute_size(), 2);
+  for (const auto& seg : program.recompute()) {
+    int syncs = 0;
+    for (int i = 0; i < program.instructions_size(); ++i) {
+      const auto& ins = program.instructions(i);
+      const bool inside = i >= seg.first() && i <= seg.last();
+      if (ins.has_compute() && LayerOfScope(g.node(ins.compute().node()).scope()) == seg.layer()) EXPECT_TRUE(inside) << i;
+      if (inside && ins.has_communicate()) ++syncs;
+    }
+    EXPECT_GT(syncs, 0) << seg.layer();  // the layer's weights' GRAD_SYNCs are inside
+  }
+  ProfileOptions po;
+  po.timeline = false;
+  auto without = PredictRank(g, *plain, r->cluster, po);
+  auto with = PredictRank(g, program, r->cluster, po);
+  ASSERT_TRUE(without.ok() && with.ok());
+  EXPECT_LT(with->peak_bytes, 0.75 * without->peak_bytes);
+  EXPECT_GT(with->compute_seconds, without->compute_seconds);
+  v1::RankProgram bad = *plain;
+  EXPECT_EQ(MarkRecompute(g, {"h.7"}, &bad).code(), absl::StatusCode::kInvalidArgument);
 }
 
 }  // namespace

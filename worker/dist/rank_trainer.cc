@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstring>
+#include <set>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -225,15 +226,202 @@ absl::StatusOr<std::unique_ptr<RankTrainer>> RankTrainer::Create(Graph graph, v1
     }
     t->updated_.emplace_back(name, shard);
   }
+  // Recompute segments: what flows in and out of each.
+  t->segment_at_.assign(t->program_.instructions_size(), -1);
+  std::set<std::string> kept_after;  // the loss and buffer updates are read "after" the program
+  kept_after.insert(t->program_.loss());
+  for (const auto& u : t->graph_.proto().buffer_updates()) kept_after.insert(u.value());
+  for (int s = 0; s < t->program_.recompute_size(); ++s) {
+    const v1::RecomputeSegment& seg = t->program_.recompute(s);
+    if (seg.first() < 0 || seg.last() < seg.first() || seg.last() >= t->program_.instructions_size()) {
+      return absl::InvalidArgumentError(absl::StrCat("recompute segment ", s, " [", seg.first(), ", ", seg.last(), "] is outside the program"));
+    }
+    SegmentIo io;
+    std::set<std::string> made, read_in;
+    auto reads = [&](int i) {
+      std::vector<std::string> r;
+      const v1::Instruction& ins = t->program_.instructions(i);
+      if (ins.has_communicate()) r.push_back(ins.communicate().input());
+      for (const auto& n : ins.compute().inputs()) if (!n.empty()) r.push_back(n);
+      return r;
+    };
+    auto writes = [&](int i) {
+      std::vector<std::string> w;
+      const v1::Instruction& ins = t->program_.instructions(i);
+      if (ins.has_communicate()) w.push_back(ins.communicate().output());
+      for (const auto& n : ins.compute().outputs()) w.push_back(n);
+      return w;
+    };
+    for (int i = seg.first(); i <= seg.last(); ++i) {
+      for (const auto& r : reads(i)) {
+        if (!made.count(r) && !t->leaves_.count(r) && read_in.insert(r).second) io.inputs.push_back(r);
+      }
+      for (const auto& w : writes(i)) made.insert(w);
+    }
+    std::set<std::string> needed = kept_after;
+    for (int i = seg.last() + 1; i < t->program_.instructions_size(); ++i) {
+      for (const auto& r : reads(i)) needed.insert(r);
+    }
+    for (int i = seg.first(); i <= seg.last(); ++i) {
+      for (const auto& w : writes(i)) {
+        if (needed.count(w)) io.outputs.push_back(w);
+      }
+    }
+    t->segment_at_[seg.first()] = s;
+    t->segments_.push_back(std::move(io));
+  }
   auto optimizer = Optimizer::Create(local, t->updated_);
   if (!optimizer.ok()) return optimizer.status();
   t->optimizer_ = *std::move(optimizer);
   return t;
 }
 
+absl::Status RankTrainer::RunInstruction(int index, Env& env, at::Generator& generator) const {
+  const ExecTable& table = ExecTable::Global();
+  const v1::Instruction& ins = program_.instructions(index);
+  if (ins.has_communicate()) {
+    const v1::Communicate& c = ins.communicate();
+    if (identity_step_[index]) {
+      // ZeRO-2 reduce-scatters this parameter's gradient itself. The autograd node is made
+      // here, at the parameter's use, not before the forward: the engine runs ready nodes
+      // latest-made first, so a node made early would hold every whole gradient to the end.
+      auto z = zero_step_param_.find(index);
+      env[c.output()] = z == zero_step_param_.end()
+                            ? env.at(c.input())
+                            : ZeroShardedParameter(updated_[z->second].second, trainable_[z->second].second,
+                                                   &zero_[zero_of_[z->second]], &groups_);
+      return absl::OkStatus();
+    }
+    auto out = ApplyCommunicate(c, env.at(c.input()), *groups_.at(c.axis()));
+    if (!out.ok()) return out.status();
+    env[c.output()] = *std::move(out);
+    return absl::OkStatus();
+  }
+  const v1::Compute& c = ins.compute();
+  v1::Node node = graph_.node(c.node());
+  *node.mutable_attrs() = c.attrs();
+  const ExecEntry* entry = table.Find(node.op());
+  if (entry == nullptr) return absl::UnimplementedError(absl::StrCat("node '", node.name(), "': no execution entry for ", node.op()));
+  std::vector<at::Tensor> inputs;
+  for (const std::string& name : c.inputs()) inputs.push_back(name.empty() ? at::Tensor() : env.at(name));
+  std::vector<TensorType> types;
+  for (const auto& t : c.output_types()) types.push_back(TensorType::FromProto(t));
+  std::vector<at::Tensor> outs;
+  try {
+    ExecContext ctx(node, std::move(inputs), types, c10::Device(c10::kCPU), /*training=*/true);
+    if (random_) {
+      ctx.set_dropout_noise([&](const at::Tensor& like, double p) { return DropoutNoiseBlock(node, c, like, p, generator); });
+    }
+    outs = entry->fn(ctx);
+  } catch (const std::exception& e) {
+    return TorchError(absl::StatusCode::kInternal,
+                      absl::StrCat("node '", node.name(), "' (", node.op(), ") on rank ", program_.rank()), e);
+  }
+  for (size_t k = 0; k < outs.size() && k < types.size(); ++k) {
+    // Creation ops build the global tensor: keep this rank's block.
+    if (!MatchesType(outs[k], types[k]) && k < static_cast<size_t>(c.output_offsets_size())) {
+      std::vector<int64_t> off(c.output_offsets(k).start().begin(), c.output_offsets(k).start().end());
+      if (outs[k].dim() == static_cast<int64_t>(types[k].shape.size())) outs[k] = Narrow(outs[k], off, types[k].shape);
+    }
+    if (!MatchesType(outs[k], types[k])) {
+      return absl::InternalError(absl::StrCat("node '", node.name(), "' (", node.op(), ") on rank ", program_.rank(),
+                                              ": output ", k, " is ", DescribeTensor(outs[k]), ", the program says ",
+                                              types[k].ToString()));
+    }
+    if (c.output_scale() != 1 && c.output_scale() != 0) outs[k] = outs[k] * c.output_scale();
+    env[c.outputs(static_cast<int>(k))] = outs[k];
+  }
+  return absl::OkStatus();
+}
+
+// A recompute segment as an autograd function: forward runs it without recording (so it keeps
+// only its inputs, saved here); backward reruns it with recording from the saved inputs — the
+// dropout generator restored to its state at the segment's start, so the masks are the same —
+// and backpropagates through the rerun (parameters' gradients accumulate there, as in
+// torch.utils.checkpoint's reentrant form), returning the inputs' gradients.
+struct SegmentFn : torch::autograd::Function<SegmentFn> {
+  // `inputs` is a TensorList: autograd sees each element as an input (a std::vector would pass
+  // as an opaque argument, and nothing would flow back through the segment).
+  static torch::autograd::variable_list forward(torch::autograd::AutogradContext* ctx, at::TensorList inputs,
+                                                const RankTrainer* t, int64_t s, at::Generator* generator) {
+    ctx->saved_data["trainer"] = reinterpret_cast<int64_t>(t);
+    ctx->saved_data["segment"] = s;
+    if (generator->defined()) ctx->saved_data["rng"] = generator->clone();
+    c10::List<bool> needs;
+    for (const auto& x : inputs) needs.push_back(x.requires_grad());
+    ctx->saved_data["needs"] = needs;
+    ctx->save_for_backward(inputs.vec());
+    at::NoGradGuard no_grad;
+    auto outs = t->RunSegmentBody(static_cast<int>(s), inputs.vec(), *generator);
+    if (!outs.ok()) throw std::runtime_error(std::string(outs.status().ToString()));
+    return *std::move(outs);
+  }
+  static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx, torch::autograd::variable_list grads) {
+    const auto* t = reinterpret_cast<const RankTrainer*>(ctx->saved_data["trainer"].toInt());
+    const int s = static_cast<int>(ctx->saved_data["segment"].toInt());
+    const c10::List<bool> needs = ctx->saved_data["needs"].toBoolList();
+    at::Generator generator;
+    if (ctx->saved_data.count("rng")) generator = ctx->saved_data["rng"].toGenerator().clone();
+    torch::autograd::variable_list inputs;
+    for (const auto& x : ctx->get_saved_variables()) inputs.push_back(x.detach());
+    for (size_t i = 0; i < inputs.size(); ++i) inputs[i].requires_grad_(needs.get(i));
+    torch::autograd::variable_list outs;
+    {
+      at::AutoGradMode grad_mode(true);
+      auto rerun = t->RunSegmentBody(s, inputs, generator);
+      if (!rerun.ok()) throw std::runtime_error(std::string(rerun.status().ToString()));
+      outs = *std::move(rerun);
+    }
+    torch::autograd::variable_list with_grad, their_grads;
+    for (size_t k = 0; k < outs.size(); ++k) {
+      if (outs[k].requires_grad() && grads[k].defined()) {
+        with_grad.push_back(outs[k]);
+        their_grads.push_back(grads[k]);
+      }
+    }
+    if (!with_grad.empty()) torch::autograd::backward(with_grad, their_grads);
+    torch::autograd::variable_list result;
+    for (auto& x : inputs) result.push_back(x.requires_grad() ? x.grad() : at::Tensor());
+    result.push_back(at::Tensor());  // trainer
+    result.push_back(at::Tensor());  // segment
+    result.push_back(at::Tensor());  // generator
+    return result;
+  }
+};
+
+absl::StatusOr<std::vector<at::Tensor>> RankTrainer::RunSegmentBody(int s, const std::vector<at::Tensor>& inputs,
+                                                                   at::Generator& generator) const {
+  const v1::RecomputeSegment& seg = program_.recompute(s);
+  const SegmentIo& io = segments_[s];
+  Env env = leaves_;
+  for (size_t i = 0; i < io.inputs.size(); ++i) env[io.inputs[i]] = inputs[i];
+  for (int i = seg.first(); i <= seg.last(); ++i) {
+    if (auto st = RunInstruction(i, env, generator); !st.ok()) return st;
+    for (const std::string& name : release_[i]) env.erase(name);  // as the main loop does
+  }
+  std::vector<at::Tensor> outs;
+  for (const std::string& name : io.outputs) outs.push_back(env.at(name));
+  return outs;
+}
+
+absl::Status RankTrainer::RunSegment(int s, Env& env, at::Generator& generator) const {
+  const SegmentIo& io = segments_[s];
+  torch::autograd::variable_list inputs;
+  for (const std::string& name : io.inputs) inputs.push_back(env.at(name));
+  torch::autograd::variable_list outs;
+  try {
+    outs = SegmentFn::apply(at::TensorList(inputs), this, static_cast<int64_t>(s), &generator);
+  } catch (const std::exception& e) {
+    return TorchError(absl::StatusCode::kInternal,
+                      absl::StrCat("recompute segment ", program_.recompute(s).layer(), " on rank ", program_.rank()), e);
+  }
+  for (size_t k = 0; k < io.outputs.size(); ++k) env[io.outputs[k]] = outs[k];
+  return absl::OkStatus();
+}
+
 absl::StatusOr<StepResult> RankTrainer::Step(const TensorMap& global_batch) {
   const auto start = std::chrono::steady_clock::now();
-  std::unordered_map<std::string, at::Tensor> env = leaves_;
+  Env env = leaves_;
   for (const v1::Shard& shard : program_.inputs()) {
     auto it = global_batch.find(shard.name());
     if (it == global_batch.end()) return absl::InvalidArgumentError(absl::StrCat("the batch has no input '", shard.name(), "'"));
@@ -241,68 +429,25 @@ absl::StatusOr<StepResult> RankTrainer::Step(const TensorMap& global_batch) {
     if (!block.ok()) return block.status();
     env[shard.name()] = *block;
   }
-  const ExecTable& table = ExecTable::Global();
   // Dropout draws as one device does: a generator seeded like the single-device trainer's for
   // this step, the global mask drawn in node order, this rank's block kept.
   at::Generator generator;
   if (random_) generator = at::make_generator<at::CPUGeneratorImpl>(DeriveSeed(seed_, absl::StrCat("step:", steps_ + 1)));
   for (int index = 0; index < program_.instructions_size(); ++index) {
-    const v1::Instruction& ins = program_.instructions(index);
     if (index > 0) {
       for (const std::string& name : release_[index - 1]) env.erase(name);
     }
-    if (ins.has_communicate()) {
-      const v1::Communicate& c = ins.communicate();
-      if (identity_step_[index]) {
-        // ZeRO-2 reduce-scatters this parameter's gradient itself. The autograd node is made
-        // here, at the parameter's use, not before the forward: the engine runs ready nodes
-        // latest-made first, so a node made early would hold every whole gradient to the end.
-        auto z = zero_step_param_.find(index);
-        env[c.output()] = z == zero_step_param_.end()
-                              ? env.at(c.input())
-                              : ZeroShardedParameter(updated_[z->second].second, trainable_[z->second].second,
-                                                     &zero_[zero_of_[z->second]], &groups_);
-        continue;
-      }
-      auto out = ApplyCommunicate(c, env.at(c.input()), *groups_.at(c.axis()));
-      if (!out.ok()) return out.status();
-      env[c.output()] = *std::move(out);
+    const int seg = segment_at_[index];
+    if (seg < 0) {
+      if (auto st = RunInstruction(index, env, generator); !st.ok()) return st;
       continue;
     }
-    const v1::Compute& c = ins.compute();
-    v1::Node node = graph_.node(c.node());
-    *node.mutable_attrs() = c.attrs();
-    const ExecEntry* entry = table.Find(node.op());
-    if (entry == nullptr) return absl::UnimplementedError(absl::StrCat("node '", node.name(), "': no execution entry for ", node.op()));
-    std::vector<at::Tensor> inputs;
-    for (const std::string& name : c.inputs()) inputs.push_back(name.empty() ? at::Tensor() : env.at(name));
-    std::vector<TensorType> types;
-    for (const auto& t : c.output_types()) types.push_back(TensorType::FromProto(t));
-    std::vector<at::Tensor> outs;
-    try {
-      ExecContext ctx(node, std::move(inputs), types, c10::Device(c10::kCPU), /*training=*/true);
-      if (random_) {
-        ctx.set_dropout_noise([&](const at::Tensor& like, double p) { return DropoutNoiseBlock(node, c, like, p, generator); });
-      }
-      outs = entry->fn(ctx);
-    } catch (const std::exception& e) {
-      return TorchError(absl::StatusCode::kInternal,
-                        absl::StrCat("node '", node.name(), "' (", node.op(), ") on rank ", program_.rank()), e);
+    if (auto st = RunSegment(seg, env, generator); !st.ok()) return st;
+    const int last = program_.recompute(seg).last();
+    for (int i = index; i < last; ++i) {
+      for (const std::string& name : release_[i]) env.erase(name);
     }
-    for (size_t k = 0; k < outs.size() && k < types.size(); ++k) {
-      // Creation ops build the global tensor: keep this rank's block.
-      if (!MatchesType(outs[k], types[k]) && k < static_cast<size_t>(c.output_offsets_size())) {
-        std::vector<int64_t> off(c.output_offsets(k).start().begin(), c.output_offsets(k).start().end());
-        if (outs[k].dim() == static_cast<int64_t>(types[k].shape.size())) outs[k] = Narrow(outs[k], off, types[k].shape);
-      }
-      if (!MatchesType(outs[k], types[k])) {
-        return absl::InternalError(absl::StrCat("node '", node.name(), "' (", node.op(), ") on rank ", program_.rank(),
-                                                ": output ", k, " is ", DescribeTensor(outs[k]), ", the program says ",
-                                                types[k].ToString()));
-      }
-      if (c.output_scale() != 1 && c.output_scale() != 0) outs[k] = outs[k] * c.output_scale();
-      env[c.outputs(static_cast<int>(k))] = outs[k];
-    }
+    index = last;
   }
   auto loss_it = env.find(program_.loss());
   if (loss_it == env.end()) return absl::InternalError("the program's loss was not computed");

@@ -60,7 +60,24 @@ class RankTrainer {
   absl::Status Restore(const v1::RankCheckpoint& checkpoint);
 
  private:
+  using Env = std::unordered_map<std::string, at::Tensor>;
   explicit RankTrainer(Graph graph) : graph_(std::move(graph)) {}
+  // Runs instruction `index` on the tensors of `env` (its outputs are added); dropout draws
+  // from `generator`.
+  absl::Status RunInstruction(int index, Env& env, at::Generator& generator) const;
+  // Activation checkpointing: segment `s` run so that only its inputs are kept, its outputs
+  // added to `env`; its backward reruns it (SegmentFn in rank_trainer.cc).
+  absl::Status RunSegment(int s, Env& env, at::Generator& generator) const;
+  // The segment's instructions on `inputs` (io.inputs order); its outputs (io.outputs order).
+  absl::StatusOr<std::vector<at::Tensor>> RunSegmentBody(int s, const std::vector<at::Tensor>& inputs,
+                                                         at::Generator& generator) const;
+  friend struct SegmentFn;
+  struct SegmentIo {
+    std::vector<std::string> inputs;   // read inside, made before it (parameters excluded)
+    std::vector<std::string> outputs;  // made inside, read after it (or the loss, or buffer updates)
+  };
+  std::vector<SegmentIo> segments_;    // per program.recompute()
+  std::vector<int> segment_at_;        // per instruction: the segment starting there, or -1
   absl::StatusOr<at::Tensor> Block(const at::Tensor& global, const v1::Shard& shard) const;
   // This rank's block of the dropout noise one device draws for `node` (throws on a mismatch).
   at::Tensor DropoutNoiseBlock(const v1::Node& node, const v1::Compute& c, const at::Tensor& like, double p,
