@@ -137,7 +137,7 @@ def test_a_memory_cap_that_data_parallelism_passes_is_kept_by_maps_plan():
     r = run_mapctl("run", mlp, *common, "--strategy", "dp")
     assert r.returncode == 1, r.stdout
     assert "out of memory: allocating" in r.stderr and "cap of 40000000 bytes" in r.stderr, r.stderr
-    assert "RESOURCE_EXHAUSTED" in r.stderr and "on rank" in r.stderr, r.stderr
+    assert r.stderr.rstrip().endswith("[RESOURCE_EXHAUSTED]") and "on rank" in r.stderr, r.stderr
     planned = _json_run(mlp, *common)
     assert len(planned["steps"]) == 3
     for p in planned["per_rank"]:

@@ -68,6 +68,22 @@ std::string Tail(const std::string& s) {
   return t.size() > keep ? "..." + t.substr(t.size() - keep) : t;
 }
 
+// The status code a rank's last words end with ("... [RESOURCE_EXHAUSTED]"), removed from
+// `text`; ABORTED when there is none.
+absl::StatusCode TrailingCode(std::string* text) {
+  const size_t open = text->rfind(" [");
+  if (open == std::string::npos || text->empty() || text->back() != ']') return absl::StatusCode::kAborted;
+  const std::string name = text->substr(open + 2, text->size() - open - 3);
+  for (int c = 1; c <= 16; ++c) {
+    const auto code = static_cast<absl::StatusCode>(c);
+    if (absl::StatusCodeToString(code) == name) {
+      text->erase(open);
+      return code;
+    }
+  }
+  return absl::StatusCode::kAborted;
+}
+
 }  // namespace
 
 absl::Status LaunchRanks(const LaunchOptions& options, const std::function<void(int, const std::string&)>& on_line) {
@@ -163,8 +179,11 @@ absl::Status LaunchRanks(const LaunchOptions& options, const std::function<void(
           while ((n = read(c.err, buf, sizeof(buf))) > 0) c.err_tail.append(buf, static_cast<size_t>(n));
         }
         KillAll(children);
-        return absl::AbortedError(absl::StrCat("rank ", r, " ", Describe(status),
-                                               c.err_tail.empty() ? "" : absl::StrCat(": ", Tail(c.err_tail))));
+        // A rank that failed cleanly ends its last line with its status code ("error: ...
+        // [RESOURCE_EXHAUSTED]"): the run fails with that code; a crash is ABORTED.
+        std::string said = Tail(c.err_tail);
+        const absl::StatusCode code = WIFEXITED(status) ? TrailingCode(&said) : absl::StatusCode::kAborted;
+        return absl::Status(code, absl::StrCat("rank ", r, " ", Describe(status), said.empty() ? "" : absl::StrCat(": ", said)));
       }
     }
     // Silence.
