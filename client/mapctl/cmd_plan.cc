@@ -50,6 +50,15 @@ nlohmann::json CandidateJson(const PlanCandidate& c) {
 
 }  // namespace
 
+absl::StatusOr<int> ParseZeroStage(const std::string& text, int highest) {
+  if (text == "auto") return -1;
+  if (text.size() == 1 && text[0] >= '0' && text[0] - '0' <= highest) return text[0] - '0';
+  std::string stages = "0";
+  for (int z = 1; z <= highest; ++z) absl::StrAppend(&stages, z == highest ? " or " : ", ", z);
+  return absl::InvalidArgumentError(absl::StrCat("--zero ", text, ": use auto, ", stages,
+                                                 highest < 3 ? " (stage 3 is not built in the runtime)" : ""));
+}
+
 int RunPlan(const PlanArgs& args) {
   PlannerOptions options;
   options.cluster.devices = args.devices;
@@ -68,14 +77,9 @@ int RunPlan(const PlanArgs& args) {
   auto opt = ParseOptimizer(args.optimizer);
   if (!opt.ok()) return ReportError(opt.status());
   options.profile.optimizer = *opt;
-  if (args.zero != "auto") {
-    int stage = -2;
-    if (args.zero.size() == 1 && args.zero[0] >= '0' && args.zero[0] <= '3') stage = args.zero[0] - '0';
-    if (stage < 0) {
-      return ReportError(absl::InvalidArgumentError(absl::StrCat("--zero ", args.zero, ": use auto, 0, 1, 2 or 3")));
-    }
-    options.zero_stage = stage;
-  }
+  auto zero = ParseZeroStage(args.zero, 3);
+  if (!zero.ok()) return ReportError(zero.status());
+  options.zero_stage = *zero;
   options.time_limit_seconds = args.time_limit;
   if (auto st = options.Validate(); !st.ok()) return ReportError(st);
   if (auto c = MakeCluster(options.cluster); !c.ok()) return ReportError(c.status());

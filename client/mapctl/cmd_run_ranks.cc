@@ -95,12 +95,9 @@ absl::StatusOr<ChosenPlan> ChoosePlan(const RunArgs& args) {
   if (!opt.ok()) return opt.status();
   o.profile.optimizer = *opt;
   o.max_zero_stage = 2;  // the runtime runs stages 0 to 2 so far
-  if (args.zero != "auto") {
-    if (args.zero.size() != 1 || args.zero[0] < '0' || args.zero[0] > '2') {
-      return absl::InvalidArgumentError(absl::StrCat("--zero ", args.zero, ": use auto, 0, 1 or 2 (stage 3 is not built in the runtime)"));
-    }
-    o.zero_stage = args.zero[0] - '0';
-  }
+  auto zero = ParseZeroStage(args.zero, o.max_zero_stage);
+  if (!zero.ok()) return zero.status();
+  o.zero_stage = *zero;
   if (args.strategy != "map") {
     // A baseline needs its own mesh: 1-D over the ranks.
     o.cluster.mesh.clear();

@@ -84,6 +84,9 @@ struct StepItems {
   const char* unit = "samples";
 };
 StepItems ItemsPerStep(const v1::Graph& graph);
+// --zero: "auto" → -1, "0".."highest" → the stage; INVALID_ARGUMENT otherwise, saying which
+// stages there are (and, below 3, that the rest is not built in the runtime).
+absl::StatusOr<int> ParseZeroStage(const std::string& text, int highest);
 // "  12345 tokens/s" (empty when unknown).
 std::string FormatThroughput(const StepItems& items, double seconds);
 // `run --ranks N` / `run --plan FILE` (cmd_run_ranks.cc).

@@ -351,6 +351,20 @@ absl::StatusOr<v1::RankProgram> LowerForRank(const Graph& graph, const std::vect
   return program;
 }
 
+std::vector<std::string> InstructionReads(const v1::Instruction& ins) {
+  if (ins.has_communicate()) return {ins.communicate().input()};
+  std::vector<std::string> out;
+  for (const std::string& name : ins.compute().inputs()) {
+    if (!name.empty()) out.push_back(name);
+  }
+  return out;
+}
+
+std::vector<std::string> InstructionWrites(const v1::Instruction& ins) {
+  if (ins.has_communicate()) return {ins.communicate().output()};
+  return {ins.compute().outputs().begin(), ins.compute().outputs().end()};
+}
+
 absl::StatusOr<std::vector<Strategy>> StrategiesFromPlan(const v1::Plan& plan, const Graph& graph) {
   if (plan.nodes_size() != graph.num_nodes()) {
     return absl::InvalidArgumentError(absl::StrCat("the plan has ", plan.nodes_size(), " node strategies for a graph of ",

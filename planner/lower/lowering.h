@@ -39,6 +39,10 @@ absl::StatusOr<v1::RankProgram> LowerForRank(const Graph& graph, const std::vect
 // The strategies a saved plan stands for (placements and per-axis labels of every node).
 absl::StatusOr<std::vector<Strategy>> StrategiesFromPlan(const v1::Plan& plan, const Graph& graph);
 
+// The local tensors an instruction reads (absent inputs skipped) and the ones it makes.
+std::vector<std::string> InstructionReads(const v1::Instruction& ins);
+std::vector<std::string> InstructionWrites(const v1::Instruction& ins);
+
 // Where the block of a tensor of `shape` with `placement` held by the rank at `coords` starts.
 absl::StatusOr<std::vector<int64_t>> BlockStart(const Shape& shape, const Placement& placement,
                                                 const std::vector<int64_t>& mesh, const std::vector<int64_t>& coords);

@@ -5,6 +5,7 @@
 #include <unordered_map>
 
 #include "planner/ir/tensor_type.h"
+#include "planner/lower/lowering.h"
 
 namespace mapd {
 
@@ -14,14 +15,7 @@ std::vector<ZeroParam> ZeroParams(const v1::RankProgram& program) {
   // Readers of every tensor name, by instruction index.
   std::unordered_map<std::string, std::vector<int>> readers;
   for (int i = 0; i < program.instructions_size(); ++i) {
-    const v1::Instruction& ins = program.instructions(i);
-    if (ins.has_communicate()) {
-      readers[ins.communicate().input()].push_back(i);
-    } else {
-      for (const std::string& in : ins.compute().inputs()) {
-        if (!in.empty()) readers[in].push_back(i);
-      }
-    }
+    for (const std::string& in : InstructionReads(program.instructions(i))) readers[in].push_back(i);
   }
   auto grad_sync = [&](int i) -> const v1::Communicate* {
     const v1::Instruction& ins = program.instructions(i);

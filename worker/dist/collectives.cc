@@ -155,16 +155,24 @@ absl::StatusOr<at::Tensor> ApplyCommunicate(const v1::Communicate& step, const a
   return absl::InvalidArgumentError(absl::StrCat("communicate step '", step.output(), "' has no kind"));
 }
 
-at::Tensor FlatShard(const at::Tensor& full, const ZeroParam& z) {
-  at::Tensor flat = full.detach().reshape({-1});
+namespace {
+
+// `t` flattened and zero-padded to z.ranks × z.chunk elements.
+at::Tensor PaddedFlat(const at::Tensor& t, const ZeroParam& z) {
+  at::Tensor flat = t.reshape({-1});
   if (flat.numel() < z.ranks * z.chunk) flat = at::constant_pad_nd(flat, {0, z.ranks * z.chunk - flat.numel()});
-  return flat.narrow(0, z.index * z.chunk, z.chunk).clone();
+  return flat;
+}
+
+}  // namespace
+
+at::Tensor FlatShard(const at::Tensor& full, const ZeroParam& z) {
+  return PaddedFlat(full.detach(), z).narrow(0, z.index * z.chunk, z.chunk).clone();
 }
 
 absl::StatusOr<at::Tensor> ReduceScatterShard(const at::Tensor& full, const ZeroParam& z,
                                               const std::vector<Communicator*>& groups) {
-  at::Tensor x = full.reshape({-1});
-  if (x.numel() < z.ranks * z.chunk) x = at::constant_pad_nd(x, {0, z.ranks * z.chunk - x.numel()});
+  at::Tensor x = PaddedFlat(full, z);
   for (int a : z.axes) {
     auto part = groups.at(a)->ReduceScatter(x, 0);
     if (!part.ok()) return part.status();

@@ -11,6 +11,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "planner/lower/lowering.h"
 #include "planner/sharding/placement.h"
 #include "worker/dist/collectives.h"
 #include "worker/runtime/exec_table.h"
@@ -163,10 +164,7 @@ absl::StatusOr<std::unique_ptr<RankTrainer>> RankTrainer::Create(Graph graph, v1
   std::unordered_map<std::string, int> last;
   const auto& ins = t->program_.instructions();
   for (int i = 0; i < ins.size(); ++i) {
-    if (ins[i].has_communicate()) last[ins[i].communicate().input()] = i;
-    for (const auto& name : ins[i].compute().inputs()) {
-      if (!name.empty()) last[name] = i;
-    }
+    for (const std::string& name : InstructionReads(ins[i])) last[name] = i;
   }
   last.erase(t->program_.loss());
   for (const auto& u : t->graph_.proto().buffer_updates()) last.erase(u.value());
@@ -238,20 +236,8 @@ absl::StatusOr<std::unique_ptr<RankTrainer>> RankTrainer::Create(Graph graph, v1
     }
     SegmentIo io;
     std::set<std::string> made, read_in;
-    auto reads = [&](int i) {
-      std::vector<std::string> r;
-      const v1::Instruction& ins = t->program_.instructions(i);
-      if (ins.has_communicate()) r.push_back(ins.communicate().input());
-      for (const auto& n : ins.compute().inputs()) if (!n.empty()) r.push_back(n);
-      return r;
-    };
-    auto writes = [&](int i) {
-      std::vector<std::string> w;
-      const v1::Instruction& ins = t->program_.instructions(i);
-      if (ins.has_communicate()) w.push_back(ins.communicate().output());
-      for (const auto& n : ins.compute().outputs()) w.push_back(n);
-      return w;
-    };
+    auto reads = [&](int i) { return InstructionReads(t->program_.instructions(i)); };
+    auto writes = [&](int i) { return InstructionWrites(t->program_.instructions(i)); };
     for (int i = seg.first(); i <= seg.last(); ++i) {
       for (const auto& r : reads(i)) {
         if (!made.count(r) && !t->leaves_.count(r) && read_in.insert(r).second) io.inputs.push_back(r);
