@@ -9,6 +9,13 @@
 //                         predicted step time against the best baseline that fits (ratio > 1:
 //                         MAP faster), as the markdown table in docs/planner.md.
 //   plan_bench --solve    only the solve times.
+//   plan_bench --sweep    the budget sweep of docs/planner.md: llama2-7b (32 × 4096 tokens) and
+//                         gpt2-xl (64 × 1024) on 8 H100s as memory per device shrinks from 80
+//                         to 12 GiB — MAP's plan (mesh, ZeRO stage, recomputed layers), its step
+//                         and peak, beside every baseline's.
+//   plan_bench --targets  llama2-7b on 8 × 40 GiB and llama2-70b on 64 × 80 GiB (4096-token
+//                         sequences, a batch that splits over every data-parallel degree): MAP's
+//                         plan must fit and be no slower than any baseline that fits.
 //
 // Exits 1 if MAP's plan is slower than a baseline that fits anywhere in the grid.
 #include <cstdio>
@@ -135,9 +142,113 @@ int Grid() {
   return violations;
 }
 
+std::string Describe(const mapd::PlanCandidate& c) {
+  std::string s = absl::StrFormat("mesh %s, ZeRO %d", absl::StrJoin(c.mesh, "x"), c.zero_stage);
+  if (!c.recomputed_layers.empty()) absl::StrAppend(&s, absl::StrFormat(", %d layers recomputed", c.recomputed_layers.size()));
+  return s;
+}
+
+const mapd::PlanCandidate* BestFittingBaseline(const mapd::PlanResult& r) {
+  const mapd::PlanCandidate* best = nullptr;
+  for (const auto& b : r.baselines) {
+    if (b.applicable && b.fits && (best == nullptr || b.cost.step_seconds < best->cost.step_seconds)) best = &b;
+  }
+  return best;
+}
+
+int Sweep() {
+  int violations = 0;
+  for (const char* spec : {"llama2-7b:batch=32,seq=4096", "gpt2-xl:batch=64,seq=1024"}) {
+    auto graph = TrainingGraph(spec);
+    if (!graph.ok()) return 1;
+    std::printf("\n%s on 8 h100-80g\n\n", spec);
+    std::printf("| memory per device | MAP plan | MAP step | MAP peak | best fitting baseline | baseline step | baseline / MAP | search |\n");
+    std::printf("|---|---|---|---|---|---|---|---|\n");
+    for (int64_t gib : {80, 64, 48, 40, 32, 24, 16, 12}) {
+      auto r = mapd::SearchPlan(*graph, Options(8, gib));
+      if (!r.ok()) {
+        std::printf("| %lld GiB | error: %s |\n", static_cast<long long>(gib), std::string(r.status().message()).c_str());
+        ++violations;
+        continue;
+      }
+      const mapd::PlanCandidate* base = BestFittingBaseline(*r);
+      std::string map_plan = "no plan fits", map_step = "-", map_peak = "-", ratio = "-";
+      if (r->fits) {
+        map_plan = Describe(r->plan);
+        map_step = absl::StrFormat("%.0f ms", r->plan.cost.step_seconds * 1e3);
+        map_peak = mapd::FormatBytes(static_cast<int64_t>(r->plan.cost.peak_bytes()));
+      } else {
+        map_plan = absl::StrFormat("no plan fits (needs %s)", mapd::FormatBytes(static_cast<int64_t>(r->min_memory_bytes)));
+      }
+      std::string base_name = "none fits", base_step = "-";
+      if (base != nullptr) {
+        base_name = base->name;
+        base_step = absl::StrFormat("%.0f ms", base->cost.step_seconds * 1e3);
+        if (r->fits) {
+          ratio = absl::StrFormat("%.2f", base->cost.step_seconds / r->plan.cost.step_seconds);
+          if (base->cost.step_seconds < r->plan.cost.step_seconds * (1 - 1e-9)) ++violations;
+        } else {
+          ++violations;
+        }
+      }
+      std::printf("| %lld GiB | %s | %s | %s | %s | %s | %s | %.1f s |\n", static_cast<long long>(gib), map_plan.c_str(),
+                  map_step.c_str(), map_peak.c_str(), base_name.c_str(), base_step.c_str(), ratio.c_str(), r->search_seconds);
+      std::fflush(stdout);
+    }
+  }
+  return violations;
+}
+
+int Targets() {
+  struct Target {
+    const char* spec;
+    int64_t devices, gib;
+  };
+  int failures = 0;
+  for (const Target& t : {Target{"llama2-7b:batch=64,seq=4096", 8, 40}, Target{"llama2-70b:batch=64,seq=4096", 64, 80}}) {
+    auto graph = TrainingGraph(t.spec);
+    if (!graph.ok()) return 1;
+    auto r = mapd::SearchPlan(*graph, Options(t.devices, t.gib));
+    if (!r.ok()) {
+      std::printf("%s: %s\n", t.spec, std::string(r.status().message()).c_str());
+      ++failures;
+      continue;
+    }
+    std::printf("\n%s on %lld h100-80g with %lld GiB each (search %.1f s)\n", t.spec, static_cast<long long>(t.devices),
+                static_cast<long long>(t.gib), r->search_seconds);
+    std::printf("  %-24s %-44s %12s %12s %s\n", "plan", "configuration", "step", "peak", "fits");
+    auto row = [&](const mapd::PlanCandidate& c, const std::string& name) {
+      if (!c.applicable) {
+        std::printf("  %-24s %-44s %12s %12s n/a (%s)\n", name.c_str(), absl::StrJoin(c.mesh, "x").c_str(), "-", "-", c.note.c_str());
+        return;
+      }
+      std::printf("  %-24s %-44s %9.1f ms %12s %s\n", name.c_str(), Describe(c).c_str(), c.cost.step_seconds * 1e3,
+                  mapd::FormatBytes(static_cast<int64_t>(c.cost.peak_bytes())).c_str(), c.fits ? "yes" : "no");
+    };
+    row(r->plan, "MAP");
+    for (const auto& b : r->baselines) row(b, b.name);
+    const mapd::PlanCandidate* base = BestFittingBaseline(*r);
+    if (!r->fits) {
+      std::printf("  FAIL: MAP's plan does not fit\n");
+      ++failures;
+    } else if (base != nullptr && base->cost.step_seconds < r->plan.cost.step_seconds * (1 - 1e-9)) {
+      std::printf("  FAIL: %s is faster\n", base->name.c_str());
+      ++failures;
+    } else {
+      std::printf("  MAP fits; %s\n", base == nullptr ? "no baseline fits"
+                                                       : absl::StrFormat("%.2fx faster than the best fitting baseline (%s)",
+                                                                         base->cost.step_seconds / r->plan.cost.step_seconds,
+                                                                         base->name).c_str());
+    }
+  }
+  return failures;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
+  if (argc > 1 && std::strcmp(argv[1], "--sweep") == 0) return Sweep() == 0 ? 0 : 1;
+  if (argc > 1 && std::strcmp(argv[1], "--targets") == 0) return Targets() == 0 ? 0 : 1;
   const bool grid_only = argc > 1 && std::strcmp(argv[1], "--grid") == 0;
   const bool solve_only = argc > 1 && std::strcmp(argv[1], "--solve") == 0;
   int failures = 0;

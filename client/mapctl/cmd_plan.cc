@@ -44,8 +44,16 @@ nlohmann::json CandidateJson(const PlanCandidate& c) {
   }
   j["predicted_step_seconds"] = c.cost.step_seconds;
   j["predicted_peak_bytes"] = static_cast<int64_t>(c.cost.peak_bytes());
+  j["recomputed_layers"] = c.recomputed_layers;
   j["solver_status"] = v1::SolverResponse::Status_Name(c.solver_status);
   return j;
+}
+
+// "layers.1, layers.2, …, layers.28" — the first and last few of a long list.
+std::string LayerList(const std::vector<std::string>& layers) {
+  if (layers.size() <= 6) return absl::StrJoin(layers, ", ");
+  return absl::StrCat(absl::StrJoin(layers.begin(), layers.begin() + 3, ", "), ", ..., ",
+                      absl::StrJoin(layers.end() - 2, layers.end(), ", "));
 }
 
 }  // namespace
@@ -80,6 +88,7 @@ int RunPlan(const PlanArgs& args) {
   auto zero = ParseZeroStage(args.zero, 3);
   if (!zero.ok()) return ReportError(zero.status());
   options.zero_stage = *zero;
+  options.recompute = args.recompute != "off";
   options.time_limit_seconds = args.time_limit;
   if (auto st = options.Validate(); !st.ok()) return ReportError(st);
   if (auto c = MakeCluster(options.cluster); !c.ok()) return ReportError(c.status());
@@ -134,11 +143,13 @@ int RunPlan(const PlanArgs& args) {
     j["predicted_step_seconds"] = cost.step_seconds;
     j["predicted_compute_seconds"] = cost.compute_seconds;
     j["predicted_communication_seconds"] = cost.comm_seconds;
+    j["predicted_recompute_seconds"] = cost.recompute_seconds;
+    j["recomputed_layers"] = plan.recomputed_layers;
     j["predicted_peak_bytes"] = static_cast<int64_t>(cost.peak_bytes());
     j["memory_breakdown"] = {{"parameters", static_cast<int64_t>(cost.parameter_bytes)},
                              {"gradients", static_cast<int64_t>(cost.gradient_bytes)},
                              {"optimizer_states", static_cast<int64_t>(cost.optimizer_bytes)},
-                             {"activations", static_cast<int64_t>(cost.activation_bytes)},
+                             {"activations", static_cast<int64_t>(cost.activation_bytes + cost.recompute_bytes)},
                              {"gathered_parameters", static_cast<int64_t>(cost.fixed_bytes)}};
     nlohmann::json comm;
     for (int k = 0; k < 4; ++k) comm[CollectiveName(static_cast<CollectiveKind>(k))] = static_cast<int64_t>(cost.comm_bytes[k]);
@@ -189,12 +200,21 @@ int RunPlan(const PlanArgs& args) {
             << ")\n"
             << "ZeRO:         " << (plan.zero_stage == 0 ? std::string("off") : absl::StrCat("stage ", plan.zero_stage))
             << "\n"
+            << "Recompute:    "
+            << (plan.recomputed_layers.empty()
+                    ? std::string("none (every activation kept for backward)")
+                    : absl::StrCat(plan.recomputed_layers.size(), " layer(s): ", LayerList(plan.recomputed_layers), " (",
+                                   Ms(cost.recompute_seconds), " more per step, ", Bytes(-cost.recompute_bytes),
+                                   " less per device)"))
+            << "\n"
             << "Step time:    " << Ms(cost.step_seconds) << " predicted (compute " << Ms(cost.compute_seconds)
-            << ", communication " << Ms(cost.comm_seconds) << ")\n"
+            << ", communication " << Ms(cost.comm_seconds)
+            << (cost.recompute_seconds > 0 ? absl::StrCat(", recompute ", Ms(cost.recompute_seconds)) : std::string())
+            << ")\n"
             << "Memory:       " << Bytes(cost.peak_bytes()) << " per device predicted, of "
             << FormatBytes(cluster.memory_per_device) << ": parameters " << Bytes(cost.parameter_bytes) << ", gradients "
             << Bytes(cost.gradient_bytes) << ", optimizer states " << Bytes(cost.optimizer_bytes) << ", activations "
-            << Bytes(cost.activation_bytes);
+            << Bytes(cost.activation_bytes + cost.recompute_bytes);
   if (cost.fixed_bytes > 0) std::cout << ", gathered parameters " << Bytes(cost.fixed_bytes);
   std::cout << "\nCommunication per device per step:";
   for (int k = 0; k < 4; ++k) {
@@ -207,13 +227,13 @@ int RunPlan(const PlanArgs& args) {
       v1::SolverResponse::Status_Name(plan.solver_status), plan.decisions, graph->num_nodes());
 
   std::cout << "\nMesh shapes (MAP's best on each):\n";
-  Table alts({"MESH", "ZERO", "STEP", "PEAK/DEVICE", "FITS"});
+  Table alts({"MESH", "ZERO", "RECOMPUTED", "STEP", "PEAK/DEVICE", "FITS"});
   for (const auto& a : result->alternatives) {
-    alts.Row({MeshString(a.mesh), std::to_string(a.zero_stage), Ms(a.cost.step_seconds), Bytes(a.cost.peak_bytes()),
-              a.fits ? "yes" : "no"});
+    alts.Row({MeshString(a.mesh), std::to_string(a.zero_stage), std::to_string(a.recomputed_layers.size()),
+              Ms(a.cost.step_seconds), Bytes(a.cost.peak_bytes()), a.fits ? "yes" : "no"});
   }
   for (const auto& p : result->pruned) {
-    alts.Row({MeshString(p.mesh), "-", absl::StrCat(">= ", Ms(p.cost.step_seconds)), "-", "pruned"});
+    alts.Row({MeshString(p.mesh), "-", "-", absl::StrCat(">= ", Ms(p.cost.step_seconds)), "-", "pruned"});
   }
   alts.Print(std::cout);
   std::cout << "\nBaselines (same cost model):\n";

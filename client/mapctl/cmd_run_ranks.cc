@@ -42,6 +42,7 @@ struct ChosenPlan {
   std::string name;
   double predicted_peak_bytes = 0;
   int zero_stage = 0;
+  std::vector<std::string> recompute;  // the layers the plan recomputes
 };
 
 absl::StatusOr<ChosenPlan> ChoosePlan(const RunArgs& args) {
@@ -65,6 +66,7 @@ absl::StatusOr<ChosenPlan> ChoosePlan(const RunArgs& args) {
     c.strategies = *std::move(strategies);
     c.name = absl::StrCat("saved plan ", args.plan);
     c.predicted_peak_bytes = plan.predicted_peak_bytes();
+    c.recompute.assign(plan.recomputed_layers().begin(), plan.recomputed_layers().end());
     int64_t devices = 1;
     for (int64_t d : c.mesh) devices *= d;
     if (args.ranks > 1 && args.ranks != devices) {
@@ -98,6 +100,7 @@ absl::StatusOr<ChosenPlan> ChoosePlan(const RunArgs& args) {
   auto zero = ParseZeroStage(args.zero, o.max_zero_stage);
   if (!zero.ok()) return zero.status();
   o.zero_stage = *zero;
+  o.recompute = args.recompute == "auto";  // an explicit --recompute is the user's choice, not the search's
   if (args.strategy != "map") {
     // A baseline needs its own mesh: 1-D over the ranks.
     o.cluster.mesh.clear();
@@ -112,7 +115,9 @@ absl::StatusOr<ChosenPlan> ChoosePlan(const RunArgs& args) {
     }
     chosen = &r->plan;
     c.name = absl::StrCat("MAP's plan (mesh ", absl::StrJoin(r->plan.mesh, "x"),
-                          r->plan.zero_stage > 0 ? absl::StrCat(", ZeRO-", r->plan.zero_stage) : "", ")");
+                          r->plan.zero_stage > 0 ? absl::StrCat(", ZeRO-", r->plan.zero_stage) : "",
+                          r->plan.recomputed_layers.empty() ? "" : absl::StrCat(", ", r->plan.recomputed_layers.size(), " layer(s) recomputed"),
+                          ")");
   } else {
     const std::string want = args.strategy == "dp" ? "data parallel" : absl::StrCat("Megatron TP=", args.ranks);
     for (const auto& b : r->baselines) {
@@ -126,6 +131,7 @@ absl::StatusOr<ChosenPlan> ChoosePlan(const RunArgs& args) {
   c.strategies = chosen->strategies;
   c.zero_stage = chosen->zero_stage;
   c.predicted_peak_bytes = chosen->cost.peak_bytes();
+  c.recompute = chosen->recomputed_layers;
   return c;
 }
 
@@ -165,9 +171,13 @@ int RunOnRanks(const RunArgs& args) {
   std::filesystem::create_directories(dir, ec);
   if (ec) return ReportError(absl::InternalError(absl::StrCat("cannot make ", dir.string(), ": ", ec.message())));
   if (auto st = WriteGraphFile(plan->graph, (dir / "graph.pb").string()); !st.ok()) return ReportError(st);
-  // Activation checkpointing: the layers whose activations are recomputed in backward.
+  // Activation checkpointing: the layers whose activations are recomputed in backward — the
+  // plan's unless --recompute says otherwise.
   std::vector<std::string> recompute;
-  if (args.recompute == "all") {
+  if (args.recompute == "auto") {
+    recompute = plan->recompute;
+  } else if (args.recompute == "off") {
+  } else if (args.recompute == "all") {
     recompute = RepeatedLayers(*graph);
   } else if (!args.recompute.empty()) {
     recompute = absl::StrSplit(args.recompute, ',', absl::SkipEmpty());
@@ -220,6 +230,7 @@ int RunOnRanks(const RunArgs& args) {
   if (args.format != "json") {
     std::cout << "Training on " << world << " ranks (mesh " << absl::StrJoin(plan->mesh, "x") << ") under " << plan->name
               << "\n";
+    if (!recompute.empty()) std::cout << "Recomputing in backward: " << absl::StrJoin(recompute, ", ") << "\n";
   }
   std::map<int, std::vector<double>> losses;  // per rank
   std::map<int, int64_t> peaks;
@@ -374,7 +385,7 @@ int RunOnRanks(const RunArgs& args) {
     }
     nlohmann::json j = {{"model", graph->name()}, {"ranks", world}, {"mesh", plan->mesh}, {"plan", plan->name},
                         {"steps", steps}, {"seconds", total}, {"predicted_peak_bytes", static_cast<int64_t>(plan->predicted_peak_bytes)},
-                        {"per_rank", per_rank}};
+                        {"per_rank", per_rank}, {"zero_stage", plan->zero_stage}, {"recomputed_layers", recompute}};
     if (args.check_reference) {
       j["reference_max_relative_loss_difference"] = worst;
       j["reference_max_parameter_difference"] = params.relative;

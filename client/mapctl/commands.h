@@ -58,7 +58,7 @@ struct RunArgs {
   std::string plan;                  // a plan.pb from `mapctl plan --save` (its graph and mesh)
   std::string device_type = "cpu";   // the planner's cost model for `--strategy map`
   std::string zero = "auto";         // ZeRO stage for `--strategy map`: auto | 0 | 1 | 2
-  std::string recompute;             // activation checkpointing: "" | all | LAYER,LAYER...
+  std::string recompute = "auto";    // activation checkpointing: auto (the plan's) | off | all | LAYER,LAYER...
   std::string memory_per_device;     // the planner's budget
   bool check_reference = false;      // also train on one process and compare
   int64_t rank_timeout = 60;         // seconds a rank may stay silent (hung) or wait in a collective
@@ -108,6 +108,7 @@ struct PlanArgs {
   double time_limit = 10;
   std::string dump_request;
   std::string zero = "auto";      // auto | 0..3
+  std::string recompute = "auto"; // auto (the search may checkpoint layers) | off
   std::string save;               // plan.pb
   std::string report;             // plan.html
   std::string format = "table";

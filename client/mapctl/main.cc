@@ -109,7 +109,9 @@ int main(int argc, char** argv) {
   run->add_option("--zero", run_args.zero, "ZeRO stage of MAP's plan over data-parallel axes: auto | 0 | 1 | 2 (3 is not built in the runtime)")
       ->capture_default_str();
   run->add_option("--recompute", run_args.recompute,
-                  "Activation checkpointing with --ranks: recompute these layers in backward (all, or LAYER,LAYER... as `mapctl profile` names them)");
+                  "Activation checkpointing with --ranks: auto (as MAP's plan or the saved plan says), off, all, or LAYER,LAYER... "
+                  "as `mapctl profile` names them")
+      ->capture_default_str();
   run->add_option("--memory-per-device", run_args.memory_per_device, "Memory per rank, e.g. 1GiB: the planner's budget, and a cap each rank enforces (an allocation past it fails, naming the rank and the bytes)");
   run->add_flag("--check-reference", run_args.check_reference, "Also train on one process and compare the losses");
   run->add_option("--rank-timeout", run_args.rank_timeout, "Seconds a rank may stay silent before the run is stopped")
@@ -159,6 +161,10 @@ int main(int argc, char** argv) {
   plan->add_option("--time-limit", plan_args.time_limit, "Solver time limit in seconds")->capture_default_str();
   plan->add_option("--dump-solver-request", plan_args.dump_request, "Write the winning ILP request (proto) here");
   plan->add_option("--zero", plan_args.zero, "ZeRO stage over data-parallel axes: auto | 0 | 1 | 2 | 3")->capture_default_str();
+  plan->add_option("--recompute", plan_args.recompute,
+                   "Activation checkpointing: auto (under the budget the search may recompute repeated layers) | off")
+      ->check(CLI::IsMember({"auto", "off"}))
+      ->capture_default_str();
   plan->add_option("--save", plan_args.save, "Save the plan (proto, with its graph) to this file");
   plan->add_option("--report", plan_args.report, "Write a self-contained HTML report (SVG) to this file");
   plan->add_option("-o,--output", plan_args.format, "Output format")->check(CLI::IsMember({"table", "json"}))->capture_default_str();

@@ -7,17 +7,6 @@
 
 namespace mapd {
 
-std::vector<std::string> RepeatedLayers(const Graph& graph) {
-  std::vector<std::string> out;
-  std::set<std::string> seen;
-  for (int n = 0; n < graph.num_nodes(); ++n) {
-    const std::string layer = LayerOfScope(graph.node(n).scope());
-    if (layer.find_first_of("0123456789") == std::string::npos || !seen.insert(layer).second) continue;
-    out.push_back(layer);
-  }
-  return out;
-}
-
 absl::Status MarkRecompute(const Graph& graph, const std::vector<std::string>& layers, v1::RankProgram* program) {
   const std::set<std::string> chosen(layers.begin(), layers.end());
   std::set<std::string> found;

@@ -12,13 +12,10 @@
 
 #include "absl/status/status.h"
 #include "planner/ir/graph.h"
+#include "planner/profile/layers.h"
 #include "proto/mapd/v1/rank_program.pb.h"
 
 namespace mapd {
-
-// The layers of `graph` that repeat (their name has a numeric part: "transformer.h.3"), in
-// graph order — what `--recompute all` means.
-std::vector<std::string> RepeatedLayers(const Graph& graph);
 
 // Adds a segment to `program` for every run of instructions in one of `layers`. INVALID_ARGUMENT
 // naming a layer no node belongs to.

@@ -47,6 +47,8 @@ StrategyCost CostStrategy(const PreparedNode& pn, const Strategy& s, const Clust
   const double bytes = static_cast<double>(pn.cost.bytes) * passes / split;
   c.compute_seconds = std::max(flops / peak, bytes / cluster.device.memory_bandwidth) +
                       pn.cost.kernels * passes * cluster.device.kernel_overhead_seconds;
+  c.forward_seconds = std::max(pn.cost.flops / split / peak, static_cast<double>(pn.cost.bytes) / split / cluster.device.memory_bandwidth) +
+                      pn.cost.kernels * cluster.device.kernel_overhead_seconds;
   c.activation_bytes = static_cast<double>(pn.saved.extra_bytes) / split;
   const double states = OptimizerStatesPerParamByte(options);
   for (size_t i = 0; i < pn.in.size(); ++i) {
@@ -286,7 +288,7 @@ absl::StatusOr<ChoiceCost> CostChoice(const Graph& graph, const Cluster& cluster
     for (const Collective& col : all) c.comm_bytes[static_cast<int>(col.kind)] += static_cast<double>(col.bytes);
   }
   c.fixed_bytes = cg.request.memory_fixed();
-  c.step_seconds = c.compute_seconds + c.comm_seconds;
+  c.step_seconds = c.compute_seconds + c.comm_seconds;  // recomputation is added by the planner
   return c;
 }
 
@@ -332,7 +334,9 @@ FoldedCostGraph FoldRepeatedLayers(const Graph& graph, const CostGraph& cg) {
   }
   // Edges between the same two classes with the same costs fold into one with a multiplicity.
   std::map<std::pair<int, int>, std::vector<int>> edges;  // (src, dst) class → folded edges
-  for (const auto& e : cg.request.edges()) {
+  f.edge_of.assign(cg.request.edges_size(), -1);
+  for (int ei = 0; ei < cg.request.edges_size(); ++ei) {
+    const auto& e = cg.request.edges(ei);
     const int src = f.class_of[e.src()], dst = f.class_of[e.dst()];
     if (src == dst) {
       // Both ends share one decision: only the diagonal (same strategy) can occur; fold it
@@ -360,6 +364,7 @@ FoldedCostGraph FoldRepeatedLayers(const Graph& graph, const CostGraph& cg) {
     }
     auto* fe = f.request.mutable_edges(into);
     fe->set_multiplicity(fe->multiplicity() + std::max<int64_t>(e.multiplicity(), 1));
+    f.edge_of[ei] = into;
   }
   f.request.set_memory_budget(cg.request.memory_budget());
   f.request.set_memory_fixed(cg.request.memory_fixed());

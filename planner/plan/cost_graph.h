@@ -42,6 +42,7 @@ struct CostGraphOptions {
 // What one node costs under one strategy, split for reports.
 struct StrategyCost {
   double compute_seconds = 0;  // roofline on local shapes, forward + backward
+  double forward_seconds = 0;  // its forward part (what recomputation runs again)
   double comm_seconds = 0;     // the node's own collectives (gradient all-reduce, ZeRO gathers)
   std::array<double, 4> comm_bytes{};  // by CollectiveKind, bytes each device sends/receives (B)
   double parameter_bytes = 0, gradient_bytes = 0, optimizer_bytes = 0, activation_bytes = 0;
@@ -70,6 +71,7 @@ struct CostGraph {
 struct FoldedCostGraph {
   v1::SolverRequest request;     // the folded problem
   std::vector<int> class_of;     // per graph node: its solver node in `request`
+  std::vector<int> edge_of;      // per cost-graph edge: its folded edge (-1: folded into a node)
   // The per-node choice that a folded choice stands for.
   std::vector<int> Expand(const std::vector<int>& folded_choice) const;
 };
@@ -95,8 +97,12 @@ struct ChoiceCost {
   std::array<double, 4> comm_bytes{};  // by CollectiveKind, per device
   double parameter_bytes = 0, gradient_bytes = 0, optimizer_bytes = 0, activation_bytes = 0;
   double fixed_bytes = 0;      // the request's fixed part (ZeRO-3's gathered parameters)
+  // Activation checkpointing: the forward run again (in step_seconds) and the bytes it changes
+  // (negative: saved) — the activations no longer kept, less the checkpoints, plus one layer's
+  // activations made again during its backward.
+  double recompute_seconds = 0, recompute_bytes = 0;
   double peak_bytes() const {
-    return parameter_bytes + gradient_bytes + optimizer_bytes + activation_bytes + fixed_bytes;
+    return parameter_bytes + gradient_bytes + optimizer_bytes + activation_bytes + fixed_bytes + recompute_bytes;
   }
 };
 absl::StatusOr<ChoiceCost> CostChoice(const Graph& graph, const Cluster& cluster, const CostGraph& cost_graph,

@@ -14,6 +14,7 @@
 #include "planner/plan/baselines.h"
 #include "planner/plan/describe.h"
 #include "planner/plan/prepared_graph.h"
+#include "planner/plan/recompute_groups.h"
 #include "planner/solver/strategy_solver.h"
 
 namespace mapd {
@@ -57,11 +58,18 @@ struct Solved {
   v1::SolverResponse response;
   v1::SolverRequest request;  // folded
   int decisions = 0;
+  // Activation checkpointing chosen with the strategies: the layers, and what they add.
+  std::vector<std::string> recomputed_layers;
+  double recompute_seconds = 0, recompute_bytes = 0;
 };
 
-// Solves a cost graph with repeated layers sharing decisions; budget 0 = no memory limit.
-absl::StatusOr<Solved> Solve(const Graph& graph, const CostGraph& cg, double budget, double time_limit) {
+// Solves a cost graph with repeated layers sharing decisions; budget 0 = no memory limit. With
+// `recompute_on` (a cluster), under a budget the solver may also checkpoint repeated layers.
+absl::StatusOr<Solved> Solve(const Graph& graph, const CostGraph& cg, double budget, double time_limit,
+                             const Cluster* recompute_on = nullptr) {
   FoldedCostGraph folded = FoldRepeatedLayers(graph, cg);
+  std::vector<std::vector<std::string>> group_layers;
+  if (recompute_on != nullptr && budget > 0) group_layers = AddRecomputeGroups(graph, *recompute_on, cg, &folded);
   folded.request.set_memory_budget(budget);
   folded.request.set_time_limit_seconds(time_limit);
   auto resp = SolveStrategies(folded.request);
@@ -71,23 +79,36 @@ absl::StatusOr<Solved> Solve(const Graph& graph, const CostGraph& cg, double bud
   // MAPD_TRACE=1: one line per ILP on stderr (docs/planner.md).
   static const bool trace = getenv("MAPD_TRACE") != nullptr;
   if (trace) {
-    std::fprintf(stderr, "mapd plan: ILP %d decisions, budget %s -> %s in %.3f s, %.6g s/step\n",
+    std::string groups;
+    for (int g = 0; g < folded.request.recompute_size(); ++g) {
+      absl::StrAppend(&groups, ", ", folded.request.recompute(g).name(), ": ",
+                      g < s.response.recomputed_size() ? s.response.recomputed(g) : 0, " of ", folded.request.recompute(g).layers(),
+                      " layers recompute");
+    }
+    std::fprintf(stderr, "mapd plan: ILP %d decisions, budget %s -> %s in %.3f s, %.6g s/step%s\n",
                  folded.request.nodes_size(), budget > 0 ? absl::StrCat(static_cast<int64_t>(budget), " B").c_str() : "none",
                  v1::SolverResponse::Status_Name(s.response.status()).c_str(), s.response.solve_seconds(),
-                 s.response.objective());
+                 s.response.objective(), groups.c_str());
   }
   s.decisions = folded.request.nodes_size();
   s.request = std::move(folded.request);
   if (s.response.status() != v1::SolverResponse::INFEASIBLE) {
-    s.choice = folded.Expand(std::vector<int>(s.response.choice().begin(), s.response.choice().end()));
+    const std::vector<int> choice(s.response.choice().begin(), s.response.choice().end());
+    const std::vector<int64_t> recomputed(s.response.recomputed().begin(), s.response.recomputed().end());
+    s.choice = folded.Expand(choice);
+    s.recomputed_layers = RecomputedLayers(group_layers, recomputed);
+    s.recompute_seconds = RecomputeSecondsOf(s.request, choice, recomputed);
+    s.recompute_bytes = RecomputeBytesOf(s.request, choice, recomputed);
   }
   return s;
 }
 
-double MinMemory(const CostGraph& cg) {
-  double m = cg.request.memory_fixed();
-  for (const auto& n : cg.request.nodes()) m += *std::min_element(n.memory().begin(), n.memory().end());
-  return m;
+// The least memory any plan of a cost graph needs: every node at its smallest strategy and,
+// with `recompute_on`, every repeated layer recomputed.
+double MinMemory(const Graph& graph, const CostGraph& cg, const Cluster* recompute_on) {
+  FoldedCostGraph folded = FoldRepeatedLayers(graph, cg);
+  if (recompute_on != nullptr) AddRecomputeGroups(graph, *recompute_on, cg, &folded);
+  return LeastMemory(folded.request);
 }
 
 // Builds and caches cost graphs per (mesh, ZeRO stage); links come from the cluster options.
@@ -133,6 +154,10 @@ absl::Status Fill(PlanCandidate& c, const Graph& graph, const Cluster& cluster, 
   auto cost = CostChoice(graph, cluster, cg, s.choice);
   if (!cost.ok()) return cost.status();
   c.cost = *cost;
+  c.cost.recompute_seconds = s.recompute_seconds;
+  c.cost.recompute_bytes = s.recompute_bytes;
+  c.cost.step_seconds += s.recompute_seconds;
+  c.recomputed_layers = s.recomputed_layers;
   c.mesh = cluster.mesh;
   c.fits = c.cost.peak_bytes() <= budget;
   c.strategies.clear();
@@ -163,19 +188,20 @@ absl::StatusOr<PlanCandidate> SearchMesh(const Graph& graph, const PlannerOption
   c.name = "MAP";
   c.mesh = mesh;
   const double limit = options.time_limit_seconds;
-  // The lowest stage (of those the options allow, up to `highest`) at which a choice fits.
-  auto lowest_fitting_stage = [&](const std::vector<int>& choice, int highest) -> absl::StatusOr<int> {
+  // The lowest stage (of those the options allow, up to `highest`) at which a choice fits
+  // (with the bytes its recomputation changes, which no stage affects).
+  auto lowest_fitting_stage = [&](const Solved& s, int highest) -> absl::StatusOr<int> {
     for (int stage = std::max(options.zero_stage, 0); stage <= highest; ++stage) {
       auto cg = cache.Get(mesh, stage);
       if (!cg.ok()) return cg.status();
-      if (MemoryOf((*cg)->request, choice) <= budget) return stage;
+      if (MemoryOf((*cg)->request, s.choice) + s.recompute_bytes <= budget) return stage;
     }
     return -1;
   };
   // If the unconstrained plan fits, nothing is faster on this mesh (ZeRO 1–2 cost the same
   // seconds, so the lowest stage at which it fits is taken).
   const int pinned = options.zero_stage;
-  auto stage = lowest_fitting_stage(free.choice, pinned >= 0 ? pinned : std::min(2, options.max_zero_stage));
+  auto stage = lowest_fitting_stage(free, pinned >= 0 ? pinned : std::min(2, options.max_zero_stage));
   if (!stage.ok()) return stage.status();
   if (*stage >= 0) {
     c.zero_stage = *stage;
@@ -192,13 +218,13 @@ absl::StatusOr<PlanCandidate> SearchMesh(const Graph& graph, const PlannerOption
   for (int z : stages) {
     auto cg = cache.Get(mesh, z);
     if (!cg.ok()) return cg.status();
-    auto s = Solve(graph, **cg, budget, limit);
+    auto s = Solve(graph, **cg, budget, limit, options.recompute ? *cluster : nullptr);
     if (!s.ok()) return s.status();
     if (s->choice.empty()) {
       c.solve_seconds += s->response.solve_seconds();
       continue;
     }
-    auto used = lowest_fitting_stage(s->choice, z);
+    auto used = lowest_fitting_stage(*s, z);
     if (!used.ok()) return used.status();
     PlanCandidate cand = c;
     cand.zero_stage = *used >= 0 ? *used : z;
@@ -332,7 +358,9 @@ absl::StatusOr<PlanResult> SearchPlan(const Graph& graph, const PlannerOptions& 
     for (const auto& mesh : meshes) {
       auto cg = cache.Get(mesh, stage);
       if (!cg.ok()) return cg.status();
-      result.min_memory_bytes = std::min(result.min_memory_bytes, MinMemory(**cg));
+      auto cluster = cache.ClusterFor(mesh);
+      if (!cluster.ok()) return cluster.status();
+      result.min_memory_bytes = std::min(result.min_memory_bytes, MinMemory(graph, **cg, options.recompute ? *cluster : nullptr));
     }
   }
 
@@ -364,6 +392,7 @@ v1::Plan ToPlanProto(const Graph& graph, const PlanResult& result, const Planner
   plan.set_precision(PrecisionName(options.profile.precision));
   plan.set_predicted_step_seconds(result.plan.cost.step_seconds);
   plan.set_predicted_peak_bytes(result.plan.cost.peak_bytes());
+  for (const std::string& layer : result.plan.recomputed_layers) plan.add_recomputed_layers(layer);
   for (int n = 0; n < graph.num_nodes() && n < static_cast<int>(result.plan.strategies.size()); ++n) {
     const Strategy& s = result.plan.strategies[n];
     v1::NodeStrategy* ns = plan.add_nodes();

@@ -9,7 +9,8 @@
 // stages only add seconds (1–2 none, 3 the parameter gathers). Mesh shapes are then taken from
 // the lowest bound up. If a mesh's unconstrained plan fits at ZeRO 0, 1 or 2 it is the mesh's
 // best (the lowest such stage is used); otherwise the ILP is solved under the budget with ZeRO 2
-// (ZeRO 0's seconds, the least memory at those seconds) and ZeRO 3, and the faster kept. A mesh
+// (ZeRO 0's seconds, the least memory at those seconds) and ZeRO 3 — each also deciding how many
+// repeated layers recompute their activations — and the faster kept. A mesh
 // whose bound is no better than the best plan that fits so far is not solved further (pruned).
 #ifndef MAPD_PLANNER_PLAN_PLANNER_H_
 #define MAPD_PLANNER_PLAN_PLANNER_H_
@@ -38,6 +39,9 @@ struct PlannerOptions {
   // The highest stage the search may use: 2 for plans the runtime is to run (it does not run
   // ZeRO-3 yet), 3 otherwise.
   int max_zero_stage = 3;
+  // Under the budget, the solver may also recompute repeated layers' activations in backward
+  // (activation checkpointing, recompute_groups.h) — chosen with the strategies.
+  bool recompute = true;
   // The most axes a searched mesh has (1 or 2; a pinned mesh may have more).
   int max_mesh_axes = 2;
   // CBC's limit per ILP, in seconds.
@@ -58,6 +62,7 @@ struct PlanCandidate {
   bool fits = false;           // predicted peak ≤ the budget
   ChoiceCost cost;             // step time, communication, memory breakdown
   std::vector<Strategy> strategies;  // per graph node, the chosen strategy
+  std::vector<std::string> recomputed_layers;  // activation checkpointing: these layers recompute
   v1::SolverResponse::Status solver_status = v1::SolverResponse::STATUS_UNSPECIFIED;
   int decisions = 0;           // ILP decisions after repeated layers shared theirs
   double solve_seconds = 0;    // CBC's time for this candidate

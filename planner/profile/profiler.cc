@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cmath>
 #include <map>
+#include <set>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -23,17 +24,6 @@ const char* PhaseName(Phase p) {
     case Phase::kOptimizer: return "optimizer";
   }
   return "?";
-}
-
-std::string LayerOfScope(const std::string& scope) {
-  if (scope.empty()) return "(top)";
-  std::vector<std::string> parts = absl::StrSplit(scope, '.');
-  std::string out;
-  for (const auto& p : parts) {
-    out = out.empty() ? p : absl::StrCat(out, ".", p);
-    if (!p.empty() && std::all_of(p.begin(), p.end(), [](char c) { return absl::ascii_isdigit(c); })) return out;
-  }
-  return parts.front();
 }
 
 namespace {

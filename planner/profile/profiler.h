@@ -16,6 +16,7 @@
 
 #include "absl/status/statusor.h"
 #include "planner/ir/graph.h"
+#include "planner/profile/layers.h"
 #include "planner/profile/profile_options.h"
 
 namespace mapd {
@@ -83,8 +84,6 @@ struct ProfileReport {
 // Profiles one training step of a verified graph (output 0 is the loss).
 absl::StatusOr<ProfileReport> ProfileTrainingStep(const Graph& graph, const ProfileOptions& options);
 
-// "transformer.h.3.attn" → "transformer.h.3"; "lm_head" → "lm_head"; "" → "(top)".
-std::string LayerOfScope(const std::string& scope);
 
 }  // namespace mapd
 

@@ -2,6 +2,7 @@
 
 #include <coin/Cbc_C_Interface.h>
 
+#include <cmath>
 #include <limits>
 #include <memory>
 #include <string>
@@ -38,6 +39,42 @@ absl::StatusOr<CbcResult> SolveWithCbc(const v1::SolverRequest& r, const std::ve
     e_first[e] = static_cast<int>(obj.size());
     for (double c : r.edges(e).cost()) obj.push_back(Mult(r.edges(e).multiplicity()) * c);
   }
+  // Recompute groups: ρ_g (integer), b_g (binary), then z_vk and t_vk per member, y_eij per
+  // member edge.
+  struct GroupCols {
+    int rho, b;
+    std::vector<int> z, t, y;  // first column per member / member edge
+  };
+  std::vector<GroupCols> gcols(r.recompute_size());
+  std::vector<double> col_lb, col_ub;
+  col_lb.assign(obj.size(), 0.0);
+  col_ub.assign(obj.size(), 1.0);
+  std::vector<int> integer_cols;
+  auto add_col = [&](double cost, double lb, double ub) {
+    obj.push_back(cost);
+    col_lb.push_back(lb);
+    col_ub.push_back(ub);
+    return static_cast<int>(obj.size()) - 1;
+  };
+  for (int g = 0; g < r.recompute_size(); ++g) {
+    const auto& group = r.recompute(g);
+    const double layers = static_cast<double>(group.layers());
+    GroupCols& gc = gcols[g];
+    gc.rho = add_col(0.0, static_cast<double>(group.min_recomputed()), layers);
+    gc.b = add_col(0.0, 0.0, 1.0);
+    integer_cols.push_back(gc.rho);
+    integer_cols.push_back(gc.b);
+    for (const auto& mem : group.members()) {
+      gc.z.push_back(static_cast<int>(obj.size()));
+      for (double f : mem.seconds()) add_col(f, 0.0, layers);
+      gc.t.push_back(static_cast<int>(obj.size()));
+      for (int k = 0; k < mem.seconds_size(); ++k) add_col(0.0, 0.0, 1.0);
+    }
+    for (const auto& e : group.edges()) {
+      gc.y.push_back(static_cast<int>(obj.size()));
+      for (double f : e.seconds()) add_col(f, 0.0, layers);
+    }
+  }
   const int cols = static_cast<int>(obj.size());
   std::vector<std::vector<std::pair<int, double>>> by_col(cols);  // (row, coefficient)
   std::vector<double> row_lb, row_ub;
@@ -67,11 +104,60 @@ absl::StatusOr<CbcResult> SolveWithCbc(const v1::SolverRequest& r, const std::ve
     }
   }
   // (C4) memory per device at the peak.
+  const double inf = std::numeric_limits<double>::max();
   if (r.memory_budget() > 0) {
-    const int row = add_row(-std::numeric_limits<double>::max(), r.memory_budget() - r.memory_fixed());
+    const int row = add_row(-inf, r.memory_budget() - r.memory_fixed());
     for (int v = 0; v < r.nodes_size(); ++v) {
       for (int k = 0; k < r.nodes(v).cost_size(); ++k) {
         by_col[s_first[v] + k].push_back({row, Mult(r.nodes(v).multiplicity()) * r.nodes(v).memory(k)});
+      }
+    }
+    for (int g = 0; g < r.recompute_size(); ++g) {
+      for (int m = 0; m < r.recompute(g).members_size(); ++m) {
+        const auto& mem = r.recompute(g).members(m);
+        for (int k = 0; k < mem.saved_size(); ++k) {
+          if (mem.saved(k) != 0) by_col[gcols[g].z[m] + k].push_back({row, -mem.saved(k)});
+          if (mem.rematerialized(k) != 0) by_col[gcols[g].t[m] + k].push_back({row, mem.rematerialized(k)});
+        }
+      }
+    }
+  }
+  for (int g = 0; g < r.recompute_size(); ++g) {
+    const auto& group = r.recompute(g);
+    const GroupCols& gc = gcols[g];
+    const double layers = static_cast<double>(group.layers());
+    // (C7) ρ_g ≤ L_g b_g.
+    const int c7 = add_row(-inf, 0.0);
+    by_col[gc.rho].push_back({c7, 1.0});
+    by_col[gc.b].push_back({c7, -layers});
+    for (int m = 0; m < group.members_size(); ++m) {
+      const int v = group.members(m).node();
+      // (C6) Σ_k z_vk = ρ_g.
+      const int c6 = add_row(0.0, 0.0);
+      by_col[gc.rho].push_back({c6, -1.0});
+      for (int k = 0; k < r.nodes(v).cost_size(); ++k) {
+        by_col[gc.z[m] + k].push_back({c6, 1.0});
+        // (C5) z_vk ≤ L_g s_vk.
+        const int c5 = add_row(-inf, 0.0);
+        by_col[gc.z[m] + k].push_back({c5, 1.0});
+        by_col[s_first[v] + k].push_back({c5, -layers});
+        // (C8) t_vk − s_vk − b_g ≥ −1.
+        const int c8 = add_row(-1.0, inf);
+        by_col[gc.t[m] + k].push_back({c8, 1.0});
+        by_col[s_first[v] + k].push_back({c8, -1.0});
+        by_col[gc.b].push_back({c8, -1.0});
+      }
+    }
+    for (int x = 0; x < group.edges_size(); ++x) {
+      const int e = group.edges(x).edge();
+      // (C9) y_eij ≤ L_g e_eij and Σ_ij y_eij = ρ_g.
+      const int sum = add_row(0.0, 0.0);
+      by_col[gc.rho].push_back({sum, -1.0});
+      for (int ij = 0; ij < group.edges(x).seconds_size(); ++ij) {
+        by_col[gc.y[x] + ij].push_back({sum, 1.0});
+        const int bound = add_row(-inf, 0.0);
+        by_col[gc.y[x] + ij].push_back({bound, 1.0});
+        by_col[e_first[e] + ij].push_back({bound, -layers});
       }
     }
   }
@@ -85,10 +171,10 @@ absl::StatusOr<CbcResult> SolveWithCbc(const v1::SolverRequest& r, const std::ve
     }
     starts.push_back(static_cast<CoinBigIndex>(index.size()));
   }
-  const std::vector<double> col_lb(cols, 0.0), col_ub(cols, 1.0);
   Cbc_loadProblem(m, cols, static_cast<int>(row_lb.size()), starts.data(), index.data(), value.data(), col_lb.data(),
                   col_ub.data(), obj.data(), row_lb.data(), row_ub.data());
   for (int c = 0; c < s_cols; ++c) Cbc_setInteger(m, c);
+  for (int c : integer_cols) Cbc_setInteger(m, c);
 
   if (start != nullptr) {
     std::vector<std::string> names;
@@ -143,6 +229,7 @@ absl::StatusOr<CbcResult> SolveWithCbc(const v1::SolverRequest& r, const std::ve
     }
     result.choice[v] = best;
   }
+  for (const GroupCols& gc : gcols) result.recomputed.push_back(static_cast<int64_t>(std::llround(x[gc.rho])));
   result.status = Cbc_isProvenOptimal(m) ? CbcOutcome::kOptimal : CbcOutcome::kFeasible;
   return result;
 }

@@ -14,6 +14,7 @@ enum class CbcOutcome { kOptimal, kFeasible, kInfeasible, kNoSolution };
 struct CbcResult {
   CbcOutcome status = CbcOutcome::kNoSolution;
   std::vector<int> choice;
+  std::vector<int64_t> recomputed;  // per recompute group
 };
 
 // `start` (optional): a feasible choice to warm-start the branch and bound.

@@ -58,6 +58,32 @@ EliminatedRequest::EliminatedRequest(const v1::SolverRequest& r) {
     for (int x = 0; x < e.cost_size(); ++x) c[x] = Mult(e.multiplicity()) * e.cost(x);
     AddEdge(e.src(), e.dst(), std::move(c));
   }
+  // Recompute groups: their members stay (their choice changes what recomputation costs and
+  // saves); their member edges' recompute seconds are kept beside the merged edges, oriented
+  // like them.
+  std::vector<bool> member(n, false);
+  for (const auto& g : r.recompute()) {
+    for (const auto& m : g.members()) member[m.node()] = true;
+  }
+  std::map<std::pair<int, int>, std::pair<int, std::vector<double>>> recompute_edges;  // → (group, seconds)
+  for (int g = 0; g < r.recompute_size(); ++g) {
+    for (const auto& re : r.recompute(g).edges()) {
+      int a = r.edges(re.edge()).src(), b = r.edges(re.edge()).dst();
+      std::vector<double> sec(re.seconds().begin(), re.seconds().end());
+      if (a > b) {
+        std::vector<double> t(sec.size());
+        for (int i = 0; i < k_[a]; ++i) {
+          for (int j = 0; j < k_[b]; ++j) t[j * k_[a] + i] = sec[i * k_[b] + j];
+        }
+        std::swap(a, b);
+        sec = std::move(t);
+      }
+      auto [it, fresh] = recompute_edges.try_emplace({a, b}, g, sec);
+      if (!fresh) {
+        for (size_t x = 0; x < sec.size(); ++x) it->second.second[x] += sec[x];
+      }
+    }
+  }
   std::vector<std::set<int>> adj(n);
   for (const auto& [key, e] : edges) {
     adj[key.first].insert(key.second);
@@ -84,7 +110,7 @@ EliminatedRequest::EliminatedRequest(const v1::SolverRequest& r) {
   while (!queue.empty()) {
     const int v = queue.back();
     queue.pop_back();
-    if (!alive[v] || adj[v].size() > 2 || (budgeted && !memory_constant(v))) continue;
+    if (!alive[v] || member[v] || adj[v].size() > 2 || (budgeted && !memory_constant(v))) continue;
     Removed rem{v, cost[v], memory[v], {}};
     for (int u : adj[v]) rem.neighbours.emplace_back(u, oriented(u, v));
     const int kv = k_[v];
@@ -137,12 +163,24 @@ EliminatedRequest::EliminatedRequest(const v1::SolverRequest& r) {
       node->add_memory(memory[v][j]);
     }
   }
+  for (const auto& g : r.recompute()) {
+    v1::RecomputeGroup* rg = reduced_.add_recompute();
+    *rg = g;
+    rg->clear_edges();
+    for (auto& m : *rg->mutable_members()) m.set_node(index[m.node()]);
+  }
   for (const auto& [key, e] : edges) {
     v1::SolverEdge* edge = reduced_.add_edges();
     edge->set_src(index[e.a]);
     edge->set_dst(index[e.b]);
     edge->set_multiplicity(1);
     for (double c : e.cost) edge->add_cost(c);
+    auto rc = recompute_edges.find(key);
+    if (rc != recompute_edges.end()) {
+      v1::RecomputeEdge* re = reduced_.mutable_recompute(rc->second.first)->add_edges();
+      re->set_edge(reduced_.edges_size() - 1);
+      for (double x : rc->second.second) re->add_seconds(x);
+    }
   }
   reduced_.set_memory_budget(r.memory_budget());
   reduced_.set_memory_fixed(fixed);

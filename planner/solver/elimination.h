@@ -11,7 +11,8 @@
 // same optimum; under a memory budget only nodes whose memory does not depend on their choice
 // are eliminated (their memory becomes fixed), which keeps it exact there too. Chains of
 // elementwise ops, views and norms between matmuls — most of a transformer — collapse this way.
-// After solving, each eliminated node takes its argmin given its neighbours' choices (among
+// Members of recompute groups are never eliminated; their member edges keep their recompute
+// seconds through merging. After solving, each eliminated node takes its argmin given its neighbours' choices (among
 // equally fast strategies the one with the least memory), in the reverse order of elimination.
 #ifndef MAPD_PLANNER_SOLVER_ELIMINATION_H_
 #define MAPD_PLANNER_SOLVER_ELIMINATION_H_

@@ -39,11 +39,145 @@ absl::Status ValidateSolverRequest(const v1::SolverRequest& r) {
     }
   }
   if (r.time_limit_seconds() < 0) return absl::InvalidArgumentError("solver time limit is negative");
+  std::vector<int> group_of(r.nodes_size(), -1);
+  for (int g = 0; g < r.recompute_size(); ++g) {
+    const auto& group = r.recompute(g);
+    const std::string where = absl::StrCat("recompute group ", g, " ('", group.name(), "')");
+    if (group.layers() < 1) return absl::InvalidArgumentError(absl::StrCat(where, " has ", group.layers(), " layers; it needs at least 1"));
+    if (group.min_recomputed() < 0 || group.min_recomputed() > group.layers()) {
+      return absl::InvalidArgumentError(absl::StrCat(where, ": min_recomputed ", group.min_recomputed(), " is not in [0, ",
+                                                     group.layers(), "]"));
+    }
+    for (const auto& m : group.members()) {
+      if (m.node() < 0 || m.node() >= r.nodes_size()) {
+        return absl::InvalidArgumentError(absl::StrCat(where, " names node ", m.node(), ", which does not exist"));
+      }
+      if (group_of[m.node()] >= 0) {
+        return absl::InvalidArgumentError(absl::StrCat(where, ": node ", m.node(), " is already a member of group ", group_of[m.node()]));
+      }
+      group_of[m.node()] = g;
+      const int k = r.nodes(m.node()).cost_size();
+      if (m.saved_size() != k || m.seconds_size() != k || m.rematerialized_size() != k) {
+        return absl::InvalidArgumentError(absl::StrCat(where, ": member node ", m.node(), " has ", k, " strategies but ",
+                                                       m.saved_size(), "/", m.seconds_size(), "/", m.rematerialized_size(),
+                                                       " saved/seconds/rematerialized entries"));
+      }
+    }
+    for (const auto& e : group.edges()) {
+      if (e.edge() < 0 || e.edge() >= r.edges_size()) {
+        return absl::InvalidArgumentError(absl::StrCat(where, " names edge ", e.edge(), ", which does not exist"));
+      }
+      const auto& edge = r.edges(e.edge());
+      if (group_of[edge.src()] != g || group_of[edge.dst()] != g) {
+        return absl::InvalidArgumentError(absl::StrCat(where, ": edge ", e.edge(), " does not join two of its members"));
+      }
+      if (e.seconds_size() != edge.cost_size()) {
+        return absl::InvalidArgumentError(absl::StrCat(where, ": edge ", e.edge(), " has ", e.seconds_size(), " recompute costs; it needs ",
+                                                       edge.cost_size()));
+      }
+    }
+  }
   return absl::OkStatus();
 }
 
-double ObjectiveOf(const v1::SolverRequest& r, const std::vector<int>& choice) {
-  double obj = 0;
+namespace {
+int64_t RecomputedOf(const std::vector<int64_t>& recomputed, int g) {
+  return g < static_cast<int>(recomputed.size()) ? recomputed[g] : 0;
+}
+}  // namespace
+
+double RecomputeSecondsOf(const v1::SolverRequest& r, const std::vector<int>& choice, const std::vector<int64_t>& recomputed) {
+  double total = 0;
+  for (int g = 0; g < r.recompute_size(); ++g) {
+    const int64_t rho = RecomputedOf(recomputed, g);
+    if (rho == 0) continue;
+    double layer = 0;
+    for (const auto& m : r.recompute(g).members()) layer += m.seconds(choice[m.node()]);
+    for (const auto& e : r.recompute(g).edges()) {
+      const auto& edge = r.edges(e.edge());
+      layer += e.seconds(choice[edge.src()] * r.nodes(edge.dst()).cost_size() + choice[edge.dst()]);
+    }
+    total += static_cast<double>(rho) * layer;
+  }
+  return total;
+}
+
+double RecomputeBytesOf(const v1::SolverRequest& r, const std::vector<int>& choice, const std::vector<int64_t>& recomputed) {
+  double total = 0;
+  for (int g = 0; g < r.recompute_size(); ++g) {
+    const int64_t rho = RecomputedOf(recomputed, g);
+    if (rho == 0) continue;
+    for (const auto& m : r.recompute(g).members()) {
+      total += m.rematerialized(choice[m.node()]) - static_cast<double>(rho) * m.saved(choice[m.node()]);
+    }
+  }
+  return total;
+}
+
+namespace {
+
+// One recompute group with its count fixed at `rho`: a plain request whose costs and memory
+// include what those layers' recomputation adds (per copy, as the nodes and edges count).
+v1::SolverRequest FixRecomputed(const v1::SolverRequest& r, int64_t rho) {
+  v1::SolverRequest fixed = r;
+  fixed.clear_recompute();
+  const double x = static_cast<double>(rho);
+  for (const auto& m : r.recompute(0).members()) {
+    auto* node = fixed.mutable_nodes(m.node());
+    const double per_copy = 1.0 / static_cast<double>(Mult(node->multiplicity()));
+    for (int k = 0; k < node->cost_size(); ++k) {
+      node->set_cost(k, node->cost(k) + per_copy * x * m.seconds(k));
+      node->set_memory(k, node->memory(k) + per_copy * ((rho > 0 ? m.rematerialized(k) : 0.0) - x * m.saved(k)));
+    }
+  }
+  for (const auto& re : r.recompute(0).edges()) {
+    auto* edge = fixed.mutable_edges(re.edge());
+    const double per_copy = 1.0 / static_cast<double>(Mult(edge->multiplicity()));
+    for (int ij = 0; ij < edge->cost_size(); ++ij) edge->set_cost(ij, edge->cost(ij) + per_copy * x * re.seconds(ij));
+  }
+  return fixed;
+}
+
+// Every node at its smallest strategy; a member node also at its most recomputed savings
+// (rematerialization left out).
+double LeastMemoryBound(const v1::SolverRequest& r) {
+  std::vector<const v1::RecomputeMember*> member(r.nodes_size(), nullptr);
+  std::vector<int64_t> layers(r.nodes_size(), 0);
+  for (const auto& g : r.recompute()) {
+    for (const auto& m : g.members()) {
+      member[m.node()] = &m;
+      layers[m.node()] = g.layers();
+    }
+  }
+  double least = r.memory_fixed();
+  for (int v = 0; v < r.nodes_size(); ++v) {
+    const auto& node = r.nodes(v);
+    const double mult = node.multiplicity() <= 0 ? 1.0 : static_cast<double>(node.multiplicity());
+    double best = std::numeric_limits<double>::infinity();
+    for (int k = 0; k < node.cost_size(); ++k) {
+      double m = mult * node.memory(k);
+      if (member[v] != nullptr) m -= static_cast<double>(layers[v]) * std::max(0.0, member[v]->saved(k));
+      best = std::min(best, m);
+    }
+    least += best;
+  }
+  return least;
+}
+
+}  // namespace
+
+double LeastMemory(const v1::SolverRequest& r) {
+  if (r.recompute_size() != 1) return LeastMemoryBound(r);
+  // One group: for a fixed count the memory is separable, so the least is exact.
+  double least = std::numeric_limits<double>::infinity();
+  for (int64_t rho = r.recompute(0).min_recomputed(); rho <= r.recompute(0).layers(); ++rho) {
+    least = std::min(least, LeastMemoryBound(FixRecomputed(r, rho)));
+  }
+  return least;
+}
+
+double ObjectiveOf(const v1::SolverRequest& r, const std::vector<int>& choice, const std::vector<int64_t>& recomputed) {
+  double obj = RecomputeSecondsOf(r, choice, recomputed);
   for (int v = 0; v < r.nodes_size(); ++v) obj += Mult(r.nodes(v).multiplicity()) * r.nodes(v).cost(choice[v]);
   for (const auto& e : r.edges()) {
     const int kd = r.nodes(e.dst()).cost_size();
@@ -52,8 +186,8 @@ double ObjectiveOf(const v1::SolverRequest& r, const std::vector<int>& choice) {
   return obj;
 }
 
-double MemoryOf(const v1::SolverRequest& r, const std::vector<int>& choice) {
-  double mem = r.memory_fixed();
+double MemoryOf(const v1::SolverRequest& r, const std::vector<int>& choice, const std::vector<int64_t>& recomputed) {
+  double mem = r.memory_fixed() + RecomputeBytesOf(r, choice, recomputed);
   for (int v = 0; v < r.nodes_size(); ++v) mem += Mult(r.nodes(v).multiplicity()) * r.nodes(v).memory(choice[v]);
   return mem;
 }
@@ -66,6 +200,8 @@ v1::SolverResponse SolveGreedy(const v1::SolverRequest& r) {
   std::vector<std::vector<int>> in(n);
   for (int e = 0; e < r.edges_size(); ++e) in[r.edges(e).dst()].push_back(e);
   std::vector<int> choice(n, 0);
+  std::vector<int64_t> rho(r.recompute_size());
+  for (int g = 0; g < r.recompute_size(); ++g) rho[g] = r.recompute(g).min_recomputed();
   for (int v = 0; v < n; ++v) {
     double best = std::numeric_limits<double>::infinity();
     for (int k = 0; k < r.nodes(v).cost_size(); ++k) {
@@ -80,42 +216,61 @@ v1::SolverResponse SolveGreedy(const v1::SolverRequest& r) {
       }
     }
   }
-  // Repair memory: the switch that saves memory at the least extra time per byte, repeatedly.
-  double mem = MemoryOf(r, choice);
+  // Repair memory: the move that saves memory at the least extra time per byte, repeatedly — a
+  // node's strategy switch, or more of a group's layers recomputed.
+  double mem = MemoryOf(r, choice, rho);
   while (budgeted && mem > r.memory_budget()) {
     double best_ratio = std::numeric_limits<double>::infinity();
-    int best_v = -1, best_k = -1;
-    const double obj = ObjectiveOf(r, choice);
+    int best_v = -1, best_k = -1, best_g = -1;
+    int64_t best_rho = 0;
+    const double obj = ObjectiveOf(r, choice, rho);
+    auto consider = [&](int v, int k, int g, int64_t to) {
+      const double saved = mem - MemoryOf(r, choice, rho);
+      if (saved <= 0) return;
+      const double ratio = (ObjectiveOf(r, choice, rho) - obj) / saved;
+      if (ratio < best_ratio) {
+        best_ratio = ratio;
+        best_v = v;
+        best_k = k;
+        best_g = g;
+        best_rho = to;
+      }
+    };
     for (int v = 0; v < n; ++v) {
       const int cur = choice[v];
       for (int k = 0; k < r.nodes(v).cost_size(); ++k) {
-        const double saved = Mult(r.nodes(v).multiplicity()) * (r.nodes(v).memory(cur) - r.nodes(v).memory(k));
-        if (saved <= 0) continue;
+        if (k == cur) continue;
         choice[v] = k;
-        const double ratio = (ObjectiveOf(r, choice) - obj) / saved;
+        consider(v, k, -1, 0);
         choice[v] = cur;
-        if (ratio < best_ratio) {
-          best_ratio = ratio;
-          best_v = v;
-          best_k = k;
-        }
       }
     }
-    if (best_v < 0) break;
-    choice[best_v] = best_k;
-    mem = MemoryOf(r, choice);
+    for (int g = 0; g < r.recompute_size(); ++g) {
+      const int64_t cur = rho[g];
+      for (int64_t to = cur + 1; to <= r.recompute(g).layers(); ++to) {
+        rho[g] = to;
+        consider(-1, -1, g, to);
+      }
+      rho[g] = cur;
+    }
+    if (best_v < 0 && best_g < 0) break;
+    if (best_v >= 0) choice[best_v] = best_k;
+    if (best_g >= 0) rho[best_g] = best_rho;
+    mem = MemoryOf(r, choice, rho);
   }
-  // Improve: single-node moves that lower the objective and keep the budget.
+  // Improve: single moves (a node's strategy, a group's count) that lower the objective and
+  // keep the budget.
+  auto fits = [&] { return !budgeted || MemoryOf(r, choice, rho) <= r.memory_budget(); };
   for (int round = 0; round < 4; ++round) {
     bool changed = false;
     for (int v = 0; v < n; ++v) {
       const int original = choice[v];
       int best_k = original;
-      double best = ObjectiveOf(r, choice);
+      double best = ObjectiveOf(r, choice, rho);
       for (int k = 0; k < r.nodes(v).cost_size(); ++k) {
         choice[v] = k;
-        const double o = ObjectiveOf(r, choice);
-        if (o < best - 1e-15 && (!budgeted || MemoryOf(r, choice) <= r.memory_budget())) {
+        const double o = ObjectiveOf(r, choice, rho);
+        if (o < best - 1e-15 && fits()) {
           best = o;
           best_k = k;
         }
@@ -123,12 +278,28 @@ v1::SolverResponse SolveGreedy(const v1::SolverRequest& r) {
       choice[v] = best_k;
       changed |= best_k != original;
     }
+    for (int g = 0; g < r.recompute_size(); ++g) {
+      const int64_t original = rho[g];
+      int64_t best_rho = original;
+      double best = ObjectiveOf(r, choice, rho);
+      for (int64_t to = r.recompute(g).min_recomputed(); to <= r.recompute(g).layers(); ++to) {
+        rho[g] = to;
+        const double o = ObjectiveOf(r, choice, rho);
+        if (o < best - 1e-15 && fits()) {
+          best = o;
+          best_rho = to;
+        }
+      }
+      rho[g] = best_rho;
+      changed |= best_rho != original;
+    }
     if (!changed) break;
   }
   v1::SolverResponse resp;
   for (int c : choice) resp.add_choice(c);
-  resp.set_objective(ObjectiveOf(r, choice));
-  resp.set_memory(MemoryOf(r, choice));
+  for (int64_t x : rho) resp.add_recomputed(x);
+  resp.set_objective(ObjectiveOf(r, choice, rho));
+  resp.set_memory(MemoryOf(r, choice, rho));
   if (budgeted && resp.memory() > r.memory_budget()) {
     resp.set_status(v1::SolverResponse::INFEASIBLE);
     resp.set_message(absl::StrCat("the least memory the greedy search reached is ", static_cast<int64_t>(resp.memory()),
@@ -146,17 +317,85 @@ v1::SolverResponse SolveValid(const v1::SolverRequest& r);
 
 }  // namespace
 
+namespace {
+
+v1::SolverResponse SolveReduced(const v1::SolverRequest& original);
+
+// One recompute group (the usual case: one family of repeated layers) is solved parametrically:
+// for each count ρ a plain ILP, which the reductions shrink as before (the joint ILP's linking
+// rows make CBC slow). Exact: a count whose every choice is over the budget is skipped
+// (LeastMemory); the unconstrained optimum at ρ bounds every plan at ρ and grows with ρ, so the
+// scan stops once it reaches the best found, and a count whose unconstrained optimum fits needs
+// no budgeted solve.
+v1::SolverResponse SolveOneGroup(const v1::SolverRequest& r) {
+  const auto& group = r.recompute(0);
+  const bool budgeted = r.memory_budget() > 0;
+  v1::SolverResponse best;
+  best.set_status(v1::SolverResponse::INFEASIBLE);
+  bool any = false, all_optimal = true;
+  double least = std::numeric_limits<double>::infinity();
+  for (int64_t rho = group.min_recomputed(); rho <= group.layers(); ++rho) {
+    v1::SolverRequest fixed = FixRecomputed(r, rho);
+    if (budgeted) {
+      const double need = LeastMemory(fixed);
+      least = std::min(least, need);
+      if (need > r.memory_budget()) continue;
+    }
+    fixed.set_memory_budget(0);
+    v1::SolverResponse resp = SolveReduced(fixed);
+    if (any && resp.objective() >= best.objective() - 1e-12) break;  // no count from here on is faster
+    fixed.set_memory_budget(r.memory_budget());
+    if (budgeted && MemoryOf(fixed, std::vector<int>(resp.choice().begin(), resp.choice().end())) > r.memory_budget()) {
+      resp = SolveReduced(fixed);
+      if (resp.status() == v1::SolverResponse::INFEASIBLE) continue;
+    }
+    all_optimal &= resp.status() == v1::SolverResponse::OPTIMAL;
+    if (!any || resp.objective() < best.objective()) {
+      best = resp;
+      best.clear_recomputed();
+      best.add_recomputed(rho);
+      any = true;
+    }
+  }
+  if (!any) {
+    best.set_memory(least);
+    best.set_message(absl::StrCat("no choice of strategies and recomputed layers fits the memory budget; the least is ",
+                                  static_cast<int64_t>(least), " bytes per device, over the budget of ",
+                                  static_cast<int64_t>(r.memory_budget())));
+    return best;
+  }
+  if (!all_optimal && best.status() == v1::SolverResponse::OPTIMAL) best.set_status(v1::SolverResponse::FEASIBLE);
+  return best;
+}
+
+}  // namespace
+
 absl::StatusOr<v1::SolverResponse> SolveStrategies(const v1::SolverRequest& original) {
   if (auto st = ValidateSolverRequest(original); !st.ok()) return st;
+  if (original.recompute_size() == 1) {
+    const auto start = std::chrono::steady_clock::now();
+    v1::SolverResponse resp = SolveOneGroup(original);
+    if (resp.status() != v1::SolverResponse::INFEASIBLE) {
+      const std::vector<int> choice(resp.choice().begin(), resp.choice().end());
+      const std::vector<int64_t> rho(resp.recomputed().begin(), resp.recomputed().end());
+      resp.set_objective(ObjectiveOf(original, choice, rho));
+      resp.set_memory(MemoryOf(original, choice, rho));
+    }
+    resp.set_solve_seconds(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+    return resp;
+  }
+  return SolveReduced(original);
+}
+
+namespace {
+
+// Several recompute groups (or none): the reductions, then the joint ILP.
+v1::SolverResponse SolveReduced(const v1::SolverRequest& original) {
   const auto start = std::chrono::steady_clock::now();
   // Dominated strategies cannot be in an optimum: solve without them, answer in original indices.
   // Every node at its smallest strategy over the budget: infeasible, no search needed.
   if (original.memory_budget() > 0) {
-    double least = original.memory_fixed();
-    for (const auto& node : original.nodes()) {
-      least += (node.multiplicity() <= 0 ? 1.0 : static_cast<double>(node.multiplicity())) *
-               *std::min_element(node.memory().begin(), node.memory().end());
-    }
+    const double least = LeastMemory(original);
     if (least > original.memory_budget()) {
       v1::SolverResponse resp;
       resp.set_status(v1::SolverResponse::INFEASIBLE);
@@ -174,6 +413,7 @@ absl::StatusOr<v1::SolverResponse> SolveStrategies(const v1::SolverRequest& orig
   v1::SolverResponse resp;
   if (pruned.request.nodes_size() == 0) {
     resp.set_status(v1::SolverResponse::OPTIMAL);  // every node eliminated: the argmins are optimal
+    for (const auto& g : pruned.request.recompute()) resp.add_recomputed(g.min_recomputed());
   } else {
     resp = SolveValid(pruned.request);
   }
@@ -182,14 +422,13 @@ absl::StatusOr<v1::SolverResponse> SolveStrategies(const v1::SolverRequest& orig
         eliminated.Original(pruned.Original(std::vector<int>(resp.choice().begin(), resp.choice().end())));
     resp.clear_choice();
     for (int c : choice) resp.add_choice(c);
-    resp.set_objective(ObjectiveOf(original, choice));
-    resp.set_memory(MemoryOf(original, choice));
+    const std::vector<int64_t> rho(resp.recomputed().begin(), resp.recomputed().end());
+    resp.set_objective(ObjectiveOf(original, choice, rho));
+    resp.set_memory(MemoryOf(original, choice, rho));
   }
   resp.set_solve_seconds(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
   return resp;
 }
-
-namespace {
 
 v1::SolverResponse SolveValid(const v1::SolverRequest& r) {
   v1::SolverResponse greedy = SolveGreedy(r);
@@ -199,8 +438,9 @@ v1::SolverResponse SolveValid(const v1::SolverRequest& r) {
   v1::SolverResponse resp;
   if (cbc.ok() && (cbc->status == CbcOutcome::kOptimal || cbc->status == CbcOutcome::kFeasible)) {
     for (int c : cbc->choice) resp.add_choice(c);
-    resp.set_objective(ObjectiveOf(r, cbc->choice));
-    resp.set_memory(MemoryOf(r, cbc->choice));
+    for (int64_t x : cbc->recomputed) resp.add_recomputed(x);
+    resp.set_objective(ObjectiveOf(r, cbc->choice, cbc->recomputed));
+    resp.set_memory(MemoryOf(r, cbc->choice, cbc->recomputed));
     resp.set_status(cbc->status == CbcOutcome::kOptimal ? v1::SolverResponse::OPTIMAL : v1::SolverResponse::FEASIBLE);
     // CBC's incumbent under a time limit can be worse than the greedy answer.
     if (greedy.status() == v1::SolverResponse::GREEDY && greedy.objective() < resp.objective() - 1e-12) {

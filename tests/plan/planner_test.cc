@@ -170,6 +170,40 @@ TEST(Planner, NothingFitsReportsTheLeastMemoryThatWould) {
   EXPECT_LE(enough->plan.cost.peak_bytes(), static_cast<double>(o.cluster.memory_per_device));
 }
 
+TEST(Planner, ATightBudgetRecomputesLayersInsteadOfFailing) {
+  // 4 layers, sequence 64: activations dominate. At 1 MiB per device nothing fits without
+  // recomputation (the least is over the budget); with it the search fits by recomputing some
+  // layers, and pays the forward again.
+  const Graph g = Zoo("gpt2:layers=4,hidden=32,heads=4,vocab=64,seq=64,batch=8");
+  PlannerOptions o = Options(4, "1MiB");
+  o.cluster.device_type = "cpu";
+  o.recompute = false;
+  auto without = SearchPlan(g, o);
+  ASSERT_TRUE(without.ok()) << without.status();
+  EXPECT_FALSE(without->fits);
+  EXPECT_GT(without->min_memory_bytes, 1 << 20);
+  o.recompute = true;
+  auto with = SearchPlan(g, o);
+  ASSERT_TRUE(with.ok()) << with.status();
+  ASSERT_TRUE(with->fits);
+  EXPECT_LE(with->plan.cost.peak_bytes(), 1 << 20);
+  EXPECT_FALSE(with->plan.recomputed_layers.empty());
+  for (const std::string& layer : with->plan.recomputed_layers) EXPECT_EQ(layer.rfind("h.", 0), 0u) << layer;
+  EXPECT_GT(with->plan.cost.recompute_seconds, 0);
+  EXPECT_LT(with->plan.cost.recompute_bytes, 0);
+  // A generous budget needs none.
+  o.cluster.memory_per_device = 64 << 20;
+  auto loose = SearchPlan(g, o);
+  ASSERT_TRUE(loose.ok()) << loose.status();
+  EXPECT_TRUE(loose->plan.recomputed_layers.empty());
+  EXPECT_LT(loose->plan.cost.step_seconds, with->plan.cost.step_seconds);
+  // The saved plan names the layers.
+  o.cluster.memory_per_device = 1 << 20;
+  const v1::Plan plan = ToPlanProto(g, *with, o);
+  EXPECT_EQ(std::vector<std::string>(plan.recomputed_layers().begin(), plan.recomputed_layers().end()),
+            with->plan.recomputed_layers);
+}
+
 TEST(Planner, DumpedRequestReplaysToThePlansObjective) {
   auto r = SearchPlan(Zoo(kSmallLlama), Options(4));
   ASSERT_TRUE(r.ok()) << r.status();

@@ -96,6 +96,120 @@ TEST(Reductions, SolverMatchesBruteForce) {
   EXPECT_EQ(budgeted, 30);
 }
 
+// Adds a recompute group over nodes [first, first + count) of `r` (and the edges between them)
+// with random savings, seconds and rematerialized bytes, and `layers` layers.
+void AddRandomGroup(std::mt19937& rng, v1::SolverRequest& r, int first, int count, int64_t layers) {
+  // A layer saves at most what its copies of the node keep (a little less than nothing when the
+  // checkpoint's boundary outweighs it).
+  std::uniform_real_distribution<double> saved_share(-0.1, 0.9), seconds(0.0, 8.0), remat(0.0, 40.0);
+  auto* g = r.add_recompute();
+  g->set_name("layers.*");
+  g->set_layers(layers);
+  for (int v = first; v < first + count; ++v) {
+    auto* m = g->add_members();
+    m->set_node(v);
+    for (int k = 0; k < r.nodes(v).cost_size(); ++k) {
+      const double kept = r.nodes(v).memory(k) * static_cast<double>(r.nodes(v).multiplicity()) / static_cast<double>(layers);
+      m->add_saved(std::round(saved_share(rng) * kept));
+      m->add_seconds(std::round(seconds(rng)));
+      m->add_rematerialized(std::round(remat(rng)));
+    }
+  }
+  for (int e = 0; e < r.edges_size(); ++e) {
+    const auto& edge = r.edges(e);
+    if (edge.src() < first || edge.src() >= first + count || edge.dst() < first || edge.dst() >= first + count) continue;
+    auto* re = g->add_edges();
+    re->set_edge(e);
+    for (int x = 0; x < edge.cost_size(); ++x) re->add_seconds(rng() % 2 ? 0.0 : std::round(seconds(rng)));
+  }
+}
+
+// The best objective by enumeration over strategies and every group's count.
+double BruteForceWithRecompute(const v1::SolverRequest& r, std::vector<int64_t>* best_rho = nullptr) {
+  const int n = r.nodes_size();
+  std::vector<int> choice(n, 0);
+  double best = std::numeric_limits<double>::infinity();
+  while (true) {
+    std::vector<int64_t> rho(r.recompute_size());
+    for (int g = 0; g < r.recompute_size(); ++g) rho[g] = r.recompute(g).min_recomputed();
+    while (true) {
+      if (r.memory_budget() <= 0 || MemoryOf(r, choice, rho) <= r.memory_budget()) {
+        const double o = ObjectiveOf(r, choice, rho);
+        if (o < best) {
+          best = o;
+          if (best_rho) *best_rho = rho;
+        }
+      }
+      int g = 0;
+      while (g < r.recompute_size() && ++rho[g] > r.recompute(g).layers()) {
+        rho[g] = r.recompute(g).min_recomputed();
+        ++g;
+      }
+      if (g == r.recompute_size()) break;
+    }
+    int v = 0;
+    while (v < n && ++choice[v] == r.nodes(v).cost_size()) choice[v++] = 0;
+    if (v == n) break;
+  }
+  return best;
+}
+
+TEST(Reductions, RecomputeGroupsMatchBruteForce) {
+  std::mt19937 rng(11);
+  int recomputing = 0, infeasible = 0, joint = 0;
+  for (int trial = 0; trial < 60; ++trial) {
+    const int nodes = 4 + trial % 4;
+    v1::SolverRequest r = RandomRequest(rng, nodes, trial % 3);
+    const int64_t layers = 1 + trial % 5;
+    // One group (solved count by count) or two (the joint ILP).
+    const bool two = nodes >= 6 && trial % 2 == 0;
+    AddRandomGroup(rng, r, 1, two ? 2 : nodes - 2, layers);
+    if (two) AddRandomGroup(rng, r, 3, nodes - 4, 1 + trial % 3);
+    if (trial % 7 == 3) r.mutable_recompute(0)->set_min_recomputed(layers);  // full checkpointing
+    // Budgets from loose to tight, so that some optima recompute and some nothing fits.
+    double lo = LeastMemory(r), hi = r.memory_fixed();
+    for (const auto& node : r.nodes()) hi += node.multiplicity() * *std::max_element(node.memory().begin(), node.memory().end());
+    r.set_memory_budget(std::max(1.0, lo + (hi - lo) * (0.05 + 0.15 * (trial % 5))));
+    if (trial % 6 == 5) {  // no budget: only a required count makes recomputation happen
+      r.set_memory_budget(0);
+      r.mutable_recompute(0)->set_min_recomputed(1);
+    }
+    SCOPED_TRACE(r.ShortDebugString());
+    std::vector<int64_t> rho;
+    const double expected = BruteForceWithRecompute(r, &rho);
+    auto resp = SolveStrategies(r);
+    ASSERT_TRUE(resp.ok()) << resp.status();
+    if (std::isinf(expected)) {
+      EXPECT_EQ(resp->status(), v1::SolverResponse::INFEASIBLE);
+      ++infeasible;
+      continue;
+    }
+    ASSERT_EQ(resp->status(), v1::SolverResponse::OPTIMAL) << resp->message();
+    ASSERT_EQ(resp->recomputed_size(), r.recompute_size());
+    const std::vector<int> choice(resp->choice().begin(), resp->choice().end());
+    const std::vector<int64_t> got(resp->recomputed().begin(), resp->recomputed().end());
+    EXPECT_NEAR(ObjectiveOf(r, choice, got), expected, 1e-6);
+    EXPECT_NEAR(resp->objective(), expected, 1e-6);
+    if (r.memory_budget() > 0) {
+      EXPECT_LE(MemoryOf(r, choice, got), r.memory_budget() + 1e-6);
+    }
+    EXPECT_GE(got[0], r.recompute(0).min_recomputed());
+    recomputing += got[0] > r.recompute(0).min_recomputed();
+    joint += two;
+    // The greedy answer is a valid choice whenever it claims to fit.
+    const v1::SolverResponse greedy = SolveGreedy(r);
+    if (greedy.status() == v1::SolverResponse::GREEDY && r.memory_budget() > 0) {
+      const std::vector<int> gc(greedy.choice().begin(), greedy.choice().end());
+      const std::vector<int64_t> gr(greedy.recomputed().begin(), greedy.recomputed().end());
+      EXPECT_LE(MemoryOf(r, gc, gr), r.memory_budget() + 1e-6);
+      EXPECT_GE(greedy.objective(), expected - 1e-6);
+    }
+  }
+  EXPECT_GT(recomputing, 5);  // the budgets made recomputation pay somewhere
+  EXPECT_GT(joint, 5);        // and the joint ILP answered some
+  EXPECT_GT(infeasible, 0);
+}
+
 TEST(Reductions, ChainCollapsesCompletely) {
   // u — v — w — x: every node has degree ≤ 2, so elimination removes all of them.
   std::mt19937 rng(3);

@@ -1,0 +1,153 @@
+#include "planner/plan/recompute_groups.h"
+
+#include <algorithm>
+#include <map>
+#include <set>
+
+#include "planner/plan/describe.h"
+#include "planner/profile/profiler.h"
+#include "planner/sharding/collectives.h"
+#include "planner/sharding/placement.h"
+
+namespace mapd {
+
+namespace {
+
+double LocalBytes(const TensorType& t, const Placement& p, const Cluster& c) {
+  if (p.empty()) return static_cast<double>(t.NumBytes());
+  auto s = LocalShape(t.shape, p, c.mesh);
+  return static_cast<double>(s.ok() ? NumElements(*s) * DTypeSize(t.dtype) : t.NumBytes());
+}
+
+// "transformer.h.3" → "transformer.h.#": layers of one family share it.
+std::string FamilyOf(const std::string& layer) {
+  std::string f = LayerFreeName(layer + "/");
+  f.pop_back();
+  return f;
+}
+
+}  // namespace
+
+std::vector<std::vector<std::string>> AddRecomputeGroups(const Graph& graph, const Cluster& cluster, const CostGraph& cg,
+                                                         FoldedCostGraph* folded) {
+  const std::vector<std::string> layers = RepeatedLayers(graph);
+  std::map<std::string, int> layer_id;
+  for (const std::string& l : layers) layer_id.emplace(l, static_cast<int>(layer_id.size()));
+  const int nodes = graph.num_nodes();
+  std::vector<int> layer_of(nodes, -1);
+  for (int n = 0; n < nodes; ++n) {
+    auto it = layer_id.find(LayerOfScope(graph.node(n).scope()));
+    if (it != layer_id.end()) layer_of[n] = it->second;
+  }
+  // Layers of one family whose nodes folded into the same classes (the same multiset) share
+  // every decision: they form a group. A layer that folded differently (the first layer of a
+  // LLaMA is charged the rotary tables it saves first) forms its own, kept only if none of its
+  // classes is in a larger group already (a decision belongs to one group).
+  std::map<std::pair<std::string, std::vector<int>>, std::vector<int>> buckets;  // (family, classes) → layers
+  {
+    std::vector<std::vector<int>> classes_of(layers.size());
+    for (int n = 0; n < nodes; ++n) {
+      if (layer_of[n] >= 0) classes_of[layer_of[n]].push_back(folded->class_of[n]);
+    }
+    for (size_t l = 0; l < layers.size(); ++l) {
+      std::sort(classes_of[l].begin(), classes_of[l].end());
+      buckets[{FamilyOf(layers[l]), classes_of[l]}].push_back(static_cast<int>(l));
+    }
+  }
+  std::vector<const std::pair<const std::pair<std::string, std::vector<int>>, std::vector<int>>*> order;
+  for (const auto& b : buckets) order.push_back(&b);
+  std::stable_sort(order.begin(), order.end(), [](auto* a, auto* b) { return a->second.size() > b->second.size(); });
+  std::set<int> used;  // classes in a group already
+  std::vector<std::vector<int>> class_nodes(folded->request.nodes_size());
+  for (int n = 0; n < nodes; ++n) class_nodes[folded->class_of[n]].push_back(n);
+
+  std::vector<std::vector<std::string>> added;
+  for (const auto* bucket : order) {
+    const std::string& family = bucket->first.first;
+    const std::vector<int>& classes = bucket->first.second;
+    const std::vector<int>& ids = bucket->second;
+    const int64_t count = static_cast<int64_t>(ids.size());
+    std::map<int, int64_t> per_layer;  // class → nodes of it in one layer
+    for (int c : classes) ++per_layer[c];
+    if (per_layer.empty() || std::any_of(per_layer.begin(), per_layer.end(), [&](const auto& c) { return used.count(c.first) > 0; })) {
+      continue;
+    }
+    for (const auto& [c, k] : per_layer) used.insert(c);
+    const std::set<int> in_group(ids.begin(), ids.end());
+    v1::RecomputeGroup group;
+    group.set_name(family);
+    group.set_layers(count);
+    for (const auto& [cls, per] : per_layer) {
+      const double copies = static_cast<double>(per);
+      int rep = -1;  // a node of the class in the group's first layer
+      for (int n : class_nodes[cls]) {
+        if (layer_of[n] == ids.front()) {
+          rep = n;
+          break;
+        }
+      }
+      const v1::Node& node = graph.node(rep);
+      // Outputs read outside the layer (or by no node: a graph output): the next checkpoint holds them.
+      std::vector<bool> boundary(node.outputs_size(), false);
+      for (int o = 0; o < node.outputs_size(); ++o) {
+        const ValueInfo* vi = graph.FindValue(node.outputs(o));
+        if (vi == nullptr) continue;
+        boundary[o] = vi->consumers.empty();
+        for (int consumer : vi->consumers) boundary[o] = boundary[o] || layer_of[consumer] != layer_of[rep];
+      }
+      v1::RecomputeMember* m = group.add_members();
+      m->set_node(cls);
+      for (size_t k = 0; k < cg.strategies[rep].size(); ++k) {
+        const StrategyCost& c = cg.costs[rep][k];
+        double held = 0;
+        for (int o = 0; o < node.outputs_size(); ++o) {
+          if (boundary[o]) held += LocalBytes(graph.TypeOf(node.outputs(o)), cg.strategies[rep][k].outputs[o], cluster);
+        }
+        m->add_saved(copies * (c.activation_bytes - held));
+        m->add_seconds(copies * c.forward_seconds);
+        m->add_rematerialized(copies * c.activation_bytes);
+      }
+    }
+    // Resharding inside a layer runs again when it recomputes (between layers it does not: the
+    // checkpoint holds the value as produced).
+    std::map<int, std::pair<int, int64_t>> intra;  // folded edge → (a cost-graph edge, how many)
+    for (size_t e = 0; e < cg.edge_ports.size(); ++e) {
+      const EdgePort& port = cg.edge_ports[e];
+      if (folded->edge_of[e] < 0 || layer_of[port.src] < 0 || !in_group.count(layer_of[port.src]) ||
+          layer_of[port.src] != layer_of[port.dst]) {
+        continue;
+      }
+      auto [it, fresh] = intra.try_emplace(folded->edge_of[e], static_cast<int>(e), 0);
+      ++it->second.second;
+    }
+    for (const auto& [fe, rep] : intra) {
+      const EdgePort& port = cg.edge_ports[rep.first];
+      const TensorType& type = graph.TypeOf(graph.node(port.src).outputs(port.output));
+      const double share = static_cast<double>(rep.second) / static_cast<double>(count);
+      v1::RecomputeEdge* re = group.add_edges();
+      re->set_edge(fe);
+      for (const Strategy& ps : cg.strategies[port.src]) {
+        for (const Strategy& cs : cg.strategies[port.dst]) {
+          auto r = ReshardCost(type, ps.outputs[port.output], cs.inputs[port.input], cluster);
+          re->add_seconds(r.ok() ? share * r->seconds : 0.0);
+        }
+      }
+    }
+    *folded->request.add_recompute() = std::move(group);
+    std::vector<std::string> names;
+    for (int id : ids) names.push_back(layers[id]);
+    added.push_back(std::move(names));
+  }
+  return added;
+}
+
+std::vector<std::string> RecomputedLayers(const std::vector<std::vector<std::string>>& group_layers,
+                                          const std::vector<int64_t>& recomputed) {
+  std::vector<std::string> out;
+  for (size_t g = 0; g < group_layers.size() && g < recomputed.size(); ++g) {
+    for (int64_t l = 0; l < recomputed[g] && l < static_cast<int64_t>(group_layers[g].size()); ++l) out.push_back(group_layers[g][l]);
+  }
+  return out;
+}
+
+}  // namespace mapd

@@ -1,0 +1,22 @@
+// Layers of a graph as its node scopes name them: the unit the profiler reports per layer and
+// activation checkpointing recomputes.
+#ifndef MAPD_PLANNER_PROFILE_LAYERS_H_
+#define MAPD_PLANNER_PROFILE_LAYERS_H_
+
+#include <string>
+#include <vector>
+
+#include "planner/ir/graph.h"
+
+namespace mapd {
+
+// "transformer.h.3.attn" → "transformer.h.3"; "lm_head" → "lm_head"; "" → "(top)".
+std::string LayerOfScope(const std::string& scope);
+
+// The layers of `graph` that repeat (their name has a numeric part: "transformer.h.3"), in
+// graph order — what `--recompute all` means and what the planner may checkpoint.
+std::vector<std::string> RepeatedLayers(const Graph& graph);
+
+}  // namespace mapd
+
+#endif  // MAPD_PLANNER_PROFILE_LAYERS_H_
