@@ -9,8 +9,8 @@
 //                         predicted step time against the best baseline that fits (ratio > 1:
 //                         MAP faster), as the markdown table in docs/planner.md.
 //   plan_bench --solve    only the solve times.
-//   plan_bench --sweep    the budget sweep of docs/planner.md: llama2-7b (32 × 4096 tokens) and
-//                         gpt2-xl (64 × 1024) on 8 H100s as memory per device shrinks from 80
+//   plan_bench --sweep    the budget sweep of docs/planner.md: llama2-7b (8 × 4096 tokens) and
+//                         gpt2-xl (32 × 1024) on 8 H100s as memory per device shrinks from 80
 //                         to 12 GiB — MAP's plan (mesh, ZeRO stage, recomputed layers), its step
 //                         and peak, beside every baseline's.
 //   plan_bench --targets  llama2-7b on 8 × 40 GiB and llama2-70b on 64 × 80 GiB (4096-token
@@ -158,7 +158,7 @@ const mapd::PlanCandidate* BestFittingBaseline(const mapd::PlanResult& r) {
 
 int Sweep() {
   int violations = 0;
-  for (const char* spec : {"llama2-7b:batch=32,seq=4096", "gpt2-xl:batch=64,seq=1024"}) {
+  for (const char* spec : {"llama2-7b:batch=8,seq=4096", "gpt2-xl:batch=32,seq=1024"}) {
     auto graph = TrainingGraph(spec);
     if (!graph.ok()) return 1;
     std::printf("\n%s on 8 h100-80g\n\n", spec);
@@ -205,7 +205,7 @@ int Targets() {
     int64_t devices, gib;
   };
   int failures = 0;
-  for (const Target& t : {Target{"llama2-7b:batch=64,seq=4096", 8, 40}, Target{"llama2-70b:batch=64,seq=4096", 64, 80}}) {
+  for (const Target& t : {Target{"llama2-7b:batch=8,seq=4096", 8, 40}, Target{"llama2-70b:batch=64,seq=4096", 64, 80}}) {
     auto graph = TrainingGraph(t.spec);
     if (!graph.ok()) return 1;
     auto r = mapd::SearchPlan(*graph, Options(t.devices, t.gib));

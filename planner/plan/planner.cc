@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <limits>
@@ -66,12 +67,18 @@ struct Solved {
 // Solves a cost graph with repeated layers sharing decisions; budget 0 = no memory limit. With
 // `recompute_on` (a cluster), under a budget the solver may also checkpoint repeated layers.
 absl::StatusOr<Solved> Solve(const Graph& graph, const CostGraph& cg, double budget, double time_limit,
-                             const Cluster* recompute_on = nullptr) {
+                             const Cluster* recompute_on = nullptr, double cutoff = 0, bool recompute_all = false) {
   FoldedCostGraph folded = FoldRepeatedLayers(graph, cg);
   std::vector<std::vector<std::string>> group_layers;
-  if (recompute_on != nullptr && budget > 0) group_layers = AddRecomputeGroups(graph, *recompute_on, cg, &folded);
+  if (recompute_on != nullptr && (budget > 0 || recompute_all)) {
+    group_layers = AddRecomputeGroups(graph, *recompute_on, cg, &folded);
+    for (auto& g : *folded.request.mutable_recompute()) {
+      if (recompute_all) g.set_min_recomputed(g.layers());  // full checkpointing (the baselines' way)
+    }
+  }
   folded.request.set_memory_budget(budget);
   folded.request.set_time_limit_seconds(time_limit);
+  if (cutoff > 0 && std::isfinite(cutoff)) folded.request.set_objective_cutoff(cutoff);
   auto resp = SolveStrategies(folded.request);
   if (!resp.ok()) return resp.status();
   Solved s;
@@ -181,7 +188,8 @@ absl::StatusOr<Solved> SolveFree(const Graph& graph, const PlannerOptions& optio
 // MAP's best plan on one mesh, given its unconstrained optimum (see the header for the order
 // of solves).
 absl::StatusOr<PlanCandidate> SearchMesh(const Graph& graph, const PlannerOptions& options, CostGraphCache& cache,
-                                         const std::vector<int64_t>& mesh, double budget, const Solved& free) {
+                                         const std::vector<int64_t>& mesh, double budget, const Solved& free,
+                                         double best_so_far) {
   auto cluster = cache.ClusterFor(mesh);
   if (!cluster.ok()) return cluster.status();
   PlanCandidate c;
@@ -218,7 +226,10 @@ absl::StatusOr<PlanCandidate> SearchMesh(const Graph& graph, const PlannerOption
   for (int z : stages) {
     auto cg = cache.Get(mesh, z);
     if (!cg.ok()) return cg.status();
-    auto s = Solve(graph, **cg, budget, limit, options.recompute ? *cluster : nullptr);
+    // Recompute scans stop where they cannot beat the best plan found (on other meshes, or here
+    // at the other stage).
+    const double cutoff = std::min(best_so_far, best ? best->cost.step_seconds : std::numeric_limits<double>::infinity());
+    auto s = Solve(graph, **cg, budget, limit, options.recompute ? *cluster : nullptr, cutoff);
     if (!s.ok()) return s.status();
     if (s->choice.empty()) {
       c.solve_seconds += s->response.solve_seconds();
@@ -232,6 +243,13 @@ absl::StatusOr<PlanCandidate> SearchMesh(const Graph& graph, const PlannerOption
     if (!best || cand.cost.step_seconds < best->cost.step_seconds) best = std::move(cand);
   }
   if (best) return *best;
+  if (std::isfinite(best_so_far)) {
+    // The scans stopped at the plan found elsewhere: this mesh has nothing faster that fits.
+    c.applicable = false;
+    c.cost.step_seconds = free.response.objective();
+    c.note = "pruned: nothing faster than the plan fits on this mesh";
+    return c;
+  }
   // Nothing fits on this mesh: report the unconstrained plan with the most sharded stage's memory.
   c.zero_stage = pinned >= 0 ? pinned : options.max_zero_stage;
   if (auto st = Fill(c, graph, **cluster, **cache.Get(mesh, c.zero_stage), free, budget); !st.ok()) return st;
@@ -283,6 +301,16 @@ absl::StatusOr<PlanCandidate> SolveBaseline(const Graph& graph, const PlannerOpt
   if (!restricted.ok()) return restricted.status();
   auto s = Solve(graph, *restricted, budget, options.time_limit_seconds);
   if (!s.ok()) return s.status();
+  if (s->choice.empty() && options.recompute) {
+    // Does not fit: the same family with every repeated layer recomputed, as people run it.
+    auto all = Solve(graph, *restricted, budget, options.time_limit_seconds, *cluster, 0, /*recompute_all=*/true);
+    if (!all.ok()) return all.status();
+    c.solve_seconds += s->response.solve_seconds();
+    if (!all->choice.empty() && !all->recomputed_layers.empty()) {
+      s = std::move(all);
+      c.name = absl::StrCat(spec.name, " + full recompute");
+    }
+  }
   if (s->choice.empty()) {  // does not fit: cost its fastest plan anyway
     c.solve_seconds += s->response.solve_seconds();
     s = Solve(graph, *restricted, 0, options.time_limit_seconds);
@@ -330,9 +358,13 @@ absl::StatusOr<PlanResult> SearchPlan(const Graph& graph, const PlannerOptions& 
       result.pruned.push_back(std::move(pruned));
       continue;
     }
-    auto cand = SearchMesh(graph, options, cache, mesh, budget, free);
+    auto cand = SearchMesh(graph, options, cache, mesh, budget, free, best);
     if (!cand.ok()) return cand.status();
     ++result.meshes_solved;
+    if (!cand->applicable) {
+      result.pruned.push_back(*std::move(cand));
+      continue;
+    }
     if (cand->fits) best = std::min(best, cand->cost.step_seconds);
     result.alternatives.push_back(*std::move(cand));
   }

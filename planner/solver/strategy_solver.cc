@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
+#include <cstdlib>
 #include <limits>
 
 #include "absl/strings/str_cat.h"
@@ -343,10 +345,14 @@ v1::SolverResponse SolveOneGroup(const v1::SolverRequest& r) {
     }
     fixed.set_memory_budget(0);
     v1::SolverResponse resp = SolveReduced(fixed);
+    static const bool trace = getenv("MAPD_TRACE") != nullptr;
+    if (trace) std::fprintf(stderr, "  recompute %lld of %lld: unconstrained %.6g s/step\n", static_cast<long long>(rho), static_cast<long long>(group.layers()), resp.objective());
     if (any && resp.objective() >= best.objective() - 1e-12) break;  // no count from here on is faster
+    if (r.objective_cutoff() > 0 && resp.objective() >= r.objective_cutoff()) break;  // nor faster than the cutoff
     fixed.set_memory_budget(r.memory_budget());
     if (budgeted && MemoryOf(fixed, std::vector<int>(resp.choice().begin(), resp.choice().end())) > r.memory_budget()) {
       resp = SolveReduced(fixed);
+      if (trace) std::fprintf(stderr, "  recompute %lld: under the budget %s in %.3f s, %.6g s/step\n", static_cast<long long>(rho), v1::SolverResponse::Status_Name(resp.status()).c_str(), resp.solve_seconds(), resp.objective());
       if (resp.status() == v1::SolverResponse::INFEASIBLE) continue;
     }
     all_optimal &= resp.status() == v1::SolverResponse::OPTIMAL;
@@ -359,7 +365,8 @@ v1::SolverResponse SolveOneGroup(const v1::SolverRequest& r) {
   }
   if (!any) {
     best.set_memory(least);
-    best.set_message(absl::StrCat("no choice of strategies and recomputed layers fits the memory budget; the least is ",
+    best.set_message(absl::StrCat("no choice of strategies and recomputed layers fits the memory budget",
+                                  r.objective_cutoff() > 0 ? " faster than the cutoff" : "", "; the least memory is ",
                                   static_cast<int64_t>(least), " bytes per device, over the budget of ",
                                   static_cast<int64_t>(r.memory_budget())));
     return best;
