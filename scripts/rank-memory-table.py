@@ -5,8 +5,8 @@ Usage: scripts/rank-memory-table.py [path/to/mapctl]   (default build/client/map
 
 Runs `mapctl run MODEL --ranks 4 ... --steps 10 --check-reference -o json` for the equivalence
 models under data parallelism, Megatron tensor parallelism, MAP's plan pinned to a 2x2 mesh,
-MAP's own choice of mesh, MAP's plan with ZeRO stages 1 and 2, and every block recomputed
-(activation checkpointing), ResNet-50 under data parallelism, and the importer's traced test
+MAP's own choice of mesh, MAP's plan with ZeRO stages 1, 2 and 3, every block recomputed
+(activation checkpointing), MAP's plan under a 1 MiB cap (the planner's own recomputation), ResNet-50 under data parallelism, and the importer's traced test
 models (made in a temporary directory by tests/import/models/make_models.py); prints a markdown
 table: the worst rank's measured peak, the prediction from profiling that rank's program, their
 difference, and the largest relative differences of the losses and of the final parameter
@@ -28,6 +28,7 @@ ZOO = [
 PLANS = [("data parallel", ["--strategy", "dp"]), ("Megatron TP=4", ["--strategy", "tp"]),
          ("MAP on 2x2", ["--mesh", "2x2"]), ("MAP (its mesh)", []),
          ("MAP, ZeRO-1", ["--zero", "1"]), ("MAP, ZeRO-2", ["--zero", "2"]), ("MAP on 2x2, ZeRO-2", ["--mesh", "2x2", "--zero", "2"]),
+         ("MAP, ZeRO-3", ["--zero", "3"]), ("MAP on 2x2, ZeRO-3", ["--mesh", "2x2", "--zero", "3"]),
          ("data parallel, every block recomputed", ["--strategy", "dp", "--recompute", "all"])]
 TRAIN = ["--steps", "10", "--optimizer", "momentum", "--check-reference", "-o", "json"]
 
@@ -37,7 +38,9 @@ for name, spec in ZOO:
         runs.append((name, plan, [spec, *flags, "--lr", "0.1"]))
 # Activation checkpointing where activations dominate (sequence 64).
 for plan, flags in [("data parallel", ["--strategy", "dp"]), ("data parallel, every block recomputed", ["--strategy", "dp", "--recompute", "all"]),
-                    ("MAP on 2x2, ZeRO-2, every block recomputed", ["--mesh", "2x2", "--zero", "2", "--recompute", "all"])]:
+                    ("MAP on 2x2, ZeRO-2, every block recomputed", ["--mesh", "2x2", "--zero", "2", "--recompute", "all"]),
+                    ("MAP, ZeRO-3, every block recomputed", ["--mesh", "4", "--zero", "3", "--recompute", "all"]),
+                    ("MAP's plan at 1 MiB a rank (the planner's ZeRO and recomputation)", ["--memory-per-device", "1MiB", "--device-type", "cpu"])]:
     runs.append(("GPT, 4 layers, sequence 64", plan, ["gpt2:layers=4,hidden=32,heads=4,vocab=64,seq=64,batch=8", *flags, "--lr", "0.1"]))
 # ResNet-50 on 32x32 images with random labels is ill-conditioned (batch norms over 8 values per
 # channel in the last stage): one device against itself with 1 and 2 threads drifts as far

@@ -85,6 +85,9 @@ int RunPlan(const PlanArgs& args) {
   auto opt = ParseOptimizer(args.optimizer);
   if (!opt.ok()) return ReportError(opt.status());
   options.profile.optimizer = *opt;
+  auto precision = ParsePrecision(args.precision);
+  if (!precision.ok()) return ReportError(precision.status());
+  options.profile.precision = *precision;
   auto zero = ParseZeroStage(args.zero, 3);
   if (!zero.ok()) return ReportError(zero.status());
   options.zero_stage = *zero;
@@ -138,6 +141,7 @@ int RunPlan(const PlanArgs& args) {
     j["devices"] = cluster.num_devices();
     j["mesh"] = plan.mesh;
     j["zero_stage"] = plan.zero_stage;
+    j["precision"] = PrecisionName(options.profile.precision);
     j["memory_per_device"] = cluster.memory_per_device;
     j["fits"] = result->fits;
     j["predicted_step_seconds"] = cost.step_seconds;
@@ -199,6 +203,11 @@ int RunPlan(const PlanArgs& args) {
   std::cout << "\nMesh:         " << cluster.MeshString() << " " << cluster.device.name << " (" << absl::StrJoin(axes, "; ")
             << ")\n"
             << "ZeRO:         " << (plan.zero_stage == 0 ? std::string("off") : absl::StrCat("stage ", plan.zero_stage))
+            << "\n"
+            << "Precision:    "
+            << (options.profile.precision == Precision::kBf16Mixed
+                    ? "bf16 mixed (bf16 weights, activations, gradients; fp32 master weights and optimizer states)"
+                    : "fp32")
             << "\n"
             << "Recompute:    "
             << (plan.recomputed_layers.empty()

@@ -45,6 +45,51 @@ struct ChosenPlan {
   std::vector<std::string> recompute;  // the layers the plan recomputes
 };
 
+// The layers to recompute: the plan's unless --recompute says otherwise.
+std::vector<std::string> LayersToRecompute(const RunArgs& args, const ChosenPlan& plan, const Graph& graph) {
+  if (args.recompute == "auto") return plan.recompute;
+  if (args.recompute == "off") return {};
+  if (args.recompute == "all") return RepeatedLayers(graph);
+  return absl::StrSplit(args.recompute, ',', absl::SkipEmpty());
+}
+
+struct LoweredPlan {
+  std::vector<v1::RankProgram> programs;   // per rank
+  std::vector<RankPrediction> predicted;   // per rank: its program profiled (rank_cost.h)
+  int64_t WorstPeak() const {
+    int64_t worst = 0;
+    for (const auto& p : predicted) worst = std::max(worst, p.peak_bytes);
+    return worst;
+  }
+};
+
+absl::StatusOr<LoweredPlan> LowerAndPredict(const Graph& graph, const ChosenPlan& plan, const std::vector<std::string>& recompute,
+                                            const RunArgs& args) {
+  ClusterOptions co;
+  co.mesh = plan.mesh;
+  co.device_type = args.device_type;
+  auto cluster = MakeCluster(co);
+  if (!cluster.ok()) return cluster.status();
+  ProfileOptions po;
+  if (auto opt = ParseOptimizer(args.optimizer); opt.ok()) po.optimizer = *opt;
+  po.timeline = false;
+  int world = 1;
+  for (int64_t d : plan.mesh) world *= static_cast<int>(d);
+  LoweredPlan out;
+  for (int r = 0; r < world; ++r) {
+    auto program = LowerForRank(graph, plan.mesh, plan.strategies, r, plan.zero_stage);
+    if (!program.ok()) return program.status();
+    if (!recompute.empty()) {
+      if (auto st = MarkRecompute(graph, recompute, &*program); !st.ok()) return st;
+    }
+    auto p = PredictRank(graph, *program, *cluster, po);
+    if (!p.ok()) return p.status();
+    out.predicted.push_back(*p);
+    out.programs.push_back(*std::move(program));
+  }
+  return out;
+}
+
 absl::StatusOr<ChosenPlan> ChoosePlan(const RunArgs& args) {
   ChosenPlan c;
   if (!args.plan.empty()) {
@@ -52,9 +97,10 @@ absl::StatusOr<ChosenPlan> ChoosePlan(const RunArgs& args) {
     if (!bytes.ok()) return bytes.status();
     v1::Plan plan;
     if (!plan.ParseFromString(*bytes)) return absl::InvalidArgumentError(absl::StrCat(args.plan, " is not a saved plan (mapctl plan --save)"));
-    if (plan.zero_stage() > 2) {
-      return absl::UnimplementedError(absl::StrCat(args.plan, " uses ZeRO stage ", plan.zero_stage(),
-                                                   "; the runtime runs stages 0 to 2 so far (plan with --zero 2 or lower)"));
+    if (!plan.precision().empty() && plan.precision() != "fp32") {
+      return absl::UnimplementedError(absl::StrCat(args.plan, " is planned for ", plan.precision(),
+                                                   " mixed precision; the runtime trains in the graph's own dtypes "
+                                                   "(plan with --precision fp32)"));
     }
     c.zero_stage = plan.zero_stage();
     auto graph = Graph::Create(plan.graph());
@@ -96,7 +142,7 @@ absl::StatusOr<ChosenPlan> ChoosePlan(const RunArgs& args) {
   auto opt = ParseOptimizer(args.optimizer == "momentum" ? "momentum" : args.optimizer);
   if (!opt.ok()) return opt.status();
   o.profile.optimizer = *opt;
-  o.max_zero_stage = 2;  // the runtime runs stages 0 to 2 so far
+  o.max_zero_stage = 3;
   auto zero = ParseZeroStage(args.zero, o.max_zero_stage);
   if (!zero.ok()) return zero.status();
   o.zero_stage = *zero;
@@ -107,6 +153,32 @@ absl::StatusOr<ChosenPlan> ChoosePlan(const RunArgs& args) {
   }
   auto r = SearchPlan(*graph, o);
   if (!r.ok()) return r.status();
+  // The planner's memory is its start-of-backward model; each rank's program, profiled, is the
+  // finer one. Under a budget, a plan whose rank programs do not fit is searched again with the
+  // budget lowered by what it missed (a few times at most).
+  const int64_t budget = o.cluster.memory_per_device;
+  for (int attempt = 0; args.strategy == "map" && budget > 0 && r->fits && attempt < 4; ++attempt) {
+    ChosenPlan trial;
+    trial.mesh = r->plan.mesh;
+    trial.strategies = r->plan.strategies;
+    trial.zero_stage = r->plan.zero_stage;
+    trial.recompute = r->plan.recomputed_layers;
+    auto lowered = LowerAndPredict(*graph, trial, LayersToRecompute(args, trial, *graph), args);
+    if (!lowered.ok()) return lowered.status();
+    const int64_t worst = lowered->WorstPeak();
+    if (worst <= budget) break;
+    o.cluster.memory_per_device = static_cast<int64_t>(static_cast<double>(o.cluster.memory_per_device) *
+                                                       static_cast<double>(budget) / static_cast<double>(worst) * 0.99);
+    auto again = SearchPlan(*graph, o);
+    if (!again.ok()) return again.status();
+    if (!again->fits) {
+      return absl::FailedPreconditionError(absl::StrFormat(
+          "MAP's plan for %s per rank needs %s on a rank as its program profiles, and no plan fits %s by the planner's model; "
+          "give more memory per rank (--memory-per-device) or more ranks",
+          FormatBytes(budget), FormatBytes(worst), FormatBytes(o.cluster.memory_per_device)));
+    }
+    r = std::move(again);
+  }
   const PlanCandidate* chosen = nullptr;
   if (args.strategy == "map") {
     if (!r->fits) {
@@ -171,41 +243,17 @@ int RunOnRanks(const RunArgs& args) {
   std::filesystem::create_directories(dir, ec);
   if (ec) return ReportError(absl::InternalError(absl::StrCat("cannot make ", dir.string(), ": ", ec.message())));
   if (auto st = WriteGraphFile(plan->graph, (dir / "graph.pb").string()); !st.ok()) return ReportError(st);
-  // Activation checkpointing: the layers whose activations are recomputed in backward — the
-  // plan's unless --recompute says otherwise.
-  std::vector<std::string> recompute;
-  if (args.recompute == "auto") {
-    recompute = plan->recompute;
-  } else if (args.recompute == "off") {
-  } else if (args.recompute == "all") {
-    recompute = RepeatedLayers(*graph);
-  } else if (!args.recompute.empty()) {
-    recompute = absl::StrSplit(args.recompute, ',', absl::SkipEmpty());
-  }
-  // Each rank's memory and step time predicted from its own program (rank_cost.h).
-  ClusterOptions co;
-  co.mesh = plan->mesh;
-  co.device_type = args.device_type;
-  auto cluster = MakeCluster(co);
-  if (!cluster.ok()) return ReportError(cluster.status());
-  ProfileOptions po;
-  if (auto opt = ParseOptimizer(args.optimizer); opt.ok()) po.optimizer = *opt;
-  po.timeline = false;
-  std::vector<RankPrediction> predicted(world);
-  std::vector<v1::RankProgram> programs(world);
+  // Activation checkpointing (the plan's layers unless --recompute says otherwise), each rank's
+  // program, and its memory and step time predicted from that program (rank_cost.h).
+  const std::vector<std::string> recompute = LayersToRecompute(args, *plan, *graph);
+  auto lowered = LowerAndPredict(*graph, *plan, recompute, args);
+  if (!lowered.ok()) return ReportError(lowered.status());
+  const std::vector<RankPrediction>& predicted = lowered->predicted;
+  const std::vector<v1::RankProgram>& programs = lowered->programs;
   for (int r = 0; r < world; ++r) {
-    auto program = LowerForRank(*graph, plan->mesh, plan->strategies, r, plan->zero_stage);
-    if (!program.ok()) return ReportError(program.status());
-    if (!recompute.empty()) {
-      if (auto st = MarkRecompute(*graph, recompute, &*program); !st.ok()) return ReportError(st);
-    }
-    auto p = PredictRank(*graph, *program, *cluster, po);
-    if (!p.ok()) return ReportError(p.status());
-    predicted[r] = *p;
-    if (auto st = WriteStringToFileAtomic((dir / absl::StrCat("rank_", r, ".pb")).string(), program->SerializeAsString()); !st.ok()) {
+    if (auto st = WriteStringToFileAtomic((dir / absl::StrCat("rank_", r, ".pb")).string(), programs[r].SerializeAsString()); !st.ok()) {
       return ReportError(st);
     }
-    programs[r] = *std::move(program);
   }
   // Checkpoints: where, and where to resume from.
   const std::string ckpt_dir = !args.resume.empty() ? args.resume : args.checkpoint_dir;
@@ -405,7 +453,7 @@ int RunOnRanks(const RunArgs& args) {
                                  total, losses[0].empty() ? 0 : losses[0].front(), losses[0].empty() ? 0 : losses[0].back());
     t.Print(std::cout);
     std::cout << absl::StrFormat("planner's estimate for the plan: %s per device; step times predicted for %s\n",
-                                 FormatBytes(static_cast<int64_t>(plan->predicted_peak_bytes)), cluster->device.name);
+                                 FormatBytes(static_cast<int64_t>(plan->predicted_peak_bytes)), args.device_type.c_str());
     if (args.check_reference) {
       std::cout << absl::StrFormat("reference (one process): max relative loss difference %.2e; final parameters: %d blocks, "
                                    "max difference %.2e (%s on rank %d)\n",

@@ -109,6 +109,7 @@ struct PlanArgs {
   std::string dump_request;
   std::string zero = "auto";      // auto | 0..3
   std::string recompute = "auto"; // auto (the search may checkpoint layers) | off
+  std::string precision = "fp32"; // fp32 | bf16 (mixed: bf16 weights, activations, gradients; fp32 master and states)
   std::string save;               // plan.pb
   std::string report;             // plan.html
   std::string format = "table";

@@ -106,7 +106,7 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"map", "dp", "tp"}))->capture_default_str();
   run->add_option("--plan", run_args.plan, "Run a saved plan (mapctl plan --save): its graph and mesh");
   run->add_option("--device-type", run_args.device_type, "Cost model of the planner for --strategy map")->capture_default_str();
-  run->add_option("--zero", run_args.zero, "ZeRO stage of MAP's plan over data-parallel axes: auto | 0 | 1 | 2 (3 is not built in the runtime)")
+  run->add_option("--zero", run_args.zero, "ZeRO stage of MAP's plan over data-parallel axes: auto | 0 | 1 | 2 | 3")
       ->capture_default_str();
   run->add_option("--recompute", run_args.recompute,
                   "Activation checkpointing with --ranks: auto (as MAP's plan or the saved plan says), off, all, or LAYER,LAYER... "
@@ -161,6 +161,8 @@ int main(int argc, char** argv) {
   plan->add_option("--time-limit", plan_args.time_limit, "Solver time limit in seconds")->capture_default_str();
   plan->add_option("--dump-solver-request", plan_args.dump_request, "Write the winning ILP request (proto) here");
   plan->add_option("--zero", plan_args.zero, "ZeRO stage over data-parallel axes: auto | 0 | 1 | 2 | 3")->capture_default_str();
+  plan->add_option("--precision", plan_args.precision, "fp32 | bf16 (mixed: bf16 weights, activations and gradients; fp32 master weights and optimizer states)")
+      ->capture_default_str();
   plan->add_option("--recompute", plan_args.recompute,
                    "Activation checkpointing: auto (under the budget the search may recompute repeated layers) | off")
       ->check(CLI::IsMember({"auto", "off"}))

@@ -30,10 +30,20 @@ absl::StatusOr<Graph> LocalGraph(const Graph& global, const v1::RankProgram& pro
     *lp->mutable_type() = it->second->local_type();
   }
   // ZeRO-2 runs a sharded parameter's GRAD_SYNC steps as identities (its gradient is
-  // reduce-scattered instead): views here, which allocate nothing.
-  std::set<int> identities;
+  // reduce-scattered instead): views here, which allocate nothing. ZeRO-3's first step of each
+  // chain gathers the block from the shards: a ZERO_GATHER collective, which the profiler frees
+  // after its last forward reader and makes again for backward, as the runtime does.
+  std::set<int> identities, gathers;
   if (program.zero_stage() >= 2) {
-    for (const ZeroParam& z : ZeroParams(program)) identities.insert(z.grad_syncs.begin(), z.grad_syncs.end());
+    for (const ZeroParam& z : ZeroParams(program)) {
+      for (int step : z.grad_syncs) {
+        if (program.zero_stage() >= 3 && program.instructions(step).communicate().input() == z.name) {
+          gathers.insert(step);
+        } else {
+          identities.insert(step);
+        }
+      }
+    }
   }
   for (int i = 0; i < program.instructions_size(); ++i) {
     const v1::Instruction& ins = program.instructions(i);
@@ -45,7 +55,7 @@ absl::StatusOr<Graph> LocalGraph(const Graph& global, const v1::RankProgram& pro
       node->add_inputs(c.input());
       node->add_outputs(c.output());
       v1::AttrValue kind, axis, shape;
-      kind.set_s(v1::Communicate::Kind_Name(c.kind()));
+      kind.set_s(gathers.count(i) ? "ZERO_GATHER" : v1::Communicate::Kind_Name(c.kind()));
       axis.set_i(c.axis());
       for (int64_t d : c.output_type().shape()) shape.mutable_ints()->add_values(d);
       (*node->mutable_attrs())["shape"] = shape;

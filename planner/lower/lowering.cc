@@ -330,10 +330,6 @@ absl::StatusOr<v1::RankProgram> LowerForRank(const Graph& graph, const std::vect
   if (zero_stage < 0 || zero_stage > 3) {
     return absl::InvalidArgumentError(absl::StrCat("ZeRO stage ", zero_stage, " does not exist; use 0, 1, 2 or 3"));
   }
-  if (zero_stage == 3) {
-    return absl::UnimplementedError("ZeRO stage 3 (parameters sharded, gathered before use) is not built in the runtime yet; "
-                                    "plan with --zero 2 or lower");
-  }
   int64_t devices = 1;
   for (int64_t d : mesh) {
     if (d < 1) return absl::InvalidArgumentError(absl::StrCat("mesh axis of size ", d));

@@ -22,9 +22,9 @@ absl::StatusOr<double> CommunicationSeconds(const v1::RankProgram& program, cons
   for (const auto& s : program.parameters()) note(s.name(), s.local_type());
   for (const auto& s : program.inputs()) note(s.name(), s.local_type());
   double seconds = 0;
-  // ZeRO: stage 2 reduce-scatters a sharded parameter's gradient instead of its GRAD_SYNCs'
-  // all-reduces (Gloo: an all-reduce per axis of what is left); both stages gather the updated
-  // shards back (an all-gather per axis, innermost first).
+  // ZeRO: stages 2-3 reduce-scatter a sharded parameter's gradient instead of its GRAD_SYNCs'
+  // all-reduces (Gloo: an all-reduce per axis of what is left); every stage gathers the shards
+  // (an all-gather per axis, innermost first).
   std::set<int> replaced;
   for (const ZeroParam& z : ZeroParams(program)) {
     int64_t bytes = 0;
@@ -40,9 +40,11 @@ absl::StatusOr<double> CommunicationSeconds(const v1::RankProgram& program, cons
       if (program.zero_stage() >= 2) seconds += CollectiveSeconds(CollectiveKind::kAllReduce, left, cluster.mesh[a], cluster.links[a]);
       left /= cluster.mesh[a];
     }
+    // Stages 1-2 gather after the step; stage 3 before use in forward and again in backward.
+    const double gathers = program.zero_stage() >= 3 ? 2 : 1;
     for (auto a = z.axes.rbegin(); a != z.axes.rend(); ++a) {
       left *= cluster.mesh[*a];
-      seconds += CollectiveSeconds(CollectiveKind::kAllGather, left, cluster.mesh[*a], cluster.links[*a]);
+      seconds += gathers * CollectiveSeconds(CollectiveKind::kAllGather, left, cluster.mesh[*a], cluster.links[*a]);
     }
     if (program.zero_stage() >= 2) replaced.insert(z.grad_syncs.begin(), z.grad_syncs.end());
   }
@@ -106,7 +108,6 @@ absl::StatusOr<RankPrediction> PredictRank(const Graph& global, const v1::RankPr
   for (const auto& seg : program.recompute()) o.recompute.emplace_back(seg.first(), seg.last());
   auto report = ProfileTrainingStep(*local, o);
   if (!report.ok()) return report.status();
-  if (getenv("DBG") && program.rank()==0) { auto& b=report->peak_breakdown; fprintf(stderr,"PRED peak %lld phase %s at %s params %lld grads %lld opt %lld saved %lld trans %lld\n",(long long)report->predicted_peak_bytes, PhaseName(report->peak_phase), report->peak_at.c_str(), (long long)b.parameters,(long long)b.gradients,(long long)b.optimizer_states,(long long)b.saved_activations,(long long)b.transients); }
   auto comm = CommunicationSeconds(program, cluster);
   if (!comm.ok()) return comm.status();
   RankPrediction p;

@@ -3,7 +3,9 @@
 // input once and writes a new tensor of the local shape `shape` (what the runtime allocates),
 // saves nothing, and its backward makes an input-sized gradient. It is never planned (every
 // label unsplittable) and runs only through the distributed runtime (worker/dist), which turns
-// it into the real collective.
+// it into the real collective. Kind ZERO_GATHER is ZeRO-3's gather of a parameter's block from
+// its shards (the profiler frees it after its last forward reader and makes it again for
+// backward).
 #include "planner/ops/registry.h"
 
 #include "absl/strings/str_cat.h"
@@ -38,7 +40,7 @@ OpCost CollectiveCost(const CostContext& c) {
   auto kind = c.op.Str("kind", "");
   const std::string k = kind.ok() ? *kind : "";
   const int64_t in = c.op.input(0).NumBytes(), out = c.outputs.empty() ? 0 : c.outputs[0].NumBytes();
-  if (k == "ALL_GATHER") cost.workspace_bytes = out;
+  if (k == "ALL_GATHER" || k == "ZERO_GATHER") cost.workspace_bytes = out;
   if (k == "REDUCE_SCATTER") cost.workspace_bytes = in, cost.grad_workspace_bytes = in;
   if (k == "SLICE") cost.grad_workspace_bytes = in;
   return cost;

@@ -67,11 +67,12 @@ struct Solved {
 // Solves a cost graph with repeated layers sharing decisions; budget 0 = no memory limit. With
 // `recompute_on` (a cluster), under a budget the solver may also checkpoint repeated layers.
 absl::StatusOr<Solved> Solve(const Graph& graph, const CostGraph& cg, double budget, double time_limit,
-                             const Cluster* recompute_on = nullptr, double cutoff = 0, bool recompute_all = false) {
+                             const Cluster* recompute_on = nullptr, double cutoff = 0, bool recompute_all = false,
+                             Precision precision = Precision::kFp32) {
   FoldedCostGraph folded = FoldRepeatedLayers(graph, cg);
   std::vector<std::vector<std::string>> group_layers;
   if (recompute_on != nullptr && (budget > 0 || recompute_all)) {
-    group_layers = AddRecomputeGroups(graph, *recompute_on, cg, &folded);
+    group_layers = AddRecomputeGroups(graph, *recompute_on, cg, precision, &folded);
     for (auto& g : *folded.request.mutable_recompute()) {
       if (recompute_all) g.set_min_recomputed(g.layers());  // full checkpointing (the baselines' way)
     }
@@ -112,9 +113,9 @@ absl::StatusOr<Solved> Solve(const Graph& graph, const CostGraph& cg, double bud
 
 // The least memory any plan of a cost graph needs: every node at its smallest strategy and,
 // with `recompute_on`, every repeated layer recomputed.
-double MinMemory(const Graph& graph, const CostGraph& cg, const Cluster* recompute_on) {
+double MinMemory(const Graph& graph, const CostGraph& cg, const Cluster* recompute_on, Precision precision) {
   FoldedCostGraph folded = FoldRepeatedLayers(graph, cg);
-  if (recompute_on != nullptr) AddRecomputeGroups(graph, *recompute_on, cg, &folded);
+  if (recompute_on != nullptr) AddRecomputeGroups(graph, *recompute_on, cg, precision, &folded);
   return LeastMemory(folded.request);
 }
 
@@ -229,7 +230,7 @@ absl::StatusOr<PlanCandidate> SearchMesh(const Graph& graph, const PlannerOption
     // Recompute scans stop where they cannot beat the best plan found (on other meshes, or here
     // at the other stage).
     const double cutoff = std::min(best_so_far, best ? best->cost.step_seconds : std::numeric_limits<double>::infinity());
-    auto s = Solve(graph, **cg, budget, limit, options.recompute ? *cluster : nullptr, cutoff);
+    auto s = Solve(graph, **cg, budget, limit, options.recompute ? *cluster : nullptr, cutoff, false, options.profile.precision);
     if (!s.ok()) return s.status();
     if (s->choice.empty()) {
       c.solve_seconds += s->response.solve_seconds();
@@ -303,7 +304,8 @@ absl::StatusOr<PlanCandidate> SolveBaseline(const Graph& graph, const PlannerOpt
   if (!s.ok()) return s.status();
   if (s->choice.empty() && options.recompute) {
     // Does not fit: the same family with every repeated layer recomputed, as people run it.
-    auto all = Solve(graph, *restricted, budget, options.time_limit_seconds, *cluster, 0, /*recompute_all=*/true);
+    auto all = Solve(graph, *restricted, budget, options.time_limit_seconds, *cluster, 0, /*recompute_all=*/true,
+                     options.profile.precision);
     if (!all.ok()) return all.status();
     c.solve_seconds += s->response.solve_seconds();
     if (!all->choice.empty() && !all->recomputed_layers.empty()) {
@@ -392,7 +394,7 @@ absl::StatusOr<PlanResult> SearchPlan(const Graph& graph, const PlannerOptions& 
       if (!cg.ok()) return cg.status();
       auto cluster = cache.ClusterFor(mesh);
       if (!cluster.ok()) return cluster.status();
-      result.min_memory_bytes = std::min(result.min_memory_bytes, MinMemory(graph, **cg, options.recompute ? *cluster : nullptr));
+      result.min_memory_bytes = std::min(result.min_memory_bytes, MinMemory(graph, **cg, options.recompute ? *cluster : nullptr, options.profile.precision));
     }
   }
 

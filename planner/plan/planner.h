@@ -36,8 +36,7 @@ struct PlannerOptions {
   ProfileOptions profile;
   // -1: any ZeRO stage the search finds best (up to max_zero_stage); 0–3: only that stage.
   int zero_stage = -1;
-  // The highest stage the search may use: 2 for plans the runtime is to run (it does not run
-  // ZeRO-3 yet), 3 otherwise.
+  // The highest stage the search may use (0–3).
   int max_zero_stage = 3;
   // Under the budget, the solver may also recompute repeated layers' activations in backward
   // (activation checkpointing, recompute_groups.h) — chosen with the strategies.

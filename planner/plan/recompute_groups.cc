@@ -13,12 +13,6 @@ namespace mapd {
 
 namespace {
 
-double LocalBytes(const TensorType& t, const Placement& p, const Cluster& c) {
-  if (p.empty()) return static_cast<double>(t.NumBytes());
-  auto s = LocalShape(t.shape, p, c.mesh);
-  return static_cast<double>(s.ok() ? NumElements(*s) * DTypeSize(t.dtype) : t.NumBytes());
-}
-
 // "transformer.h.3" → "transformer.h.#": layers of one family share it.
 std::string FamilyOf(const std::string& layer) {
   std::string f = LayerFreeName(layer + "/");
@@ -29,7 +23,7 @@ std::string FamilyOf(const std::string& layer) {
 }  // namespace
 
 std::vector<std::vector<std::string>> AddRecomputeGroups(const Graph& graph, const Cluster& cluster, const CostGraph& cg,
-                                                         FoldedCostGraph* folded) {
+                                                         Precision precision, FoldedCostGraph* folded) {
   const std::vector<std::string> layers = RepeatedLayers(graph);
   std::map<std::string, int> layer_id;
   for (const std::string& l : layers) layer_id.emplace(l, static_cast<int>(layer_id.size()));
@@ -101,7 +95,10 @@ std::vector<std::vector<std::string>> AddRecomputeGroups(const Graph& graph, con
         const StrategyCost& c = cg.costs[rep][k];
         double held = 0;
         for (int o = 0; o < node.outputs_size(); ++o) {
-          if (boundary[o]) held += LocalBytes(graph.TypeOf(node.outputs(o)), cg.strategies[rep][k].outputs[o], cluster);
+          if (boundary[o]) {
+            held += static_cast<double>(
+                LocalBytes(TrainedType(graph.TypeOf(node.outputs(o)), precision), cg.strategies[rep][k].outputs[o], cluster));
+          }
         }
         m->add_saved(copies * (c.activation_bytes - held));
         m->add_seconds(copies * c.forward_seconds);
@@ -122,7 +119,7 @@ std::vector<std::vector<std::string>> AddRecomputeGroups(const Graph& graph, con
     }
     for (const auto& [fe, rep] : intra) {
       const EdgePort& port = cg.edge_ports[rep.first];
-      const TensorType& type = graph.TypeOf(graph.node(port.src).outputs(port.output));
+      const TensorType type = TrainedType(graph.TypeOf(graph.node(port.src).outputs(port.output)), precision);
       const double share = static_cast<double>(rep.second) / static_cast<double>(count);
       v1::RecomputeEdge* re = group.add_edges();
       re->set_edge(fe);

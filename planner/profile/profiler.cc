@@ -111,6 +111,17 @@ class Simulator {
   std::vector<std::vector<std::pair<int, int64_t>>> rematerialize_;
   int64_t largest_param_ = 0;
   int num_param_tensors_ = 0;
+  // ZeRO-3: blocks gathered in forward (storage → bytes), freed after their last forward
+  // reader whatever autograd saved; per node, the gathered storages its backward needs (made
+  // again when backward reaches it, freed at the gather's backward).
+  std::unordered_map<int, int64_t> gathered_;
+  std::vector<std::vector<int>> needs_block_;
+  std::unordered_map<int, int> regathered_;
+  static bool IsZeroGather(const v1::Node& node) {
+    if (node.op() != "collective") return false;
+    auto it = node.attrs().find("kind");
+    return it != node.attrs().end() && it->second.s() == "ZERO_GATHER";
+  }
 
   // Elements of a ZeRO shard of parameter `name`, 0 when it is not sharded.
   int64_t ZeroChunk(const std::string& name, int64_t numel) const {
@@ -136,6 +147,7 @@ void Simulator::SetUpValues() {
       if (opt_.precision == Precision::kBf16Mixed) bytes += v.type.NumElements() * 4;  // fp32 master copy
       const int64_t chunk = ZeroChunk(par.name(), v.type.NumElements());
       if (chunk > 0) ledger_.New(chunk * DTypeSize(v.type.dtype), StorageKind::kParameter);  // the optimizer's shard
+      if (chunk > 0 && opt_.zero_stage >= 3) bytes = 0;  // the block exists only while gathered
       const int64_t state_elems = chunk > 0 ? chunk : v.type.NumElements();
       for (int s = 0; s < om.state_tensors; ++s) ledger_.New(state_elems * 4, StorageKind::kOptimizerState);
     }
@@ -163,6 +175,7 @@ void Simulator::SetUpValues() {
 absl::Status Simulator::Forward() {
   const int n_nodes = g_.num_nodes();
   held_.assign(n_nodes, {});
+  needs_block_.assign(n_nodes, {});
   needs_backward_.assign(n_nodes, false);
   grad_workspace_.assign(n_nodes, 0);
   report_.ops.reserve(n_nodes);
@@ -182,11 +195,17 @@ absl::Status Simulator::Forward() {
       // its backward is done, which ends at this node.
       segment_start_storage = ledger_.num_storages();
       std::unordered_set<int> kept;
+      int last = n;
+      while (last + 1 < n_nodes && segment_of_[last + 1] == seg) ++last;
       for (int m = n; m < n_nodes && segment_of_[m] == seg; ++m) {
         for (const auto& in : g_.node(m).inputs()) {
           if (in.empty() || g_.FindValue(in)->def != ValueDef::kNode) continue;
           auto it = values_.find(in);
           if (it == values_.end() || it->second.storage < 0 || !ledger_.live(it->second.storage)) continue;
+          if (gathered_.count(it->second.storage)) {  // ZeRO-3: gathered again before the rerun
+            if (kept.insert(it->second.storage).second) needs_block_[last].push_back(it->second.storage);
+            continue;
+          }
           if (kept.insert(it->second.storage).second) {
             ledger_.Hold(it->second.storage);
             held_[n].push_back(it->second.storage);
@@ -235,6 +254,9 @@ absl::Status Simulator::Forward() {
       if (alias) {
         v.storage = values_.at(node.inputs(0)).storage;
         ledger_.AddRef(v.storage);
+      } else if (IsZeroGather(node)) {
+        v.storage = ledger_.New(Bytes(outs[o]), StorageKind::kParameter);
+        gathered_[v.storage] = Bytes(outs[o]);
       } else {
         v.storage = ledger_.New(Bytes(outs[o]), StorageKind::kActivation);
       }
@@ -265,6 +287,10 @@ absl::Status Simulator::Forward() {
       std::unordered_set<int> seen;
       auto hold = [&](int storage) {
         if (!seen.insert(storage).second) return;
+        if (gathered_.count(storage)) {  // ZeRO-3: not kept; gathered again for this backward
+          needs_block_[n].push_back(storage);
+          return;
+        }
         if (seg >= 0) {
           // Recomputed: nothing kept now; what the range made is made again in backward.
           if (storage >= segment_start_storage) rematerialize_[n].push_back({storage, ledger_.bytes(storage)});
@@ -350,6 +376,11 @@ void Simulator::Backward() {
       for (int id : made) ledger_.Release(id);  // only the holds keep them
       Point(Phase::kBackward, absl::StrCat("recompute ", node.name()));
     }
+    for (int s : needs_block_[n]) {
+      if (regathered_.count(s)) continue;
+      regathered_[s] = ledger_.New(gathered_.at(s), StorageKind::kParameter);
+      ledger_.Transient(gathered_.at(s));  // the pieces received before they are copied in
+    }
     bool has_out_grad = false;
     for (const auto& o : node.outputs()) has_out_grad |= values_.at(o).grad >= 0;
     if (needs_backward_[n] && has_out_grad) {
@@ -384,7 +415,14 @@ void Simulator::Backward() {
       Point(Phase::kBackward, node.name());
     }
     // The node's backward is done (or never runs): its kept tensors and its outputs'
-    // gradients go.
+    // gradients go (and a ZeRO-3 gather's block, gathered again for its readers' backward).
+    if (IsZeroGather(node)) {
+      auto it = regathered_.find(values_.at(node.outputs(0)).storage);
+      if (it != regathered_.end()) {
+        ledger_.Release(it->second);
+        regathered_.erase(it);
+      }
+    }
     for (int s : held_[n]) ledger_.Unhold(s);
     held_[n].clear();
     for (const auto& o : node.outputs()) {

@@ -107,7 +107,9 @@ void ExpectSameAsOneDevice(const Graph& g, const std::vector<int64_t>& mesh, con
         if (!r.ok()) return void(errors[rank] = r.status().ToString());
         losses[rank].push_back(r->loss);
       }
-      for (const auto& [name, t] : (*trainer)->parameters()) params[rank].emplace_back(name, t.detach().clone());
+      auto blocks = (*trainer)->Blocks();  // ZeRO-3 gathers its blocks
+      if (!blocks.ok()) return void(errors[rank] = blocks.status().ToString());
+      params[rank] = *std::move(blocks);
     });
   }
   for (auto& t : threads) t.join();
@@ -224,12 +226,12 @@ TEST(EquivalenceClipping, DataTensorAnd2x2) {
 // optimizer state a quarter or half the size) and the blocks are gathered back; stage 2 also
 // reduce-scatters the gradients. Under data parallelism on 4 ranks, on a 2x2 mesh (parameters
 // sharded over one or both axes), and with AdamW and clipping, which read the shards' norms.
-TEST(EquivalenceZero, Stages1And2UnderDataParallelAnd2x2) {
+TEST(EquivalenceZero, Stages1To3UnderDataParallelAnd2x2) {
   const Graph g = ZooTrainingGraph("gpt2:layers=2,hidden=32,heads=4,vocab=64,seq=8,batch=4");
   const Reference ref = SingleDevice(g, Sgd(), /*repeat=*/true);
   ASSERT_LT(ref.losses.back(), ref.losses.front());
   const std::vector<int64_t> dp = {4}, square = {2, 2};
-  for (int stage : {1, 2}) {
+  for (int stage : {1, 2, 3}) {
     SCOPED_TRACE(stage);
     ExpectSameAsOneDevice(g, dp, PlanStrategies(g, dp, "data parallel"), ref, Sgd(), stage);
     ExpectSameAsOneDevice(g, square, PlanStrategies(g, square, "MAP"), ref, Sgd(), stage);
@@ -241,6 +243,7 @@ TEST(EquivalenceZero, Stages1And2UnderDataParallelAnd2x2) {
   const Graph mlp = ZooTrainingGraph("mlp:in=16,hidden=32,layers=2,out=8,batch=8");
   const Reference mlp_ref = SingleDevice(mlp, adam, /*repeat=*/true);
   ExpectSameAsOneDevice(mlp, dp, PlanStrategies(mlp, dp, "data parallel"), mlp_ref, adam, 2);
+  ExpectSameAsOneDevice(mlp, dp, PlanStrategies(mlp, dp, "data parallel"), mlp_ref, adam, 3);
 }
 
 // The shards are real: ZeRO-2 on 4 data-parallel ranks gives each rank a quarter of every
@@ -256,8 +259,8 @@ TEST(EquivalenceZero, ShardsAreAQuarterOfTheBlocks) {
     EXPECT_EQ(z.index, 1);
     EXPECT_EQ(z.chunk, (z.numel + 3) / 4) << z.name;
   }
-  EXPECT_EQ(LowerForRank(g, {4}, PlanStrategies(g, {4}, "data parallel"), 1, 3).status().code(),
-            absl::StatusCode::kUnimplemented);
+  EXPECT_EQ(LowerForRank(g, {4}, PlanStrategies(g, {4}, "data parallel"), 1, 4).status().code(),
+            absl::StatusCode::kInvalidArgument);
 }
 
 // Activation checkpointing: every transformer block recomputed in backward from its inputs,
@@ -280,6 +283,7 @@ TEST(EquivalenceRecompute, EveryBlockUnderDataTensorAnd2x2) {
     ExpectSameAsOneDevice(*g, mesh, PlanStrategies(*g, mesh, family), ref, Sgd(), 0, /*recompute=*/true);
   }
   ExpectSameAsOneDevice(*g, {4}, PlanStrategies(*g, {4}, "data parallel"), ref, Sgd(), 2, /*recompute=*/true);
+  ExpectSameAsOneDevice(*g, {4}, PlanStrategies(*g, {4}, "data parallel"), ref, Sgd(), 3, /*recompute=*/true);
 }
 
 INSTANTIATE_TEST_SUITE_P(Models, Equivalence,

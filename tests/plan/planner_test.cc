@@ -204,6 +204,28 @@ TEST(Planner, ATightBudgetRecomputesLayersInsteadOfFailing) {
             with->plan.recomputed_layers);
 }
 
+TEST(Planner, MixedPrecisionHalvesWeightsAndActivationsAndUsesBf16Rates) {
+  const Graph g = Zoo(kSmallGpt);
+  PlannerOptions o = Options(4);
+  o.cluster.mesh = {4};
+  o.zero_stage = 0;
+  auto fp32 = SearchPlan(g, o);
+  o.profile.precision = Precision::kBf16Mixed;
+  auto bf16 = SearchPlan(g, o);
+  ASSERT_TRUE(fp32.ok() && bf16.ok());
+  const ChoiceCost& a = fp32->plan.cost;
+  const ChoiceCost& b = bf16->plan.cost;
+  // bf16 weights and gradients (half), fp32 master weights beside the AdamW states (3 × 4 bytes
+  // per parameter instead of 2 × 4), bf16 activations.
+  const double params = a.parameter_bytes;  // fp32: 4 bytes a parameter
+  EXPECT_NEAR(b.parameter_bytes, params / 2, 1e-6 * params);
+  EXPECT_NEAR(b.gradient_bytes, a.gradient_bytes / 2, 1e-6 * params);
+  EXPECT_NEAR(b.optimizer_bytes, a.optimizer_bytes * 1.5, 1e-6 * params);
+  EXPECT_LT(b.activation_bytes, 0.6 * a.activation_bytes);
+  EXPECT_LT(b.step_seconds, a.step_seconds);
+  EXPECT_EQ(ToPlanProto(g, *bf16, o).precision(), "bf16");
+}
+
 TEST(Planner, DumpedRequestReplaysToThePlansObjective) {
   auto r = SearchPlan(Zoo(kSmallLlama), Options(4));
   ASSERT_TRUE(r.ok()) << r.status();

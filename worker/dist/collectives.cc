@@ -215,4 +215,56 @@ at::Tensor ZeroShardedParameter(const at::Tensor& shard, const at::Tensor& full,
   return ZeroShardedParameterFn::apply(shard, full, z, groups);
 }
 
+bool BlockGathered(const at::Tensor& block) { return block.storage().nbytes() > 0; }
+
+void FreeBlock(const at::Tensor& block) {
+  c10::StorageImpl* storage = block.storage().unsafeGetStorageImpl();
+  storage->set_data_ptr_noswap(at::DataPtr(nullptr, block.device()));  // the old memory goes back
+  storage->set_nbytes(0);
+}
+
+absl::Status GatherBlock(const at::Tensor& block, const at::Tensor& shard, const ZeroParam& z,
+                         const std::vector<Communicator*>& groups) {
+  if (BlockGathered(block)) return absl::OkStatus();
+  auto whole = GatherShards(shard, z, groups, block.sizes());
+  if (!whole.ok()) return whole.status();
+  c10::StorageImpl* storage = block.storage().unsafeGetStorageImpl();
+  const size_t bytes = static_cast<size_t>(block.numel()) * block.element_size();
+  storage->set_data_ptr_noswap(storage->allocator()->allocate(bytes));
+  storage->set_nbytes(bytes);
+  // A separate tensor on the same storage: writing through it leaves the block's version alone.
+  at::Tensor alias = at::empty({0}, block.options());
+  alias.set_(block.storage(), 0, block.sizes(), block.strides());
+  at::NoGradGuard no_grad;
+  alias.copy_(*whole);
+  return absl::OkStatus();
+}
+
+namespace {
+
+struct ZeroGatheredParameterFn : torch::autograd::Function<ZeroGatheredParameterFn> {
+  static at::Tensor forward(AutogradContext* ctx, const at::Tensor& shard, const at::Tensor& block, const ZeroParam* z,
+                            const std::vector<Communicator*>* groups) {
+    ctx->saved_data["z"] = reinterpret_cast<int64_t>(z);
+    ctx->saved_data["groups"] = reinterpret_cast<int64_t>(groups);
+    ctx->saved_data["block"] = block;
+    OrThrow(GatherBlock(block, shard, *z, *groups));
+    return block.view_as(block);
+  }
+  static variable_list backward(AutogradContext* ctx, variable_list grad) {
+    const auto* z = reinterpret_cast<const ZeroParam*>(ctx->saved_data["z"].toInt());
+    const auto* groups = reinterpret_cast<const std::vector<Communicator*>*>(ctx->saved_data["groups"].toInt());
+    at::Tensor shard_grad = OrThrow(ReduceScatterShard(grad[0], *z, *groups));
+    FreeBlock(ctx->saved_data["block"].toTensor());  // every reader's backward has run
+    return {shard_grad, at::Tensor(), at::Tensor(), at::Tensor()};
+  }
+};
+
+}  // namespace
+
+at::Tensor ZeroGatheredParameter(const at::Tensor& shard, const at::Tensor& block, const ZeroParam* z,
+                                 const std::vector<Communicator*>* groups) {
+  return ZeroGatheredParameterFn::apply(shard, block, z, groups);
+}
+
 }  // namespace mapd

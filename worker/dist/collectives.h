@@ -38,6 +38,21 @@ absl::StatusOr<at::Tensor> GatherShards(const at::Tensor& shard, const ZeroParam
 at::Tensor ZeroShardedParameter(const at::Tensor& shard, const at::Tensor& full, const ZeroParam* z,
                                 const std::vector<Communicator*>* groups);
 
+// ZeRO-3: the block is a tensor whose storage exists only while the parameter is in use — freed
+// after its last reader in forward, gathered again before backward needs it (as FSDP frees and
+// re-allocates its flat parameter's storage). Tensors autograd saved are views of the same
+// storage, so they see the gathered values again.
+bool BlockGathered(const at::Tensor& block);
+// Gathers every rank's shard into `block`'s storage, allocating it (no-op when gathered). The
+// write does not touch the block's version counter (a saved view would otherwise refuse it).
+absl::Status GatherBlock(const at::Tensor& block, const at::Tensor& shard, const ZeroParam& z,
+                         const std::vector<Communicator*>& groups);
+void FreeBlock(const at::Tensor& block);
+// ZeRO-3's parameter in forward: gathers the block (GatherBlock) and gives its values; its
+// backward reduce-scatters the gradient into `shard` (a leaf), then frees the block.
+at::Tensor ZeroGatheredParameter(const at::Tensor& shard, const at::Tensor& block, const ZeroParam* z,
+                                 const std::vector<Communicator*>* groups);
+
 }  // namespace mapd
 
 #endif  // MAPD_WORKER_DIST_COLLECTIVES_H_

@@ -36,7 +36,18 @@ absl::StatusOr<v1::RankCheckpoint> RankTrainer::Save() const {
   v1::RankCheckpoint c;
   c.set_rank(program_.rank());
   c.set_step(steps_);
-  for (const v1::Shard& shard : program_.parameters()) *c.add_parameters() = TensorToProto(shard.name(), leaves_.at(shard.name()));
+  std::unordered_map<std::string, size_t> trainable_index;
+  for (size_t i = 0; i < trainable_.size(); ++i) trainable_index[trainable_[i].first] = i;
+  for (const v1::Shard& shard : program_.parameters()) {
+    auto it = trainable_index.find(shard.name());
+    if (it == trainable_index.end()) {
+      *c.add_parameters() = TensorToProto(shard.name(), leaves_.at(shard.name()));
+      continue;
+    }
+    auto block = ReadableBlock(it->second);
+    if (!block.ok()) return block.status();
+    *c.add_parameters() = TensorToProto(shard.name(), *block);
+  }
   for (const auto& s : optimizer_->State()) {
     v1::OptimizerSlot* slot = c.add_optimizer();
     slot->set_name(s.name);
@@ -48,11 +59,35 @@ absl::StatusOr<v1::RankCheckpoint> RankTrainer::Save() const {
   return c;
 }
 
+absl::StatusOr<at::Tensor> RankTrainer::ReadableBlock(size_t i) const {
+  const at::Tensor& block = trainable_[i].second;
+  if (program_.zero_stage() < 3 || zero_of_[i] < 0) return block.detach().clone();
+  return GatherShards(updated_[i].second, zero_[zero_of_[i]], groups_, block.sizes());
+}
+
+absl::Status RankTrainer::GatherBlocks(const std::vector<int>& trainable_indices) const {
+  for (int i : trainable_indices) {
+    if (auto st = GatherBlock(trainable_[i].second, updated_[i].second, zero_[zero_of_[i]], groups_); !st.ok()) return st;
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<std::pair<std::string, at::Tensor>>> RankTrainer::Blocks() const {
+  std::vector<std::pair<std::string, at::Tensor>> out;
+  for (size_t i = 0; i < trainable_.size(); ++i) {
+    auto block = ReadableBlock(i);
+    if (!block.ok()) return block.status();
+    out.emplace_back(trainable_[i].first, *std::move(block));
+  }
+  return out;
+}
+
 absl::Status RankTrainer::Restore(const v1::RankCheckpoint& c) {
   if (c.rank() != program_.rank()) {
     return absl::InvalidArgumentError(absl::StrCat("the checkpoint is rank ", c.rank(), "'s, not rank ", program_.rank(), "'s"));
   }
   at::NoGradGuard no_grad;
+  std::unordered_map<std::string, at::Tensor> restored;
   for (const v1::TensorData& d : c.parameters()) {
     auto it = leaves_.find(d.name());
     if (it == leaves_.end()) return absl::InvalidArgumentError(absl::StrCat("the checkpoint has '", d.name(), "', which this program does not"));
@@ -62,7 +97,8 @@ absl::Status RankTrainer::Restore(const v1::RankCheckpoint& c) {
       return absl::InvalidArgumentError(absl::StrCat("checkpoint block of '", d.name(), "' is ", DescribeTensor(*t), "; this rank holds ",
                                                      DescribeTensor(it->second), " (another plan?)"));
     }
-    it->second.copy_(*t);
+    restored[d.name()] = *t;
+    if (BlockGathered(it->second)) it->second.copy_(*t);  // a ZeRO-3 block has no storage to write
   }
   std::vector<Optimizer::ParamState> state;
   for (const v1::OptimizerSlot& s : c.optimizer()) {
@@ -84,7 +120,8 @@ absl::Status RankTrainer::Restore(const v1::RankCheckpoint& c) {
   if (auto st = optimizer_->Restore(state, c.optimizer_steps()); !st.ok()) return st;
   // ZeRO's shards from the restored blocks.
   for (size_t i = 0; i < trainable_.size(); ++i) {
-    if (zero_of_[i] >= 0) updated_[i].second.copy_(FlatShard(trainable_[i].second, zero_[zero_of_[i]]));
+    auto it = restored.find(trainable_[i].first);
+    if (zero_of_[i] >= 0 && it != restored.end()) updated_[i].second.copy_(FlatShard(it->second, zero_[zero_of_[i]]));
   }
   steps_ = c.step();
   return absl::OkStatus();
@@ -222,7 +259,30 @@ absl::StatusOr<std::unique_ptr<RankTrainer>> RankTrainer::Create(Graph graph, v1
         if (ins.communicate().input() == name) t->zero_step_param_[step] = static_cast<int>(i);
       }
     }
+    if (t->program_.zero_stage() >= 3) FreeBlock(block);  // the shard is all this rank keeps
     t->updated_.emplace_back(name, shard);
+  }
+  // ZeRO-3: where each block is read (its GRAD_SYNC chain's outputs), and its last reader.
+  t->free_after_.assign(t->program_.instructions_size(), {});
+  t->reads_block_.assign(t->program_.instructions_size(), {});
+  std::unordered_map<std::string, int> block_of_chain;  // ZeRO-3: a chain output → its trainable index
+  if (t->program_.zero_stage() >= 3) {
+    for (size_t i = 0; i < t->trainable_.size(); ++i) {
+      if (t->zero_of_[i] < 0) continue;
+      std::set<std::string> chain;
+      for (int step : t->zero_[t->zero_of_[i]].grad_syncs) chain.insert(t->program_.instructions(step).communicate().output());
+      for (const std::string& name : chain) block_of_chain[name] = static_cast<int>(i);
+      int last = -1;
+      for (int k = 0; k < t->program_.instructions_size(); ++k) {
+        const v1::Instruction& ins = t->program_.instructions(k);
+        bool reads = false;
+        for (const std::string& r : InstructionReads(ins)) reads |= chain.count(r) > 0;
+        if (!reads) continue;
+        last = k;
+        if (ins.has_compute()) t->reads_block_[k].push_back(static_cast<int>(i));
+      }
+      if (last >= 0) t->free_after_[last].push_back(static_cast<int>(i));
+    }
   }
   // Recompute segments: what flows in and out of each.
   t->segment_at_.assign(t->program_.instructions_size(), -1);
@@ -254,6 +314,12 @@ absl::StatusOr<std::unique_ptr<RankTrainer>> RankTrainer::Create(Graph graph, v1
       }
     }
     t->segment_at_[seg.first()] = s;
+    std::vector<int> blocks;
+    for (const std::string& in : io.inputs) {
+      auto b = block_of_chain.find(in);
+      if (b != block_of_chain.end()) blocks.push_back(b->second);
+    }
+    t->segment_blocks_.push_back(std::move(blocks));
     t->segments_.push_back(std::move(io));
   }
   auto optimizer = Optimizer::Create(local, t->updated_);
@@ -272,10 +338,19 @@ absl::Status RankTrainer::RunInstruction(int index, Env& env, at::Generator& gen
       // here, at the parameter's use, not before the forward: the engine runs ready nodes
       // latest-made first, so a node made early would hold every whole gradient to the end.
       auto z = zero_step_param_.find(index);
-      env[c.output()] = z == zero_step_param_.end()
-                            ? env.at(c.input())
-                            : ZeroShardedParameter(updated_[z->second].second, trainable_[z->second].second,
-                                                   &zero_[zero_of_[z->second]], &groups_);
+      if (z == zero_step_param_.end()) {
+        env[c.output()] = env.at(c.input());
+      } else if (program_.zero_stage() >= 3) {
+        try {
+          env[c.output()] = ZeroGatheredParameter(updated_[z->second].second, trainable_[z->second].second,
+                                                  &zero_[zero_of_[z->second]], &groups_);
+        } catch (const std::exception& e) {
+          return TorchError(absl::StatusCode::kUnavailable, absl::StrCat("gathering '", c.input(), "' on rank ", program_.rank()), e);
+        }
+      } else {
+        env[c.output()] = ZeroShardedParameter(updated_[z->second].second, trainable_[z->second].second,
+                                               &zero_[zero_of_[z->second]], &groups_);
+      }
       return absl::OkStatus();
     }
     auto out = ApplyCommunicate(c, env.at(c.input()), *groups_.at(c.axis()));
@@ -317,6 +392,17 @@ absl::Status RankTrainer::RunInstruction(int index, Env& env, at::Generator& gen
     if (c.output_scale() != 1 && c.output_scale() != 0) outs[k] = outs[k] * c.output_scale();
     env[c.outputs(static_cast<int>(k))] = outs[k];
   }
+  // ZeRO-3: a block freed after forward is gathered again when backward reaches this node (its
+  // outputs' gradients are ready just before its backward runs).
+  for (int i : reads_block_[index]) {
+    for (at::Tensor& out : outs) {
+      if (!out.defined() || !out.requires_grad()) continue;
+      out.register_hook([this, i](const at::Tensor& grad) {
+        if (auto st = GatherBlocks({i}); !st.ok()) throw std::runtime_error(std::string(st.ToString()));
+        return grad;
+      });
+    }
+  }
   return absl::OkStatus();
 }
 
@@ -353,6 +439,9 @@ struct SegmentFn : torch::autograd::Function<SegmentFn> {
     for (size_t i = 0; i < inputs.size(); ++i) inputs[i].requires_grad_(needs.get(i));
     torch::autograd::variable_list outs;
     {
+      // ZeRO-3 blocks the segment reads were freed after forward: gathered again for the rerun
+      // (the saved inputs are views of their storage).
+      if (auto st = t->GatherBlocks(t->segment_blocks_[s]); !st.ok()) throw std::runtime_error(std::string(st.ToString()));
       at::AutoGradMode grad_mode(true);
       auto rerun = t->RunSegmentBody(s, inputs, generator);
       if (!rerun.ok()) throw std::runtime_error(std::string(rerun.status().ToString()));
@@ -426,12 +515,16 @@ absl::StatusOr<StepResult> RankTrainer::Step(const TensorMap& global_batch) {
     const int seg = segment_at_[index];
     if (seg < 0) {
       if (auto st = RunInstruction(index, env, generator); !st.ok()) return st;
+      for (int i : free_after_[index]) FreeBlock(trainable_[i].second);
       continue;
     }
     if (auto st = RunSegment(seg, env, generator); !st.ok()) return st;
     const int last = program_.recompute(seg).last();
     for (int i = index; i < last; ++i) {
       for (const std::string& name : release_[i]) env.erase(name);
+    }
+    for (int i = index; i <= last; ++i) {
+      for (int p : free_after_[i]) FreeBlock(trainable_[p].second);
     }
     index = last;
   }
@@ -479,9 +572,10 @@ absl::StatusOr<StepResult> RankTrainer::Step(const TensorMap& global_batch) {
     return absl::Status(st.code(), absl::StrCat("optimizer step on rank ", program_.rank(), ": ", st.message()));
   }
   for (auto& [name, p] : updated_) p.mutable_grad() = at::Tensor();
-  // ZeRO: every rank updated its shard; the blocks are put back together from all of them.
+  // ZeRO 1-2: every rank updated its shard; the blocks are put back together from all of them
+  // (ZeRO-3 gathers them when next used).
   for (size_t i = 0; i < trainable_.size(); ++i) {
-    if (zero_of_[i] < 0) continue;
+    if (zero_of_[i] < 0 || program_.zero_stage() >= 3) continue;
     at::Tensor& full = trainable_[i].second;
     auto whole = GatherShards(updated_[i].second, zero_[zero_of_[i]], groups_, full.sizes());
     if (!whole.ok()) return whole.status();

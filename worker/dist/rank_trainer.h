@@ -49,8 +49,11 @@ class RankTrainer {
   // One step on the global batch (every rank is given the same batch and takes its block).
   absl::StatusOr<StepResult> Step(const TensorMap& global_batch);
 
-  // This rank's blocks of the trainable parameters (name, tensor), in graph order.
+  // This rank's blocks of the trainable parameters (name, tensor), in graph order. Under ZeRO-3
+  // a block's storage exists only while in use: Blocks() gathers them (a collective: every rank
+  // of the parameters' data-parallel groups calls it at the same point).
   const std::vector<std::pair<std::string, at::Tensor>>& parameters() const { return trainable_; }
+  absl::StatusOr<std::vector<std::pair<std::string, at::Tensor>>> Blocks() const;
   const v1::RankProgram& program() const { return program_; }
   int64_t steps() const { return steps_; }
 
@@ -94,7 +97,17 @@ class RankTrainer {
   std::vector<int> zero_of_;           // per trainable block: its index in zero_, or -1
   std::vector<ZeroParam> zero_;        // ZeRO's sharded parameters (planner/lower/zero.h)
   std::vector<bool> identity_step_;    // per instruction: a GRAD_SYNC ZeRO-2 replaces (run as identity)
-  std::unordered_map<int, int> zero_step_param_;  // ZeRO-2: a chain's first step → its trainable index
+  std::unordered_map<int, int> zero_step_param_;  // ZeRO-2/3: a chain's first step → its trainable index
+  // ZeRO-3: per instruction, the trainable indices whose block it is the last forward reader of
+  // (freed after it), and those whose block it reads (its outputs' gradients gather it again).
+  std::vector<std::vector<int>> free_after_, reads_block_;
+  // Per recompute segment: the trainable indices whose (freed) block it takes as an input — its
+  // rerun in backward gathers them first.
+  std::vector<std::vector<int>> segment_blocks_;
+  absl::Status GatherBlocks(const std::vector<int>& trainable_indices) const;
+  // The block of trainable `i` for reading: gathered (ZeRO-3) or the block itself; a fresh
+  // tensor either way (a collective under ZeRO-3).
+  absl::StatusOr<at::Tensor> ReadableBlock(size_t i) const;
   std::unique_ptr<Optimizer> optimizer_;
   // Per instruction: the local tensors whose last reader it is (released after it, so what
   // stays alive is what autograd saved — as the profiler assumes).
