@@ -1,0 +1,156 @@
+#include "server/jobs/job_manager.h"
+
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/time.h"
+#include "server/jobs/job_spec.h"
+
+namespace mapd {
+
+bool IsFinished(v1::JobState s) { return s == v1::SUCCEEDED || s == v1::FAILED || s == v1::CANCELLED; }
+
+bool IsAllowedTransition(v1::JobState from, v1::JobState to) {
+  if (IsFinished(from)) return false;
+  if (to == v1::FAILED || to == v1::CANCELLED) return true;
+  switch (from) {
+    case v1::PENDING: return to == v1::PLANNING;
+    case v1::PLANNING: return to == v1::RUNNING;
+    case v1::RUNNING: return to == v1::SUCCEEDED || to == v1::RESTARTING;
+    case v1::RESTARTING: return to == v1::RUNNING;
+    default: return false;
+  }
+}
+
+absl::StatusOr<std::unique_ptr<JobManager>> JobManager::Create(JobStore* store, Clock* clock) {
+  std::unique_ptr<JobManager> m(new JobManager(store, clock));
+  auto jobs = store->LoadJobs();
+  if (!jobs.ok()) return jobs.status();
+  absl::MutexLock lock(&m->mu_);
+  for (v1::Job& job : *jobs) {
+    auto events = store->LoadEvents(job.id(), 0);
+    if (!events.ok()) return events.status();
+    m->last_seq_[job.id()] = events->empty() ? 0 : events->back().seq();
+    m->next_id_ = std::max(m->next_id_, job.id() + 1);
+    m->jobs_[job.id()] = std::move(job);
+  }
+  return m;
+}
+
+absl::StatusOr<v1::Job> JobManager::Record(v1::Job job, v1::JobEvent event) {
+  const double now = clock_->NowUnixSeconds();
+  job.set_updated_unix_seconds(now);
+  event.set_job_id(job.id());
+  event.set_seq(last_seq_[job.id()] + 1);
+  event.set_unix_seconds(now);
+  event.set_state(job.state());
+  if (auto st = store_->Write(job, event); !st.ok()) return st;
+  last_seq_[job.id()] = event.seq();
+  jobs_[job.id()] = job;
+  return job;
+}
+
+absl::StatusOr<v1::Job> JobManager::Submit(const v1::JobSpec& spec) {
+  if (auto st = ValidateJobSpec(spec); !st.ok()) return st;
+  absl::MutexLock lock(&mu_);
+  v1::Job job;
+  job.set_id(next_id_);
+  *job.mutable_spec() = WithDefaults(spec);
+  job.set_state(v1::PENDING);
+  job.set_created_unix_seconds(clock_->NowUnixSeconds());
+  v1::JobEvent event;
+  event.set_message(absl::StrCat("submitted: ", job.spec().name(), ", ", job.spec().steps(), " steps on ", job.spec().ranks(),
+                                 " rank(s)"));
+  auto recorded = Record(std::move(job), std::move(event));
+  if (recorded.ok()) ++next_id_;
+  return recorded;
+}
+
+absl::StatusOr<v1::Job> JobManager::Get(int64_t id) const {
+  absl::MutexLock lock(&mu_);
+  auto it = jobs_.find(id);
+  if (it == jobs_.end()) return absl::NotFoundError(absl::StrCat("no job ", id, "; `mapctl jobs` lists them"));
+  return it->second;
+}
+
+std::vector<v1::Job> JobManager::List() const {
+  absl::MutexLock lock(&mu_);
+  std::vector<v1::Job> out;
+  for (const auto& [id, job] : jobs_) out.push_back(job);
+  return out;
+}
+
+absl::StatusOr<std::vector<v1::JobEvent>> JobManager::Events(int64_t id, int64_t after_seq) const {
+  absl::MutexLock lock(&mu_);
+  if (!jobs_.count(id)) return absl::NotFoundError(absl::StrCat("no job ", id, "; `mapctl jobs` lists them"));
+  return store_->LoadEvents(id, after_seq);
+}
+
+std::optional<v1::Job> JobManager::NextPending() const {
+  absl::MutexLock lock(&mu_);
+  for (const auto& [id, job] : jobs_) {
+    if (job.state() == v1::PENDING) return job;
+  }
+  return std::nullopt;
+}
+
+absl::StatusOr<v1::Job> JobManager::Transition(int64_t id, v1::JobState to, const std::string& message,
+                                               const std::function<void(v1::Job&)>& mutate) {
+  absl::MutexLock lock(&mu_);
+  auto it = jobs_.find(id);
+  if (it == jobs_.end()) return absl::NotFoundError(absl::StrCat("no job ", id, "; `mapctl jobs` lists them"));
+  if (!IsAllowedTransition(it->second.state(), to)) {
+    return absl::FailedPreconditionError(absl::StrCat("job ", id, " is ", v1::JobState_Name(it->second.state()),
+                                                      "; it cannot become ", v1::JobState_Name(to)));
+  }
+  v1::Job job = it->second;
+  job.set_state(to);
+  if (mutate) mutate(job);
+  v1::JobEvent event;
+  event.set_message(message);
+  return Record(std::move(job), std::move(event));
+}
+
+absl::StatusOr<v1::Job> JobManager::Cancel(int64_t id) {
+  auto job = Get(id);
+  if (!job.ok()) return job.status();
+  if (IsFinished(job->state())) {
+    return absl::FailedPreconditionError(absl::StrCat("job ", id, " has already finished (", v1::JobState_Name(job->state()),
+                                                      "); nothing to cancel"));
+  }
+  return Transition(id, v1::CANCELLED, "cancelled by the user");
+}
+
+absl::StatusOr<v1::Job> JobManager::ReportProgress(int64_t id, const JobProgress& p) {
+  absl::MutexLock lock(&mu_);
+  auto it = jobs_.find(id);
+  if (it == jobs_.end()) return absl::NotFoundError(absl::StrCat("no job ", id));
+  if (it->second.state() != v1::RUNNING) {
+    return absl::FailedPreconditionError(absl::StrCat("job ", id, " is ", v1::JobState_Name(it->second.state()),
+                                                      "; only a RUNNING job reports progress"));
+  }
+  v1::Job job = it->second;
+  job.set_step(p.step);
+  job.set_loss(p.loss);
+  v1::JobEvent event;
+  event.set_message(absl::StrCat("step ", p.step));
+  event.set_step(p.step);
+  event.set_loss(p.loss);
+  event.set_items_per_second(p.items_per_second);
+  event.set_peak_bytes(p.peak_bytes);
+  return Record(std::move(job), std::move(event));
+}
+
+absl::StatusOr<std::vector<v1::JobEvent>> JobManager::WaitForEvents(int64_t id, int64_t after_seq, double timeout_seconds) const {
+  absl::MutexLock lock(&mu_);
+  if (!jobs_.count(id)) return absl::NotFoundError(absl::StrCat("no job ", id, "; `mapctl jobs` lists them"));
+  auto ready = [&]() {
+    auto it = last_seq_.find(id);
+    return it != last_seq_.end() && it->second > after_seq;
+  };
+  mu_.AwaitWithTimeout(absl::Condition(&ready), absl::Seconds(timeout_seconds));
+  if (!ready()) return std::vector<v1::JobEvent>{};
+  return store_->LoadEvents(id, after_seq);
+}
+
+}  // namespace mapd

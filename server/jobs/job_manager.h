@@ -1,0 +1,87 @@
+// The coordinator's jobs (DESIGN §9): the queue and each job's state machine, persisted through a
+// JobStore so a restarted coordinator reloads every job with its history.
+//
+//   PENDING ──► PLANNING ──► RUNNING ──► SUCCEEDED
+//      │            │          │  ▲
+//      │            │          ▼  │
+//      │            │       RESTARTING (a lost worker: resume from the last checkpoint)
+//      ▼            ▼          ▼
+//   CANCELLED | FAILED  (from any state that is not finished)
+//
+// Every change is written (job + event, one transaction) before it is visible, so what a caller
+// is told is what a restart reloads. Thread-safe: one mutex serialises the manager, as the gRPC
+// handlers and the dispatcher call it from their threads.
+#ifndef MAPD_SERVER_JOBS_JOB_MANAGER_H_
+#define MAPD_SERVER_JOBS_JOB_MANAGER_H_
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "proto/mapd/v1/jobs.pb.h"
+#include "server/store/job_store.h"
+#include "server/util/clock.h"
+
+namespace mapd {
+
+// Whether `from` → `to` is an edge of the state machine above.
+bool IsAllowedTransition(v1::JobState from, v1::JobState to);
+bool IsFinished(v1::JobState state);
+
+// Progress a running job reports (one event per report).
+struct JobProgress {
+  int64_t step = 0;
+  double loss = 0;
+  double items_per_second = 0;
+  int64_t peak_bytes = 0;
+};
+
+class JobManager {
+ public:
+  // Reloads every job from `store` (which, like `clock`, must outlive the manager).
+  static absl::StatusOr<std::unique_ptr<JobManager>> Create(JobStore* store, Clock* clock);
+
+  // Validates and queues a job (PENDING). INVALID_ARGUMENT for a bad spec; nothing is stored.
+  absl::StatusOr<v1::Job> Submit(const v1::JobSpec& spec);
+  // NOT_FOUND for an unknown id.
+  absl::StatusOr<v1::Job> Get(int64_t id) const;
+  std::vector<v1::Job> List() const;  // by id
+  absl::StatusOr<std::vector<v1::JobEvent>> Events(int64_t id, int64_t after_seq = 0) const;
+  // The oldest PENDING job, if any.
+  std::optional<v1::Job> NextPending() const;
+
+  // Moves a job along the state machine with a message for its event; FAILED_PRECONDITION for
+  // an edge the machine does not have (a finished job stays finished). `mutate` (optional)
+  // updates the job's other fields in the same write.
+  absl::StatusOr<v1::Job> Transition(int64_t id, v1::JobState to, const std::string& message,
+                                     const std::function<void(v1::Job&)>& mutate = nullptr);
+  // CANCELLED; FAILED_PRECONDITION if the job has finished.
+  absl::StatusOr<v1::Job> Cancel(int64_t id);
+  // A step finished (RUNNING only).
+  absl::StatusOr<v1::Job> ReportProgress(int64_t id, const JobProgress& progress);
+
+  // Blocks until the job has an event after `after_seq` or `timeout_seconds` pass; returns them
+  // (empty on timeout). For Watch streams.
+  absl::StatusOr<std::vector<v1::JobEvent>> WaitForEvents(int64_t id, int64_t after_seq, double timeout_seconds) const;
+
+ private:
+  JobManager(JobStore* store, Clock* clock) : store_(store), clock_(clock) {}
+  // Writes the job with a new event (seq = last + 1) and keeps it. Requires mu_.
+  absl::StatusOr<v1::Job> Record(v1::Job job, v1::JobEvent event) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  JobStore* store_;
+  Clock* clock_;
+  mutable absl::Mutex mu_;
+  std::map<int64_t, v1::Job> jobs_ ABSL_GUARDED_BY(mu_);
+  std::map<int64_t, int64_t> last_seq_ ABSL_GUARDED_BY(mu_);
+  int64_t next_id_ ABSL_GUARDED_BY(mu_) = 1;
+};
+
+}  // namespace mapd
+
+#endif  // MAPD_SERVER_JOBS_JOB_MANAGER_H_

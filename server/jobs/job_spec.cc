@@ -1,0 +1,54 @@
+#include "server/jobs/job_spec.h"
+
+#include <set>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+
+namespace mapd {
+
+absl::Status ValidateJobSpec(const v1::JobSpec& s) {
+  auto bad = [](auto&&... parts) { return absl::InvalidArgumentError(absl::StrCat(parts...)); };
+  if (s.model().empty() == !s.has_graph()) {
+    return bad("give the model as a zoo spec (model) or as a graph, not ", s.model().empty() ? "neither" : "both");
+  }
+  if (s.steps() <= 0) return bad("steps is ", s.steps(), "; give a positive number of steps");
+  if (s.ranks() <= 0) return bad("ranks is ", s.ranks(), "; give how many devices to train on (> 0)");
+  if (s.mesh_size() > 0) {
+    int64_t devices = 1;
+    for (int64_t d : s.mesh()) {
+      if (d < 1) return bad("mesh ", absl::StrJoin(s.mesh(), "x"), " has an axis of size ", d);
+      devices *= d;
+    }
+    if (devices != s.ranks()) {
+      return bad("mesh ", absl::StrJoin(s.mesh(), "x"), " has ", devices, " devices but ranks is ", s.ranks(),
+                 "; make them agree or drop the mesh");
+    }
+  }
+  if (s.memory_per_device() < 0) return bad("memory_per_device is ", s.memory_per_device(), "; give bytes (> 0) or 0 for the device's");
+  static const std::set<std::string> optimizers = {"", "sgd", "momentum", "adamw"};
+  if (!optimizers.count(s.optimizer())) return bad("optimizer '", s.optimizer(), "' is not one of sgd, momentum, adamw");
+  if (s.lr() < 0) return bad("lr is ", s.lr(), "; give a positive learning rate");
+  static const std::set<std::string> zero = {"", "auto", "0", "1", "2", "3"};
+  if (!zero.count(s.zero())) return bad("zero '", s.zero(), "' is not one of auto, 0, 1, 2, 3");
+  const std::string& d = s.data();
+  if (!d.empty() && d != "synthetic" && d.rfind("text:", 0) != 0 && d.rfind("tokens:", 0) != 0) {
+    return bad("data '", d, "' is not synthetic, text:FILE or tokens:FILE");
+  }
+  if (s.checkpoint_every() < 0) return bad("checkpoint_every is ", s.checkpoint_every(), "; give 0 or a positive number of steps");
+  return absl::OkStatus();
+}
+
+v1::JobSpec WithDefaults(v1::JobSpec s) {
+  if (s.name().empty()) s.set_name(s.model().empty() ? s.graph().name() : s.model());
+  if (s.device_type().empty()) s.set_device_type("cpu");
+  if (s.optimizer().empty()) s.set_optimizer("adamw");
+  if (s.lr() == 0) s.set_lr(1e-3);
+  if (s.data().empty()) s.set_data("synthetic");
+  if (s.zero().empty()) s.set_zero("auto");
+  if (s.recompute().empty()) s.set_recompute("auto");
+  return s;
+}
+
+}  // namespace mapd
