@@ -12,8 +12,9 @@
 
 namespace mapd::cli {
 
-// 0 success; 1 the command failed (bad model, bad input, I/O); 2 bad usage (CLI11 parse).
-enum ExitCode { kExitOk = 0, kExitFailed = 1, kExitUsage = 2 };
+// 0 success; 1 the command failed (bad model, bad input, I/O); 2 bad usage (CLI11 parse);
+// `mapctl watch`: the job's outcome — 0 succeeded, 1 failed, 3 cancelled.
+enum ExitCode { kExitOk = 0, kExitFailed = 1, kExitUsage = 2, kExitJobCancelled = 3 };
 
 // Prints "error: <message>" to stderr and returns kExitFailed.
 int ReportError(const absl::Status& status);
@@ -114,6 +115,42 @@ struct PlanArgs {
   std::string report;             // plan.html
   std::string format = "table";
 };
+
+// The coordinator's address and token (flags, else MAPD_ADDRESS / MAPD_TOKEN), and output format.
+struct JobArgs {
+  std::string address;  // host:port; default $MAPD_ADDRESS, else 127.0.0.1:7070
+  std::string token;    // default $MAPD_TOKEN
+  std::string tls_ca;   // PEM roots: TLS to the coordinator
+  std::string format = "table";
+};
+
+struct SubmitArgs {
+  JobArgs conn;
+  std::string file;  // -f job.yaml (fields as the flags, snake_case)
+  ModelArgs model;
+  std::string loss = "auto";
+  std::string name;
+  int64_t steps = 100;
+  int ranks = 1;
+  std::string mesh;
+  std::string device_type = "cpu";
+  std::string memory_per_device;
+  std::string optimizer = "adamw";
+  double lr = 1e-3;
+  std::string data = "synthetic";
+  std::string zero = "auto";
+  std::string recompute = "auto";
+  int64_t checkpoint_every = 0;
+  uint64_t seed = 0;
+};
+
+int RunSubmit(SubmitArgs args);
+int RunJobs(const JobArgs& args);
+int RunGet(const JobArgs& args, int64_t id);
+int RunWatch(const JobArgs& args, int64_t id);
+int RunLogs(const JobArgs& args, int64_t id);
+int RunCancel(const JobArgs& args, int64_t id);
+int RunWorkers(const JobArgs& args);
 
 int RunModels(const std::string& format);
 // aten: list the PyTorch ops the TorchScript importer maps instead of the registry.

@@ -19,7 +19,8 @@ int main(int argc, char** argv) {
   CLI::App app{"mapctl — plan and run PyTorch training across devices with MAP (Memory-aware Automated Parallelism)"};
   app.set_version_flag("--version", "mapctl 0.1.0");
   app.require_subcommand(1);
-  app.footer(std::string("\n") + kModelHelp + "\n\nExit codes: 0 success, 1 the command failed, 2 bad usage.");
+  app.footer(std::string("\n") + kModelHelp +
+             "\n\nExit codes: 0 success, 1 the command failed, 2 bad usage; `watch`: 0 the job succeeded, 1 it failed, 3 it was cancelled.");
 
   std::string format = "table";
   auto add_format = [&format](CLI::App* cmd) {
@@ -180,6 +181,51 @@ int main(int argc, char** argv) {
   calibrate->add_option("-o,--output", calib_out, "Write the profile (JSON) here; without it, print it");
   calibrate->add_flag("--quick", calib_quick, "Shorter, smaller measurements (less steady)");
 
+  // Job commands against the coordinator (docs/coordinator.md).
+  JobArgs job_args;
+  auto add_conn = [&job_args](CLI::App* cmd) {
+    cmd->add_option("--address", job_args.address, "Coordinator host:port (default $MAPD_ADDRESS, else 127.0.0.1:7070)");
+    cmd->add_option("--token", job_args.token, "Bearer token (default $MAPD_TOKEN)");
+    cmd->add_option("--tls-ca", job_args.tls_ca, "PEM root certificates: speak TLS to the coordinator");
+    cmd->add_option("-o,--output", job_args.format, "Output format")->check(CLI::IsMember({"table", "json"}))->capture_default_str();
+  };
+  SubmitArgs submit_args;
+  CLI::App* submit = app.add_subcommand("submit", "Submit a training job to the coordinator (mapd)");
+  submit->add_option("MODEL", submit_args.model.model, "Zoo spec, .pt archive or .pb/.json graph");
+  submit->add_option("-f,--file", submit_args.file, "A job file (YAML): model, steps, ranks, mesh, memory_per_device, ...");
+  submit->add_option("--input", submit_args.model.inputs, "Input spec NAME:DTYPE[D0,D1,...] (repeatable)");
+  submit->add_option("--loss", submit_args.loss, "auto | output | cross_entropy | mse")->capture_default_str();
+  submit->add_option("--name", submit_args.name, "Name shown by `mapctl jobs` (default: the model)");
+  submit->add_option("--steps", submit_args.steps, "Training steps")->capture_default_str();
+  submit->add_option("--ranks", submit_args.ranks, "Devices to train on")->capture_default_str();
+  submit->add_option("--mesh", submit_args.mesh, "Pin the mesh shape, e.g. 2x2");
+  submit->add_option("--device-type", submit_args.device_type, "The cost model's device")->capture_default_str();
+  submit->add_option("--memory-per-device", submit_args.memory_per_device, "Budget per device, e.g. 40GiB");
+  submit->add_option("--optimizer", submit_args.optimizer, "sgd | momentum | adamw")->capture_default_str();
+  submit->add_option("--lr", submit_args.lr, "Learning rate")->capture_default_str();
+  submit->add_option("--data", submit_args.data, "synthetic | text:FILE | tokens:FILE (paths on the workers)")->capture_default_str();
+  submit->add_option("--zero", submit_args.zero, "ZeRO stage: auto | 0 | 1 | 2 | 3")->capture_default_str();
+  submit->add_option("--recompute", submit_args.recompute, "auto | off | all | LAYER,...")->capture_default_str();
+  submit->add_option("--checkpoint-every", submit_args.checkpoint_every, "Steps between checkpoints (0: at the end)");
+  submit->add_option("--seed", submit_args.seed, "Parameter and data seed");
+  add_conn(submit);
+  submit->footer(kModelHelp);
+  CLI::App* jobs_cmd = app.add_subcommand("jobs", "List the coordinator's jobs");
+  add_conn(jobs_cmd);
+  int64_t job_id = 0;
+  auto id_cmd = [&](const char* name, const char* help) {
+    CLI::App* cmd = app.add_subcommand(name, help);
+    cmd->add_option("ID", job_id, "Job id (mapctl jobs)")->required();
+    add_conn(cmd);
+    return cmd;
+  };
+  CLI::App* get = id_cmd("get", "Show one job: state, plan, progress");
+  CLI::App* watch = id_cmd("watch", "Follow a job until it finishes (progress bar on a terminal); exits 0 succeeded, 1 failed, 3 cancelled");
+  CLI::App* logs = id_cmd("logs", "Print everything that happened to a job");
+  CLI::App* cancel = id_cmd("cancel", "Cancel a job");
+  CLI::App* workers = app.add_subcommand("workers", "List the workers registered with the coordinator (not built yet)");
+  add_conn(workers);
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -196,5 +242,13 @@ int main(int argc, char** argv) {
   if (rank_cmd->parsed()) return RunRank(rank_args);
   if (plan->parsed()) return RunPlan(plan_args);
   if (calibrate->parsed()) return RunCalibrate(calib_name, calib_out, calib_quick);
+  submit_args.conn = job_args;
+  if (submit->parsed()) return RunSubmit(submit_args);
+  if (jobs_cmd->parsed()) return RunJobs(job_args);
+  if (get->parsed()) return RunGet(job_args, job_id);
+  if (watch->parsed()) return RunWatch(job_args, job_id);
+  if (logs->parsed()) return RunLogs(job_args, job_id);
+  if (cancel->parsed()) return RunCancel(job_args, job_id);
+  if (workers->parsed()) return RunWorkers(job_args);
   return kExitUsage;
 }

@@ -1,0 +1,54 @@
+#include "server/api/auth.h"
+
+#include <cstdlib>
+#include <fstream>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/str_cat.h"
+
+namespace mapd {
+
+namespace {
+
+// Compares without stopping at the first difference, so timing does not leak the token.
+bool SameSecret(const std::string& a, const std::string& b) {
+  unsigned char diff = a.size() == b.size() ? 0 : 1;
+  for (size_t i = 0; i < a.size(); ++i) diff |= static_cast<unsigned char>(a[i] ^ b[i % (b.empty() ? 1 : b.size())]);
+  return diff == 0 && !b.empty();
+}
+
+}  // namespace
+
+grpc::Status TokenAuth::Check(const grpc::ServerContext& context) const {
+  const auto& md = context.client_metadata();
+  auto it = md.find("authorization");
+  if (it == md.end()) {
+    return grpc::Status(grpc::StatusCode::UNAUTHENTICATED,
+                        "no authorization metadata: send 'authorization: Bearer <token>' (mapctl: --token or MAPD_TOKEN)");
+  }
+  const std::string value(it->second.data(), it->second.size());
+  const std::string prefix = "Bearer ";
+  if (value.rfind(prefix, 0) != 0 || !SameSecret(value.substr(prefix.size()), token_)) {
+    return grpc::Status(grpc::StatusCode::UNAUTHENTICATED, "the bearer token is not this coordinator's");
+  }
+  return grpc::Status::OK;
+}
+
+absl::StatusOr<std::string> LoadToken(const std::string& file) {
+  std::string token;
+  if (!file.empty()) {
+    std::ifstream in(file);
+    if (!in) return absl::NotFoundError(absl::StrCat("cannot read the token file ", file));
+    std::getline(in, token);
+  } else if (const char* env = std::getenv("MAPD_TOKEN")) {
+    token = env;
+  }
+  token = std::string(absl::StripAsciiWhitespace(token));
+  if (token.empty()) {
+    return absl::FailedPreconditionError(
+        "no token: give --token-file FILE or set MAPD_TOKEN (every RPC but health needs it)");
+  }
+  return token;
+}
+
+}  // namespace mapd

@@ -1,0 +1,56 @@
+// The coordinator's gRPC server: the job store (SQLite, or memory when no path is given), the
+// job manager and the services, with grpc.health.v1, bearer-token auth and optional TLS.
+#ifndef MAPD_SERVER_API_SERVER_H_
+#define MAPD_SERVER_API_SERVER_H_
+
+#include <grpcpp/grpcpp.h>
+
+#include <memory>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "server/api/auth.h"
+#include "server/api/job_service.h"
+#include "server/jobs/job_manager.h"
+#include "server/store/job_store.h"
+
+namespace mapd {
+
+struct ServerOptions {
+  // host:port to listen on; port 0 picks a free one (tests). Default: loopback only.
+  std::string listen = "127.0.0.1:7070";
+  // The SQLite database of jobs and events (WAL mode); empty: in memory (lost on exit).
+  std::string store_path;
+  // The bearer token every RPC but health must carry (required: see LoadToken).
+  std::string token;
+  // PEM files; both or neither. Without them the server speaks plaintext.
+  std::string tls_cert_file, tls_key_file;
+
+  absl::Status Validate() const;
+};
+
+class MapdServer {
+ public:
+  static absl::StatusOr<std::unique_ptr<MapdServer>> Start(const ServerOptions& options);
+  ~MapdServer();
+
+  int port() const { return port_; }
+  JobManager& jobs() { return *jobs_; }
+  // Stops taking calls, lets running ones finish for up to `grace_seconds`, then cancels them.
+  void Shutdown(double grace_seconds = 5);
+  void Wait();
+
+ private:
+  MapdServer() = default;
+  std::unique_ptr<JobStore> store_;
+  std::unique_ptr<JobManager> jobs_;
+  std::unique_ptr<TokenAuth> auth_;
+  std::unique_ptr<JobServiceImpl> job_service_;
+  std::unique_ptr<grpc::Server> server_;
+  int port_ = 0;
+  bool shut_down_ = false;
+};
+
+}  // namespace mapd
+
+#endif  // MAPD_SERVER_API_SERVER_H_

@@ -1,0 +1,47 @@
+// mapd: the MAP coordinator (DESIGN §9). Serves the job service over gRPC until SIGINT or
+// SIGTERM, then shuts down gracefully (running calls get a few seconds).
+//
+//   MAPD_TOKEN=secret mapd --listen 127.0.0.1:7070 --store /var/lib/mapd/jobs.db
+#include <csignal>
+#include <iostream>
+#include <thread>
+
+#include "CLI/CLI.hpp"
+#include "server/api/server.h"
+
+namespace {
+volatile std::sig_atomic_t g_stop = 0;
+void OnSignal(int) { g_stop = 1; }
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"mapd: the MAP coordinator — takes training jobs over gRPC, plans them and runs them on mapd-workers"};
+  mapd::ServerOptions o;
+  std::string token_file;
+  app.add_option("--listen", o.listen, "host:port to serve on (port 0: any free port, printed)")->capture_default_str();
+  app.add_option("--store", o.store_path, "SQLite database of jobs and events (WAL); empty: in memory");
+  app.add_option("--token-file", token_file, "File whose first line is the bearer token (else $MAPD_TOKEN)");
+  app.add_option("--tls-cert", o.tls_cert_file, "PEM certificate (with --tls-key) for TLS");
+  app.add_option("--tls-key", o.tls_key_file, "PEM private key (with --tls-cert)");
+  CLI11_PARSE(app, argc, argv);
+  auto token = mapd::LoadToken(token_file);
+  if (!token.ok()) {
+    std::cerr << "mapd: " << token.status().message() << " [" << absl::StatusCodeToString(token.status().code()) << "]\n";
+    return 1;
+  }
+  o.token = *token;
+  auto server = mapd::MapdServer::Start(o);
+  if (!server.ok()) {
+    std::cerr << "mapd: " << server.status().message() << " [" << absl::StatusCodeToString(server.status().code()) << "]\n";
+    return 1;
+  }
+  std::signal(SIGINT, OnSignal);
+  std::signal(SIGTERM, OnSignal);
+  std::cout << "mapd: serving on port " << (*server)->port() << (o.store_path.empty() ? " (jobs in memory)" : " (jobs in " + o.store_path + ")")
+            << std::endl;
+  while (!g_stop) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  std::cout << "mapd: shutting down" << std::endl;
+  (*server)->Shutdown(5);
+  (*server)->Wait();
+  return 0;
+}

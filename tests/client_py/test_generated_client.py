@@ -1,0 +1,73 @@
+"""mapd driven by Python stubs generated here from proto/ (protoc + Debian's grpc_python_plugin):
+list and submit jobs, auth refused without the token, and a graceful exit on SIGTERM."""
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+MAPD = os.environ.get("MAPD", "")
+SOURCE_DIR = os.environ.get("MAPD_SOURCE_DIR", os.path.join(os.path.dirname(__file__), "..", ".."))
+TOKEN = "python-client-token"
+
+
+@pytest.fixture(scope="module")
+def stubs(tmp_path_factory):
+    out = tmp_path_factory.mktemp("stubs")
+    proto = os.path.join(SOURCE_DIR, "proto")
+    subprocess.run(["protoc", f"-I{proto}", f"--python_out={out}", f"--grpc_out={out}",
+                    "--plugin=protoc-gen-grpc=/usr/bin/grpc_python_plugin",
+                    "mapd/v1/graph.proto", "mapd/v1/jobs.proto", "mapd/v1/job_service.proto"],
+                   check=True, cwd=proto, capture_output=True)
+    sys.path.insert(0, str(out))
+    from mapd.v1 import job_service_pb2_grpc, jobs_pb2  # noqa: E402
+    return jobs_pb2, job_service_pb2_grpc
+
+
+@pytest.fixture()
+def mapd(tmp_path):
+    assert MAPD and os.path.exists(MAPD), "set MAPD to the mapd binary (ctest does)"
+    proc = subprocess.Popen([MAPD, "--listen", "127.0.0.1:0", "--store", str(tmp_path / "jobs.db")],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env=dict(os.environ, MAPD_TOKEN=TOKEN))
+    line = proc.stdout.readline()
+    assert "serving on port" in line, line + proc.stderr.read()
+    port = int(line.split("serving on port ")[1].split()[0])
+    yield proc, port
+    if proc.poll() is None:
+        proc.kill()
+        proc.wait()
+
+
+def test_python_stubs_list_and_submit(stubs, mapd):
+    import grpc
+    jobs_pb2, service = stubs
+    proc, port = mapd
+    channel = grpc.insecure_channel(f"127.0.0.1:{port}")
+    stub = service.JobServiceStub(channel)
+    auth = [("authorization", f"Bearer {TOKEN}")]
+    spec = jobs_pb2.JobSpec(model="gpt2:layers=2,hidden=32,heads=4,vocab=64,seq=8,batch=4", steps=5, ranks=2)
+    job = stub.Submit(jobs_pb2.SubmitJobRequest(spec=spec), metadata=auth, timeout=10)
+    assert job.id == 1 and job.state == jobs_pb2.PENDING and job.spec.optimizer == "adamw"
+    listed = stub.List(jobs_pb2.ListJobsRequest(), metadata=auth, timeout=10)
+    assert [j.id for j in listed.jobs] == [1]
+    with pytest.raises(grpc.RpcError) as err:
+        stub.List(jobs_pb2.ListJobsRequest(), timeout=10)
+    assert err.value.code() == grpc.StatusCode.UNAUTHENTICATED
+    with pytest.raises(grpc.RpcError) as err:
+        stub.Submit(jobs_pb2.SubmitJobRequest(spec=jobs_pb2.JobSpec(model="gpt2", steps=0, ranks=1)), metadata=auth, timeout=10)
+    assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT and "steps is 0" in err.value.details()
+    # SIGTERM: a graceful exit.
+    start = time.monotonic()
+    proc.send_signal(signal.SIGTERM)
+    assert proc.wait(timeout=20) == 0
+    assert time.monotonic() - start < 20
+    assert "shutting down" in proc.stdout.read()
+
+
+def test_without_a_token_mapd_refuses_to_start(tmp_path):
+    env = {k: v for k, v in os.environ.items() if k != "MAPD_TOKEN"}
+    r = subprocess.run([MAPD, "--listen", "127.0.0.1:0"], capture_output=True, text=True, env=env, timeout=30)
+    assert r.returncode == 1 and "no token" in r.stderr and "[FAILED_PRECONDITION]" in r.stderr, r.stderr

@@ -1,0 +1,225 @@
+// The coordinator over real gRPC on loopback (port 0): auth on every job RPC but not on health,
+// submit/get/list/events/cancel, malformed submissions refused without harming other jobs, a
+// watch stream that ends when the job does, and a restarted coordinator (same SQLite file)
+// listing every job with its history.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <thread>
+
+#include "proto/grpc/health/v1/health.grpc.pb.h"
+#include "proto/mapd/v1/job_service.grpc.pb.h"
+#include "server/api/server.h"
+
+namespace mapd {
+namespace {
+
+constexpr const char* kToken = "test-token-123";
+
+std::unique_ptr<MapdServer> StartServer(const std::string& store) {
+  ServerOptions o;
+  o.listen = "127.0.0.1:0";
+  o.token = kToken;
+  o.store_path = store;
+  auto s = MapdServer::Start(o);
+  EXPECT_TRUE(s.ok()) << s.status();
+  return s.ok() ? *std::move(s) : nullptr;
+}
+
+std::shared_ptr<grpc::Channel> Connect(int port) {
+  return grpc::CreateChannel("127.0.0.1:" + std::to_string(port), grpc::InsecureChannelCredentials());
+}
+
+void Authorize(grpc::ClientContext& ctx, const std::string& token = kToken) {
+  ctx.AddMetadata("authorization", "Bearer " + token);
+}
+
+v1::JobSpec Spec() {
+  v1::JobSpec s;
+  s.set_model("gpt2:layers=2,hidden=32,heads=4,vocab=64,seq=8,batch=4");
+  s.set_steps(5);
+  s.set_ranks(2);
+  return s;
+}
+
+class JobServiceTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = std::filesystem::temp_directory_path() / ("mapd-svc-" + std::to_string(getpid()) + "-" +
+                                                     ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    std::filesystem::create_directories(dir_);
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+  std::string Db() const { return (dir_ / "jobs.db").string(); }
+  std::filesystem::path dir_;
+};
+
+TEST_F(JobServiceTest, AuthOnEveryJobCallButHealth) {
+  auto server = StartServer(Db());
+  ASSERT_NE(server, nullptr);
+  auto channel = Connect(server->port());
+  auto jobs = v1::JobService::NewStub(channel);
+  {
+    grpc::ClientContext ctx;
+    v1::ListJobsResponse out;
+    const grpc::Status st = jobs->List(&ctx, {}, &out);
+    EXPECT_EQ(st.error_code(), grpc::StatusCode::UNAUTHENTICATED) << st.error_message();
+    EXPECT_NE(st.error_message().find("Bearer"), std::string::npos);
+  }
+  {
+    grpc::ClientContext ctx;
+    Authorize(ctx, "wrong");
+    v1::SubmitJobRequest req;
+    *req.mutable_spec() = Spec();
+    v1::Job out;
+    EXPECT_EQ(jobs->Submit(&ctx, req, &out).error_code(), grpc::StatusCode::UNAUTHENTICATED);
+  }
+  {
+    grpc::ClientContext ctx;  // no token: health answers anyway
+    grpc::health::v1::HealthCheckRequest req;
+    grpc::health::v1::HealthCheckResponse out;
+    const grpc::Status st = grpc::health::v1::Health::NewStub(channel)->Check(&ctx, req, &out);
+    ASSERT_TRUE(st.ok()) << st.error_message();
+    EXPECT_EQ(out.status(), grpc::health::v1::HealthCheckResponse::SERVING);
+  }
+  grpc::ClientContext ctx;
+  Authorize(ctx);
+  v1::ListJobsResponse out;
+  EXPECT_TRUE(jobs->List(&ctx, {}, &out).ok());
+}
+
+TEST_F(JobServiceTest, SubmitGetCancelAndBadSubmissionsLeaveOthersAlone) {
+  auto server = StartServer(Db());
+  ASSERT_NE(server, nullptr);
+  auto jobs = v1::JobService::NewStub(Connect(server->port()));
+  v1::Job first;
+  {
+    grpc::ClientContext ctx;
+    Authorize(ctx);
+    v1::SubmitJobRequest req;
+    *req.mutable_spec() = Spec();
+    ASSERT_TRUE(jobs->Submit(&ctx, req, &first).ok());
+    EXPECT_EQ(first.state(), v1::PENDING);
+  }
+  {  // an impossible mesh: INVALID_ARGUMENT with what to do
+    grpc::ClientContext ctx;
+    Authorize(ctx);
+    v1::SubmitJobRequest req;
+    *req.mutable_spec() = Spec();
+    req.mutable_spec()->add_mesh(3);
+    v1::Job out;
+    const grpc::Status st = jobs->Submit(&ctx, req, &out);
+    EXPECT_EQ(st.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+    EXPECT_NE(st.error_message().find("make them agree"), std::string::npos) << st.error_message();
+  }
+  {
+    grpc::ClientContext ctx;
+    Authorize(ctx);
+    v1::GetJobRequest req;
+    req.set_id(first.id());
+    v1::Job out;
+    ASSERT_TRUE(jobs->Get(&ctx, req, &out).ok());
+    EXPECT_EQ(out.state(), v1::PENDING);  // untouched by the bad submission
+  }
+  {
+    grpc::ClientContext ctx;
+    Authorize(ctx);
+    v1::GetJobRequest req;
+    req.set_id(77);
+    v1::Job out;
+    EXPECT_EQ(jobs->Get(&ctx, req, &out).error_code(), grpc::StatusCode::NOT_FOUND);
+  }
+  {
+    grpc::ClientContext ctx;
+    Authorize(ctx);
+    v1::CancelJobRequest req;
+    req.set_id(first.id());
+    v1::Job out;
+    ASSERT_TRUE(jobs->Cancel(&ctx, req, &out).ok());
+    EXPECT_EQ(out.state(), v1::CANCELLED);
+  }
+  grpc::ClientContext ctx;
+  Authorize(ctx);
+  v1::CancelJobRequest req;
+  req.set_id(first.id());
+  v1::Job out;
+  EXPECT_EQ(jobs->Cancel(&ctx, req, &out).error_code(), grpc::StatusCode::FAILED_PRECONDITION);
+}
+
+TEST_F(JobServiceTest, WatchStreamsEventsUntilTheJobFinishes) {
+  auto server = StartServer(Db());
+  ASSERT_NE(server, nullptr);
+  auto jobs = v1::JobService::NewStub(Connect(server->port()));
+  auto submitted = server->jobs().Submit(Spec());
+  ASSERT_TRUE(submitted.ok());
+  const int64_t id = submitted->id();
+  std::thread driver([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    (void)server->jobs().Transition(id, v1::PLANNING, "planning");
+    (void)server->jobs().Transition(id, v1::RUNNING, "planned");
+    (void)server->jobs().ReportProgress(id, {1, 4.2, 100, 1 << 20});
+    (void)server->jobs().Transition(id, v1::SUCCEEDED, "done");
+  });
+  grpc::ClientContext ctx;
+  Authorize(ctx);
+  v1::WatchJobRequest req;
+  req.set_id(id);
+  auto reader = jobs->Watch(&ctx, req);
+  std::vector<v1::JobEvent> seen;
+  v1::JobEvent e;
+  while (reader->Read(&e)) seen.push_back(e);
+  const grpc::Status st = reader->Finish();
+  driver.join();
+  ASSERT_TRUE(st.ok()) << st.error_message();
+  ASSERT_EQ(seen.size(), 5u);  // submitted, planning, planned, step 1, done
+  EXPECT_EQ(seen.front().state(), v1::PENDING);
+  EXPECT_EQ(seen[3].step(), 1);
+  EXPECT_EQ(seen.back().state(), v1::SUCCEEDED);
+}
+
+TEST_F(JobServiceTest, ARestartedCoordinatorListsEveryJobWithItsHistory) {
+  int64_t cancelled = 0;
+  {
+    auto server = StartServer(Db());
+    ASSERT_NE(server, nullptr);
+    ASSERT_TRUE(server->jobs().Submit(Spec()).ok());
+    cancelled = server->jobs().Submit(Spec())->id();
+    ASSERT_TRUE(server->jobs().Cancel(cancelled).ok());
+    ASSERT_TRUE(server->jobs().Submit(Spec()).ok());
+    server->Shutdown(0);
+  }
+  auto server = StartServer(Db());
+  ASSERT_NE(server, nullptr);
+  auto jobs = v1::JobService::NewStub(Connect(server->port()));
+  grpc::ClientContext ctx;
+  Authorize(ctx);
+  v1::ListJobsResponse out;
+  ASSERT_TRUE(jobs->List(&ctx, {}, &out).ok());
+  ASSERT_EQ(out.jobs_size(), 3);
+  EXPECT_EQ(out.jobs(0).state(), v1::PENDING);
+  EXPECT_EQ(out.jobs(1).state(), v1::CANCELLED);
+  EXPECT_EQ(out.jobs(2).state(), v1::PENDING);
+  grpc::ClientContext ectx;
+  Authorize(ectx);
+  v1::JobEventsRequest ereq;
+  ereq.set_id(cancelled);
+  v1::JobEventsResponse events;
+  ASSERT_TRUE(jobs->Events(&ectx, ereq, &events).ok());
+  ASSERT_EQ(events.events_size(), 2);
+  EXPECT_EQ(events.events(1).message(), "cancelled by the user");
+}
+
+TEST(ServerOptions, RefusesToRunOpenOrHalfTls) {
+  ServerOptions o;
+  o.listen = "127.0.0.1:0";
+  EXPECT_EQ(o.Validate().code(), absl::StatusCode::kFailedPrecondition);
+  o.token = "t";
+  o.tls_cert_file = "cert.pem";
+  EXPECT_EQ(o.Validate().code(), absl::StatusCode::kInvalidArgument);
+  o.tls_cert_file.clear();
+  o.listen = "nonsense";
+  EXPECT_EQ(o.Validate().code(), absl::StatusCode::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace mapd
