@@ -1,0 +1,99 @@
+"""mapctl's job commands against a real mapd on loopback (port 0, a temp SQLite store)."""
+import json
+import os
+import signal
+import subprocess
+
+import pytest
+
+from conftest import run_mapctl
+
+MAPD = os.environ.get("MAPD", "")
+TOKEN = "cli-test-token"
+GPT = "gpt2:layers=2,hidden=32,heads=4,vocab=64,seq=8,batch=4"
+
+
+def start_mapd(store):
+    assert MAPD and os.path.exists(MAPD), "set MAPD to the mapd binary (ctest does)"
+    proc = subprocess.Popen([MAPD, "--listen", "127.0.0.1:0", "--store", str(store)], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env=dict(os.environ, MAPD_TOKEN=TOKEN))
+    line = proc.stdout.readline()
+    assert "serving on port" in line, line + proc.stderr.read()
+    return proc, int(line.split("serving on port ")[1].split()[0])
+
+
+def stop(proc):
+    proc.send_signal(signal.SIGTERM)
+    assert proc.wait(timeout=20) == 0
+
+
+@pytest.fixture()
+def coordinator(tmp_path):
+    proc, port = start_mapd(tmp_path / "jobs.db")
+    env = {"MAPD_ADDRESS": f"127.0.0.1:{port}", "MAPD_TOKEN": TOKEN}
+    yield tmp_path, env
+    if proc.poll() is None:
+        stop(proc)
+
+
+def mapctl(env, *args, check=None):
+    return run_mapctl(*args, check=check, env_extra=env)
+
+
+def test_submit_list_get_cancel_watch_logs(coordinator):
+    tmp, env = coordinator
+    r = mapctl(env, "submit", GPT, "--ranks", "2", "--steps", "20", check=0)
+    assert "submitted job 1" in r.stdout and "PENDING" in r.stdout
+    job_file = tmp / "job.yaml"
+    job_file.write_text("model: mlp:in=16,hidden=32,layers=2,out=8,batch=8\nsteps: 5\nranks: 4\nmesh: 2x2\nname: tiny-mlp\n")
+    submitted = json.loads(mapctl(env, "submit", "-f", str(job_file), "-o", "json", check=0).stdout)
+    assert submitted["spec"]["name"] == "tiny-mlp" and submitted["spec"]["mesh"] == ["2", "2"]
+    listed = json.loads(mapctl(env, "jobs", "-o", "json", check=0).stdout)
+    assert [j["state"] for j in listed] == ["PENDING", "PENDING"]
+    assert "tiny-mlp" in mapctl(env, "jobs", check=0).stdout
+    assert "Training:   20 steps on 2 rank(s)" in mapctl(env, "get", "1", check=0).stdout
+    assert "CANCELLED" in mapctl(env, "cancel", "2", check=0).stdout
+    # watch follows the outcome: cancelled -> exit 3; logs print the history.
+    w = mapctl(env, "watch", "2")
+    assert w.returncode == 3 and "cancelled by the user" in w.stdout, w.stdout + w.stderr
+    logs = mapctl(env, "logs", "2", check=0).stdout
+    assert "#1" in logs and "submitted" in logs and "#2" in logs
+    # A finished job cannot be cancelled; an unknown one is not found.
+    r = mapctl(env, "cancel", "2")
+    assert r.returncode == 1 and "[FAILED_PRECONDITION]" in r.stderr
+    r = mapctl(env, "get", "99")
+    assert r.returncode == 1 and "[NOT_FOUND]" in r.stderr
+
+
+def test_errors_name_what_to_do(coordinator):
+    tmp, env = coordinator
+    r = mapctl(dict(env, MAPD_TOKEN="wrong"), "jobs")
+    assert r.returncode == 1 and "[UNAUTHENTICATED]" in r.stderr
+    r = mapctl(env, "submit", "gpt2:layerz=2", "--ranks", "2")
+    assert r.returncode == 1 and "unknown option 'layerz'" in r.stderr
+    r = mapctl(env, "submit", GPT, "--ranks", "3", "--mesh", "2x2")
+    assert r.returncode == 1 and "[INVALID_ARGUMENT]" in r.stderr and "make them agree" in r.stderr
+    r = mapctl(env, "workers")
+    assert r.returncode == 1 and "not built yet" in r.stderr and "[UNIMPLEMENTED]" in r.stderr
+    (tmp / "bad.yaml").write_text("model: gpt2\nstepz: 3\n")
+    r = mapctl(env, "submit", "-f", str(tmp / "bad.yaml"))
+    assert r.returncode == 1 and "unknown field 'stepz'" in r.stderr
+    r = mapctl({"MAPD_ADDRESS": "127.0.0.1:1", "MAPD_TOKEN": TOKEN}, "jobs")
+    assert r.returncode == 1 and "is mapd running there?" in r.stderr
+
+
+def test_a_restarted_coordinator_lists_every_job(tmp_path):
+    proc, port = start_mapd(tmp_path / "jobs.db")
+    env = {"MAPD_ADDRESS": f"127.0.0.1:{port}", "MAPD_TOKEN": TOKEN}
+    mapctl(env, "submit", GPT, "--ranks", "2", check=0)
+    mapctl(env, "submit", GPT, "--ranks", "2", check=0)
+    mapctl(env, "cancel", "1", check=0)
+    stop(proc)
+    proc, port = start_mapd(tmp_path / "jobs.db")
+    env["MAPD_ADDRESS"] = f"127.0.0.1:{port}"
+    try:
+        listed = json.loads(mapctl(env, "jobs", "-o", "json", check=0).stdout)
+        assert [(j["id"], j["state"]) for j in listed] == [("1", "CANCELLED"), ("2", "PENDING")]
+        assert "cancelled by the user" in mapctl(env, "logs", "1", check=0).stdout
+    finally:
+        stop(proc)
