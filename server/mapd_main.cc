@@ -23,6 +23,8 @@ int main(int argc, char** argv) {
   app.add_option("--token-file", token_file, "File whose first line is the bearer token (else $MAPD_TOKEN)");
   app.add_option("--tls-cert", o.tls_cert_file, "PEM certificate (with --tls-key) for TLS");
   app.add_option("--tls-key", o.tls_key_file, "PEM private key (with --tls-cert)");
+  app.add_option("--lease-seconds", o.lease.lease_seconds, "A worker without a heartbeat this long is lost")->capture_default_str();
+  app.add_option("--heartbeat-seconds", o.lease.heartbeat_seconds, "How often workers are told to heartbeat")->capture_default_str();
   CLI11_PARSE(app, argc, argv);
   auto token = mapd::LoadToken(token_file);
   if (!token.ok()) {

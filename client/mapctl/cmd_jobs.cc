@@ -21,6 +21,7 @@
 #include "planner/sharding/cluster.h"
 #include "planner/zoo/zoo.h"
 #include "proto/mapd/v1/job_service.grpc.pb.h"
+#include "proto/mapd/v1/workers.grpc.pb.h"
 #include <google/protobuf/util/json_util.h>
 
 namespace mapd::cli {
@@ -38,6 +39,7 @@ absl::Status FromGrpc(const grpc::Status& st, const std::string& what) {
 
 struct Client {
   std::unique_ptr<v1::JobService::Stub> stub;
+  std::unique_ptr<v1::WorkerService::Stub> workers;
   std::string token;
   void Prepare(grpc::ClientContext& ctx, double timeout_seconds = 30) const {
     ctx.AddMetadata("authorization", "Bearer " + token);
@@ -65,7 +67,9 @@ absl::StatusOr<Client> Connect(const JobArgs& a) {
     ssl.pem_root_certs = pem.str();
     creds = grpc::SslCredentials(ssl);
   }
-  c.stub = v1::JobService::NewStub(grpc::CreateChannel(address, creds));
+  auto channel = grpc::CreateChannel(address, creds);
+  c.stub = v1::JobService::NewStub(channel);
+  c.workers = v1::WorkerService::NewStub(channel);
   return c;
 }
 
@@ -347,9 +351,28 @@ int RunCancel(const JobArgs& a, int64_t id) {
   return kExitOk;
 }
 
-int RunWorkers(const JobArgs&) {
-  return ReportError(absl::UnimplementedError(
-      "mapctl workers: the worker registry (mapd-worker) is not built yet; see docs/coordinator.md"));
+int RunWorkers(const JobArgs& a) {
+  auto client = Connect(a);
+  if (!client.ok()) return ReportError(client.status());
+  grpc::ClientContext ctx;
+  client->Prepare(ctx);
+  v1::ListWorkersResponse out;
+  if (auto st = FromGrpc(client->workers->List(&ctx, {}, &out), "workers"); !st.ok()) return ReportError(st);
+  if (a.format == "json") {
+    nlohmann::json j = nlohmann::json::array();
+    for (const auto& w : out.workers()) j.push_back(ToJson(w));
+    std::cout << j.dump(2) << "\n";
+    return kExitOk;
+  }
+  Table t({"ID", "HOST", "STATE", "DEVICES", "LAST HEARTBEAT", "METRICS"});
+  for (const auto& w : out.workers()) {
+    std::vector<std::string> devices;
+    for (const auto& d : w.devices()) devices.push_back(absl::StrCat(d.name(), " (", HumanBytes(d.memory_bytes()), ")"));
+    t.Row({w.id(), w.hostname(), v1::WorkerState_Name(w.state()), absl::StrJoin(devices, ", "),
+           When(w.last_heartbeat_unix_seconds()), w.metrics_address().empty() ? "-" : w.metrics_address()});
+  }
+  t.Print(std::cout);
+  return kExitOk;
 }
 
 }  // namespace mapd::cli

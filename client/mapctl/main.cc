@@ -223,7 +223,7 @@ int main(int argc, char** argv) {
   CLI::App* watch = id_cmd("watch", "Follow a job until it finishes (progress bar on a terminal); exits 0 succeeded, 1 failed, 3 cancelled");
   CLI::App* logs = id_cmd("logs", "Print everything that happened to a job");
   CLI::App* cancel = id_cmd("cancel", "Cancel a job");
-  CLI::App* workers = app.add_subcommand("workers", "List the workers registered with the coordinator (not built yet)");
+  CLI::App* workers = app.add_subcommand("workers", "List the workers registered with the coordinator, with their leases");
   add_conn(workers);
 
   try {

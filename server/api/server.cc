@@ -25,6 +25,7 @@ absl::Status ServerOptions::Validate() const {
     return absl::InvalidArgumentError(absl::StrCat("--listen '", listen, "': give host:port (port 0 picks a free one)"));
   }
   if (token.empty()) return absl::FailedPreconditionError("no token: give --token-file FILE or set MAPD_TOKEN");
+  if (auto st = lease.Validate(); !st.ok()) return st;
   if (tls_cert_file.empty() != tls_key_file.empty()) {
     return absl::InvalidArgumentError("TLS needs both --tls-cert and --tls-key (or neither, for plaintext)");
   }
@@ -46,6 +47,8 @@ absl::StatusOr<std::unique_ptr<MapdServer>> MapdServer::Start(const ServerOption
   s->jobs_ = *std::move(jobs);
   s->auth_ = std::make_unique<TokenAuth>(options.token);
   s->job_service_ = std::make_unique<JobServiceImpl>(s->jobs_.get(), s->auth_.get());
+  s->workers_ = std::make_unique<WorkerRegistry>(options.lease, SystemClock());
+  s->worker_service_ = std::make_unique<WorkerServiceImpl>(s->workers_.get(), s->auth_.get());
 
   std::shared_ptr<grpc::ServerCredentials> creds = grpc::InsecureServerCredentials();
   if (!options.tls_cert_file.empty()) {
@@ -61,14 +64,26 @@ absl::StatusOr<std::unique_ptr<MapdServer>> MapdServer::Start(const ServerOption
   grpc::ServerBuilder builder;
   builder.AddListeningPort(options.listen, creds, &s->port_);
   builder.RegisterService(s->job_service_.get());
+  builder.RegisterService(s->worker_service_.get());
   s->server_ = builder.BuildAndStart();
   if (s->server_ == nullptr || s->port_ == 0) {
     return absl::UnavailableError(absl::StrCat("cannot listen on ", options.listen, " (in use, or not an address of this machine?)"));
   }
+  // Leases are checked four times per heartbeat period.
+  const double period = options.lease.heartbeat_seconds / 4;
+  MapdServer* raw = s.get();
+  s->lease_thread_ = std::thread([raw, period] {
+    while (!raw->stop_.load()) {
+      raw->workers_->ExpireLeases();
+      std::this_thread::sleep_for(std::chrono::milliseconds(static_cast<int64_t>(period * 1000)));
+    }
+  });
   return s;
 }
 
 void MapdServer::Shutdown(double grace_seconds) {
+  stop_.store(true);
+  if (lease_thread_.joinable()) lease_thread_.join();
   if (shut_down_ || server_ == nullptr) return;
   shut_down_ = true;
   server_->Shutdown(std::chrono::system_clock::now() +

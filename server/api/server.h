@@ -5,12 +5,15 @@
 
 #include <grpcpp/grpcpp.h>
 
+#include <atomic>
 #include <memory>
 #include <string>
+#include <thread>
 
 #include "absl/status/statusor.h"
 #include "server/api/auth.h"
 #include "server/api/job_service.h"
+#include "server/api/worker_service.h"
 #include "server/jobs/job_manager.h"
 #include "server/store/job_store.h"
 
@@ -25,6 +28,8 @@ struct ServerOptions {
   std::string token;
   // PEM files; both or neither. Without them the server speaks plaintext.
   std::string tls_cert_file, tls_key_file;
+  // Workers' leases and heartbeat period (worker_registry.h).
+  LeaseOptions lease;
 
   absl::Status Validate() const;
 };
@@ -36,6 +41,7 @@ class MapdServer {
 
   int port() const { return port_; }
   JobManager& jobs() { return *jobs_; }
+  WorkerRegistry& workers() { return *workers_; }
   // Stops taking calls, lets running ones finish for up to `grace_seconds`, then cancels them.
   void Shutdown(double grace_seconds = 5);
   void Wait();
@@ -46,6 +52,10 @@ class MapdServer {
   std::unique_ptr<JobManager> jobs_;
   std::unique_ptr<TokenAuth> auth_;
   std::unique_ptr<JobServiceImpl> job_service_;
+  std::unique_ptr<WorkerRegistry> workers_;
+  std::unique_ptr<WorkerServiceImpl> worker_service_;
+  std::thread lease_thread_;  // expires workers' leases
+  std::atomic<bool> stop_{false};
   std::unique_ptr<grpc::Server> server_;
   int port_ = 0;
   bool shut_down_ = false;

@@ -1,0 +1,30 @@
+#include "server/api/worker_service.h"
+
+#include "server/api/job_service.h"  // ToGrpcStatus
+
+namespace mapd {
+
+grpc::Status WorkerServiceImpl::Register(grpc::ServerContext* ctx, const v1::RegisterWorkerRequest* req,
+                                         v1::RegisterWorkerResponse* out) {
+  if (auto st = auth_->Check(*ctx); !st.ok()) return st;
+  auto r = workers_->Register(*req);
+  if (!r.ok()) return ToGrpcStatus(r.status());
+  *out = *r;
+  return grpc::Status::OK;
+}
+
+grpc::Status WorkerServiceImpl::Heartbeat(grpc::ServerContext* ctx, const v1::HeartbeatRequest* req, v1::HeartbeatResponse* out) {
+  if (auto st = auth_->Check(*ctx); !st.ok()) return st;
+  auto r = workers_->Heartbeat(req->worker_id());
+  if (!r.ok()) return ToGrpcStatus(r.status());
+  *out = *r;
+  return grpc::Status::OK;
+}
+
+grpc::Status WorkerServiceImpl::List(grpc::ServerContext* ctx, const v1::ListWorkersRequest*, v1::ListWorkersResponse* out) {
+  if (auto st = auth_->Check(*ctx); !st.ok()) return st;
+  for (const v1::Worker& w : workers_->List()) *out->add_workers() = w;
+  return grpc::Status::OK;
+}
+
+}  // namespace mapd

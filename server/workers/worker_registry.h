@@ -1,0 +1,51 @@
+// The registered workers and their leases (DESIGN §9, after Ray's GCS node manager): a worker
+// registers its devices and gets an id; each heartbeat renews its lease; a worker whose lease
+// runs out (no heartbeat for `lease_seconds`) is LOST — its work is to be rescheduled — and must
+// register again to come back. Thread-safe.
+//
+// Timeouts: workers heartbeat every `heartbeat_seconds` (default 1 s); the lease is
+// `lease_seconds` (default 5 s), so a worker is declared lost after missing about five.
+#ifndef MAPD_SERVER_WORKERS_WORKER_REGISTRY_H_
+#define MAPD_SERVER_WORKERS_WORKER_REGISTRY_H_
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "proto/mapd/v1/workers.pb.h"
+#include "server/util/clock.h"
+
+namespace mapd {
+
+struct LeaseOptions {
+  double lease_seconds = 5;      // without a heartbeat this long, a worker is LOST
+  double heartbeat_seconds = 1;  // what workers are told to send at (well inside the lease)
+  absl::Status Validate() const;
+};
+
+class WorkerRegistry {
+ public:
+  // `clock` must outlive the registry.
+  WorkerRegistry(const LeaseOptions& options, Clock* clock) : options_(options), clock_(clock) {}
+
+  // INVALID_ARGUMENT for a registration without devices or with a device of no memory.
+  absl::StatusOr<v1::RegisterWorkerResponse> Register(const v1::RegisterWorkerRequest& request);
+  // NOT_FOUND (unknown id) or FAILED_PRECONDITION (LOST): register again.
+  absl::StatusOr<v1::HeartbeatResponse> Heartbeat(const std::string& worker_id);
+  // Marks every worker whose lease ran out LOST; returns their ids (newly lost only).
+  std::vector<std::string> ExpireLeases();
+  std::vector<v1::Worker> List() const;  // by registration order
+
+ private:
+  LeaseOptions options_;
+  Clock* clock_;
+  mutable absl::Mutex mu_;
+  std::map<int64_t, v1::Worker> workers_ ABSL_GUARDED_BY(mu_);  // by number
+  int64_t next_ ABSL_GUARDED_BY(mu_) = 1;
+};
+
+}  // namespace mapd
+
+#endif  // MAPD_SERVER_WORKERS_WORKER_REGISTRY_H_
