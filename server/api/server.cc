@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "absl/strings/str_cat.h"
+#include "server/jobs/admission.h"
 
 namespace mapd {
 
@@ -45,6 +46,15 @@ absl::StatusOr<std::unique_ptr<MapdServer>> MapdServer::Start(const ServerOption
   auto jobs = JobManager::Create(s->store_.get(), SystemClock());
   if (!jobs.ok()) return jobs.status();
   s->jobs_ = *std::move(jobs);
+  if (options.admit) {
+    s->jobs_->SetAdmission([](const v1::JobSpec& spec, v1::Job& job) {
+      auto admitted = AdmitJob(spec);
+      if (!admitted.ok()) return admitted.status();
+      job.set_plan_summary(admitted->plan_summary);
+      job.set_predicted_peak_bytes(admitted->predicted_peak_bytes);
+      return absl::OkStatus();
+    });
+  }
   s->auth_ = std::make_unique<TokenAuth>(options.token);
   s->job_service_ = std::make_unique<JobServiceImpl>(s->jobs_.get(), s->auth_.get());
   s->workers_ = std::make_unique<WorkerRegistry>(options.lease, SystemClock());
@@ -73,16 +83,15 @@ absl::StatusOr<std::unique_ptr<MapdServer>> MapdServer::Start(const ServerOption
   const double period = options.lease.heartbeat_seconds / 4;
   MapdServer* raw = s.get();
   s->lease_thread_ = std::thread([raw, period] {
-    while (!raw->stop_.load()) {
+    do {
       raw->workers_->ExpireLeases();
-      std::this_thread::sleep_for(std::chrono::milliseconds(static_cast<int64_t>(period * 1000)));
-    }
+    } while (!raw->stop_.WaitForNotificationWithTimeout(absl::Seconds(period)));
   });
   return s;
 }
 
 void MapdServer::Shutdown(double grace_seconds) {
-  stop_.store(true);
+  if (!stop_.HasBeenNotified()) stop_.Notify();
   if (lease_thread_.joinable()) lease_thread_.join();
   if (shut_down_ || server_ == nullptr) return;
   shut_down_ = true;

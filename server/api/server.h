@@ -5,12 +5,12 @@
 
 #include <grpcpp/grpcpp.h>
 
-#include <atomic>
 #include <memory>
 #include <string>
 #include <thread>
 
 #include "absl/status/statusor.h"
+#include "absl/synchronization/notification.h"
 #include "server/api/auth.h"
 #include "server/api/job_service.h"
 #include "server/api/worker_service.h"
@@ -30,6 +30,8 @@ struct ServerOptions {
   std::string tls_cert_file, tls_key_file;
   // Workers' leases and heartbeat period (worker_registry.h).
   LeaseOptions lease;
+  // Plan each submitted job before queueing it (admission.h); off: queue every valid spec.
+  bool admit = true;
 
   absl::Status Validate() const;
 };
@@ -55,7 +57,7 @@ class MapdServer {
   std::unique_ptr<WorkerRegistry> workers_;
   std::unique_ptr<WorkerServiceImpl> worker_service_;
   std::thread lease_thread_;  // expires workers' leases
-  std::atomic<bool> stop_{false};
+  absl::Notification stop_;
   std::unique_ptr<grpc::Server> server_;
   int port_ = 0;
   bool shut_down_ = false;

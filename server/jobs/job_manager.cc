@@ -52,15 +52,18 @@ absl::StatusOr<v1::Job> JobManager::Record(v1::Job job, v1::JobEvent event) {
 
 absl::StatusOr<v1::Job> JobManager::Submit(const v1::JobSpec& spec) {
   if (auto st = ValidateJobSpec(spec); !st.ok()) return st;
-  absl::MutexLock lock(&mu_);
   v1::Job job;
-  job.set_id(next_id_);
   *job.mutable_spec() = WithDefaults(spec);
+  if (admission_) {
+    if (auto st = admission_(job.spec(), job); !st.ok()) return st;
+  }
+  absl::MutexLock lock(&mu_);
+  job.set_id(next_id_);
   job.set_state(v1::PENDING);
   job.set_created_unix_seconds(clock_->NowUnixSeconds());
   v1::JobEvent event;
   event.set_message(absl::StrCat("submitted: ", job.spec().name(), ", ", job.spec().steps(), " steps on ", job.spec().ranks(),
-                                 " rank(s)"));
+                                 " rank(s)", job.plan_summary().empty() ? "" : absl::StrCat("; plan: ", job.plan_summary())));
   auto recorded = Record(std::move(job), std::move(event));
   if (recorded.ok()) ++next_id_;
   return recorded;

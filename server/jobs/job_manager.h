@@ -15,6 +15,7 @@
 #define MAPD_SERVER_JOBS_JOB_MANAGER_H_
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -41,12 +42,21 @@ struct JobProgress {
   int64_t peak_bytes = 0;
 };
 
+// Decides whether a valid spec (defaults filled in) may be queued, and what to record with it
+// (admission.h): its error is the submission's, and nothing is stored.
+using AdmissionFn = std::function<absl::Status(const v1::JobSpec& spec, v1::Job& job)>;
+
 class JobManager {
  public:
   // Reloads every job from `store` (which, like `clock`, must outlive the manager).
   static absl::StatusOr<std::unique_ptr<JobManager>> Create(JobStore* store, Clock* clock);
 
-  // Validates and queues a job (PENDING). INVALID_ARGUMENT for a bad spec; nothing is stored.
+  // Runs before a job is queued, outside the manager's lock (planning takes time). None: every
+  // valid spec is queued.
+  void SetAdmission(AdmissionFn admission) { admission_ = std::move(admission); }
+
+  // Validates, admits and queues a job (PENDING). INVALID_ARGUMENT for a bad spec, the
+  // admission's error otherwise; nothing is stored for a refused job.
   absl::StatusOr<v1::Job> Submit(const v1::JobSpec& spec);
   // NOT_FOUND for an unknown id.
   absl::StatusOr<v1::Job> Get(int64_t id) const;
@@ -76,6 +86,7 @@ class JobManager {
 
   JobStore* store_;
   Clock* clock_;
+  AdmissionFn admission_;
   mutable absl::Mutex mu_;
   std::map<int64_t, v1::Job> jobs_ ABSL_GUARDED_BY(mu_);
   std::map<int64_t, int64_t> last_seq_ ABSL_GUARDED_BY(mu_);

@@ -74,6 +74,9 @@ def test_errors_name_what_to_do(coordinator):
     r = mapctl(env, "submit", GPT, "--ranks", "3", "--mesh", "2x2")
     assert r.returncode == 1 and "[INVALID_ARGUMENT]" in r.stderr and "make them agree" in r.stderr
     assert json.loads(mapctl(env, "workers", "-o", "json", check=0).stdout) == []  # none registered
+    r = mapctl(env, "submit", GPT, "--ranks", "2", "--memory-per-device", "1KiB")
+    assert r.returncode == 1 and "[FAILED_PRECONDITION]" in r.stderr and "no plan fits" in r.stderr, r.stderr
+    assert json.loads(mapctl(env, "jobs", "-o", "json", check=0).stdout) == []  # nothing queued
     (tmp / "bad.yaml").write_text("model: gpt2\nstepz: 3\n")
     r = mapctl(env, "submit", "-f", str(tmp / "bad.yaml"))
     assert r.returncode == 1 and "unknown field 'stepz'" in r.stderr

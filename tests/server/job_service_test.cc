@@ -146,6 +146,54 @@ TEST_F(JobServiceTest, SubmitGetCancelAndBadSubmissionsLeaveOthersAlone) {
   EXPECT_EQ(jobs->Cancel(&ctx, req, &out).error_code(), grpc::StatusCode::FAILED_PRECONDITION);
 }
 
+TEST_F(JobServiceTest, JobsThatCouldNeverRunAreRefusedAtSubmission) {
+  auto server = StartServer(Db());
+  ASSERT_NE(server, nullptr);
+  auto jobs = v1::JobService::NewStub(Connect(server->port()));
+  auto submit = [&](const v1::JobSpec& spec, v1::Job* out) {
+    grpc::ClientContext ctx;
+    Authorize(ctx);
+    v1::SubmitJobRequest req;
+    *req.mutable_spec() = spec;
+    return jobs->Submit(&ctx, req, out);
+  };
+  v1::Job good;
+  ASSERT_TRUE(submit(Spec(), &good).ok());
+  EXPECT_NE(good.plan_summary().find("mesh 2"), std::string::npos) << good.plan_summary();
+  EXPECT_GT(good.predicted_peak_bytes(), 0);
+  // A budget no plan fits: FAILED_PRECONDITION with the least that would.
+  v1::JobSpec tight = Spec();
+  tight.set_memory_per_device(1024);
+  v1::Job out;
+  grpc::Status st = submit(tight, &out);
+  EXPECT_EQ(st.error_code(), grpc::StatusCode::FAILED_PRECONDITION) << st.error_message();
+  EXPECT_NE(st.error_message().find("no plan fits"), std::string::npos) << st.error_message();
+  // A graph with an unknown op: INVALID_ARGUMENT naming it.
+  v1::JobSpec unknown = Spec();
+  unknown.clear_model();
+  v1::Graph* g = unknown.mutable_graph();
+  g->set_name("bad");
+  auto* in = g->add_inputs();
+  in->set_name("x");
+  in->mutable_type()->set_dtype(v1::FLOAT32);
+  in->mutable_type()->add_shape(4);
+  auto* node = g->add_nodes();
+  node->set_name("frob");
+  node->set_op("frobnicate");
+  node->add_inputs("x");
+  node->add_outputs("y");
+  g->add_outputs("y");
+  st = submit(unknown, &out);
+  EXPECT_EQ(st.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << st.error_message();
+  EXPECT_NE(st.error_message().find("frobnicate"), std::string::npos) << st.error_message();
+  // An unknown zoo model: INVALID_ARGUMENT.
+  v1::JobSpec zoo = Spec();
+  zoo.set_model("gpt9");
+  EXPECT_EQ(submit(zoo, &out).error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  // Only the good job is queued.
+  EXPECT_EQ(server->jobs().List().size(), 1u);
+}
+
 TEST_F(JobServiceTest, WatchStreamsEventsUntilTheJobFinishes) {
   auto server = StartServer(Db());
   ASSERT_NE(server, nullptr);

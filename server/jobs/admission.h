@@ -1,0 +1,25 @@
+// Admission: before a job is queued the coordinator builds its training graph and plans it, so a
+// job that could never run is refused at submission with what to do — INVALID_ARGUMENT for a
+// model that does not build or verify (bad graph, unknown op), FAILED_PRECONDITION for a budget
+// no plan fits — and other jobs are not touched. The plan's summary goes with the job.
+#ifndef MAPD_SERVER_JOBS_ADMISSION_H_
+#define MAPD_SERVER_JOBS_ADMISSION_H_
+
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "proto/mapd/v1/jobs.pb.h"
+
+namespace mapd {
+
+struct Admission {
+  std::string plan_summary;        // "mesh 2x2, ZeRO-2, 2 layers recomputed, 12.3 ms/step"
+  int64_t predicted_peak_bytes = 0;
+};
+
+// The spec must be valid (ValidateJobSpec) and have its defaults (WithDefaults).
+absl::StatusOr<Admission> AdmitJob(const v1::JobSpec& spec);
+
+}  // namespace mapd
+
+#endif  // MAPD_SERVER_JOBS_ADMISSION_H_
