@@ -6,6 +6,10 @@
 #include <iostream>
 #include <thread>
 
+#include <yaml-cpp/yaml.h>
+
+#include <set>
+
 #include "CLI/CLI.hpp"
 #include "server/api/server.h"
 
@@ -14,10 +18,49 @@ volatile std::sig_atomic_t g_stop = 0;
 void OnSignal(int) { g_stop = 1; }
 }  // namespace
 
+// Settings from a YAML file (keys as the flags, with '_' for '-'), for every flag not given on
+// the command line. An unknown key is an error naming it.
+bool ApplyConfig(const std::string& file, CLI::App& app) {
+  YAML::Node y;
+  try {
+    y = YAML::LoadFile(file);
+  } catch (const std::exception& e) {
+    std::cerr << "mapd: --config " << file << ": " << e.what() << " [INVALID_ARGUMENT]\n";
+    return false;
+  }
+  if (!y.IsMap()) {
+    std::cerr << "mapd: --config " << file << ": a mapping of settings (listen, store, token_file, ...) [INVALID_ARGUMENT]\n";
+    return false;
+  }
+  for (const auto& kv : y) {
+    std::string key = kv.first.as<std::string>();
+    std::string flag = "--" + key;
+    for (char& c : flag) c = c == '_' ? '-' : c;
+    CLI::Option* opt = nullptr;
+    try {
+      opt = app.get_option(flag);
+    } catch (const CLI::OptionNotFound&) {
+      std::cerr << "mapd: --config " << file << ": unknown setting '" << key
+                << "'; settings are listen, store, token_file, tls_cert, tls_key, lease_seconds, heartbeat_seconds [INVALID_ARGUMENT]\n";
+      return false;
+    }
+    if (opt->count() > 0 || flag == "--config") continue;  // the command line wins
+    try {
+      opt->add_result(kv.second.as<std::string>());
+      opt->run_callback();
+    } catch (const std::exception& e) {
+      std::cerr << "mapd: --config " << file << ": " << key << ": " << e.what() << " [INVALID_ARGUMENT]\n";
+      return false;
+    }
+  }
+  return true;
+}
+
 int main(int argc, char** argv) {
   CLI::App app{"mapd: the MAP coordinator — takes training jobs over gRPC, plans them and runs them on mapd-workers"};
   mapd::ServerOptions o;
-  std::string token_file;
+  std::string token_file, config;
+  app.add_option("--config", config, "YAML file of these settings (listen, store, token_file, ...); flags given here win");
   app.add_option("--listen", o.listen, "host:port to serve on (port 0: any free port, printed)")->capture_default_str();
   app.add_option("--store", o.store_path, "SQLite database of jobs and events (WAL); empty: in memory");
   app.add_option("--token-file", token_file, "File whose first line is the bearer token (else $MAPD_TOKEN)");
@@ -26,6 +69,7 @@ int main(int argc, char** argv) {
   app.add_option("--lease-seconds", o.lease.lease_seconds, "A worker without a heartbeat this long is lost")->capture_default_str();
   app.add_option("--heartbeat-seconds", o.lease.heartbeat_seconds, "How often workers are told to heartbeat")->capture_default_str();
   CLI11_PARSE(app, argc, argv);
+  if (!config.empty() && !ApplyConfig(config, app)) return 1;
   auto token = mapd::LoadToken(token_file);
   if (!token.ok()) {
     std::cerr << "mapd: " << token.status().message() << " [" << absl::StatusCodeToString(token.status().code()) << "]\n";

@@ -71,3 +71,27 @@ def test_without_a_token_mapd_refuses_to_start(tmp_path):
     env = {k: v for k, v in os.environ.items() if k != "MAPD_TOKEN"}
     r = subprocess.run([MAPD, "--listen", "127.0.0.1:0"], capture_output=True, text=True, env=env, timeout=30)
     assert r.returncode == 1 and "no token" in r.stderr and "[FAILED_PRECONDITION]" in r.stderr, r.stderr
+
+
+def test_settings_from_a_yaml_file(stubs, tmp_path):
+    import grpc
+    jobs_pb2, service = stubs
+    (tmp_path / "token").write_text("from-a-file\n")
+    (tmp_path / "mapd.yaml").write_text(f"listen: 127.0.0.1:0\nstore: {tmp_path / 'jobs.db'}\ntoken_file: {tmp_path / 'token'}\n"
+                                        "lease_seconds: 9\n")
+    env = {k: v for k, v in os.environ.items() if k != "MAPD_TOKEN"}
+    proc = subprocess.Popen([MAPD, "--config", str(tmp_path / "mapd.yaml")], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, env=env)
+    try:
+        line = proc.stdout.readline()
+        assert "serving on port" in line and str(tmp_path / "jobs.db") in line, line + proc.stderr.read()
+        port = int(line.split("serving on port ")[1].split()[0])
+        stub = service.JobServiceStub(grpc.insecure_channel(f"127.0.0.1:{port}"))
+        stub.List(jobs_pb2.ListJobsRequest(), metadata=[("authorization", "Bearer from-a-file")], timeout=10)
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=20) == 0
+    (tmp_path / "bad.yaml").write_text("listen: 127.0.0.1:0\nlisten_port: 3\n")
+    r = subprocess.run([MAPD, "--config", str(tmp_path / "bad.yaml")], capture_output=True, text=True, timeout=30,
+                       env=dict(os.environ, MAPD_TOKEN="t"))
+    assert r.returncode == 1 and "unknown setting 'listen_port'" in r.stderr, r.stderr
