@@ -26,6 +26,8 @@ PACKAGES=(
   libopenblas0-pthread
   # python client and tests
   python3-grpcio python3-protobuf python3-pytest
+  # promtool checks the /metrics endpoints in the tests
+  prometheus
   # C++ tests and benchmarks
   libgtest-dev libgmock-dev libbenchmark-dev
   # the plan report test renders the HTML in headless Chromium and reads the screenshot

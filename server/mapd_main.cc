@@ -41,7 +41,7 @@ bool ApplyConfig(const std::string& file, CLI::App& app) {
       opt = app.get_option(flag);
     } catch (const CLI::OptionNotFound&) {
       std::cerr << "mapd: --config " << file << ": unknown setting '" << key
-                << "'; settings are listen, store, token_file, tls_cert, tls_key, lease_seconds, heartbeat_seconds [INVALID_ARGUMENT]\n";
+                << "'; settings are listen, store, token_file, tls_cert, tls_key, metrics_listen, lease_seconds, heartbeat_seconds [INVALID_ARGUMENT]\n";
       return false;
     }
     if (opt->count() > 0 || flag == "--config") continue;  // the command line wins
@@ -66,6 +66,9 @@ int main(int argc, char** argv) {
   app.add_option("--token-file", token_file, "File whose first line is the bearer token (else $MAPD_TOKEN)");
   app.add_option("--tls-cert", o.tls_cert_file, "PEM certificate (with --tls-key) for TLS");
   app.add_option("--tls-key", o.tls_key_file, "PEM private key (with --tls-cert)");
+  o.metrics_listen = "127.0.0.1:9464";
+  app.add_option("--metrics-listen", o.metrics_listen, "host:port of the Prometheus /metrics endpoint (port 0: any; empty: none)")
+      ->capture_default_str();
   app.add_option("--lease-seconds", o.lease.lease_seconds, "A worker without a heartbeat this long is lost")->capture_default_str();
   app.add_option("--heartbeat-seconds", o.lease.heartbeat_seconds, "How often workers are told to heartbeat")->capture_default_str();
   CLI11_PARSE(app, argc, argv);
@@ -85,6 +88,10 @@ int main(int argc, char** argv) {
   std::signal(SIGTERM, OnSignal);
   std::cout << "mapd: serving on port " << (*server)->port() << (o.store_path.empty() ? " (jobs in memory)" : " (jobs in " + o.store_path + ")")
             << std::endl;
+  if ((*server)->metrics_port() > 0) {
+    std::cout << "mapd: metrics on http://" << o.metrics_listen.substr(0, o.metrics_listen.rfind(':')) << ":" << (*server)->metrics_port()
+              << "/metrics" << std::endl;
+  }
   while (!g_stop) std::this_thread::sleep_for(std::chrono::milliseconds(100));
   std::cout << "mapd: shutting down" << std::endl;
   (*server)->Shutdown(5);

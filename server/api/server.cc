@@ -3,6 +3,7 @@
 #include <grpcpp/health_check_service_interface.h>
 
 #include <chrono>
+#include <map>
 #include <fstream>
 #include <sstream>
 
@@ -46,9 +47,27 @@ absl::StatusOr<std::unique_ptr<MapdServer>> MapdServer::Start(const ServerOption
   auto jobs = JobManager::Create(s->store_.get(), SystemClock());
   if (!jobs.ok()) return jobs.status();
   s->jobs_ = *std::move(jobs);
+  // Metrics (DESIGN §10): what the coordinator knows; steps, throughput and measured memory come
+  // from the workers' endpoints.
+  MetricsRegistry& m = s->metrics_;
+  for (auto st : {m.Gauge("mapd_up", "1 while the coordinator serves."),
+                  m.Gauge("mapd_jobs", "Jobs by state."),
+                  m.Gauge("mapd_workers", "Registered workers by state (ALIVE: lease current; LOST: lease ran out)."),
+                  m.Counter("mapd_job_submissions_total", "Submissions by outcome: admitted (queued) or refused."),
+                  m.Histogram("mapd_admission_seconds", "Time to build, verify and plan a submitted job (the planner's search).",
+                              {0.01, 0.05, 0.1, 0.5, 1, 5, 10, 30, 60}),
+                  m.Gauge("mapd_job_predicted_peak_bytes", "The plan's predicted peak memory per device, per job.")}) {
+    if (!st.ok()) return st;
+  }
+  m.Set("mapd_up", {}, 1);
   if (options.admit) {
-    s->jobs_->SetAdmission([](const v1::JobSpec& spec, v1::Job& job) {
+    MapdServer* raw = s.get();
+    s->jobs_->SetAdmission([raw](const v1::JobSpec& spec, v1::Job& job) {
+      const auto start = std::chrono::steady_clock::now();
       auto admitted = AdmitJob(spec);
+      raw->metrics_.Observe("mapd_admission_seconds", {},
+                            std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+      raw->metrics_.Add("mapd_job_submissions_total", {{"outcome", admitted.ok() ? "admitted" : "refused"}});
       if (!admitted.ok()) return admitted.status();
       job.set_plan_summary(admitted->plan_summary);
       job.set_predicted_peak_bytes(admitted->predicted_peak_bytes);
@@ -79,6 +98,12 @@ absl::StatusOr<std::unique_ptr<MapdServer>> MapdServer::Start(const ServerOption
   if (s->server_ == nullptr || s->port_ == 0) {
     return absl::UnavailableError(absl::StrCat("cannot listen on ", options.listen, " (in use, or not an address of this machine?)"));
   }
+  if (!options.metrics_listen.empty()) {
+    MapdServer* raw = s.get();
+    auto exporter = MetricsExporter::Start(options.metrics_listen, &s->metrics_, [raw] { raw->Collect(); });
+    if (!exporter.ok()) return exporter.status();
+    s->exporter_ = *std::move(exporter);
+  }
   // Leases are checked four times per heartbeat period.
   const double period = options.lease.heartbeat_seconds / 4;
   MapdServer* raw = s.get();
@@ -91,12 +116,29 @@ absl::StatusOr<std::unique_ptr<MapdServer>> MapdServer::Start(const ServerOption
 }
 
 void MapdServer::Shutdown(double grace_seconds) {
+  exporter_.reset();
   if (!stop_.HasBeenNotified()) stop_.Notify();
   if (lease_thread_.joinable()) lease_thread_.join();
   if (shut_down_ || server_ == nullptr) return;
   shut_down_ = true;
   server_->Shutdown(std::chrono::system_clock::now() +
                     std::chrono::milliseconds(static_cast<int64_t>(grace_seconds * 1000)));
+}
+
+void MapdServer::Collect() {
+  std::map<std::string, double> by_state;
+  for (int st = v1::PENDING; st <= v1::RESTARTING; ++st) by_state[v1::JobState_Name(static_cast<v1::JobState>(st))] = 0;
+  metrics_.Clear("mapd_job_predicted_peak_bytes");
+  for (const v1::Job& job : jobs_->List()) {
+    ++by_state[v1::JobState_Name(job.state())];
+    if (!IsFinished(job.state()) && job.predicted_peak_bytes() > 0) {
+      metrics_.Set("mapd_job_predicted_peak_bytes", {{"job", std::to_string(job.id())}}, static_cast<double>(job.predicted_peak_bytes()));
+    }
+  }
+  for (const auto& [state, n] : by_state) metrics_.Set("mapd_jobs", {{"state", state}}, n);
+  std::map<std::string, double> workers = {{"ALIVE", 0}, {"LOST", 0}};
+  for (const v1::Worker& w : workers_->List()) ++workers[v1::WorkerState_Name(w.state())];
+  for (const auto& [state, n] : workers) metrics_.Set("mapd_workers", {{"state", state}}, n);
 }
 
 void MapdServer::Wait() {

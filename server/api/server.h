@@ -15,6 +15,8 @@
 #include "server/api/job_service.h"
 #include "server/api/worker_service.h"
 #include "server/jobs/job_manager.h"
+#include "server/metrics/http_exporter.h"
+#include "server/metrics/metrics.h"
 #include "server/store/job_store.h"
 
 namespace mapd {
@@ -32,6 +34,8 @@ struct ServerOptions {
   LeaseOptions lease;
   // Plan each submitted job before queueing it (admission.h); off: queue every valid spec.
   bool admit = true;
+  // host:port of the Prometheus /metrics endpoint (port 0: a free one); empty: no endpoint.
+  std::string metrics_listen;
 
   absl::Status Validate() const;
 };
@@ -42,6 +46,8 @@ class MapdServer {
   ~MapdServer();
 
   int port() const { return port_; }
+  int metrics_port() const { return exporter_ ? exporter_->port() : 0; }
+  MetricsRegistry& metrics() { return metrics_; }
   JobManager& jobs() { return *jobs_; }
   WorkerRegistry& workers() { return *workers_; }
   // Stops taking calls, lets running ones finish for up to `grace_seconds`, then cancels them.
@@ -57,6 +63,10 @@ class MapdServer {
   std::unique_ptr<WorkerRegistry> workers_;
   std::unique_ptr<WorkerServiceImpl> worker_service_;
   std::thread lease_thread_;  // expires workers' leases
+  MetricsRegistry metrics_;
+  std::unique_ptr<MetricsExporter> exporter_;
+  // Refreshes the gauges read from the managers (jobs by state, workers) before a scrape.
+  void Collect();
   absl::Notification stop_;
   std::unique_ptr<grpc::Server> server_;
   int port_ = 0;

@@ -15,7 +15,7 @@ GPT = "gpt2:layers=2,hidden=32,heads=4,vocab=64,seq=8,batch=4"
 
 def start_mapd(store):
     assert MAPD and os.path.exists(MAPD), "set MAPD to the mapd binary (ctest does)"
-    proc = subprocess.Popen([MAPD, "--listen", "127.0.0.1:0", "--store", str(store)], stdout=subprocess.PIPE,
+    proc = subprocess.Popen([MAPD, "--listen", "127.0.0.1:0", "--metrics-listen", "127.0.0.1:0", "--store", str(store)], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, env=dict(os.environ, MAPD_TOKEN=TOKEN))
     line = proc.stdout.readline()
     assert "serving on port" in line, line + proc.stderr.read()

@@ -29,7 +29,7 @@ def stubs(tmp_path_factory):
 @pytest.fixture()
 def mapd(tmp_path):
     assert MAPD and os.path.exists(MAPD), "set MAPD to the mapd binary (ctest does)"
-    proc = subprocess.Popen([MAPD, "--listen", "127.0.0.1:0", "--store", str(tmp_path / "jobs.db")],
+    proc = subprocess.Popen([MAPD, "--listen", "127.0.0.1:0", "--metrics-listen", "127.0.0.1:0", "--store", str(tmp_path / "jobs.db")],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             env=dict(os.environ, MAPD_TOKEN=TOKEN))
     line = proc.stdout.readline()
@@ -69,7 +69,7 @@ def test_python_stubs_list_and_submit(stubs, mapd):
 
 def test_without_a_token_mapd_refuses_to_start(tmp_path):
     env = {k: v for k, v in os.environ.items() if k != "MAPD_TOKEN"}
-    r = subprocess.run([MAPD, "--listen", "127.0.0.1:0"], capture_output=True, text=True, env=env, timeout=30)
+    r = subprocess.run([MAPD, "--listen", "127.0.0.1:0", "--metrics-listen", "127.0.0.1:0"], capture_output=True, text=True, env=env, timeout=30)
     assert r.returncode == 1 and "no token" in r.stderr and "[FAILED_PRECONDITION]" in r.stderr, r.stderr
 
 
@@ -78,7 +78,7 @@ def test_settings_from_a_yaml_file(stubs, tmp_path):
     jobs_pb2, service = stubs
     (tmp_path / "token").write_text("from-a-file\n")
     (tmp_path / "mapd.yaml").write_text(f"listen: 127.0.0.1:0\nstore: {tmp_path / 'jobs.db'}\ntoken_file: {tmp_path / 'token'}\n"
-                                        "lease_seconds: 9\n")
+                                        "lease_seconds: 9\nmetrics_listen: 127.0.0.1:0\n")
     env = {k: v for k, v in os.environ.items() if k != "MAPD_TOKEN"}
     proc = subprocess.Popen([MAPD, "--config", str(tmp_path / "mapd.yaml")], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True, env=env)

@@ -1,0 +1,36 @@
+#include "server/metrics/http_exporter.h"
+
+#include <httplib.h>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+
+namespace mapd {
+
+absl::StatusOr<std::unique_ptr<MetricsExporter>> MetricsExporter::Start(const std::string& listen, MetricsRegistry* registry,
+                                                                        std::function<void()> collect) {
+  const size_t colon = listen.rfind(':');
+  int port = -1;
+  if (colon == std::string::npos || !absl::SimpleAtoi(listen.substr(colon + 1), &port) || port < 0 || port > 65535) {
+    return absl::InvalidArgumentError(absl::StrCat("--metrics-listen '", listen, "': give host:port (port 0 picks a free one)"));
+  }
+  const std::string host = listen.substr(0, colon);
+  std::unique_ptr<MetricsExporter> e(new MetricsExporter());
+  e->server_ = std::make_unique<httplib::Server>();
+  e->server_->Get("/metrics", [registry, collect](const httplib::Request&, httplib::Response& res) {
+    if (collect) collect();
+    res.set_content(registry->Encode(), "text/plain; version=0.0.4; charset=utf-8");
+  });
+  e->port_ = port == 0 ? e->server_->bind_to_any_port(host) : (e->server_->bind_to_port(host, port) ? port : -1);
+  if (e->port_ <= 0) return absl::UnavailableError(absl::StrCat("cannot serve metrics on ", listen, " (in use?)"));
+  httplib::Server* raw = e->server_.get();
+  e->thread_ = std::thread([raw] { raw->listen_after_bind(); });
+  return e;
+}
+
+MetricsExporter::~MetricsExporter() {
+  if (server_) server_->stop();
+  if (thread_.joinable()) thread_.join();
+}
+
+}  // namespace mapd

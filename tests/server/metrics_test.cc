@@ -1,0 +1,101 @@
+// The exposition encoder (exact text, escaping, cumulative histogram buckets, name checks) and
+// the coordinator's /metrics endpoint, checked by Debian's `promtool check metrics`.
+#include "server/metrics/metrics.h"
+
+#include <gtest/gtest.h>
+#include <httplib.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+
+#include "server/api/server.h"
+
+namespace mapd {
+namespace {
+
+TEST(Metrics, EncodesTheTextFormat) {
+  MetricsRegistry m;
+  ASSERT_TRUE(m.Counter("mapd_things_total", "Things.\nTwo lines").ok());
+  ASSERT_TRUE(m.Gauge("mapd_level", "A level.").ok());
+  ASSERT_TRUE(m.Histogram("mapd_wait_seconds", "Waits.", {0.1, 1}).ok());
+  m.Add("mapd_things_total", {{"kind", "a\"b\\c"}}, 2);
+  m.Add("mapd_things_total", {{"kind", "a\"b\\c"}});
+  m.Set("mapd_level", {}, 0.25);
+  m.Observe("mapd_wait_seconds", {}, 0.05);
+  m.Observe("mapd_wait_seconds", {}, 0.5);
+  m.Observe("mapd_wait_seconds", {}, 5);
+  m.Set("mapd_undeclared", {}, 1);  // a typo shows in the error counter
+  EXPECT_EQ(m.Encode(),
+            "# HELP mapd_things_total Things.\\nTwo lines\n"
+            "# TYPE mapd_things_total counter\n"
+            "mapd_things_total{kind=\"a\\\"b\\\\c\"} 3\n"
+            "# HELP mapd_level A level.\n"
+            "# TYPE mapd_level gauge\n"
+            "mapd_level 0.25\n"
+            "# HELP mapd_wait_seconds Waits.\n"
+            "# TYPE mapd_wait_seconds histogram\n"
+            "mapd_wait_seconds_bucket{le=\"0.10000000000000001\"} 1\n"
+            "mapd_wait_seconds_bucket{le=\"1\"} 2\n"
+            "mapd_wait_seconds_bucket{le=\"+Inf\"} 3\n"
+            "mapd_wait_seconds_sum 5.5499999999999998\n"
+            "mapd_wait_seconds_count 3\n"
+            "# HELP mapd_metrics_errors_total Updates of metrics that were never declared (a bug if not 0).\n"
+            "# TYPE mapd_metrics_errors_total counter\n"
+            "mapd_metrics_errors_total 1\n");
+  EXPECT_FALSE(m.Counter("mapd_things", "no _total").ok());
+  EXPECT_FALSE(m.Gauge("2bad", "bad name").ok());
+  EXPECT_FALSE(m.Gauge("mapd_things_total", "declared as a counter").ok());
+  EXPECT_FALSE(m.Histogram("mapd_h", "decreasing", {1, 0.5}).ok());
+}
+
+std::string Promtool(const std::string& text, int* rc) {
+  const std::string file = (std::filesystem::temp_directory_path() / ("mapd-metrics-" + std::to_string(getpid()) + ".txt")).string();
+  std::ofstream(file) << text;
+  FILE* p = popen(("promtool check metrics < " + file + " 2>&1").c_str(), "r");
+  std::string out;
+  char buf[512];
+  while (p != nullptr && fgets(buf, sizeof(buf), p) != nullptr) out += buf;
+  *rc = p == nullptr ? -1 : pclose(p);
+  std::filesystem::remove(file);
+  return out;
+}
+
+TEST(Metrics, TheCoordinatorsEndpointPassesPromtool) {
+  ServerOptions o;
+  o.listen = "127.0.0.1:0";
+  o.metrics_listen = "127.0.0.1:0";
+  o.token = "t";
+  auto server = MapdServer::Start(o);
+  ASSERT_TRUE(server.ok()) << server.status();
+  v1::JobSpec spec;
+  spec.set_model("gpt2:layers=2,hidden=32,heads=4,vocab=64,seq=8,batch=4");
+  spec.set_steps(3);
+  spec.set_ranks(2);
+  ASSERT_TRUE((*server)->jobs().Submit(spec).ok());
+  spec.set_memory_per_device(1024);
+  ASSERT_FALSE((*server)->jobs().Submit(spec).ok());  // refused: counted
+  httplib::Client client("127.0.0.1", (*server)->metrics_port());
+  auto res = client.Get("/metrics");
+  ASSERT_TRUE(res) << "no answer from /metrics";
+  EXPECT_EQ(res->status, 200);
+  EXPECT_NE(res->get_header_value("Content-Type").find("version=0.0.4"), std::string::npos);
+  const std::string& text = res->body;
+  EXPECT_NE(text.find("mapd_jobs{state=\"PENDING\"} 1\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("mapd_job_submissions_total{outcome=\"admitted\"} 1\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("mapd_job_submissions_total{outcome=\"refused\"} 1\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("mapd_admission_seconds_count 2\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("mapd_job_predicted_peak_bytes{job=\"1\"} "), std::string::npos) << text;
+  EXPECT_NE(text.find("mapd_workers{state=\"ALIVE\"} 0\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("mapd_metrics_errors_total 0\n"), std::string::npos) << text;
+  if (std::system("command -v promtool > /dev/null 2>&1") != 0) {
+    GTEST_SKIP() << "promtool (Debian's prometheus package, in scripts/install-deps.sh) is not installed";
+  }
+  int rc = 0;
+  const std::string lint = Promtool(text, &rc);
+  EXPECT_EQ(rc, 0) << lint << "\n" << text;
+}
+
+}  // namespace
+}  // namespace mapd
