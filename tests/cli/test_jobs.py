@@ -9,14 +9,15 @@ import pytest
 from conftest import run_mapctl
 
 MAPD = os.environ.get("MAPD", "")
+MAPD_WORKER = os.environ.get("MAPD_WORKER", "")
 TOKEN = "cli-test-token"
 GPT = "gpt2:layers=2,hidden=32,heads=4,vocab=64,seq=8,batch=4"
 
 
-def start_mapd(store):
+def start_mapd(store, *flags):
     assert MAPD and os.path.exists(MAPD), "set MAPD to the mapd binary (ctest does)"
-    proc = subprocess.Popen([MAPD, "--listen", "127.0.0.1:0", "--metrics-listen", "127.0.0.1:0", "--store", str(store)], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, env=dict(os.environ, MAPD_TOKEN=TOKEN))
+    proc = subprocess.Popen([MAPD, "--listen", "127.0.0.1:0", "--metrics-listen", "127.0.0.1:0", "--store", str(store), *flags],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=dict(os.environ, MAPD_TOKEN=TOKEN))
     line = proc.stdout.readline()
     assert "serving on port" in line, line + proc.stderr.read()
     return proc, int(line.split("serving on port ")[1].split()[0])
@@ -98,4 +99,46 @@ def test_a_restarted_coordinator_lists_every_job(tmp_path):
         assert [(j["id"], j["state"]) for j in listed] == [("1", "CANCELLED"), ("2", "PENDING")]
         assert "cancelled by the user" in mapctl(env, "logs", "1", check=0).stdout
     finally:
+        stop(proc)
+
+
+def test_workers_register_keep_their_lease_and_are_lost_when_they_stop(tmp_path):
+    import time
+    import urllib.request
+    assert MAPD_WORKER and os.path.exists(MAPD_WORKER), "set MAPD_WORKER to the mapd-worker binary (ctest does)"
+    proc, port = start_mapd(tmp_path / "jobs.db", "--lease-seconds", "1", "--heartbeat-seconds", "0.2")
+    env = {"MAPD_ADDRESS": f"127.0.0.1:{port}", "MAPD_TOKEN": TOKEN}
+    workers = []
+    try:
+        for name in ("alpha", "beta"):
+            w = subprocess.Popen([MAPD_WORKER, "--cpu-devices", "2", "--memory-per-device", str(1 << 30), "--hostname", name,
+                                  "--metrics-listen", "127.0.0.1:0"],
+                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=dict(os.environ, **env))
+            metrics_line = w.stdout.readline()
+            assert "metrics on http://" in metrics_line, metrics_line + w.stderr.read()
+            registered = w.stdout.readline()
+            assert "registered as w-" in registered, registered + w.stderr.read()
+            workers.append((w, metrics_line.split("metrics on ")[1].strip()))
+        time.sleep(1.5)  # several heartbeats: both stay ALIVE past the 1 s lease
+        listed = json.loads(mapctl(env, "workers", "-o", "json", check=0).stdout)
+        assert [(x["hostname"], x["state"], len(x["devices"])) for x in listed] == [("alpha", "ALIVE", 2), ("beta", "ALIVE", 2)]
+        table = mapctl(env, "workers", check=0).stdout
+        assert "cpu:0 (1.0 GiB)" in table and "ALIVE" in table
+        # The worker's own /metrics passes promtool.
+        text = urllib.request.urlopen(workers[0][1], timeout=10).read().decode()
+        assert "mapd_worker_up 1" in text and 'mapd_worker_heartbeats_total{outcome="ok"}' in text, text
+        lint = subprocess.run(["promtool", "check", "metrics"], input=text, capture_output=True, text=True)
+        assert lint.returncode == 0, lint.stdout + lint.stderr
+        # A killed worker's lease runs out: LOST. A stopped one exits 0.
+        workers[1][0].kill()
+        workers[1][0].wait()
+        time.sleep(2)
+        listed = json.loads(mapctl(env, "workers", "-o", "json", check=0).stdout)
+        assert [x["state"] for x in listed] == ["ALIVE", "LOST"], listed
+        workers[0][0].send_signal(signal.SIGTERM)
+        assert workers[0][0].wait(timeout=20) == 0
+    finally:
+        for w, _ in workers:
+            if w.poll() is None:
+                w.kill()
         stop(proc)

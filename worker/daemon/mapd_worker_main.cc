@@ -1,0 +1,70 @@
+// mapd-worker: a MAP worker daemon (DESIGN §9). Dials the coordinator, registers this machine's
+// devices, keeps its lease with heartbeats, and serves /metrics. Running assigned ranks comes with
+// the coordinator's dispatcher (docs/coordinator.md).
+//
+//   MAPD_TOKEN=secret mapd-worker --coordinator 127.0.0.1:7070 --cpu-devices 2
+#include <unistd.h>
+
+#include <csignal>
+#include <cstdlib>
+#include <iostream>
+
+#include "CLI/CLI.hpp"
+#include "server/api/auth.h"
+#include "server/metrics/http_exporter.h"
+#include "worker/daemon/agent.h"
+
+namespace {
+mapd::WorkerAgent* g_agent = nullptr;
+void OnSignal(int) {
+  if (g_agent != nullptr) g_agent->Stop();
+}
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"mapd-worker: a MAP worker — registers its devices with the coordinator (mapd) and keeps its lease"};
+  mapd::AgentOptions o;
+  std::string token_file, metrics_listen = "127.0.0.1:9465";
+  char host[256] = {0};
+  gethostname(host, sizeof(host) - 1);
+  o.hostname = host;
+  if (const char* a = std::getenv("MAPD_ADDRESS")) o.coordinator = a;
+  app.add_option("--coordinator", o.coordinator, "mapd's host:port (default $MAPD_ADDRESS)");
+  app.add_option("--token-file", token_file, "File whose first line is the coordinator's token (else $MAPD_TOKEN)");
+  app.add_option("--cpu-devices", o.cpu_devices, "CPU ranks this worker offers")->capture_default_str();
+  app.add_option("--memory-per-device", o.memory_per_device, "Bytes per device (default: this machine's memory / devices)");
+  app.add_option("--hostname", o.hostname, "Name shown by `mapctl workers`")->capture_default_str();
+  app.add_option("--metrics-listen", metrics_listen, "host:port of this worker's /metrics (port 0: any; empty: none)")->capture_default_str();
+  CLI11_PARSE(app, argc, argv);
+  auto token = mapd::LoadToken(token_file);
+  if (!token.ok()) {
+    std::cerr << "mapd-worker: " << token.status().message() << " [" << absl::StatusCodeToString(token.status().code()) << "]\n";
+    return 1;
+  }
+  o.token = *token;
+  mapd::MetricsRegistry metrics;
+  (void)metrics.Gauge("mapd_worker_up", "1 while the worker runs.");
+  metrics.Set("mapd_worker_up", {}, 1);
+  std::unique_ptr<mapd::MetricsExporter> exporter;
+  if (!metrics_listen.empty()) {
+    auto e = mapd::MetricsExporter::Start(metrics_listen, &metrics, nullptr);
+    if (!e.ok()) {
+      std::cerr << "mapd-worker: " << e.status().message() << " [" << absl::StatusCodeToString(e.status().code()) << "]\n";
+      return 1;
+    }
+    exporter = *std::move(e);
+    o.metrics_address = metrics_listen.substr(0, metrics_listen.rfind(':')) + ":" + std::to_string(exporter->port());
+    std::cout << "mapd-worker: metrics on http://" << o.metrics_address << "/metrics" << std::endl;
+  }
+  mapd::WorkerAgent agent(o, &metrics);
+  g_agent = &agent;
+  std::signal(SIGINT, OnSignal);
+  std::signal(SIGTERM, OnSignal);
+  const absl::Status st = agent.Run();
+  if (!st.ok()) {
+    std::cerr << "mapd-worker: " << st.message() << " [" << absl::StatusCodeToString(st.code()) << "]\n";
+    return 1;
+  }
+  std::cout << "mapd-worker: " << (agent.worker_id().empty() ? "stopped" : agent.worker_id() + " stopped") << std::endl;
+  return 0;
+}
