@@ -126,21 +126,26 @@ absl::StatusOr<CbcResult> SolveWithCbc(const v1::SolverRequest& r, const std::ve
     const auto& group = r.recompute(g);
     const GroupCols& gc = gcols[g];
     const double layers = static_cast<double>(group.layers());
+    // (C5)-(C6) and (C9): w_j ≤ L_g x_j for n columns and Σ_j w_j = ρ_g — w is ρ_g times the
+    // one-hot x (a node's s, an edge's e).
+    auto count_times_one_hot = [&](int w_first, int x_first, int n) {
+      const int sum = add_row(0.0, 0.0);
+      by_col[gc.rho].push_back({sum, -1.0});
+      for (int j = 0; j < n; ++j) {
+        by_col[w_first + j].push_back({sum, 1.0});
+        const int bound = add_row(-inf, 0.0);
+        by_col[w_first + j].push_back({bound, 1.0});
+        by_col[x_first + j].push_back({bound, -layers});
+      }
+    };
     // (C7) ρ_g ≤ L_g b_g.
     const int c7 = add_row(-inf, 0.0);
     by_col[gc.rho].push_back({c7, 1.0});
     by_col[gc.b].push_back({c7, -layers});
     for (int m = 0; m < group.members_size(); ++m) {
       const int v = group.members(m).node();
-      // (C6) Σ_k z_vk = ρ_g.
-      const int c6 = add_row(0.0, 0.0);
-      by_col[gc.rho].push_back({c6, -1.0});
+      count_times_one_hot(gc.z[m], s_first[v], r.nodes(v).cost_size());  // (C5)-(C6)
       for (int k = 0; k < r.nodes(v).cost_size(); ++k) {
-        by_col[gc.z[m] + k].push_back({c6, 1.0});
-        // (C5) z_vk ≤ L_g s_vk.
-        const int c5 = add_row(-inf, 0.0);
-        by_col[gc.z[m] + k].push_back({c5, 1.0});
-        by_col[s_first[v] + k].push_back({c5, -layers});
         // (C8) t_vk − s_vk − b_g ≥ −1.
         const int c8 = add_row(-1.0, inf);
         by_col[gc.t[m] + k].push_back({c8, 1.0});
@@ -149,16 +154,7 @@ absl::StatusOr<CbcResult> SolveWithCbc(const v1::SolverRequest& r, const std::ve
       }
     }
     for (int x = 0; x < group.edges_size(); ++x) {
-      const int e = group.edges(x).edge();
-      // (C9) y_eij ≤ L_g e_eij and Σ_ij y_eij = ρ_g.
-      const int sum = add_row(0.0, 0.0);
-      by_col[gc.rho].push_back({sum, -1.0});
-      for (int ij = 0; ij < group.edges(x).seconds_size(); ++ij) {
-        by_col[gc.y[x] + ij].push_back({sum, 1.0});
-        const int bound = add_row(-inf, 0.0);
-        by_col[gc.y[x] + ij].push_back({bound, 1.0});
-        by_col[e_first[e] + ij].push_back({bound, -layers});
-      }
+      count_times_one_hot(gc.y[x], e_first[group.edges(x).edge()], group.edges(x).seconds_size());  // (C9)
     }
   }
   std::vector<CoinBigIndex> starts = {0};

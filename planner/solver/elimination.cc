@@ -12,6 +12,21 @@ namespace {
 
 double Mult(int64_t m) { return m <= 0 ? 1.0 : static_cast<double>(m); }
 
+// m[i * cols + j] as [j * rows + i].
+std::vector<double> Transposed(const std::vector<double>& m, int rows, int cols) {
+  std::vector<double> t(m.size());
+  for (int i = 0; i < rows; ++i) {
+    for (int j = 0; j < cols; ++j) t[j * rows + i] = m[i * cols + j];
+  }
+  return t;
+}
+
+// Adds `m` into `sum` (which starts empty).
+void AddInto(std::vector<double>& sum, const std::vector<double>& m) {
+  if (sum.empty()) sum.assign(m.size(), 0.0);
+  for (size_t x = 0; x < m.size(); ++x) sum[x] += m[x];
+}
+
 // An edge between nodes a < b with total costs [ia * k_b + ib].
 struct WorkEdge {
   int a, b;
@@ -31,23 +46,21 @@ EliminatedRequest::EliminatedRequest(const v1::SolverRequest& r) {
       memory[v].push_back(Mult(r.nodes(v).multiplicity()) * r.nodes(v).memory(j));
     }
   }
+  // A matrix between a and b ([ia * k_b + ib]) keyed by the (smaller, larger) endpoints and
+  // oriented that way.
+  auto ordered = [&](int a, int b, std::vector<double> m) {
+    if (a > b) {
+      m = Transposed(m, k_[a], k_[b]);
+      std::swap(a, b);
+    }
+    return std::make_pair(std::make_pair(a, b), std::move(m));
+  };
   // Edges keyed by their (smaller, larger) endpoints; parallel edges summed.
   std::map<std::pair<int, int>, WorkEdge> edges;
   auto AddEdge = [&](int a, int b, std::vector<double> c_ab) {  // c_ab[ia * k_b + ib]
-    if (a > b) {
-      std::vector<double> t(c_ab.size());
-      for (int i = 0; i < k_[a]; ++i) {
-        for (int j = 0; j < k_[b]; ++j) t[j * k_[a] + i] = c_ab[i * k_[b] + j];
-      }
-      std::swap(a, b);
-      c_ab = std::move(t);
-    }
-    auto [it, fresh] = edges.try_emplace({a, b}, WorkEdge{a, b, {}});
-    if (fresh) {
-      it->second.cost = std::move(c_ab);
-    } else {
-      for (size_t x = 0; x < c_ab.size(); ++x) it->second.cost[x] += c_ab[x];
-    }
+    auto [key, m] = ordered(a, b, std::move(c_ab));
+    auto it = edges.try_emplace(key, WorkEdge{key.first, key.second, {}}).first;
+    AddInto(it->second.cost, m);
   };
   for (const auto& e : r.edges()) {
     if (e.src() == e.dst()) {  // both ends are one decision: only the diagonal can occur
@@ -68,20 +81,10 @@ EliminatedRequest::EliminatedRequest(const v1::SolverRequest& r) {
   std::map<std::pair<int, int>, std::pair<int, std::vector<double>>> recompute_edges;  // → (group, seconds)
   for (int g = 0; g < r.recompute_size(); ++g) {
     for (const auto& re : r.recompute(g).edges()) {
-      int a = r.edges(re.edge()).src(), b = r.edges(re.edge()).dst();
-      std::vector<double> sec(re.seconds().begin(), re.seconds().end());
-      if (a > b) {
-        std::vector<double> t(sec.size());
-        for (int i = 0; i < k_[a]; ++i) {
-          for (int j = 0; j < k_[b]; ++j) t[j * k_[a] + i] = sec[i * k_[b] + j];
-        }
-        std::swap(a, b);
-        sec = std::move(t);
-      }
-      auto [it, fresh] = recompute_edges.try_emplace({a, b}, g, sec);
-      if (!fresh) {
-        for (size_t x = 0; x < sec.size(); ++x) it->second.second[x] += sec[x];
-      }
+      auto [key, sec] = ordered(r.edges(re.edge()).src(), r.edges(re.edge()).dst(),
+                                std::vector<double>(re.seconds().begin(), re.seconds().end()));
+      auto it = recompute_edges.try_emplace(key, g, std::vector<double>{}).first;
+      AddInto(it->second.second, sec);
     }
   }
   std::vector<std::set<int>> adj(n);
@@ -98,12 +101,7 @@ EliminatedRequest::EliminatedRequest(const v1::SolverRequest& r) {
   // The edge matrix between v and its neighbour u, oriented [u strategy][v strategy].
   auto oriented = [&](int u, int v) {
     const WorkEdge& e = edges.at({std::min(u, v), std::max(u, v)});
-    if (e.a == u) return e.cost;
-    std::vector<double> t(e.cost.size());
-    for (int i = 0; i < k_[v]; ++i) {
-      for (int j = 0; j < k_[u]; ++j) t[j * k_[v] + i] = e.cost[i * k_[u] + j];
-    }
-    return t;
+    return e.a == u ? e.cost : Transposed(e.cost, k_[v], k_[u]);
   };
   std::vector<int> queue;
   for (int v = 0; v < n; ++v) queue.push_back(v);

@@ -263,37 +263,28 @@ v1::SolverResponse SolveGreedy(const v1::SolverRequest& r) {
   // Improve: single moves (a node's strategy, a group's count) that lower the objective and
   // keep the budget.
   auto fits = [&] { return !budgeted || MemoryOf(r, choice, rho) <= r.memory_budget(); };
+  // The best value in [from, to] for one slot (a node's strategy or a group's count), the others
+  // fixed; true when it moved.
+  auto improve = [&](auto& slot, auto from, auto to) {
+    const auto original = slot;
+    auto best_value = original;
+    double best = ObjectiveOf(r, choice, rho);
+    for (auto x = from; x <= to; ++x) {
+      slot = x;
+      const double o = ObjectiveOf(r, choice, rho);
+      if (o < best - 1e-15 && fits()) {
+        best = o;
+        best_value = x;
+      }
+    }
+    slot = best_value;
+    return best_value != original;
+  };
   for (int round = 0; round < 4; ++round) {
     bool changed = false;
-    for (int v = 0; v < n; ++v) {
-      const int original = choice[v];
-      int best_k = original;
-      double best = ObjectiveOf(r, choice, rho);
-      for (int k = 0; k < r.nodes(v).cost_size(); ++k) {
-        choice[v] = k;
-        const double o = ObjectiveOf(r, choice, rho);
-        if (o < best - 1e-15 && fits()) {
-          best = o;
-          best_k = k;
-        }
-      }
-      choice[v] = best_k;
-      changed |= best_k != original;
-    }
+    for (int v = 0; v < n; ++v) changed |= improve(choice[v], 0, r.nodes(v).cost_size() - 1);
     for (int g = 0; g < r.recompute_size(); ++g) {
-      const int64_t original = rho[g];
-      int64_t best_rho = original;
-      double best = ObjectiveOf(r, choice, rho);
-      for (int64_t to = r.recompute(g).min_recomputed(); to <= r.recompute(g).layers(); ++to) {
-        rho[g] = to;
-        const double o = ObjectiveOf(r, choice, rho);
-        if (o < best - 1e-15 && fits()) {
-          best = o;
-          best_rho = to;
-        }
-      }
-      rho[g] = best_rho;
-      changed |= best_rho != original;
+      changed |= improve(rho[g], r.recompute(g).min_recomputed(), r.recompute(g).layers());
     }
     if (!changed) break;
   }
