@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <ctime>
 #include <fstream>
+#include <functional>
 #include <iostream>
 #include <sstream>
 
@@ -22,25 +23,30 @@
 #include "planner/zoo/zoo.h"
 #include "proto/mapd/v1/job_service.grpc.pb.h"
 #include "proto/mapd/v1/workers.grpc.pb.h"
+#include "server/api/grpc_status.h"
 #include <google/protobuf/util/json_util.h>
 
 namespace mapd::cli {
 
 namespace {
 
+// The call's status, named by what was asked; an unreachable coordinator says what to check.
 absl::Status FromGrpc(const grpc::Status& st, const std::string& what) {
-  if (st.ok()) return absl::OkStatus();
-  std::string message = st.error_message();
-  if (st.error_code() == grpc::StatusCode::UNAVAILABLE) {
+  const absl::Status status = FromGrpcStatus(st);
+  if (status.ok()) return status;
+  std::string message(status.message());
+  if (status.code() == absl::StatusCode::kUnavailable) {
     message = absl::StrCat("cannot reach the coordinator (", message, "); is mapd running there? (--address or MAPD_ADDRESS)");
   }
-  return absl::Status(static_cast<absl::StatusCode>(st.error_code()), absl::StrCat(what, ": ", message));
+  return absl::Status(status.code(), absl::StrCat(what, ": ", message));
 }
 
 struct Client {
   std::unique_ptr<v1::JobService::Stub> stub;
   std::unique_ptr<v1::WorkerService::Stub> workers;
   std::string token;
+  // One unary call with the token and a deadline, its status named by `what`.
+  absl::Status Call(const std::string& what, const std::function<grpc::Status(grpc::ClientContext*)>& rpc) const;
   void Prepare(grpc::ClientContext& ctx, double timeout_seconds = 30) const {
     ctx.AddMetadata("authorization", "Bearer " + token);
     if (timeout_seconds > 0) {
@@ -71,6 +77,20 @@ absl::StatusOr<Client> Connect(const JobArgs& a) {
   c.stub = v1::JobService::NewStub(channel);
   c.workers = v1::WorkerService::NewStub(channel);
   return c;
+}
+
+absl::Status Client::Call(const std::string& what, const std::function<grpc::Status(grpc::ClientContext*)>& rpc) const {
+  grpc::ClientContext ctx;
+  Prepare(ctx);
+  return FromGrpc(rpc(&ctx), what);
+}
+
+absl::StatusOr<v1::Job> GetJob(const Client& client, int64_t id, const std::string& what) {
+  v1::GetJobRequest req;
+  req.set_id(id);
+  v1::Job job;
+  if (auto st = client.Call(what, [&](grpc::ClientContext* ctx) { return client.stub->Get(ctx, req, &job); }); !st.ok()) return st;
+  return job;
 }
 
 std::string StateName(v1::JobState s) { return v1::JobState_Name(s); }
@@ -190,12 +210,12 @@ int RunSubmit(SubmitArgs a) {
   spec.set_seed(a.seed);
   auto client = Connect(a.conn);
   if (!client.ok()) return ReportError(client.status());
-  grpc::ClientContext ctx;
-  client->Prepare(ctx);
   v1::SubmitJobRequest req;
   *req.mutable_spec() = spec;
   v1::Job job;
-  if (auto st = FromGrpc(client->stub->Submit(&ctx, req, &job), "submit"); !st.ok()) return ReportError(st);
+  if (auto st = client->Call("submit", [&](grpc::ClientContext* ctx) { return client->stub->Submit(ctx, req, &job); }); !st.ok()) {
+    return ReportError(st);
+  }
   if (a.conn.format == "json") {
     nlohmann::json j = ToJson(job);
     j["spec"].erase("graph");  // the graph is large; `mapctl get -o json` has the rest
@@ -210,10 +230,10 @@ int RunSubmit(SubmitArgs a) {
 int RunJobs(const JobArgs& a) {
   auto client = Connect(a);
   if (!client.ok()) return ReportError(client.status());
-  grpc::ClientContext ctx;
-  client->Prepare(ctx);
   v1::ListJobsResponse out;
-  if (auto st = FromGrpc(client->stub->List(&ctx, {}, &out), "jobs"); !st.ok()) return ReportError(st);
+  if (auto st = client->Call("jobs", [&](grpc::ClientContext* ctx) { return client->stub->List(ctx, {}, &out); }); !st.ok()) {
+    return ReportError(st);
+  }
   if (a.format == "json") {
     nlohmann::json j = nlohmann::json::array();
     for (const v1::Job& job : out.jobs()) {
@@ -237,12 +257,9 @@ int RunJobs(const JobArgs& a) {
 int RunGet(const JobArgs& a, int64_t id) {
   auto client = Connect(a);
   if (!client.ok()) return ReportError(client.status());
-  grpc::ClientContext ctx;
-  client->Prepare(ctx);
-  v1::GetJobRequest req;
-  req.set_id(id);
-  v1::Job job;
-  if (auto st = FromGrpc(client->stub->Get(&ctx, req, &job), absl::StrCat("get ", id)); !st.ok()) return ReportError(st);
+  auto got = GetJob(*client, id, absl::StrCat("get ", id));
+  if (!got.ok()) return ReportError(got.status());
+  const v1::Job& job = *got;
   if (a.format == "json") {
     std::cout << ToJson(job).dump(2) << "\n";
     return kExitOk;
@@ -267,18 +284,14 @@ int RunGet(const JobArgs& a, int64_t id) {
 int RunLogs(const JobArgs& a, int64_t id) {
   auto client = Connect(a);
   if (!client.ok()) return ReportError(client.status());
-  grpc::ClientContext ctx;
-  client->Prepare(ctx);
   v1::JobEventsRequest req;
   req.set_id(id);
   v1::JobEventsResponse out;
-  if (auto st = FromGrpc(client->stub->Events(&ctx, req, &out), absl::StrCat("logs ", id)); !st.ok()) return ReportError(st);
-  grpc::ClientContext gctx;
-  client->Prepare(gctx);
-  v1::GetJobRequest greq;
-  greq.set_id(id);
-  v1::Job job;
-  (void)client->stub->Get(&gctx, greq, &job);
+  if (auto st = client->Call(absl::StrCat("logs ", id), [&](grpc::ClientContext* ctx) { return client->stub->Events(ctx, req, &out); });
+      !st.ok()) {
+    return ReportError(st);
+  }
+  const v1::Job job = GetJob(*client, id, "").value_or(v1::Job());  // only for the step total
   if (a.format == "json") {
     nlohmann::json j = nlohmann::json::array();
     for (const auto& e : out.events()) j.push_back(ToJson(e));
@@ -292,12 +305,9 @@ int RunLogs(const JobArgs& a, int64_t id) {
 int RunWatch(const JobArgs& a, int64_t id) {
   auto client = Connect(a);
   if (!client.ok()) return ReportError(client.status());
-  grpc::ClientContext gctx;
-  client->Prepare(gctx);
-  v1::GetJobRequest greq;
-  greq.set_id(id);
-  v1::Job job;
-  if (auto st = FromGrpc(client->stub->Get(&gctx, greq, &job), absl::StrCat("watch ", id)); !st.ok()) return ReportError(st);
+  auto got = GetJob(*client, id, absl::StrCat("watch ", id));
+  if (!got.ok()) return ReportError(got.status());
+  const v1::Job& job = *got;
   grpc::ClientContext ctx;
   client->Prepare(ctx, /*timeout_seconds=*/0);  // a watch lasts as long as the job
   v1::WatchJobRequest req;
@@ -337,12 +347,13 @@ int RunWatch(const JobArgs& a, int64_t id) {
 int RunCancel(const JobArgs& a, int64_t id) {
   auto client = Connect(a);
   if (!client.ok()) return ReportError(client.status());
-  grpc::ClientContext ctx;
-  client->Prepare(ctx);
   v1::CancelJobRequest req;
   req.set_id(id);
   v1::Job job;
-  if (auto st = FromGrpc(client->stub->Cancel(&ctx, req, &job), absl::StrCat("cancel ", id)); !st.ok()) return ReportError(st);
+  if (auto st = client->Call(absl::StrCat("cancel ", id), [&](grpc::ClientContext* ctx) { return client->stub->Cancel(ctx, req, &job); });
+      !st.ok()) {
+    return ReportError(st);
+  }
   if (a.format == "json") {
     std::cout << nlohmann::json{{"id", job.id()}, {"state", StateName(job.state())}}.dump(2) << "\n";
   } else {
@@ -354,10 +365,10 @@ int RunCancel(const JobArgs& a, int64_t id) {
 int RunWorkers(const JobArgs& a) {
   auto client = Connect(a);
   if (!client.ok()) return ReportError(client.status());
-  grpc::ClientContext ctx;
-  client->Prepare(ctx);
   v1::ListWorkersResponse out;
-  if (auto st = FromGrpc(client->workers->List(&ctx, {}, &out), "workers"); !st.ok()) return ReportError(st);
+  if (auto st = client->Call("workers", [&](grpc::ClientContext* ctx) { return client->workers->List(ctx, {}, &out); }); !st.ok()) {
+    return ReportError(st);
+  }
   if (a.format == "json") {
     nlohmann::json j = nlohmann::json::array();
     for (const auto& w : out.workers()) j.push_back(ToJson(w));

@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <iostream>
 #include <map>
+#include <optional>
 
 #include <nlohmann/json.hpp>
 
@@ -35,6 +36,16 @@ namespace mapd::cli {
 
 namespace {
 
+struct LoweredPlan {
+  std::vector<v1::RankProgram> programs;   // per rank
+  std::vector<RankPrediction> predicted;   // per rank: its program profiled (rank_cost.h)
+  int64_t WorstPeak() const {
+    int64_t worst = 0;
+    for (const auto& p : predicted) worst = std::max(worst, p.peak_bytes);
+    return worst;
+  }
+};
+
 struct ChosenPlan {
   v1::Graph graph;
   std::vector<int64_t> mesh;
@@ -43,6 +54,9 @@ struct ChosenPlan {
   double predicted_peak_bytes = 0;
   int zero_stage = 0;
   std::vector<std::string> recompute;  // the layers the plan recomputes
+  // The rank programs, when choosing the plan already lowered and profiled them (MAP's plan
+  // checked against a budget).
+  std::optional<LoweredPlan> lowered;
 };
 
 // The layers to recompute: the plan's unless --recompute says otherwise.
@@ -53,15 +67,6 @@ std::vector<std::string> LayersToRecompute(const RunArgs& args, const ChosenPlan
   return absl::StrSplit(args.recompute, ',', absl::SkipEmpty());
 }
 
-struct LoweredPlan {
-  std::vector<v1::RankProgram> programs;   // per rank
-  std::vector<RankPrediction> predicted;   // per rank: its program profiled (rank_cost.h)
-  int64_t WorstPeak() const {
-    int64_t worst = 0;
-    for (const auto& p : predicted) worst = std::max(worst, p.peak_bytes);
-    return worst;
-  }
-};
 
 absl::StatusOr<LoweredPlan> LowerAndPredict(const Graph& graph, const ChosenPlan& plan, const std::vector<std::string>& recompute,
                                             const RunArgs& args) {
@@ -157,6 +162,7 @@ absl::StatusOr<ChosenPlan> ChoosePlan(const RunArgs& args) {
   // finer one. Under a budget, a plan whose rank programs do not fit is searched again with the
   // budget lowered by what it missed (a few times at most).
   const int64_t budget = o.cluster.memory_per_device;
+  std::optional<LoweredPlan> verified;  // r->plan's rank programs, once they fit
   for (int attempt = 0; args.strategy == "map" && budget > 0 && r->fits && attempt < 4; ++attempt) {
     ChosenPlan trial;
     trial.mesh = r->plan.mesh;
@@ -166,7 +172,10 @@ absl::StatusOr<ChosenPlan> ChoosePlan(const RunArgs& args) {
     auto lowered = LowerAndPredict(*graph, trial, LayersToRecompute(args, trial, *graph), args);
     if (!lowered.ok()) return lowered.status();
     const int64_t worst = lowered->WorstPeak();
-    if (worst <= budget) break;
+    if (worst <= budget) {
+      verified = *std::move(lowered);
+      break;
+    }
     o.cluster.memory_per_device = static_cast<int64_t>(static_cast<double>(o.cluster.memory_per_device) *
                                                        static_cast<double>(budget) / static_cast<double>(worst) * 0.99);
     auto again = SearchPlan(*graph, o);
@@ -204,6 +213,7 @@ absl::StatusOr<ChosenPlan> ChoosePlan(const RunArgs& args) {
   c.zero_stage = chosen->zero_stage;
   c.predicted_peak_bytes = chosen->cost.peak_bytes();
   c.recompute = chosen->recomputed_layers;
+  if (chosen == &r->plan) c.lowered = std::move(verified);
   return c;
 }
 
@@ -246,7 +256,7 @@ int RunOnRanks(const RunArgs& args) {
   // Activation checkpointing (the plan's layers unless --recompute says otherwise), each rank's
   // program, and its memory and step time predicted from that program (rank_cost.h).
   const std::vector<std::string> recompute = LayersToRecompute(args, *plan, *graph);
-  auto lowered = LowerAndPredict(*graph, *plan, recompute, args);
+  absl::StatusOr<LoweredPlan> lowered = plan->lowered ? *std::move(plan->lowered) : LowerAndPredict(*graph, *plan, recompute, args);
   if (!lowered.ok()) return ReportError(lowered.status());
   const std::vector<RankPrediction>& predicted = lowered->predicted;
   const std::vector<v1::RankProgram>& programs = lowered->programs;

@@ -2,20 +2,6 @@
 
 namespace mapd {
 
-grpc::Status ToGrpcStatus(const absl::Status& status) {
-  if (status.ok()) return grpc::Status::OK;
-  return grpc::Status(static_cast<grpc::StatusCode>(status.code()), std::string(status.message()));
-}
-
-namespace {
-template <typename T>
-grpc::Status Reply(const absl::StatusOr<T>& result, T* out) {
-  if (!result.ok()) return ToGrpcStatus(result.status());
-  *out = *result;
-  return grpc::Status::OK;
-}
-}  // namespace
-
 grpc::Status JobServiceImpl::Submit(grpc::ServerContext* ctx, const v1::SubmitJobRequest* req, v1::Job* out) {
   if (auto st = auth_->Check(*ctx); !st.ok()) return st;
   return Reply(jobs_->Submit(req->spec()), out);

@@ -8,11 +8,10 @@
 #include "absl/status/status.h"
 #include "proto/mapd/v1/job_service.grpc.pb.h"
 #include "server/api/auth.h"
+#include "server/api/grpc_status.h"
 #include "server/jobs/job_manager.h"
 
 namespace mapd {
-
-grpc::Status ToGrpcStatus(const absl::Status& status);
 
 class JobServiceImpl final : public v1::JobService::Service {
  public:

@@ -1,24 +1,18 @@
 #include "server/api/worker_service.h"
 
-#include "server/api/job_service.h"  // ToGrpcStatus
+#include "server/api/grpc_status.h"
 
 namespace mapd {
 
 grpc::Status WorkerServiceImpl::Register(grpc::ServerContext* ctx, const v1::RegisterWorkerRequest* req,
                                          v1::RegisterWorkerResponse* out) {
   if (auto st = auth_->Check(*ctx); !st.ok()) return st;
-  auto r = workers_->Register(*req);
-  if (!r.ok()) return ToGrpcStatus(r.status());
-  *out = *r;
-  return grpc::Status::OK;
+  return Reply(workers_->Register(*req), out);
 }
 
 grpc::Status WorkerServiceImpl::Heartbeat(grpc::ServerContext* ctx, const v1::HeartbeatRequest* req, v1::HeartbeatResponse* out) {
   if (auto st = auth_->Check(*ctx); !st.ok()) return st;
-  auto r = workers_->Heartbeat(req->worker_id());
-  if (!r.ok()) return ToGrpcStatus(r.status());
-  *out = *r;
-  return grpc::Status::OK;
+  return Reply(workers_->Heartbeat(req->worker_id()), out);
 }
 
 grpc::Status WorkerServiceImpl::List(grpc::ServerContext* ctx, const v1::ListWorkersRequest*, v1::ListWorkersResponse* out) {

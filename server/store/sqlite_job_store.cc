@@ -12,6 +12,17 @@ namespace mapd {
 
 namespace {
 
+// A row callback for Query: parses each blob as a T into `out` (false: it does not parse).
+template <typename T>
+auto ParsedInto(std::vector<T>& out) {
+  return [&out](const void* data, int size) {
+    T message;
+    if (!message.ParseFromArray(data, size)) return false;
+    out.push_back(std::move(message));
+    return true;
+  };
+}
+
 class SqliteJobStore : public JobStore {
  public:
   SqliteJobStore(sqlite3* db, std::string path) : db_(db), path_(std::move(path)) {}
@@ -43,26 +54,16 @@ class SqliteJobStore : public JobStore {
 
   absl::StatusOr<std::vector<v1::Job>> LoadJobs() const override {
     std::vector<v1::Job> out;
-    auto st = Query("SELECT job FROM jobs ORDER BY id", 0, 0, [&](const void* data, int size) {
-      v1::Job job;
-      if (!job.ParseFromArray(data, size)) return false;
-      out.push_back(std::move(job));
-      return true;
-    });
-    if (!st.ok()) return st;
+    if (auto st = Query("SELECT job FROM jobs ORDER BY id", 0, 0, ParsedInto(out)); !st.ok()) return st;
     return out;
   }
 
   absl::StatusOr<std::vector<v1::JobEvent>> LoadEvents(int64_t job_id, int64_t after_seq) const override {
     std::vector<v1::JobEvent> out;
-    auto st = Query("SELECT event FROM events WHERE job_id = ?1 AND seq > ?2 ORDER BY seq", job_id, after_seq,
-                    [&](const void* data, int size) {
-                      v1::JobEvent e;
-                      if (!e.ParseFromArray(data, size)) return false;
-                      out.push_back(std::move(e));
-                      return true;
-                    });
-    if (!st.ok()) return st;
+    if (auto st = Query("SELECT event FROM events WHERE job_id = ?1 AND seq > ?2 ORDER BY seq", job_id, after_seq, ParsedInto(out));
+        !st.ok()) {
+      return st;
+    }
     return out;
   }
 

@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "absl/strings/str_cat.h"
+#include "server/api/grpc_status.h"
 
 namespace mapd {
 
@@ -28,12 +29,6 @@ WorkerAgent::WorkerAgent(AgentOptions options, MetricsRegistry* metrics) : optio
 }
 
 std::string WorkerAgent::worker_id() const { return worker_id_; }
-
-namespace {
-absl::Status FromGrpc(const grpc::Status& st) {
-  return absl::Status(static_cast<absl::StatusCode>(st.error_code()), st.error_message());
-}
-}  // namespace
 
 absl::Status WorkerAgent::Register() {
   int64_t memory = options_.memory_per_device;
@@ -62,7 +57,7 @@ absl::Status WorkerAgent::Register() {
                 << " device(s); heartbeat every " << heartbeat_seconds_ << " s, lease " << out.lease_seconds() << " s)" << std::endl;
       return absl::OkStatus();
     }
-    if (st.error_code() != grpc::StatusCode::UNAVAILABLE) return FromGrpc(st);
+    if (st.error_code() != grpc::StatusCode::UNAVAILABLE) return FromGrpcStatus(st);
     std::this_thread::sleep_for(std::chrono::milliseconds(static_cast<int64_t>(backoff * 1000)));
     backoff = std::min(backoff * 2, 2.0);
   }
@@ -90,7 +85,7 @@ absl::Status WorkerAgent::Run() {
       metrics_->Add("mapd_worker_heartbeats_total", {{"outcome", "rejected"}});
       if (auto r = Register(); !r.ok()) return r;  // forgotten or lost: register again
     } else {
-      return FromGrpc(st);
+      return FromGrpcStatus(st);
     }
   }
   return absl::OkStatus();

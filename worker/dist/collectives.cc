@@ -192,29 +192,6 @@ absl::StatusOr<at::Tensor> GatherShards(const at::Tensor& shard, const ZeroParam
   return x.narrow(0, 0, z.numel).view(shape);
 }
 
-namespace {
-
-struct ZeroShardedParameterFn : torch::autograd::Function<ZeroShardedParameterFn> {
-  static at::Tensor forward(AutogradContext* ctx, const at::Tensor& shard, const at::Tensor& full, const ZeroParam* z,
-                            const std::vector<Communicator*>* groups) {
-    ctx->saved_data["z"] = reinterpret_cast<int64_t>(z);
-    ctx->saved_data["groups"] = reinterpret_cast<int64_t>(groups);
-    return full.view_as(full);
-  }
-  static variable_list backward(AutogradContext* ctx, variable_list grad) {
-    const auto* z = reinterpret_cast<const ZeroParam*>(ctx->saved_data["z"].toInt());
-    const auto* groups = reinterpret_cast<const std::vector<Communicator*>*>(ctx->saved_data["groups"].toInt());
-    return {OrThrow(ReduceScatterShard(grad[0], *z, *groups)), at::Tensor(), at::Tensor(), at::Tensor()};
-  }
-};
-
-}  // namespace
-
-at::Tensor ZeroShardedParameter(const at::Tensor& shard, const at::Tensor& full, const ZeroParam* z,
-                                const std::vector<Communicator*>* groups) {
-  return ZeroShardedParameterFn::apply(shard, full, z, groups);
-}
-
 bool BlockGathered(const at::Tensor& block) { return block.storage().nbytes() > 0; }
 
 void FreeBlock(const at::Tensor& block) {
@@ -242,29 +219,39 @@ absl::Status GatherBlock(const at::Tensor& block, const at::Tensor& shard, const
 
 namespace {
 
-struct ZeroGatheredParameterFn : torch::autograd::Function<ZeroGatheredParameterFn> {
+// ZeRO's parameter read in forward: the block's values (gathered first under stage 3); backward
+// reduce-scatters the block's gradient into the shard (and under stage 3 frees the block: every
+// reader's backward has run).
+struct ZeroParameterFn : torch::autograd::Function<ZeroParameterFn> {
   static at::Tensor forward(AutogradContext* ctx, const at::Tensor& shard, const at::Tensor& block, const ZeroParam* z,
-                            const std::vector<Communicator*>* groups) {
+                            const std::vector<Communicator*>* groups, bool gathered) {
     ctx->saved_data["z"] = reinterpret_cast<int64_t>(z);
     ctx->saved_data["groups"] = reinterpret_cast<int64_t>(groups);
-    ctx->saved_data["block"] = block;
-    OrThrow(GatherBlock(block, shard, *z, *groups));
+    if (gathered) {
+      ctx->saved_data["block"] = block;
+      OrThrow(GatherBlock(block, shard, *z, *groups));
+    }
     return block.view_as(block);
   }
   static variable_list backward(AutogradContext* ctx, variable_list grad) {
     const auto* z = reinterpret_cast<const ZeroParam*>(ctx->saved_data["z"].toInt());
     const auto* groups = reinterpret_cast<const std::vector<Communicator*>*>(ctx->saved_data["groups"].toInt());
     at::Tensor shard_grad = OrThrow(ReduceScatterShard(grad[0], *z, *groups));
-    FreeBlock(ctx->saved_data["block"].toTensor());  // every reader's backward has run
-    return {shard_grad, at::Tensor(), at::Tensor(), at::Tensor()};
+    if (ctx->saved_data.count("block")) FreeBlock(ctx->saved_data["block"].toTensor());
+    return {shard_grad, at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor()};
   }
 };
 
 }  // namespace
 
+at::Tensor ZeroShardedParameter(const at::Tensor& shard, const at::Tensor& full, const ZeroParam* z,
+                                const std::vector<Communicator*>* groups) {
+  return ZeroParameterFn::apply(shard, full, z, groups, false);
+}
+
 at::Tensor ZeroGatheredParameter(const at::Tensor& shard, const at::Tensor& block, const ZeroParam* z,
                                  const std::vector<Communicator*>* groups) {
-  return ZeroGatheredParameterFn::apply(shard, block, z, groups);
+  return ZeroParameterFn::apply(shard, block, z, groups, true);
 }
 
 }  // namespace mapd
