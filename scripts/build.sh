@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Configures and builds MAP. Used by scripts/test.sh and scripts/demo.sh.
+# Configures and builds MAP. Used by scripts/test.sh, scripts/demo.sh and scripts/tour.sh.
 #   MAPD_BUILD_DIR  build folder (default: build)
 #   MAPD_JOBS       parallel compile jobs (default: 2 — LibTorch headers are heavy)
 #   MAPD_WITH_CUDA  auto|on|off (default: auto)

@@ -2,6 +2,8 @@
 // SIGTERM, then shuts down gracefully (running calls get a few seconds).
 //
 //   MAPD_TOKEN=secret mapd --listen 127.0.0.1:7070 --store /var/lib/mapd/jobs.db
+#include <unistd.h>
+
 #include <csignal>
 #include <iostream>
 #include <thread>
@@ -41,7 +43,7 @@ bool ApplyConfig(const std::string& file, CLI::App& app) {
       opt = app.get_option(flag);
     } catch (const CLI::OptionNotFound&) {
       std::cerr << "mapd: --config " << file << ": unknown setting '" << key
-                << "'; settings are listen, store, token_file, tls_cert, tls_key, metrics_listen, lease_seconds, heartbeat_seconds [INVALID_ARGUMENT]\n";
+                << "'; settings are listen, store, token_file, tls_cert, tls_key, metrics_listen, lease_seconds, heartbeat_seconds, advertise_host [INVALID_ARGUMENT]\n";
       return false;
     }
     if (opt->count() > 0 || flag == "--config") continue;  // the command line wins
@@ -71,8 +73,21 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--lease-seconds", o.lease.lease_seconds, "A worker without a heartbeat this long is lost")->capture_default_str();
   app.add_option("--heartbeat-seconds", o.lease.heartbeat_seconds, "How often workers are told to heartbeat")->capture_default_str();
+  std::string advertise;
+  app.add_option("--advertise-host", advertise,
+                 "Address the workers' ranks reach this coordinator's rendezvous stores at (default: the --listen host, or this "
+                 "machine's name when listening on every address)");
   CLI11_PARSE(app, argc, argv);
   if (!config.empty() && !ApplyConfig(config, app)) return 1;
+  if (advertise.empty()) {
+    advertise = o.listen.substr(0, o.listen.rfind(':'));
+    if (advertise.empty() || advertise == "0.0.0.0" || advertise == "[::]" || advertise == "::") {
+      char host[256] = {0};
+      gethostname(host, sizeof(host) - 1);
+      advertise = host;
+    }
+  }
+  o.dispatch_options.advertise_host = advertise;
   auto token = mapd::LoadToken(token_file);
   if (!token.ok()) {
     std::cerr << "mapd: " << token.status().message() << " [" << absl::StatusCodeToString(token.status().code()) << "]\n";

@@ -39,23 +39,6 @@ absl::StatusOr<LocalTrainingOptions> MakeTrainingOptions(const RunArgs& args) {
   return options;
 }
 
-StepItems ItemsPerStep(const v1::Graph& graph) {
-  // Token models: the token input's elements (batch × sequence). Imported graphs may carry no
-  // roles: an integer input of rank 2 is taken for tokens. Otherwise the batch: dim 0 of the
-  // first input.
-  const v1::GraphInput* tokens = nullptr;
-  for (const auto& in : graph.inputs()) {
-    if (in.role() == "tokens") tokens = &in;
-  }
-  for (const auto& in : graph.inputs()) {
-    const DType d = in.type().dtype();
-    if (tokens == nullptr && in.role().empty() && in.type().shape_size() == 2 && (d == v1::INT64 || d == v1::INT32)) tokens = &in;
-  }
-  if (tokens != nullptr) return {TensorType::FromProto(tokens->type()).NumElements(), "tokens"};
-  if (graph.inputs_size() > 0 && graph.inputs(0).type().shape_size() > 0) return {graph.inputs(0).type().shape(0), "samples"};
-  return {0, "samples"};
-}
-
 std::string FormatThroughput(const StepItems& items, double seconds) {
   if (items.count <= 0 || seconds <= 0) return "";
   return absl::StrFormat("%10.0f %s/s", static_cast<double>(items.count) / seconds, items.unit);

@@ -19,6 +19,7 @@
 #include "client/mapctl/model_loader.h"
 #include "client/mapctl/table.h"
 #include "planner/ir/serialize.h"
+#include "planner/lower/fitting_plan.h"
 #include "planner/lower/rank_cost.h"
 #include "planner/lower/recompute.h"
 #include "planner/lower/lowering.h"
@@ -30,21 +31,12 @@
 #include "proto/mapd/v1/checkpoint.pb.h"
 #include "worker/dist/rank_main.h"
 #include "worker/dist/reference_check.h"
+#include "worker/launch/checkpoint_commit.h"
 #include "worker/launch/launcher.h"
 
 namespace mapd::cli {
 
 namespace {
-
-struct LoweredPlan {
-  std::vector<v1::RankProgram> programs;   // per rank
-  std::vector<RankPrediction> predicted;   // per rank: its program profiled (rank_cost.h)
-  int64_t WorstPeak() const {
-    int64_t worst = 0;
-    for (const auto& p : predicted) worst = std::max(worst, p.peak_bytes);
-    return worst;
-  }
-};
 
 struct ChosenPlan {
   v1::Graph graph;
@@ -59,40 +51,11 @@ struct ChosenPlan {
   std::optional<LoweredPlan> lowered;
 };
 
-// The layers to recompute: the plan's unless --recompute says otherwise.
-std::vector<std::string> LayersToRecompute(const RunArgs& args, const ChosenPlan& plan, const Graph& graph) {
-  if (args.recompute == "auto") return plan.recompute;
-  if (args.recompute == "off") return {};
-  if (args.recompute == "all") return RepeatedLayers(graph);
-  return absl::StrSplit(args.recompute, ',', absl::SkipEmpty());
-}
-
-
 absl::StatusOr<LoweredPlan> LowerAndPredict(const Graph& graph, const ChosenPlan& plan, const std::vector<std::string>& recompute,
                                             const RunArgs& args) {
-  ClusterOptions co;
-  co.mesh = plan.mesh;
-  co.device_type = args.device_type;
-  auto cluster = MakeCluster(co);
-  if (!cluster.ok()) return cluster.status();
   ProfileOptions po;
   if (auto opt = ParseOptimizer(args.optimizer); opt.ok()) po.optimizer = *opt;
-  po.timeline = false;
-  int world = 1;
-  for (int64_t d : plan.mesh) world *= static_cast<int>(d);
-  LoweredPlan out;
-  for (int r = 0; r < world; ++r) {
-    auto program = LowerForRank(graph, plan.mesh, plan.strategies, r, plan.zero_stage);
-    if (!program.ok()) return program.status();
-    if (!recompute.empty()) {
-      if (auto st = MarkRecompute(graph, recompute, &*program); !st.ok()) return st;
-    }
-    auto p = PredictRank(graph, *program, *cluster, po);
-    if (!p.ok()) return p.status();
-    out.predicted.push_back(*p);
-    out.programs.push_back(*std::move(program));
-  }
-  return out;
+  return LowerAndPredict(graph, plan.mesh, plan.strategies, plan.zero_stage, recompute, args.device_type, po);
 }
 
 absl::StatusOr<ChosenPlan> ChoosePlan(const RunArgs& args) {
@@ -151,43 +114,22 @@ absl::StatusOr<ChosenPlan> ChoosePlan(const RunArgs& args) {
   auto zero = ParseZeroStage(args.zero, o.max_zero_stage);
   if (!zero.ok()) return zero.status();
   o.zero_stage = *zero;
-  o.recompute = args.recompute == "auto";  // an explicit --recompute is the user's choice, not the search's
   if (args.strategy != "map") {
     // A baseline needs its own mesh: 1-D over the ranks.
     o.cluster.mesh.clear();
   }
-  auto r = SearchPlan(*graph, o);
-  if (!r.ok()) return r.status();
-  // The planner's memory is its start-of-backward model; each rank's program, profiled, is the
-  // finer one. Under a budget, a plan whose rank programs do not fit is searched again with the
-  // budget lowered by what it missed (a few times at most).
-  const int64_t budget = o.cluster.memory_per_device;
-  std::optional<LoweredPlan> verified;  // r->plan's rank programs, once they fit
-  for (int attempt = 0; args.strategy == "map" && budget > 0 && r->fits && attempt < 4; ++attempt) {
-    ChosenPlan trial;
-    trial.mesh = r->plan.mesh;
-    trial.strategies = r->plan.strategies;
-    trial.zero_stage = r->plan.zero_stage;
-    trial.recompute = r->plan.recomputed_layers;
-    auto lowered = LowerAndPredict(*graph, trial, LayersToRecompute(args, trial, *graph), args);
-    if (!lowered.ok()) return lowered.status();
-    const int64_t worst = lowered->WorstPeak();
-    if (worst <= budget) {
-      verified = *std::move(lowered);
-      break;
-    }
-    o.cluster.memory_per_device = static_cast<int64_t>(static_cast<double>(o.cluster.memory_per_device) *
-                                                       static_cast<double>(budget) / static_cast<double>(worst) * 0.99);
-    auto again = SearchPlan(*graph, o);
-    if (!again.ok()) return again.status();
-    if (!again->fits) {
-      return absl::FailedPreconditionError(absl::StrFormat(
-          "MAP's plan for %s per rank needs %s on a rank as its program profiles, and no plan fits %s by the planner's model; "
-          "give more memory per rank (--memory-per-device) or more ranks",
-          FormatBytes(budget), FormatBytes(worst), FormatBytes(o.cluster.memory_per_device)));
-    }
-    r = std::move(again);
+  // MAP's plan is checked against the budget rank program by rank program (fitting_plan.h).
+  absl::StatusOr<FittingPlan> fitting;
+  if (args.strategy == "map") {
+    fitting = SearchFittingPlan(*graph, o, args.recompute);
+  } else {
+    o.recompute = args.recompute == "auto";
+    auto searched = SearchPlan(*graph, o);
+    if (!searched.ok()) return searched.status();
+    fitting = FittingPlan{*std::move(searched), {}, {}};
   }
+  if (!fitting.ok()) return fitting.status();
+  const PlanResult* r = &fitting->result;
   const PlanCandidate* chosen = nullptr;
   if (args.strategy == "map") {
     if (!r->fits) {
@@ -213,7 +155,7 @@ absl::StatusOr<ChosenPlan> ChoosePlan(const RunArgs& args) {
   c.zero_stage = chosen->zero_stage;
   c.predicted_peak_bytes = chosen->cost.peak_bytes();
   c.recompute = chosen->recomputed_layers;
-  if (chosen == &r->plan) c.lowered = std::move(verified);
+  if (chosen == &r->plan) c.lowered = std::move(fitting->lowered);
   return c;
 }
 
@@ -255,7 +197,7 @@ int RunOnRanks(const RunArgs& args) {
   if (auto st = WriteGraphFile(plan->graph, (dir / "graph.pb").string()); !st.ok()) return ReportError(st);
   // Activation checkpointing (the plan's layers unless --recompute says otherwise), each rank's
   // program, and its memory and step time predicted from that program (rank_cost.h).
-  const std::vector<std::string> recompute = LayersToRecompute(args, *plan, *graph);
+  const std::vector<std::string> recompute = LayersToRecompute(args.recompute, plan->recompute, *graph);
   absl::StatusOr<LoweredPlan> lowered = plan->lowered ? *std::move(plan->lowered) : LowerAndPredict(*graph, *plan, recompute, args);
   if (!lowered.ok()) return ReportError(lowered.status());
   const std::vector<RankPrediction>& predicted = lowered->predicted;
@@ -333,14 +275,10 @@ int RunOnRanks(const RunArgs& args) {
         meta.set_ranks(world);
         for (int64_t d : plan->mesh) meta.add_mesh(d);
         meta.set_plan(plan->name);
-        const std::string final_dir = CheckpointStepDir(ckpt_dir, step);
-        std::error_code e2;
-        std::filesystem::remove_all(final_dir, e2);
-        if (WriteStringToFileAtomic(final_dir + ".tmp/meta.pb", meta.SerializeAsString()).ok()) {
-          std::filesystem::rename(final_dir + ".tmp", final_dir, e2);
-          if (!e2 && WriteStringToFileAtomic(ckpt_dir + "/LATEST", std::to_string(step)).ok() && args.format != "json") {
-            std::cout << "checkpoint: step " << step << " committed to " << final_dir << "\n" << std::flush;
-          }
+        if (auto st = CommitCheckpointStep(ckpt_dir, meta); !st.ok()) {
+          std::cerr << "checkpoint: step " << step << " not committed: " << st.message() << "\n";
+        } else if (args.format != "json") {
+          std::cout << "checkpoint: step " << step << " committed to " << CheckpointStepDir(ckpt_dir, step) << "\n" << std::flush;
         }
       }
       return;
@@ -488,6 +426,7 @@ int RunRank(const RankArgs& args) {
   RankJobOptions o;
   o.run_dir = args.run_dir;
   o.rank = args.rank;
+  o.host = args.host;
   o.port = args.port;
   o.timeout_seconds = static_cast<int>(args.run.rank_timeout);
   o.training = *training;

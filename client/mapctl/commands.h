@@ -8,6 +8,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "planner/graph/step_items.h"
 #include "worker/local/local_training.h"
 
 namespace mapd::cli {
@@ -73,18 +74,13 @@ struct RankArgs {
   RunArgs run;
   std::string run_dir;
   int rank = -1;
+  std::string host = "127.0.0.1";  // the rendezvous store's (a coordinator's, for mapd-worker)
   int port = 0;
   int64_t resume_step = 0;
   bool write_final = false;  // final blocks to the run dir (for --check-reference)
   int64_t memory_cap = 0;    // bytes; 0 = none
 };
 int RunRank(const RankArgs& args);
-// What one training step consumes, for throughput: tokens (a token model) or samples.
-struct StepItems {
-  int64_t count = 0;
-  const char* unit = "samples";
-};
-StepItems ItemsPerStep(const v1::Graph& graph);
 // --zero: "auto" → -1, "0".."highest" → the stage; INVALID_ARGUMENT otherwise, saying which
 // stages there are (and, below 3, that the rest is not built in the runtime).
 absl::StatusOr<int> ParseZeroStage(const std::string& text, int highest);

@@ -122,12 +122,13 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   run->add_option("--resume", run_args.resume, "Continue a multi-rank run from the last checkpoint committed in this dir");
 
-  // `run --ranks N` starts `mapctl _rank` once per rank (hidden: not for people).
+  // `run --ranks N` and mapd-worker start `mapctl _rank` once per rank (hidden: not for people).
   RankArgs rank_args;
   CLI::App* rank_cmd = app.add_subcommand("_rank", "");
   rank_cmd->group("");
   rank_cmd->add_option("--run-dir", rank_args.run_dir)->required();
   rank_cmd->add_option("--rank", rank_args.rank)->required();
+  rank_cmd->add_option("--host", rank_args.host);
   rank_cmd->add_option("--port", rank_args.port)->required();
   rank_cmd->add_option("--steps", rank_args.run.steps);
   rank_cmd->add_option("--optimizer", rank_args.run.optimizer);

@@ -28,6 +28,8 @@ absl::Status ServerOptions::Validate() const {
   }
   if (token.empty()) return absl::FailedPreconditionError("no token: give --token-file FILE or set MAPD_TOKEN");
   if (auto st = lease.Validate(); !st.ok()) return st;
+  if (auto st = dispatch_options.Validate(); !st.ok()) return st;
+  if (dispatch_period_seconds <= 0) return absl::InvalidArgumentError("the dispatch period must be positive");
   if (tls_cert_file.empty() != tls_key_file.empty()) {
     return absl::InvalidArgumentError("TLS needs both --tls-cert and --tls-key (or neither, for plaintext)");
   }
@@ -77,7 +79,9 @@ absl::StatusOr<std::unique_ptr<MapdServer>> MapdServer::Start(const ServerOption
   s->auth_ = std::make_unique<TokenAuth>(options.token);
   s->job_service_ = std::make_unique<JobServiceImpl>(s->jobs_.get(), s->auth_.get());
   s->workers_ = std::make_unique<WorkerRegistry>(options.lease, SystemClock());
-  s->worker_service_ = std::make_unique<WorkerServiceImpl>(s->workers_.get(), s->auth_.get());
+  s->rendezvous_ = NewTcpStoreRendezvous(options.listen.substr(0, options.listen.rfind(':')));
+  s->dispatcher_ = std::make_unique<Dispatcher>(s->jobs_.get(), s->workers_.get(), s->rendezvous_.get(), options.dispatch_options);
+  s->worker_service_ = std::make_unique<WorkerServiceImpl>(s->workers_.get(), s->dispatcher_.get(), s->auth_.get());
 
   std::shared_ptr<grpc::ServerCredentials> creds = grpc::InsecureServerCredentials();
   if (!options.tls_cert_file.empty()) {
@@ -112,6 +116,14 @@ absl::StatusOr<std::unique_ptr<MapdServer>> MapdServer::Start(const ServerOption
       raw->workers_->ExpireLeases();
     } while (!raw->stop_.WaitForNotificationWithTimeout(absl::Seconds(period)));
   });
+  if (options.dispatch) {
+    const double every = options.dispatch_period_seconds;
+    s->dispatch_thread_ = std::thread([raw, every] {
+      do {
+        raw->dispatcher_->Tick();
+      } while (!raw->stop_.WaitForNotificationWithTimeout(absl::Seconds(every)));
+    });
+  }
   return s;
 }
 
@@ -119,6 +131,7 @@ void MapdServer::Shutdown(double grace_seconds) {
   exporter_.reset();
   if (!stop_.HasBeenNotified()) stop_.Notify();
   if (lease_thread_.joinable()) lease_thread_.join();
+  if (dispatch_thread_.joinable()) dispatch_thread_.join();
   if (shut_down_ || server_ == nullptr) return;
   shut_down_ = true;
   server_->Shutdown(std::chrono::system_clock::now() +

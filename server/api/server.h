@@ -14,6 +14,8 @@
 #include "server/api/auth.h"
 #include "server/api/job_service.h"
 #include "server/api/worker_service.h"
+#include "server/dispatch/dispatcher.h"
+#include "server/dispatch/rendezvous.h"
 #include "server/jobs/job_manager.h"
 #include "server/metrics/http_exporter.h"
 #include "server/metrics/metrics.h"
@@ -36,6 +38,12 @@ struct ServerOptions {
   bool admit = true;
   // host:port of the Prometheus /metrics endpoint (port 0: a free one); empty: no endpoint.
   std::string metrics_listen;
+  // Running jobs on workers (dispatcher.h): the host their ranks reach this coordinator's
+  // rendezvous stores at. Off: jobs stay queued (tests of the queue alone).
+  bool dispatch = true;
+  DispatchOptions dispatch_options;
+  // How often the dispatcher looks at the queue and the leases.
+  double dispatch_period_seconds = 0.2;
 
   absl::Status Validate() const;
 };
@@ -61,8 +69,11 @@ class MapdServer {
   std::unique_ptr<TokenAuth> auth_;
   std::unique_ptr<JobServiceImpl> job_service_;
   std::unique_ptr<WorkerRegistry> workers_;
+  std::unique_ptr<RendezvousHost> rendezvous_;
+  std::unique_ptr<Dispatcher> dispatcher_;
   std::unique_ptr<WorkerServiceImpl> worker_service_;
-  std::thread lease_thread_;  // expires workers' leases
+  std::thread lease_thread_;     // expires workers' leases
+  std::thread dispatch_thread_;  // Dispatcher::Tick
   MetricsRegistry metrics_;
   std::unique_ptr<MetricsExporter> exporter_;
   // Refreshes the gauges read from the managers (jobs by state, workers) before a scrape.

@@ -12,7 +12,16 @@ grpc::Status WorkerServiceImpl::Register(grpc::ServerContext* ctx, const v1::Reg
 
 grpc::Status WorkerServiceImpl::Heartbeat(grpc::ServerContext* ctx, const v1::HeartbeatRequest* req, v1::HeartbeatResponse* out) {
   if (auto st = auth_->Check(*ctx); !st.ok()) return st;
-  return Reply(workers_->Heartbeat(req->worker_id()), out);
+  auto lease = workers_->Heartbeat(req->worker_id());
+  if (lease.ok()) {
+    dispatcher_->OnHeartbeat(req->worker_id(), {req->running_job_ids().begin(), req->running_job_ids().end()}, &*lease);
+  }
+  return Reply(std::move(lease), out);
+}
+
+grpc::Status WorkerServiceImpl::Report(grpc::ServerContext* ctx, const v1::ReportRequest* req, v1::ReportResponse* out) {
+  if (auto st = auth_->Check(*ctx); !st.ok()) return st;
+  return Reply(dispatcher_->OnReport(*req), out);
 }
 
 grpc::Status WorkerServiceImpl::List(grpc::ServerContext* ctx, const v1::ListWorkersRequest*, v1::ListWorkersResponse* out) {

@@ -15,7 +15,7 @@ bool IsAllowedTransition(v1::JobState from, v1::JobState to) {
   if (to == v1::FAILED || to == v1::CANCELLED) return true;
   switch (from) {
     case v1::PENDING: return to == v1::PLANNING;
-    case v1::PLANNING: return to == v1::RUNNING;
+    case v1::PLANNING: return to == v1::RUNNING || to == v1::PENDING;  // back in the queue: devices went away
     case v1::RUNNING: return to == v1::SUCCEEDED || to == v1::RESTARTING;
     case v1::RESTARTING: return to == v1::RUNNING;
     default: return false;
@@ -95,6 +95,27 @@ std::optional<v1::Job> JobManager::NextPending() const {
     if (job.state() == v1::PENDING) return job;
   }
   return std::nullopt;
+}
+
+std::vector<v1::Job> JobManager::Pending() const {
+  absl::MutexLock lock(&mu_);
+  std::vector<v1::Job> out;
+  for (const auto& [id, job] : jobs_) {
+    if (job.state() == v1::PENDING) out.push_back(job);
+  }
+  return out;
+}
+
+absl::StatusOr<v1::Job> JobManager::Note(int64_t id, const std::string& message) {
+  absl::MutexLock lock(&mu_);
+  auto it = jobs_.find(id);
+  if (it == jobs_.end()) return absl::NotFoundError(absl::StrCat("no job ", id, "; `mapctl jobs` lists them"));
+  if (IsFinished(it->second.state())) {
+    return absl::FailedPreconditionError(absl::StrCat("job ", id, " has finished (", v1::JobState_Name(it->second.state()), ")"));
+  }
+  v1::JobEvent event;
+  event.set_message(message);
+  return Record(it->second, std::move(event));
 }
 
 absl::StatusOr<v1::Job> JobManager::Transition(int64_t id, v1::JobState to, const std::string& message,

@@ -1,8 +1,8 @@
 // The coordinator's jobs (DESIGN §9): the queue and each job's state machine, persisted through a
 // JobStore so a restarted coordinator reloads every job with its history.
 //
-//   PENDING ──► PLANNING ──► RUNNING ──► SUCCEEDED
-//      │            │          │  ▲
+//   PENDING ◄─► PLANNING ──► RUNNING ──► SUCCEEDED
+//      │            │          │  ▲          (PLANNING → PENDING: devices went away meanwhile)
 //      │            │          ▼  │
 //      │            │       RESTARTING (a lost worker: resume from the last checkpoint)
 //      ▼            ▼          ▼
@@ -64,6 +64,8 @@ class JobManager {
   absl::StatusOr<std::vector<v1::JobEvent>> Events(int64_t id, int64_t after_seq = 0) const;
   // The oldest PENDING job, if any.
   std::optional<v1::Job> NextPending() const;
+  // Every PENDING job, oldest first.
+  std::vector<v1::Job> Pending() const;
 
   // Moves a job along the state machine with a message for its event; FAILED_PRECONDITION for
   // an edge the machine does not have (a finished job stays finished). `mutate` (optional)
@@ -72,6 +74,9 @@ class JobManager {
                                      const std::function<void(v1::Job&)>& mutate = nullptr);
   // CANCELLED; FAILED_PRECONDITION if the job has finished.
   absl::StatusOr<v1::Job> Cancel(int64_t id);
+  // An event that leaves the state as it is ("waiting for 4 devices", "checkpoint: step 10");
+  // FAILED_PRECONDITION for a finished job.
+  absl::StatusOr<v1::Job> Note(int64_t id, const std::string& message);
   // A step finished (RUNNING only).
   absl::StatusOr<v1::Job> ReportProgress(int64_t id, const JobProgress& progress);
 

@@ -1,5 +1,6 @@
 #include "server/metrics/metrics.h"
 
+#include <charconv>
 #include <cmath>
 #include <regex>
 
@@ -19,7 +20,10 @@ std::string Number(double v) {
   if (std::isnan(v)) return "NaN";
   if (std::isinf(v)) return v > 0 ? "+Inf" : "-Inf";
   if (v == std::floor(v) && std::abs(v) < 1e15) return absl::StrFormat("%.0f", v);
-  return absl::StrFormat("%.17g", v);
+  // The shortest text that reads back as the same double ("0.05", not "0.050000000000000003").
+  char buf[32];
+  const auto end = std::to_chars(buf, buf + sizeof(buf), v).ptr;
+  return std::string(buf, end);
 }
 
 std::string EscapeHelp(const std::string& help) {

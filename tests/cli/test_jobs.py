@@ -142,3 +142,121 @@ def test_workers_register_keep_their_lease_and_are_lost_when_they_stop(tmp_path)
             if w.poll() is None:
                 w.kill()
         stop(proc)
+
+
+def start_worker(env, tmp, name):
+    w = subprocess.Popen([MAPD_WORKER, "--cpu-devices", "2", "--memory-per-device", str(1 << 30), "--hostname", name,
+                          "--metrics-listen", "127.0.0.1:0", "--work-dir", str(tmp / name)],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=dict(os.environ, **env))
+    metrics_line = w.stdout.readline()
+    assert "metrics on http://" in metrics_line, metrics_line + w.stderr.read()
+    registered = w.stdout.readline()
+    assert "registered as w-" in registered, registered + w.stderr.read()
+    return w, metrics_line.split("metrics on ")[1].strip()
+
+
+def scrape(url):
+    import urllib.request
+    text = urllib.request.urlopen(url, timeout=10).read().decode()
+    lint = subprocess.run(["promtool", "check", "metrics"], input=text, capture_output=True, text=True)
+    assert lint.returncode == 0, lint.stdout + lint.stderr
+    return text
+
+
+def sample(text, name, **labels):
+    """The value of one sample, or None."""
+    want = ",".join(f'{k}="{v}"' for k, v in sorted(labels.items()))
+    head = f"{name}{{{want}}}" if labels else name
+    for line in text.splitlines():
+        if line.startswith(head + " "):
+            return float(line.split()[-1])
+    return None
+
+
+def wait_for_step(env, job, step, timeout=60):
+    import time
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        got = json.loads(mapctl(env, "get", str(job), "-o", "json", check=0).stdout)
+        if int(got.get("step", 0)) >= step:
+            return got
+        assert got["state"] in ("PENDING", "PLANNING", "RUNNING"), got
+        time.sleep(0.2)
+    raise AssertionError(f"job {job} did not reach step {step}")
+
+
+def test_jobs_run_on_two_workers_are_cancelled_and_fail_when_a_worker_is_lost(tmp_path):
+    """The coordinator plans a job, places its 4 ranks on two workers, they train on real text and
+    the loss falls; a running job is cancelled; a worker killed mid-job fails its job."""
+    import pathlib
+    import time
+    text_file = pathlib.Path(__file__).resolve().parents[2] / "README.md"
+    gpt = "gpt2:layers=2,hidden=32,heads=2,vocab=256,seq=16,batch=4"
+    proc, port = start_mapd(tmp_path / "jobs.db", "--lease-seconds", "2", "--heartbeat-seconds", "0.25")
+    coordinator_metrics = proc.stdout.readline().split("metrics on ")[1].strip()
+    env = {"MAPD_ADDRESS": f"127.0.0.1:{port}", "MAPD_TOKEN": TOKEN}
+    workers = []
+    try:
+        workers = [start_worker(env, tmp_path, name) for name in ("alpha", "beta")]
+        # 1. A job on both workers succeeds, and its loss falls.
+        mapctl(env, "submit", gpt, "--ranks", "4", "--steps", "40", "--data", f"text:{text_file}", check=0)
+        r = mapctl(env, "watch", "1", check=None)
+        assert r.returncode == 0, r.stdout + r.stderr
+        events = json.loads(mapctl(env, "logs", "1", "-o", "json", check=0).stdout)
+        messages = [e["message"] for e in events]
+        assert any("running on w-1 (rank 0-1), w-2 (rank 2-3)" in m for m in messages), messages
+        losses = [e["loss"] for e in events if int(e.get("step", 0)) > 0]
+        assert len(losses) == 40, messages
+        assert sum(losses[-5:]) / 5 < sum(losses[:5]) / 5 - 0.5, losses
+        assert events[-1]["state"] == "SUCCEEDED" and "trained 40 steps on 4 rank(s)" in messages[-1], messages[-1]
+        assert any("checkpoint: step 40 committed on every worker" in m for m in messages), messages
+        assert (tmp_path / "alpha" / "job-1" / "checkpoints" / "step-00000040" / "rank_1.pb").exists()
+        assert (tmp_path / "beta" / "job-1" / "checkpoints" / "LATEST").read_text() == "40"
+        # Both endpoints pass promtool; the worker's show step time, throughput, MFU, memory
+        # measured against predicted, and collectives.
+        text = scrape(workers[1][1])
+        assert sample(text, "mapd_worker_step", job="1", rank="3") == 40
+        assert sample(text, "mapd_worker_step_seconds_count", job="1", rank="2") == 40
+        assert sample(text, "mapd_worker_items_per_second", job="1", rank="2", unit="tokens") > 0
+        assert sample(text, "mapd_worker_model_flops_utilization", job="1", rank="2") > 0
+        measured = sample(text, "mapd_worker_memory_peak_bytes", job="1", rank="2")
+        predicted = sample(text, "mapd_worker_predicted_peak_bytes", job="1", rank="2")
+        assert measured > 0 and predicted > 0 and abs(predicted - measured) / measured < 0.5, (measured, predicted)
+        assert sample(text, "mapd_worker_collective_bytes_total", job="1", kind="all_reduce", rank="2") > 0
+        assert sample(text, "mapd_worker_jobs_total", outcome="succeeded") == 1
+        text = scrape(coordinator_metrics)
+        assert sample(text, "mapd_jobs", state="SUCCEEDED") == 1 and sample(text, "mapd_workers", state="ALIVE") == 2
+
+        # 2. Cancelling a running job stops its ranks on both workers.
+        mapctl(env, "submit", gpt, "--ranks", "4", "--steps", "100000", check=0)
+        wait_for_step(env, 2, 2)
+        assert "job 2: CANCELLED" in mapctl(env, "cancel", "2", check=0).stdout
+        assert mapctl(env, "watch", "2", check=None).returncode == 3
+        deadline = time.time() + 20
+        while time.time() < deadline:
+            running = [sample(scrape(url), "mapd_worker_ranks_running") for _, url in workers]
+            if running == [0, 0]:
+                break
+            time.sleep(0.3)
+        assert running == [0, 0], running
+        assert sample(scrape(workers[0][1]), "mapd_worker_jobs_total", outcome="cancelled") == 1
+
+        # 3. A worker lost mid-job fails the job, naming it; the other worker's ranks stop.
+        mapctl(env, "submit", gpt, "--ranks", "4", "--steps", "100000", check=0)
+        wait_for_step(env, 3, 2)
+        workers[1][0].kill()
+        workers[1][0].wait()
+        assert mapctl(env, "watch", "3", check=None).returncode == 1
+        got = json.loads(mapctl(env, "get", "3", "-o", "json", check=0).stdout)
+        assert got["state"] == "FAILED" and "worker w-2 was lost" in got["error"], got
+        deadline = time.time() + 20
+        while time.time() < deadline and sample(scrape(workers[0][1]), "mapd_worker_ranks_running") != 0:
+            time.sleep(0.3)
+        assert sample(scrape(workers[0][1]), "mapd_worker_ranks_running") == 0
+        workers[0][0].send_signal(signal.SIGTERM)
+        assert workers[0][0].wait(timeout=20) == 0
+    finally:
+        for w, _ in workers:
+            if w.poll() is None:
+                w.kill()
+        stop(proc)

@@ -58,6 +58,7 @@ TEST(JobManager, SubmitValidatesAndQueues) {
 TEST(JobManager, StateMachineHasItsEdgesAndNoOthers) {
   EXPECT_TRUE(IsAllowedTransition(v1::PENDING, v1::PLANNING));
   EXPECT_TRUE(IsAllowedTransition(v1::PLANNING, v1::RUNNING));
+  EXPECT_TRUE(IsAllowedTransition(v1::PLANNING, v1::PENDING));
   EXPECT_TRUE(IsAllowedTransition(v1::RUNNING, v1::RESTARTING));
   EXPECT_TRUE(IsAllowedTransition(v1::RESTARTING, v1::RUNNING));
   EXPECT_TRUE(IsAllowedTransition(v1::RUNNING, v1::SUCCEEDED));

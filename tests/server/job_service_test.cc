@@ -21,6 +21,7 @@ std::unique_ptr<MapdServer> StartServer(const std::string& store) {
   o.listen = "127.0.0.1:0";
   o.token = kToken;
   o.store_path = store;
+  o.dispatch = false;  // these tests move jobs along by hand (dispatcher_test.cc has the dispatcher)
   auto s = MapdServer::Start(o);
   EXPECT_TRUE(s.ok()) << s.status();
   return s.ok() ? *std::move(s) : nullptr;

@@ -4,7 +4,9 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <fstream>
 #include <iostream>
+#include <sstream>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
@@ -17,18 +19,93 @@ absl::Status AgentOptions::Validate() const {
   if (token.empty()) return absl::FailedPreconditionError("no token: give --token-file FILE or set MAPD_TOKEN (the coordinator's)");
   if (cpu_devices < 1) return absl::InvalidArgumentError(absl::StrCat("--cpu-devices ", cpu_devices, ": give at least 1"));
   if (memory_per_device < 0) return absl::InvalidArgumentError("--memory-per-device must be positive");
+  if (runner.work_dir.empty()) return absl::InvalidArgumentError("--work-dir: give a directory for the ranks' files and checkpoints");
+  if (runner.rank_program.empty() || access(runner.rank_program.c_str(), X_OK) != 0) {
+    return absl::FailedPreconditionError(absl::StrCat("--rank-program '", runner.rank_program,
+                                                      "': not an executable mapctl (it runs the ranks); give its path"));
+  }
+  if (!tls_ca_file.empty() && access(tls_ca_file.c_str(), R_OK) != 0) {
+    return absl::NotFoundError(absl::StrCat("--tls-ca ", tls_ca_file, ": cannot read it"));
+  }
   return absl::OkStatus();
 }
 
 WorkerAgent::WorkerAgent(AgentOptions options, MetricsRegistry* metrics) : options_(std::move(options)), metrics_(metrics) {
-  stub_ = v1::WorkerService::NewStub(grpc::CreateChannel(options_.coordinator, grpc::InsecureChannelCredentials()));
+  std::shared_ptr<grpc::ChannelCredentials> creds = grpc::InsecureChannelCredentials();
+  if (!options_.tls_ca_file.empty()) {
+    std::ifstream in(options_.tls_ca_file);
+    std::stringstream pem;
+    pem << in.rdbuf();
+    grpc::SslCredentialsOptions ssl;
+    ssl.pem_root_certs = pem.str();
+    creds = grpc::SslCredentials(ssl);
+  }
+  // Assignments carry the graph and rank programs: allow large ones.
+  grpc::ChannelArguments args;
+  args.SetMaxReceiveMessageSize(256 << 20);
+  stub_ = v1::WorkerService::NewStub(grpc::CreateCustomChannel(options_.coordinator, creds, args));
+  DeclareJobMetrics(metrics_);
+  metrics_->Set("mapd_worker_ranks_running", {}, 0);
   (void)metrics_->Counter("mapd_worker_registrations_total", "Registrations with the coordinator (again after a lost lease).");
   (void)metrics_->Counter("mapd_worker_heartbeats_total", "Heartbeats sent, by outcome (ok, transient, rejected).");
   (void)metrics_->Gauge("mapd_worker_devices", "Devices this worker offers.");
   metrics_->Set("mapd_worker_devices", {}, options_.cpu_devices);
 }
 
-std::string WorkerAgent::worker_id() const { return worker_id_; }
+WorkerAgent::~WorkerAgent() { runners_.clear(); }
+
+std::string WorkerAgent::worker_id() const {
+  absl::MutexLock lock(&mu_);
+  return worker_id_;
+}
+
+bool WorkerAgent::SendReport(const v1::ReportRequest& report) {
+  v1::ReportRequest req = report;
+  req.set_worker_id(worker_id());
+  double backoff = 0.2;
+  for (int attempt = 0; attempt < 6; ++attempt) {
+    grpc::ClientContext ctx;
+    ctx.AddMetadata("authorization", "Bearer " + options_.token);
+    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+    v1::ReportResponse out;
+    const grpc::Status st = stub_->Report(&ctx, req, &out);
+    if (st.ok()) return out.cancel();
+    if (st.error_code() == grpc::StatusCode::NOT_FOUND) return true;  // the coordinator does not run this job here
+    if (st.error_code() != grpc::StatusCode::UNAVAILABLE && st.error_code() != grpc::StatusCode::DEADLINE_EXCEEDED) {
+      std::cerr << "mapd-worker: report on job " << req.job_id() << " refused: " << st.error_message() << "\n";
+      return false;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(static_cast<int64_t>(backoff * 1000)));
+    backoff = std::min(backoff * 2, 2.0);
+  }
+  std::cerr << "mapd-worker: could not report on job " << req.job_id() << " (coordinator unavailable)\n";
+  return false;
+}
+
+void WorkerAgent::Apply(const v1::HeartbeatResponse& response) {
+  for (int64_t id : response.cancel_job_ids()) {
+    seen_jobs_.insert(id);  // an assignment arriving later is not started
+    if (auto it = runners_.find(id); it != runners_.end()) it->second->Cancel();
+  }
+  for (const v1::RankAssignment& a : response.assignments()) {
+    if (!seen_jobs_.insert(a.job_id()).second) continue;
+    std::cout << "mapd-worker: job " << a.job_id() << ": starting rank(s) " << a.ranks(0)
+              << (a.ranks_size() > 1 ? absl::StrCat("-", a.ranks(a.ranks_size() - 1)) : "") << " (" << a.plan() << ")" << std::endl;
+    auto runner = std::make_unique<JobRunner>(a, options_.runner, [this](const v1::ReportRequest& r) { return SendReport(r); }, metrics_);
+    runner->Start();
+    runners_[a.job_id()] = std::move(runner);
+  }
+  int ranks = 0;
+  for (auto it = runners_.begin(); it != runners_.end();) {
+    if (it->second->done()) {
+      it = runners_.erase(it);
+    } else {
+      ranks += it->second->ranks();
+      ++it;
+    }
+  }
+  metrics_->Set("mapd_worker_ranks_running", {}, ranks);
+}
 
 absl::Status WorkerAgent::Register() {
   int64_t memory = options_.memory_per_device;
@@ -50,10 +127,13 @@ absl::Status WorkerAgent::Register() {
     v1::RegisterWorkerResponse out;
     const grpc::Status st = stub_->Register(&ctx, req, &out);
     if (st.ok()) {
-      worker_id_ = out.worker_id();
+      {
+        absl::MutexLock lock(&mu_);
+        worker_id_ = out.worker_id();
+      }
       heartbeat_seconds_ = out.heartbeat_seconds();
       metrics_->Add("mapd_worker_registrations_total", {});
-      std::cout << "mapd-worker: registered as " << worker_id_ << " with " << options_.coordinator << " (" << options_.cpu_devices
+      std::cout << "mapd-worker: registered as " << out.worker_id() << " with " << options_.coordinator << " (" << options_.cpu_devices
                 << " device(s); heartbeat every " << heartbeat_seconds_ << " s, lease " << out.lease_seconds() << " s)" << std::endl;
       return absl::OkStatus();
     }
@@ -74,11 +154,15 @@ absl::Status WorkerAgent::Run() {
     ctx.AddMetadata("authorization", "Bearer " + options_.token);
     ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::milliseconds(static_cast<int64_t>(heartbeat_seconds_ * 2000) + 100));
     v1::HeartbeatRequest req;
-    req.set_worker_id(worker_id_);
+    req.set_worker_id(worker_id());
+    for (const auto& [id, runner] : runners_) {
+      if (!runner->done()) req.add_running_job_ids(id);
+    }
     v1::HeartbeatResponse out;
     const grpc::Status st = stub_->Heartbeat(&ctx, req, &out);
     if (st.ok()) {
       metrics_->Add("mapd_worker_heartbeats_total", {{"outcome", "ok"}});
+      Apply(out);
     } else if (st.error_code() == grpc::StatusCode::UNAVAILABLE || st.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED) {
       metrics_->Add("mapd_worker_heartbeats_total", {{"outcome", "transient"}});  // try again next period
     } else if (st.error_code() == grpc::StatusCode::NOT_FOUND || st.error_code() == grpc::StatusCode::FAILED_PRECONDITION) {
@@ -88,6 +172,9 @@ absl::Status WorkerAgent::Run() {
       return FromGrpcStatus(st);
     }
   }
+  // Stopping: the ranks stop with the daemon (each runner reports them cancelled).
+  for (auto& [id, runner] : runners_) runner->Cancel();
+  runners_.clear();
   return absl::OkStatus();
 }
 

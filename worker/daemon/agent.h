@@ -1,47 +1,65 @@
 // The worker daemon's link to the coordinator (DESIGN §9): register this machine's devices, keep
 // the lease alive with heartbeats, and register again when the coordinator has forgotten or
-// declared it lost. Retries only transient failures (UNAVAILABLE: the coordinator is not up yet
-// or restarting); anything else ends the agent with the coordinator's status.
+// declared it lost. Heartbeat responses carry assignments — a job's ranks to run here, started as
+// JobRunners — and the jobs to stop. Retries only transient failures (UNAVAILABLE: the coordinator
+// is not up yet or restarting; DEADLINE_EXCEEDED); anything else ends the agent with the
+// coordinator's status.
 #ifndef MAPD_WORKER_DAEMON_AGENT_H_
 #define MAPD_WORKER_DAEMON_AGENT_H_
 
 #include <atomic>
+#include <map>
 #include <memory>
+#include <set>
 #include <string>
 
 #include "absl/status/status.h"
+#include "absl/synchronization/mutex.h"
 #include "proto/mapd/v1/workers.grpc.pb.h"
 #include "server/metrics/metrics.h"
+#include "worker/daemon/job_runner.h"
 
 namespace mapd {
 
 struct AgentOptions {
   std::string coordinator;      // host:port of mapd
   std::string token;            // its bearer token
+  std::string tls_ca_file;      // PEM roots to check a TLS coordinator with; empty: plaintext
   std::string hostname;         // shown by `mapctl workers`
   int cpu_devices = 2;          // CPU ranks this worker can run at once ("cpu:0" … )
   int64_t memory_per_device = 0;  // bytes per device; 0: this machine's memory / cpu_devices
   std::string metrics_address;  // host:port of this worker's /metrics, told to the coordinator
+  JobRunnerOptions runner;      // where and how assigned ranks run
   absl::Status Validate() const;
 };
 
 class WorkerAgent {
  public:
-  // `metrics` must outlive the agent (it counts registrations and heartbeats).
+  // `metrics` must outlive the agent (it counts registrations, heartbeats and jobs).
   WorkerAgent(AgentOptions options, MetricsRegistry* metrics);
-  // Registers, then heartbeats until Stop(); returns OK when stopped, or the error that ended it.
+  ~WorkerAgent();
+  // Registers, then heartbeats until Stop(); returns OK when stopped (its ranks stopped too), or
+  // the error that ended it.
   absl::Status Run();
   void Stop() { stop_ = true; }
   std::string worker_id() const;
 
  private:
   absl::Status Register();
+  // Starts the assignments not seen before, stops the jobs named, forgets finished runners.
+  void Apply(const v1::HeartbeatResponse& response);
+  // JobRunner's ReportFn: Report with retries of transient failures; true: stop the ranks.
+  bool SendReport(const v1::ReportRequest& report);
+
   AgentOptions options_;
   MetricsRegistry* metrics_;
   std::unique_ptr<v1::WorkerService::Stub> stub_;
   std::atomic<bool> stop_{false};
-  std::string worker_id_;
+  mutable absl::Mutex mu_;
+  std::string worker_id_ ABSL_GUARDED_BY(mu_);
   double heartbeat_seconds_ = 1;
+  std::map<int64_t, std::unique_ptr<JobRunner>> runners_;  // heartbeat thread only
+  std::set<int64_t> seen_jobs_;                            // every job assigned here (started once)
 };
 
 }  // namespace mapd

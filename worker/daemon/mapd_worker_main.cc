@@ -1,12 +1,14 @@
 // mapd-worker: a MAP worker daemon (DESIGN §9). Dials the coordinator, registers this machine's
-// devices, keeps its lease with heartbeats, and serves /metrics. Running assigned ranks comes with
-// the coordinator's dispatcher (docs/coordinator.md).
+// devices, keeps its lease with heartbeats, runs the ranks the coordinator assigns (as `mapctl
+// _rank` processes), reports their progress, commits their checkpoints, and serves /metrics
+// (docs/coordinator.md).
 //
 //   MAPD_TOKEN=secret mapd-worker --coordinator 127.0.0.1:7070 --cpu-devices 2
 #include <unistd.h>
 
 #include <csignal>
 #include <cstdlib>
+#include <filesystem>
 #include <iostream>
 
 #include "CLI/CLI.hpp"
@@ -19,10 +21,30 @@ mapd::WorkerAgent* g_agent = nullptr;
 void OnSignal(int) {
   if (g_agent != nullptr) g_agent->Stop();
 }
+// The mapctl that runs ranks: beside this executable (an install), in the build tree, or on PATH.
+std::string FindRankProgram() {
+  std::error_code ec;
+  const std::filesystem::path self = std::filesystem::read_symlink("/proc/self/exe", ec);
+  for (const std::filesystem::path& p : {self.parent_path() / "mapctl", self.parent_path() / "../../client/mapctl/mapctl"}) {
+    if (!ec && access(p.c_str(), X_OK) == 0) return std::filesystem::weakly_canonical(p, ec).string();
+  }
+  if (const char* path = std::getenv("PATH")) {
+    std::string dirs = path;
+    size_t start = 0;
+    while (start <= dirs.size()) {
+      const size_t end = std::min(dirs.find(':', start), dirs.size());
+      const std::string candidate = dirs.substr(start, end - start) + "/mapctl";
+      if (end > start && access(candidate.c_str(), X_OK) == 0) return candidate;
+      start = end + 1;
+    }
+  }
+  return "";
+}
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"mapd-worker: a MAP worker — registers its devices with the coordinator (mapd) and keeps its lease"};
+  CLI::App app{"mapd-worker: a MAP worker — registers its devices with the coordinator (mapd), keeps its lease, and runs the ranks "
+               "of jobs the coordinator assigns"};
   mapd::AgentOptions o;
   std::string token_file, metrics_listen = "127.0.0.1:9465";
   char host[256] = {0};
@@ -32,9 +54,19 @@ int main(int argc, char** argv) {
   app.add_option("--coordinator", o.coordinator, "mapd's host:port (default $MAPD_ADDRESS)");
   app.add_option("--token-file", token_file, "File whose first line is the coordinator's token (else $MAPD_TOKEN)");
   app.add_option("--cpu-devices", o.cpu_devices, "CPU ranks this worker offers")->capture_default_str();
-  app.add_option("--memory-per-device", o.memory_per_device, "Bytes per device (default: this machine's memory / devices)");
+  app.add_option("--memory-per-device", o.memory_per_device, "Per device, e.g. 8GiB or bytes (default: this machine's memory / devices)")
+      ->transform(CLI::AsSizeValue(false));
   app.add_option("--hostname", o.hostname, "Name shown by `mapctl workers`")->capture_default_str();
   app.add_option("--metrics-listen", metrics_listen, "host:port of this worker's /metrics (port 0: any; empty: none)")->capture_default_str();
+  app.add_option("--tls-ca", o.tls_ca_file, "PEM roots to check a TLS coordinator with (default: plaintext)");
+  o.runner.work_dir = (std::filesystem::temp_directory_path() / ("mapd-worker-" + std::to_string(getpid()))).string();
+  app.add_option("--work-dir", o.runner.work_dir, "Where ranks' files and checkpoints go (job-<id>/ per job)")->capture_default_str();
+  o.runner.rank_program = FindRankProgram();
+  app.add_option("--rank-program", o.runner.rank_program, "The mapctl that runs ranks (default: beside mapd-worker, or on PATH)")
+      ->capture_default_str();
+  app.add_option("--rank-timeout", o.runner.rank_timeout_seconds,
+                 "Seconds a rank may stay silent or wait in a collective before its job fails")
+      ->capture_default_str();
   CLI11_PARSE(app, argc, argv);
   auto token = mapd::LoadToken(token_file);
   if (!token.ok()) {

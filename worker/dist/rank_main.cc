@@ -9,10 +9,12 @@
 #include <thread>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "planner/ir/serialize.h"
 #include "worker/dist/gloo_communicator.h"
 #include "worker/dist/rank_trainer.h"
+#include "worker/dist/timed_communicator.h"
 #include "worker/local/trainer_factory.h"
 #include "worker/memory/counting_allocator.h"
 
@@ -35,12 +37,6 @@ void MaybeFault(int rank, int64_t step) {
 }
 
 }  // namespace
-
-std::string CheckpointStepDir(const std::string& dir, int64_t step) {
-  char name[32];
-  std::snprintf(name, sizeof(name), "step-%08lld", static_cast<long long>(step));
-  return absl::StrCat(dir, "/", name);
-}
 
 std::string FinalParametersPath(const std::string& run_dir, int rank) {
   return absl::StrCat(run_dir, "/final_rank_", rank, ".pb");
@@ -67,8 +63,13 @@ absl::Status RunRankJob(const RankJobOptions& o) {
   const std::vector<int64_t> mesh(program.mesh().begin(), program.mesh().end());
   auto groups = ConnectMeshGroups(ro, mesh, o.rank);
   if (!groups.ok()) return groups.status();
+  // Each step reports its time and bytes in collectives, by kind.
+  CollectiveStats collectives;
   std::vector<Communicator*> raw;
-  for (auto& g : *groups) raw.push_back(g.get());
+  for (auto& g : *groups) {
+    g = TimeCollectives(std::move(g), &collectives);
+    raw.push_back(g.get());
+  }
 
   RankTrainerOptions to;
   to.seed = o.training.seed;
@@ -100,11 +101,19 @@ absl::Status RunRankJob(const RankJobOptions& o) {
     auto batch = (*source)->Next();
     if (!batch.ok()) return batch.status();
     memory.ResetPeak();
+    collectives.clear();
     auto r = (*trainer)->Step(*batch);
     if (!r.ok()) return r.status();
     peak = std::max(peak, memory.peak_bytes());
-    std::printf("{\"rank\": %d, \"step\": %lld, \"loss\": %.17g, \"seconds\": %.6f, \"peak_bytes\": %lld}\n", o.rank,
-                static_cast<long long>(s), r->loss, r->seconds, static_cast<long long>(memory.peak_bytes()));
+    std::string by_kind;
+    for (const auto& [kind, c] : collectives) {
+      absl::StrAppend(&by_kind, by_kind.empty() ? "" : ", ", "\"", kind, "\": {\"seconds\": ", absl::StrFormat("%.6f", c.seconds),
+                      ", \"bytes\": ", absl::StrFormat("%.0f", c.bytes), "}");
+    }
+    std::printf("{\"rank\": %d, \"step\": %lld, \"loss\": %.17g, \"seconds\": %.6f, \"peak_bytes\": %lld, \"live_bytes\": %lld, "
+                "\"collectives\": {%s}}\n",
+                o.rank, static_cast<long long>(s), r->loss, r->seconds, static_cast<long long>(memory.peak_bytes()),
+                static_cast<long long>(memory.live_bytes()), by_kind.c_str());
     std::fflush(stdout);
     if (o.checkpoint_every > 0 && !o.checkpoint_dir.empty() && (s % o.checkpoint_every == 0 || s == o.training.steps)) {
       auto c = (*trainer)->Save();

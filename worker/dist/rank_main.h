@@ -1,7 +1,9 @@
-// One rank of `mapctl run --ranks N` (the hidden `mapctl _rank`): reads the training graph and
-// this rank's program from the run directory the launcher wrote, joins the mesh's process groups
-// on the launcher's TCPStore, and trains, printing one JSON line per step on stdout:
-//   {"rank": 0, "step": 1, "loss": 5.54, "seconds": 0.012, "peak_bytes": 1234567}
+// One rank of `mapctl run --ranks N` or of a job on mapd-workers (the hidden `mapctl _rank`):
+// reads the training graph and this rank's program from the run directory the launcher wrote,
+// joins the mesh's process groups on the launcher's (or coordinator's) TCPStore, and trains,
+// printing one JSON line per step on stdout:
+//   {"rank": 0, "step": 1, "loss": 5.54, "seconds": 0.012, "peak_bytes": 1234567,
+//    "live_bytes": 456789, "collectives": {"all_reduce": {"seconds": 0.001, "bytes": 4096}}}
 // preceded by {"rank": 0, "begin": 1} as each step begins, and a last line
 // {"rank": 0, "done": true, "peak_bytes": ...}. Errors go to stderr and the exit
 // status is non-zero. Torch-free header.
@@ -14,6 +16,7 @@
 #include <string>
 
 #include "absl/status/status.h"
+#include "worker/launch/checkpoint_commit.h"  // CheckpointStepDir
 #include "worker/local/local_training.h"
 
 namespace mapd {
@@ -21,7 +24,7 @@ namespace mapd {
 struct RankJobOptions {
   std::string run_dir;             // graph.pb and rank_<r>.pb
   int rank = -1;
-  std::string host = "127.0.0.1";  // the launcher's TCPStore
+  std::string host = "127.0.0.1";  // the launcher's (or coordinator's) TCPStore
   int port = 0;
   int timeout_seconds = 60;        // rendezvous and every collective
   LocalTrainingOptions training;   // steps, optimizer, lr, seed, data (as single-device `mapctl run`)
@@ -45,8 +48,6 @@ struct RankJobOptions {
 // Where a rank writes its final blocks under `run_dir`.
 std::string FinalParametersPath(const std::string& run_dir, int rank);
 
-// The directory of a checkpoint step ("DIR/step-00000010"), and its uncommitted form (".tmp").
-std::string CheckpointStepDir(const std::string& dir, int64_t step);
 
 absl::Status RunRankJob(const RankJobOptions& options);
 

@@ -127,8 +127,13 @@ absl::Status LaunchRanks(const LaunchOptions& options, const std::function<void(
     children[r].last_heard = Clock::now();
   }
 
+  auto name = [&](int r) { return r < static_cast<int>(options.rank_names.size()) ? options.rank_names[r] : r; };
   int running = options.ranks;
   while (running > 0) {
+    if (options.cancel != nullptr && options.cancel->load()) {
+      KillAll(children);
+      return absl::CancelledError("the ranks were stopped (cancelled)");
+    }
     std::vector<pollfd> fds;
     std::vector<std::pair<int, bool>> who;  // (rank, is_stdout)
     for (int r = 0; r < options.ranks; ++r) {
@@ -183,7 +188,7 @@ absl::Status LaunchRanks(const LaunchOptions& options, const std::function<void(
         // [RESOURCE_EXHAUSTED]"): the run fails with that code; a crash is ABORTED.
         std::string said = Tail(c.err_tail);
         const absl::StatusCode code = WIFEXITED(status) ? TrailingCode(&said) : absl::StatusCode::kAborted;
-        return absl::Status(code, absl::StrCat("rank ", r, " ", Describe(status), said.empty() ? "" : absl::StrCat(": ", said)));
+        return absl::Status(code, absl::StrCat("rank ", name(r), " ", Describe(status), said.empty() ? "" : absl::StrCat(": ", said)));
       }
     }
     // Silence.
@@ -193,7 +198,7 @@ absl::Status LaunchRanks(const LaunchOptions& options, const std::function<void(
       if (c.exited || now - c.last_heard < options.silence_timeout) continue;
       KillAll(children);
       return absl::DeadlineExceededError(absl::StrCat(
-          "rank ", r, " sent nothing for ", std::chrono::duration_cast<std::chrono::seconds>(options.silence_timeout).count(),
+          "rank ", name(r), " sent nothing for ", std::chrono::duration_cast<std::chrono::seconds>(options.silence_timeout).count(),
           " s and was stopped with the others (hung?)", c.err_tail.empty() ? "" : absl::StrCat(": ", Tail(c.err_tail))));
     }
   }

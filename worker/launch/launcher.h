@@ -5,6 +5,7 @@
 #ifndef MAPD_WORKER_LAUNCH_LAUNCHER_H_
 #define MAPD_WORKER_LAUNCH_LAUNCHER_H_
 
+#include <atomic>
 #include <chrono>
 #include <functional>
 #include <string>
@@ -22,12 +23,17 @@ struct LaunchOptions {
   std::chrono::milliseconds silence_timeout{60000};
   // Extra environment for every rank ("NAME=value").
   std::vector<std::string> env;
+  // The rank each process is called in errors (the job's global rank); empty: its index.
+  std::vector<int> rank_names;
+  // When set and it becomes true, the ranks are stopped and the launch ends CANCELLED.
+  const std::atomic<bool>* cancel = nullptr;
 };
 
 // Runs the ranks to completion. `on_line(rank, line)` is called for every stdout line, in
 // arrival order. OK when every rank exits 0; otherwise ABORTED (a rank failed or was killed)
 // or DEADLINE_EXCEEDED (a rank hung), naming the rank — within about a second of the failure,
-// or `silence_timeout` for a hang.
+// or `silence_timeout` for a hang; CANCELLED when `cancel` was set. `on_line`'s rank is the
+// process's index.
 absl::Status LaunchRanks(const LaunchOptions& options, const std::function<void(int rank, const std::string& line)>& on_line);
 
 }  // namespace mapd

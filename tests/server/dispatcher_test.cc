@@ -1,0 +1,234 @@
+// The dispatcher without processes: a stand-in planner and rendezvous, workers as registry
+// entries driven by hand (heartbeats, reports, a lease running out) on a fake clock.
+#include "server/dispatch/dispatcher.h"
+
+#include <gtest/gtest.h>
+
+#include "server/store/job_store.h"
+
+namespace mapd {
+namespace {
+
+class FakeRendezvous : public RendezvousHost {
+ public:
+  absl::StatusOr<int> Open(int64_t job_id) override {
+    open.insert(job_id);
+    return static_cast<int>(1000 + job_id);
+  }
+  void Close(int64_t job_id) override { open.erase(job_id); }
+  std::set<int64_t> open;
+};
+
+absl::StatusOr<JobPlan> FakePlan(const v1::JobSpec& spec) {
+  if (spec.steps() == 13) return absl::FailedPreconditionError("no plan fits 1 KiB per device");
+  JobPlan p;
+  p.mesh = {spec.ranks()};
+  for (int r = 0; r < spec.ranks(); ++r) {
+    v1::RankProgram program;
+    program.set_rank(r);
+    p.lowered.programs.push_back(program);
+    RankPrediction pred;
+    pred.peak_bytes = 1000 + r;
+    p.lowered.predicted.push_back(pred);
+  }
+  p.summary = "mesh " + std::to_string(spec.ranks());
+  p.predicted_peak_bytes = 1003;
+  p.items = {256, "tokens"};
+  return p;
+}
+
+v1::JobSpec Spec(int ranks, int64_t steps = 10) {
+  v1::JobSpec s;
+  s.set_model("gpt2:layers=1,hidden=32");
+  s.set_steps(steps);
+  s.set_ranks(ranks);
+  return s;
+}
+
+class DispatcherTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    store_ = NewMemoryJobStore();
+    jobs_ = *JobManager::Create(store_.get(), &clock_);
+    workers_ = std::make_unique<WorkerRegistry>(LeaseOptions{}, &clock_);
+    DispatchOptions o;
+    o.advertise_host = "10.0.0.1";
+    dispatcher_ = std::make_unique<Dispatcher>(jobs_.get(), workers_.get(), &rendezvous_, o, FakePlan);
+  }
+  std::string AddWorker(int devices) {
+    v1::RegisterWorkerRequest r;
+    r.set_hostname("host");
+    for (int i = 0; i < devices; ++i) {
+      auto* d = r.add_devices();
+      d->set_name("cpu:" + std::to_string(i));
+      d->set_memory_bytes(1 << 30);
+    }
+    return workers_->Register(r)->worker_id();
+  }
+  v1::HeartbeatResponse Beat(const std::string& worker, std::vector<int64_t> running = {}) {
+    auto out = workers_->Heartbeat(worker);
+    EXPECT_TRUE(out.ok());
+    dispatcher_->OnHeartbeat(worker, running, &*out);
+    return *out;
+  }
+  absl::StatusOr<v1::ReportResponse> Finish(const std::string& worker, int64_t job, int code = 0, const std::string& error = "") {
+    v1::ReportRequest r;
+    r.set_worker_id(worker);
+    r.set_job_id(job);
+    r.set_finished(true);
+    r.set_code(code);
+    r.set_error(error);
+    return dispatcher_->OnReport(r);
+  }
+  v1::JobState State(int64_t id) { return jobs_->Get(id)->state(); }
+  std::vector<std::string> Messages(int64_t id) {
+    std::vector<std::string> out;
+    const auto events = jobs_->Events(id);
+    for (const auto& e : *events) out.push_back(e.message());
+    return out;
+  }
+
+  FakeClock clock_;
+  std::unique_ptr<JobStore> store_;
+  std::unique_ptr<JobManager> jobs_;
+  std::unique_ptr<WorkerRegistry> workers_;
+  FakeRendezvous rendezvous_;
+  std::unique_ptr<Dispatcher> dispatcher_;
+};
+
+TEST_F(DispatcherTest, PlacesConsecutiveRanksOnTheWorkersWithMostFreeDevicesFirst) {
+  const std::string small = AddWorker(1), big = AddWorker(2);
+  ASSERT_TRUE(jobs_->Submit(Spec(3)).ok());
+  dispatcher_->Tick();
+  EXPECT_EQ(State(1), v1::RUNNING);
+  EXPECT_EQ(rendezvous_.open, std::set<int64_t>{1});
+  const v1::HeartbeatResponse to_big = Beat(big);
+  ASSERT_EQ(to_big.assignments_size(), 1);
+  const v1::RankAssignment& a = to_big.assignments(0);
+  EXPECT_EQ(std::vector<int>(a.ranks().begin(), a.ranks().end()), (std::vector<int>{0, 1}));
+  EXPECT_EQ(std::vector<std::string>(a.devices().begin(), a.devices().end()), (std::vector<std::string>{"cpu:0", "cpu:1"}));
+  ASSERT_EQ(a.programs_size(), 2);
+  EXPECT_EQ(a.programs(1).rank(), 1);
+  EXPECT_EQ(a.store_address(), "10.0.0.1:1001");
+  EXPECT_EQ(a.predicted_peak_bytes(1), 1001);
+  EXPECT_EQ(a.items_per_step(), 256);
+  const v1::HeartbeatResponse to_small = Beat(small);
+  ASSERT_EQ(to_small.assignments_size(), 1);
+  EXPECT_EQ(to_small.assignments(0).ranks(0), 2);
+  // Sent again until the worker says it runs the job; not after.
+  EXPECT_EQ(Beat(big).assignments_size(), 1);
+  EXPECT_EQ(Beat(big, {1}).assignments_size(), 0);
+  EXPECT_EQ(dispatcher_->BusyDevices(), (std::map<std::string, int>{{small, 1}, {big, 2}}));
+  EXPECT_NE(Messages(1).back().find("running on " + big + " (rank 0-1), " + small + " (rank 2)"), std::string::npos) << Messages(1).back();
+}
+
+TEST_F(DispatcherTest, AJobWaitsForDevicesWithOneEventWhileASmallerOneStarts) {
+  AddWorker(2);
+  ASSERT_TRUE(jobs_->Submit(Spec(4)).ok());
+  ASSERT_TRUE(jobs_->Submit(Spec(2)).ok());
+  dispatcher_->Tick();
+  dispatcher_->Tick();
+  EXPECT_EQ(State(1), v1::PENDING);
+  EXPECT_EQ(State(2), v1::RUNNING);
+  const auto messages = Messages(1);
+  ASSERT_EQ(messages.size(), 2u);
+  EXPECT_NE(messages[1].find("waiting for 4 free device(s); 2 free"), std::string::npos) << messages[1];
+}
+
+TEST_F(DispatcherTest, ProgressComesFromRankZeroAndTheJobSucceedsWhenEveryWorkerHasFinished) {
+  const std::string w1 = AddWorker(1), w2 = AddWorker(1);
+  ASSERT_TRUE(jobs_->Submit(Spec(2)).ok());
+  dispatcher_->Tick();
+  v1::ReportRequest steps;
+  steps.set_worker_id(w1);
+  steps.set_job_id(1);
+  for (int s = 1; s <= 2; ++s) {
+    v1::RankStep* step = steps.add_steps();
+    step->set_rank(0);
+    step->set_step(s);
+    step->set_loss(5.0 - s);
+    step->set_seconds(0.5);
+    step->set_peak_bytes(4096);
+  }
+  auto r = dispatcher_->OnReport(steps);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_FALSE(r->cancel());
+  auto job = jobs_->Get(1);
+  EXPECT_EQ(job->step(), 2);
+  EXPECT_DOUBLE_EQ(job->loss(), 3.0);
+  const auto events = *jobs_->Events(1);
+  EXPECT_DOUBLE_EQ(events.back().items_per_second(), 512);  // 256 tokens in 0.5 s
+  EXPECT_EQ(events.back().peak_bytes(), 4096);
+  ASSERT_TRUE(Finish(w1, 1).ok());
+  EXPECT_EQ(State(1), v1::RUNNING);  // w2's ranks have not ended
+  ASSERT_TRUE(Finish(w2, 1).ok());
+  EXPECT_EQ(State(1), v1::SUCCEEDED);
+  EXPECT_NE(Messages(1).back().find("loss 4.0000 -> 3.0000"), std::string::npos) << Messages(1).back();
+  EXPECT_TRUE(rendezvous_.open.empty());
+  EXPECT_TRUE(dispatcher_->BusyDevices().empty());
+  EXPECT_EQ(Finish(w2, 1).status().code(), absl::StatusCode::kNotFound);  // no longer run here
+}
+
+TEST_F(DispatcherTest, AFailedRankFailsTheJobAndTheOtherWorkersAreToldToStop) {
+  const std::string w1 = AddWorker(1), w2 = AddWorker(1);
+  ASSERT_TRUE(jobs_->Submit(Spec(2)).ok());
+  dispatcher_->Tick();
+  ASSERT_TRUE(Finish(w2, 1, 8, "rank 1 exited with status 1: out of memory [RESOURCE_EXHAUSTED]").ok());
+  EXPECT_EQ(State(1), v1::FAILED);
+  EXPECT_NE(jobs_->Get(1)->error().find("worker " + w2 + ": rank 1 exited"), std::string::npos) << jobs_->Get(1)->error();
+  const v1::HeartbeatResponse hb = Beat(w1, {1});
+  EXPECT_EQ(std::vector<int64_t>(hb.cancel_job_ids().begin(), hb.cancel_job_ids().end()), std::vector<int64_t>{1});
+  EXPECT_EQ(hb.assignments_size(), 0);
+  v1::ReportRequest step;
+  step.set_worker_id(w1);
+  step.set_job_id(1);
+  EXPECT_TRUE(dispatcher_->OnReport(step)->cancel());
+  EXPECT_EQ(dispatcher_->BusyDevices().count(w1), 1u);  // until its ranks have ended
+  ASSERT_TRUE(Finish(w1, 1, 1, "cancelled").ok());
+  EXPECT_TRUE(dispatcher_->BusyDevices().empty());
+  EXPECT_EQ(State(1), v1::FAILED);
+}
+
+TEST_F(DispatcherTest, ALostWorkerFailsItsJobAndACancelledJobIsStoppedOnItsWorkers) {
+  const std::string w1 = AddWorker(1), w2 = AddWorker(1);
+  ASSERT_TRUE(jobs_->Submit(Spec(2)).ok());
+  dispatcher_->Tick();
+  clock_.Advance(4);
+  Beat(w2, {1});
+  clock_.Advance(2);  // w1 silent past its 5 s lease
+  workers_->ExpireLeases();
+  dispatcher_->Tick();
+  EXPECT_EQ(State(1), v1::FAILED);
+  EXPECT_NE(jobs_->Get(1)->error().find("worker " + w1 + " was lost"), std::string::npos) << jobs_->Get(1)->error();
+  EXPECT_EQ(Beat(w2, {1}).cancel_job_ids_size(), 1);
+  Beat(w2, {});  // its ranks have ended
+  EXPECT_TRUE(dispatcher_->BusyDevices().empty());
+
+  ASSERT_TRUE(jobs_->Submit(Spec(1)).ok());
+  dispatcher_->Tick();
+  ASSERT_EQ(State(2), v1::RUNNING);
+  ASSERT_TRUE(jobs_->Cancel(2).ok());
+  dispatcher_->Tick();
+  EXPECT_EQ(Beat(w2, {2}).cancel_job_ids_size(), 1);
+  ASSERT_TRUE(Finish(w2, 2, 1, "cancelled").ok());
+  EXPECT_EQ(State(2), v1::CANCELLED);
+  EXPECT_TRUE(rendezvous_.open.empty());
+}
+
+TEST_F(DispatcherTest, PlanningFailuresAndJobsOrphanedByARestartFail) {
+  AddWorker(2);
+  ASSERT_TRUE(jobs_->Submit(Spec(1, /*steps=*/13)).ok());
+  ASSERT_TRUE(jobs_->Submit(Spec(1)).ok());
+  ASSERT_TRUE(jobs_->Transition(2, v1::PLANNING, "planning").ok());
+  ASSERT_TRUE(jobs_->Transition(2, v1::RUNNING, "running").ok());  // as a previous coordinator left it
+  dispatcher_->Tick();
+  EXPECT_EQ(State(1), v1::FAILED);
+  EXPECT_EQ(jobs_->Get(1)->error(), "FAILED_PRECONDITION: no plan fits 1 KiB per device");
+  EXPECT_EQ(State(2), v1::FAILED);
+  EXPECT_NE(jobs_->Get(2)->error().find("the coordinator restarted"), std::string::npos);
+  // A worker still running its ranks is told to stop them.
+  EXPECT_EQ(Beat("w-1", {2}).cancel_job_ids_size(), 1);
+}
+
+}  // namespace
+}  // namespace mapd

@@ -1,0 +1,67 @@
+// One job's ranks on this worker (DESIGN §9): from the coordinator's RankAssignment, writes the
+// training graph and its ranks' programs to a run directory, starts one `mapctl _rank` process per
+// rank (worker/launch) against the job's rendezvous store on the coordinator, and while they train
+// reports their steps (rank 0's are the job's progress), commits this worker's checkpoint shards,
+// and keeps the worker's metrics (step time, throughput, MFU, memory against the prediction,
+// collectives); at the end it reports the outcome. Cancel() stops the ranks.
+//
+// Files: WORK_DIR/job-<id>/ holds graph.pb and rank_<r>.pb; WORK_DIR/job-<id>/checkpoints/ the
+// shards of this worker's ranks (step-NNNNNNNN/, LATEST), committed per worker.
+#ifndef MAPD_WORKER_DAEMON_JOB_RUNNER_H_
+#define MAPD_WORKER_DAEMON_JOB_RUNNER_H_
+
+#include <atomic>
+#include <functional>
+#include <map>
+#include <string>
+#include <thread>
+
+#include "proto/mapd/v1/workers.pb.h"
+#include "server/metrics/metrics.h"
+
+namespace mapd {
+
+struct JobRunnerOptions {
+  std::string work_dir;           // run directories and checkpoints go under it
+  std::string rank_program;       // the `mapctl` whose `_rank` runs one rank
+  int rank_timeout_seconds = 60;  // a rank silent this long (or waiting in a collective) fails the job
+};
+
+// Sends a report to the coordinator; true when the coordinator says to stop the ranks.
+using ReportFn = std::function<bool(const v1::ReportRequest&)>;
+
+// Declares the metric families JobRunners update (once per registry).
+void DeclareJobMetrics(MetricsRegistry* metrics);
+
+class JobRunner {
+ public:
+  // `metrics` (with DeclareJobMetrics) must outlive the runner.
+  JobRunner(v1::RankAssignment assignment, JobRunnerOptions options, ReportFn report, MetricsRegistry* metrics);
+  ~JobRunner();  // stops the ranks and waits for them
+
+  void Start();   // on a thread of its own
+  void Cancel() { cancel_ = true; }
+  bool done() const { return done_; }
+  int64_t job_id() const { return assignment_.job_id(); }
+  int ranks() const { return assignment_.ranks_size(); }
+
+ private:
+  void Run();
+  void OnLine(int index, const std::string& line);
+  void Send(v1::ReportRequest& report);
+
+  v1::RankAssignment assignment_;
+  JobRunnerOptions options_;
+  ReportFn report_;
+  MetricsRegistry* metrics_;
+  std::string dir_, checkpoint_dir_;
+  std::atomic<bool> cancel_{false}, done_{false};
+  std::thread thread_;
+  // On the launcher's thread only:
+  v1::ReportRequest pending_;                // steps not yet reported
+  std::map<int64_t, int> checkpoint_shards_; // step → local ranks that wrote it
+};
+
+}  // namespace mapd
+
+#endif  // MAPD_WORKER_DAEMON_JOB_RUNNER_H_

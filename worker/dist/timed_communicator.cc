@@ -1,0 +1,54 @@
+#include "worker/dist/timed_communicator.h"
+
+#include <chrono>
+
+namespace mapd {
+
+namespace {
+
+class TimedCommunicator : public Communicator {
+ public:
+  TimedCommunicator(std::unique_ptr<Communicator> inner, CollectiveStats* stats) : inner_(std::move(inner)), stats_(stats) {}
+
+  int rank() const override { return inner_->rank(); }
+  int size() const override { return inner_->size(); }
+  const std::string& name() const override { return inner_->name(); }
+
+  absl::Status AllReduceSum(at::Tensor& t) override {
+    return Timed("all_reduce", t, [&] { return inner_->AllReduceSum(t); });
+  }
+  absl::StatusOr<at::Tensor> AllGather(const at::Tensor& local, int64_t dim) override {
+    return Timed("all_gather", local, [&] { return inner_->AllGather(local, dim); });
+  }
+  absl::StatusOr<at::Tensor> ReduceScatter(const at::Tensor& full, int64_t dim) override {
+    return Timed("reduce_scatter", full, [&] { return inner_->ReduceScatter(full, dim); });
+  }
+  absl::StatusOr<at::Tensor> AllToAll(const at::Tensor& local, int64_t split_dim, int64_t concat_dim) override {
+    return Timed("all_to_all", local, [&] { return inner_->AllToAll(local, split_dim, concat_dim); });
+  }
+  absl::Status Barrier() override {
+    return Timed("barrier", at::Tensor(), [&] { return inner_->Barrier(); });
+  }
+
+ private:
+  template <typename F>
+  auto Timed(const char* kind, const at::Tensor& t, F&& f) -> decltype(f()) {
+    const auto start = std::chrono::steady_clock::now();
+    auto result = f();
+    CollectiveTotals& c = (*stats_)[kind];
+    c.seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    if (t.defined()) c.bytes += static_cast<double>(t.numel() * t.element_size());
+    return result;
+  }
+
+  std::unique_ptr<Communicator> inner_;
+  CollectiveStats* stats_;
+};
+
+}  // namespace
+
+std::unique_ptr<Communicator> TimeCollectives(std::unique_ptr<Communicator> inner, CollectiveStats* stats) {
+  return std::make_unique<TimedCommunicator>(std::move(inner), stats);
+}
+
+}  // namespace mapd

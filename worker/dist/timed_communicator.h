@@ -1,0 +1,27 @@
+// A Communicator that times the one it wraps: seconds spent and bytes sent (the input tensor's)
+// per kind of collective, for the per-step report and the worker's metrics (DESIGN §10). Ranks
+// share one CollectiveStats across their groups' communicators (one thread uses them).
+#ifndef MAPD_WORKER_DIST_TIMED_COMMUNICATOR_H_
+#define MAPD_WORKER_DIST_TIMED_COMMUNICATOR_H_
+
+#include <map>
+#include <memory>
+#include <string>
+
+#include "worker/dist/communicator.h"
+
+namespace mapd {
+
+struct CollectiveTotals {
+  double seconds = 0;
+  double bytes = 0;
+};
+// By kind: "all_reduce", "all_gather", "reduce_scatter", "all_to_all", "barrier".
+using CollectiveStats = std::map<std::string, CollectiveTotals>;
+
+// `stats` must outlive the communicator.
+std::unique_ptr<Communicator> TimeCollectives(std::unique_ptr<Communicator> inner, CollectiveStats* stats);
+
+}  // namespace mapd
+
+#endif  // MAPD_WORKER_DIST_TIMED_COMMUNICATOR_H_
