@@ -78,6 +78,7 @@ absl::StatusOr<std::unique_ptr<MapdServer>> MapdServer::Start(const ServerOption
   }
   s->auth_ = std::make_unique<TokenAuth>(options.token);
   s->job_service_ = std::make_unique<JobServiceImpl>(s->jobs_.get(), s->auth_.get());
+  s->planner_service_ = std::make_unique<PlannerServiceImpl>(s->auth_.get());
   s->workers_ = std::make_unique<WorkerRegistry>(options.lease, SystemClock());
   s->rendezvous_ = NewTcpStoreRendezvous(options.listen.substr(0, options.listen.rfind(':')));
   s->dispatcher_ = std::make_unique<Dispatcher>(s->jobs_.get(), s->workers_.get(), s->rendezvous_.get(), options.dispatch_options);
@@ -97,6 +98,7 @@ absl::StatusOr<std::unique_ptr<MapdServer>> MapdServer::Start(const ServerOption
   grpc::ServerBuilder builder;
   builder.AddListeningPort(options.listen, creds, &s->port_);
   builder.RegisterService(s->job_service_.get());
+  builder.RegisterService(s->planner_service_.get());
   builder.RegisterService(s->worker_service_.get());
   s->server_ = builder.BuildAndStart();
   if (s->server_ == nullptr || s->port_ == 0) {

@@ -1,5 +1,6 @@
 // The coordinator's gRPC server: the job store (SQLite, or memory when no path is given), the
-// job manager and the services, with grpc.health.v1, bearer-token auth and optional TLS.
+// job manager, the worker registry, the dispatcher and the services (jobs, planner, workers),
+// with grpc.health.v1, bearer-token auth, optional TLS and the /metrics endpoint.
 #ifndef MAPD_SERVER_API_SERVER_H_
 #define MAPD_SERVER_API_SERVER_H_
 
@@ -13,6 +14,7 @@
 #include "absl/synchronization/notification.h"
 #include "server/api/auth.h"
 #include "server/api/job_service.h"
+#include "server/api/planner_service.h"
 #include "server/api/worker_service.h"
 #include "server/dispatch/dispatcher.h"
 #include "server/dispatch/rendezvous.h"
@@ -68,6 +70,7 @@ class MapdServer {
   std::unique_ptr<JobManager> jobs_;
   std::unique_ptr<TokenAuth> auth_;
   std::unique_ptr<JobServiceImpl> job_service_;
+  std::unique_ptr<PlannerServiceImpl> planner_service_;
   std::unique_ptr<WorkerRegistry> workers_;
   std::unique_ptr<RendezvousHost> rendezvous_;
   std::unique_ptr<Dispatcher> dispatcher_;

@@ -1,5 +1,5 @@
 """mapd driven by Python stubs generated here from proto/ (protoc + Debian's grpc_python_plugin):
-list and submit jobs, auth refused without the token, and a graceful exit on SIGTERM."""
+list and submit jobs, plan a model, auth refused without the token, and a graceful exit on SIGTERM."""
 import os
 import signal
 import subprocess
@@ -19,7 +19,8 @@ def stubs(tmp_path_factory):
     proto = os.path.join(SOURCE_DIR, "proto")
     subprocess.run(["protoc", f"-I{proto}", f"--python_out={out}", f"--grpc_out={out}",
                     "--plugin=protoc-gen-grpc=/usr/bin/grpc_python_plugin",
-                    "mapd/v1/graph.proto", "mapd/v1/jobs.proto", "mapd/v1/job_service.proto"],
+                    "mapd/v1/graph.proto", "mapd/v1/jobs.proto", "mapd/v1/job_service.proto", "mapd/v1/plan.proto",
+                    "mapd/v1/planner_service.proto"],
                    check=True, cwd=proto, capture_output=True)
     sys.path.insert(0, str(out))
     from mapd.v1 import job_service_pb2_grpc, jobs_pb2  # noqa: E402
@@ -65,6 +66,20 @@ def test_python_stubs_list_and_submit(stubs, mapd):
     assert proc.wait(timeout=20) == 0
     assert time.monotonic() - start < 20
     assert "shutting down" in proc.stdout.read()
+
+
+def test_python_stubs_plan_a_model(stubs, mapd):
+    import grpc
+    jobs_pb2, _ = stubs
+    from mapd.v1 import planner_service_pb2, planner_service_pb2_grpc  # noqa: E402
+    _, port = mapd
+    stub = planner_service_pb2_grpc.PlannerServiceStub(grpc.insecure_channel(f"127.0.0.1:{port}"))
+    auth = [("authorization", f"Bearer {TOKEN}")]
+    spec = jobs_pb2.JobSpec(model="gpt2:layers=2,hidden=32,heads=4,vocab=64,seq=8,batch=4", ranks=4, device_type="cpu")
+    planned = stub.Plan(planner_service_pb2.PlanRequest(spec=spec), metadata=auth, timeout=30)
+    assert planned.fits and planned.summary.startswith("mesh ") and len(planned.plan.nodes) == len(planned.plan.graph.nodes)
+    profiled = stub.Profile(planner_service_pb2.ProfileRequest(spec=spec), metadata=auth, timeout=30)
+    assert profiled.parameters > 0 and profiled.predicted_peak_bytes > 0
 
 
 def test_without_a_token_mapd_refuses_to_start(tmp_path):

@@ -9,6 +9,7 @@
 
 #include "proto/grpc/health/v1/health.grpc.pb.h"
 #include "proto/mapd/v1/job_service.grpc.pb.h"
+#include "proto/mapd/v1/planner_service.grpc.pb.h"
 #include "server/api/server.h"
 
 namespace mapd {
@@ -224,6 +225,70 @@ TEST_F(JobServiceTest, WatchStreamsEventsUntilTheJobFinishes) {
   EXPECT_EQ(seen.front().state(), v1::PENDING);
   EXPECT_EQ(seen[3].step(), 1);
   EXPECT_EQ(seen.back().state(), v1::SUCCEEDED);
+}
+
+TEST_F(JobServiceTest, ThePlannerServiceProfilesAndPlansWithoutRunning) {
+  auto server = StartServer(Db());
+  ASSERT_NE(server, nullptr);
+  auto planner = v1::PlannerService::NewStub(Connect(server->port()));
+  v1::JobSpec spec = Spec();
+  spec.clear_steps();  // not needed to plan
+  spec.set_ranks(4);
+  spec.set_device_type("cpu");
+  {
+    grpc::ClientContext ctx;
+    Authorize(ctx);
+    v1::ProfileRequest req;
+    *req.mutable_spec() = spec;
+    v1::ProfileResponse out;
+    const grpc::Status st = planner->Profile(&ctx, req, &out);
+    ASSERT_TRUE(st.ok()) << st.error_message();
+    EXPECT_GT(out.parameters(), 0);
+    EXPECT_GT(out.forward_flops(), 0);
+    EXPECT_GT(out.backward_flops(), out.forward_flops());
+    EXPECT_GT(out.predicted_peak_bytes(), out.parameter_bytes());
+    EXPECT_EQ(out.device_type(), "cpu");
+  }
+  {
+    grpc::ClientContext ctx;
+    Authorize(ctx);
+    v1::PlanRequest req;
+    *req.mutable_spec() = spec;
+    v1::PlanResponse out;
+    const grpc::Status st = planner->Plan(&ctx, req, &out);
+    ASSERT_TRUE(st.ok()) << st.error_message();
+    EXPECT_TRUE(out.fits());
+    int64_t devices = 1;
+    for (int64_t d : out.plan().mesh()) devices *= d;
+    EXPECT_EQ(devices, 4);
+    EXPECT_EQ(out.plan().nodes_size(), out.plan().graph().nodes_size());
+    EXPECT_NE(out.summary().find("mesh "), std::string::npos) << out.summary();
+  }
+  {
+    grpc::ClientContext ctx;  // a budget nothing fits: an answer, not an error
+    Authorize(ctx);
+    v1::PlanRequest req;
+    *req.mutable_spec() = spec;
+    req.mutable_spec()->set_memory_per_device(1024);
+    v1::PlanResponse out;
+    ASSERT_TRUE(planner->Plan(&ctx, req, &out).ok());
+    EXPECT_FALSE(out.fits());
+    EXPECT_GT(out.min_memory_bytes(), 1024);
+  }
+  {
+    grpc::ClientContext ctx;
+    Authorize(ctx);
+    v1::PlanRequest req;
+    *req.mutable_spec() = spec;
+    req.mutable_spec()->set_model("gpt9");
+    v1::PlanResponse out;
+    EXPECT_EQ(planner->Plan(&ctx, req, &out).error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  }
+  grpc::ClientContext ctx;  // no token
+  v1::PlanRequest req;
+  *req.mutable_spec() = spec;
+  v1::PlanResponse out;
+  EXPECT_EQ(planner->Plan(&ctx, req, &out).error_code(), grpc::StatusCode::UNAUTHENTICATED);
 }
 
 TEST_F(JobServiceTest, ARestartedCoordinatorListsEveryJobWithItsHistory) {

@@ -1,0 +1,79 @@
+#include "server/api/planner_service.h"
+
+#include "planner/profile/profiler.h"
+#include "server/api/grpc_status.h"
+#include "server/jobs/job_planner.h"
+#include "server/jobs/job_spec.h"
+
+namespace mapd {
+
+namespace {
+
+// The spec checked as a job's would be (steps do not matter here) with its defaults.
+absl::StatusOr<v1::JobSpec> CheckedSpec(v1::JobSpec spec) {
+  if (spec.steps() == 0) spec.set_steps(1);
+  if (auto st = ValidateJobSpec(spec); !st.ok()) return st;
+  return WithDefaults(std::move(spec));
+}
+
+absl::StatusOr<v1::ProfileResponse> ProfileSpec(const v1::JobSpec& request) {
+  auto spec = CheckedSpec(request);
+  if (!spec.ok()) return spec.status();
+  auto graph = BuildJobGraph(*spec);
+  if (!graph.ok()) return graph.status();
+  auto options = JobPlannerOptions(*spec);
+  if (!options.ok()) return options.status();
+  auto device = LoadDeviceProfile(spec->device_type());
+  if (!device.ok()) return device.status();
+  ProfileOptions po = options->profile;
+  po.device = *device;
+  po.timeline = false;
+  auto report = ProfileTrainingStep(*graph, po);
+  if (!report.ok()) return report.status();
+  v1::ProfileResponse out;
+  out.set_parameters(report->params);
+  out.set_parameter_bytes(report->parameter_bytes);
+  out.set_forward_flops(report->forward_flops);
+  out.set_backward_flops(report->backward_flops);
+  out.set_predicted_peak_bytes(report->predicted_peak_bytes);
+  out.set_peak_at(report->peak_at);
+  out.set_predicted_step_seconds(report->predicted_step_seconds());
+  out.set_device_type(spec->device_type());
+  return out;
+}
+
+absl::StatusOr<v1::PlanResponse> PlanSpec(const v1::JobSpec& request) {
+  auto spec = CheckedSpec(request);
+  if (!spec.ok()) return spec.status();
+  auto graph = BuildJobGraph(*spec);
+  if (!graph.ok()) return graph.status();
+  auto options = JobPlannerOptions(*spec);
+  if (!options.ok()) return options.status();
+  auto result = SearchPlan(*graph, *options);
+  if (!result.ok()) return result.status();
+  v1::PlanResponse out;
+  out.set_fits(result->fits);
+  out.set_search_seconds(result->search_seconds);
+  if (result->fits) {
+    *out.mutable_plan() = ToPlanProto(*graph, *result, *options);
+    out.mutable_plan()->set_model(spec->model());
+    out.set_summary(PlanSummary(result->plan));
+  } else {
+    out.set_min_memory_bytes(result->min_memory_bytes);
+  }
+  return out;
+}
+
+}  // namespace
+
+grpc::Status PlannerServiceImpl::Profile(grpc::ServerContext* ctx, const v1::ProfileRequest* req, v1::ProfileResponse* out) {
+  if (auto st = auth_->Check(*ctx); !st.ok()) return st;
+  return Reply(ProfileSpec(req->spec()), out);
+}
+
+grpc::Status PlannerServiceImpl::Plan(grpc::ServerContext* ctx, const v1::PlanRequest* req, v1::PlanResponse* out) {
+  if (auto st = auth_->Check(*ctx); !st.ok()) return st;
+  return Reply(PlanSpec(req->spec()), out);
+}
+
+}  // namespace mapd
