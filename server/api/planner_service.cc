@@ -9,26 +9,34 @@ namespace mapd {
 
 namespace {
 
-// The spec checked as a job's would be (steps do not matter here) with its defaults.
-absl::StatusOr<v1::JobSpec> CheckedSpec(v1::JobSpec spec) {
+// What both calls start from: the spec checked as a job's would be (steps do not matter here)
+// with its defaults, its training graph and the planner's options.
+struct Prepared {
+  v1::JobSpec spec;
+  Graph graph;
+  PlannerOptions options;
+};
+
+absl::StatusOr<Prepared> Prepare(v1::JobSpec spec) {
   if (spec.steps() == 0) spec.set_steps(1);
   if (auto st = ValidateJobSpec(spec); !st.ok()) return st;
-  return WithDefaults(std::move(spec));
+  spec = WithDefaults(std::move(spec));
+  auto graph = BuildJobGraph(spec);
+  if (!graph.ok()) return graph.status();
+  auto options = JobPlannerOptions(spec);
+  if (!options.ok()) return options.status();
+  return Prepared{std::move(spec), *std::move(graph), *std::move(options)};
 }
 
 absl::StatusOr<v1::ProfileResponse> ProfileSpec(const v1::JobSpec& request) {
-  auto spec = CheckedSpec(request);
-  if (!spec.ok()) return spec.status();
-  auto graph = BuildJobGraph(*spec);
-  if (!graph.ok()) return graph.status();
-  auto options = JobPlannerOptions(*spec);
-  if (!options.ok()) return options.status();
-  auto device = LoadDeviceProfile(spec->device_type());
+  auto p = Prepare(request);
+  if (!p.ok()) return p.status();
+  auto device = LoadDeviceProfile(p->spec.device_type());
   if (!device.ok()) return device.status();
-  ProfileOptions po = options->profile;
+  ProfileOptions po = p->options.profile;
   po.device = *device;
   po.timeline = false;
-  auto report = ProfileTrainingStep(*graph, po);
+  auto report = ProfileTrainingStep(p->graph, po);
   if (!report.ok()) return report.status();
   v1::ProfileResponse out;
   out.set_parameters(report->params);
@@ -38,25 +46,21 @@ absl::StatusOr<v1::ProfileResponse> ProfileSpec(const v1::JobSpec& request) {
   out.set_predicted_peak_bytes(report->predicted_peak_bytes);
   out.set_peak_at(report->peak_at);
   out.set_predicted_step_seconds(report->predicted_step_seconds());
-  out.set_device_type(spec->device_type());
+  out.set_device_type(p->spec.device_type());
   return out;
 }
 
 absl::StatusOr<v1::PlanResponse> PlanSpec(const v1::JobSpec& request) {
-  auto spec = CheckedSpec(request);
-  if (!spec.ok()) return spec.status();
-  auto graph = BuildJobGraph(*spec);
-  if (!graph.ok()) return graph.status();
-  auto options = JobPlannerOptions(*spec);
-  if (!options.ok()) return options.status();
-  auto result = SearchPlan(*graph, *options);
+  auto p = Prepare(request);
+  if (!p.ok()) return p.status();
+  auto result = SearchPlan(p->graph, p->options);
   if (!result.ok()) return result.status();
   v1::PlanResponse out;
   out.set_fits(result->fits);
   out.set_search_seconds(result->search_seconds);
   if (result->fits) {
-    *out.mutable_plan() = ToPlanProto(*graph, *result, *options);
-    out.mutable_plan()->set_model(spec->model());
+    *out.mutable_plan() = ToPlanProto(p->graph, *result, p->options);
+    out.mutable_plan()->set_model(p->spec.model());
     out.set_summary(PlanSummary(result->plan));
   } else {
     out.set_min_memory_bytes(result->min_memory_bytes);

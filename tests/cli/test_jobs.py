@@ -110,15 +110,7 @@ def test_workers_register_keep_their_lease_and_are_lost_when_they_stop(tmp_path)
     env = {"MAPD_ADDRESS": f"127.0.0.1:{port}", "MAPD_TOKEN": TOKEN}
     workers = []
     try:
-        for name in ("alpha", "beta"):
-            w = subprocess.Popen([MAPD_WORKER, "--cpu-devices", "2", "--memory-per-device", str(1 << 30), "--hostname", name,
-                                  "--metrics-listen", "127.0.0.1:0"],
-                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=dict(os.environ, **env))
-            metrics_line = w.stdout.readline()
-            assert "metrics on http://" in metrics_line, metrics_line + w.stderr.read()
-            registered = w.stdout.readline()
-            assert "registered as w-" in registered, registered + w.stderr.read()
-            workers.append((w, metrics_line.split("metrics on ")[1].strip()))
+        workers = [start_worker(env, tmp_path, name) for name in ("alpha", "beta")]
         time.sleep(1.5)  # several heartbeats: both stay ALIVE past the 1 s lease
         listed = json.loads(mapctl(env, "workers", "-o", "json", check=0).stdout)
         assert [(x["hostname"], x["state"], len(x["devices"])) for x in listed] == [("alpha", "ALIVE", 2), ("beta", "ALIVE", 2)]
@@ -138,10 +130,15 @@ def test_workers_register_keep_their_lease_and_are_lost_when_they_stop(tmp_path)
         workers[0][0].send_signal(signal.SIGTERM)
         assert workers[0][0].wait(timeout=20) == 0
     finally:
-        for w, _ in workers:
-            if w.poll() is None:
-                w.kill()
-        stop(proc)
+        stop_all(proc, workers)
+
+
+def stop_all(proc, workers):
+    """Kills the workers still running, then stops mapd (which must exit 0)."""
+    for w, _ in workers:
+        if w.poll() is None:
+            w.kill()
+    stop(proc)
 
 
 def start_worker(env, tmp, name):
@@ -256,7 +253,4 @@ def test_jobs_run_on_two_workers_are_cancelled_and_fail_when_a_worker_is_lost(tm
         workers[0][0].send_signal(signal.SIGTERM)
         assert workers[0][0].wait(timeout=20) == 0
     finally:
-        for w, _ in workers:
-            if w.poll() is None:
-                w.kill()
-        stop(proc)
+        stop_all(proc, workers)

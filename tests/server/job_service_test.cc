@@ -249,46 +249,32 @@ TEST_F(JobServiceTest, ThePlannerServiceProfilesAndPlansWithoutRunning) {
     EXPECT_GT(out.predicted_peak_bytes(), out.parameter_bytes());
     EXPECT_EQ(out.device_type(), "cpu");
   }
-  {
+  auto plan = [&](const v1::JobSpec& asked, v1::PlanResponse* answer, const std::string& token = kToken) {
     grpc::ClientContext ctx;
-    Authorize(ctx);
+    if (!token.empty()) Authorize(ctx, token);
     v1::PlanRequest req;
-    *req.mutable_spec() = spec;
-    v1::PlanResponse out;
-    const grpc::Status st = planner->Plan(&ctx, req, &out);
-    ASSERT_TRUE(st.ok()) << st.error_message();
-    EXPECT_TRUE(out.fits());
-    int64_t devices = 1;
-    for (int64_t d : out.plan().mesh()) devices *= d;
-    EXPECT_EQ(devices, 4);
-    EXPECT_EQ(out.plan().nodes_size(), out.plan().graph().nodes_size());
-    EXPECT_NE(out.summary().find("mesh "), std::string::npos) << out.summary();
-  }
-  {
-    grpc::ClientContext ctx;  // a budget nothing fits: an answer, not an error
-    Authorize(ctx);
-    v1::PlanRequest req;
-    *req.mutable_spec() = spec;
-    req.mutable_spec()->set_memory_per_device(1024);
-    v1::PlanResponse out;
-    ASSERT_TRUE(planner->Plan(&ctx, req, &out).ok());
-    EXPECT_FALSE(out.fits());
-    EXPECT_GT(out.min_memory_bytes(), 1024);
-  }
-  {
-    grpc::ClientContext ctx;
-    Authorize(ctx);
-    v1::PlanRequest req;
-    *req.mutable_spec() = spec;
-    req.mutable_spec()->set_model("gpt9");
-    v1::PlanResponse out;
-    EXPECT_EQ(planner->Plan(&ctx, req, &out).error_code(), grpc::StatusCode::INVALID_ARGUMENT);
-  }
-  grpc::ClientContext ctx;  // no token
-  v1::PlanRequest req;
-  *req.mutable_spec() = spec;
+    *req.mutable_spec() = asked;
+    return planner->Plan(&ctx, req, answer);
+  };
   v1::PlanResponse out;
-  EXPECT_EQ(planner->Plan(&ctx, req, &out).error_code(), grpc::StatusCode::UNAUTHENTICATED);
+  const grpc::Status st = plan(spec, &out);
+  ASSERT_TRUE(st.ok()) << st.error_message();
+  EXPECT_TRUE(out.fits());
+  int64_t devices = 1;
+  for (int64_t d : out.plan().mesh()) devices *= d;
+  EXPECT_EQ(devices, 4);
+  EXPECT_EQ(out.plan().nodes_size(), out.plan().graph().nodes_size());
+  EXPECT_NE(out.summary().find("mesh "), std::string::npos) << out.summary();
+  // A budget nothing fits: an answer, not an error.
+  v1::JobSpec tight = spec;
+  tight.set_memory_per_device(1024);
+  ASSERT_TRUE(plan(tight, &out).ok());
+  EXPECT_FALSE(out.fits());
+  EXPECT_GT(out.min_memory_bytes(), 1024);
+  v1::JobSpec unknown = spec;
+  unknown.set_model("gpt9");
+  EXPECT_EQ(plan(unknown, &out).error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_EQ(plan(spec, &out, "").error_code(), grpc::StatusCode::UNAUTHENTICATED);
 }
 
 TEST_F(JobServiceTest, ARestartedCoordinatorListsEveryJobWithItsHistory) {
