@@ -7,6 +7,7 @@
 
 #include <cstdlib>
 #include <ctime>
+#include <filesystem>
 #include <fstream>
 #include <functional>
 #include <iostream>
@@ -136,7 +137,7 @@ absl::Status FillSpecFromYaml(const std::string& file, SubmitArgs& a) {
     return absl::InvalidArgumentError(absl::StrCat("-f ", file, ": ", e.what()));
   }
   if (!y.IsMap()) return absl::InvalidArgumentError(absl::StrCat("-f ", file, ": a job file is a mapping of fields (model, steps, ranks, ...)"));
-  static const std::set<std::string> known = {"model", "inputs", "loss", "name", "steps", "ranks", "mesh", "device_type",
+  static const std::set<std::string> known = {"model", "inputs", "loss", "name", "steps", "ranks", "mesh", "device", "device_type",
                                               "memory_per_device", "optimizer", "lr", "data", "zero", "recompute",
                                               "checkpoint_every", "seed"};
   try {
@@ -153,6 +154,7 @@ absl::Status FillSpecFromYaml(const std::string& file, SubmitArgs& a) {
     if (y["steps"]) a.steps = y["steps"].as<int64_t>();
     if (y["ranks"]) a.ranks = y["ranks"].as<int>();
     if (y["mesh"]) a.mesh = y["mesh"].as<std::string>();
+    if (y["device"]) a.device = y["device"].as<std::string>();
     if (y["device_type"]) a.device_type = y["device_type"].as<std::string>();
     if (y["memory_per_device"]) a.memory_per_device = y["memory_per_device"].as<std::string>();
     if (y["optimizer"]) a.optimizer = y["optimizer"].as<std::string>();
@@ -167,6 +169,17 @@ absl::Status FillSpecFromYaml(const std::string& file, SubmitArgs& a) {
   }
   if (a.model.model.empty()) return absl::InvalidArgumentError(absl::StrCat("-f ", file, ": no model"));
   return absl::OkStatus();
+}
+
+// text:FILE / tokens:FILE name files on the workers; a relative path that exists here is made
+// absolute, so workers on this machine (started elsewhere) find it.
+std::string AbsoluteDataPath(const std::string& data) {
+  const size_t colon = data.find(':');
+  if (colon == std::string::npos || data == "synthetic") return data;
+  const std::string path = data.substr(colon + 1);
+  std::error_code ec;
+  if (path.empty() || path[0] == '/' || !std::filesystem::exists(path, ec)) return data;
+  return data.substr(0, colon + 1) + std::filesystem::absolute(path, ec).string();
 }
 
 }  // namespace
@@ -195,6 +208,7 @@ int RunSubmit(SubmitArgs a) {
     if (!mesh.ok()) return ReportError(mesh.status());
     for (int64_t d : *mesh) spec.add_mesh(d);
   }
+  spec.set_device(a.device);
   spec.set_device_type(a.device_type);
   if (!a.memory_per_device.empty()) {
     auto bytes = ParseBytes(a.memory_per_device);
@@ -203,7 +217,7 @@ int RunSubmit(SubmitArgs a) {
   }
   spec.set_optimizer(a.optimizer);
   spec.set_lr(a.lr);
-  spec.set_data(a.data);
+  spec.set_data(AbsoluteDataPath(a.data));
   spec.set_zero(a.zero);
   spec.set_recompute(a.recompute);
   spec.set_checkpoint_every(a.checkpoint_every);
@@ -271,8 +285,8 @@ int RunGet(const JobArgs& a, int64_t id) {
             << "Training:   " << s.steps() << " steps on " << s.ranks() << " rank(s)"
             << (s.mesh_size() > 0 ? absl::StrCat(", mesh ", absl::StrJoin(s.mesh(), "x")) : "") << ", " << s.optimizer()
             << " lr " << s.lr() << ", data " << s.data() << "\n"
-            << "Budget:     " << (s.memory_per_device() > 0 ? HumanBytes(s.memory_per_device()) : "the device's memory") << " per device ("
-            << s.device_type() << ")\n"
+            << "Budget:     " << (s.memory_per_device() > 0 ? HumanBytes(s.memory_per_device()) : "the device's memory") << " per "
+            << (s.device().empty() ? "cpu" : s.device()) << " device (cost model: " << s.device_type() << ")\n"
             << "Plan:       " << (job.plan_summary().empty() ? "-" : job.plan_summary()) << "\n"
             << "Progress:   step " << job.step() << "/" << s.steps()
             << (job.step() > 0 ? absl::StrFormat(", loss %.4f", job.loss()) : "") << "\n"

@@ -427,6 +427,7 @@ int RunRank(const RankArgs& args) {
   o.run_dir = args.run_dir;
   o.rank = args.rank;
   o.host = args.host;
+  o.cuda_device = args.cuda_device;
   o.port = args.port;
   o.timeout_seconds = static_cast<int>(args.run.rank_timeout);
   o.training = *training;

@@ -75,6 +75,7 @@ struct RankArgs {
   std::string run_dir;
   int rank = -1;
   std::string host = "127.0.0.1";  // the rendezvous store's (a coordinator's, for mapd-worker)
+  int cuda_device = -1;            // --device cuda: this GPU (-1: the rank's number, as `run` places them)
   int port = 0;
   int64_t resume_step = 0;
   bool write_final = false;  // final blocks to the run dir (for --check-reference)
@@ -129,6 +130,7 @@ struct SubmitArgs {
   int64_t steps = 100;
   int ranks = 1;
   std::string mesh;
+  std::string device = "cpu";        // what the ranks run on: cpu | cuda
   std::string device_type = "cpu";
   std::string memory_per_device;
   std::string optimizer = "adamw";

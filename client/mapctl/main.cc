@@ -129,6 +129,7 @@ int main(int argc, char** argv) {
   rank_cmd->add_option("--run-dir", rank_args.run_dir)->required();
   rank_cmd->add_option("--rank", rank_args.rank)->required();
   rank_cmd->add_option("--host", rank_args.host);
+  rank_cmd->add_option("--cuda-device", rank_args.cuda_device);
   rank_cmd->add_option("--port", rank_args.port)->required();
   rank_cmd->add_option("--steps", rank_args.run.steps);
   rank_cmd->add_option("--optimizer", rank_args.run.optimizer);
@@ -200,6 +201,8 @@ int main(int argc, char** argv) {
   submit->add_option("--steps", submit_args.steps, "Training steps")->capture_default_str();
   submit->add_option("--ranks", submit_args.ranks, "Devices to train on")->capture_default_str();
   submit->add_option("--mesh", submit_args.mesh, "Pin the mesh shape, e.g. 2x2");
+  submit->add_option("--device", submit_args.device, "What the ranks run on: cpu (Gloo) | cuda (NCCL, on workers that offer GPUs)")
+      ->capture_default_str();
   submit->add_option("--device-type", submit_args.device_type, "The cost model's device")->capture_default_str();
   submit->add_option("--memory-per-device", submit_args.memory_per_device, "Budget per device, e.g. 40GiB");
   submit->add_option("--optimizer", submit_args.optimizer, "sgd | momentum | adamw")->capture_default_str();

@@ -20,6 +20,9 @@ std::string RankRange(const v1::RankAssignment& a) {
 
 void SetError(v1::Job& job, const std::string& why) { job.set_error(why); }
 
+// "cuda" for "cuda:1".
+std::string DeviceKind(const std::string& device) { return device.substr(0, device.find(':')); }
+
 }  // namespace
 
 absl::Status DispatchOptions::Validate() const {
@@ -40,7 +43,7 @@ void Dispatcher::FailOrphans() {
   }
 }
 
-std::map<std::string, std::vector<std::string>> Dispatcher::FreeDevicesLocked(int64_t min_memory) const {
+std::map<std::string, std::vector<std::string>> Dispatcher::FreeDevicesLocked(const std::string& kind, int64_t min_memory) const {
   std::map<std::string, std::set<std::string>> busy;
   for (const auto& [id, job] : active_) {
     for (const Part& p : job.parts) {
@@ -51,7 +54,9 @@ std::map<std::string, std::vector<std::string>> Dispatcher::FreeDevicesLocked(in
   for (const v1::Worker& w : workers_->List()) {
     if (w.state() != v1::ALIVE) continue;
     for (const v1::Device& d : w.devices()) {
-      if (d.memory_bytes() >= min_memory && !busy[w.id()].count(d.name())) free[w.id()].push_back(d.name());
+      if (DeviceKind(d.name()) == kind && d.memory_bytes() >= min_memory && !busy[w.id()].count(d.name())) {
+        free[w.id()].push_back(d.name());
+      }
     }
   }
   return free;
@@ -72,6 +77,7 @@ bool Dispatcher::TryStart(const v1::Job& job) {
   const v1::JobSpec& spec = job.spec();
   const int ranks = spec.ranks();
   const int64_t budget = spec.memory_per_device();
+  const std::string kind = spec.device().empty() ? "cpu" : spec.device();
   auto count = [](const std::map<std::string, std::vector<std::string>>& free) {
     int n = 0;
     for (const auto& [w, d] : free) n += static_cast<int>(d.size());
@@ -79,10 +85,10 @@ bool Dispatcher::TryStart(const v1::Job& job) {
   };
   {
     absl::MutexLock lock(&mu_);
-    const auto free = FreeDevicesLocked(budget);
+    const auto free = FreeDevicesLocked(kind, budget);
     if (count(free) < ranks) {
       if (told_waiting_.insert(job.id()).second) {
-        (void)jobs_->Note(job.id(), absl::StrCat("waiting for ", ranks, " free device(s)",
+        (void)jobs_->Note(job.id(), absl::StrCat("waiting for ", ranks, " free ", kind, " device(s)",
                                                  budget > 0 ? absl::StrCat(" with ", FormatBytes(budget), " each") : "", "; ",
                                                  count(free), " free on ALIVE workers now"));
       }
@@ -99,7 +105,7 @@ bool Dispatcher::TryStart(const v1::Job& job) {
   absl::MutexLock lock(&mu_);
   told_waiting_.erase(job.id());
   // Devices may have gone while planning (a lost worker): then the job queues again.
-  const auto free = FreeDevicesLocked(budget);
+  const auto free = FreeDevicesLocked(kind, budget);
   if (count(free) < ranks) {
     (void)jobs_->Transition(job.id(), v1::PENDING, "back in the queue: devices went away while planning");
     return false;

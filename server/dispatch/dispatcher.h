@@ -4,8 +4,8 @@
 //   1. A running job one of whose workers was lost (lease ran out) FAILS, naming the worker and
 //      its ranks; the other workers are told to stop theirs. A job the manager finished meanwhile
 //      (cancelled by the user) is stopped on its workers the same way.
-//   2. PENDING jobs, oldest first, start when ALIVE workers have enough free devices (with the
-//      memory the job's budget asks for): PLANNING — the plan searched, lowered to one program per
+//   2. PENDING jobs, oldest first, start when ALIVE workers have enough free devices of the job's
+//      kind (cpu or cuda) with the memory the job's budget asks for: PLANNING — the plan searched, lowered to one program per
 //      rank and checked against the budget (job_planner.h) — then the ranks are placed, the job's
 //      rendezvous store opened on the coordinator, and the job is RUNNING. A job that does not
 //      fit now waits (one event says for what); a later, smaller one may start before it.
@@ -97,8 +97,10 @@ class Dispatcher {
   void FailLocked(int64_t id, ActiveJob& job, const std::string& why) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Drops jobs whose parts have all ended, closing their stores.
   void ReapLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Free devices (names) per ALIVE worker with at least `min_memory` bytes each.
-  std::map<std::string, std::vector<std::string>> FreeDevicesLocked(int64_t min_memory) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Free devices (names) of `kind` ("cpu", "cuda") per ALIVE worker with at least `min_memory`
+  // bytes each.
+  std::map<std::string, std::vector<std::string>> FreeDevicesLocked(const std::string& kind, int64_t min_memory) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   JobManager* jobs_;
   WorkerRegistry* workers_;

@@ -36,6 +36,9 @@ absl::Status ValidateJobSpec(const v1::JobSpec& s) {
   if (!d.empty() && d != "synthetic" && d.rfind("text:", 0) != 0 && d.rfind("tokens:", 0) != 0) {
     return bad("data '", d, "' is not synthetic, text:FILE or tokens:FILE");
   }
+  if (!s.device().empty() && s.device() != "cpu" && s.device() != "cuda") {
+    return bad("device '", s.device(), "' is not cpu or cuda (the devices workers offer)");
+  }
   if (s.checkpoint_every() < 0) return bad("checkpoint_every is ", s.checkpoint_every(), "; give 0 or a positive number of steps");
   return absl::OkStatus();
 }
@@ -43,6 +46,7 @@ absl::Status ValidateJobSpec(const v1::JobSpec& s) {
 v1::JobSpec WithDefaults(v1::JobSpec s) {
   if (s.name().empty()) s.set_name(s.model().empty() ? s.graph().name() : s.model());
   if (s.device_type().empty()) s.set_device_type("cpu");
+  if (s.device().empty()) s.set_device("cpu");
   if (s.optimizer().empty()) s.set_optimizer("adamw");
   if (s.lr() == 0) s.set_lr(1e-3);
   if (s.data().empty()) s.set_data("synthetic");

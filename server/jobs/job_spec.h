@@ -11,7 +11,7 @@ namespace mapd {
 
 absl::Status ValidateJobSpec(const v1::JobSpec& spec);
 
-// The spec with defaults filled in (name, device type, optimizer, lr, data, zero, recompute).
+// The spec with defaults filled in (name, device, device type, optimizer, lr, data, zero, recompute).
 v1::JobSpec WithDefaults(v1::JobSpec spec);
 
 }  // namespace mapd

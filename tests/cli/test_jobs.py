@@ -254,3 +254,18 @@ def test_jobs_run_on_two_workers_are_cancelled_and_fail_when_a_worker_is_lost(tm
         assert workers[0][0].wait(timeout=20) == 0
     finally:
         stop_all(proc, workers)
+
+
+def test_a_worker_offers_only_devices_it_has(tmp_path):
+    """GPUs asked of a worker on a machine (or build) without them: a clear error, exit 1."""
+    env = dict(os.environ, MAPD_TOKEN=TOKEN, MAPD_ADDRESS="127.0.0.1:1")
+    try:
+        r = subprocess.run([MAPD_WORKER, "--cuda-devices", "1", "--work-dir", str(tmp_path), "--metrics-listen", ""],
+                           capture_output=True, text=True, env=env, timeout=20)
+    except subprocess.TimeoutExpired:
+        pytest.skip("this machine offers a GPU (the worker started)")
+    assert r.returncode == 1
+    assert "--cuda-devices 1:" in r.stderr and "[FAILED_PRECONDITION]" in r.stderr, r.stderr
+    r = subprocess.run([MAPD_WORKER, "--cpu-devices", "0", "--work-dir", str(tmp_path)], capture_output=True, text=True, env=env,
+                       timeout=20)
+    assert r.returncode == 1 and "no devices to offer" in r.stderr, r.stderr

@@ -55,12 +55,12 @@ class DispatcherTest : public ::testing::Test {
     o.advertise_host = "10.0.0.1";
     dispatcher_ = std::make_unique<Dispatcher>(jobs_.get(), workers_.get(), &rendezvous_, o, FakePlan);
   }
-  std::string AddWorker(int devices) {
+  std::string AddWorker(int devices, const std::string& kind = "cpu") {
     v1::RegisterWorkerRequest r;
     r.set_hostname("host");
     for (int i = 0; i < devices; ++i) {
       auto* d = r.add_devices();
-      d->set_name("cpu:" + std::to_string(i));
+      d->set_name(kind + ":" + std::to_string(i));
       d->set_memory_bytes(1 << 30);
     }
     return workers_->Register(r)->worker_id();
@@ -132,7 +132,24 @@ TEST_F(DispatcherTest, AJobWaitsForDevicesWithOneEventWhileASmallerOneStarts) {
   EXPECT_EQ(State(2), v1::RUNNING);
   const auto messages = Messages(1);
   ASSERT_EQ(messages.size(), 2u);
-  EXPECT_NE(messages[1].find("waiting for 4 free device(s); 2 free"), std::string::npos) << messages[1];
+  EXPECT_NE(messages[1].find("waiting for 4 free cpu device(s); 2 free"), std::string::npos) << messages[1];
+}
+
+TEST_F(DispatcherTest, AJobRunsOnlyOnDevicesOfItsKind) {
+  AddWorker(4);
+  const std::string gpus = AddWorker(1, "cuda");
+  v1::JobSpec on_gpus = Spec(2);
+  on_gpus.set_device("cuda");
+  ASSERT_TRUE(jobs_->Submit(on_gpus).ok());
+  on_gpus.set_ranks(1);
+  ASSERT_TRUE(jobs_->Submit(on_gpus).ok());
+  dispatcher_->Tick();
+  EXPECT_EQ(State(1), v1::PENDING);  // 2 GPUs wanted, 1 there: the 4 CPUs do not count
+  EXPECT_NE(Messages(1).back().find("waiting for 2 free cuda device(s); 1 free"), std::string::npos) << Messages(1).back();
+  ASSERT_EQ(State(2), v1::RUNNING);
+  const v1::HeartbeatResponse hb = Beat(gpus);
+  ASSERT_EQ(hb.assignments_size(), 1);
+  EXPECT_EQ(hb.assignments(0).devices(0), "cuda:0");
 }
 
 TEST_F(DispatcherTest, ProgressComesFromRankZeroAndTheJobSucceedsWhenEveryWorkerHasFinished) {

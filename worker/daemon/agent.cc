@@ -17,8 +17,7 @@ namespace mapd {
 absl::Status AgentOptions::Validate() const {
   if (coordinator.empty()) return absl::InvalidArgumentError("no coordinator: give --coordinator host:port or set MAPD_ADDRESS");
   if (token.empty()) return absl::FailedPreconditionError("no token: give --token-file FILE or set MAPD_TOKEN (the coordinator's)");
-  if (cpu_devices < 1) return absl::InvalidArgumentError(absl::StrCat("--cpu-devices ", cpu_devices, ": give at least 1"));
-  if (memory_per_device < 0) return absl::InvalidArgumentError("--memory-per-device must be positive");
+  if (devices.empty()) return absl::InvalidArgumentError("no devices to offer: give --cpu-devices or --cuda-devices");
   if (runner.work_dir.empty()) return absl::InvalidArgumentError("--work-dir: give a directory for the ranks' files and checkpoints");
   if (runner.rank_program.empty() || access(runner.rank_program.c_str(), X_OK) != 0) {
     return absl::FailedPreconditionError(absl::StrCat("--rank-program '", runner.rank_program,
@@ -49,7 +48,7 @@ WorkerAgent::WorkerAgent(AgentOptions options, MetricsRegistry* metrics) : optio
   (void)metrics_->Counter("mapd_worker_registrations_total", "Registrations with the coordinator (again after a lost lease).");
   (void)metrics_->Counter("mapd_worker_heartbeats_total", "Heartbeats sent, by outcome (ok, transient, rejected).");
   (void)metrics_->Gauge("mapd_worker_devices", "Devices this worker offers.");
-  metrics_->Set("mapd_worker_devices", {}, options_.cpu_devices);
+  metrics_->Set("mapd_worker_devices", {}, static_cast<double>(options_.devices.size()));
 }
 
 WorkerAgent::~WorkerAgent() { runners_.clear(); }
@@ -108,16 +107,10 @@ void WorkerAgent::Apply(const v1::HeartbeatResponse& response) {
 }
 
 absl::Status WorkerAgent::Register() {
-  int64_t memory = options_.memory_per_device;
-  if (memory == 0) memory = static_cast<int64_t>(sysconf(_SC_PHYS_PAGES)) * sysconf(_SC_PAGE_SIZE) / options_.cpu_devices;
   v1::RegisterWorkerRequest req;
   req.set_hostname(options_.hostname);
   req.set_metrics_address(options_.metrics_address);
-  for (int i = 0; i < options_.cpu_devices; ++i) {
-    auto* d = req.add_devices();
-    d->set_name(absl::StrCat("cpu:", i));
-    d->set_memory_bytes(memory);
-  }
+  for (const v1::Device& d : options_.devices) *req.add_devices() = d;
   // The coordinator may not be up yet: retry UNAVAILABLE with backoff, until stopped.
   double backoff = 0.1;
   while (!stop_) {
@@ -133,7 +126,7 @@ absl::Status WorkerAgent::Register() {
       }
       heartbeat_seconds_ = out.heartbeat_seconds();
       metrics_->Add("mapd_worker_registrations_total", {});
-      std::cout << "mapd-worker: registered as " << out.worker_id() << " with " << options_.coordinator << " (" << options_.cpu_devices
+      std::cout << "mapd-worker: registered as " << out.worker_id() << " with " << options_.coordinator << " (" << options_.devices.size()
                 << " device(s); heartbeat every " << heartbeat_seconds_ << " s, lease " << out.lease_seconds() << " s)" << std::endl;
       return absl::OkStatus();
     }

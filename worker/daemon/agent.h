@@ -12,6 +12,7 @@
 #include <memory>
 #include <set>
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
@@ -26,8 +27,7 @@ struct AgentOptions {
   std::string token;            // its bearer token
   std::string tls_ca_file;      // PEM roots to check a TLS coordinator with; empty: plaintext
   std::string hostname;         // shown by `mapctl workers`
-  int cpu_devices = 2;          // CPU ranks this worker can run at once ("cpu:0" … )
-  int64_t memory_per_device = 0;  // bytes per device; 0: this machine's memory / cpu_devices
+  std::vector<v1::Device> devices;  // what it offers (local_devices.h)
   std::string metrics_address;  // host:port of this worker's /metrics, told to the coordinator
   JobRunnerOptions runner;      // where and how assigned ranks run
   absl::Status Validate() const;

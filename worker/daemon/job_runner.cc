@@ -157,10 +157,16 @@ void JobRunner::Run() {
   lo.argv_for = [&](int i) {
     std::vector<std::string> argv{options_.rank_program, "_rank", "--run-dir", dir_, "--rank", std::to_string(a.ranks(i)), "--host", host,
                                   "--port", port, "--steps", std::to_string(a.steps()), "--optimizer", a.optimizer(), "--lr",
-                                  absl::StrCat(a.lr()), "--seed", std::to_string(a.seed()), "--data", a.data(), "--device", "cpu",
-                                  "--rank-timeout", std::to_string(options_.rank_timeout_seconds), "--checkpoint-dir", checkpoint_dir_,
+                                  absl::StrCat(a.lr()), "--seed", std::to_string(a.seed()), "--data", a.data(), "--rank-timeout", std::to_string(options_.rank_timeout_seconds), "--checkpoint-dir", checkpoint_dir_,
                                   "--checkpoint-every", std::to_string(every)};
     if (a.memory_cap() > 0) argv.insert(argv.end(), {"--memory-cap", std::to_string(a.memory_cap())});
+    // "cpu:1" runs on the CPU (Gloo); "cuda:1" on GPU 1 of this machine (NCCL).
+    const std::string& device = a.devices(i);
+    if (device.rfind("cuda:", 0) == 0) {
+      argv.insert(argv.end(), {"--device", "cuda", "--cuda-device", device.substr(5)});
+    } else {
+      argv.insert(argv.end(), {"--device", "cpu"});
+    }
     return argv;
   };
   finish(LaunchRanks(lo, [&](int index, const std::string& line) { OnLine(index, line); }));

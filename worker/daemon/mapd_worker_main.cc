@@ -15,6 +15,7 @@
 #include "server/api/auth.h"
 #include "server/metrics/http_exporter.h"
 #include "worker/daemon/agent.h"
+#include "worker/daemon/local_devices.h"
 
 namespace {
 mapd::WorkerAgent* g_agent = nullptr;
@@ -53,9 +54,12 @@ int main(int argc, char** argv) {
   if (const char* a = std::getenv("MAPD_ADDRESS")) o.coordinator = a;
   app.add_option("--coordinator", o.coordinator, "mapd's host:port (default $MAPD_ADDRESS)");
   app.add_option("--token-file", token_file, "File whose first line is the coordinator's token (else $MAPD_TOKEN)");
-  app.add_option("--cpu-devices", o.cpu_devices, "CPU ranks this worker offers")->capture_default_str();
-  app.add_option("--memory-per-device", o.memory_per_device, "Per device, e.g. 8GiB or bytes (default: this machine's memory / devices)")
+  mapd::DeviceOptions devices;
+  app.add_option("--cpu-devices", devices.cpu_devices, "CPU ranks this worker offers (Gloo)")->capture_default_str();
+  app.add_option("--memory-per-device", devices.cpu_memory,
+                 "Per CPU rank, e.g. 8GiB or bytes (default: this machine's memory / CPU ranks)")
       ->transform(CLI::AsSizeValue(false));
+  app.add_option("--cuda-devices", devices.cuda_devices, "GPUs this worker offers (NCCL; each with its own memory)")->capture_default_str();
   app.add_option("--hostname", o.hostname, "Name shown by `mapctl workers`")->capture_default_str();
   app.add_option("--metrics-listen", metrics_listen, "host:port of this worker's /metrics (port 0: any; empty: none)")->capture_default_str();
   app.add_option("--tls-ca", o.tls_ca_file, "PEM roots to check a TLS coordinator with (default: plaintext)");
@@ -74,6 +78,12 @@ int main(int argc, char** argv) {
     return 1;
   }
   o.token = *token;
+  auto offered = mapd::LocalDevices(devices);
+  if (!offered.ok()) {
+    std::cerr << "mapd-worker: " << offered.status().message() << " [" << absl::StatusCodeToString(offered.status().code()) << "]\n";
+    return 1;
+  }
+  o.devices = *std::move(offered);
   mapd::MetricsRegistry metrics;
   (void)metrics.Gauge("mapd_worker_up", "1 while the worker runs.");
   metrics.Set("mapd_worker_up", {}, 1);

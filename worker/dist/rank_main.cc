@@ -59,7 +59,7 @@ absl::Status RunRankJob(const RankJobOptions& o) {
   ro.host = o.host;
   ro.port = o.port;
   ro.timeout = std::chrono::milliseconds(1000LL * o.timeout_seconds);
-  if (o.training.device == "cuda") ro.cuda_device = o.rank;  // NCCL, one GPU per rank
+  if (o.training.device == "cuda") ro.cuda_device = o.cuda_device >= 0 ? o.cuda_device : o.rank;  // NCCL, one GPU per rank
   const std::vector<int64_t> mesh(program.mesh().begin(), program.mesh().end());
   auto groups = ConnectMeshGroups(ro, mesh, o.rank);
   if (!groups.ok()) return groups.status();

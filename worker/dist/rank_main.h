@@ -26,6 +26,8 @@ struct RankJobOptions {
   int rank = -1;
   std::string host = "127.0.0.1";  // the launcher's (or coordinator's) TCPStore
   int port = 0;
+  // With training.device "cuda": the GPU this rank uses (NCCL); -1: GPU `rank` (one machine).
+  int cuda_device = -1;
   int timeout_seconds = 60;        // rendezvous and every collective
   LocalTrainingOptions training;   // steps, optimizer, lr, seed, data (as single-device `mapctl run`)
   // Checkpoints: every `checkpoint_every` steps (and after the last) each rank writes
