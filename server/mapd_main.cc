@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <csignal>
+#include <filesystem>
 #include <iostream>
 #include <thread>
 
@@ -43,7 +44,7 @@ bool ApplyConfig(const std::string& file, CLI::App& app) {
       opt = app.get_option(flag);
     } catch (const CLI::OptionNotFound&) {
       std::cerr << "mapd: --config " << file << ": unknown setting '" << key
-                << "'; settings are listen, store, token_file, tls_cert, tls_key, metrics_listen, lease_seconds, heartbeat_seconds, advertise_host [INVALID_ARGUMENT]\n";
+                << "'; settings are listen, store, token_file, tls_cert, tls_key, metrics_listen, lease_seconds, heartbeat_seconds, advertise_host, checkpoint_dir, max_restarts [INVALID_ARGUMENT]\n";
       return false;
     }
     if (opt->count() > 0 || flag == "--config") continue;  // the command line wins
@@ -77,8 +78,18 @@ int main(int argc, char** argv) {
   app.add_option("--advertise-host", advertise,
                  "Address the workers' ranks reach this coordinator's rendezvous stores at (default: the --listen host, or this "
                  "machine's name when listening on every address)");
+  app.add_option("--checkpoint-dir", o.dispatch_options.checkpoint_dir,
+                 "Storage this coordinator and every worker reach at this path (shared FS; any dir on one machine): jobs' "
+                 "checkpoints go there and a job whose worker is lost resumes from its last one (default: none — workers keep "
+                 "their own and such a job fails)");
+  app.add_option("--max-restarts", o.dispatch_options.max_restarts, "Times a job may resume after lost workers")->capture_default_str();
   CLI11_PARSE(app, argc, argv);
   if (!config.empty() && !ApplyConfig(config, app)) return 1;
+  if (!o.dispatch_options.checkpoint_dir.empty()) {
+    std::error_code ec;
+    std::filesystem::create_directories(o.dispatch_options.checkpoint_dir, ec);
+    o.dispatch_options.checkpoint_dir = std::filesystem::absolute(o.dispatch_options.checkpoint_dir, ec).string();
+  }
   if (advertise.empty()) {
     advertise = o.listen.substr(0, o.listen.rfind(':'));
     if (advertise.empty() || advertise == "0.0.0.0" || advertise == "[::]" || advertise == "::") {

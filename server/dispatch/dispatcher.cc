@@ -6,6 +6,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "planner/profile/timeline_svg.h"  // FormatBytes
+#include "worker/launch/checkpoint_commit.h"
 
 namespace mapd {
 
@@ -27,6 +28,10 @@ std::string DeviceKind(const std::string& device) { return device.substr(0, devi
 
 absl::Status DispatchOptions::Validate() const {
   if (advertise_host.empty()) return absl::InvalidArgumentError("--advertise-host: give the address workers reach this coordinator at");
+  if (max_restarts < 0) return absl::InvalidArgumentError(absl::StrCat("--max-restarts ", max_restarts, ": give 0 or more"));
+  if (!checkpoint_dir.empty() && checkpoint_dir[0] != '/') {
+    return absl::InvalidArgumentError(absl::StrCat("--checkpoint-dir ", checkpoint_dir, ": give an absolute path (workers use it as is)"));
+  }
   return absl::OkStatus();
 }
 
@@ -73,29 +78,90 @@ std::map<std::string, int> Dispatcher::BusyDevices() const {
   return out;
 }
 
+namespace {
+int Count(const std::map<std::string, std::vector<std::string>>& free) {
+  int n = 0;
+  for (const auto& [w, d] : free) n += static_cast<int>(d.size());
+  return n;
+}
+}  // namespace
+
+std::string Dispatcher::WaitingMessage(const v1::JobSpec& spec, int free) {
+  const int64_t budget = spec.memory_per_device();
+  return absl::StrCat("waiting for ", spec.ranks(), " free ", spec.device().empty() ? "cpu" : spec.device(), " device(s)",
+                      budget > 0 ? absl::StrCat(" with ", FormatBytes(budget), " each") : "", "; ", free, " free on ALIVE workers now");
+}
+
+absl::Status Dispatcher::PlaceLocked(int64_t id, ActiveJob& job, int64_t resume_step) {
+  const v1::JobSpec& spec = job.spec;
+  const JobPlan& plan = *job.plan;
+  const int ranks = spec.ranks();
+  const auto free = FreeDevicesLocked(spec.device().empty() ? "cpu" : spec.device(), spec.memory_per_device());
+  if (Count(free) < ranks) return absl::FailedPreconditionError(WaitingMessage(spec, Count(free)));
+  std::vector<std::pair<std::string, std::vector<std::string>>> order(free.begin(), free.end());
+  std::stable_sort(order.begin(), order.end(), [](const auto& a, const auto& b) { return a.second.size() > b.second.size(); });
+  auto port = rendezvous_->Open(id);
+  if (!port.ok()) return absl::UnavailableError(absl::StrCat("cannot open the job's rendezvous store: ", port.status().message()));
+  job.parts.clear();
+  job.world = ranks;
+  job.stopping = job.failed = job.restarting = false;
+  job.checkpoints.clear();
+  int next_rank = 0;
+  for (const auto& [worker_id, devices] : order) {
+    if (next_rank == ranks) break;
+    Part part;
+    part.worker_id = worker_id;
+    v1::RankAssignment& a = part.assignment;
+    a.set_job_id(id);
+    for (size_t i = 0; i < devices.size() && next_rank < ranks; ++i, ++next_rank) {
+      a.add_ranks(next_rank);
+      a.add_devices(devices[i]);
+      *a.add_programs() = plan.lowered.programs[next_rank];
+      a.add_predicted_peak_bytes(plan.lowered.predicted[next_rank].peak_bytes);
+      a.add_predicted_step_seconds(plan.lowered.predicted[next_rank].step_seconds());
+    }
+    for (int64_t d : plan.mesh) a.add_mesh(d);
+    *a.mutable_graph() = plan.graph;
+    a.set_store_address(absl::StrCat(options_.advertise_host, ":", *port));
+    a.set_steps(spec.steps());
+    a.set_optimizer(spec.optimizer());
+    a.set_lr(spec.lr());
+    a.set_data(spec.data());
+    a.set_seed(spec.seed());
+    a.set_memory_cap(spec.memory_per_device());
+    a.set_checkpoint_every(spec.checkpoint_every());
+    a.set_items_per_step(plan.items.count);
+    a.set_item_unit(plan.items.unit);
+    a.set_model_flops_per_step(plan.model_flops_per_step);
+    a.set_device_peak_flops(plan.device_peak_flops);
+    a.set_plan(plan.summary);
+    if (!options_.checkpoint_dir.empty()) a.set_checkpoint_dir(JobCheckpointDir(id));
+    a.set_resume_step(resume_step);
+    a.set_attempt(job.restarts);
+    job.parts.push_back(std::move(part));
+  }
+  return absl::OkStatus();
+}
+
+std::string Dispatcher::Where(const ActiveJob& job) {
+  std::vector<std::string> where;
+  for (const Part& p : job.parts) where.push_back(absl::StrCat(p.worker_id, " (rank ", RankRange(p.assignment), ")"));
+  return absl::StrJoin(where, ", ");
+}
+
+std::string Dispatcher::JobCheckpointDir(int64_t id) const { return absl::StrCat(options_.checkpoint_dir, "/job-", id); }
+
 bool Dispatcher::TryStart(const v1::Job& job) {
   const v1::JobSpec& spec = job.spec();
-  const int ranks = spec.ranks();
-  const int64_t budget = spec.memory_per_device();
-  const std::string kind = spec.device().empty() ? "cpu" : spec.device();
-  auto count = [](const std::map<std::string, std::vector<std::string>>& free) {
-    int n = 0;
-    for (const auto& [w, d] : free) n += static_cast<int>(d.size());
-    return n;
-  };
   {
     absl::MutexLock lock(&mu_);
-    const auto free = FreeDevicesLocked(kind, budget);
-    if (count(free) < ranks) {
-      if (told_waiting_.insert(job.id()).second) {
-        (void)jobs_->Note(job.id(), absl::StrCat("waiting for ", ranks, " free ", kind, " device(s)",
-                                                 budget > 0 ? absl::StrCat(" with ", FormatBytes(budget), " each") : "", "; ",
-                                                 count(free), " free on ALIVE workers now"));
-      }
+    const int free = Count(FreeDevicesLocked(spec.device().empty() ? "cpu" : spec.device(), spec.memory_per_device()));
+    if (free < spec.ranks()) {
+      if (told_waiting_.insert(job.id()).second) (void)jobs_->Note(job.id(), WaitingMessage(spec, free));
       return false;
     }
   }
-  if (!jobs_->Transition(job.id(), v1::PLANNING, absl::StrCat("planning for ", ranks, " rank(s)")).ok()) return true;  // cancelled
+  if (!jobs_->Transition(job.id(), v1::PLANNING, absl::StrCat("planning for ", spec.ranks(), " rank(s)")).ok()) return true;  // cancelled
   auto plan = plan_(spec);
   if (!plan.ok()) {
     const std::string why = absl::StrCat(absl::StatusCodeToString(plan.status().code()), ": ", plan.status().message());
@@ -104,60 +170,23 @@ bool Dispatcher::TryStart(const v1::Job& job) {
   }
   absl::MutexLock lock(&mu_);
   told_waiting_.erase(job.id());
-  // Devices may have gone while planning (a lost worker): then the job queues again.
-  const auto free = FreeDevicesLocked(kind, budget);
-  if (count(free) < ranks) {
-    (void)jobs_->Transition(job.id(), v1::PENDING, "back in the queue: devices went away while planning");
-    return false;
-  }
-  std::vector<std::pair<std::string, std::vector<std::string>>> order(free.begin(), free.end());
-  std::stable_sort(order.begin(), order.end(), [](const auto& a, const auto& b) { return a.second.size() > b.second.size(); });
-  auto port = rendezvous_->Open(job.id());
-  if (!port.ok()) {
-    const std::string why = absl::StrCat("cannot open the job's rendezvous store: ", port.status().message());
+  ActiveJob active;
+  active.spec = spec;
+  active.plan = std::make_shared<const JobPlan>(*std::move(plan));
+  if (auto st = PlaceLocked(job.id(), active, 0); !st.ok()) {
+    if (st.code() == absl::StatusCode::kFailedPrecondition) {  // devices went away while planning (a lost worker)
+      (void)jobs_->Transition(job.id(), v1::PENDING, absl::StrCat("back in the queue: ", st.message()));
+      return false;
+    }
+    const std::string why(st.message());
     (void)jobs_->Transition(job.id(), v1::FAILED, why, [&](v1::Job& j) { SetError(j, why); });
     return true;
   }
-  ActiveJob active;
-  active.world = ranks;
-  int next_rank = 0;
-  for (const auto& [worker_id, devices] : order) {
-    if (next_rank == ranks) break;
-    Part part;
-    part.worker_id = worker_id;
-    v1::RankAssignment& a = part.assignment;
-    a.set_job_id(job.id());
-    for (size_t i = 0; i < devices.size() && next_rank < ranks; ++i, ++next_rank) {
-      a.add_ranks(next_rank);
-      a.add_devices(devices[i]);
-      *a.add_programs() = plan->lowered.programs[next_rank];
-      a.add_predicted_peak_bytes(plan->lowered.predicted[next_rank].peak_bytes);
-      a.add_predicted_step_seconds(plan->lowered.predicted[next_rank].step_seconds());
-    }
-    for (int64_t d : plan->mesh) a.add_mesh(d);
-    *a.mutable_graph() = plan->graph;
-    a.set_store_address(absl::StrCat(options_.advertise_host, ":", *port));
-    a.set_steps(spec.steps());
-    a.set_optimizer(spec.optimizer());
-    a.set_lr(spec.lr());
-    a.set_data(spec.data());
-    a.set_seed(spec.seed());
-    a.set_memory_cap(budget);
-    a.set_checkpoint_every(spec.checkpoint_every());
-    a.set_items_per_step(plan->items.count);
-    a.set_item_unit(plan->items.unit);
-    a.set_model_flops_per_step(plan->model_flops_per_step);
-    a.set_device_peak_flops(plan->device_peak_flops);
-    a.set_plan(plan->summary);
-    active.parts.push_back(std::move(part));
-  }
-  std::vector<std::string> where;
-  for (const Part& p : active.parts) where.push_back(absl::StrCat(p.worker_id, " (rank ", RankRange(p.assignment), ")"));
-  const int64_t peak = plan->predicted_peak_bytes;
-  const std::string summary = plan->summary;
+  const int64_t peak = active.plan->predicted_peak_bytes;
+  const std::string summary = active.plan->summary;
   auto running = jobs_->Transition(job.id(), v1::RUNNING,
-                                   absl::StrCat("running on ", absl::StrJoin(where, ", "), "; plan: ", summary, "; ",
-                                                FormatBytes(peak), " per rank predicted"),
+                                   absl::StrCat("running on ", Where(active), "; plan: ", summary, "; ", FormatBytes(peak),
+                                                " per rank predicted"),
                                    [&](v1::Job& j) {
                                      j.set_plan_summary(summary);
                                      j.set_predicted_peak_bytes(peak);
@@ -170,6 +199,41 @@ bool Dispatcher::TryStart(const v1::Job& job) {
   return true;
 }
 
+void Dispatcher::TryResumeLocked(int64_t id, ActiveJob& job) {
+  const int64_t from = job.committed_step;
+  if (auto st = PlaceLocked(id, job, from); !st.ok()) {  // (parts unchanged: they have all ended)
+    if (!job.told_waiting) {
+      job.told_waiting = true;
+      (void)jobs_->Note(id, absl::StrCat(st.message(), " (to resume from step ", from, ")"));
+    }
+    return;
+  }
+  job.told_waiting = false;
+  job.last_step = from;
+  auto running = jobs_->Transition(id, v1::RUNNING, absl::StrCat("resumed from the checkpoint of step ", from, " on ", Where(job)));
+  if (!running.ok()) {  // cancelled meanwhile
+    job.stopping = true;
+    for (Part& p : job.parts) p.finished = true;
+  }
+}
+
+void Dispatcher::LoseLocked(int64_t id, ActiveJob& job, const std::string& why) {
+  const bool can_restart = !options_.checkpoint_dir.empty() && job.committed_step > 0 && job.restarts < options_.max_restarts;
+  if (!can_restart) {
+    FailLocked(id, job,
+               absl::StrCat(why, options_.checkpoint_dir.empty() ? ""
+                                 : job.committed_step == 0 ? " (no checkpoint committed yet to restart from)"
+                                                           : absl::StrCat(" (restarted ", job.restarts, " time(s) already)")));
+    return;
+  }
+  job.stopping = true;
+  job.restarting = true;
+  ++job.restarts;  // the next attempt's number
+  (void)jobs_->Transition(id, v1::RESTARTING,
+                          absl::StrCat(why, "; restarting from the checkpoint of step ", job.committed_step, " (restart ",
+                                       job.restarts, " of at most ", options_.max_restarts, ")"));
+}
+
 void Dispatcher::FailLocked(int64_t id, ActiveJob& job, const std::string& why) {
   job.failed = true;
   job.stopping = true;
@@ -178,13 +242,15 @@ void Dispatcher::FailLocked(int64_t id, ActiveJob& job, const std::string& why) 
 
 void Dispatcher::ReapLocked() {
   for (auto it = active_.begin(); it != active_.end();) {
-    bool ended = true;
-    for (const Part& p : it->second.parts) ended = ended && p.finished;
-    if (ended) {
-      rendezvous_->Close(it->first);
-      it = active_.erase(it);
-    } else {
+    if (!it->second.parts_ended()) {
       ++it;
+      continue;
+    }
+    rendezvous_->Close(it->first);  // a restart opens another
+    if (it->second.restarting) {
+      ++it;
+    } else {
+      it = active_.erase(it);
     }
   }
 }
@@ -196,20 +262,23 @@ void Dispatcher::Tick() {
     std::map<std::string, v1::WorkerState> state;
     for (const v1::Worker& w : workers_->List()) state[w.id()] = w.state();
     for (auto& [id, job] : active_) {
-      if (!job.stopping) {
-        auto j = jobs_->Get(id);
-        if (j.ok() && IsFinished(j->state())) job.stopping = true;  // cancelled by the user
-      }
+      auto j = jobs_->Get(id);
+      const bool finished = j.ok() && IsFinished(j->state());  // cancelled by the user
+      if (finished) job.stopping = true, job.restarting = false;
       for (Part& part : job.parts) {
         if (part.finished || state[part.worker_id] == v1::ALIVE) continue;
         part.finished = true;  // nothing to wait for from a lost worker
         if (!job.stopping) {
-          FailLocked(id, job, absl::StrCat("worker ", part.worker_id, " was lost (its lease ran out) while running rank ",
+          LoseLocked(id, job, absl::StrCat("worker ", part.worker_id, " was lost (its lease ran out) while running rank ",
                                            RankRange(part.assignment), "; the other ranks were stopped"));
         }
       }
     }
     ReapLocked();
+    // Jobs whose ranks have all stopped after a lost worker: placed again when devices allow.
+    for (auto& [id, job] : active_) {
+      if (job.restarting && job.parts_ended()) TryResumeLocked(id, job);
+    }
     for (auto it = told_waiting_.begin(); it != told_waiting_.end();) {
       auto j = jobs_->Get(*it);
       it = (!j.ok() || j->state() != v1::PENDING) ? told_waiting_.erase(it) : std::next(it);
@@ -258,11 +327,20 @@ absl::StatusOr<v1::ReportResponse> Dispatcher::OnReport(const v1::ReportRequest&
   }
   const int64_t id = report.job_id();
   ActiveJob& job = it->second;
+  if (report.attempt() != job.restarts) {
+    // From the attempt before a restart: its ranks are to stop (and their end lets the job be
+    // placed again).
+    if (job.restarting && report.finished()) part->finished = true;
+    v1::ReportResponse out;
+    out.set_cancel(!report.finished());
+    ReapLocked();
+    return out;
+  }
   const v1::RankAssignment& a = part->assignment;
   for (const v1::RankStep& s : report.steps()) {
     job.worst_peak_bytes = std::max(job.worst_peak_bytes, s.peak_bytes());
     if (s.rank() != 0) continue;
-    if (job.last_step == 0) job.first_loss = s.loss();
+    if (job.first_loss_seen == false) job.first_loss = s.loss(), job.first_loss_seen = true;
     job.last_step = s.step();
     job.last_loss = s.loss();
     if (job.stopping) continue;
@@ -275,7 +353,23 @@ absl::StatusOr<v1::ReportResponse> Dispatcher::OnReport(const v1::ReportRequest&
   }
   if (report.checkpoint_step() > 0 && !job.stopping &&
       ++job.checkpoints[report.checkpoint_step()] == static_cast<int>(job.parts.size())) {
-    (void)jobs_->Note(id, absl::StrCat("checkpoint: step ", report.checkpoint_step(), " committed on every worker"));
+    const int64_t step = report.checkpoint_step();
+    if (options_.checkpoint_dir.empty()) {
+      (void)jobs_->Note(id, absl::StrCat("checkpoint: step ", step, " committed on every worker"));
+    } else {
+      // Every rank's shard is on the shared storage: commit the step (checkpoint_commit.h).
+      v1::CheckpointMeta meta;
+      meta.set_step(step);
+      meta.set_ranks(job.world);
+      for (int64_t d : job.plan->mesh) meta.add_mesh(d);
+      meta.set_plan(job.plan->summary);
+      if (auto st = CommitCheckpointStep(JobCheckpointDir(id), meta); !st.ok()) {
+        (void)jobs_->Note(id, absl::StrCat("checkpoint: step ", step, " not committed: ", st.message()));
+      } else {
+        job.committed_step = step;
+        (void)jobs_->Note(id, absl::StrCat("checkpoint: step ", step, " committed to ", CheckpointStepDir(JobCheckpointDir(id), step)));
+      }
+    }
   }
   v1::ReportResponse out;
   if (report.finished() && !part->finished) {

@@ -18,9 +18,14 @@
 // the first failure FAILS it with the failing rank's error and stops the others. A job's devices
 // stay taken until its workers say its ranks have ended (or are lost).
 //
-// After a coordinator restart, jobs that were PLANNING or RUNNING cannot be resumed (their
-// rendezvous store is gone): they FAIL saying so, and workers still running their ranks are told
-// to stop. Resuming from a checkpoint on the devices left (RESTARTING) is not built yet.
+// A lost worker: with shared checkpoint storage (DispatchOptions::checkpoint_dir) and a step
+// committed there, the job goes RESTARTING — its other ranks are stopped, and once they have
+// ended it is placed again with the same plan and world size (on any free devices of its kind)
+// and resumes from that step (RUNNING again); otherwise, or after `max_restarts`, it FAILS.
+//
+// After a coordinator restart, jobs that were PLANNING, RUNNING or RESTARTING are not resumed
+// (their plan and rendezvous are gone): they FAIL saying so, and workers still running their
+// ranks are told to stop.
 //
 // Thread-safe; lock order: the dispatcher's mutex, then the job manager's and the registry's.
 #ifndef MAPD_SERVER_DISPATCH_DISPATCHER_H_
@@ -29,6 +34,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <memory>
 #include <set>
 #include <string>
 #include <vector>
@@ -46,6 +52,14 @@ namespace mapd {
 struct DispatchOptions {
   // The host the workers' ranks reach the coordinator's rendezvous stores at.
   std::string advertise_host = "127.0.0.1";
+  // Storage the coordinator and every worker reach at this path (a shared filesystem; any
+  // directory on one machine): jobs' checkpoints go to DIR/job-<id>/ and the coordinator
+  // commits each step once every rank has written its shard, so a job whose worker is lost can
+  // resume (RESTARTING). Empty: each worker keeps its own ranks' checkpoints and a lost worker
+  // fails the job.
+  std::string checkpoint_dir;
+  // How many times a job may resume after lost workers before it fails.
+  int max_restarts = 3;
   absl::Status Validate() const;
 };
 
@@ -79,14 +93,27 @@ class Dispatcher {
     bool finished = false;  // its ranks have ended (reported), or its worker was lost
   };
   struct ActiveJob {
+    v1::JobSpec spec;
+    std::shared_ptr<const JobPlan> plan;  // kept to place the job again after a lost worker
     std::vector<Part> parts;
     int world = 0;
-    bool stopping = false;         // finished in the manager; waiting for the parts to end
+    bool stopping = false;         // finished in the manager, or restarting: waiting for the parts to end
     bool failed = false;           // a part failed (the job is FAILED)
+    bool restarting = false;       // RESTARTING: once its parts have ended, placed again
+    bool told_waiting = false;     // its wait to resume has an event
+    int restarts = 0;
+    int64_t committed_step = 0;    // the last checkpoint committed on the shared storage
     int64_t worst_peak_bytes = 0;  // over every rank's steps so far
+    bool first_loss_seen = false;
     double first_loss = 0, last_loss = 0;
     int64_t last_step = 0;
-    std::map<int64_t, int> checkpoints;  // step → parts that committed it
+    std::map<int64_t, int> checkpoints;  // step → parts that wrote it
+    bool parts_ended() const {
+      for (const Part& p : parts) {
+        if (!p.finished) return false;
+      }
+      return true;
+    }
   };
 
   // Fails jobs left PLANNING/RUNNING by a previous coordinator (once, on the first round).
@@ -95,6 +122,18 @@ class Dispatcher {
   bool TryStart(const v1::Job& job);
   // The first failure of a running job: FAILED with `why`, the other parts stopped.
   void FailLocked(int64_t id, ActiveJob& job, const std::string& why) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // A lost worker: RESTARTING when a checkpoint on shared storage allows (the other parts are
+  // stopped, then the job is placed again), FAILED otherwise.
+  void LoseLocked(int64_t id, ActiveJob& job, const std::string& why) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Places a RESTARTING job again, from its committed step, when devices allow.
+  void TryResumeLocked(int64_t id, ActiveJob& job) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Places the job's ranks on free devices (consecutive ranks, workers with the most free devices
+  // first), opens its store and makes its parts; FAILED_PRECONDITION (saying what it waits for)
+  // when devices are short, UNAVAILABLE when the store cannot open.
+  absl::Status PlaceLocked(int64_t id, ActiveJob& job, int64_t resume_step) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  static std::string WaitingMessage(const v1::JobSpec& spec, int free);
+  static std::string Where(const ActiveJob& job);  // "w-1 (rank 0-1), w-2 (rank 2-3)"
+  std::string JobCheckpointDir(int64_t id) const;
   // Drops jobs whose parts have all ended, closing their stores.
   void ReapLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Free devices (names) of `kind` ("cpu", "cuda") per ALIVE worker with at least `min_memory`

@@ -269,3 +269,60 @@ def test_a_worker_offers_only_devices_it_has(tmp_path):
     r = subprocess.run([MAPD_WORKER, "--cpu-devices", "0", "--work-dir", str(tmp_path)], capture_output=True, text=True, env=env,
                        timeout=20)
     assert r.returncode == 1 and "no devices to offer" in r.stderr, r.stderr
+
+
+def test_a_job_whose_worker_is_lost_resumes_from_its_checkpoint(tmp_path):
+    """With checkpoints on storage the coordinator and workers share, a killed worker's job goes
+    RESTARTING, is placed again on the devices left, resumes from the last committed step, and
+    trains on exactly as it would have (the same losses after the checkpoint)."""
+    import time
+    gpt = "gpt2:layers=2,hidden=32,heads=2,vocab=256,seq=16,batch=4"
+    ckpt = tmp_path / "checkpoints"
+    proc, port = start_mapd(tmp_path / "jobs.db", "--lease-seconds", "1.5", "--heartbeat-seconds", "0.25",
+                            "--checkpoint-dir", str(ckpt))
+    env = {"MAPD_ADDRESS": f"127.0.0.1:{port}", "MAPD_TOKEN": TOKEN}
+    workers = []
+    try:
+        workers = [start_worker(env, tmp_path, name) for name in ("alpha", "beta", "gamma")]
+        mapctl(env, "submit", gpt, "--ranks", "4", "--steps", "60", "--checkpoint-every", "10", check=0)
+        # Kill a worker two steps or more past a committed checkpoint, so that those steps run again.
+        deadline = time.time() + 60
+        while time.time() < deadline:
+            events = json.loads(mapctl(env, "logs", "1", "-o", "json", check=0).stdout)
+            committed = [int(e["message"].split("step ")[1].split()[0]) for e in events if "committed to" in e["message"]]
+            kill_step = max([int(e.get("step", 0)) for e in events] + [0])
+            if committed and kill_step >= committed[-1] + 2:
+                break
+            time.sleep(0.1)
+        else:
+            raise AssertionError("no checkpoint committed")
+        first_placement = next(e["message"] for e in events if e["message"].startswith("running on"))
+        assert "w-1 (rank 0-1), w-2 (rank 2-3)" in first_placement, first_placement
+        workers[1][0].kill()  # beta: ranks 2-3
+        workers[1][0].wait()
+        r = mapctl(env, "watch", "1", check=None)
+        assert r.returncode == 0, r.stdout + r.stderr
+        events = json.loads(mapctl(env, "logs", "1", "-o", "json", check=0).stdout)
+        messages = [e["message"] for e in events]
+        restarting = [m for m in messages if "restarting from the checkpoint of step" in m]
+        assert len(restarting) == 1 and "worker w-2 was lost" in restarting[0], messages
+        resumed_from = int(restarting[0].split("checkpoint of step ")[1].split()[0])
+        assert resumed_from >= committed[-1] and resumed_from % 10 == 0, (restarting, committed)
+        assert any(f"resumed from the checkpoint of step {resumed_from} on w-1 (rank 0-1), w-3 (rank 2-3)" in m for m in messages), messages
+        assert events[-1]["state"] == "SUCCEEDED" and "trained 60 steps" in messages[-1], messages[-1]
+        assert (ckpt / "job-1" / "LATEST").read_text() == "60"
+        # Steps after the checkpoint ran twice where the first attempt got past it: the same losses.
+        seen = {}
+        for e in events:
+            step = int(e.get("step", 0))
+            if step > 0:
+                seen.setdefault(step, []).append(e["loss"])
+        repeated = {s: l for s, l in seen.items() if len(l) == 2}
+        assert min(seen) == 1 and max(seen) == 60 and len(seen) == 60, sorted(seen)
+        assert all(s > resumed_from for s in repeated), repeated
+        if resumed_from == committed[-1]:  # (a later checkpoint may have been committed just before the kill)
+            assert len(repeated) >= kill_step - resumed_from >= 2, (repeated, kill_step, resumed_from)
+        for step, (before, after) in repeated.items():
+            assert abs(before - after) <= 1e-5 * abs(before), (step, before, after)
+    finally:
+        stop_all(proc, workers)

@@ -3,6 +3,9 @@
 #include "server/dispatch/dispatcher.h"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
 
 #include "server/store/job_store.h"
 
@@ -71,10 +74,12 @@ class DispatcherTest : public ::testing::Test {
     dispatcher_->OnHeartbeat(worker, running, &*out);
     return *out;
   }
-  absl::StatusOr<v1::ReportResponse> Finish(const std::string& worker, int64_t job, int code = 0, const std::string& error = "") {
+  absl::StatusOr<v1::ReportResponse> Finish(const std::string& worker, int64_t job, int code = 0, const std::string& error = "",
+                                            int attempt = 0) {
     v1::ReportRequest r;
     r.set_worker_id(worker);
     r.set_job_id(job);
+    r.set_attempt(attempt);
     r.set_finished(true);
     r.set_code(code);
     r.set_error(error);
@@ -230,6 +235,69 @@ TEST_F(DispatcherTest, ALostWorkerFailsItsJobAndACancelledJobIsStoppedOnItsWorke
   ASSERT_TRUE(Finish(w2, 2, 1, "cancelled").ok());
   EXPECT_EQ(State(2), v1::CANCELLED);
   EXPECT_TRUE(rendezvous_.open.empty());
+}
+
+TEST_F(DispatcherTest, ALostWorkerRestartsTheJobFromItsLastCheckpointOnTheDevicesLeft) {
+  const std::string dir = ::testing::TempDir() + "/dispatcher_restart_" + std::to_string(getpid());
+  DispatchOptions o;
+  o.checkpoint_dir = dir;
+  o.max_restarts = 1;
+  dispatcher_ = std::make_unique<Dispatcher>(jobs_.get(), workers_.get(), &rendezvous_, o, FakePlan);
+  const std::string w1 = AddWorker(1), w2 = AddWorker(1), w3 = AddWorker(1);
+  v1::JobSpec spec = Spec(2);
+  spec.set_checkpoint_every(5);
+  ASSERT_TRUE(jobs_->Submit(spec).ok());
+  dispatcher_->Tick();
+  ASSERT_EQ(State(1), v1::RUNNING);
+  EXPECT_EQ(Beat(w1).assignments(0).checkpoint_dir(), dir + "/job-1");
+  // Both workers' shards of step 5 are written: the coordinator commits the step.
+  for (const std::string& w : {w1, w2}) {
+    v1::ReportRequest r;
+    r.set_worker_id(w);
+    r.set_job_id(1);
+    r.set_checkpoint_step(5);
+    ASSERT_TRUE(dispatcher_->OnReport(r).ok());
+  }
+  EXPECT_TRUE(std::filesystem::exists(dir + "/job-1/step-00000005/meta.pb"));
+  EXPECT_NE(Messages(1).back().find("checkpoint: step 5 committed to " + dir + "/job-1/step-00000005"), std::string::npos)
+      << Messages(1).back();
+  // w2 goes silent past its lease: RESTARTING, and w1 is told to stop its rank.
+  clock_.Advance(4);
+  Beat(w1, {1});
+  Beat(w3);
+  clock_.Advance(2);
+  workers_->ExpireLeases();
+  dispatcher_->Tick();
+  EXPECT_EQ(State(1), v1::RESTARTING);
+  EXPECT_NE(Messages(1).back().find("restarting from the checkpoint of step 5 (restart 1 of at most 1)"), std::string::npos)
+      << Messages(1).back();
+  EXPECT_EQ(Beat(w1, {1}).cancel_job_ids_size(), 1);
+  dispatcher_->Tick();
+  EXPECT_EQ(State(1), v1::RESTARTING);  // w1's rank has not ended yet
+  ASSERT_TRUE(Finish(w1, 1, 1, "cancelled").ok());
+  dispatcher_->Tick();
+  ASSERT_EQ(State(1), v1::RUNNING);
+  EXPECT_NE(Messages(1).back().find("resumed from the checkpoint of step 5 on " + w1 + " (rank 0), " + w3 + " (rank 1)"),
+            std::string::npos)
+      << Messages(1).back();
+  const v1::HeartbeatResponse hb = Beat(w3);
+  ASSERT_EQ(hb.assignments_size(), 1);
+  EXPECT_EQ(hb.assignments(0).resume_step(), 5);
+  EXPECT_EQ(hb.assignments(0).attempt(), 1);
+  EXPECT_EQ(Beat(w1).assignments(0).attempt(), 1);  // its earlier attempt ended; this one is new
+  // A late word from the first attempt changes nothing.
+  EXPECT_TRUE(Finish(w1, 1, 0, "", /*attempt=*/0)->cancel() == false);
+  EXPECT_EQ(State(1), v1::RUNNING);
+  // Lost again: the one restart allowed is spent, so the job fails.
+  clock_.Advance(4);
+  Beat(w1, {1});
+  clock_.Advance(2);
+  workers_->ExpireLeases();
+  dispatcher_->Tick();
+  EXPECT_EQ(State(1), v1::FAILED);
+  EXPECT_NE(jobs_->Get(1)->error().find("worker " + w3 + " was lost"), std::string::npos) << jobs_->Get(1)->error();
+  EXPECT_NE(jobs_->Get(1)->error().find("restarted 1 time(s) already"), std::string::npos) << jobs_->Get(1)->error();
+  std::filesystem::remove_all(dir);
 }
 
 TEST_F(DispatcherTest, PlanningFailuresAndJobsOrphanedByARestartFail) {

@@ -83,12 +83,13 @@ bool WorkerAgent::SendReport(const v1::ReportRequest& report) {
 
 void WorkerAgent::Apply(const v1::HeartbeatResponse& response) {
   for (int64_t id : response.cancel_job_ids()) {
-    seen_jobs_.insert(id);  // an assignment arriving later is not started
     if (auto it = runners_.find(id); it != runners_.end()) it->second->Cancel();
   }
   for (const v1::RankAssignment& a : response.assignments()) {
-    if (!seen_jobs_.insert(a.job_id()).second) continue;
-    std::cout << "mapd-worker: job " << a.job_id() << ": starting rank(s) " << a.ranks(0)
+    if (!seen_.insert({a.job_id(), a.attempt()}).second) continue;
+    if (auto old = runners_.find(a.job_id()); old != runners_.end()) old->second->Cancel();  // an earlier attempt
+    std::cout << "mapd-worker: job " << a.job_id() << (a.resume_step() > 0 ? absl::StrCat(" (from step ", a.resume_step(), ")") : "")
+              << ": starting rank(s) " << a.ranks(0)
               << (a.ranks_size() > 1 ? absl::StrCat("-", a.ranks(a.ranks_size() - 1)) : "") << " (" << a.plan() << ")" << std::endl;
     auto runner = std::make_unique<JobRunner>(a, options_.runner, [this](const v1::ReportRequest& r) { return SendReport(r); }, metrics_);
     runner->Start();

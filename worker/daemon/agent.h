@@ -11,6 +11,7 @@
 #include <map>
 #include <memory>
 #include <set>
+#include <utility>
 #include <string>
 #include <vector>
 
@@ -59,7 +60,7 @@ class WorkerAgent {
   std::string worker_id_ ABSL_GUARDED_BY(mu_);
   double heartbeat_seconds_ = 1;
   std::map<int64_t, std::unique_ptr<JobRunner>> runners_;  // heartbeat thread only
-  std::set<int64_t> seen_jobs_;                            // every job assigned here (started once)
+  std::set<std::pair<int64_t, int>> seen_;                 // every (job, attempt) assigned here: started once
 };
 
 }  // namespace mapd

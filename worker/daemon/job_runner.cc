@@ -36,8 +36,10 @@ void DeclareJobMetrics(MetricsRegistry* m) {
 
 JobRunner::JobRunner(v1::RankAssignment assignment, JobRunnerOptions options, ReportFn report, MetricsRegistry* metrics)
     : assignment_(std::move(assignment)), options_(std::move(options)), report_(std::move(report)), metrics_(metrics) {
-  dir_ = absl::StrCat(options_.work_dir, "/job-", assignment_.job_id());
-  checkpoint_dir_ = dir_ + "/checkpoints";
+  dir_ = absl::StrCat(options_.work_dir, "/job-", assignment_.job_id(), assignment_.attempt() > 0 ? absl::StrCat("-", assignment_.attempt()) : "");
+  // Shared storage (the coordinator commits), or this worker's own directory (it commits).
+  shared_checkpoints_ = !assignment_.checkpoint_dir().empty();
+  checkpoint_dir_ = shared_checkpoints_ ? assignment_.checkpoint_dir() : dir_ + "/checkpoints";
 }
 
 JobRunner::~JobRunner() {
@@ -51,6 +53,7 @@ void JobRunner::Start() {
 
 void JobRunner::Send(v1::ReportRequest& report) {
   report.set_job_id(assignment_.job_id());
+  report.set_attempt(assignment_.attempt());
   if (report_(report)) cancel_ = true;
   report.Clear();
 }
@@ -64,6 +67,11 @@ void JobRunner::OnLine(int index, const std::string& line) {
   if (j.contains("checkpoint")) {
     const int64_t step = j.value("checkpoint", int64_t{0});
     if (++checkpoint_shards_[step] < a.ranks_size()) return;
+    if (shared_checkpoints_) {  // the coordinator commits once every worker's shards are there
+      pending_.set_checkpoint_step(step);
+      Send(pending_);
+      return;
+    }
     // This worker's shards of the step are all written: commit them here.
     v1::CheckpointMeta meta;
     meta.set_step(step);
@@ -160,6 +168,7 @@ void JobRunner::Run() {
                                   absl::StrCat(a.lr()), "--seed", std::to_string(a.seed()), "--data", a.data(), "--rank-timeout", std::to_string(options_.rank_timeout_seconds), "--checkpoint-dir", checkpoint_dir_,
                                   "--checkpoint-every", std::to_string(every)};
     if (a.memory_cap() > 0) argv.insert(argv.end(), {"--memory-cap", std::to_string(a.memory_cap())});
+    if (a.resume_step() > 0) argv.insert(argv.end(), {"--resume-step", std::to_string(a.resume_step())});
     // "cpu:1" runs on the CPU (Gloo); "cuda:1" on GPU 1 of this machine (NCCL).
     const std::string& device = a.devices(i);
     if (device.rfind("cuda:", 0) == 0) {

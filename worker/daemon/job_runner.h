@@ -5,8 +5,10 @@
 // and keeps the worker's metrics (step time, throughput, MFU, memory against the prediction,
 // collectives); at the end it reports the outcome. Cancel() stops the ranks.
 //
-// Files: WORK_DIR/job-<id>/ holds graph.pb and rank_<r>.pb; WORK_DIR/job-<id>/checkpoints/ the
-// shards of this worker's ranks (step-NNNNNNNN/, LATEST), committed per worker.
+// Files: WORK_DIR/job-<id>/ (job-<id>-<attempt>/ after a restart) holds graph.pb and
+// rank_<r>.pb. Checkpoints go to the assignment's shared directory, where the coordinator commits
+// them, or else to WORK_DIR/job-<id>/checkpoints/ (step-NNNNNNNN/, LATEST), committed here for
+// this worker's ranks.
 #ifndef MAPD_WORKER_DAEMON_JOB_RUNNER_H_
 #define MAPD_WORKER_DAEMON_JOB_RUNNER_H_
 
@@ -43,6 +45,7 @@ class JobRunner {
   void Cancel() { cancel_ = true; }
   bool done() const { return done_; }
   int64_t job_id() const { return assignment_.job_id(); }
+  int attempt() const { return assignment_.attempt(); }
   int ranks() const { return assignment_.ranks_size(); }
 
  private:
@@ -55,6 +58,7 @@ class JobRunner {
   ReportFn report_;
   MetricsRegistry* metrics_;
   std::string dir_, checkpoint_dir_;
+  bool shared_checkpoints_ = false;
   std::atomic<bool> cancel_{false}, done_{false};
   std::thread thread_;
   // On the launcher's thread only:

@@ -18,6 +18,7 @@ absl::Status CommitCheckpointStep(const std::string& dir, const v1::CheckpointMe
   const std::string final_dir = CheckpointStepDir(dir, meta.step());
   std::error_code ec;
   std::filesystem::remove_all(final_dir, ec);
+  std::filesystem::create_directories(final_dir + ".tmp", ec);
   if (auto st = WriteStringToFileAtomic(final_dir + ".tmp/meta.pb", meta.SerializeAsString()); !st.ok()) return st;
   std::filesystem::rename(final_dir + ".tmp", final_dir, ec);
   if (ec) return absl::InternalError(absl::StrCat("cannot commit ", final_dir, ": ", ec.message()));
