@@ -43,8 +43,9 @@ wait_for() {
   echo "demo: timed out waiting for '$pattern' in $log:" >&2; cat "$log" >&2; return 1
 }
 
-step "Starting the coordinator: mapd (SQLite store, bearer token, /metrics)"
-"$MAPD" --listen 127.0.0.1:0 --metrics-listen 127.0.0.1:0 --store "$OUT/jobs.db" --token-file "$OUT/token" > "$OUT/mapd.log" 2>&1 &
+step "Starting the coordinator: mapd (SQLite store, bearer token, checkpoints, /metrics)"
+"$MAPD" --listen 127.0.0.1:0 --metrics-listen 127.0.0.1:0 --store "$OUT/jobs.db" --token-file "$OUT/token" \
+  --checkpoint-dir "$OUT/checkpoints" > "$OUT/mapd.log" 2>&1 &
 PIDS+=($!); MAPD_PID=$!
 PORT=$(wait_for "$OUT/mapd.log" "serving on port" 's/.*serving on port \([0-9]*\).*/\1/p')
 COORD_METRICS=$(wait_for "$OUT/mapd.log" "metrics on" 's/.*metrics on \(http[^ ]*\).*/\1/p')
@@ -102,4 +103,4 @@ for pid in "${WORKER_PIDS[@]}"; do kill -TERM "$pid"; done
 for pid in "${WORKER_PIDS[@]}"; do wait "$pid" && echo "mapd-worker $pid exited 0"; done
 kill -TERM "$MAPD_PID"; wait "$MAPD_PID" && echo "mapd exited 0"
 PIDS=()
-echo "Jobs and their events stay in $OUT/jobs.db; checkpoints in $OUT/worker-*/job-1/checkpoints."
+echo "Jobs and their events stay in $OUT/jobs.db; the job's checkpoints in $OUT/checkpoints/job-1."
