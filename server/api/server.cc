@@ -147,7 +147,7 @@ void MapdServer::Collect() {
   for (const v1::Job& job : jobs_->List()) {
     ++by_state[v1::JobState_Name(job.state())];
     if (!IsFinished(job.state()) && job.predicted_peak_bytes() > 0) {
-      metrics_.Set("mapd_job_predicted_peak_bytes", {{"job", std::to_string(job.id())}}, static_cast<double>(job.predicted_peak_bytes()));
+      metrics_.Set("mapd_job_predicted_peak_bytes", {{"job_id", std::to_string(job.id())}}, static_cast<double>(job.predicted_peak_bytes()));
     }
   }
   for (const auto& [state, n] : by_state) metrics_.Set("mapd_jobs", {{"state", state}}, n);

@@ -212,14 +212,14 @@ def test_jobs_run_on_two_workers_are_cancelled_and_fail_when_a_worker_is_lost(tm
         # Both endpoints pass promtool; the worker's show step time, throughput, MFU, memory
         # measured against predicted, and collectives.
         text = scrape(workers[1][1])
-        assert sample(text, "mapd_worker_step", job="1", rank="3") == 40
-        assert sample(text, "mapd_worker_step_seconds_count", job="1", rank="2") == 40
-        assert sample(text, "mapd_worker_items_per_second", job="1", rank="2", unit="tokens") > 0
-        assert sample(text, "mapd_worker_model_flops_utilization", job="1", rank="2") > 0
-        measured = sample(text, "mapd_worker_memory_peak_bytes", job="1", rank="2")
-        predicted = sample(text, "mapd_worker_predicted_peak_bytes", job="1", rank="2")
+        assert sample(text, "mapd_worker_step", job_id="1", rank="3") == 40
+        assert sample(text, "mapd_worker_step_seconds_count", job_id="1", rank="2") == 40
+        assert sample(text, "mapd_worker_items_per_second", job_id="1", rank="2", unit="tokens") > 0
+        assert sample(text, "mapd_worker_model_flops_utilization", job_id="1", rank="2") > 0
+        measured = sample(text, "mapd_worker_memory_peak_bytes", job_id="1", rank="2")
+        predicted = sample(text, "mapd_worker_predicted_peak_bytes", job_id="1", rank="2")
         assert measured > 0 and predicted > 0 and abs(predicted - measured) / measured < 0.5, (measured, predicted)
-        assert sample(text, "mapd_worker_collective_bytes_total", job="1", kind="all_reduce", rank="2") > 0
+        assert sample(text, "mapd_worker_collective_bytes_total", job_id="1", kind="all_reduce", rank="2") > 0
         assert sample(text, "mapd_worker_jobs_total", outcome="succeeded") == 1
         text = scrape(coordinator_metrics)
         assert sample(text, "mapd_jobs", state="SUCCEEDED") == 1 and sample(text, "mapd_workers", state="ALIVE") == 2
