@@ -63,7 +63,7 @@ void JobRunner::OnLine(int index, const std::string& line) {
   if (j.is_discarded() || !j.is_object() || j.contains("begin") || j.contains("done")) return;
   const v1::RankAssignment& a = assignment_;
   const int rank = a.ranks(index);
-  const Labels labels = {{"job", std::to_string(a.job_id())}, {"rank", std::to_string(rank)}};
+  const Labels labels = {{"job_id", std::to_string(a.job_id())}, {"rank", std::to_string(rank)}};
   if (j.contains("checkpoint")) {
     const int64_t step = j.value("checkpoint", int64_t{0});
     if (++checkpoint_shards_[step] < a.ranks_size()) return;
@@ -147,7 +147,7 @@ void JobRunner::Run() {
     if (auto st = WriteStringToFileAtomic(absl::StrCat(dir_, "/rank_", a.ranks(i), ".pb"), a.programs(i).SerializeAsString()); !st.ok()) {
       return finish(st);
     }
-    const Labels labels = {{"job", std::to_string(a.job_id())}, {"rank", std::to_string(a.ranks(i))}};
+    const Labels labels = {{"job_id", std::to_string(a.job_id())}, {"rank", std::to_string(a.ranks(i))}};
     if (i < a.predicted_peak_bytes_size()) metrics_->Set("mapd_worker_predicted_peak_bytes", labels, static_cast<double>(a.predicted_peak_bytes(i)));
     if (i < a.predicted_step_seconds_size()) metrics_->Set("mapd_worker_predicted_step_seconds", labels, a.predicted_step_seconds(i));
   }
