@@ -86,7 +86,7 @@ TEST(Metrics, TheCoordinatorsEndpointPassesPromtool) {
   EXPECT_NE(text.find("mapd_job_submissions_total{outcome=\"admitted\"} 1\n"), std::string::npos) << text;
   EXPECT_NE(text.find("mapd_job_submissions_total{outcome=\"refused\"} 1\n"), std::string::npos) << text;
   EXPECT_NE(text.find("mapd_admission_seconds_count 2\n"), std::string::npos) << text;
-  EXPECT_NE(text.find("mapd_job_predicted_peak_bytes{job=\"1\"} "), std::string::npos) << text;
+  EXPECT_NE(text.find("mapd_job_predicted_peak_bytes{job_id=\"1\"} "), std::string::npos) << text;
   EXPECT_NE(text.find("mapd_workers{state=\"ALIVE\"} 0\n"), std::string::npos) << text;
   EXPECT_NE(text.find("mapd_metrics_errors_total 0\n"), std::string::npos) << text;
   if (std::system("command -v promtool > /dev/null 2>&1") != 0) {
