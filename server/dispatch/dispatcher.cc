@@ -19,10 +19,22 @@ std::string RankRange(const v1::RankAssignment& a) {
   return lo == hi ? absl::StrCat(lo) : absl::StrCat(lo, "-", hi);
 }
 
-void SetError(v1::Job& job, const std::string& why) { job.set_error(why); }
+// FAILED with `why` as the event and the job's error (no-op for a job already finished).
+void MarkFailed(JobManager* jobs, int64_t id, const std::string& why) {
+  (void)jobs->Transition(id, v1::FAILED, why, [&](v1::Job& j) { j.set_error(why); });
+}
 
 // "cuda" for "cuda:1".
 std::string DeviceKind(const std::string& device) { return device.substr(0, device.find(':')); }
+
+// The kind of device the job runs on (jobs stored before the field existed: cpu).
+std::string JobDeviceKind(const v1::JobSpec& spec) { return spec.device().empty() ? "cpu" : spec.device(); }
+
+int Count(const std::map<std::string, std::vector<std::string>>& free) {
+  int n = 0;
+  for (const auto& [w, d] : free) n += static_cast<int>(d.size());
+  return n;
+}
 
 }  // namespace
 
@@ -42,19 +54,24 @@ void Dispatcher::FailOrphans() {
   orphans_checked_ = true;
   for (const v1::Job& job : jobs_->List()) {
     if (job.state() != v1::PLANNING && job.state() != v1::RUNNING && job.state() != v1::RESTARTING) continue;
-    const std::string why = absl::StrCat("the coordinator restarted while the job was ", v1::JobState_Name(job.state()),
-                                         "; its ranks were stopped (their rendezvous is gone) — submit it again");
-    (void)jobs_->Transition(job.id(), v1::FAILED, why, [&](v1::Job& j) { SetError(j, why); });
+    MarkFailed(jobs_, job.id(),
+               absl::StrCat("the coordinator restarted while the job was ", v1::JobState_Name(job.state()),
+                            "; its ranks were stopped (their rendezvous is gone) — submit it again"));
   }
 }
 
-std::map<std::string, std::vector<std::string>> Dispatcher::FreeDevicesLocked(const std::string& kind, int64_t min_memory) const {
+std::map<std::string, std::set<std::string>> Dispatcher::BusyLocked() const {
   std::map<std::string, std::set<std::string>> busy;
   for (const auto& [id, job] : active_) {
     for (const Part& p : job.parts) {
       if (!p.finished) busy[p.worker_id].insert(p.assignment.devices().begin(), p.assignment.devices().end());
     }
   }
+  return busy;
+}
+
+std::map<std::string, std::vector<std::string>> Dispatcher::FreeDevicesLocked(const std::string& kind, int64_t min_memory) const {
+  std::map<std::string, std::set<std::string>> busy = BusyLocked();
   std::map<std::string, std::vector<std::string>> free;
   for (const v1::Worker& w : workers_->List()) {
     if (w.state() != v1::ALIVE) continue;
@@ -70,25 +87,13 @@ std::map<std::string, std::vector<std::string>> Dispatcher::FreeDevicesLocked(co
 std::map<std::string, int> Dispatcher::BusyDevices() const {
   absl::MutexLock lock(&mu_);
   std::map<std::string, int> out;
-  for (const auto& [id, job] : active_) {
-    for (const Part& p : job.parts) {
-      if (!p.finished) out[p.worker_id] += p.assignment.devices_size();
-    }
-  }
+  for (const auto& [worker, devices] : BusyLocked()) out[worker] = static_cast<int>(devices.size());
   return out;
 }
 
-namespace {
-int Count(const std::map<std::string, std::vector<std::string>>& free) {
-  int n = 0;
-  for (const auto& [w, d] : free) n += static_cast<int>(d.size());
-  return n;
-}
-}  // namespace
-
 std::string Dispatcher::WaitingMessage(const v1::JobSpec& spec, int free) {
   const int64_t budget = spec.memory_per_device();
-  return absl::StrCat("waiting for ", spec.ranks(), " free ", spec.device().empty() ? "cpu" : spec.device(), " device(s)",
+  return absl::StrCat("waiting for ", spec.ranks(), " free ", JobDeviceKind(spec), " device(s)",
                       budget > 0 ? absl::StrCat(" with ", FormatBytes(budget), " each") : "", "; ", free, " free on ALIVE workers now");
 }
 
@@ -96,15 +101,14 @@ absl::Status Dispatcher::PlaceLocked(int64_t id, ActiveJob& job, int64_t resume_
   const v1::JobSpec& spec = job.spec;
   const JobPlan& plan = *job.plan;
   const int ranks = spec.ranks();
-  const auto free = FreeDevicesLocked(spec.device().empty() ? "cpu" : spec.device(), spec.memory_per_device());
+  const auto free = FreeDevicesLocked(JobDeviceKind(spec), spec.memory_per_device());
   if (Count(free) < ranks) return absl::FailedPreconditionError(WaitingMessage(spec, Count(free)));
   std::vector<std::pair<std::string, std::vector<std::string>>> order(free.begin(), free.end());
   std::stable_sort(order.begin(), order.end(), [](const auto& a, const auto& b) { return a.second.size() > b.second.size(); });
   auto port = rendezvous_->Open(id);
   if (!port.ok()) return absl::UnavailableError(absl::StrCat("cannot open the job's rendezvous store: ", port.status().message()));
   job.parts.clear();
-  job.world = ranks;
-  job.stopping = job.failed = job.restarting = false;
+  job.stopping = job.restarting = false;
   job.checkpoints.clear();
   int next_rank = 0;
   for (const auto& [worker_id, devices] : order) {
@@ -155,7 +159,7 @@ bool Dispatcher::TryStart(const v1::Job& job) {
   const v1::JobSpec& spec = job.spec();
   {
     absl::MutexLock lock(&mu_);
-    const int free = Count(FreeDevicesLocked(spec.device().empty() ? "cpu" : spec.device(), spec.memory_per_device()));
+    const int free = Count(FreeDevicesLocked(JobDeviceKind(spec), spec.memory_per_device()));
     if (free < spec.ranks()) {
       if (told_waiting_.insert(job.id()).second) (void)jobs_->Note(job.id(), WaitingMessage(spec, free));
       return false;
@@ -164,8 +168,7 @@ bool Dispatcher::TryStart(const v1::Job& job) {
   if (!jobs_->Transition(job.id(), v1::PLANNING, absl::StrCat("planning for ", spec.ranks(), " rank(s)")).ok()) return true;  // cancelled
   auto plan = plan_(spec);
   if (!plan.ok()) {
-    const std::string why = absl::StrCat(absl::StatusCodeToString(plan.status().code()), ": ", plan.status().message());
-    (void)jobs_->Transition(job.id(), v1::FAILED, why, [&](v1::Job& j) { SetError(j, why); });
+    MarkFailed(jobs_, job.id(), absl::StrCat(absl::StatusCodeToString(plan.status().code()), ": ", plan.status().message()));
     return true;
   }
   absl::MutexLock lock(&mu_);
@@ -178,8 +181,7 @@ bool Dispatcher::TryStart(const v1::Job& job) {
       (void)jobs_->Transition(job.id(), v1::PENDING, absl::StrCat("back in the queue: ", st.message()));
       return false;
     }
-    const std::string why(st.message());
-    (void)jobs_->Transition(job.id(), v1::FAILED, why, [&](v1::Job& j) { SetError(j, why); });
+    MarkFailed(jobs_, job.id(), std::string(st.message()));
     return true;
   }
   const int64_t peak = active.plan->predicted_peak_bytes;
@@ -235,9 +237,8 @@ void Dispatcher::LoseLocked(int64_t id, ActiveJob& job, const std::string& why) 
 }
 
 void Dispatcher::FailLocked(int64_t id, ActiveJob& job, const std::string& why) {
-  job.failed = true;
   job.stopping = true;
-  (void)jobs_->Transition(id, v1::FAILED, why, [&](v1::Job& j) { SetError(j, why); });
+  MarkFailed(jobs_, id, why);
 }
 
 void Dispatcher::ReapLocked() {
@@ -340,7 +341,7 @@ absl::StatusOr<v1::ReportResponse> Dispatcher::OnReport(const v1::ReportRequest&
   for (const v1::RankStep& s : report.steps()) {
     job.worst_peak_bytes = std::max(job.worst_peak_bytes, s.peak_bytes());
     if (s.rank() != 0) continue;
-    if (job.first_loss_seen == false) job.first_loss = s.loss(), job.first_loss_seen = true;
+    if (!job.first_loss_seen) job.first_loss = s.loss(), job.first_loss_seen = true;
     job.last_step = s.step();
     job.last_loss = s.loss();
     if (job.stopping) continue;
@@ -360,7 +361,7 @@ absl::StatusOr<v1::ReportResponse> Dispatcher::OnReport(const v1::ReportRequest&
       // Every rank's shard is on the shared storage: commit the step (checkpoint_commit.h).
       v1::CheckpointMeta meta;
       meta.set_step(step);
-      meta.set_ranks(job.world);
+      meta.set_ranks(job.spec.ranks());
       for (int64_t d : job.plan->mesh) meta.add_mesh(d);
       meta.set_plan(job.plan->summary);
       if (auto st = CommitCheckpointStep(JobCheckpointDir(id), meta); !st.ok()) {
@@ -376,15 +377,11 @@ absl::StatusOr<v1::ReportResponse> Dispatcher::OnReport(const v1::ReportRequest&
     part->finished = true;
     if (report.code() != 0 && !job.stopping) {
       FailLocked(id, job, absl::StrCat("worker ", report.worker_id(), ": ", report.error()));
-    } else if (!job.stopping) {
-      bool all = true;
-      for (const Part& p : job.parts) all = all && p.finished;
-      if (all) {
-        job.stopping = true;
-        (void)jobs_->Transition(id, v1::SUCCEEDED,
-                                absl::StrFormat("trained %d steps on %d rank(s): loss %.4f -> %.4f; worst rank's peak %s", job.last_step,
-                                                job.world, job.first_loss, job.last_loss, FormatBytes(job.worst_peak_bytes)));
-      }
+    } else if (!job.stopping && job.parts_ended()) {
+      job.stopping = true;
+      (void)jobs_->Transition(id, v1::SUCCEEDED,
+                              absl::StrFormat("trained %d steps on %d rank(s): loss %.4f -> %.4f; worst rank's peak %s", job.last_step,
+                                              job.spec.ranks(), job.first_loss, job.last_loss, FormatBytes(job.worst_peak_bytes)));
     }
   }
   out.set_cancel(job.stopping && !report.finished());

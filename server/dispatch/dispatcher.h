@@ -96,9 +96,7 @@ class Dispatcher {
     v1::JobSpec spec;
     std::shared_ptr<const JobPlan> plan;  // kept to place the job again after a lost worker
     std::vector<Part> parts;
-    int world = 0;
     bool stopping = false;         // finished in the manager, or restarting: waiting for the parts to end
-    bool failed = false;           // a part failed (the job is FAILED)
     bool restarting = false;       // RESTARTING: once its parts have ended, placed again
     bool told_waiting = false;     // its wait to resume has an event
     int restarts = 0;
@@ -136,6 +134,8 @@ class Dispatcher {
   std::string JobCheckpointDir(int64_t id) const;
   // Drops jobs whose parts have all ended, closing their stores.
   void ReapLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Devices taken by parts whose ranks have not ended, per worker id.
+  std::map<std::string, std::set<std::string>> BusyLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Free devices (names) of `kind` ("cpu", "cuda") per ALIVE worker with at least `min_memory`
   // bytes each.
   std::map<std::string, std::vector<std::string>> FreeDevicesLocked(const std::string& kind, int64_t min_memory) const
