@@ -8,10 +8,8 @@
 #include <cstdlib>
 #include <ctime>
 #include <filesystem>
-#include <fstream>
 #include <functional>
 #include <iostream>
-#include <sstream>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -24,6 +22,7 @@
 #include "planner/zoo/zoo.h"
 #include "proto/mapd/v1/job_service.grpc.pb.h"
 #include "proto/mapd/v1/workers.grpc.pb.h"
+#include "server/api/auth.h"
 #include "server/api/grpc_status.h"
 #include <google/protobuf/util/json_util.h>
 
@@ -48,12 +47,7 @@ struct Client {
   std::string token;
   // One unary call with the token and a deadline, its status named by `what`.
   absl::Status Call(const std::string& what, const std::function<grpc::Status(grpc::ClientContext*)>& rpc) const;
-  void Prepare(grpc::ClientContext& ctx, double timeout_seconds = 30) const {
-    ctx.AddMetadata("authorization", "Bearer " + token);
-    if (timeout_seconds > 0) {
-      ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::milliseconds(static_cast<int64_t>(timeout_seconds * 1000)));
-    }
-  }
+  void Prepare(grpc::ClientContext& ctx, double timeout_seconds = 30) const { AuthorizeCall(ctx, token, timeout_seconds); }
 };
 
 absl::StatusOr<Client> Connect(const JobArgs& a) {
@@ -64,17 +58,9 @@ absl::StatusOr<Client> Connect(const JobArgs& a) {
   c.token = a.token;
   if (c.token.empty() && std::getenv("MAPD_TOKEN") != nullptr) c.token = std::getenv("MAPD_TOKEN");
   if (c.token.empty()) return absl::FailedPreconditionError("no token: give --token or set MAPD_TOKEN (the coordinator's)");
-  std::shared_ptr<grpc::ChannelCredentials> creds = grpc::InsecureChannelCredentials();
-  if (!a.tls_ca.empty()) {
-    std::ifstream in(a.tls_ca);
-    if (!in) return absl::NotFoundError(absl::StrCat("--tls-ca ", a.tls_ca, ": cannot read it"));
-    std::stringstream pem;
-    pem << in.rdbuf();
-    grpc::SslCredentialsOptions ssl;
-    ssl.pem_root_certs = pem.str();
-    creds = grpc::SslCredentials(ssl);
-  }
-  auto channel = grpc::CreateChannel(address, creds);
+  auto creds = ClientCredentials(a.tls_ca);
+  if (!creds.ok()) return creds.status();
+  auto channel = grpc::CreateChannel(address, *creds);
   c.stub = v1::JobService::NewStub(channel);
   c.workers = v1::WorkerService::NewStub(channel);
   return c;

@@ -1,7 +1,9 @@
 #include "server/api/auth.h"
 
+#include <chrono>
 #include <cstdlib>
 #include <fstream>
+#include <sstream>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
@@ -49,6 +51,24 @@ absl::StatusOr<std::string> LoadToken(const std::string& file) {
         "no token: give --token-file FILE or set MAPD_TOKEN (every RPC but health needs it)");
   }
   return token;
+}
+
+void AuthorizeCall(grpc::ClientContext& context, const std::string& token, double timeout_seconds) {
+  context.AddMetadata("authorization", "Bearer " + token);
+  if (timeout_seconds > 0) {
+    context.set_deadline(std::chrono::system_clock::now() + std::chrono::milliseconds(static_cast<int64_t>(timeout_seconds * 1000)));
+  }
+}
+
+absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> ClientCredentials(const std::string& tls_ca_file) {
+  if (tls_ca_file.empty()) return grpc::InsecureChannelCredentials();
+  std::ifstream in(tls_ca_file);
+  if (!in) return absl::NotFoundError(absl::StrCat("--tls-ca ", tls_ca_file, ": cannot read it"));
+  std::stringstream pem;
+  pem << in.rdbuf();
+  grpc::SslCredentialsOptions ssl;
+  ssl.pem_root_certs = pem.str();
+  return grpc::SslCredentials(ssl);
 }
 
 }  // namespace mapd

@@ -1,10 +1,12 @@
 // Bearer-token auth for the coordinator's RPCs: each call carries `authorization: Bearer
-// <token>` metadata; grpc.health.v1 is served by gRPC itself and needs none.
+// <token>` metadata; grpc.health.v1 is served by gRPC itself and needs none. Both sides: the
+// server's check, and what a client (mapctl, mapd-worker) puts on its calls and channel.
 #ifndef MAPD_SERVER_API_AUTH_H_
 #define MAPD_SERVER_API_AUTH_H_
 
 #include <grpcpp/grpcpp.h>
 
+#include <memory>
 #include <string>
 
 #include "absl/status/statusor.h"
@@ -24,6 +26,13 @@ class TokenAuth {
 // The token: the first line of `file` when given, else $MAPD_TOKEN. FAILED_PRECONDITION when
 // neither gives one (the coordinator does not run open); NOT_FOUND for a missing file.
 absl::StatusOr<std::string> LoadToken(const std::string& file);
+
+// A client's call: the bearer token, and a deadline `timeout_seconds` from now (none if <= 0).
+void AuthorizeCall(grpc::ClientContext& context, const std::string& token, double timeout_seconds);
+
+// A client's channel credentials: plaintext, or TLS checked against the PEM roots in
+// `tls_ca_file` (NOT_FOUND naming --tls-ca when it cannot be read).
+absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> ClientCredentials(const std::string& tls_ca_file);
 
 }  // namespace mapd
 

@@ -12,6 +12,9 @@ namespace mapd {
 grpc::Status ToGrpcStatus(const absl::Status& status);
 absl::Status FromGrpcStatus(const grpc::Status& status);
 
+// A failure worth retrying: the other side is not up (yet) or did not answer in time.
+bool IsTransient(const grpc::Status& status);
+
 // A handler's answer: the value into `out`, or the error.
 template <typename T>
 grpc::Status Reply(const absl::StatusOr<T>& result, T* out) {

@@ -4,12 +4,11 @@
 #include <unistd.h>
 
 #include <chrono>
-#include <fstream>
 #include <iostream>
-#include <sstream>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
+#include "server/api/auth.h"
 #include "server/api/grpc_status.h"
 
 namespace mapd {
@@ -23,26 +22,10 @@ absl::Status AgentOptions::Validate() const {
     return absl::FailedPreconditionError(absl::StrCat("--rank-program '", runner.rank_program,
                                                       "': not an executable mapctl (it runs the ranks); give its path"));
   }
-  if (!tls_ca_file.empty() && access(tls_ca_file.c_str(), R_OK) != 0) {
-    return absl::NotFoundError(absl::StrCat("--tls-ca ", tls_ca_file, ": cannot read it"));
-  }
   return absl::OkStatus();
 }
 
 WorkerAgent::WorkerAgent(AgentOptions options, MetricsRegistry* metrics) : options_(std::move(options)), metrics_(metrics) {
-  std::shared_ptr<grpc::ChannelCredentials> creds = grpc::InsecureChannelCredentials();
-  if (!options_.tls_ca_file.empty()) {
-    std::ifstream in(options_.tls_ca_file);
-    std::stringstream pem;
-    pem << in.rdbuf();
-    grpc::SslCredentialsOptions ssl;
-    ssl.pem_root_certs = pem.str();
-    creds = grpc::SslCredentials(ssl);
-  }
-  // Assignments carry the graph and rank programs: allow large ones.
-  grpc::ChannelArguments args;
-  args.SetMaxReceiveMessageSize(256 << 20);
-  stub_ = v1::WorkerService::NewStub(grpc::CreateCustomChannel(options_.coordinator, creds, args));
   DeclareJobMetrics(metrics_);
   metrics_->Set("mapd_worker_ranks_running", {}, 0);
   (void)metrics_->Counter("mapd_worker_registrations_total", "Registrations with the coordinator (again after a lost lease).");
@@ -64,13 +47,12 @@ bool WorkerAgent::SendReport(const v1::ReportRequest& report) {
   double backoff = 0.2;
   for (int attempt = 0; attempt < 6; ++attempt) {
     grpc::ClientContext ctx;
-    ctx.AddMetadata("authorization", "Bearer " + options_.token);
-    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+    AuthorizeCall(ctx, options_.token, 10);
     v1::ReportResponse out;
     const grpc::Status st = stub_->Report(&ctx, req, &out);
     if (st.ok()) return out.cancel();
     if (st.error_code() == grpc::StatusCode::NOT_FOUND) return true;  // the coordinator does not run this job here
-    if (st.error_code() != grpc::StatusCode::UNAVAILABLE && st.error_code() != grpc::StatusCode::DEADLINE_EXCEEDED) {
+    if (!IsTransient(st)) {
       std::cerr << "mapd-worker: report on job " << req.job_id() << " refused: " << st.error_message() << "\n";
       return false;
     }
@@ -116,8 +98,7 @@ absl::Status WorkerAgent::Register() {
   double backoff = 0.1;
   while (!stop_) {
     grpc::ClientContext ctx;
-    ctx.AddMetadata("authorization", "Bearer " + options_.token);
-    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+    AuthorizeCall(ctx, options_.token, 10);
     v1::RegisterWorkerResponse out;
     const grpc::Status st = stub_->Register(&ctx, req, &out);
     if (st.ok()) {
@@ -140,13 +121,18 @@ absl::Status WorkerAgent::Register() {
 
 absl::Status WorkerAgent::Run() {
   if (auto st = options_.Validate(); !st.ok()) return st;
+  auto creds = ClientCredentials(options_.tls_ca_file);
+  if (!creds.ok()) return creds.status();
+  // Assignments carry the graph and rank programs: allow large ones.
+  grpc::ChannelArguments args;
+  args.SetMaxReceiveMessageSize(256 << 20);
+  stub_ = v1::WorkerService::NewStub(grpc::CreateCustomChannel(options_.coordinator, *creds, args));
   if (auto st = Register(); !st.ok()) return st;
   while (!stop_) {
     std::this_thread::sleep_for(std::chrono::milliseconds(static_cast<int64_t>(heartbeat_seconds_ * 1000)));
     if (stop_) break;
     grpc::ClientContext ctx;
-    ctx.AddMetadata("authorization", "Bearer " + options_.token);
-    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::milliseconds(static_cast<int64_t>(heartbeat_seconds_ * 2000) + 100));
+    AuthorizeCall(ctx, options_.token, heartbeat_seconds_ * 2 + 0.1);
     v1::HeartbeatRequest req;
     req.set_worker_id(worker_id());
     for (const auto& [id, runner] : runners_) {
@@ -157,7 +143,7 @@ absl::Status WorkerAgent::Run() {
     if (st.ok()) {
       metrics_->Add("mapd_worker_heartbeats_total", {{"outcome", "ok"}});
       Apply(out);
-    } else if (st.error_code() == grpc::StatusCode::UNAVAILABLE || st.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED) {
+    } else if (IsTransient(st)) {
       metrics_->Add("mapd_worker_heartbeats_total", {{"outcome", "transient"}});  // try again next period
     } else if (st.error_code() == grpc::StatusCode::NOT_FOUND || st.error_code() == grpc::StatusCode::FAILED_PRECONDITION) {
       metrics_->Add("mapd_worker_heartbeats_total", {{"outcome", "rejected"}});

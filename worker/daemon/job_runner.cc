@@ -40,6 +40,7 @@ JobRunner::JobRunner(v1::RankAssignment assignment, JobRunnerOptions options, Re
   // Shared storage (the coordinator commits), or this worker's own directory (it commits).
   shared_checkpoints_ = !assignment_.checkpoint_dir().empty();
   checkpoint_dir_ = shared_checkpoints_ ? assignment_.checkpoint_dir() : dir_ + "/checkpoints";
+  for (int64_t d : assignment_.mesh()) world_ *= static_cast<int>(d);
 }
 
 JobRunner::~JobRunner() {
@@ -67,21 +68,18 @@ void JobRunner::OnLine(int index, const std::string& line) {
   if (j.contains("checkpoint")) {
     const int64_t step = j.value("checkpoint", int64_t{0});
     if (++checkpoint_shards_[step] < a.ranks_size()) return;
-    if (shared_checkpoints_) {  // the coordinator commits once every worker's shards are there
-      pending_.set_checkpoint_step(step);
-      Send(pending_);
-      return;
-    }
-    // This worker's shards of the step are all written: commit them here.
-    v1::CheckpointMeta meta;
-    meta.set_step(step);
-    int world = 1;
-    for (int64_t d : a.mesh()) meta.add_mesh(d), world *= static_cast<int>(d);
-    meta.set_ranks(world);
-    meta.set_plan(a.plan());
-    if (auto st = CommitCheckpointStep(checkpoint_dir_, meta); !st.ok()) {
-      std::cerr << "mapd-worker: job " << a.job_id() << ": checkpoint step " << step << " not committed: " << st.message() << "\n";
-      return;
+    // This worker's shards of the step are all written. On shared storage the coordinator commits
+    // once every worker's are there; otherwise they are committed here.
+    if (!shared_checkpoints_) {
+      v1::CheckpointMeta meta;
+      meta.set_step(step);
+      for (int64_t d : a.mesh()) meta.add_mesh(d);
+      meta.set_ranks(world_);
+      meta.set_plan(a.plan());
+      if (auto st = CommitCheckpointStep(checkpoint_dir_, meta); !st.ok()) {
+        std::cerr << "mapd-worker: job " << a.job_id() << ": checkpoint step " << step << " not committed: " << st.message() << "\n";
+        return;
+      }
     }
     pending_.set_checkpoint_step(step);
     Send(pending_);
@@ -103,11 +101,9 @@ void JobRunner::OnLine(int index, const std::string& line) {
     Labels with_unit = labels;
     with_unit["unit"] = a.item_unit().empty() ? "samples" : a.item_unit();
     metrics_->Set("mapd_worker_items_per_second", with_unit, static_cast<double>(a.items_per_step()) / s->seconds());
-    int world = 1;
-    for (int64_t d : a.mesh()) world *= static_cast<int>(d);
     if (a.device_peak_flops() > 0) {
       metrics_->Set("mapd_worker_model_flops_utilization", labels,
-                    a.model_flops_per_step() / (s->seconds() * world * a.device_peak_flops()));
+                    a.model_flops_per_step() / (s->seconds() * world_ * a.device_peak_flops()));
     }
   }
   if (j.contains("collectives") && j["collectives"].is_object()) {
@@ -125,18 +121,16 @@ void JobRunner::OnLine(int index, const std::string& line) {
 void JobRunner::Run() {
   const v1::RankAssignment& a = assignment_;
   const int local = a.ranks_size();
-  v1::ReportRequest last;
-  last.set_finished(true);
+  // The last report carries the steps not yet reported with the outcome.
   auto finish = [&](const absl::Status& st) {
-    last.set_code(static_cast<int>(st.code()));
-    last.set_error(std::string(st.message()));
-    for (const auto& s : pending_.steps()) *last.add_steps() = s;
-    pending_.Clear();
+    pending_.set_finished(true);
+    pending_.set_code(static_cast<int>(st.code()));
+    pending_.set_error(std::string(st.message()));
     metrics_->Add("mapd_worker_jobs_total",
                   {{"outcome", st.ok() ? "succeeded" : st.code() == absl::StatusCode::kCancelled ? "cancelled" : "failed"}});
     std::cout << "mapd-worker: job " << a.job_id() << " (rank " << a.ranks(0) << (local > 1 ? absl::StrCat("-", a.ranks(local - 1)) : "")
               << "): " << (st.ok() ? "done" : st.ToString()) << std::endl;
-    Send(last);
+    Send(pending_);
     done_ = true;
   };
   std::error_code ec;

@@ -59,6 +59,7 @@ class JobRunner {
   MetricsRegistry* metrics_;
   std::string dir_, checkpoint_dir_;
   bool shared_checkpoints_ = false;
+  int world_ = 1;  // ranks in the job (the mesh's product)
   std::atomic<bool> cancel_{false}, done_{false};
   std::thread thread_;
   // On the launcher's thread only:
