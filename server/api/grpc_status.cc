@@ -8,7 +8,8 @@ grpc::Status ToGrpcStatus(const absl::Status& status) {
 }
 
 bool IsTransient(const grpc::Status& status) {
-  return status.error_code() == grpc::StatusCode::UNAVAILABLE || status.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED;
+  return status.error_code() == grpc::StatusCode::UNAVAILABLE || status.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED ||
+         status.error_code() == grpc::StatusCode::CANCELLED;
 }
 
 absl::Status FromGrpcStatus(const grpc::Status& status) {

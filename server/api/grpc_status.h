@@ -12,7 +12,8 @@ namespace mapd {
 grpc::Status ToGrpcStatus(const absl::Status& status);
 absl::Status FromGrpcStatus(const grpc::Status& status);
 
-// A failure worth retrying: the other side is not up (yet) or did not answer in time.
+// A failure worth retrying: the other side is not up (yet), did not answer in time, or shut
+// down with the call in flight (CANCELLED: a coordinator restarting).
 bool IsTransient(const grpc::Status& status);
 
 // A handler's answer: the value into `out`, or the error.

@@ -14,9 +14,9 @@ TOKEN = "cli-test-token"
 GPT = "gpt2:layers=2,hidden=32,heads=4,vocab=64,seq=8,batch=4"
 
 
-def start_mapd(store, *flags):
+def start_mapd(store, *flags, listen="127.0.0.1:0"):
     assert MAPD and os.path.exists(MAPD), "set MAPD to the mapd binary (ctest does)"
-    proc = subprocess.Popen([MAPD, "--listen", "127.0.0.1:0", "--metrics-listen", "127.0.0.1:0", "--store", str(store), *flags],
+    proc = subprocess.Popen([MAPD, "--listen", listen, "--metrics-listen", "127.0.0.1:0", "--store", str(store), *flags],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=dict(os.environ, MAPD_TOKEN=TOKEN))
     line = proc.stdout.readline()
     assert "serving on port" in line, line + proc.stderr.read()
@@ -324,5 +324,32 @@ def test_a_job_whose_worker_is_lost_resumes_from_its_checkpoint(tmp_path):
             assert len(repeated) >= kill_step - resumed_from >= 2, (repeated, kill_step, resumed_from)
         for step, (before, after) in repeated.items():
             assert abs(before - after) <= 1e-5 * abs(before), (step, before, after)
+    finally:
+        stop_all(proc, workers)
+
+
+def test_a_worker_rides_out_a_coordinator_restart(tmp_path):
+    """A coordinator stopped and started again at the same address: its worker keeps running
+    (heartbeats in flight at the shutdown are retried) and registers with the new one."""
+    import time
+    flags = ("--lease-seconds", "1", "--heartbeat-seconds", "0.1")
+    proc, port = start_mapd(tmp_path / "jobs.db", *flags)
+    env = {"MAPD_ADDRESS": f"127.0.0.1:{port}", "MAPD_TOKEN": TOKEN}
+    workers = []
+    try:
+        workers = [start_worker(env, tmp_path, "alpha")]
+        stop(proc)
+        time.sleep(1.5)  # heartbeats fail while no coordinator is there
+        assert workers[0][0].poll() is None, workers[0][0].stderr.read()
+        proc, _ = start_mapd(tmp_path / "jobs.db", *flags, listen=f"127.0.0.1:{port}")
+        deadline = time.time() + 15
+        listed = []
+        while time.time() < deadline:
+            listed = json.loads(mapctl(env, "workers", "-o", "json", check=0).stdout)
+            if [(w["hostname"], w["state"]) for w in listed] == [("alpha", "ALIVE")]:
+                break
+            time.sleep(0.2)
+        assert [(w["hostname"], w["state"]) for w in listed] == [("alpha", "ALIVE")], listed
+        assert workers[0][0].poll() is None
     finally:
         stop_all(proc, workers)

@@ -94,7 +94,8 @@ absl::Status WorkerAgent::Register() {
   req.set_hostname(options_.hostname);
   req.set_metrics_address(options_.metrics_address);
   for (const v1::Device& d : options_.devices) *req.add_devices() = d;
-  // The coordinator may not be up yet: retry UNAVAILABLE with backoff, until stopped.
+  // The coordinator may not be up yet (or be restarting): retry transient failures with backoff,
+  // until stopped.
   double backoff = 0.1;
   while (!stop_) {
     grpc::ClientContext ctx;
@@ -112,7 +113,7 @@ absl::Status WorkerAgent::Register() {
                 << " device(s); heartbeat every " << heartbeat_seconds_ << " s, lease " << out.lease_seconds() << " s)" << std::endl;
       return absl::OkStatus();
     }
-    if (st.error_code() != grpc::StatusCode::UNAVAILABLE) return FromGrpcStatus(st);
+    if (!IsTransient(st)) return FromGrpcStatus(st);
     std::this_thread::sleep_for(std::chrono::milliseconds(static_cast<int64_t>(backoff * 1000)));
     backoff = std::min(backoff * 2, 2.0);
   }
@@ -126,6 +127,9 @@ absl::Status WorkerAgent::Run() {
   // Assignments carry the graph and rank programs: allow large ones.
   grpc::ChannelArguments args;
   args.SetMaxReceiveMessageSize(256 << 20);
+  // A restarted coordinator is found again within seconds (gRPC's default reconnect backoff
+  // grows to two minutes).
+  args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 2000);
   stub_ = v1::WorkerService::NewStub(grpc::CreateCustomChannel(options_.coordinator, *creds, args));
   if (auto st = Register(); !st.ok()) return st;
   while (!stop_) {

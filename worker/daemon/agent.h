@@ -1,9 +1,10 @@
 // The worker daemon's link to the coordinator (DESIGN §9): register this machine's devices, keep
 // the lease alive with heartbeats, and register again when the coordinator has forgotten or
 // declared it lost. Heartbeat responses carry assignments — a job's ranks to run here, started as
-// JobRunners — and the jobs to stop. Retries only transient failures (UNAVAILABLE: the coordinator
-// is not up yet or restarting; DEADLINE_EXCEEDED); anything else ends the agent with the
-// coordinator's status.
+// JobRunners — and the jobs to stop. Retries only transient failures (IsTransient: UNAVAILABLE —
+// the coordinator is not up yet; DEADLINE_EXCEEDED; CANCELLED — it shut down with the call in
+// flight), so it rides out a coordinator restart and registers again; anything else ends the
+// agent with the coordinator's status.
 #ifndef MAPD_WORKER_DAEMON_AGENT_H_
 #define MAPD_WORKER_DAEMON_AGENT_H_
 
