@@ -333,11 +333,12 @@ absl::StatusOr<v1::ReportResponse> Dispatcher::OnReport(const v1::ReportRequest&
     // placed again).
     if (job.restarting && report.finished()) part->finished = true;
     v1::ReportResponse out;
-    out.set_cancel(!report.finished());
+    out.set_cancel(true);
     ReapLocked();
     return out;
   }
   const v1::RankAssignment& a = part->assignment;
+  const bool was_stopping = job.stopping;
   for (const v1::RankStep& s : report.steps()) {
     job.worst_peak_bytes = std::max(job.worst_peak_bytes, s.peak_bytes());
     if (s.rank() != 0) continue;
@@ -384,7 +385,9 @@ absl::StatusOr<v1::ReportResponse> Dispatcher::OnReport(const v1::ReportRequest&
                                               job.spec.ranks(), job.first_loss, job.last_loss, FormatBytes(job.worst_peak_bytes)));
     }
   }
-  out.set_cancel(job.stopping && !report.finished());
+  // A finished report is told whether the job was stopping before it came (its ranks were then
+  // stopped, or failed because their peers were); a running one whether to stop now.
+  out.set_cancel(report.finished() ? was_stopping : job.stopping);
   ReapLocked();
   return out;
 }

@@ -15,7 +15,7 @@ namespace mapd {
 void DeclareJobMetrics(MetricsRegistry* m) {
   for (auto st : {
            m->Gauge("mapd_worker_ranks_running", "Ranks of jobs running on this worker now."),
-           m->Counter("mapd_worker_jobs_total", "Jobs whose ranks ran here, by outcome (succeeded, failed, cancelled)."),
+           m->Counter("mapd_worker_jobs_total", "Jobs whose ranks ran here, by outcome (succeeded, failed, cancelled = stopped by the coordinator)."),
            m->Gauge("mapd_worker_step", "The last training step a rank finished."),
            m->Histogram("mapd_worker_step_seconds", "Wall time of a training step on a rank.",
                         {0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60}),
@@ -126,11 +126,13 @@ void JobRunner::Run() {
     pending_.set_finished(true);
     pending_.set_code(static_cast<int>(st.code()));
     pending_.set_error(std::string(st.message()));
-    metrics_->Add("mapd_worker_jobs_total",
-                  {{"outcome", st.ok() ? "succeeded" : st.code() == absl::StatusCode::kCancelled ? "cancelled" : "failed"}});
     std::cout << "mapd-worker: job " << a.job_id() << " (rank " << a.ranks(0) << (local > 1 ? absl::StrCat("-", a.ranks(local - 1)) : "")
               << "): " << (st.ok() ? "done" : st.ToString()) << std::endl;
     Send(pending_);
+    // Ranks that failed after the coordinator stopped the job (their peers on another worker were
+    // stopped first, say) were stopped, not failed: the reply to the last report says so.
+    const char* outcome = st.ok() ? "succeeded" : (cancel_ || st.code() == absl::StatusCode::kCancelled) ? "cancelled" : "failed";
+    metrics_->Add("mapd_worker_jobs_total", {{"outcome", outcome}});
     done_ = true;
   };
   std::error_code ec;
