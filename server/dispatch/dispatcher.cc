@@ -1,6 +1,7 @@
 #include "server/dispatch/dispatcher.h"
 
 #include <algorithm>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -241,12 +242,22 @@ void Dispatcher::FailLocked(int64_t id, ActiveJob& job, const std::string& why) 
   MarkFailed(jobs_, id, why);
 }
 
+void Dispatcher::SettleFailureLocked(int64_t id, ActiveJob& job) {
+  const std::string failure = std::exchange(job.failure, "");
+  if (!job.lost.empty()) {
+    LoseLocked(id, job, std::exchange(job.lost, ""));
+  } else {
+    FailLocked(id, job, failure);
+  }
+}
+
 void Dispatcher::ReapLocked() {
   for (auto it = active_.begin(); it != active_.end();) {
     if (!it->second.parts_ended()) {
       ++it;
       continue;
     }
+    if (!it->second.failure.empty()) SettleFailureLocked(it->first, it->second);
     rendezvous_->Close(it->first);  // a restart opens another
     if (it->second.restarting) {
       ++it;
@@ -265,13 +276,16 @@ void Dispatcher::Tick() {
     for (auto& [id, job] : active_) {
       auto j = jobs_->Get(id);
       const bool finished = j.ok() && IsFinished(j->state());  // cancelled by the user
-      if (finished) job.stopping = true, job.restarting = false;
+      if (finished) job.stopping = true, job.restarting = false, job.failure.clear(), job.lost.clear();
       for (Part& part : job.parts) {
         if (part.finished || state[part.worker_id] == v1::ALIVE) continue;
         part.finished = true;  // nothing to wait for from a lost worker
+        const std::string why = absl::StrCat("worker ", part.worker_id, " was lost (its lease ran out) while running rank ",
+                                             RankRange(part.assignment), "; the other ranks were stopped");
         if (!job.stopping) {
-          LoseLocked(id, job, absl::StrCat("worker ", part.worker_id, " was lost (its lease ran out) while running rank ",
-                                           RankRange(part.assignment), "; the other ranks were stopped"));
+          LoseLocked(id, job, why);
+        } else if (!job.failure.empty() && job.lost.empty()) {
+          job.lost = why;  // the reported failure was (likely) this loss's doing: settled in ReapLocked
         }
       }
     }
@@ -377,7 +391,10 @@ absl::StatusOr<v1::ReportResponse> Dispatcher::OnReport(const v1::ReportRequest&
   if (report.finished() && !part->finished) {
     part->finished = true;
     if (report.code() != 0 && !job.stopping) {
-      FailLocked(id, job, absl::StrCat("worker ", report.worker_id(), ": ", report.error()));
+      // Stop the other parts; FAILED or RESTARTING once they have ended (SettleFailureLocked).
+      job.stopping = true;
+      job.failure = absl::StrCat("worker ", report.worker_id(), ": ", report.error());
+      if (!job.parts_ended()) (void)jobs_->Note(id, absl::StrCat(job.failure, "; stopping the other ranks"));
     } else if (!job.stopping && job.parts_ended()) {
       job.stopping = true;
       (void)jobs_->Transition(id, v1::SUCCEEDED,

@@ -99,6 +99,13 @@ class Dispatcher {
     bool stopping = false;         // finished in the manager, or restarting: waiting for the parts to end
     bool restarting = false;       // RESTARTING: once its parts have ended, placed again
     bool told_waiting = false;     // its wait to resume has an event
+    // The first rank failure a worker reported while the job ran ("worker w-2: rank 2 exited
+    // ..."), and a worker lost after it. The job's fate waits until every part has ended: a
+    // worker that dies takes its ranks with it, and their peers on other workers fail at once
+    // ("connection closed by peer"), seconds before its lease runs out; that failure is the lost
+    // worker's, so the job restarts like any other lost-worker job rather than failing.
+    std::string failure;
+    std::string lost;
     int restarts = 0;
     int64_t committed_step = 0;    // the last checkpoint committed on the shared storage
     int64_t worst_peak_bytes = 0;  // over every rank's steps so far
@@ -120,6 +127,9 @@ class Dispatcher {
   bool TryStart(const v1::Job& job);
   // The first failure of a running job: FAILED with `why`, the other parts stopped.
   void FailLocked(int64_t id, ActiveJob& job, const std::string& why) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Once every part of a job with a reported failure has ended: RESTARTING (or FAILED) as for a
+  // lost worker if one was lost meanwhile, FAILED with the reported failure otherwise.
+  void SettleFailureLocked(int64_t id, ActiveJob& job) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // A lost worker: RESTARTING when a checkpoint on shared storage allows (the other parts are
   // stopped, then the job is placed again), FAILED otherwise.
   void LoseLocked(int64_t id, ActiveJob& job, const std::string& why) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -132,7 +142,8 @@ class Dispatcher {
   static std::string WaitingMessage(const v1::JobSpec& spec, int free);
   static std::string Where(const ActiveJob& job);  // "w-1 (rank 0-1), w-2 (rank 2-3)"
   std::string JobCheckpointDir(int64_t id) const;
-  // Drops jobs whose parts have all ended, closing their stores.
+  // Settles the failures of jobs whose parts have all ended, then drops those jobs (not those
+  // restarting), closing their stores.
   void ReapLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Devices taken by parts whose ranks have not ended, per worker id.
   std::map<std::string, std::set<std::string>> BusyLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

@@ -180,3 +180,55 @@ def test_a_memory_cap_that_data_parallelism_passes_is_kept_by_maps_plan():
     # One process is capped the same way.
     r = run_mapctl("run", mlp, "--steps", "1", "--memory-per-device", "40MB")
     assert r.returncode == 1 and "out of memory" in r.stderr and "RESOURCE_EXHAUSTED" in r.stderr, r.stderr
+
+
+def _children(pid):
+    """Pids of the live (not zombie) processes whose parent is `pid`."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == pid and fields[0] != "Z":
+            found.append(int(entry))
+    return found
+
+
+def _alive(pid):
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def test_ranks_die_with_their_launcher():
+    """A killed launcher (here `mapctl run`; a killed mapd-worker alike) takes its ranks with it, so
+    none is left holding its peers in a collective. Rank 0 hangs before step 2 and rank 1 waits
+    for it in a collective: neither writes again, so only the launcher's death can end them."""
+    import signal
+    import subprocess
+    from conftest import MAPCTL
+    proc = subprocess.Popen([MAPCTL, "run", GPT, "--ranks", "2", "--steps", "1000", "--rank-timeout", "600"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=dict(os.environ, MAPD_FAULT="hang:0:2"))
+    try:
+        deadline = time.monotonic() + 60
+        ranks = []
+        while time.monotonic() < deadline and len(ranks) < 2:
+            ranks = _children(proc.pid)
+            time.sleep(0.2)
+        assert len(ranks) == 2, ranks
+        time.sleep(3)
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and any(_alive(r) for r in ranks):
+            time.sleep(0.1)
+        assert not any(_alive(r) for r in ranks), [r for r in ranks if _alive(r)]
+    finally:
+        proc.kill()
+        proc.wait()

@@ -3,6 +3,9 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#ifdef __linux__
+#include <sys/prctl.h>
+#endif
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -97,12 +100,19 @@ absl::Status LaunchRanks(const LaunchOptions& options, const std::function<void(
       return absl::InternalError(absl::StrCat("pipe: ", strerror(errno)));
     }
     const std::vector<std::string> args = options.argv_for(r);
+    [[maybe_unused]] const pid_t parent = getpid();
     const pid_t pid = fork();
     if (pid < 0) {
       KillAll(children);
       return absl::ResourceExhaustedError(absl::StrCat("fork for rank ", r, ": ", strerror(errno)));
     }
     if (pid == 0) {  // the rank
+#ifdef __linux__
+      // A rank dies with the thread that launched it (a killed mapd-worker or `mapctl run`):
+      // left running it would hold its peers in collectives with nobody reading its output.
+      prctl(PR_SET_PDEATHSIG, SIGKILL);
+      if (getppid() != parent) _exit(137);  // the launcher died before the line above
+#endif
       dup2(out[1], 1);
       dup2(err[1], 2);
       close(out[0]);
