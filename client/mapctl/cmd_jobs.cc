@@ -275,7 +275,8 @@ int RunGet(const JobArgs& a, int64_t id) {
             << (s.device().empty() ? "cpu" : s.device()) << " device (cost model: " << s.device_type() << ")\n"
             << "Plan:       " << (job.plan_summary().empty() ? "-" : job.plan_summary()) << "\n"
             << "Progress:   step " << job.step() << "/" << s.steps()
-            << (job.step() > 0 ? absl::StrFormat(", loss %.4f", job.loss()) : "") << "\n"
+            << (job.step() > 0 ? absl::StrFormat(", loss %.4f", job.loss()) : "")
+            << (job.attempt() > 0 ? absl::StrCat(" (restarted ", job.attempt(), " time(s))") : "") << "\n"
             << "Created:    " << When(job.created_unix_seconds()) << "\n"
             << "Updated:    " << When(job.updated_unix_seconds()) << "\n";
   return kExitOk;

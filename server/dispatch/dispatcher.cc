@@ -51,14 +51,73 @@ absl::Status DispatchOptions::Validate() const {
 Dispatcher::Dispatcher(JobManager* jobs, WorkerRegistry* workers, RendezvousHost* rendezvous, DispatchOptions options, PlanJobFn plan)
     : jobs_(jobs), workers_(workers), rendezvous_(rendezvous), options_(std::move(options)), plan_(std::move(plan)) {}
 
-void Dispatcher::FailOrphans() {
+void Dispatcher::RecoverOrphans() {
   orphans_checked_ = true;
-  for (const v1::Job& job : jobs_->List()) {
-    if (job.state() != v1::PLANNING && job.state() != v1::RUNNING && job.state() != v1::RESTARTING) continue;
-    MarkFailed(jobs_, job.id(),
-               absl::StrCat("the coordinator restarted while the job was ", v1::JobState_Name(job.state()),
-                            "; its ranks were stopped (their rendezvous is gone) — submit it again"));
+  {
+    absl::MutexLock lock(&mu_);
+    recover_after_ = workers_->NowUnixSeconds() + workers_->lease().lease_seconds;
   }
+  for (const v1::Job& job : jobs_->List()) {
+    if (job.state() == v1::PLANNING) {
+      (void)jobs_->Transition(job.id(), v1::PENDING, "the coordinator restarted while planning the job; back in the queue");
+      continue;
+    }
+    if (job.state() != v1::RUNNING && job.state() != v1::RESTARTING) continue;
+    auto recovered = RecoverJob(job);
+    if (!recovered.ok()) {
+      MarkFailed(jobs_, job.id(),
+                 absl::StrCat("the coordinator restarted while the job was ", v1::JobState_Name(job.state()), " and ",
+                              recovered.status().message(), "; its ranks were stopped (their rendezvous is gone) — submit it again"));
+      continue;
+    }
+    const std::string why = absl::StrCat("the coordinator restarted; restarting from the checkpoint of step ", recovered->committed_step,
+                                         " (restart ", recovered->restarts, " of at most ", options_.max_restarts,
+                                         ") once no worker runs the job's earlier ranks");
+    auto noted = job.state() == v1::RUNNING ? jobs_->Transition(job.id(), v1::RESTARTING, why) : jobs_->Note(job.id(), why);
+    if (!noted.ok()) continue;  // cancelled meanwhile
+    absl::MutexLock lock(&mu_);
+    active_[job.id()] = *std::move(recovered);
+  }
+}
+
+absl::StatusOr<Dispatcher::ActiveJob> Dispatcher::RecoverJob(const v1::Job& job) {
+  if (options_.checkpoint_dir.empty()) {
+    return absl::FailedPreconditionError("it has no checkpoint to resume from (no --checkpoint-dir)");
+  }
+  auto meta = ReadLatestCheckpoint(JobCheckpointDir(job.id()));
+  if (!meta.ok()) return absl::FailedPreconditionError(absl::StrCat("it cannot resume: ", meta.status().message()));
+  const int restarts = job.attempt() + 1;
+  if (restarts > options_.max_restarts) {
+    return absl::FailedPreconditionError(absl::StrCat("it has restarted ", job.attempt(), " time(s) already (--max-restarts ", options_.max_restarts, ")"));
+  }
+  auto plan = plan_(job.spec());
+  if (!plan.ok()) return absl::FailedPreconditionError(absl::StrCat("planning it again failed: ", plan.status().message()));
+  const std::vector<int64_t> checkpoint_mesh(meta->mesh().begin(), meta->mesh().end());
+  if (plan->mesh != checkpoint_mesh || plan->summary != meta->plan()) {
+    return absl::FailedPreconditionError(absl::StrCat("the plan found now (mesh ", absl::StrJoin(plan->mesh, "x"), ", ", plan->summary,
+                                                      ") is not its checkpoint's (mesh ", absl::StrJoin(checkpoint_mesh, "x"), ", ",
+                                                      meta->plan(), ")"));
+  }
+  ActiveJob active;
+  active.spec = job.spec();
+  active.plan = std::make_shared<const JobPlan>(*std::move(plan));
+  active.stopping = active.restarting = active.recovered = true;
+  active.restarts = restarts;
+  active.committed_step = meta->step();
+  active.last_step = meta->step();
+  return active;
+}
+
+bool Dispatcher::RecoveredMayResumeLocked(const ActiveJob& job) const {
+  if (workers_->NowUnixSeconds() < recover_after_) return false;
+  std::set<std::string> alive;
+  for (const v1::Worker& w : workers_->List()) {
+    if (w.state() == v1::ALIVE) alive.insert(w.id());
+  }
+  for (const std::string& w : job.held_by) {
+    if (alive.count(w)) return false;
+  }
+  return true;
 }
 
 std::map<std::string, std::set<std::string>> Dispatcher::BusyLocked() const {
@@ -212,8 +271,11 @@ void Dispatcher::TryResumeLocked(int64_t id, ActiveJob& job) {
     return;
   }
   job.told_waiting = false;
+  job.recovered = false;
+  job.held_by.clear();
   job.last_step = from;
-  auto running = jobs_->Transition(id, v1::RUNNING, absl::StrCat("resumed from the checkpoint of step ", from, " on ", Where(job)));
+  auto running = jobs_->Transition(id, v1::RUNNING, absl::StrCat("resumed from the checkpoint of step ", from, " on ", Where(job)),
+                                   [&](v1::Job& j) { j.set_attempt(job.restarts); });
   if (!running.ok()) {  // cancelled meanwhile
     job.stopping = true;
     for (Part& p : job.parts) p.finished = true;
@@ -268,7 +330,7 @@ void Dispatcher::ReapLocked() {
 }
 
 void Dispatcher::Tick() {
-  if (!orphans_checked_) FailOrphans();
+  if (!orphans_checked_) RecoverOrphans();
   {
     absl::MutexLock lock(&mu_);
     std::map<std::string, v1::WorkerState> state;
@@ -292,7 +354,7 @@ void Dispatcher::Tick() {
     ReapLocked();
     // Jobs whose ranks have all stopped after a lost worker: placed again when devices allow.
     for (auto& [id, job] : active_) {
-      if (job.restarting && job.parts_ended()) TryResumeLocked(id, job);
+      if (job.restarting && job.parts_ended() && (!job.recovered || RecoveredMayResumeLocked(job))) TryResumeLocked(id, job);
     }
     for (auto it = told_waiting_.begin(); it != told_waiting_.end();) {
       auto j = jobs_->Get(*it);
@@ -306,6 +368,15 @@ void Dispatcher::OnHeartbeat(const std::string& worker_id, const std::vector<int
   absl::MutexLock lock(&mu_);
   const std::set<int64_t> runs(running.begin(), running.end());
   for (auto& [id, job] : active_) {
+    // A job recovered after a coordinator restart waits for the ranks of its earlier attempt
+    // (told to stop below: no part of it runs there yet).
+    if (job.recovered) {
+      if (runs.count(id)) {
+        job.held_by.insert(worker_id);
+      } else {
+        job.held_by.erase(worker_id);
+      }
+    }
     for (Part& part : job.parts) {
       if (part.worker_id != worker_id || part.finished) continue;
       if (job.stopping) {

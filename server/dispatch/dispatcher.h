@@ -15,17 +15,23 @@
 // Workers receive their part (RankAssignment) in heartbeat responses — again on each heartbeat
 // until they list the job as running — and report steps, checkpoints and their outcome (Report).
 // Rank 0's steps are the job's progress. When every worker has finished OK the job SUCCEEDS;
-// the first failure FAILS it with the failing rank's error and stops the others. A job's devices
-// stay taken until its workers say its ranks have ended (or are lost).
+// the first failure stops the other parts and, once they have all ended, FAILS the job with the
+// failing rank's error — or, if a worker was lost meanwhile, is that loss's (below). A job's
+// devices stay taken until its workers say its ranks have ended (or are lost).
 //
 // A lost worker: with shared checkpoint storage (DispatchOptions::checkpoint_dir) and a step
 // committed there, the job goes RESTARTING — its other ranks are stopped, and once they have
 // ended it is placed again with the same plan and world size (on any free devices of its kind)
 // and resumes from that step (RUNNING again); otherwise, or after `max_restarts`, it FAILS.
 //
-// After a coordinator restart, jobs that were PLANNING, RUNNING or RESTARTING are not resumed
-// (their plan and rendezvous are gone): they FAIL saying so, and workers still running their
-// ranks are told to stop.
+// After a coordinator restart (the first round): jobs that were PLANNING go back to the queue.
+// Jobs that were RUNNING or RESTARTING resume like a lost worker's job when a step of theirs is
+// committed on the shared checkpoint storage and they have restarts left (a coordinator restart
+// counts as one): planned again (the plan must be the checkpoint's), RESTARTING, and placed with
+// the next attempt number once a lease period has passed — every live worker has heartbeated to
+// this coordinator by then — and no worker lists the job's earlier ranks any more (workers that
+// do are told to stop them). Otherwise they FAIL saying why (their rendezvous is gone with the
+// previous coordinator, and their ranks are told to stop).
 //
 // Thread-safe; lock order: the dispatcher's mutex, then the job manager's and the registry's.
 #ifndef MAPD_SERVER_DISPATCH_DISPATCHER_H_
@@ -106,6 +112,10 @@ class Dispatcher {
     // worker's, so the job restarts like any other lost-worker job rather than failing.
     std::string failure;
     std::string lost;
+    // Resumed after a coordinator restart and not placed yet: it waits until the workers that
+    // still list its earlier ranks (`held_by`) have stopped them.
+    bool recovered = false;
+    std::set<std::string> held_by;
     int restarts = 0;
     int64_t committed_step = 0;    // the last checkpoint committed on the shared storage
     int64_t worst_peak_bytes = 0;  // over every rank's steps so far
@@ -121,8 +131,15 @@ class Dispatcher {
     }
   };
 
-  // Fails jobs left PLANNING/RUNNING by a previous coordinator (once, on the first round).
-  void FailOrphans();
+  // Jobs left PLANNING, RUNNING or RESTARTING by a previous coordinator (once, on the first
+  // round): queued again, resumed from their checkpoint, or FAILED (above).
+  void RecoverOrphans();
+  // A job that was RUNNING or RESTARTING under the previous coordinator, ready to resume from its
+  // last committed checkpoint; FAILED_PRECONDITION saying why it cannot.
+  absl::StatusOr<ActiveJob> RecoverJob(const v1::Job& job);
+  // A recovered job may be placed: a lease period has passed since this coordinator's first
+  // round and no ALIVE worker lists its earlier ranks.
+  bool RecoveredMayResumeLocked(const ActiveJob& job) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Starts `job` if devices allow; false when it must wait.
   bool TryStart(const v1::Job& job);
   // The first failure of a running job: FAILED with `why`, the other parts stopped.
@@ -161,6 +178,7 @@ class Dispatcher {
   std::map<int64_t, ActiveJob> active_ ABSL_GUARDED_BY(mu_);
   std::set<int64_t> told_waiting_ ABSL_GUARDED_BY(mu_);  // pending jobs whose wait has an event
   bool orphans_checked_ = false;  // dispatch thread only
+  double recover_after_ ABSL_GUARDED_BY(mu_) = 0;  // when recovered jobs may be placed (unix seconds)
 };
 
 }  // namespace mapd

@@ -37,6 +37,8 @@ class WorkerRegistry {
   // Marks every worker whose lease ran out LOST; returns their ids (newly lost only).
   std::vector<std::string> ExpireLeases();
   std::vector<v1::Worker> List() const;  // by registration order
+  const LeaseOptions& lease() const { return options_; }
+  double NowUnixSeconds() const { return clock_->NowUnixSeconds(); }
 
  private:
   LeaseOptions options_;

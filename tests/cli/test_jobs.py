@@ -280,7 +280,6 @@ def test_a_job_whose_worker_is_lost_resumes_from_its_checkpoint(tmp_path):
     """With checkpoints on storage the coordinator and workers share, a killed worker's job goes
     RESTARTING, is placed again on the devices left, resumes from the last committed step, and
     trains on exactly as it would have (the same losses after the checkpoint)."""
-    import time
     gpt = "gpt2:layers=2,hidden=32,heads=2,vocab=256,seq=16,batch=4"
     ckpt = tmp_path / "checkpoints"
     proc, port = start_mapd(tmp_path / "jobs.db", "--lease-seconds", "1.5", "--heartbeat-seconds", "0.25",
@@ -291,16 +290,7 @@ def test_a_job_whose_worker_is_lost_resumes_from_its_checkpoint(tmp_path):
         workers = [start_worker(env, tmp_path, name) for name in ("alpha", "beta", "gamma")]
         mapctl(env, "submit", gpt, "--ranks", "4", "--steps", "60", "--checkpoint-every", "10", check=0)
         # Kill a worker two steps or more past a committed checkpoint, so that those steps run again.
-        deadline = time.time() + 60
-        while time.time() < deadline:
-            events = json.loads(mapctl(env, "logs", "1", "-o", "json", check=0).stdout)
-            committed = [int(e["message"].split("step ")[1].split()[0]) for e in events if "committed to" in e["message"]]
-            kill_step = max([int(e.get("step", 0)) for e in events] + [0])
-            if committed and kill_step >= committed[-1] + 2:
-                break
-            time.sleep(0.1)
-        else:
-            raise AssertionError("no checkpoint committed")
+        committed, kill_step, events = wait_past_a_checkpoint(env, 1)
         first_placement = next(e["message"] for e in events if e["message"].startswith("running on"))
         assert "w-1 (rank 0-1), w-2 (rank 2-3)" in first_placement, first_placement
         workers[1][0].kill()  # beta: ranks 2-3
@@ -316,19 +306,79 @@ def test_a_job_whose_worker_is_lost_resumes_from_its_checkpoint(tmp_path):
         assert any(f"resumed from the checkpoint of step {resumed_from} on w-1 (rank 0-1), w-3 (rank 2-3)" in m for m in messages), messages
         assert events[-1]["state"] == "SUCCEEDED" and "trained 60 steps" in messages[-1], messages[-1]
         assert (ckpt / "job-1" / "LATEST").read_text() == "60"
-        # Steps after the checkpoint ran twice where the first attempt got past it: the same losses.
-        seen = {}
-        for e in events:
-            step = int(e.get("step", 0))
-            if step > 0:
-                seen.setdefault(step, []).append(e["loss"])
-        repeated = {s: l for s, l in seen.items() if len(l) == 2}
-        assert min(seen) == 1 and max(seen) == 60 and len(seen) == 60, sorted(seen)
-        assert all(s > resumed_from for s in repeated), repeated
-        if resumed_from == committed[-1]:  # (a later checkpoint may have been committed just before the kill)
-            assert len(repeated) >= kill_step - resumed_from >= 2, (repeated, kill_step, resumed_from)
-        for step, (before, after) in repeated.items():
-            assert abs(before - after) <= 1e-5 * abs(before), (step, before, after)
+        assert_resumed_steps_repeat(events, 60, resumed_from, committed[-1], kill_step)
+    finally:
+        stop_all(proc, workers)
+
+
+def wait_past_a_checkpoint(env, job):
+    """Waits until a checkpoint of `job` is committed and two or more steps are done past it (so
+    that those steps run again after a resume); returns (committed steps, last step, events)."""
+    import time
+    deadline = time.time() + 60
+    while time.time() < deadline:
+        events = json.loads(mapctl(env, "logs", str(job), "-o", "json", check=0).stdout)
+        committed = [int(e["message"].split("step ")[1].split()[0]) for e in events if "committed to" in e["message"]]
+        last_step = max([int(e.get("step", 0)) for e in events] + [0])
+        if committed and last_step >= committed[-1] + 2:
+            return committed, last_step, events
+        time.sleep(0.1)
+    raise AssertionError("no checkpoint committed")
+
+
+def assert_resumed_steps_repeat(events, steps, resumed_from, committed, stopped_at):
+    """Every step ran; the steps after the checkpoint resumed from that the first attempt had got
+    past ran twice with the same losses (1e-5 relative)."""
+    seen = {}
+    for e in events:
+        step = int(e.get("step", 0))
+        if step > 0:
+            seen.setdefault(step, []).append(e["loss"])
+    repeated = {s: l for s, l in seen.items() if len(l) == 2}
+    assert min(seen) == 1 and max(seen) == steps and len(seen) == steps, sorted(seen)
+    assert all(s > resumed_from for s in repeated), repeated
+    if resumed_from == committed:  # (a later checkpoint may have been committed just before the stop)
+        assert len(repeated) >= stopped_at - resumed_from >= 2, (repeated, stopped_at, resumed_from)
+    for step, (before, after) in repeated.items():
+        assert abs(before - after) <= 1e-5 * abs(before), (step, before, after)
+
+
+def test_a_running_job_resumes_after_a_coordinator_restart(tmp_path):
+    """mapd stopped mid-job and started again (same store, same checkpoint storage): its workers
+    register again, are told to stop the job's earlier ranks, and the job resumes from its last
+    committed checkpoint with the same losses."""
+    import time
+    gpt = "gpt2:layers=2,hidden=32,heads=2,vocab=256,seq=16,batch=4"
+    ckpt = tmp_path / "checkpoints"
+    flags = ("--lease-seconds", "1.5", "--heartbeat-seconds", "0.25", "--checkpoint-dir", str(ckpt))
+    proc, port = start_mapd(tmp_path / "jobs.db", *flags)
+    env = {"MAPD_ADDRESS": f"127.0.0.1:{port}", "MAPD_TOKEN": TOKEN}
+    workers = []
+    try:
+        workers = [start_worker(env, tmp_path, name) for name in ("alpha", "beta")]
+        mapctl(env, "submit", gpt, "--ranks", "4", "--steps", "60", "--checkpoint-every", "10", check=0)
+        committed, stopped_at, _ = wait_past_a_checkpoint(env, 1)
+        stop(proc)
+        time.sleep(0.5)
+        proc, _ = start_mapd(tmp_path / "jobs.db", *flags, listen=f"127.0.0.1:{port}")
+        r = mapctl(env, "watch", "1", check=None)
+        assert r.returncode == 0, r.stdout + r.stderr
+        events = json.loads(mapctl(env, "logs", "1", "-o", "json", check=0).stdout)
+        messages = [e["message"] for e in events]
+        restarting = [m for m in messages if "restarting from the checkpoint of step" in m]
+        assert len(restarting) == 1 and restarting[0].startswith("the coordinator restarted;"), messages
+        resumed_from = int(restarting[0].split("checkpoint of step ")[1].split()[0])
+        assert resumed_from >= committed[-1] and resumed_from % 10 == 0, (restarting, committed)
+        assert any(f"resumed from the checkpoint of step {resumed_from} on w-1 (rank 0-1), w-2 (rank 2-3)" in m for m in messages), messages
+        assert events[-1]["state"] == "SUCCEEDED" and "trained 60 steps" in messages[-1], messages[-1]
+        assert json.loads(mapctl(env, "get", "1", "-o", "json", check=0).stdout)["attempt"] == 1
+        assert (ckpt / "job-1" / "LATEST").read_text() == "60"
+        assert_resumed_steps_repeat(events, 60, resumed_from, committed[-1], stopped_at)
+        # On each worker the first attempt was stopped and the second succeeded.
+        for _, url in workers:
+            text = scrape(url)
+            assert sample(text, "mapd_worker_jobs_total", outcome="cancelled") == 1, text
+            assert sample(text, "mapd_worker_jobs_total", outcome="succeeded") == 1, text
     finally:
         stop_all(proc, workers)
 

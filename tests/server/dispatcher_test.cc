@@ -5,9 +5,11 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 
 #include "server/store/job_store.h"
+#include "worker/launch/checkpoint_commit.h"
 
 namespace mapd {
 namespace {
@@ -85,6 +87,29 @@ class DispatcherTest : public ::testing::Test {
     r.set_error(error);
     return dispatcher_->OnReport(r);
   }
+  // A dispatcher with shared checkpoint storage in a fresh directory (removed at the end).
+  std::string UseCheckpointDir(const std::string& name, int max_restarts = 3) {
+    checkpoint_dir_ = ::testing::TempDir() + "/" + name + "_" + std::to_string(getpid());
+    std::filesystem::remove_all(checkpoint_dir_);
+    DispatchOptions o;
+    o.checkpoint_dir = checkpoint_dir_;
+    o.max_restarts = max_restarts;
+    dispatcher_ = std::make_unique<Dispatcher>(jobs_.get(), workers_.get(), &rendezvous_, o, FakePlan);
+    return checkpoint_dir_;
+  }
+  void TearDown() override {
+    if (!checkpoint_dir_.empty()) std::filesystem::remove_all(checkpoint_dir_);
+  }
+  // Each of `workers` reports its shards of `step` of `job` written.
+  void ReportCheckpoint(const std::vector<std::string>& workers, int64_t job, int64_t step) {
+    for (const std::string& w : workers) {
+      v1::ReportRequest r;
+      r.set_worker_id(w);
+      r.set_job_id(job);
+      r.set_checkpoint_step(step);
+      ASSERT_TRUE(dispatcher_->OnReport(r).ok());
+    }
+  }
   v1::JobState State(int64_t id) { return jobs_->Get(id)->state(); }
   std::vector<std::string> Messages(int64_t id) {
     std::vector<std::string> out;
@@ -99,6 +124,7 @@ class DispatcherTest : public ::testing::Test {
   std::unique_ptr<WorkerRegistry> workers_;
   FakeRendezvous rendezvous_;
   std::unique_ptr<Dispatcher> dispatcher_;
+  std::string checkpoint_dir_;  // UseCheckpointDir's
 };
 
 TEST_F(DispatcherTest, PlacesConsecutiveRanksOnTheWorkersWithMostFreeDevicesFirst) {
@@ -246,23 +272,14 @@ TEST_F(DispatcherTest, ALostWorkerFailsItsJobAndACancelledJobIsStoppedOnItsWorke
 TEST_F(DispatcherTest, PeersFailingBeforeADeadWorkersLeaseRunsOutRestartTheJobAsALostWorker) {
   // A worker process that dies takes its ranks with it; their peers on other workers fail at once
   // ("connection closed by peer"), seconds before the dead worker's lease runs out.
-  const std::string dir = ::testing::TempDir() + "/dispatcher_peer_" + std::to_string(getpid());
-  DispatchOptions o;
-  o.checkpoint_dir = dir;
-  dispatcher_ = std::make_unique<Dispatcher>(jobs_.get(), workers_.get(), &rendezvous_, o, FakePlan);
+  UseCheckpointDir("dispatcher_peer");
   const std::string w1 = AddWorker(1), w2 = AddWorker(1), w3 = AddWorker(1);
   v1::JobSpec spec = Spec(2);
   spec.set_checkpoint_every(5);
   ASSERT_TRUE(jobs_->Submit(spec).ok());
   dispatcher_->Tick();
   ASSERT_EQ(State(1), v1::RUNNING);
-  for (const std::string& w : {w1, w2}) {
-    v1::ReportRequest r;
-    r.set_worker_id(w);
-    r.set_job_id(1);
-    r.set_checkpoint_step(5);
-    ASSERT_TRUE(dispatcher_->OnReport(r).ok());
-  }
+  ReportCheckpoint({w1, w2}, 1, 5);
   // w2 died: w1's rank fails first. The job stays RUNNING, stopping, until w2's part ends.
   clock_.Advance(4);
   Beat(w1, {1});
@@ -285,15 +302,10 @@ TEST_F(DispatcherTest, PeersFailingBeforeADeadWorkersLeaseRunsOutRestartTheJobAs
   EXPECT_NE(messages.back().find("resumed from the checkpoint of step 5 on " + w1 + " (rank 0), " + w3 + " (rank 1)"), std::string::npos)
       << messages.back();
   EXPECT_EQ(Beat(w3).assignments(0).resume_step(), 5);
-  std::filesystem::remove_all(dir);
 }
 
 TEST_F(DispatcherTest, ALostWorkerRestartsTheJobFromItsLastCheckpointOnTheDevicesLeft) {
-  const std::string dir = ::testing::TempDir() + "/dispatcher_restart_" + std::to_string(getpid());
-  DispatchOptions o;
-  o.checkpoint_dir = dir;
-  o.max_restarts = 1;
-  dispatcher_ = std::make_unique<Dispatcher>(jobs_.get(), workers_.get(), &rendezvous_, o, FakePlan);
+  const std::string dir = UseCheckpointDir("dispatcher_restart", /*max_restarts=*/1);
   const std::string w1 = AddWorker(1), w2 = AddWorker(1), w3 = AddWorker(1);
   v1::JobSpec spec = Spec(2);
   spec.set_checkpoint_every(5);
@@ -302,13 +314,7 @@ TEST_F(DispatcherTest, ALostWorkerRestartsTheJobFromItsLastCheckpointOnTheDevice
   ASSERT_EQ(State(1), v1::RUNNING);
   EXPECT_EQ(Beat(w1).assignments(0).checkpoint_dir(), dir + "/job-1");
   // Both workers' shards of step 5 are written: the coordinator commits the step.
-  for (const std::string& w : {w1, w2}) {
-    v1::ReportRequest r;
-    r.set_worker_id(w);
-    r.set_job_id(1);
-    r.set_checkpoint_step(5);
-    ASSERT_TRUE(dispatcher_->OnReport(r).ok());
-  }
+  ReportCheckpoint({w1, w2}, 1, 5);
   EXPECT_TRUE(std::filesystem::exists(dir + "/job-1/step-00000005/meta.pb"));
   EXPECT_NE(Messages(1).back().find("checkpoint: step 5 committed to " + dir + "/job-1/step-00000005"), std::string::npos)
       << Messages(1).back();
@@ -348,22 +354,92 @@ TEST_F(DispatcherTest, ALostWorkerRestartsTheJobFromItsLastCheckpointOnTheDevice
   EXPECT_EQ(State(1), v1::FAILED);
   EXPECT_NE(jobs_->Get(1)->error().find("worker " + w3 + " was lost"), std::string::npos) << jobs_->Get(1)->error();
   EXPECT_NE(jobs_->Get(1)->error().find("restarted 1 time(s) already"), std::string::npos) << jobs_->Get(1)->error();
-  std::filesystem::remove_all(dir);
 }
 
-TEST_F(DispatcherTest, PlanningFailuresAndJobsOrphanedByARestartFail) {
+TEST_F(DispatcherTest, PlanningFailuresFailAndJobsOrphanedByARestartAreQueuedOrFail) {
   AddWorker(2);
   ASSERT_TRUE(jobs_->Submit(Spec(1, /*steps=*/13)).ok());
+  // As a previous coordinator left them: job 2 PLANNING, job 3 RUNNING (no checkpoint storage).
   ASSERT_TRUE(jobs_->Submit(Spec(1)).ok());
   ASSERT_TRUE(jobs_->Transition(2, v1::PLANNING, "planning").ok());
-  ASSERT_TRUE(jobs_->Transition(2, v1::RUNNING, "running").ok());  // as a previous coordinator left it
+  ASSERT_TRUE(jobs_->Submit(Spec(1)).ok());
+  ASSERT_TRUE(jobs_->Transition(3, v1::PLANNING, "planning").ok());
+  ASSERT_TRUE(jobs_->Transition(3, v1::RUNNING, "running").ok());
   dispatcher_->Tick();
   EXPECT_EQ(State(1), v1::FAILED);
   EXPECT_EQ(jobs_->Get(1)->error(), "FAILED_PRECONDITION: no plan fits 1 KiB per device");
-  EXPECT_EQ(State(2), v1::FAILED);
-  EXPECT_NE(jobs_->Get(2)->error().find("the coordinator restarted"), std::string::npos);
+  EXPECT_EQ(State(2), v1::RUNNING);  // back in the queue, then started
+  const std::vector<std::string> messages = Messages(2);
+  EXPECT_TRUE(std::find(messages.begin(), messages.end(), "the coordinator restarted while planning the job; back in the queue") !=
+              messages.end());
+  EXPECT_EQ(State(3), v1::FAILED);
+  EXPECT_NE(jobs_->Get(3)->error().find("the coordinator restarted while the job was RUNNING and it has no checkpoint to resume from"),
+            std::string::npos)
+      << jobs_->Get(3)->error();
   // A worker still running its ranks is told to stop them.
-  EXPECT_EQ(Beat("w-1", {2}).cancel_job_ids_size(), 1);
+  EXPECT_EQ(Beat("w-1", {3}).cancel_job_ids_size(), 1);
+}
+
+TEST_F(DispatcherTest, ARestartedCoordinatorResumesRunningJobsFromTheirCheckpoints) {
+  const std::string dir = UseCheckpointDir("dispatcher_recover", /*max_restarts=*/2);
+  auto commit = [&](int64_t job, int64_t step, int64_t mesh) {
+    v1::CheckpointMeta meta;
+    meta.set_step(step);
+    meta.add_mesh(mesh);
+    meta.set_ranks(static_cast<int>(mesh));
+    meta.set_plan("mesh " + std::to_string(mesh));
+    ASSERT_TRUE(CommitCheckpointStep(dir + "/job-" + std::to_string(job), meta).ok());
+  };
+  // As the previous coordinator left them, all RUNNING: job 1 with step 5 committed, job 2 with
+  // nothing committed, job 3 with a checkpoint of another plan, job 4 with its restarts spent.
+  for (int i = 1; i <= 4; ++i) {
+    ASSERT_TRUE(jobs_->Submit(Spec(2)).ok());
+    ASSERT_TRUE(jobs_->Transition(i, v1::PLANNING, "planning").ok());
+    ASSERT_TRUE(jobs_->Transition(i, v1::RUNNING, "running", [&](v1::Job& j) { j.set_attempt(i == 4 ? 2 : 0); }).ok());
+  }
+  commit(1, 5, 2);
+  commit(3, 5, 4);
+  commit(4, 5, 2);
+  const std::string w1 = AddWorker(1), w2 = AddWorker(1);
+  dispatcher_->Tick();
+  ASSERT_EQ(State(1), v1::RESTARTING);
+  EXPECT_EQ(Messages(1).back(),
+            "the coordinator restarted; restarting from the checkpoint of step 5 (restart 1 of at most 2) once no worker runs the job's "
+            "earlier ranks");
+  EXPECT_EQ(State(2), v1::FAILED);
+  EXPECT_NE(jobs_->Get(2)->error().find("it cannot resume: no checkpoint committed in " + dir + "/job-2"), std::string::npos)
+      << jobs_->Get(2)->error();
+  EXPECT_EQ(State(3), v1::FAILED);
+  EXPECT_NE(jobs_->Get(3)->error().find("the plan found now (mesh 2, mesh 2) is not its checkpoint's (mesh 4, mesh 4)"), std::string::npos)
+      << jobs_->Get(3)->error();
+  EXPECT_EQ(State(4), v1::FAILED);
+  EXPECT_NE(jobs_->Get(4)->error().find("it has restarted 2 time(s) already (--max-restarts 2)"), std::string::npos)
+      << jobs_->Get(4)->error();
+
+  // w1 still runs job 1's earlier ranks: told to stop them, and the job waits for that even
+  // after the lease period.
+  EXPECT_EQ(Beat(w1, {1}).cancel_job_ids_size(), 1);
+  v1::ReportRequest late;  // their reports are refused: they are to stop
+  late.set_worker_id(w1);
+  late.set_job_id(1);
+  EXPECT_EQ(dispatcher_->OnReport(late).status().code(), absl::StatusCode::kNotFound);
+  clock_.Advance(5);
+  Beat(w2);
+  EXPECT_EQ(Beat(w1, {1}).cancel_job_ids_size(), 1);
+  dispatcher_->Tick();
+  EXPECT_EQ(State(1), v1::RESTARTING);
+  // They have ended: the job is placed with the next attempt, from step 5.
+  Beat(w1, {});
+  dispatcher_->Tick();
+  ASSERT_EQ(State(1), v1::RUNNING);
+  EXPECT_NE(Messages(1).back().find("resumed from the checkpoint of step 5 on " + w1 + " (rank 0), " + w2 + " (rank 1)"), std::string::npos)
+      << Messages(1).back();
+  EXPECT_EQ(jobs_->Get(1)->attempt(), 1);
+  const v1::HeartbeatResponse hb = Beat(w2);
+  ASSERT_EQ(hb.assignments_size(), 1);
+  EXPECT_EQ(hb.assignments(0).attempt(), 1);
+  EXPECT_EQ(hb.assignments(0).resume_step(), 5);
+  EXPECT_EQ(hb.assignments(0).checkpoint_dir(), dir + "/job-1");
 }
 
 }  // namespace

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "proto/mapd/v1/checkpoint.pb.h"
 
 namespace mapd {
@@ -18,6 +19,10 @@ std::string CheckpointStepDir(const std::string& dir, int64_t step);
 
 // Commits step `meta.step()` under `dir` (the ranks' shards are in its .tmp directory).
 absl::Status CommitCheckpointStep(const std::string& dir, const v1::CheckpointMeta& meta);
+
+// The metadata of the last step committed under `dir` (the one DIR/LATEST names); NOT_FOUND when
+// none is, DATA_LOSS when LATEST names a step whose metadata cannot be read.
+absl::StatusOr<v1::CheckpointMeta> ReadLatestCheckpoint(const std::string& dir);
 
 }  // namespace mapd
 
