@@ -2,6 +2,7 @@
 
 #include <charconv>
 #include <cmath>
+#include <iterator>
 #include <regex>
 
 #include "absl/strings/str_cat.h"
@@ -105,6 +106,21 @@ void MetricsRegistry::Set(const std::string& name, const Labels& labels, double 
 void MetricsRegistry::Clear(const std::string& name) {
   absl::MutexLock lock(&mu_);
   if (Family* f = Find(name, Type::kGauge)) f->values.clear();
+}
+
+void MetricsRegistry::RemoveSeries(const std::string& label, const std::string& value) {
+  absl::MutexLock lock(&mu_);
+  auto has = [&](const Labels& labels) {
+    auto it = labels.find(label);
+    return it != labels.end() && it->second == value;
+  };
+  auto erase = [&](auto& samples) {
+    for (auto it = samples.begin(); it != samples.end();) it = has(it->first) ? samples.erase(it) : std::next(it);
+  };
+  for (Family& f : families_) {
+    erase(f.values);
+    erase(f.histograms);
+  }
 }
 
 void MetricsRegistry::Observe(const std::string& name, const Labels& labels, double value) {

@@ -31,6 +31,9 @@ class MetricsRegistry {
   void Observe(const std::string& name, const Labels& labels, double value);  // histograms
   // Drops a gauge family's samples (before setting a fresh set, e.g. jobs by state).
   void Clear(const std::string& name);
+  // Drops every sample, in every family, whose labels have `label`="`value`" (a finished job's
+  // series, so a long-lived process's series do not grow with every job).
+  void RemoveSeries(const std::string& label, const std::string& value);
 
   // The exposition text: families in declaration order, samples by label set.
   std::string Encode() const;

@@ -141,9 +141,9 @@ def stop_all(proc, workers):
     stop(proc)
 
 
-def start_worker(env, tmp, name):
+def start_worker(env, tmp, name, *flags):
     w = subprocess.Popen([MAPD_WORKER, "--cpu-devices", "2", "--memory-per-device", str(1 << 30), "--hostname", name,
-                          "--metrics-listen", "127.0.0.1:0", "--work-dir", str(tmp / name)],
+                          "--metrics-listen", "127.0.0.1:0", "--work-dir", str(tmp / name), *flags],
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=dict(os.environ, **env))
     metrics_line = w.stdout.readline()
     assert "metrics on http://" in metrics_line, metrics_line + w.stderr.read()
@@ -406,5 +406,29 @@ def test_a_worker_rides_out_a_coordinator_restart(tmp_path):
             time.sleep(0.2)
         assert [(w["hostname"], w["state"]) for w in listed] == [("alpha", "ALIVE")], listed
         assert workers[0][0].poll() is None
+    finally:
+        stop_all(proc, workers)
+
+
+def test_a_finished_jobs_series_leave_the_workers_metrics(tmp_path):
+    """After --metrics-retention a finished job's series (job_id=...) are dropped; the job counts stay."""
+    import time
+    proc, port = start_mapd(tmp_path / "jobs.db", "--lease-seconds", "2", "--heartbeat-seconds", "0.25")
+    env = {"MAPD_ADDRESS": f"127.0.0.1:{port}", "MAPD_TOKEN": TOKEN}
+    workers = []
+    try:
+        workers = [start_worker(env, tmp_path, "alpha", "--metrics-retention", "3")]
+        mapctl(env, "submit", "gpt2:layers=1,hidden=32,heads=2,vocab=256,seq=16,batch=4", "--ranks", "2", "--steps", "3",
+               check=0)
+        assert mapctl(env, "watch", "1", check=None).returncode == 0
+        url = workers[0][1]
+        text = scrape(url)
+        assert sample(text, "mapd_worker_step", job_id="1", rank="0") == 3, text  # kept a while after the end
+        deadline = time.time() + 20
+        while time.time() < deadline and 'job_id="1"' in text:
+            time.sleep(0.25)
+            text = scrape(url)
+        assert 'job_id="1"' not in text, text
+        assert sample(text, "mapd_worker_jobs_total", outcome="succeeded") == 1, text
     finally:
         stop_all(proc, workers)

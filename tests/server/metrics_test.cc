@@ -50,6 +50,24 @@ TEST(Metrics, EncodesTheTextFormat) {
   EXPECT_FALSE(m.Histogram("mapd_h", "decreasing", {1, 0.5}).ok());
 }
 
+TEST(Metrics, AFinishedJobsSeriesAreRemovedInEveryFamily) {
+  MetricsRegistry m;
+  ASSERT_TRUE(m.Gauge("mapd_step", "Step.").ok());
+  ASSERT_TRUE(m.Counter("mapd_jobs_total", "Jobs.").ok());
+  ASSERT_TRUE(m.Histogram("mapd_step_seconds", "Step time.", {1}).ok());
+  for (const char* job : {"1", "2"}) {
+    m.Set("mapd_step", {{"job_id", job}, {"rank", "0"}}, 5);
+    m.Observe("mapd_step_seconds", {{"job_id", job}, {"rank", "0"}}, 0.5);
+  }
+  m.Add("mapd_jobs_total", {{"outcome", "succeeded"}});
+  m.RemoveSeries("job_id", "1");
+  const std::string text = m.Encode();
+  EXPECT_EQ(text.find("job_id=\"1\""), std::string::npos) << text;
+  EXPECT_NE(text.find("mapd_step{job_id=\"2\",rank=\"0\"} 5"), std::string::npos) << text;
+  EXPECT_NE(text.find("mapd_step_seconds_count{job_id=\"2\",rank=\"0\"} 1"), std::string::npos) << text;
+  EXPECT_NE(text.find("mapd_jobs_total{outcome=\"succeeded\"} 1"), std::string::npos) << text;
+}
+
 std::string Promtool(const std::string& text, int* rc) {
   const std::string file = (std::filesystem::temp_directory_path() / ("mapd-metrics-" + std::to_string(getpid()) + ".txt")).string();
   std::ofstream(file) << text;

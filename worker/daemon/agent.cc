@@ -17,6 +17,9 @@ absl::Status AgentOptions::Validate() const {
   if (coordinator.empty()) return absl::InvalidArgumentError("no coordinator: give --coordinator host:port or set MAPD_ADDRESS");
   if (token.empty()) return absl::FailedPreconditionError("no token: give --token-file FILE or set MAPD_TOKEN (the coordinator's)");
   if (devices.empty()) return absl::InvalidArgumentError("no devices to offer: give --cpu-devices or --cuda-devices");
+  if (metrics_retention_seconds < 0) {
+    return absl::InvalidArgumentError(absl::StrCat("--metrics-retention ", metrics_retention_seconds, ": give 0 seconds or more"));
+  }
   if (runner.work_dir.empty()) return absl::InvalidArgumentError("--work-dir: give a directory for the ranks' files and checkpoints");
   if (runner.rank_program.empty() || access(runner.rank_program.c_str(), X_OK) != 0) {
     return absl::FailedPreconditionError(absl::StrCat("--rank-program '", runner.rank_program,
@@ -76,10 +79,12 @@ void WorkerAgent::Apply(const v1::HeartbeatResponse& response) {
     auto runner = std::make_unique<JobRunner>(a, options_.runner, [this](const v1::ReportRequest& r) { return SendReport(r); }, metrics_);
     runner->Start();
     runners_[a.job_id()] = std::move(runner);
+    ended_.erase(a.job_id());  // its series are this attempt's now
   }
   int ranks = 0;
   for (auto it = runners_.begin(); it != runners_.end();) {
     if (it->second->done()) {
+      ended_[it->first] = std::chrono::steady_clock::now();
       it = runners_.erase(it);
     } else {
       ranks += it->second->ranks();
@@ -87,6 +92,18 @@ void WorkerAgent::Apply(const v1::HeartbeatResponse& response) {
     }
   }
   metrics_->Set("mapd_worker_ranks_running", {}, ranks);
+}
+
+void WorkerAgent::DropOldJobSeries() {
+  const auto now = std::chrono::steady_clock::now();
+  for (auto it = ended_.begin(); it != ended_.end();) {
+    if (now - it->second < std::chrono::duration<double>(options_.metrics_retention_seconds)) {
+      ++it;
+      continue;
+    }
+    metrics_->RemoveSeries("job_id", std::to_string(it->first));
+    it = ended_.erase(it);
+  }
 }
 
 absl::Status WorkerAgent::Register() {
@@ -135,6 +152,7 @@ absl::Status WorkerAgent::Run() {
   while (!stop_) {
     std::this_thread::sleep_for(std::chrono::milliseconds(static_cast<int64_t>(heartbeat_seconds_ * 1000)));
     if (stop_) break;
+    DropOldJobSeries();
     grpc::ClientContext ctx;
     AuthorizeCall(ctx, options_.token, heartbeat_seconds_ * 2 + 0.1);
     v1::HeartbeatRequest req;

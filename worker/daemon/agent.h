@@ -9,6 +9,7 @@
 #define MAPD_WORKER_DAEMON_AGENT_H_
 
 #include <atomic>
+#include <chrono>
 #include <map>
 #include <memory>
 #include <set>
@@ -32,6 +33,10 @@ struct AgentOptions {
   std::vector<v1::Device> devices;  // what it offers (local_devices.h)
   std::string metrics_address;  // host:port of this worker's /metrics, told to the coordinator
   JobRunnerOptions runner;      // where and how assigned ranks run
+  // A finished job's series (labelled job_id) stay on /metrics this long — long enough for
+  // Prometheus to scrape the last values — and are then dropped, so a long-lived worker's series
+  // do not grow with every job. Counters without a job (jobs_total, ...) stay.
+  double metrics_retention_seconds = 300;
   absl::Status Validate() const;
 };
 
@@ -50,6 +55,8 @@ class WorkerAgent {
   absl::Status Register();
   // Starts the assignments not seen before, stops the jobs named, forgets finished runners.
   void Apply(const v1::HeartbeatResponse& response);
+  // Drops the series of jobs that ended here more than metrics_retention_seconds ago.
+  void DropOldJobSeries();
   // JobRunner's ReportFn: Report with retries of transient failures; true: stop the ranks.
   bool SendReport(const v1::ReportRequest& report);
 
@@ -62,6 +69,7 @@ class WorkerAgent {
   double heartbeat_seconds_ = 1;
   std::map<int64_t, std::unique_ptr<JobRunner>> runners_;  // heartbeat thread only
   std::set<std::pair<int64_t, int>> seen_;                 // every (job, attempt) assigned here: started once
+  std::map<int64_t, std::chrono::steady_clock::time_point> ended_;  // jobs whose runner ended here, and when
 };
 
 }  // namespace mapd

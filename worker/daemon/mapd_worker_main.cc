@@ -71,6 +71,9 @@ int main(int argc, char** argv) {
   app.add_option("--rank-timeout", o.runner.rank_timeout_seconds,
                  "Seconds a rank may stay silent or wait in a collective before its job fails")
       ->capture_default_str();
+  app.add_option("--metrics-retention", o.metrics_retention_seconds,
+                 "Seconds a finished job's series (job_id=...) stay on /metrics before they are dropped")
+      ->capture_default_str();
   CLI11_PARSE(app, argc, argv);
   auto token = mapd::LoadToken(token_file);
   if (!token.ok()) {
