@@ -211,11 +211,19 @@ int RunOnRanks(const RunArgs& args) {
   const std::string ckpt_dir = !args.resume.empty() ? args.resume : args.checkpoint_dir;
   int64_t resume_step = 0;
   if (!args.resume.empty()) {
-    auto latest = ReadFileToString(args.resume + "/LATEST");
-    if (!latest.ok()) {
-      return ReportError(absl::NotFoundError(absl::StrCat("--resume ", args.resume, ": no committed checkpoint (", latest.status().message(), ")")));
+    auto meta = ReadLatestCheckpoint(args.resume);
+    if (!meta.ok()) {
+      return ReportError(absl::Status(meta.status().code(), absl::StrCat("--resume ", args.resume, ": no committed checkpoint (", meta.status().message(), ")")));
     }
-    resume_step = std::atoll(latest->c_str());
+    // The shards are this plan's only if the world, mesh and plan are the same.
+    const std::vector<int64_t> mesh(meta->mesh().begin(), meta->mesh().end());
+    if (meta->ranks() != world || mesh != plan->mesh || meta->plan() != plan->name) {
+      return ReportError(absl::FailedPreconditionError(
+          absl::StrCat("--resume ", args.resume, ": the checkpoint is of ", meta->ranks(), " rank(s), mesh ", absl::StrJoin(mesh, "x"), ", plan '",
+                       meta->plan(), "'; this run is ", world, " rank(s), mesh ", absl::StrJoin(plan->mesh, "x"), ", plan '", plan->name,
+                       "': resume with the model, ranks and plan options it was written with")));
+    }
+    resume_step = meta->step();
     if (resume_step <= 0 || resume_step >= args.steps) {
       return ReportError(absl::FailedPreconditionError(absl::StrCat("--resume ", args.resume, ": the last checkpoint is step ", resume_step,
                                                                     "; --steps ", args.steps, " leaves nothing to do")));
