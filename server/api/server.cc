@@ -120,9 +120,16 @@ absl::StatusOr<std::unique_ptr<MapdServer>> MapdServer::Start(const ServerOption
   });
   if (options.dispatch) {
     const double every = options.dispatch_period_seconds;
+    // Two threads: planning a new job (seconds for a large model) must not delay noticing a
+    // lost worker or a cancel.
     s->dispatch_thread_ = std::thread([raw, every] {
       do {
-        raw->dispatcher_->Tick();
+        raw->dispatcher_->Watch();
+      } while (!raw->stop_.WaitForNotificationWithTimeout(absl::Seconds(every)));
+    });
+    s->start_thread_ = std::thread([raw, every] {
+      do {
+        raw->dispatcher_->StartPending();
       } while (!raw->stop_.WaitForNotificationWithTimeout(absl::Seconds(every)));
     });
   }
@@ -134,6 +141,7 @@ void MapdServer::Shutdown(double grace_seconds) {
   if (!stop_.HasBeenNotified()) stop_.Notify();
   if (lease_thread_.joinable()) lease_thread_.join();
   if (dispatch_thread_.joinable()) dispatch_thread_.join();
+  if (start_thread_.joinable()) start_thread_.join();
   if (shut_down_ || server_ == nullptr) return;
   shut_down_ = true;
   server_->Shutdown(std::chrono::system_clock::now() +

@@ -76,7 +76,8 @@ class MapdServer {
   std::unique_ptr<Dispatcher> dispatcher_;
   std::unique_ptr<WorkerServiceImpl> worker_service_;
   std::thread lease_thread_;     // expires workers' leases
-  std::thread dispatch_thread_;  // Dispatcher::Tick
+  std::thread dispatch_thread_;  // Dispatcher::Watch
+  std::thread start_thread_;     // Dispatcher::StartPending (plans new jobs)
   MetricsRegistry metrics_;
   std::unique_ptr<MetricsExporter> exporter_;
   // Refreshes the gauges read from the managers (jobs by state, workers) before a scrape.

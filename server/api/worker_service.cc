@@ -12,7 +12,7 @@ grpc::Status WorkerServiceImpl::Register(grpc::ServerContext* ctx, const v1::Reg
 
 grpc::Status WorkerServiceImpl::Heartbeat(grpc::ServerContext* ctx, const v1::HeartbeatRequest* req, v1::HeartbeatResponse* out) {
   if (auto st = auth_->Check(*ctx); !st.ok()) return st;
-  auto lease = workers_->Heartbeat(req->worker_id());
+  auto lease = workers_->Heartbeat(req->worker_id(), req->session());
   if (lease.ok()) {
     dispatcher_->OnHeartbeat(req->worker_id(), {req->running_job_ids().begin(), req->running_job_ids().end()}, &*lease);
   }
@@ -21,6 +21,9 @@ grpc::Status WorkerServiceImpl::Heartbeat(grpc::ServerContext* ctx, const v1::He
 
 grpc::Status WorkerServiceImpl::Report(grpc::ServerContext* ctx, const v1::ReportRequest* req, v1::ReportResponse* out) {
   if (auto st = auth_->Check(*ctx); !st.ok()) return st;
+  // A report under an id that now names another registration is not that worker's: NOT_FOUND
+  // (its ranks stop; it registers again at its next heartbeat).
+  if (auto st = workers_->CheckSession(req->worker_id(), req->session()); !st.ok()) return ToGrpcStatus(st);
   return Reply(dispatcher_->OnReport(*req), out);
 }
 

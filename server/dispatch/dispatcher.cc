@@ -52,7 +52,6 @@ Dispatcher::Dispatcher(JobManager* jobs, WorkerRegistry* workers, RendezvousHost
     : jobs_(jobs), workers_(workers), rendezvous_(rendezvous), options_(std::move(options)), plan_(std::move(plan)) {}
 
 void Dispatcher::RecoverOrphans() {
-  orphans_checked_ = true;
   {
     absl::MutexLock lock(&mu_);
     recover_after_ = workers_->NowUnixSeconds() + workers_->lease().lease_seconds;
@@ -78,6 +77,7 @@ void Dispatcher::RecoverOrphans() {
     absl::MutexLock lock(&mu_);
     active_[job.id()] = *std::move(recovered);
   }
+  orphans_checked_ = true;
 }
 
 absl::StatusOr<Dispatcher::ActiveJob> Dispatcher::RecoverJob(const v1::Job& job) {
@@ -330,6 +330,16 @@ void Dispatcher::ReapLocked() {
 }
 
 void Dispatcher::Tick() {
+  Watch();
+  StartPending();
+}
+
+void Dispatcher::StartPending() {
+  if (!orphans_checked_) return;  // the previous coordinator's jobs first: they hold checkpoints
+  for (const v1::Job& job : jobs_->Pending()) TryStart(job);
+}
+
+void Dispatcher::Watch() {
   if (!orphans_checked_) RecoverOrphans();
   {
     absl::MutexLock lock(&mu_);
@@ -361,7 +371,6 @@ void Dispatcher::Tick() {
       it = (!j.ok() || j->state() != v1::PENDING) ? told_waiting_.erase(it) : std::next(it);
     }
   }
-  for (const v1::Job& job : jobs_->Pending()) TryStart(job);
 }
 
 void Dispatcher::OnHeartbeat(const std::string& worker_id, const std::vector<int64_t>& running, v1::HeartbeatResponse* out) {

@@ -1,10 +1,11 @@
 // The dispatcher (DESIGN §9): runs queued jobs on registered workers.
 //
-// One round (Tick, on the server's dispatch thread, a few times a second):
-//   1. A running job one of whose workers was lost (lease ran out) FAILS, naming the worker and
+// Two halves, each called a few times a second on a thread of its own in the server, so that
+// planning a large model (seconds) never delays noticing a lost worker, a cancel or a restart:
+//   1. (Watch) A running job one of whose workers was lost (lease ran out) FAILS, naming the worker and
 //      its ranks; the other workers are told to stop theirs. A job the manager finished meanwhile
 //      (cancelled by the user) is stopped on its workers the same way.
-//   2. PENDING jobs, oldest first, start when ALIVE workers have enough free devices of the job's
+//   2. (StartPending) PENDING jobs, oldest first, start when ALIVE workers have enough free devices of the job's
 //      kind (cpu or cuda) with the memory the job's budget asks for: PLANNING — the plan searched, lowered to one program per
 //      rank and checked against the budget (job_planner.h) — then the ranks are placed, the job's
 //      rendezvous store opened on the coordinator, and the job is RUNNING. A job that does not
@@ -37,6 +38,7 @@
 #ifndef MAPD_SERVER_DISPATCH_DISPATCHER_H_
 #define MAPD_SERVER_DISPATCH_DISPATCHER_H_
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -78,8 +80,14 @@ class Dispatcher {
   Dispatcher(JobManager* jobs, WorkerRegistry* workers, RendezvousHost* rendezvous, DispatchOptions options,
              PlanJobFn plan = PlanJob);
 
-  // One round (above). Planning happens here, outside the dispatcher's lock.
+  // Watch then StartPending: one round on one thread (tests; a server without threads).
   void Tick();
+  // Half 1 (above): recovery after a restart (first call), lost workers, cancelled jobs, ended
+  // jobs, restarts. Never plans a new job.
+  void Watch();
+  // Half 2 (above): starts PENDING jobs, planning each outside the dispatcher's lock. Does
+  // nothing until Watch has recovered the previous coordinator's jobs.
+  void StartPending();
 
   // Adds to a heartbeat's response the assignments `worker_id` has not started yet and the jobs
   // whose ranks it must stop (`running` are the jobs it runs now).
@@ -177,7 +185,7 @@ class Dispatcher {
   mutable absl::Mutex mu_;
   std::map<int64_t, ActiveJob> active_ ABSL_GUARDED_BY(mu_);
   std::set<int64_t> told_waiting_ ABSL_GUARDED_BY(mu_);  // pending jobs whose wait has an event
-  bool orphans_checked_ = false;  // dispatch thread only
+  std::atomic<bool> orphans_checked_{false};  // set by Watch once it has recovered them
   double recover_after_ ABSL_GUARDED_BY(mu_) = 0;  // when recovered jobs may be placed (unix seconds)
 };
 

@@ -1,7 +1,10 @@
 #include "server/workers/worker_registry.h"
 
+#include <random>
+
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 
 namespace mapd {
 
@@ -42,18 +45,36 @@ absl::StatusOr<v1::RegisterWorkerResponse> WorkerRegistry::Register(const v1::Re
   w.set_registered_unix_seconds(now);
   w.set_last_heartbeat_unix_seconds(now);
   w.set_metrics_address(r.metrics_address());
+  std::random_device random;
+  const std::string session = absl::StrFormat("%08x%08x%08x%08x", random(), random(), random(), random());
+  sessions_[next_] = session;
   workers_[next_++] = w;
   v1::RegisterWorkerResponse out;
   out.set_worker_id(w.id());
+  out.set_session(session);
   out.set_lease_seconds(options_.lease_seconds);
   out.set_heartbeat_seconds(options_.heartbeat_seconds);
   return out;
 }
 
-absl::StatusOr<v1::HeartbeatResponse> WorkerRegistry::Heartbeat(const std::string& id) {
+absl::Status WorkerRegistry::CheckSession(const std::string& id, const std::string& session) const {
   absl::MutexLock lock(&mu_);
+  return CheckSessionLocked(id, session);
+}
+
+absl::Status WorkerRegistry::CheckSessionLocked(const std::string& id, const std::string& session) const {
+  auto it = sessions_.find(NumberOf(id));
+  if (it == sessions_.end()) return absl::NotFoundError(absl::StrCat("no worker '", id, "'; register again"));
+  if (!session.empty() && session != it->second) {
+    return absl::NotFoundError(absl::StrCat("worker id '", id, "' belongs to another registration now (the coordinator restarted?); register again"));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<v1::HeartbeatResponse> WorkerRegistry::Heartbeat(const std::string& id, const std::string& session) {
+  absl::MutexLock lock(&mu_);
+  if (auto st = CheckSessionLocked(id, session); !st.ok()) return st;
   auto it = workers_.find(NumberOf(id));
-  if (it == workers_.end()) return absl::NotFoundError(absl::StrCat("no worker '", id, "'; register again"));
   if (it->second.state() == v1::LOST) {
     return absl::FailedPreconditionError(absl::StrCat("worker '", id, "' was declared lost (no heartbeat for ",
                                                       options_.lease_seconds, " s); register again"));

@@ -32,8 +32,12 @@ class WorkerRegistry {
 
   // INVALID_ARGUMENT for a registration without devices or with a device of no memory.
   absl::StatusOr<v1::RegisterWorkerResponse> Register(const v1::RegisterWorkerRequest& request);
-  // NOT_FOUND (unknown id) or FAILED_PRECONDITION (LOST): register again.
-  absl::StatusOr<v1::HeartbeatResponse> Heartbeat(const std::string& worker_id);
+  // NOT_FOUND (unknown id, or `session` not the registration's: the id now names another
+  // worker) or FAILED_PRECONDITION (LOST): register again. An empty `session` is not checked.
+  absl::StatusOr<v1::HeartbeatResponse> Heartbeat(const std::string& worker_id, const std::string& session = "");
+  // NOT_FOUND when `worker_id` is unknown or `session` is not its registration's (empty: not
+  // checked).
+  absl::Status CheckSession(const std::string& worker_id, const std::string& session) const;
   // Marks every worker whose lease ran out LOST; returns their ids (newly lost only).
   std::vector<std::string> ExpireLeases();
   std::vector<v1::Worker> List() const;  // by registration order
@@ -41,10 +45,13 @@ class WorkerRegistry {
   double NowUnixSeconds() const { return clock_->NowUnixSeconds(); }
 
  private:
+  absl::Status CheckSessionLocked(const std::string& worker_id, const std::string& session) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
   LeaseOptions options_;
   Clock* clock_;
   mutable absl::Mutex mu_;
   std::map<int64_t, v1::Worker> workers_ ABSL_GUARDED_BY(mu_);  // by number
+  std::map<int64_t, std::string> sessions_ ABSL_GUARDED_BY(mu_);  // by number: RegisterWorkerResponse.session
   int64_t next_ ABSL_GUARDED_BY(mu_) = 1;
 };
 

@@ -7,7 +7,9 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <thread>
 
+#include "absl/synchronization/notification.h"
 #include "server/store/job_store.h"
 #include "worker/launch/checkpoint_commit.h"
 
@@ -241,6 +243,41 @@ TEST_F(DispatcherTest, AFailedRankFailsTheJobAndTheOtherWorkersAreToldToStop) {
   EXPECT_TRUE(dispatcher_->BusyDevices().empty());
   EXPECT_EQ(State(1), v1::FAILED);
   EXPECT_NE(jobs_->Get(1)->error().find("worker " + w2 + ": rank 1 exited"), std::string::npos) << jobs_->Get(1)->error();
+}
+
+TEST_F(DispatcherTest, PlanningANewJobDoesNotDelayNoticingALostWorker) {
+  // The server runs StartPending and Watch on threads of their own: a plan that takes long (here
+  // one that waits to be released) must not hold up the other half.
+  absl::Notification planning, release;
+  dispatcher_ = std::make_unique<Dispatcher>(jobs_.get(), workers_.get(), &rendezvous_, DispatchOptions{},
+                                             [&](const v1::JobSpec& spec) -> absl::StatusOr<JobPlan> {
+                                               if (spec.steps() == 99) {
+                                                 planning.Notify();
+                                                 release.WaitForNotification();
+                                               }
+                                               return FakePlan(spec);
+                                             });
+  const std::string w1 = AddWorker(1), w2 = AddWorker(1);
+  ASSERT_TRUE(jobs_->Submit(Spec(1)).ok());
+  dispatcher_->Tick();
+  ASSERT_EQ(State(1), v1::RUNNING);
+  ASSERT_EQ(Beat(w1).assignments_size(), 1);
+  ASSERT_TRUE(jobs_->Submit(Spec(1, /*steps=*/99)).ok());
+  std::thread starter([&] { dispatcher_->StartPending(); });
+  planning.WaitForNotification();
+  EXPECT_EQ(State(2), v1::PLANNING);
+  clock_.Advance(4);
+  Beat(w2);
+  clock_.Advance(2);  // w1 silent past its lease while job 2 is being planned
+  workers_->ExpireLeases();
+  dispatcher_->Watch();
+  EXPECT_EQ(State(1), v1::FAILED);
+  EXPECT_NE(jobs_->Get(1)->error().find("worker " + w1 + " was lost"), std::string::npos) << jobs_->Get(1)->error();
+  EXPECT_EQ(State(2), v1::PLANNING);
+  release.Notify();
+  starter.join();
+  EXPECT_EQ(State(2), v1::RUNNING);
+  EXPECT_EQ(Beat(w2).assignments_size(), 1);
 }
 
 TEST_F(DispatcherTest, ALostWorkerFailsItsJobAndACancelledJobIsStoppedOnItsWorkers) {

@@ -55,6 +55,30 @@ TEST(WorkerRegistry, LeasesRenewAndRunOut) {
   EXPECT_EQ(bad.Validate().code(), absl::StatusCode::kInvalidArgument);
 }
 
+TEST(WorkerRegistry, AnIdFromAnEarlierCoordinatorIsNotTakenForAnotherWorkers) {
+  // Ids restart at w-1 with a restarted coordinator: a worker still holding "w-1" from the old
+  // one must not renew the lease of (or report as) the worker that registered as w-1 first.
+  FakeClock clock;
+  WorkerRegistry old_coordinator(LeaseOptions{}, &clock);
+  auto alpha = old_coordinator.Register(Cpu("alpha"));
+  ASSERT_TRUE(alpha.ok());
+  EXPECT_EQ(alpha->session().size(), 32u);
+  WorkerRegistry restarted(LeaseOptions{}, &clock);
+  auto beta = restarted.Register(Cpu("beta"));
+  ASSERT_TRUE(beta.ok());
+  ASSERT_EQ(beta->worker_id(), alpha->worker_id());
+  EXPECT_NE(beta->session(), alpha->session());
+  auto stale = restarted.Heartbeat(alpha->worker_id(), alpha->session());
+  EXPECT_EQ(stale.status().code(), absl::StatusCode::kNotFound);
+  EXPECT_NE(stale.status().message().find("belongs to another registration now"), std::string::npos) << stale.status();
+  EXPECT_EQ(restarted.CheckSession(alpha->worker_id(), alpha->session()).code(), absl::StatusCode::kNotFound);
+  EXPECT_TRUE(restarted.Heartbeat(beta->worker_id(), beta->session()).ok());
+  EXPECT_TRUE(restarted.CheckSession(beta->worker_id(), beta->session()).ok());
+  EXPECT_EQ(restarted.CheckSession("w-7", beta->session()).code(), absl::StatusCode::kNotFound);
+  // Registering again gives alpha an id of its own.
+  EXPECT_EQ(restarted.Register(Cpu("alpha"))->worker_id(), "w-2");
+}
+
 TEST(WorkerService, RegisterHeartbeatAndListOverGrpc) {
   ServerOptions o;
   o.listen = "127.0.0.1:0";

@@ -44,15 +44,22 @@ std::string WorkerAgent::worker_id() const {
   return worker_id_;
 }
 
+std::string WorkerAgent::session() const {
+  absl::MutexLock lock(&mu_);
+  return session_;
+}
+
 bool WorkerAgent::SendReport(const v1::ReportRequest& report) {
   v1::ReportRequest req = report;
-  req.set_worker_id(worker_id());
   double backoff = 0.2;
   for (int attempt = 0; attempt < 6; ++attempt) {
+    // The current registration (it may change while a restarted coordinator is retried).
+    req.set_worker_id(worker_id());
+    req.set_session(session());
     grpc::ClientContext ctx;
     AuthorizeCall(ctx, options_.token, 10);
     v1::ReportResponse out;
-    const grpc::Status st = stub_->Report(&ctx, req, &out);
+    const grpc::Status st = Stub()->Report(&ctx, req, &out);
     if (st.ok()) return out.cancel();
     if (st.error_code() == grpc::StatusCode::NOT_FOUND) return true;  // the coordinator does not run this job here
     if (!IsTransient(st)) {
@@ -118,11 +125,12 @@ absl::Status WorkerAgent::Register() {
     grpc::ClientContext ctx;
     AuthorizeCall(ctx, options_.token, 10);
     v1::RegisterWorkerResponse out;
-    const grpc::Status st = stub_->Register(&ctx, req, &out);
+    const grpc::Status st = Stub()->Register(&ctx, req, &out);
     if (st.ok()) {
       {
         absl::MutexLock lock(&mu_);
         worker_id_ = out.worker_id();
+        session_ = out.session();
       }
       heartbeat_seconds_ = out.heartbeat_seconds();
       metrics_->Add("mapd_worker_registrations_total", {});
@@ -137,8 +145,7 @@ absl::Status WorkerAgent::Register() {
   return absl::OkStatus();
 }
 
-absl::Status WorkerAgent::Run() {
-  if (auto st = options_.Validate(); !st.ok()) return st;
+absl::Status WorkerAgent::Connect() {
   auto creds = ClientCredentials(options_.tls_ca_file);
   if (!creds.ok()) return creds.status();
   // Assignments carry the graph and rank programs: allow large ones.
@@ -147,8 +154,24 @@ absl::Status WorkerAgent::Run() {
   // A restarted coordinator is found again within seconds (gRPC's default reconnect backoff
   // grows to two minutes).
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 2000);
-  stub_ = v1::WorkerService::NewStub(grpc::CreateCustomChannel(options_.coordinator, *creds, args));
+  // Its own connection, not one shared with an earlier channel to the same address.
+  args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
+  auto stub = std::shared_ptr<v1::WorkerService::Stub>(v1::WorkerService::NewStub(grpc::CreateCustomChannel(options_.coordinator, *creds, args)));
+  absl::MutexLock lock(&mu_);
+  stub_ = std::move(stub);
+  return absl::OkStatus();
+}
+
+std::shared_ptr<v1::WorkerService::Stub> WorkerAgent::Stub() const {
+  absl::MutexLock lock(&mu_);
+  return stub_;
+}
+
+absl::Status WorkerAgent::Run() {
+  if (auto st = options_.Validate(); !st.ok()) return st;
+  if (auto st = Connect(); !st.ok()) return st;
   if (auto st = Register(); !st.ok()) return st;
+  int transient_failures = 0;  // in a row
   while (!stop_) {
     std::this_thread::sleep_for(std::chrono::milliseconds(static_cast<int64_t>(heartbeat_seconds_ * 1000)));
     if (stop_) break;
@@ -157,16 +180,24 @@ absl::Status WorkerAgent::Run() {
     AuthorizeCall(ctx, options_.token, heartbeat_seconds_ * 2 + 0.1);
     v1::HeartbeatRequest req;
     req.set_worker_id(worker_id());
+    req.set_session(session());
     for (const auto& [id, runner] : runners_) {
       if (!runner->done()) req.add_running_job_ids(id);
     }
     v1::HeartbeatResponse out;
-    const grpc::Status st = stub_->Heartbeat(&ctx, req, &out);
+    const grpc::Status st = Stub()->Heartbeat(&ctx, req, &out);
+    transient_failures = IsTransient(st) ? transient_failures + 1 : 0;
     if (st.ok()) {
       metrics_->Add("mapd_worker_heartbeats_total", {{"outcome", "ok"}});
       Apply(out);
     } else if (IsTransient(st)) {
       metrics_->Add("mapd_worker_heartbeats_total", {{"outcome", "transient"}});  // try again next period
+      // A channel to a coordinator that restarted does not always recover (seen: connected, the
+      // server's first frames never read): after a few seconds of failures, a fresh channel.
+      if (transient_failures * heartbeat_seconds_ >= 3) {
+        transient_failures = 0;
+        if (auto c = Connect(); !c.ok()) return c;
+      }
     } else if (st.error_code() == grpc::StatusCode::NOT_FOUND || st.error_code() == grpc::StatusCode::FAILED_PRECONDITION) {
       metrics_->Add("mapd_worker_heartbeats_total", {{"outcome", "rejected"}});
       if (auto r = Register(); !r.ok()) return r;  // forgotten or lost: register again

@@ -50,9 +50,13 @@ class WorkerAgent {
   absl::Status Run();
   void Stop() { stop_ = true; }
   std::string worker_id() const;
+  std::string session() const;
 
  private:
   absl::Status Register();
+  // A new channel to the coordinator (at start, and when heartbeats have failed for a while).
+  absl::Status Connect();
+  std::shared_ptr<v1::WorkerService::Stub> Stub() const;
   // Starts the assignments not seen before, stops the jobs named, forgets finished runners.
   void Apply(const v1::HeartbeatResponse& response);
   // Drops the series of jobs that ended here more than metrics_retention_seconds ago.
@@ -62,10 +66,11 @@ class WorkerAgent {
 
   AgentOptions options_;
   MetricsRegistry* metrics_;
-  std::unique_ptr<v1::WorkerService::Stub> stub_;
+  std::shared_ptr<v1::WorkerService::Stub> stub_ ABSL_GUARDED_BY(mu_);  // replaced by Connect
   std::atomic<bool> stop_{false};
   mutable absl::Mutex mu_;
   std::string worker_id_ ABSL_GUARDED_BY(mu_);
+  std::string session_ ABSL_GUARDED_BY(mu_);  // the registration's (RegisterWorkerResponse.session)
   double heartbeat_seconds_ = 1;
   std::map<int64_t, std::unique_ptr<JobRunner>> runners_;  // heartbeat thread only
   std::set<std::pair<int64_t, int>> seen_;                 // every (job, attempt) assigned here: started once
