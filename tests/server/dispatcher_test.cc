@@ -102,6 +102,14 @@ class DispatcherTest : public ::testing::Test {
   void TearDown() override {
     if (!checkpoint_dir_.empty()) std::filesystem::remove_all(checkpoint_dir_);
   }
+  // Starts job 1: 2 ranks, a checkpoint every 5 steps, RUNNING.
+  void StartCheckpointedJob() {
+    v1::JobSpec spec = Spec(2);
+    spec.set_checkpoint_every(5);
+    ASSERT_TRUE(jobs_->Submit(spec).ok());
+    dispatcher_->Tick();
+    ASSERT_EQ(State(1), v1::RUNNING);
+  }
   // Each of `workers` reports its shards of `step` of `job` written.
   void ReportCheckpoint(const std::vector<std::string>& workers, int64_t job, int64_t step) {
     for (const std::string& w : workers) {
@@ -311,11 +319,7 @@ TEST_F(DispatcherTest, PeersFailingBeforeADeadWorkersLeaseRunsOutRestartTheJobAs
   // ("connection closed by peer"), seconds before the dead worker's lease runs out.
   UseCheckpointDir("dispatcher_peer");
   const std::string w1 = AddWorker(1), w2 = AddWorker(1), w3 = AddWorker(1);
-  v1::JobSpec spec = Spec(2);
-  spec.set_checkpoint_every(5);
-  ASSERT_TRUE(jobs_->Submit(spec).ok());
-  dispatcher_->Tick();
-  ASSERT_EQ(State(1), v1::RUNNING);
+  StartCheckpointedJob();
   ReportCheckpoint({w1, w2}, 1, 5);
   // w2 died: w1's rank fails first. The job stays RUNNING, stopping, until w2's part ends.
   clock_.Advance(4);
@@ -344,11 +348,7 @@ TEST_F(DispatcherTest, PeersFailingBeforeADeadWorkersLeaseRunsOutRestartTheJobAs
 TEST_F(DispatcherTest, ALostWorkerRestartsTheJobFromItsLastCheckpointOnTheDevicesLeft) {
   const std::string dir = UseCheckpointDir("dispatcher_restart", /*max_restarts=*/1);
   const std::string w1 = AddWorker(1), w2 = AddWorker(1), w3 = AddWorker(1);
-  v1::JobSpec spec = Spec(2);
-  spec.set_checkpoint_every(5);
-  ASSERT_TRUE(jobs_->Submit(spec).ok());
-  dispatcher_->Tick();
-  ASSERT_EQ(State(1), v1::RUNNING);
+  StartCheckpointedJob();
   EXPECT_EQ(Beat(w1).assignments(0).checkpoint_dir(), dir + "/job-1");
   // Both workers' shards of step 5 are written: the coordinator commits the step.
   ReportCheckpoint({w1, w2}, 1, 5);

@@ -44,9 +44,11 @@ std::string WorkerAgent::worker_id() const {
   return worker_id_;
 }
 
-std::string WorkerAgent::session() const {
-  absl::MutexLock lock(&mu_);
-  return session_;
+template <typename Request>
+void WorkerAgent::Identify(Request& req) const {
+  absl::MutexLock lock(&mu_);  // id and session of one registration
+  req.set_worker_id(worker_id_);
+  req.set_session(session_);
 }
 
 bool WorkerAgent::SendReport(const v1::ReportRequest& report) {
@@ -54,8 +56,7 @@ bool WorkerAgent::SendReport(const v1::ReportRequest& report) {
   double backoff = 0.2;
   for (int attempt = 0; attempt < 6; ++attempt) {
     // The current registration (it may change while a restarted coordinator is retried).
-    req.set_worker_id(worker_id());
-    req.set_session(session());
+    Identify(req);
     grpc::ClientContext ctx;
     AuthorizeCall(ctx, options_.token, 10);
     v1::ReportResponse out;
@@ -145,9 +146,7 @@ absl::Status WorkerAgent::Register() {
   return absl::OkStatus();
 }
 
-absl::Status WorkerAgent::Connect() {
-  auto creds = ClientCredentials(options_.tls_ca_file);
-  if (!creds.ok()) return creds.status();
+void WorkerAgent::Connect() {
   // Assignments carry the graph and rank programs: allow large ones.
   grpc::ChannelArguments args;
   args.SetMaxReceiveMessageSize(256 << 20);
@@ -156,10 +155,9 @@ absl::Status WorkerAgent::Connect() {
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 2000);
   // Its own connection, not one shared with an earlier channel to the same address.
   args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
-  auto stub = std::shared_ptr<v1::WorkerService::Stub>(v1::WorkerService::NewStub(grpc::CreateCustomChannel(options_.coordinator, *creds, args)));
+  auto stub = std::shared_ptr<v1::WorkerService::Stub>(v1::WorkerService::NewStub(grpc::CreateCustomChannel(options_.coordinator, creds_, args)));
   absl::MutexLock lock(&mu_);
   stub_ = std::move(stub);
-  return absl::OkStatus();
 }
 
 std::shared_ptr<v1::WorkerService::Stub> WorkerAgent::Stub() const {
@@ -169,7 +167,10 @@ std::shared_ptr<v1::WorkerService::Stub> WorkerAgent::Stub() const {
 
 absl::Status WorkerAgent::Run() {
   if (auto st = options_.Validate(); !st.ok()) return st;
-  if (auto st = Connect(); !st.ok()) return st;
+  auto creds = ClientCredentials(options_.tls_ca_file);  // read once: a reconnect reuses them
+  if (!creds.ok()) return creds.status();
+  creds_ = *std::move(creds);
+  Connect();
   if (auto st = Register(); !st.ok()) return st;
   int transient_failures = 0;  // in a row
   while (!stop_) {
@@ -179,8 +180,7 @@ absl::Status WorkerAgent::Run() {
     grpc::ClientContext ctx;
     AuthorizeCall(ctx, options_.token, heartbeat_seconds_ * 2 + 0.1);
     v1::HeartbeatRequest req;
-    req.set_worker_id(worker_id());
-    req.set_session(session());
+    Identify(req);
     for (const auto& [id, runner] : runners_) {
       if (!runner->done()) req.add_running_job_ids(id);
     }
@@ -196,7 +196,7 @@ absl::Status WorkerAgent::Run() {
       // server's first frames never read): after a few seconds of failures, a fresh channel.
       if (transient_failures * heartbeat_seconds_ >= 3) {
         transient_failures = 0;
-        if (auto c = Connect(); !c.ok()) return c;
+        Connect();
       }
     } else if (st.error_code() == grpc::StatusCode::NOT_FOUND || st.error_code() == grpc::StatusCode::FAILED_PRECONDITION) {
       metrics_->Add("mapd_worker_heartbeats_total", {{"outcome", "rejected"}});

@@ -17,6 +17,8 @@
 #include <string>
 #include <vector>
 
+#include <grpcpp/security/credentials.h>
+
 #include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
 #include "proto/mapd/v1/workers.grpc.pb.h"
@@ -50,12 +52,15 @@ class WorkerAgent {
   absl::Status Run();
   void Stop() { stop_ = true; }
   std::string worker_id() const;
-  std::string session() const;
 
  private:
   absl::Status Register();
-  // A new channel to the coordinator (at start, and when heartbeats have failed for a while).
-  absl::Status Connect();
+  // A new channel to the coordinator with creds_ (at start, and when heartbeats have failed for
+  // a while).
+  void Connect();
+  // Sets a heartbeat's or report's worker_id and session from the current registration.
+  template <typename Request>
+  void Identify(Request& req) const;
   std::shared_ptr<v1::WorkerService::Stub> Stub() const;
   // Starts the assignments not seen before, stops the jobs named, forgets finished runners.
   void Apply(const v1::HeartbeatResponse& response);
@@ -66,6 +71,7 @@ class WorkerAgent {
 
   AgentOptions options_;
   MetricsRegistry* metrics_;
+  std::shared_ptr<grpc::ChannelCredentials> creds_;  // set once in Run
   std::shared_ptr<v1::WorkerService::Stub> stub_ ABSL_GUARDED_BY(mu_);  // replaced by Connect
   std::atomic<bool> stop_{false};
   mutable absl::Mutex mu_;
