@@ -7,6 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
@@ -30,10 +31,12 @@ std::string Ms(double seconds) { return absl::StrFormat("%.1f ms", seconds * 1e3
 
 std::string Bytes(double bytes) { return FormatBytes(static_cast<int64_t>(bytes)); }
 
-nlohmann::json CandidateJson(const PlanCandidate& c) {
+nlohmann::json CandidateJson(const PlanCandidate& c, int64_t global_batch) {
   nlohmann::json j = {{"name", c.name},
                       {"mesh", c.mesh},
                       {"zero_stage", c.zero_stage},
+                      {"micro_batches", c.micro_batches},
+                      {"micro_batch_size", c.micro_batches > 0 ? global_batch / c.micro_batches : global_batch},
                       {"applicable", c.applicable},
                       {"fits", c.fits}};
   if (!c.applicable) {
@@ -56,7 +59,21 @@ std::string LayerList(const std::vector<std::string>& layers) {
                       absl::StrJoin(layers.end() - 2, layers.end(), ", "));
 }
 
+// "4 × 384 samples" (passes × samples per pass).
+std::string MicroBatchesString(int64_t m, int64_t global_batch) {
+  return absl::StrCat(m, " x ", m > 0 ? global_batch / m : global_batch);
+}
+
 }  // namespace
+
+absl::StatusOr<int64_t> ParseMicroBatches(const std::string& text) {
+  if (text == "auto") return 0;
+  int64_t m = 0;
+  if (!absl::SimpleAtoi(text, &m) || m < 1) {
+    return absl::InvalidArgumentError(absl::StrCat("--micro-batches ", text, ": use auto or a positive count that divides the global batch"));
+  }
+  return m;
+}
 
 absl::StatusOr<int> ParseZeroStage(const std::string& text, int highest) {
   if (text == "auto") return -1;
@@ -92,6 +109,9 @@ int RunPlan(const PlanArgs& args) {
   if (!zero.ok()) return ReportError(zero.status());
   options.zero_stage = *zero;
   options.recompute = args.recompute != "off";
+  auto micro = ParseMicroBatches(args.micro_batches);
+  if (!micro.ok()) return ReportError(micro.status());
+  options.micro_batches = *micro;
   options.time_limit_seconds = args.time_limit;
   if (auto st = options.Validate(); !st.ok()) return ReportError(st);
   if (auto c = MakeCluster(options.cluster); !c.ok()) return ReportError(c.status());
@@ -121,11 +141,12 @@ int RunPlan(const PlanArgs& args) {
   if (!result->fits) {
     return ReportError(absl::FailedPreconditionError(absl::StrFormat(
         "no plan fits %s per device: the least memory any plan searched needs is %s per device "
-        "(mesh shapes %s, ZeRO %s); give each device at least that (--memory-per-device), use more "
+        "(mesh shapes %s, ZeRO %s, micro-batches %s); give each device at least that (--memory-per-device), use more "
         "devices, or a smaller batch",
         FormatBytes(cluster.memory_per_device), Bytes(result->min_memory_bytes),
         options.cluster.mesh.empty() ? "all 1-D and 2-D" : MeshString(options.cluster.mesh),
-        options.zero_stage < 0 ? "up to stage 3" : absl::StrCat("stage ", options.zero_stage))));
+        options.zero_stage < 0 ? "up to stage 3" : absl::StrCat("stage ", options.zero_stage),
+        absl::StrJoin(result->micro_batch_counts, ", "))));
   }
   if (!args.save.empty()) {
     if (auto st = WriteStringToFileAtomic(args.save, ToPlanProto(*graph, *result, options).SerializeAsString()); !st.ok()) {
@@ -141,6 +162,11 @@ int RunPlan(const PlanArgs& args) {
     j["devices"] = cluster.num_devices();
     j["mesh"] = plan.mesh;
     j["zero_stage"] = plan.zero_stage;
+    j["global_batch"] = result->global_batch;
+    j["micro_batches"] = plan.micro_batches;
+    j["micro_batch_size"] = plan.micro_batches > 0 ? result->global_batch / plan.micro_batches : result->global_batch;
+    j["micro_batch_counts_searched"] = result->micro_batch_counts;
+    if (!result->micro_batch_note.empty()) j["micro_batch_note"] = result->micro_batch_note;
     j["precision"] = PrecisionName(options.profile.precision);
     j["memory_per_device"] = cluster.memory_per_device;
     j["fits"] = result->fits;
@@ -164,13 +190,13 @@ int RunPlan(const PlanArgs& args) {
     j["meshes_solved"] = result->meshes_solved;
     j["meshes_pruned"] = result->meshes_pruned;
     j["alternatives"] = nlohmann::json::array();
-    for (const auto& a : result->alternatives) j["alternatives"].push_back(CandidateJson(a));
+    for (const auto& a : result->alternatives) j["alternatives"].push_back(CandidateJson(a, result->global_batch));
     j["pruned"] = nlohmann::json::array();
     for (const auto& p : result->pruned) {
       j["pruned"].push_back({{"mesh", p.mesh}, {"lower_bound_step_seconds", p.cost.step_seconds}, {"note", p.note}});
     }
     j["baselines"] = nlohmann::json::array();
-    for (const auto& b : result->baselines) j["baselines"].push_back(CandidateJson(b));
+    for (const auto& b : result->baselines) j["baselines"].push_back(CandidateJson(b, result->global_batch));
     j["layers"] = nlohmann::json::array();
     for (const LayerSummary& r : SummarizeLayers(*graph, plan.strategies)) {
       j["layers"].push_back({{"layer", r.layer},
@@ -204,6 +230,10 @@ int RunPlan(const PlanArgs& args) {
             << ")\n"
             << "ZeRO:         " << (plan.zero_stage == 0 ? std::string("off") : absl::StrCat("stage ", plan.zero_stage))
             << "\n"
+            << "Micro-batches: " << MicroBatchesString(plan.micro_batches, result->global_batch) << " samples per step"
+            << (plan.micro_batches > 1 ? " (gradients accumulated, reduced and applied once)" : "")
+            << (result->micro_batch_note.empty() ? std::string() : absl::StrCat(" (only 1 searched: ", result->micro_batch_note, ")"))
+            << "\n"
             << "Precision:    "
             << (options.profile.precision == Precision::kBf16Mixed
                     ? "bf16 mixed (bf16 weights, activations, gradients; fp32 master weights and optimizer states)"
@@ -236,24 +266,24 @@ int RunPlan(const PlanArgs& args) {
       v1::SolverResponse::Status_Name(plan.solver_status), plan.decisions, graph->num_nodes());
 
   std::cout << "\nMesh shapes (MAP's best on each):\n";
-  Table alts({"MESH", "ZERO", "RECOMPUTED", "STEP", "PEAK/DEVICE", "FITS"});
+  Table alts({"MESH", "ZERO", "MICRO-BATCHES", "RECOMPUTED", "STEP", "PEAK/DEVICE", "FITS"});
   for (const auto& a : result->alternatives) {
-    alts.Row({MeshString(a.mesh), std::to_string(a.zero_stage), std::to_string(a.recomputed_layers.size()),
-              Ms(a.cost.step_seconds), Bytes(a.cost.peak_bytes()), a.fits ? "yes" : "no"});
+    alts.Row({MeshString(a.mesh), std::to_string(a.zero_stage), MicroBatchesString(a.micro_batches, result->global_batch),
+              std::to_string(a.recomputed_layers.size()), Ms(a.cost.step_seconds), Bytes(a.cost.peak_bytes()), a.fits ? "yes" : "no"});
   }
   for (const auto& p : result->pruned) {
-    alts.Row({MeshString(p.mesh), "-", "-", absl::StrCat(">= ", Ms(p.cost.step_seconds)), "-", "pruned"});
+    alts.Row({MeshString(p.mesh), "-", "-", "-", absl::StrCat(">= ", Ms(p.cost.step_seconds)), "-", "pruned"});
   }
   alts.Print(std::cout);
   std::cout << "\nBaselines (same cost model):\n";
-  Table base({"BASELINE", "MESH", "STEP", "PEAK/DEVICE", "FITS", "MAP SPEEDUP"});
+  Table base({"BASELINE", "MESH", "MICRO-BATCHES", "STEP", "PEAK/DEVICE", "FITS", "MAP SPEEDUP"});
   for (const auto& b : result->baselines) {
     if (!b.applicable) {
-      base.Row({b.name, MeshString(b.mesh), "-", "-", "n/a", b.note});
+      base.Row({b.name, MeshString(b.mesh), "-", "-", "-", "n/a", b.note});
       continue;
     }
-    base.Row({b.name, MeshString(b.mesh), Ms(b.cost.step_seconds), Bytes(b.cost.peak_bytes()), b.fits ? "yes" : "no",
-              absl::StrFormat("%.2fx", b.cost.step_seconds / cost.step_seconds)});
+    base.Row({b.name, MeshString(b.mesh), MicroBatchesString(b.micro_batches, result->global_batch), Ms(b.cost.step_seconds),
+              Bytes(b.cost.peak_bytes()), b.fits ? "yes" : "no", absl::StrFormat("%.2fx", b.cost.step_seconds / cost.step_seconds)});
   }
   base.Print(std::cout);
   if (!args.save.empty()) std::cout << "\nSaved the plan to " << args.save << "\n";

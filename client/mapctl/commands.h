@@ -108,10 +108,14 @@ struct PlanArgs {
   std::string zero = "auto";      // auto | 0..3
   std::string recompute = "auto"; // auto (the search may checkpoint layers) | off
   std::string precision = "fp32"; // fp32 | bf16 (mixed: bf16 weights, activations, gradients; fp32 master and states)
+  std::string micro_batches = "auto";  // auto | N (passes per step, gradients accumulated)
   std::string save;               // plan.pb
   std::string report;             // plan.html
   std::string format = "table";
 };
+
+// "auto" → 0 (the search chooses), else a positive count; INVALID_ARGUMENT naming the flag.
+absl::StatusOr<int64_t> ParseMicroBatches(const std::string& text);
 
 // The coordinator's address and token (flags, else MAPD_ADDRESS / MAPD_TOKEN), and output format.
 struct JobArgs {

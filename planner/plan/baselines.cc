@@ -7,7 +7,7 @@ namespace mapd {
 absl::StatusOr<BatchInfo> FindBatch(const Graph& graph, const std::vector<std::unique_ptr<PreparedNode>>& prepared) {
   BatchInfo info;
   info.label.assign(graph.num_nodes(), 0);
-  std::unordered_map<std::string, int> batch_dim;  // value → its batch dimension
+  std::unordered_map<std::string, int>& batch_dim = info.value_dim;  // value → its batch dimension
   for (const auto& in : graph.proto().inputs()) {
     const TensorType& t = graph.TypeOf(in.name());
     if (t.shape.empty()) continue;
@@ -46,12 +46,6 @@ bool HasTrainableMatrix(const PreparedNode& pn) {
   }
   return false;
 }
-bool HasTrainable(const PreparedNode& pn) {
-  for (size_t i = 0; i < pn.in.size(); ++i) {
-    if (IsTrainable(pn.role[i])) return true;
-  }
-  return false;
-}
 
 // Does strategy `s` of node `pn` (batch label `batch`) play `role` on mesh axis `a`?
 bool PlaysRole(const PreparedNode& pn, char batch, const Strategy& s, int a, AxisRole role) {
@@ -66,7 +60,9 @@ bool PlaysRole(const PreparedNode& pn, char batch, const Strategy& s, int a, Axi
     }
     return true;
   }
-  if (HasTrainable(pn)) return picked == 0;  // norms: computed replicated across the group
+  // Norms (trainable vectors only) and everything else: replicated across the group, or split on
+  // a dimension other than the batch — Megatron's sequence parallelism, where norms, dropouts
+  // and residual adds run split on the sequence (their normalised dimensions are unsplittable).
   return true;
 }
 

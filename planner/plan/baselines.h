@@ -5,10 +5,12 @@
 //                     all-reduced)
 //   ZeRO-3 / FSDP     the same choices with parameters, gradients and optimizer states sharded
 //                     (the cost graph built with zero_stage 3)
-//   Megatron TP × DP  mesh dp×tp; on the dp axis the batch is split; on the tp axis every node
-//                     with a trainable matrix shards it (column, row or vocabulary parallel), a
-//                     node with only vectors (norms) computes replicated, and no node splits the
-//                     batch
+//   Megatron TP × DP  mesh dp×tp, as Megatron-LM is run: the distributed optimizer (ZeRO-1 over
+//                     dp) and sequence parallelism. On the dp axis the batch is split; on the tp
+//                     axis every node with a trainable matrix shards it (column, row or vocabulary
+//                     parallel), every other node (norms, dropouts, residual adds) computes
+//                     replicated or split on a dimension other than the batch (the sequence:
+//                     sequence parallelism), and no node splits the batch
 //
 // A family fixes what the hand-written plan fixes and leaves the rest (which matrix is column
 // and which row parallel, where activations are resharded) to the ILP, so each baseline is the
@@ -17,6 +19,8 @@
 #define MAPD_PLANNER_PLAN_BASELINES_H_
 
 #include <memory>
+#include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -31,6 +35,8 @@ namespace mapd {
 struct BatchInfo {
   int64_t batch = 0;              // the global batch (0 when the graph has no batched input)
   std::vector<char> label;        // per node
+  // Per value carrying the batch (graph inputs and node outputs): its batch dimension.
+  std::unordered_map<std::string, int> value_dim;
 };
 absl::StatusOr<BatchInfo> FindBatch(const Graph& graph, const std::vector<std::unique_ptr<PreparedNode>>& prepared);
 

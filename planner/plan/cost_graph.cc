@@ -1,6 +1,8 @@
 #include "planner/plan/cost_graph.h"
 
 #include <algorithm>
+#include <cmath>
+#include <limits>
 #include <map>
 #include <memory>
 #include <unordered_map>
@@ -54,10 +56,12 @@ StrategyCost CostStrategy(const PreparedNode& pn, const Strategy& s, const Clust
   const double width = precision == Precision::kBf16Mixed ? 0.5 : 1.0;  // bytes moved, as the profiler scales them
   const double flops = (pn.cost.flops + (pn.any_rg ? pn.grad_flops : 0)) / split;
   const double bytes = static_cast<double>(pn.cost.bytes) * width * passes / split;
-  c.compute_seconds = std::max(flops / peak, bytes / cluster.device.memory_bandwidth) +
-                      pn.cost.kernels * passes * cluster.device.kernel_overhead_seconds;
-  c.forward_seconds = std::max(pn.cost.flops / split / peak, static_cast<double>(pn.cost.bytes) * width / split / cluster.device.memory_bandwidth) +
-                      pn.cost.kernels * cluster.device.kernel_overhead_seconds;
+  const double m = static_cast<double>(co.micro_batches);  // passes per step
+  c.compute_seconds = m * (std::max(flops / peak, bytes / cluster.device.memory_bandwidth) +
+                           pn.cost.kernels * passes * cluster.device.kernel_overhead_seconds);
+  c.forward_seconds = m * (std::max(pn.cost.flops / split / peak,
+                                    static_cast<double>(pn.cost.bytes) * width / split / cluster.device.memory_bandwidth) +
+                           pn.cost.kernels * cluster.device.kernel_overhead_seconds);
   c.activation_bytes = static_cast<double>(pn.saved.extra_bytes) * width / split;
   const double states = OptimizerStatesPerParamByte(options);
   for (size_t i = 0; i < pn.in.size(); ++i) {
@@ -77,16 +81,20 @@ StrategyCost CostStrategy(const PreparedNode& pn, const Strategy& s, const Clust
         // not per parameter: only their bandwidth is charged. ZeRO 1/2 replace the all-reduce
         // by a reduce-scatter and an all-gather (the same traffic); ZeRO 3 gathers the
         // parameter twice (forward, backward) and reduce-scatters its gradient.
+        // Under micro-batches an activation's gradient is reduced in every pass, a parameter's
+        // once a step — but ZeRO 2/3 reduce-scatter each pass's into the shard and ZeRO 3
+        // gathers for each pass (CostGraphOptions::micro_batches).
         const AxisLink& link = cluster.links[a];
         const double ar = CollectiveSeconds(CollectiveKind::kAllReduce, local, cluster.mesh[a], link);
         if (!param) {
-          AddCollective(c, CollectiveKind::kAllReduce, local, ar);
+          AddCollective(c, CollectiveKind::kAllReduce, m * local, m * ar);
         } else if (co.zero_stage == 0) {
           AddCollective(c, CollectiveKind::kAllReduce, local, std::max(0.0, ar - link.alpha));
         } else {
           const double half = std::max(0.0, ar - link.alpha) / 2;  // one reduce-scatter or all-gather
-          AddCollective(c, CollectiveKind::kReduceScatter, local, half);
-          AddCollective(c, CollectiveKind::kAllGather, local * (co.zero_stage == 3 ? 2 : 1), half * (co.zero_stage == 3 ? 2 : 1));
+          const double scatters = co.zero_stage >= 2 ? m : 1, gathers = co.zero_stage == 3 ? 2 * m : 1;
+          AddCollective(c, CollectiveKind::kReduceScatter, scatters * local, scatters * half);
+          AddCollective(c, CollectiveKind::kAllGather, gathers * local, gathers * half);
         }
       }
     }
@@ -130,18 +138,44 @@ absl::Status CostGraphOptions::Validate() const {
   if (zero_stage < 0 || zero_stage > 3) {
     return absl::InvalidArgumentError(absl::StrCat("ZeRO stage ", zero_stage, " does not exist; use 0, 1, 2 or 3"));
   }
+  if (micro_batches < 1) {
+    return absl::InvalidArgumentError(absl::StrCat("micro_batches is ", micro_batches, "; a step has at least one"));
+  }
   return absl::OkStatus();
 }
 
 absl::StatusOr<CostGraph> BuildCostGraph(const Graph& graph, const Cluster& cluster, const ProfileOptions& options,
                                          const CostGraphOptions& cost_options) {
-  if (auto st = cost_options.Validate(); !st.ok()) return st;
   auto prepared = PrepareNodes(graph);
   if (!prepared.ok()) return prepared.status();
+  return BuildCostGraph(graph, *prepared, cluster, options, cost_options);
+}
+
+std::shared_ptr<const std::vector<std::string>> LayerKeys(const Graph& graph) {
+  auto keys = std::make_shared<std::vector<std::string>>();
+  keys->reserve(graph.num_nodes());
+  for (int n = 0; n < graph.num_nodes(); ++n) keys->push_back(LayerFreeName(graph.node(n).name()));
+  return keys;
+}
+
+absl::StatusOr<CostGraph> BuildCostGraph(const Graph& graph, const std::vector<std::unique_ptr<PreparedNode>>& prepared_nodes,
+                                         const Cluster& cluster, const ProfileOptions& options,
+                                         const CostGraphOptions& cost_options,
+                                         std::shared_ptr<const std::vector<std::string>> layer_keys) {
+  if (auto st = cost_options.Validate(); !st.ok()) return st;
+  const auto* prepared = &prepared_nodes;
   const v1::Graph& p = graph.proto();
+  if (static_cast<int>(prepared_nodes.size()) != p.nodes_size()) {
+    return absl::InvalidArgumentError(absl::StrCat(prepared_nodes.size(), " prepared nodes for a graph of ", p.nodes_size()));
+  }
   CostGraph cg;
+  cg.micro_batches = cost_options.micro_batches;
+  cg.layer_keys = layer_keys != nullptr ? std::move(layer_keys) : LayerKeys(graph);
+  const double passes = static_cast<double>(cost_options.micro_batches);
+  cg.zero_stage = cost_options.zero_stage;
   cg.strategies.resize(p.nodes_size());
   cg.costs.resize(p.nodes_size());
+  cg.costs_at_stage.resize(p.nodes_size());
   std::unordered_map<std::string, int> first_with_signature;  // signature → first node
   std::vector<int> sig_of(p.nodes_size());
   double largest_param = 0;
@@ -159,18 +193,26 @@ absl::StatusOr<CostGraph> BuildCostGraph(const Graph& graph, const Cluster& clus
     if (!fresh) {  // a node costed before: share its strategies and costs
       cg.strategies[n] = cg.strategies[it->second];
       cg.costs[n] = cg.costs[it->second];
+      cg.costs_at_stage[n] = cg.costs_at_stage[it->second];
       *sn->mutable_cost() = cg.request.nodes(it->second).cost();
       *sn->mutable_memory() = cg.request.nodes(it->second).memory();
       continue;
     }
     auto strategies = GenerateStrategies(*pn.def, pn.ctx(), cluster.mesh);
     if (!strategies.ok()) return strategies.status();
-    cg.strategies[n] = std::move(*strategies);
-    for (const Strategy& s : cg.strategies[n]) {
-      cg.costs[n].push_back(CostStrategy(pn, s, cluster, options, cost_options));
-      sn->add_cost(cg.costs[n].back().seconds());
-      sn->add_memory(cg.costs[n].back().memory());
+    std::array<std::vector<StrategyCost>, 4> costs;
+    for (const Strategy& s : *strategies) {
+      for (int z = 0; z < 4; ++z) {
+        CostGraphOptions at = cost_options;
+        at.zero_stage = z;
+        costs[z].push_back(CostStrategy(pn, s, cluster, options, at));
+      }
+      sn->add_cost(costs[cost_options.zero_stage].back().seconds());
+      sn->add_memory(costs[cost_options.zero_stage].back().memory());
     }
+    cg.strategies[n] = SharedList<Strategy>(*std::move(strategies));
+    for (int z = 0; z < 4; ++z) cg.costs_at_stage[n][z] = SharedList<StrategyCost>(std::move(costs[z]));
+    cg.costs[n] = cg.costs_at_stage[n][cost_options.zero_stage];
   }
 
   // Edges: producer output → consumer input. Memoised on (producer, output, consumer, input)
@@ -206,7 +248,7 @@ absl::StatusOr<CostGraph> BuildCostGraph(const Graph& graph, const Cluster& clus
       for (const Strategy& ps : cg.strategies[src]) {
         for (const Strategy& cs : cg.strategies[n]) {
           auto r = EdgeReshard(TrainedType(vi->type, options.precision), ps.outputs[out], cs.inputs[i], grad, cluster);
-          e->add_cost(r.ok() ? r->seconds : kImpossible);
+          e->add_cost(r.ok() ? passes * r->seconds : kImpossible);
         }
       }
     }
@@ -215,6 +257,7 @@ absl::StatusOr<CostGraph> BuildCostGraph(const Graph& graph, const Cluster& clus
   // ZeRO-3 gathers a parameter before use and frees it after; with the next one prefetched, two
   // gathered parameters are live at once (the largest two bound it).
   cg.request.set_memory_fixed(cost_options.zero_stage == 3 ? 2 * largest_param : 0);
+  cg.fixed_at_stage = {0, 0, 0, 2 * largest_param};
   cg.request.set_time_limit_seconds(10);
   return cg;
 }
@@ -234,14 +277,18 @@ absl::StatusOr<CostGraph> RestrictStrategies(const CostGraph& cg, const Graph& g
     v1::SolverNode* sn = out.request.add_nodes();
     sn->set_name(old.name());
     sn->set_multiplicity(old.multiplicity());
+    std::vector<Strategy> strategies;
+    std::vector<StrategyCost> costs;
     for (int k = 0; k < old.cost_size(); ++k) {
       if (k >= static_cast<int>(allowed[n].size()) || !allowed[n][k]) continue;
       kept[n].push_back(k);
       sn->add_cost(old.cost(k));
       sn->add_memory(old.memory(k));
-      out.strategies[n].push_back(cg.strategies[n][k]);
-      out.costs[n].push_back(cg.costs[n][k]);
+      strategies.push_back(cg.strategies[n][k]);
+      costs.push_back(cg.costs[n][k]);
     }
+    out.strategies[n] = SharedList<Strategy>(std::move(strategies));
+    out.costs[n] = SharedList<StrategyCost>(std::move(costs));
     if (kept[n].empty()) {
       return absl::FailedPreconditionError(absl::StrCat("node '", graph.node(n).name(), "' (", graph.node(n).op(),
                                                         ") has no strategy of this kind on the mesh"));
@@ -258,10 +305,62 @@ absl::StatusOr<CostGraph> RestrictStrategies(const CostGraph& cg, const Graph& g
     }
   }
   out.edge_ports = cg.edge_ports;
+  out.micro_batches = cg.micro_batches;
+  out.layer_keys = cg.layer_keys;
+  out.fixed_at_stage = cg.fixed_at_stage;
+  out.zero_stage = cg.zero_stage;
   out.request.set_memory_budget(cg.request.memory_budget());
   out.request.set_memory_fixed(cg.request.memory_fixed());
   out.request.set_time_limit_seconds(cg.request.time_limit_seconds());
   return out;
+}
+
+absl::StatusOr<CostGraph> AtZeroStage(const CostGraph& cg, int stage) {
+  if (stage < 0 || stage > 3) return absl::InvalidArgumentError(absl::StrCat("ZeRO stage ", stage, " does not exist; use 0, 1, 2 or 3"));
+  if (cg.costs_at_stage.size() != cg.costs.size()) {
+    return absl::FailedPreconditionError("a restricted cost graph cannot be priced at another ZeRO stage");
+  }
+  CostGraph out = cg;
+  out.folded = nullptr;
+  out.zero_stage = stage;
+  for (size_t n = 0; n < out.costs.size(); ++n) {
+    out.costs[n] = cg.costs_at_stage[n][stage];
+    v1::SolverNode* sn = out.request.mutable_nodes(static_cast<int>(n));
+    for (size_t k = 0; k < out.costs[n].size(); ++k) {
+      sn->set_cost(static_cast<int>(k), out.costs[n][k].seconds());
+      sn->set_memory(static_cast<int>(k), out.costs[n][k].memory());
+    }
+  }
+  out.request.set_memory_fixed(cg.fixed_at_stage[stage]);
+  return out;
+}
+
+StagePrice PriceAtStage(const CostGraph& cg, const std::vector<int>& choice, int stage) {
+  StagePrice p;
+  p.memory = cg.fixed_at_stage[stage];
+  const bool staged = cg.costs_at_stage.size() == cg.costs.size();
+  for (size_t n = 0; n < choice.size() && n < cg.costs.size(); ++n) {
+    const StrategyCost& c = staged ? cg.costs_at_stage[n][stage][choice[n]] : cg.costs[n][choice[n]];
+    p.seconds += c.seconds();
+    p.memory += c.memory();
+  }
+  for (int e = 0; e < cg.request.edges_size(); ++e) {
+    const EdgePort& port = cg.edge_ports[e];
+    const int kd = static_cast<int>(cg.strategies[port.dst].size());
+    p.seconds += cg.request.edges(e).cost(choice[port.src] * kd + choice[port.dst]);
+  }
+  return p;
+}
+
+double LeastStateMemory(const CostGraph& cg, int stage) {
+  double least = cg.fixed_at_stage[stage];
+  const bool staged = cg.costs_at_stage.size() == cg.costs.size();
+  for (size_t n = 0; n < cg.costs.size(); ++n) {
+    double m = std::numeric_limits<double>::infinity();
+    for (const StrategyCost& c : staged ? cg.costs_at_stage[n][stage] : cg.costs[n]) m = std::min(m, c.memory() - c.activation_bytes);
+    if (std::isfinite(m)) least += m;
+  }
+  return least;
 }
 
 absl::StatusOr<ChoiceCost> CostChoice(const Graph& graph, const Cluster& cluster, const CostGraph& cg,
@@ -296,7 +395,9 @@ absl::StatusOr<ChoiceCost> CostChoice(const Graph& graph, const Cluster& cluster
       auto bwd = ReshardCost(graph.TypeOf(value), cs.inputs[port.input], ps.outputs[port.output], cluster);
       if (bwd.ok()) all.insert(all.end(), bwd->collectives.begin(), bwd->collectives.end());
     }
-    for (const Collective& col : all) c.comm_bytes[static_cast<int>(col.kind)] += static_cast<double>(col.bytes);
+    for (const Collective& col : all) {
+      c.comm_bytes[static_cast<int>(col.kind)] += static_cast<double>(cg.micro_batches) * static_cast<double>(col.bytes);
+    }
   }
   c.fixed_bytes = cg.request.memory_fixed();
   c.step_seconds = c.compute_seconds + c.comm_seconds;  // recomputation is added by the planner
@@ -327,7 +428,7 @@ FoldedCostGraph FoldRepeatedLayers(const Graph& graph, const CostGraph& cg) {
   std::map<std::string, std::vector<int>> by_key;  // layer-free name → solver nodes of that name
   f.class_of.assign(nodes.size(), -1);
   for (int n = 0; n < nodes.size(); ++n) {
-    const std::string key = LayerFreeName(graph.node(n).name());
+    const std::string& key = cg.layer_keys != nullptr ? (*cg.layer_keys)[n] : LayerFreeName(graph.node(n).name());
     int cls = -1;
     for (int candidate : by_key[key]) {
       if (SameChoices(f.request.nodes(candidate), nodes[n])) cls = candidate;
@@ -381,6 +482,11 @@ FoldedCostGraph FoldRepeatedLayers(const Graph& graph, const CostGraph& cg) {
   f.request.set_memory_fixed(cg.request.memory_fixed());
   f.request.set_time_limit_seconds(cg.request.time_limit_seconds());
   return f;
+}
+
+const FoldedCostGraph& FoldedOf(const Graph& graph, const CostGraph& cg) {
+  if (cg.folded == nullptr) cg.folded = std::make_shared<const FoldedCostGraph>(FoldRepeatedLayers(graph, cg));
+  return *cg.folded;
 }
 
 }  // namespace mapd

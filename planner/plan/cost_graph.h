@@ -15,6 +15,8 @@
 #define MAPD_PLANNER_PLAN_COST_GRAPH_H_
 
 #include <array>
+#include <memory>
+#include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -35,6 +37,17 @@ struct CostGraphOptions {
   // backward (1.5× the all-reduce traffic), with the two largest gathered parameters live at
   // once (charged as fixed memory).
   int zero_stage = 0;
+  // Micro-batches per step (DESIGN §6a): the graph costed is one micro-batch's (micro_batch.h),
+  // run `micro_batches` times a step. Its compute, its activations' collectives and every
+  // resharding edge count once per micro-batch; parameter gradients are accumulated and reduced
+  // once a step — ZeRO 0 one all-reduce, ZeRO 1 one reduce-scatter and one all-gather of the
+  // updated shards. ZeRO 2 keeps gradients sharded, so each micro-batch's are reduce-scattered
+  // into the shard (m reduce-scatters, one all-gather); ZeRO 3 also gathers the parameters for
+  // each micro-batch's forward and backward (2m all-gathers). Keeping ZeRO-3's parameters
+  // gathered across the micro-batches costs what ZeRO 1 does (one gather, one reduce-scatter;
+  // whole parameters and gradients live), so it is ZeRO 1 in the search. Memory: one
+  // micro-batch's activations; parameters, gradients and states as the stage keeps them.
+  int64_t micro_batches = 1;
 
   absl::Status Validate() const;
 };
@@ -63,12 +76,51 @@ struct EdgePort {
   bool needs_grad = false;  // the gradient flows back (resharded the other way)
 };
 
+// A read-only list that nodes costing alike share (copying it copies a pointer): a model's
+// repeated layers hold one strategy list and one cost row per kind of node.
+template <typename T>
+class SharedList {
+ public:
+  SharedList() = default;
+  explicit SharedList(std::vector<T> items) : items_(std::make_shared<const std::vector<T>>(std::move(items))) {}
+  const T& operator[](size_t i) const { return (*items_)[i]; }
+  size_t size() const { return items_ ? items_->size() : 0; }
+  bool empty() const { return size() == 0; }
+  typename std::vector<T>::const_iterator begin() const { return items_ ? items_->begin() : Empty().begin(); }
+  typename std::vector<T>::const_iterator end() const { return items_ ? items_->end() : Empty().end(); }
+
+ private:
+  static const std::vector<T>& Empty() {
+    static const std::vector<T> empty;
+    return empty;
+  }
+  std::shared_ptr<const std::vector<T>> items_;
+};
+
+struct FoldedCostGraph;
+
 struct CostGraph {
   v1::SolverRequest request;                      // node v of the request is graph node v
-  std::vector<std::vector<Strategy>> strategies;  // per graph node
-  std::vector<std::vector<StrategyCost>> costs;   // per graph node, per strategy
+  std::vector<SharedList<Strategy>> strategies;   // per graph node
+  std::vector<SharedList<StrategyCost>> costs;    // per graph node, per strategy
   std::vector<EdgePort> edge_ports;               // per request edge
+  int64_t micro_batches = 1;                      // passes per step (CostGraphOptions)
+  // Per graph node, its name without layer indices (FoldRepeatedLayers' key), shared by the cost
+  // graphs of one graph.
+  std::shared_ptr<const std::vector<std::string>> layer_keys;
+  // Per graph node, its costs under each ZeRO stage 0–3 (`costs` is the built stage's), so that
+  // a choice can be priced, and the cost graph rebuilt, at another stage without costing the
+  // strategies and edges again (PriceAtStage, AtZeroStage). Empty in restricted cost graphs.
+  std::vector<std::array<SharedList<StrategyCost>, 4>> costs_at_stage;
+  // The request's memory_fixed under each ZeRO stage (stage 3's gathered parameters).
+  std::array<double, 4> fixed_at_stage{};
+  int zero_stage = 0;  // the stage `costs` and `request` are for
+  // FoldRepeatedLayers' answer, made once (FoldedOf).
+  mutable std::shared_ptr<const FoldedCostGraph> folded;
 };
+
+// The layer-free names of a graph's nodes (LayerFreeName), for BuildCostGraph to share.
+std::shared_ptr<const std::vector<std::string>> LayerKeys(const Graph& graph);
 
 // Repeated layers share decisions: nodes whose names differ only in layer indices
 // ("layers.3.attention/linear" and "layers.7.attention/linear") and whose strategies and costs
@@ -82,6 +134,8 @@ struct FoldedCostGraph {
   std::vector<int> Expand(const std::vector<int>& folded_choice) const;
 };
 FoldedCostGraph FoldRepeatedLayers(const Graph& graph, const CostGraph& cost_graph);
+// The same, folded on first use and kept with the cost graph (which must not change after).
+const FoldedCostGraph& FoldedOf(const Graph& graph, const CostGraph& cost_graph);
 
 // Costs seconds of compute on local shapes (roofline, the cluster's device), the gradient
 // all-reduce of every input a strategy computes differently per rank while holding it
@@ -89,6 +143,13 @@ FoldedCostGraph FoldRepeatedLayers(const Graph& graph, const CostGraph& cost_gra
 // (forward, and the gradient's way back).
 absl::StatusOr<CostGraph> BuildCostGraph(const Graph& graph, const Cluster& cluster, const ProfileOptions& options,
                                          const CostGraphOptions& cost_options = {});
+// The same from the graph's prepared nodes (prepared_graph.h), which callers building many cost
+// graphs of one graph (meshes, ZeRO stages) prepare once.
+struct PreparedNode;
+absl::StatusOr<CostGraph> BuildCostGraph(const Graph& graph, const std::vector<std::unique_ptr<PreparedNode>>& prepared,
+                                         const Cluster& cluster, const ProfileOptions& options,
+                                         const CostGraphOptions& cost_options = {},
+                                         std::shared_ptr<const std::vector<std::string>> layer_keys = nullptr);
 
 // Keeps, per node, only the strategies `allowed[node][k]` marks (a node with none allowed is
 // FAILED_PRECONDITION naming it); edges keep the matching rows and columns.
@@ -111,6 +172,19 @@ struct ChoiceCost {
     return parameter_bytes + gradient_bytes + optimizer_bytes + activation_bytes + fixed_bytes + recompute_bytes;
   }
 };
+// The objective (seconds) and memory (bytes, fixed part included) of a choice as if the cost
+// graph had been built at ZeRO `stage` (StrategyCost::seconds_at_stage).
+struct StagePrice {
+  double seconds = 0, memory = 0;
+};
+StagePrice PriceAtStage(const CostGraph& cost_graph, const std::vector<int>& choice, int stage);
+// The same cost graph at another ZeRO stage (strategies and edges shared, node costs and the
+// fixed memory of that stage). FAILED_PRECONDITION for a restricted cost graph.
+absl::StatusOr<CostGraph> AtZeroStage(const CostGraph& cost_graph, int stage);
+// A lower bound on the memory of every choice at ZeRO `stage`, whatever is recomputed: every
+// node's parameters, gradients and optimizer states at their smallest, plus the fixed part.
+double LeastStateMemory(const CostGraph& cost_graph, int stage);
+
 absl::StatusOr<ChoiceCost> CostChoice(const Graph& graph, const Cluster& cluster, const CostGraph& cost_graph,
                                       const std::vector<int>& choice);
 

@@ -9,11 +9,13 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <tuple>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "planner/plan/baselines.h"
 #include "planner/plan/describe.h"
+#include "planner/plan/micro_batch.h"
 #include "planner/plan/prepared_graph.h"
 #include "planner/plan/recompute_groups.h"
 #include "planner/solver/strategy_solver.h"
@@ -34,6 +36,12 @@ absl::Status PlannerOptions::Validate() const {
   if (max_mesh_axes < 1 || max_mesh_axes > 2) {
     return absl::InvalidArgumentError(absl::StrCat("max_mesh_axes is ", max_mesh_axes,
                                                    "; the search covers 1-D and 2-D meshes (pin others with --mesh)"));
+  }
+  if (!(relative_gap >= 0 && relative_gap < 1)) {
+    return absl::InvalidArgumentError(absl::StrCat("the accepted optimality gap is a fraction in [0, 1), not ", relative_gap));
+  }
+  if (micro_batches < 0) {
+    return absl::InvalidArgumentError(absl::StrCat("micro-batches must be auto (0) or at least 1, not ", micro_batches));
   }
   if (!(time_limit_seconds > 0)) {
     return absl::InvalidArgumentError(absl::StrCat("the solver time limit must be positive, not ", time_limit_seconds));
@@ -66,10 +74,11 @@ struct Solved {
 
 // Solves a cost graph with repeated layers sharing decisions; budget 0 = no memory limit. With
 // `recompute_on` (a cluster), under a budget the solver may also checkpoint repeated layers.
-absl::StatusOr<Solved> Solve(const Graph& graph, const CostGraph& cg, double budget, double time_limit,
-                             const Cluster* recompute_on = nullptr, double cutoff = 0, bool recompute_all = false,
-                             Precision precision = Precision::kFp32) {
-  FoldedCostGraph folded = FoldRepeatedLayers(graph, cg);
+absl::StatusOr<Solved> Solve(const Graph& graph, const CostGraph& cg, double budget, const PlannerOptions& options,
+                             const Cluster* recompute_on = nullptr, double cutoff = 0, bool recompute_all = false) {
+  const double time_limit = options.time_limit_seconds;
+  const Precision precision = options.profile.precision;
+  FoldedCostGraph folded = FoldedOf(graph, cg);
   std::vector<std::vector<std::string>> group_layers;
   if (recompute_on != nullptr && (budget > 0 || recompute_all)) {
     group_layers = AddRecomputeGroups(graph, *recompute_on, cg, precision, &folded);
@@ -79,6 +88,7 @@ absl::StatusOr<Solved> Solve(const Graph& graph, const CostGraph& cg, double bud
   }
   folded.request.set_memory_budget(budget);
   folded.request.set_time_limit_seconds(time_limit);
+  folded.request.set_relative_gap(options.relative_gap);
   if (cutoff > 0 && std::isfinite(cutoff)) folded.request.set_objective_cutoff(cutoff);
   auto resp = SolveStrategies(folded.request);
   if (!resp.ok()) return resp.status();
@@ -114,12 +124,13 @@ absl::StatusOr<Solved> Solve(const Graph& graph, const CostGraph& cg, double bud
 // The least memory any plan of a cost graph needs: every node at its smallest strategy and,
 // with `recompute_on`, every repeated layer recomputed.
 double MinMemory(const Graph& graph, const CostGraph& cg, const Cluster* recompute_on, Precision precision) {
-  FoldedCostGraph folded = FoldRepeatedLayers(graph, cg);
+  FoldedCostGraph folded = FoldedOf(graph, cg);
   if (recompute_on != nullptr) AddRecomputeGroups(graph, *recompute_on, cg, precision, &folded);
   return LeastMemory(folded.request);
 }
 
-// Builds and caches cost graphs per (mesh, ZeRO stage); links come from the cluster options.
+// Builds and caches, per micro-batch count, the graph of one micro-batch, and cost graphs per
+// (mesh, ZeRO stage, micro-batch count); links come from the cluster options.
 class CostGraphCache {
  public:
   CostGraphCache(const Graph& graph, const PlannerOptions& options) : graph_(graph), options_(options) {}
@@ -135,26 +146,77 @@ class CostGraphCache {
     return (clusters_[mesh] = std::make_unique<Cluster>(*std::move(c))).get();
   }
 
-  absl::StatusOr<const CostGraph*> Get(const std::vector<int64_t>& mesh, int stage) {
-    auto key = std::make_pair(mesh, stage);
+  // The graph of one of `m` micro-batches (the graph itself for 1).
+  absl::StatusOr<const Graph*> GraphFor(int64_t m) {
+    if (m == 1) return &graph_;
+    auto it = micro_.find(m);
+    if (it != micro_.end()) return it->second.get();
+    auto g = MicroBatchGraph(graph_, m);
+    if (!g.ok()) return g.status();
+    return (micro_[m] = std::make_unique<Graph>(*std::move(g))).get();
+  }
+
+  // The micro-batch graph's prepared nodes and batch labels (for the baselines' families).
+  struct Facts {
+    std::vector<std::unique_ptr<PreparedNode>> prepared;
+    BatchInfo batch;
+    std::shared_ptr<const std::vector<std::string>> layer_keys;
+  };
+  absl::StatusOr<const Facts*> FactsFor(int64_t m) {
+    auto it = facts_.find(m);
+    if (it != facts_.end()) return it->second.get();
+    auto graph = GraphFor(m);
+    if (!graph.ok()) return graph.status();
+    auto f = std::make_unique<Facts>();
+    auto prepared = PrepareNodes(**graph);
+    if (!prepared.ok()) return prepared.status();
+    f->prepared = *std::move(prepared);
+    auto batch = FindBatch(**graph, f->prepared);
+    if (!batch.ok()) return batch.status();
+    f->batch = *std::move(batch);
+    f->layer_keys = LayerKeys(**graph);
+    return (facts_[m] = std::move(f)).get();
+  }
+
+  absl::StatusOr<const CostGraph*> Get(const std::vector<int64_t>& mesh, int stage, int64_t m = 1) {
+    auto key = std::make_tuple(mesh, stage, m);
     auto it = graphs_.find(key);
     if (it != graphs_.end()) return it->second.get();
     auto cluster = ClusterFor(mesh);
     if (!cluster.ok()) return cluster.status();
+    auto graph = GraphFor(m);
+    if (!graph.ok()) return graph.status();
+    auto facts = FactsFor(m);
+    if (!facts.ok()) return facts.status();
     ProfileOptions po = options_.profile;
     po.device = (*cluster)->device;
     CostGraphOptions cgo;
     cgo.zero_stage = stage;
-    auto cg = BuildCostGraph(graph_, **cluster, po, cgo);
+    cgo.micro_batches = m;
+    const auto start = Clock::now();
+    // Another stage of a cost graph built already: its strategies and edges are the same.
+    absl::StatusOr<CostGraph> cg = absl::NotFoundError("");
+    for (int z = 0; z < 4 && !cg.ok(); ++z) {
+      auto built = graphs_.find(std::make_tuple(mesh, z, m));
+      if (built != graphs_.end()) cg = AtZeroStage(*built->second, stage);
+    }
+    if (!cg.ok()) cg = BuildCostGraph(**graph, (*facts)->prepared, **cluster, po, cgo, (*facts)->layer_keys);
     if (!cg.ok()) return cg.status();
+    build_seconds_ += std::chrono::duration<double>(Clock::now() - start).count();
     return (graphs_[key] = std::make_unique<CostGraph>(*std::move(cg))).get();
   }
+
+  double build_seconds() const { return build_seconds_; }
+  size_t built() const { return graphs_.size(); }
 
  private:
   const Graph& graph_;
   const PlannerOptions& options_;
   std::map<std::vector<int64_t>, std::unique_ptr<Cluster>> clusters_;
-  std::map<std::pair<std::vector<int64_t>, int>, std::unique_ptr<CostGraph>> graphs_;
+  std::map<int64_t, std::unique_ptr<Graph>> micro_;
+  std::map<int64_t, std::unique_ptr<Facts>> facts_;
+  std::map<std::tuple<std::vector<int64_t>, int, int64_t>, std::unique_ptr<CostGraph>> graphs_;
+  double build_seconds_ = 0;
 };
 
 absl::Status Fill(PlanCandidate& c, const Graph& graph, const Cluster& cluster, const CostGraph& cg,
@@ -167,6 +229,7 @@ absl::Status Fill(PlanCandidate& c, const Graph& graph, const Cluster& cluster, 
   c.cost.step_seconds += s.recompute_seconds;
   c.recomputed_layers = s.recomputed_layers;
   c.mesh = cluster.mesh;
+  c.micro_batches = cg.micro_batches;
   c.fits = c.cost.peak_bytes() <= budget;
   c.strategies.clear();
   for (size_t n = 0; n < s.choice.size(); ++n) c.strategies.push_back(cg.strategies[n][s.choice[n]]);
@@ -179,58 +242,66 @@ absl::Status Fill(PlanCandidate& c, const Graph& graph, const Cluster& cluster, 
 
 // The unconstrained optimum on a mesh with ZeRO `stage` (0 unless pinned): a lower bound on
 // the step time of every plan on that mesh, since higher stages only add seconds.
-absl::StatusOr<Solved> SolveFree(const Graph& graph, const PlannerOptions& options, CostGraphCache& cache,
-                                 const std::vector<int64_t>& mesh) {
-  auto cg = cache.Get(mesh, std::max(options.zero_stage, 0));
+absl::StatusOr<Solved> SolveFree(const PlannerOptions& options, CostGraphCache& cache, const std::vector<int64_t>& mesh,
+                                 int64_t m) {
+  auto cg = cache.Get(mesh, std::max(options.zero_stage, 0), m);
   if (!cg.ok()) return cg.status();
-  return Solve(graph, **cg, 0, options.time_limit_seconds);
+  auto graph = cache.GraphFor(m);
+  if (!graph.ok()) return graph.status();
+  return Solve(**graph, **cg, 0, options);
 }
 
-// MAP's best plan on one mesh, given its unconstrained optimum (see the header for the order
-// of solves).
-absl::StatusOr<PlanCandidate> SearchMesh(const Graph& graph, const PlannerOptions& options, CostGraphCache& cache,
-                                         const std::vector<int64_t>& mesh, double budget, const Solved& free,
-                                         double best_so_far) {
+// MAP's best plan on one mesh with `m` micro-batches, given its unconstrained optimum (see the
+// header for the order of solves).
+absl::StatusOr<PlanCandidate> SearchMesh(const PlannerOptions& options, CostGraphCache& cache,
+                                         const std::vector<int64_t>& mesh, int64_t m, double budget, const Solved& free,
+                                         double best_so_far, int min_stage) {
   auto cluster = cache.ClusterFor(mesh);
   if (!cluster.ok()) return cluster.status();
+  auto micro_graph = cache.GraphFor(m);
+  if (!micro_graph.ok()) return micro_graph.status();
+  const Graph& graph = **micro_graph;
   PlanCandidate c;
   c.name = "MAP";
   c.mesh = mesh;
-  const double limit = options.time_limit_seconds;
   // The lowest stage (of those the options allow, up to `highest`) at which a choice fits
   // (with the bytes its recomputation changes, which no stage affects).
+  // Priced from any one of the mesh's cost graphs (they share strategies; PriceAtStage).
   auto lowest_fitting_stage = [&](const Solved& s, int highest) -> absl::StatusOr<int> {
-    for (int stage = std::max(options.zero_stage, 0); stage <= highest; ++stage) {
-      auto cg = cache.Get(mesh, stage);
-      if (!cg.ok()) return cg.status();
-      if (MemoryOf((*cg)->request, s.choice) + s.recompute_bytes <= budget) return stage;
+    auto cg = cache.Get(mesh, std::max(options.zero_stage, 0), m);
+    if (!cg.ok()) return cg.status();
+    for (int stage = std::max({options.zero_stage, 0, min_stage}); stage <= highest; ++stage) {
+      if (PriceAtStage(**cg, s.choice, stage).memory + s.recompute_bytes <= budget) return stage;
     }
     return -1;
   };
-  // If the unconstrained plan fits, nothing is faster on this mesh (ZeRO 1–2 cost the same
-  // seconds, so the lowest stage at which it fits is taken).
+  // If the unconstrained plan fits, nothing is faster on this mesh (ZeRO 1 costs the same
+  // seconds, and so does 2 with one micro-batch; the lowest stage at which it fits is taken).
   const int pinned = options.zero_stage;
-  auto stage = lowest_fitting_stage(free, pinned >= 0 ? pinned : std::min(2, options.max_zero_stage));
+  const int same_seconds = m == 1 ? 2 : 1;  // ZeRO 2 reduce-scatters every micro-batch's gradients
+  auto stage = lowest_fitting_stage(free, pinned >= 0 ? pinned : std::min(same_seconds, options.max_zero_stage));
   if (!stage.ok()) return stage.status();
   if (*stage >= 0) {
     c.zero_stage = *stage;
-    if (auto st = Fill(c, graph, **cluster, **cache.Get(mesh, *stage), free, budget); !st.ok()) return st;
+    if (auto st = Fill(c, graph, **cluster, **cache.Get(mesh, *stage, m), free, budget); !st.ok()) return st;
     return c;
   }
   c.solve_seconds += free.response.solve_seconds();
-  // Under the budget: ZeRO 2 (ZeRO 0's seconds, less memory) and ZeRO 3, or the pinned stage;
-  // the faster wins.
+  // Under the budget: ZeRO 2 (with one micro-batch ZeRO 0's seconds, less memory; with more,
+  // also ZeRO 1, which has ZeRO 0's seconds) and ZeRO 3, or the pinned stage; the fastest wins.
   std::optional<PlanCandidate> best;
-  std::vector<int> stages = pinned >= 0 ? std::vector<int>{pinned} : std::vector<int>{2, 3};
+  std::vector<int> stages = pinned >= 0 ? std::vector<int>{pinned} : m == 1 ? std::vector<int>{2, 3} : std::vector<int>{1, 2, 3};
   stages.erase(std::remove_if(stages.begin(), stages.end(), [&](int z) { return z > options.max_zero_stage; }), stages.end());
   if (stages.empty()) stages = {options.max_zero_stage};
+  // Stages whose parameters, gradients and states alone are over the budget fit nothing.
+  stages.erase(std::remove_if(stages.begin(), stages.end(), [&](int z) { return z < min_stage; }), stages.end());
   for (int z : stages) {
-    auto cg = cache.Get(mesh, z);
+    auto cg = cache.Get(mesh, z, m);
     if (!cg.ok()) return cg.status();
     // Recompute scans stop where they cannot beat the best plan found (on other meshes, or here
     // at the other stage).
     const double cutoff = std::min(best_so_far, best ? best->cost.step_seconds : std::numeric_limits<double>::infinity());
-    auto s = Solve(graph, **cg, budget, limit, options.recompute ? *cluster : nullptr, cutoff, false, options.profile.precision);
+    auto s = Solve(graph, **cg, budget, options, options.recompute ? *cluster : nullptr, cutoff, false);
     if (!s.ok()) return s.status();
     if (s->choice.empty()) {
       c.solve_seconds += s->response.solve_seconds();
@@ -240,7 +311,7 @@ absl::StatusOr<PlanCandidate> SearchMesh(const Graph& graph, const PlannerOption
     if (!used.ok()) return used.status();
     PlanCandidate cand = c;
     cand.zero_stage = *used >= 0 ? *used : z;
-    if (auto st = Fill(cand, graph, **cluster, **cache.Get(mesh, cand.zero_stage), *s, budget); !st.ok()) return st;
+    if (auto st = Fill(cand, graph, **cluster, **cache.Get(mesh, cand.zero_stage, m), *s, budget); !st.ok()) return st;
     if (!best || cand.cost.step_seconds < best->cost.step_seconds) best = std::move(cand);
   }
   if (best) return *best;
@@ -253,7 +324,7 @@ absl::StatusOr<PlanCandidate> SearchMesh(const Graph& graph, const PlannerOption
   }
   // Nothing fits on this mesh: report the unconstrained plan with the most sharded stage's memory.
   c.zero_stage = pinned >= 0 ? pinned : options.max_zero_stage;
-  if (auto st = Fill(c, graph, **cluster, **cache.Get(mesh, c.zero_stage), free, budget); !st.ok()) return st;
+  if (auto st = Fill(c, graph, **cluster, **cache.Get(mesh, c.zero_stage, m), free, budget); !st.ok()) return st;
   return c;
 }
 
@@ -273,39 +344,48 @@ std::vector<BaselineSpec> BaselineSpecs(int64_t devices) {
   for (int64_t tp = 2; tp <= devices; ++tp) {
     if (devices % tp != 0) continue;
     const int64_t dp = devices / tp;
+    // With the distributed optimizer (ZeRO-1 over dp) and sequence parallelism (baselines.h).
     if (dp == 1) {
       specs.push_back({absl::StrCat("Megatron TP=", tp), {tp}, {AxisRole::kTensor}, 0, 1});
     } else {
-      specs.push_back({absl::StrCat("Megatron TP=", tp, " x DP=", dp), {dp, tp}, {AxisRole::kData, AxisRole::kTensor}, 0, dp});
+      specs.push_back({absl::StrCat("Megatron TP=", tp, " x DP=", dp), {dp, tp}, {AxisRole::kData, AxisRole::kTensor}, 1, dp});
     }
   }
   return specs;
 }
 
-absl::StatusOr<PlanCandidate> SolveBaseline(const Graph& graph, const PlannerOptions& options, CostGraphCache& cache,
-                                            const BaselineSpec& spec, const BatchInfo& batch,
-                                            const std::vector<std::unique_ptr<PreparedNode>>& prepared, double budget) {
+// One baseline at one micro-batch count: its family's fastest plan under the budget, or with
+// every repeated layer recomputed when that alone fits; `fits` false when neither does (then the
+// family's fastest plan, unconstrained, is what is reported).
+absl::StatusOr<PlanCandidate> SolveBaselineAt(const PlannerOptions& options, CostGraphCache& cache, const BaselineSpec& spec,
+                                              int64_t m, double budget) {
   PlanCandidate c;
   c.name = spec.name;
   c.mesh = spec.mesh;
   c.zero_stage = spec.zero_stage;
-  if (spec.data_degree > 1 && (batch.batch == 0 || batch.batch % spec.data_degree != 0)) {
+  c.micro_batches = m;
+  auto graph = cache.GraphFor(m);
+  if (!graph.ok()) return graph.status();
+  auto facts = cache.FactsFor(m);
+  if (!facts.ok()) return facts.status();
+  const BatchInfo* batch = &(*facts)->batch;
+  if (spec.data_degree > 1 && (batch->batch == 0 || batch->batch % spec.data_degree != 0)) {
     c.applicable = false;
-    c.note = absl::StrCat("the global batch of ", batch.batch, " does not split over ", spec.data_degree, " devices");
+    c.note = m == 1 ? absl::StrCat("the global batch of ", batch->batch, " does not split over ", spec.data_degree, " devices")
+                    : absl::StrCat("a micro-batch of ", batch->batch, " does not split over ", spec.data_degree, " devices");
     return c;
   }
   auto cluster = cache.ClusterFor(spec.mesh);
   if (!cluster.ok()) return cluster.status();
-  auto cg = cache.Get(spec.mesh, spec.zero_stage);
+  auto cg = cache.Get(spec.mesh, spec.zero_stage, m);
   if (!cg.ok()) return cg.status();
-  auto restricted = RestrictStrategies(**cg, graph, FamilyMask(**cg, batch, prepared, spec.roles));
+  auto restricted = RestrictStrategies(**cg, **graph, FamilyMask(**cg, *batch, (*facts)->prepared, spec.roles));
   if (!restricted.ok()) return restricted.status();
-  auto s = Solve(graph, *restricted, budget, options.time_limit_seconds);
+  auto s = Solve(**graph, *restricted, budget, options);
   if (!s.ok()) return s.status();
   if (s->choice.empty() && options.recompute) {
     // Does not fit: the same family with every repeated layer recomputed, as people run it.
-    auto all = Solve(graph, *restricted, budget, options.time_limit_seconds, *cluster, 0, /*recompute_all=*/true,
-                     options.profile.precision);
+    auto all = Solve(**graph, *restricted, budget, options, *cluster, 0, /*recompute_all=*/true);
     if (!all.ok()) return all.status();
     c.solve_seconds += s->response.solve_seconds();
     if (!all->choice.empty() && !all->recomputed_layers.empty()) {
@@ -315,12 +395,58 @@ absl::StatusOr<PlanCandidate> SolveBaseline(const Graph& graph, const PlannerOpt
   }
   if (s->choice.empty()) {  // does not fit: cost its fastest plan anyway
     c.solve_seconds += s->response.solve_seconds();
-    s = Solve(graph, *restricted, 0, options.time_limit_seconds);
+    s = Solve(**graph, *restricted, 0, options);
     if (!s.ok()) return s.status();
   }
-  if (auto st = Fill(c, graph, **cluster, *restricted, *s, budget); !st.ok()) return st;
+  if (auto st = Fill(c, **graph, **cluster, *restricted, *s, budget); !st.ok()) return st;
   return c;
 }
+
+// A baseline as its users tune it: the fewest micro-batches (the largest micro-batch) at which
+// the family fits without recomputation, else the fewest at which it fits with every repeated
+// layer recomputed; reported at one micro-batch (not fitting) when neither exists.
+absl::StatusOr<PlanCandidate> SolveBaseline(const PlannerOptions& options, CostGraphCache& cache, const BaselineSpec& spec,
+                                            const std::vector<int64_t>& counts, double budget) {
+  std::optional<PlanCandidate> first, recomputed;
+  for (int64_t m : counts) {
+    auto c = SolveBaselineAt(options, cache, spec, m, budget);
+    if (!c.ok()) return c.status();
+    if (!first || (!first->applicable && c->applicable)) first = *c;
+    if (!c->applicable || !c->fits) continue;
+    if (c->recomputed_layers.empty()) return *c;
+    if (!recomputed) recomputed = *std::move(c);
+  }
+  if (recomputed) return *recomputed;
+  return *first;
+}
+
+// The micro-batch counts to search: the pinned one (checked), or every divisor of the batch.
+absl::StatusOr<std::vector<int64_t>> MicroBatchCounts(const Graph& graph, const PlannerOptions& options,
+                                                      PlanResult& result) {
+  auto mb = AnalyzeMicroBatching(graph);
+  if (!mb.ok()) return mb.status();
+  result.global_batch = mb->batch;
+  if (!mb->possible()) result.micro_batch_note = mb->refusal;
+  if (options.micro_batches == 0) return mb->Counts();
+  if (options.micro_batches == 1) return std::vector<int64_t>{1};
+  if (!mb->possible()) {
+    return absl::FailedPreconditionError(absl::StrCat("'", graph.name(), "' cannot run in ", options.micro_batches,
+                                                      " micro-batches: ", mb->refusal, "; use --micro-batches 1"));
+  }
+  if (mb->batch % options.micro_batches != 0) {
+    return absl::InvalidArgumentError(absl::StrCat(options.micro_batches, " micro-batches do not divide the global batch of ",
+                                                   mb->batch, "; give a divisor of it, or auto"));
+  }
+  return std::vector<int64_t>{options.micro_batches};
+}
+
+struct Pair {  // a mesh shape and a micro-batch count, with its unconstrained optimum
+  std::vector<int64_t> mesh;
+  int64_t m = 1;
+  int min_stage = 0;  // the lowest ZeRO stage whose parameters, gradients and states fit
+  Solved free;        // the unconstrained optimum at min_stage: a lower bound on the pair
+  double bound() const { return free.response.objective(); }
+};
 
 }  // namespace
 
@@ -332,52 +458,200 @@ absl::StatusOr<PlanResult> SearchPlan(const Graph& graph, const PlannerOptions& 
   const double budget = static_cast<double>(base->memory_per_device);
   const int64_t devices = base->num_devices();
   CostGraphCache cache(graph, options);
+  PlanResult result;
+  auto counts = MicroBatchCounts(graph, options, result);
+  if (!counts.ok()) return counts.status();
+  result.micro_batch_counts = *counts;
+  static const bool trace = getenv("MAPD_TRACE") != nullptr;
+  auto lap = [&](const char* what) {
+    if (trace) {
+      std::fprintf(stderr, "mapd plan: %s at %.3f s (%zu cost graphs built in %.3f s)\n", what,
+                   std::chrono::duration<double>(Clock::now() - start).count(), cache.built(), cache.build_seconds());
+    }
+  };
 
   std::vector<std::vector<int64_t>> meshes =
       options.cluster.mesh.empty() ? MeshShapes(devices, options.max_mesh_axes) : std::vector<std::vector<int64_t>>{base->mesh};
-  // Every mesh's unconstrained optimum first: a lower bound for the mesh. Meshes are then
-  // searched from the lowest bound up, and skipped once the bound reaches the best plan that fits.
-  std::vector<std::pair<Solved, std::vector<int64_t>>> order;
+  // Every (mesh, micro-batch count)'s unconstrained optimum first: a lower bound for it. Pairs
+  // are then searched from the lowest bound up, and skipped once the bound reaches the best plan
+  // that fits. Pairs whose unconstrained plan fits as it is are taken first, so that the budgeted
+  // searches of the others start with that plan to beat.
+  // A pair's bound is taken at the lowest ZeRO stage whose parameters, gradients and optimizer
+  // states fit (LeastStateMemory; stages only add seconds); a pair with no such stage fits
+  // nothing and is not searched.
+  std::vector<Pair> order;
+  std::optional<std::pair<std::pair<std::vector<int64_t>, int64_t>, double>> nearest;  // the skipped pair nearest to fitting
+  const int lowest_allowed = std::max(options.zero_stage, 0);
+  const int highest_allowed = options.zero_stage >= 0 ? options.zero_stage : options.max_zero_stage;
   for (const auto& mesh : meshes) {
-    auto free = SolveFree(graph, options, cache, mesh);
-    if (!free.ok()) return free.status();
-    order.emplace_back(*std::move(free), mesh);
+    for (int64_t m : *counts) {
+      auto cg0 = cache.Get(mesh, lowest_allowed, m);
+      if (!cg0.ok()) return cg0.status();
+      int min_stage = lowest_allowed;
+      while (min_stage <= highest_allowed && LeastStateMemory(**cg0, min_stage) > budget) ++min_stage;
+      if (min_stage > highest_allowed) {
+        ++result.meshes_pruned;
+        const double least = LeastStateMemory(**cg0, highest_allowed);
+        if (!nearest || least < nearest->second) nearest = std::make_pair(std::make_pair(mesh, m), least);
+        continue;
+      }
+      PlannerOptions at = options;
+      at.zero_stage = min_stage;  // SolveFree's stage
+      auto free = SolveFree(at, cache, mesh, m);
+      if (!free.ok()) return free.status();
+      order.push_back({mesh, m, min_stage, *std::move(free)});
+    }
   }
-  std::stable_sort(order.begin(), order.end(),
-                   [](const auto& a, const auto& b) { return a.first.response.objective() < b.first.response.objective(); });
+  std::stable_sort(order.begin(), order.end(), [](const Pair& a, const Pair& b) { return a.bound() < b.bound(); });
+  lap("bounds");
 
-  PlanResult result;
   double best = std::numeric_limits<double>::infinity();
-  for (const auto& [free, mesh] : order) {
-    if (free.response.objective() >= best) {
-      ++result.meshes_pruned;
+  std::map<std::vector<int64_t>, PlanCandidate> best_of_mesh;  // MAP's best per mesh shape
+  std::vector<bool> done(order.size(), false);
+  auto keep = [&](PlanCandidate cand) {
+    if (cand.fits) best = std::min(best, cand.cost.step_seconds);
+    auto it = best_of_mesh.find(cand.mesh);
+    const bool better = it == best_of_mesh.end() || (cand.fits && !it->second.fits) ||
+                        (cand.fits == it->second.fits && (cand.fits ? cand.cost.step_seconds < it->second.cost.step_seconds
+                                                                    : cand.cost.peak_bytes() < it->second.cost.peak_bytes()));
+    if (better) best_of_mesh[cand.mesh] = std::move(cand);
+  };
+  // Pass 0: pairs whose unconstrained plan fits (at a ZeRO stage with ZeRO 0's seconds: the
+  // pair's optimum; at a higher one: a plan to beat). Pass 1: the other pairs searched with a
+  // coarse gap (Lagrangian answers, seldom CBC), for a close plan to beat. Pass 2: the budgeted
+  // searches at the accepted gap, each cut off at the best plan so far.
+  PlannerOptions coarse = options;
+  coarse.relative_gap = std::max(options.relative_gap, 0.2);
+  coarse.time_limit_seconds = std::min(options.time_limit_seconds, 0.05);  // CBC barely: the Lagrangian's answers
+  for (int pass = 0; pass < 3; ++pass) {
+    for (size_t i = 0; i < order.size(); ++i) {
+      const Pair& p = order[i];
+      if (done[i]) continue;
+      if (pass == 1) {
+        if (p.bound() >= best * (1 - coarse.relative_gap)) continue;
+        const auto t0 = Clock::now();
+        auto cand = SearchMesh(coarse, cache, p.mesh, p.m, budget, p.free, best, p.min_stage);
+        if (!cand.ok()) return cand.status();
+        if (trace) {
+          std::fprintf(stderr, "mapd plan: coarse mesh %s m %lld bound %.4g: %s %.4g s/step in %.3f s\n", absl::StrJoin(p.mesh, "x").c_str(),
+                       static_cast<long long>(p.m), p.bound(), cand->applicable && cand->fits ? "fits" : "-", cand->cost.step_seconds,
+                       std::chrono::duration<double>(Clock::now() - t0).count());
+        }
+        if (cand->applicable && cand->fits) keep(*std::move(cand));
+        continue;
+      }
+      if (p.bound() >= best * (1 - options.relative_gap)) {
+        done[i] = true;
+        ++result.meshes_pruned;
+        continue;
+      }
+      if (pass == 0) {
+        // Only pairs whose unconstrained plan fits (no budgeted solve): one ILP's worth of work.
+        // The lowest stage at which the unconstrained choice fits: at one with ZeRO 0's seconds it
+        // is the pair's optimum; at a higher one it is a plan to beat, and the pair is searched in
+        // the second pass.
+        // Priced from the bound's own cost graph (no cost graph per stage); an incumbent is
+        // costed in full only when it beats the best so far.
+        int fits_at = -1;
+        const int same_seconds = options.zero_stage >= 0 ? options.zero_stage : std::min(p.m == 1 ? 2 : 1, options.max_zero_stage);
+        const int highest = options.zero_stage >= 0 ? options.zero_stage : options.max_zero_stage;
+        auto cg0 = cache.Get(p.mesh, std::max(options.zero_stage, 0), p.m);
+        if (!cg0.ok()) return cg0.status();
+        StagePrice price;
+        for (int z = std::max(options.zero_stage, 0); z <= highest && fits_at < 0; ++z) {
+          price = PriceAtStage(**cg0, p.free.choice, z);
+          if (price.memory <= budget) fits_at = z;
+        }
+        if (fits_at < 0) continue;
+        if (fits_at > same_seconds) {
+          if (price.seconds >= best) continue;
+          auto cluster = cache.ClusterFor(p.mesh);
+          if (!cluster.ok()) return cluster.status();
+          auto g = cache.GraphFor(p.m);
+          if (!g.ok()) return g.status();
+          PlanCandidate incumbent;
+          incumbent.name = "MAP";
+          incumbent.zero_stage = fits_at;
+          if (auto st = Fill(incumbent, **g, **cluster, **cache.Get(p.mesh, fits_at, p.m), p.free, budget); !st.ok()) return st;
+          keep(std::move(incumbent));
+          continue;
+        }
+      }
+      auto cand = SearchMesh(options, cache, p.mesh, p.m, budget, p.free, best, p.min_stage);
+      if (!cand.ok()) return cand.status();
+      done[i] = true;
+      ++result.meshes_solved;
+      if (!cand->applicable) {
+        result.pruned.push_back(*std::move(cand));
+        continue;
+      }
+      keep(*std::move(cand));
+    }
+    lap(pass == 0 ? "plans that fit unconstrained" : pass == 1 ? "coarse searches" : "budgeted searches");
+  }
+  // Meshes with no pair searched: pruned by their lowest bound.
+  for (const auto& mesh : meshes) {
+    if (best_of_mesh.count(mesh)) continue;
+    bool reported = false;
+    for (const auto& c : result.pruned) reported = reported || c.mesh == mesh;
+    if (reported) continue;
+    for (const Pair& p : order) {
+      if (p.mesh != mesh) continue;
       PlanCandidate pruned;
       pruned.name = "MAP";
       pruned.mesh = mesh;
+      pruned.micro_batches = p.m;
       pruned.applicable = false;
-      pruned.cost.step_seconds = free.response.objective();
+      pruned.cost.step_seconds = p.bound();
       pruned.note = "pruned: even with unlimited memory no faster than the plan";
       result.pruned.push_back(std::move(pruned));
-      continue;
+      break;  // the pair with the lowest bound stands for the mesh
     }
-    auto cand = SearchMesh(graph, options, cache, mesh, budget, free, best);
-    if (!cand.ok()) return cand.status();
-    ++result.meshes_solved;
-    if (!cand->applicable) {
-      result.pruned.push_back(*std::move(cand));
-      continue;
-    }
-    if (cand->fits) best = std::min(best, cand->cost.step_seconds);
-    result.alternatives.push_back(*std::move(cand));
   }
-  // Fitting plans first, fastest first; among equals the simpler (fewer axes, lower stage).
+  if (best_of_mesh.empty() && nearest) {
+    // Every pair's parameters and states alone are over the budget: report the one nearest to
+    // fitting, unconstrained, at the most sharded stage.
+    const auto& [mesh, m] = nearest->first;
+    PlannerOptions at = options;
+    at.zero_stage = highest_allowed;
+    auto free = SolveFree(at, cache, mesh, m);
+    if (!free.ok()) return free.status();
+    auto cluster = cache.ClusterFor(mesh);
+    if (!cluster.ok()) return cluster.status();
+    auto g = cache.GraphFor(m);
+    if (!g.ok()) return g.status();
+    PlanCandidate c;
+    c.name = "MAP";
+    c.zero_stage = highest_allowed;
+    if (auto st = Fill(c, **g, **cluster, **cache.Get(mesh, highest_allowed, m), *free, budget); !st.ok()) return st;
+    best_of_mesh[mesh] = std::move(c);
+  }
+  for (auto& [mesh, cand] : best_of_mesh) result.alternatives.push_back(std::move(cand));
+  {
+    // One pruned entry per mesh shape with no plan: its lowest bound.
+    std::map<std::vector<int64_t>, PlanCandidate> lowest;
+    for (auto& p : result.pruned) {
+      if (best_of_mesh.count(p.mesh)) continue;
+      auto it = lowest.find(p.mesh);
+      if (it == lowest.end() || p.cost.step_seconds < it->second.cost.step_seconds) lowest[p.mesh] = std::move(p);
+    }
+    result.pruned.clear();
+    for (auto& [mesh, p] : lowest) result.pruned.push_back(std::move(p));
+    std::stable_sort(result.pruned.begin(), result.pruned.end(),
+                     [](const PlanCandidate& a, const PlanCandidate& b) { return a.cost.step_seconds < b.cost.step_seconds; });
+  }
+  // Fitting plans first, fastest first; among equals the simpler (fewer axes, lower stage, fewer micro-batches).
   std::stable_sort(result.alternatives.begin(), result.alternatives.end(), [](const PlanCandidate& a, const PlanCandidate& b) {
     if (a.fits != b.fits) return a.fits;
     if (a.fits && a.cost.step_seconds != b.cost.step_seconds) return a.cost.step_seconds < b.cost.step_seconds;
     if (!a.fits && a.cost.peak_bytes() != b.cost.peak_bytes()) return a.cost.peak_bytes() < b.cost.peak_bytes();
     if (a.mesh.size() != b.mesh.size()) return a.mesh.size() < b.mesh.size();
-    return a.zero_stage < b.zero_stage;
+    if (a.zero_stage != b.zero_stage) return a.zero_stage < b.zero_stage;
+    return a.micro_batches < b.micro_batches;
   });
+  if (result.alternatives.empty()) {
+    return absl::InternalError("the search kept no plan: every mesh shape was pruned without one to compare with");
+  }
   result.plan = result.alternatives.front();
   result.fits = result.plan.fits;
   auto winner = cache.ClusterFor(result.plan.mesh);
@@ -386,29 +660,32 @@ absl::StatusOr<PlanResult> SearchPlan(const Graph& graph, const PlannerOptions& 
 
   if (!result.fits) {
     // The least memory any searched plan needs: every node at its smallest strategy, with the
-    // most memory-saving ZeRO stage allowed.
+    // most memory-saving ZeRO stage allowed and the most micro-batches searched.
     const int stage = options.zero_stage >= 0 ? options.zero_stage : options.max_zero_stage;
     result.min_memory_bytes = std::numeric_limits<double>::infinity();
     for (const auto& mesh : meshes) {
-      auto cg = cache.Get(mesh, stage);
-      if (!cg.ok()) return cg.status();
-      auto cluster = cache.ClusterFor(mesh);
-      if (!cluster.ok()) return cluster.status();
-      result.min_memory_bytes = std::min(result.min_memory_bytes, MinMemory(graph, **cg, options.recompute ? *cluster : nullptr, options.profile.precision));
+      for (int64_t m : *counts) {
+        auto cg = cache.Get(mesh, stage, m);
+        if (!cg.ok()) return cg.status();
+        auto cluster = cache.ClusterFor(mesh);
+        if (!cluster.ok()) return cluster.status();
+        auto g = cache.GraphFor(m);
+        if (!g.ok()) return g.status();
+        result.min_memory_bytes =
+            std::min(result.min_memory_bytes, MinMemory(**g, **cg, options.recompute ? *cluster : nullptr, options.profile.precision));
+      }
     }
   }
+  lap("least memory");
 
   if (options.baselines) {
-    auto prepared = PrepareNodes(graph);
-    if (!prepared.ok()) return prepared.status();
-    auto batch = FindBatch(graph, *prepared);
-    if (!batch.ok()) return batch.status();
     for (const BaselineSpec& spec : BaselineSpecs(devices)) {
-      auto c = SolveBaseline(graph, options, cache, spec, *batch, *prepared, budget);
+      auto c = SolveBaseline(options, cache, spec, *counts, budget);
       if (!c.ok()) return c.status();
       result.baselines.push_back(*std::move(c));
     }
   }
+  lap("baselines");
   result.search_seconds = std::chrono::duration<double>(Clock::now() - start).count();
   return result;
 }
@@ -422,6 +699,8 @@ v1::Plan ToPlanProto(const Graph& graph, const PlanResult& result, const Planner
   plan.set_memory_per_device(result.cluster.memory_per_device);
   plan.set_gpus_per_node(result.cluster.gpus_per_node);
   plan.set_zero_stage(result.plan.zero_stage);
+  plan.set_micro_batches(result.plan.micro_batches);
+  plan.set_global_batch(result.global_batch);
   plan.set_optimizer(OptimizerName(options.profile.optimizer));
   plan.set_precision(PrecisionName(options.profile.precision));
   plan.set_predicted_step_seconds(result.plan.cost.step_seconds);

@@ -45,8 +45,19 @@ struct PlannerOptions {
   int max_mesh_axes = 2;
   // CBC's limit per ILP, in seconds.
   double time_limit_seconds = 10;
+  // The accepted optimality gap: a budgeted ILP's choice within this fraction of its lower
+  // bound (Lagrangian, or CBC's) is taken, and mesh shapes, micro-batch counts and recompute
+  // counts whose lower bound is within it of the best plan found are not searched — so the plan
+  // is within this fraction of the cost model's optimum. 0: every optimum proven exactly.
+  double relative_gap = 0.01;
   // Also cost the baselines (they are always reported by `mapctl plan`).
   bool baselines = true;
+  // Micro-batches per step (DESIGN §6a, micro_batch.h): 0 lets the search choose among the
+  // divisors of the global batch; N ≥ 1 pins it (1: the whole batch in one pass). A graph that
+  // cannot be micro-batched (a batch norm) is searched at 1 on auto; pinning N > 1 for it is an
+  // error. 1 by default: the runtime does not run micro-batches yet, so the callers that run
+  // plans keep it; `mapctl plan` passes auto.
+  int64_t micro_batches = 1;
 
   absl::Status Validate() const;
 };
@@ -56,6 +67,7 @@ struct PlanCandidate {
   std::string name;            // "MAP", "data parallel", "ZeRO-3", "Megatron TP=8 x DP=8"
   std::vector<int64_t> mesh;
   int zero_stage = 0;
+  int64_t micro_batches = 1;   // passes per step; each of global_batch / micro_batches samples
   bool applicable = true;      // false: this family has no plan here; `note` says why
   std::string note;
   bool fits = false;           // predicted peak ≤ the budget
@@ -80,8 +92,12 @@ struct PlanResult {
   // When nothing fits: the least memory per device any plan searched needs (every node at its
   // smallest strategy, plus the fixed part), minimised over mesh shapes and ZeRO stages.
   double min_memory_bytes = 0;
+  int64_t global_batch = 0;                 // samples per step (0: the graph has no batch)
+  std::vector<int64_t> micro_batch_counts;  // the counts searched
+  std::string micro_batch_note;             // why only 1 was searched, when micro-batching is impossible
   double search_seconds = 0;              // wall time of the whole search
-  int meshes_solved = 0, meshes_pruned = 0;  // searched under the budget; skipped by their bound
+  // (mesh shape, micro-batch count) pairs searched under the budget; skipped by their bound.
+  int meshes_solved = 0, meshes_pruned = 0;
 };
 
 // The mesh shapes searched for `devices`: {N}, then {a, N/a} for every divisor 1 < a < N

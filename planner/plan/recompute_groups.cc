@@ -120,7 +120,8 @@ std::vector<std::vector<std::string>> AddRecomputeGroups(const Graph& graph, con
     for (const auto& [fe, rep] : intra) {
       const EdgePort& port = cg.edge_ports[rep.first];
       const TensorType type = TrainedType(graph.TypeOf(graph.node(port.src).outputs(port.output)), precision);
-      const double share = static_cast<double>(rep.second) / static_cast<double>(count);
+      // Once per micro-batch, as the edge's own seconds are.
+      const double share = static_cast<double>(cg.micro_batches) * static_cast<double>(rep.second) / static_cast<double>(count);
       v1::RecomputeEdge* re = group.add_edges();
       re->set_edge(fe);
       for (const Strategy& ps : cg.strategies[port.src]) {

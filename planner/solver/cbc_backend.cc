@@ -205,6 +205,10 @@ absl::StatusOr<CbcResult> SolveWithCbc(const v1::SolverRequest& r, const std::ve
     }
   }
   if (r.time_limit_seconds() > 0) Cbc_setMaximumSeconds(m, r.time_limit_seconds());
+  // Only solutions better than the cutoff are wanted (none: proven infeasible), and one within
+  // the relative gap of CBC's bound is optimal enough.
+  if (r.objective_cutoff() > 0) Cbc_setParameter(m, "cutoff", absl::StrCat(r.objective_cutoff()).c_str());
+  if (r.relative_gap() > 0) Cbc_setParameter(m, "ratioGap", absl::StrCat(r.relative_gap()).c_str());
   Cbc_solve(m);
 
   CbcResult result;

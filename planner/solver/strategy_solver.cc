@@ -2,11 +2,14 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <limits>
+#include <map>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "planner/solver/cbc_backend.h"
 #include "planner/solver/dominance.h"
 #include "planner/solver/elimination.h"
@@ -313,6 +316,7 @@ v1::SolverResponse SolveValid(const v1::SolverRequest& r);
 namespace {
 
 v1::SolverResponse SolveReduced(const v1::SolverRequest& original);
+double IntervalBound(const v1::SolverRequest& at_a, const v1::SolverRequest& at_b, double enough);
 
 // One recompute group (the usual case: one family of repeated layers) is solved parametrically:
 // for each count ρ a plain ILP, which the reductions shrink as before (the joint ILP's linking
@@ -323,10 +327,30 @@ v1::SolverResponse SolveReduced(const v1::SolverRequest& original);
 v1::SolverResponse SolveOneGroup(const v1::SolverRequest& r) {
   const auto& group = r.recompute(0);
   const bool budgeted = r.memory_budget() > 0;
+  static const bool trace = getenv("MAPD_TRACE") != nullptr;
   v1::SolverResponse best;
   best.set_status(v1::SolverResponse::INFEASIBLE);
   bool any = false, all_optimal = true;
   double least = std::numeric_limits<double>::infinity();
+  const double keep = 1 - r.relative_gap();
+  // Only a choice faster than the cutoff and than the best count so far (by more than the gap).
+  auto wanted_below = [&] {
+    double cutoff = any ? best.objective() : std::numeric_limits<double>::infinity();
+    if (r.objective_cutoff() > 0) cutoff = std::min(cutoff, r.objective_cutoff());
+    return cutoff;
+  };
+  auto take = [&](v1::SolverResponse resp, int64_t rho) {
+    all_optimal &= resp.status() == v1::SolverResponse::OPTIMAL;
+    if (!any || resp.objective() < best.objective()) {
+      best = std::move(resp);
+      best.clear_recomputed();
+      best.add_recomputed(rho);
+      any = true;
+    }
+  };
+  // First the unconstrained optimum of every count, in order: a count whose optimum fits needs no
+  // budgeted solve, and the scan ends where it reaches what is wanted (it grows with the count).
+  std::map<int64_t, v1::SolverRequest> pending;  // counts whose unconstrained optimum does not fit
   for (int64_t rho = group.min_recomputed(); rho <= group.layers(); ++rho) {
     v1::SolverRequest fixed = FixRecomputed(r, rho);
     if (budgeted) {
@@ -336,23 +360,48 @@ v1::SolverResponse SolveOneGroup(const v1::SolverRequest& r) {
     }
     fixed.set_memory_budget(0);
     v1::SolverResponse resp = SolveReduced(fixed);
-    static const bool trace = getenv("MAPD_TRACE") != nullptr;
     if (trace) std::fprintf(stderr, "  recompute %lld of %lld: unconstrained %.6g s/step\n", static_cast<long long>(rho), static_cast<long long>(group.layers()), resp.objective());
-    if (any && resp.objective() >= best.objective() - 1e-12) break;  // no count from here on is faster
-    if (r.objective_cutoff() > 0 && resp.objective() >= r.objective_cutoff()) break;  // nor faster than the cutoff
+    if (resp.objective() >= wanted_below() * keep - 1e-12) break;
     fixed.set_memory_budget(r.memory_budget());
     if (budgeted && MemoryOf(fixed, std::vector<int>(resp.choice().begin(), resp.choice().end())) > r.memory_budget()) {
-      resp = SolveReduced(fixed);
-      if (trace) std::fprintf(stderr, "  recompute %lld: under the budget %s in %.3f s, %.6g s/step\n", static_cast<long long>(rho), v1::SolverResponse::Status_Name(resp.status()).c_str(), resp.solve_seconds(), resp.objective());
-      if (resp.status() == v1::SolverResponse::INFEASIBLE) continue;
+      pending.emplace(rho, std::move(fixed));
+      continue;
     }
-    all_optimal &= resp.status() == v1::SolverResponse::OPTIMAL;
-    if (!any || resp.objective() < best.objective()) {
-      best = resp;
-      best.clear_recomputed();
-      best.add_recomputed(rho);
-      any = true;
+    take(std::move(resp), rho);
+  }
+  // Then the budgeted counts, as intervals of consecutive counts: an interval whose bound
+  // (IntervalBound) shows nothing wanted is dropped whole, a single count is solved, others are
+  // halved. Count 0 (no rematerialization) is not affine with the others and stands alone.
+  std::vector<std::pair<int64_t, int64_t>> runs;
+  for (const auto& [rho, req] : pending) {
+    if (!runs.empty() && runs.back().second + 1 == rho && runs.back().first > 0) {
+      runs.back().second = rho;
+    } else {
+      runs.push_back({rho, rho});
     }
+  }
+  std::vector<std::pair<int64_t, int64_t>> stack(runs.rbegin(), runs.rend());
+  while (!stack.empty()) {
+    const auto [a, b] = stack.back();
+    stack.pop_back();
+    const double wanted = wanted_below() * keep;
+    if (a < b && std::isfinite(wanted) && IntervalBound(pending.at(a), pending.at(b), wanted) >= wanted) {
+      if (trace) std::fprintf(stderr, "  recompute %lld-%lld: bound over the cutoff\n", static_cast<long long>(a), static_cast<long long>(b));
+      continue;
+    }
+    if (a < b) {
+      const int64_t mid = a + (b - a) / 2;
+      stack.push_back({mid + 1, b});
+      stack.push_back({a, mid});
+      continue;
+    }
+    v1::SolverRequest& fixed = pending.at(a);
+    const double cutoff = wanted_below();
+    fixed.set_objective_cutoff(std::isfinite(cutoff) ? cutoff : 0);
+    v1::SolverResponse resp = SolveReduced(fixed);
+    if (trace) std::fprintf(stderr, "  recompute %lld: under the budget %s in %.3f s, %.6g s/step\n", static_cast<long long>(a), v1::SolverResponse::Status_Name(resp.status()).c_str(), resp.solve_seconds(), resp.objective());
+    if (resp.status() == v1::SolverResponse::INFEASIBLE) continue;
+    take(std::move(resp), a);
   }
   if (!any) {
     best.set_memory(least);
@@ -387,6 +436,143 @@ absl::StatusOr<v1::SolverResponse> SolveStrategies(const v1::SolverRequest& orig
 
 namespace {
 
+// The Lagrangian relaxation of the memory row (C4) of a plain request (no recompute groups):
+// for λ ≥ 0,
+//     L(λ) = min_s  Σ_v n_v Σ_k (c_vk + λ m_vk) s_vk + Σ_(u,v) n_uv Σ_ij r_uvij e_uvij  − λ (M − F)
+// has no memory row, so the reductions solve it exactly and fast (degree-≤2 elimination is exact
+// for any objective), and L(λ) ≤ the budgeted optimum for every λ (weak duality). The choice that
+// attains L(λ) fits for λ large enough; the memory of the minimiser falls as λ grows, so
+// bisection on λ finds fitting choices near the boundary. Returns the best fitting choice found
+// (an upper bound) and the best L(λ) (a lower bound).
+struct Lagrangian {
+  std::vector<int> choice;  // empty: no fitting choice found
+  double upper = std::numeric_limits<double>::infinity(), lower = 0;
+};
+
+// The minimiser of Σ (c + λ m) over the choices of a plain request (no memory row), with its
+// seconds and memory; `proven` when the reductions/CBC solved that relaxation to optimality, so
+// that T + λ (M − budget) is a lower bound on the budgeted optimum.
+struct RelaxedPoint {
+  std::vector<int> choice;
+  double seconds = 0, memory = 0;
+  bool proven = false;
+  double Bound(double lambda, double budget) const { return seconds + lambda * (memory - budget); }
+};
+
+RelaxedPoint Relax(const v1::SolverRequest& r, v1::SolverRequest& priced, double lambda) {
+  for (int v = 0; v < r.nodes_size(); ++v) {
+    auto* node = priced.mutable_nodes(v);
+    for (int k = 0; k < node->cost_size(); ++k) node->set_cost(k, r.nodes(v).cost(k) + lambda * r.nodes(v).memory(k));
+  }
+  priced.set_memory_budget(0);
+  v1::SolverResponse resp = SolveReduced(priced);
+  RelaxedPoint p;
+  p.choice.assign(resp.choice().begin(), resp.choice().end());
+  if (p.choice.size() != static_cast<size_t>(r.nodes_size())) return p;
+  p.seconds = ObjectiveOf(r, p.choice);
+  p.memory = MemoryOf(r, p.choice);
+  p.proven = resp.status() == v1::SolverResponse::OPTIMAL;
+  return p;
+}
+
+Lagrangian SolveLagrangian(const v1::SolverRequest& r) {
+  Lagrangian out;
+  v1::SolverRequest priced = r;
+  auto at = [&](double lambda) {
+    RelaxedPoint p = Relax(r, priced, lambda);
+    if (p.choice.empty()) return false;
+    if (p.proven) out.lower = std::max(out.lower, p.Bound(lambda, r.memory_budget()));
+    const bool fits = p.memory <= r.memory_budget();
+    if (fits && p.seconds < out.upper) {
+      out.upper = p.seconds;
+      out.choice = std::move(p.choice);
+    }
+    return fits;
+  };
+  if (at(0)) return out;  // the unconstrained optimum fits
+  // Past the cutoff nothing here is wanted: stop as soon as the bound shows it.
+  const double cutoff =
+      r.objective_cutoff() > 0 ? r.objective_cutoff() * (1 - r.relative_gap()) : std::numeric_limits<double>::infinity();
+  // Seconds per byte: start where a byte costs what the step's seconds per budget byte do.
+  double lo = 0, hi = std::max(1e-30, ObjectiveOf(r, std::vector<int>(r.nodes_size(), 0)) / std::max(1.0, r.memory_budget()));
+  int doublings = 0;
+  while (out.lower < cutoff && !at(hi) && doublings++ < 60) {
+    lo = hi;
+    hi *= 4;
+  }
+  for (int i = 0; i < 24 && out.lower < cutoff && out.upper - out.lower > 1e-9 * out.upper; ++i) {
+    const double mid = 0.5 * (lo + hi);
+    if (at(mid)) {
+      hi = mid;
+    } else {
+      lo = mid;
+    }
+  }
+  // The fitting choice leaves memory unused: single moves (one node's strategy) that are faster
+  // and still fit, while any is found.
+  if (!out.choice.empty() && out.lower < cutoff) {
+    std::vector<int>& choice = out.choice;
+    for (int round = 0; round < 8; ++round) {
+      bool moved = false;
+      for (int v = 0; v < r.nodes_size(); ++v) {
+        const int original = choice[v];
+        int best_k = original;
+        for (int k = 0; k < r.nodes(v).cost_size(); ++k) {
+          if (k == original) continue;
+          choice[v] = k;
+          const double t = ObjectiveOf(r, choice);
+          if (t < out.upper - 1e-15 && MemoryOf(r, choice) <= r.memory_budget()) {
+            out.upper = t;
+            best_k = k;
+          }
+        }
+        choice[v] = best_k;
+        moved |= best_k != original;
+      }
+      if (!moved) break;
+    }
+  }
+  return out;
+}
+
+// A lower bound on the budgeted optimum of every count in [a, b] (1 ≤ a ≤ b) of one recompute
+// group: for a fixed choice the seconds and memory are affine in the count, so the Lagrangian
+// L_ρ(λ) — a minimum of affine functions of ρ — is concave in ρ, and its least over [a, b] is at
+// an end: min_ρ OPT_ρ ≥ min(L_a(λ), L_b(λ)) for every λ ≥ 0. The best λ is found by bisection on
+// the slope of that concave minimum; it stops once the bound reaches `enough`.
+double IntervalBound(const v1::SolverRequest& at_a, const v1::SolverRequest& at_b, double enough) {
+  const double budget = at_a.memory_budget();
+  v1::SolverRequest pa = at_a, pb = at_b;
+  double best = 0;
+  // g(λ) = min(L_a, L_b) and the slope of its lower piece (its minimiser's memory over the budget).
+  auto g = [&](double lambda, double* slope) {
+    const RelaxedPoint a = Relax(at_a, pa, lambda), b = Relax(at_b, pb, lambda);
+    if (!a.proven || !b.proven) {
+      *slope = 0;
+      return -std::numeric_limits<double>::infinity();
+    }
+    const double la = a.Bound(lambda, budget), lb = b.Bound(lambda, budget);
+    *slope = (la <= lb ? a.memory : b.memory) - budget;
+    return std::min(la, lb);
+  };
+  double slope = 0;
+  best = std::max(best, g(0, &slope));
+  if (slope <= 0 || best >= enough) return best;  // the unconstrained optimum fits (or suffices)
+  double lo = 0, hi = std::max(1e-30, ObjectiveOf(at_a, std::vector<int>(at_a.nodes_size(), 0)) / std::max(1.0, budget));
+  for (int i = 0; i < 60; ++i) {  // a λ at which the slope turns negative
+    best = std::max(best, g(hi, &slope));
+    if (slope <= 0 || best >= enough) break;
+    lo = hi;
+    hi *= 4;
+  }
+  for (int i = 0; i < 20 && best < enough; ++i) {
+    const double mid = 0.5 * (lo + hi);
+    best = std::max(best, g(mid, &slope));
+    (slope > 0 ? lo : hi) = mid;
+  }
+  return best;
+}
+
 // Several recompute groups (or none): the reductions, then the joint ILP.
 v1::SolverResponse SolveReduced(const v1::SolverRequest& original) {
   const auto start = std::chrono::steady_clock::now();
@@ -404,6 +590,34 @@ v1::SolverResponse SolveReduced(const v1::SolverRequest& original) {
       return resp;
     }
   }
+  // A plain budgeted request: the Lagrangian bounds first; a choice within the accepted gap of
+  // the lower bound needs no CBC.
+  Lagrangian relaxed;
+  if (original.memory_budget() > 0 && original.recompute_size() == 0) {
+    relaxed = SolveLagrangian(original);
+    if (original.objective_cutoff() > 0 && relaxed.lower >= original.objective_cutoff() * (1 - original.relative_gap())) {
+      // Nothing that fits is faster than the cutoff (by more than the accepted gap; the bound
+      // says so): no search.
+      v1::SolverResponse resp;
+      resp.set_status(v1::SolverResponse::INFEASIBLE);
+      resp.set_message(absl::StrFormat("nothing that fits is faster than the cutoff of %.6g s (Lagrangian bound %.6g s)",
+                                       original.objective_cutoff(), relaxed.lower));
+      resp.set_solve_seconds(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+      return resp;
+    }
+    const double gap = relaxed.choice.empty() ? std::numeric_limits<double>::infinity()
+                                              : (relaxed.upper - relaxed.lower) / std::max(1e-30, relaxed.upper);
+    if (gap <= 1e-9 || gap <= original.relative_gap()) {
+      v1::SolverResponse resp;
+      for (int c : relaxed.choice) resp.add_choice(c);
+      resp.set_objective(relaxed.upper);
+      resp.set_memory(MemoryOf(original, relaxed.choice));
+      resp.set_status(gap <= 1e-9 ? v1::SolverResponse::OPTIMAL : v1::SolverResponse::FEASIBLE);
+      if (gap > 1e-9) resp.set_message(absl::StrFormat("within %.3g%% of the optimum (Lagrangian bound %.6g s)", 100 * gap, relaxed.lower));
+      resp.set_solve_seconds(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+      return resp;
+    }
+  }
   // Low-degree nodes eliminated exactly (followers folded into their neighbours), then
   // dominated strategies removed: the same optimum from a smaller ILP.
   const EliminatedRequest eliminated(original);
@@ -412,6 +626,28 @@ v1::SolverResponse SolveReduced(const v1::SolverRequest& original) {
   if (pruned.request.nodes_size() == 0) {
     resp.set_status(v1::SolverResponse::OPTIMAL);  // every node eliminated: the argmins are optimal
     for (const auto& g : pruned.request.recompute()) resp.add_recomputed(g.min_recomputed());
+  } else if (!relaxed.choice.empty()) {
+    // CBC looks only for choices faster than the Lagrangian's (and the cutoff): the reduced
+    // problem's objective is the original's less a constant (eliminated degree-0 nodes).
+    v1::SolverRequest wanted = pruned.request;
+    const std::vector<int> zeros(wanted.nodes_size(), 0);
+    const double offset = ObjectiveOf(original, eliminated.Original(pruned.Original(zeros))) - ObjectiveOf(wanted, zeros);
+    double cutoff = relaxed.upper;
+    if (original.objective_cutoff() > 0) cutoff = std::min(cutoff, original.objective_cutoff());
+    wanted.set_objective_cutoff(std::max(1e-30, cutoff - offset));
+    wanted.set_relative_gap(original.relative_gap());
+    resp = SolveValid(wanted);
+    if (resp.status() == v1::SolverResponse::INFEASIBLE && cutoff >= relaxed.upper) {
+      // Nothing faster than the Lagrangian's choice fits: it is the optimum (within the gap).
+      resp.clear_choice();
+      for (int c : relaxed.choice) resp.add_choice(c);
+      resp.set_status(v1::SolverResponse::OPTIMAL);
+      resp.set_message("");
+      resp.set_objective(relaxed.upper);
+      resp.set_memory(MemoryOf(original, relaxed.choice));
+      resp.set_solve_seconds(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+      return resp;
+    }
   } else {
     resp = SolveValid(pruned.request);
   }
@@ -423,6 +659,15 @@ v1::SolverResponse SolveReduced(const v1::SolverRequest& original) {
     const std::vector<int64_t> rho(resp.recomputed().begin(), resp.recomputed().end());
     resp.set_objective(ObjectiveOf(original, choice, rho));
     resp.set_memory(MemoryOf(original, choice, rho));
+  }
+  // CBC stopped by its time limit (or finding nothing) may be behind the Lagrangian's choice.
+  if (!relaxed.choice.empty() && resp.status() != v1::SolverResponse::OPTIMAL &&
+      (resp.status() == v1::SolverResponse::INFEASIBLE || resp.choice_size() == 0 || relaxed.upper < resp.objective())) {
+    resp.clear_choice();
+    for (int c : relaxed.choice) resp.add_choice(c);
+    resp.set_objective(relaxed.upper);
+    resp.set_memory(MemoryOf(original, relaxed.choice));
+    resp.set_status(v1::SolverResponse::FEASIBLE);
   }
   resp.set_solve_seconds(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
   return resp;

@@ -21,12 +21,17 @@ def test_plan_json_has_the_documented_fields(tmp_path):
     assert r["fits"] and r["predicted_step_seconds"] > 0 and r["solve_seconds"] > 0
     assert sum(r["memory_breakdown"].values()) == r["predicted_peak_bytes"] or \
         abs(sum(r["memory_breakdown"].values()) - r["predicted_peak_bytes"]) <= 8
-    # Every mesh shape of 4 devices was searched or pruned: 4, 2x2.
-    assert r["meshes_solved"] + r["meshes_pruned"] == 2
+    # Every (mesh shape, micro-batch count) of 4 devices and a batch of 8 was searched or pruned:
+    # 4 and 2x2, times 1, 2, 4 and 8 micro-batches.
+    assert r["micro_batch_counts_searched"] == [1, 2, 4, 8]
+    assert r["meshes_solved"] + r["meshes_pruned"] == 2 * 4
+    assert r["global_batch"] == 8 and r["micro_batches"] in (1, 2, 4, 8)
+    assert r["micro_batch_size"] * r["micro_batches"] == 8
+    assert r["precision"] == "fp32"
     names = [b["name"] for b in r["baselines"]]
     assert names == ["data parallel", "ZeRO-3 (FSDP)", "Megatron TP=2 x DP=2", "Megatron TP=4"]
     for b in r["baselines"]:
-        assert set(("name", "predicted_step_seconds", "predicted_peak_bytes", "fits")) <= set(b)
+        assert set(("name", "predicted_step_seconds", "predicted_peak_bytes", "fits", "micro_batches", "micro_batch_size")) <= set(b)
         if b["fits"]:
             assert r["predicted_step_seconds"] <= b["predicted_step_seconds"] * (1 + 1e-9), b
     assert req.stat().st_size > 0
@@ -112,3 +117,21 @@ def test_plan_report_renders_in_headless_chromium(tmp_path):
     # Memory bars: gradients (orange) and optimizer states (red) of the plan and the baselines.
     assert _pixels(png, (0xf2, 0x8e, 0x2b)) > 6 * 20 * 10, "gradient bars missing"
     assert _pixels(png, (0xe1, 0x57, 0x59)) > 6 * 20 * 20, "optimizer-state bars missing"
+
+
+def test_plan_micro_batches_are_chosen_pinned_or_refused():
+    # A budget at which the whole batch of 8 does not fit one pass without recomputation: the
+    # search runs it in micro-batches; pinned to 1 it does not fit; a count that does not divide
+    # the batch, or a malformed one, is refused naming the flag.
+    spec = "gpt2:layers=4,hidden=32,heads=4,vocab=64,seq=64,batch=8"
+    common = ("--devices", "4", "--device-type", "cpu", "--memory-per-device", "1MiB", "--recompute", "off")
+    auto = json.loads(run_mapctl("plan", spec, *common, "-o", "json", check=0).stdout)
+    assert auto["fits"] and auto["micro_batches"] > 1 and auto["recomputed_layers"] == []
+    one = run_mapctl("plan", spec, *common, "--micro-batches", "1", check=1)
+    assert "no plan fits" in one.stderr and "micro-batches 1" in one.stderr
+    table = run_mapctl("plan", spec, *common, check=0).stdout
+    assert re.search(r"Micro-batches: \d+ x \d+ samples per step \(gradients accumulated", table), table
+    bad = run_mapctl("plan", spec, *common, "--micro-batches", "3", check=1)
+    assert "3 micro-batches do not divide the global batch of 8" in bad.stderr
+    junk = run_mapctl("plan", spec, *common, "--micro-batches", "many")
+    assert junk.returncode != 0 and "--micro-batches many" in junk.stderr

@@ -32,6 +32,7 @@ PlannerOptions Options(int64_t devices, const std::string& memory = "") {
   PlannerOptions o;
   o.cluster.devices = devices;
   o.cluster.device_type = "h100-80g";
+  o.micro_batches = 0;  // the search chooses
   if (!memory.empty()) o.cluster.memory_per_device = *ParseBytes(memory);
   return o;
 }
@@ -81,7 +82,9 @@ TEST(Planner, EveryBaselineIsReportedAndThePlanIsNeverSlowerThanOneThatFits) {
     }
     EXPECT_EQ(static_cast<int>(r->plan.strategies.size()), g.num_nodes());
     EXPECT_GT(r->meshes_solved, 0);
-    EXPECT_EQ(r->meshes_solved + r->meshes_pruned, 3);
+    // Every (mesh shape, micro-batch count) pair is solved or pruned: 3 meshes × the divisors of 16.
+    EXPECT_EQ(r->micro_batch_counts, (std::vector<int64_t>{1, 2, 4, 8, 16}));
+    EXPECT_EQ(r->meshes_solved + r->meshes_pruned, 3 * 5);
   }
 }
 
@@ -177,6 +180,7 @@ TEST(Planner, ATightBudgetRecomputesLayersInsteadOfFailing) {
   const Graph g = Zoo("gpt2:layers=4,hidden=32,heads=4,vocab=64,seq=64,batch=8");
   PlannerOptions o = Options(4, "1MiB");
   o.cluster.device_type = "cpu";
+  o.micro_batches = 1;  // micro-batches would fit it too (below)
   o.recompute = false;
   auto without = SearchPlan(g, o);
   ASSERT_TRUE(without.ok()) << without.status();

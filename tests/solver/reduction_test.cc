@@ -96,6 +96,49 @@ TEST(Reductions, SolverMatchesBruteForce) {
   EXPECT_EQ(budgeted, 30);
 }
 
+// With an accepted gap g the answer is within g of the brute-force optimum (the Lagrangian's
+// choice, CBC's within its ratio gap, or — with a cutoff — INFEASIBLE only when nothing is faster
+// than the cutoff by more than g), and always fits.
+TEST(Reductions, AnAcceptedGapStaysWithinItOfTheOptimum) {
+  std::mt19937 rng(11);
+  int budgeted = 0, cut = 0;
+  for (const double gap : {0.0, 0.02, 0.1}) {
+    for (int trial = 0; trial < 40; ++trial) {
+      v1::SolverRequest r = RandomRequest(rng, 4 + trial % 5, trial % 4);
+      double lo = r.memory_fixed(), hi = lo;
+      for (const auto& n : r.nodes()) {
+        lo += n.multiplicity() * *std::min_element(n.memory().begin(), n.memory().end());
+        hi += n.multiplicity() * *std::max_element(n.memory().begin(), n.memory().end());
+      }
+      r.set_memory_budget(lo + (hi - lo) * (0.1 + 0.2 * (trial % 4)));
+      r.set_relative_gap(gap);
+      SCOPED_TRACE(r.ShortDebugString());
+      const double expected = BruteForce(r);
+      if (std::isinf(expected)) continue;
+      ++budgeted;
+      if (trial % 3 == 0) {
+        // A cutoff just above or below the optimum.
+        r.set_objective_cutoff(expected * (trial % 2 == 0 ? 1.05 : 0.97));
+        ++cut;
+      }
+      auto resp = SolveStrategies(r);
+      ASSERT_TRUE(resp.ok()) << resp.status();
+      if (r.objective_cutoff() > 0 && resp->status() == v1::SolverResponse::INFEASIBLE) {
+        EXPECT_GE(expected, r.objective_cutoff() * (1 - gap) - 1e-9) << resp->message();
+        continue;
+      }
+      ASSERT_NE(resp->status(), v1::SolverResponse::INFEASIBLE) << resp->message();
+      const std::vector<int> choice(resp->choice().begin(), resp->choice().end());
+      EXPECT_LE(MemoryOf(r, choice), r.memory_budget());
+      EXPECT_LE(ObjectiveOf(r, choice), expected * (1 + gap) + 1e-9) << resp->message();
+      EXPECT_GE(ObjectiveOf(r, choice), expected - 1e-9);
+      if (gap == 0) EXPECT_NEAR(ObjectiveOf(r, choice), expected, 1e-9);
+    }
+  }
+  EXPECT_GT(budgeted, 90);
+  EXPECT_GT(cut, 25);
+}
+
 // Adds a recompute group over nodes [first, first + count) of `r` (and the edges between them)
 // with random savings, seconds and rematerialized bytes, and `layers` layers.
 void AddRandomGroup(std::mt19937& rng, v1::SolverRequest& r, int first, int count, int64_t layers) {
