@@ -113,6 +113,7 @@ int RunPlan(const PlanArgs& args) {
   if (!micro.ok()) return ReportError(micro.status());
   options.micro_batches = *micro;
   options.time_limit_seconds = args.time_limit;
+  options.relative_gap = args.gap;
   if (auto st = options.Validate(); !st.ok()) return ReportError(st);
   if (auto c = MakeCluster(options.cluster); !c.ok()) return ReportError(c.status());
 

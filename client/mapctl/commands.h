@@ -104,6 +104,7 @@ struct PlanArgs {
   std::string loss = "auto";
   std::string optimizer = "adamw";
   double time_limit = 10;
+  double gap = 0.01;              // accepted optimality gap (PlannerOptions::relative_gap)
   std::string dump_request;
   std::string zero = "auto";      // auto | 0..3
   std::string recompute = "auto"; // auto (the search may checkpoint layers) | off

@@ -162,6 +162,9 @@ int main(int argc, char** argv) {
   plan->add_option("--loss", plan_args.loss, "auto | output | cross_entropy | mse")->capture_default_str();
   plan->add_option("--optimizer", plan_args.optimizer, "sgd | momentum | adamw")->capture_default_str();
   plan->add_option("--time-limit", plan_args.time_limit, "Solver time limit in seconds")->capture_default_str();
+  plan->add_option("--gap", plan_args.gap,
+                   "Accepted optimality gap: the plan is within this fraction of the cost model's optimum (0: proven optimal, slower)")
+      ->capture_default_str();
   plan->add_option("--dump-solver-request", plan_args.dump_request, "Write the winning ILP request (proto) here");
   plan->add_option("--zero", plan_args.zero, "ZeRO stage over data-parallel axes: auto | 0 | 1 | 2 | 3")->capture_default_str();
   plan->add_option("--precision", plan_args.precision, "fp32 | bf16 (mixed: bf16 weights, activations and gradients; fp32 master weights and optimizer states)")

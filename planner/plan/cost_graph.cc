@@ -242,15 +242,18 @@ absl::StatusOr<CostGraph> BuildCostGraph(const Graph& graph, const std::vector<s
       cg.edge_ports.push_back({src, out, n, i, grad});
       auto [it, fresh] = edge_memo.emplace(std::make_tuple(sig_of[src], out, sig_of[n], i, grad), cg.request.edges_size() - 1);
       if (!fresh) {
-        *e->mutable_cost() = cg.request.edges(it->second).cost();
+        cg.edge_costs.push_back(cg.edge_costs[it->second]);
         continue;
       }
+      std::vector<double> costs;
+      costs.reserve(cg.strategies[src].size() * cg.strategies[n].size());
       for (const Strategy& ps : cg.strategies[src]) {
         for (const Strategy& cs : cg.strategies[n]) {
           auto r = EdgeReshard(TrainedType(vi->type, options.precision), ps.outputs[out], cs.inputs[i], grad, cluster);
-          e->add_cost(r.ok() ? passes * r->seconds : kImpossible);
+          costs.push_back(r.ok() ? passes * r->seconds : kImpossible);
         }
       }
+      cg.edge_costs.push_back(SharedList<double>(std::move(costs)));
     }
   }
   cg.request.set_memory_budget(static_cast<double>(cluster.memory_per_device));
@@ -294,15 +297,18 @@ absl::StatusOr<CostGraph> RestrictStrategies(const CostGraph& cg, const Graph& g
                                                         ") has no strategy of this kind on the mesh"));
     }
   }
-  for (const auto& e : cg.request.edges()) {
+  for (int ei = 0; ei < cg.request.edges_size(); ++ei) {
+    const auto& e = cg.request.edges(ei);
     v1::SolverEdge* ne = out.request.add_edges();
     ne->set_src(e.src());
     ne->set_dst(e.dst());
     ne->set_multiplicity(e.multiplicity());
     const int kd = cg.request.nodes(e.dst()).cost_size();
+    std::vector<double> costs;
     for (int i : kept[e.src()]) {
-      for (int j : kept[e.dst()]) ne->add_cost(e.cost(i * kd + j));
+      for (int j : kept[e.dst()]) costs.push_back(cg.edge_costs[ei][i * kd + j]);
     }
+    out.edge_costs.push_back(SharedList<double>(std::move(costs)));
   }
   out.edge_ports = cg.edge_ports;
   out.micro_batches = cg.micro_batches;
@@ -347,7 +353,7 @@ StagePrice PriceAtStage(const CostGraph& cg, const std::vector<int>& choice, int
   for (int e = 0; e < cg.request.edges_size(); ++e) {
     const EdgePort& port = cg.edge_ports[e];
     const int kd = static_cast<int>(cg.strategies[port.dst].size());
-    p.seconds += cg.request.edges(e).cost(choice[port.src] * kd + choice[port.dst]);
+    p.seconds += cg.edge_costs[e][choice[port.src] * kd + choice[port.dst]];
   }
   return p;
 }
@@ -385,7 +391,7 @@ absl::StatusOr<ChoiceCost> CostChoice(const Graph& graph, const Cluster& cluster
     const Strategy& ps = cg.strategies[port.src][choice[port.src]];
     const Strategy& cs = cg.strategies[port.dst][choice[port.dst]];
     const int kd = static_cast<int>(cg.strategies[port.dst].size());
-    const double seconds = cg.request.edges(e).cost(choice[port.src] * kd + choice[port.dst]);
+    const double seconds = cg.edge_costs[e][choice[port.src] * kd + choice[port.dst]];
     c.comm_seconds += seconds;
     // The collectives behind the edge's seconds (with the gradient's way back when it was charged).
     auto fwd = ReshardCost(graph.TypeOf(value), ps.outputs[port.output], cs.inputs[port.input], cluster);
@@ -449,6 +455,7 @@ FoldedCostGraph FoldRepeatedLayers(const Graph& graph, const CostGraph& cg) {
   f.edge_of.assign(cg.request.edges_size(), -1);
   for (int ei = 0; ei < cg.request.edges_size(); ++ei) {
     const auto& e = cg.request.edges(ei);
+    const SharedList<double>& costs = cg.edge_costs[ei];
     const int src = f.class_of[e.src()], dst = f.class_of[e.dst()];
     if (src == dst) {
       // Both ends share one decision: only the diagonal (same strategy) can occur; fold it
@@ -457,18 +464,19 @@ FoldedCostGraph FoldRepeatedLayers(const Graph& graph, const CostGraph& cg) {
       const int k = node->cost_size();
       const double share = static_cast<double>(std::max<int64_t>(e.multiplicity(), 1)) /
                            static_cast<double>(std::max<int64_t>(node->multiplicity(), 1));
-      for (int i = 0; i < k; ++i) node->set_cost(i, node->cost(i) + share * e.cost(i * k + i));
+      for (int i = 0; i < k; ++i) node->set_cost(i, node->cost(i) + share * costs[i * k + i]);
       continue;
     }
     int into = -1;
     for (int candidate : edges[{src, dst}]) {
       const auto& c = f.request.edges(candidate);
-      if (std::equal(c.cost().begin(), c.cost().end(), e.cost().begin(), e.cost().end())) into = candidate;
+      if (std::equal(c.cost().begin(), c.cost().end(), costs.begin(), costs.end())) into = candidate;
     }
     if (into < 0) {
       into = f.request.edges_size();
       auto* fe = f.request.add_edges();
       *fe = e;
+      for (double x : costs) fe->add_cost(x);
       fe->set_src(src);
       fe->set_dst(dst);
       fe->set_multiplicity(0);
@@ -482,6 +490,14 @@ FoldedCostGraph FoldRepeatedLayers(const Graph& graph, const CostGraph& cg) {
   f.request.set_memory_fixed(cg.request.memory_fixed());
   f.request.set_time_limit_seconds(cg.request.time_limit_seconds());
   return f;
+}
+
+v1::SolverRequest CostGraph::SolverRequest() const {
+  v1::SolverRequest out = request;
+  for (int e = 0; e < out.edges_size(); ++e) {
+    for (double x : edge_costs[e]) out.mutable_edges(e)->add_cost(x);
+  }
+  return out;
 }
 
 const FoldedCostGraph& FoldedOf(const Graph& graph, const CostGraph& cg) {

@@ -100,7 +100,11 @@ class SharedList {
 struct FoldedCostGraph;
 
 struct CostGraph {
-  v1::SolverRequest request;                      // node v of the request is graph node v
+  // Node v of the request is graph node v. Its edges carry src, dst and multiplicity only: their
+  // resharding seconds are `edge_costs` (edges between alike nodes share one matrix), and
+  // SolverRequest() is the request with them — what FoldRepeatedLayers and tests solve.
+  v1::SolverRequest request;
+  std::vector<SharedList<double>> edge_costs;     // per request edge: [i * k_dst + j]
   std::vector<SharedList<Strategy>> strategies;   // per graph node
   std::vector<SharedList<StrategyCost>> costs;    // per graph node, per strategy
   std::vector<EdgePort> edge_ports;               // per request edge
@@ -117,6 +121,9 @@ struct CostGraph {
   int zero_stage = 0;  // the stage `costs` and `request` are for
   // FoldRepeatedLayers' answer, made once (FoldedOf).
   mutable std::shared_ptr<const FoldedCostGraph> folded;
+
+  // The whole solver request: `request` with every edge's costs.
+  v1::SolverRequest SolverRequest() const;
 };
 
 // The layer-free names of a graph's nodes (LayerFreeName), for BuildCostGraph to share.

@@ -348,11 +348,37 @@ v1::SolverResponse SolveOneGroup(const v1::SolverRequest& r) {
       any = true;
     }
   };
-  // First the unconstrained optimum of every count, in order: a count whose optimum fits needs no
-  // budgeted solve, and the scan ends where it reaches what is wanted (it grows with the count).
-  std::map<int64_t, v1::SolverRequest> pending;  // counts whose unconstrained optimum does not fit
-  for (int64_t rho = group.min_recomputed(); rho <= group.layers(); ++rho) {
-    v1::SolverRequest fixed = FixRecomputed(r, rho);
+  // Counts in ascending order (fewer recomputed layers first: those plans are usually the faster,
+  // and give the cutoff for the rest), as intervals: an interval whose bound (IntervalBound) shows
+  // nothing wanted is dropped whole, others are halved, and a single count is solved — its
+  // unconstrained optimum first (enough when it fits; and since it grows with the count, once it
+  // reaches what is wanted no later count can do better). Count 0 (nothing rematerialized) is not
+  // affine with the others and stands alone.
+  std::vector<std::pair<int64_t, int64_t>> stack;
+  const int64_t first = group.min_recomputed(), last = group.layers();
+  if (first <= last && std::max<int64_t>(first, 1) <= last) stack.push_back({std::max<int64_t>(first, 1), last});
+  if (first == 0) stack.push_back({0, 0});
+  std::map<int64_t, v1::SolverRequest> fixed_at;
+  auto fixed_for = [&](int64_t rho) -> v1::SolverRequest& {
+    auto it = fixed_at.find(rho);
+    if (it == fixed_at.end()) it = fixed_at.emplace(rho, FixRecomputed(r, rho)).first;
+    return it->second;
+  };
+  while (!stack.empty()) {
+    const auto [a, b] = stack.back();
+    stack.pop_back();
+    const double wanted = wanted_below() * keep;
+    if (a < b) {
+      if (budgeted && std::isfinite(wanted) && IntervalBound(fixed_for(a), fixed_for(b), wanted) >= wanted) {
+        if (trace) std::fprintf(stderr, "  recompute %lld-%lld: bound over the cutoff\n", static_cast<long long>(a), static_cast<long long>(b));
+        continue;
+      }
+      const int64_t mid = a + (b - a) / 2;
+      stack.push_back({mid + 1, b});
+      stack.push_back({a, mid});
+      continue;
+    }
+    v1::SolverRequest& fixed = fixed_for(a);
     if (budgeted) {
       const double need = LeastMemory(fixed);
       least = std::min(least, need);
@@ -360,47 +386,19 @@ v1::SolverResponse SolveOneGroup(const v1::SolverRequest& r) {
     }
     fixed.set_memory_budget(0);
     v1::SolverResponse resp = SolveReduced(fixed);
-    if (trace) std::fprintf(stderr, "  recompute %lld of %lld: unconstrained %.6g s/step\n", static_cast<long long>(rho), static_cast<long long>(group.layers()), resp.objective());
-    if (resp.objective() >= wanted_below() * keep - 1e-12) break;
     fixed.set_memory_budget(r.memory_budget());
+    if (trace) std::fprintf(stderr, "  recompute %lld of %lld: unconstrained %.6g s/step\n", static_cast<long long>(a), static_cast<long long>(last), resp.objective());
+    if (resp.objective() >= wanted - 1e-12) {
+      if (a > 0) break;  // every later count is slower still
+      continue;
+    }
     if (budgeted && MemoryOf(fixed, std::vector<int>(resp.choice().begin(), resp.choice().end())) > r.memory_budget()) {
-      pending.emplace(rho, std::move(fixed));
-      continue;
+      const double cutoff = wanted_below();
+      fixed.set_objective_cutoff(std::isfinite(cutoff) ? cutoff : 0);
+      resp = SolveReduced(fixed);
+      if (trace) std::fprintf(stderr, "  recompute %lld: under the budget %s in %.3f s, %.6g s/step\n", static_cast<long long>(a), v1::SolverResponse::Status_Name(resp.status()).c_str(), resp.solve_seconds(), resp.objective());
+      if (resp.status() == v1::SolverResponse::INFEASIBLE) continue;
     }
-    take(std::move(resp), rho);
-  }
-  // Then the budgeted counts, as intervals of consecutive counts: an interval whose bound
-  // (IntervalBound) shows nothing wanted is dropped whole, a single count is solved, others are
-  // halved. Count 0 (no rematerialization) is not affine with the others and stands alone.
-  std::vector<std::pair<int64_t, int64_t>> runs;
-  for (const auto& [rho, req] : pending) {
-    if (!runs.empty() && runs.back().second + 1 == rho && runs.back().first > 0) {
-      runs.back().second = rho;
-    } else {
-      runs.push_back({rho, rho});
-    }
-  }
-  std::vector<std::pair<int64_t, int64_t>> stack(runs.rbegin(), runs.rend());
-  while (!stack.empty()) {
-    const auto [a, b] = stack.back();
-    stack.pop_back();
-    const double wanted = wanted_below() * keep;
-    if (a < b && std::isfinite(wanted) && IntervalBound(pending.at(a), pending.at(b), wanted) >= wanted) {
-      if (trace) std::fprintf(stderr, "  recompute %lld-%lld: bound over the cutoff\n", static_cast<long long>(a), static_cast<long long>(b));
-      continue;
-    }
-    if (a < b) {
-      const int64_t mid = a + (b - a) / 2;
-      stack.push_back({mid + 1, b});
-      stack.push_back({a, mid});
-      continue;
-    }
-    v1::SolverRequest& fixed = pending.at(a);
-    const double cutoff = wanted_below();
-    fixed.set_objective_cutoff(std::isfinite(cutoff) ? cutoff : 0);
-    v1::SolverResponse resp = SolveReduced(fixed);
-    if (trace) std::fprintf(stderr, "  recompute %lld: under the budget %s in %.3f s, %.6g s/step\n", static_cast<long long>(a), v1::SolverResponse::Status_Name(resp.status()).c_str(), resp.solve_seconds(), resp.objective());
-    if (resp.status() == v1::SolverResponse::INFEASIBLE) continue;
     take(std::move(resp), a);
   }
   if (!any) {

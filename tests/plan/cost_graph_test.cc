@@ -33,7 +33,7 @@ struct Choice {
 Choice Plan(const Graph& g, const Cluster& c) {
   auto cg = BuildCostGraph(g, c, ProfileOptions());
   EXPECT_TRUE(cg.ok()) << cg.status();
-  auto resp = SolveStrategies(cg->request);
+  auto resp = SolveStrategies(cg->SolverRequest());
   EXPECT_TRUE(resp.ok()) << resp.status();
   EXPECT_EQ(resp->status(), v1::SolverResponse::OPTIMAL);
   const Strategy& fc1 = cg->strategies[0][resp->choice(0)];
@@ -74,13 +74,13 @@ TEST(CostGraph, ZooModelsBuildAndSolve) {
     auto cg = BuildCostGraph(*g, EightH100(), ProfileOptions());
     ASSERT_TRUE(cg.ok()) << cg.status();
     EXPECT_EQ(cg->request.nodes_size(), g->num_nodes());
-    auto resp = SolveStrategies(cg->request);
+    auto resp = SolveStrategies(cg->SolverRequest());
     ASSERT_TRUE(resp.ok()) << resp.status();
     EXPECT_NE(resp->status(), v1::SolverResponse::INFEASIBLE);
     EXPECT_GT(resp->objective(), 0);
     // The plan is never slower than keeping everything replicated (strategy 0 everywhere).
     std::vector<int> replicated(cg->request.nodes_size(), 0);
-    EXPECT_LE(resp->objective(), ObjectiveOf(cg->request, replicated) + 1e-12);
+    EXPECT_LE(resp->objective(), ObjectiveOf(cg->SolverRequest(), replicated) + 1e-12);
   }
 }
 
@@ -103,7 +103,7 @@ TEST(CostGraph, RepeatedLayersFoldIntoOneDecisionEach) {
   ASSERT_NE(resp->status(), v1::SolverResponse::INFEASIBLE);
   // The folded answer, expanded to every node, costs exactly what the folded objective says.
   const std::vector<int> expanded = folded.Expand(std::vector<int>(resp->choice().begin(), resp->choice().end()));
-  EXPECT_NEAR(ObjectiveOf(cg->request, expanded), resp->objective(), 1e-9 * resp->objective());
+  EXPECT_NEAR(ObjectiveOf(cg->SolverRequest(), expanded), resp->objective(), 1e-9 * resp->objective());
   EXPECT_NEAR(MemoryOf(cg->request, expanded), resp->memory(), 1e-6 * resp->memory());
 }
 

@@ -125,9 +125,9 @@ TEST(MicroBatch, TheCostGraphCountsComputePerPassAndGradientReductionsPerStep) {
       }
     }
     for (int e = 0; e < a->request.edges_size(); ++e) {
-      for (int ij = 0; ij < a->request.edges(e).cost_size(); ++ij) {
-        const double x = a->request.edges(e).cost(ij);
-        if (x < 1e5) EXPECT_NEAR(b->request.edges(e).cost(ij), 4 * x, 1e-12);
+      for (size_t ij = 0; ij < a->edge_costs[e].size(); ++ij) {
+        const double x = a->edge_costs[e][ij];
+        if (x < 1e5) EXPECT_NEAR(b->edge_costs[e][ij], 4 * x, 1e-12);
       }
     }
   }
