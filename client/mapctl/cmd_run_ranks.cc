@@ -45,6 +45,7 @@ struct ChosenPlan {
   std::string name;
   double predicted_peak_bytes = 0;
   int zero_stage = 0;
+  int64_t micro_batches = 1;           // passes per step
   std::vector<std::string> recompute;  // the layers the plan recomputes
   // The rank programs, when choosing the plan already lowered and profiled them (MAP's plan
   // checked against a budget).
@@ -55,11 +56,13 @@ absl::StatusOr<LoweredPlan> LowerAndPredict(const Graph& graph, const ChosenPlan
                                             const RunArgs& args) {
   ProfileOptions po;
   if (auto opt = ParseOptimizer(args.optimizer); opt.ok()) po.optimizer = *opt;
-  return LowerAndPredict(graph, plan.mesh, plan.strategies, plan.zero_stage, recompute, args.device_type, po);
+  return LowerAndPredict(graph, plan.mesh, plan.strategies, plan.zero_stage, recompute, args.device_type, po, plan.micro_batches);
 }
 
 absl::StatusOr<ChosenPlan> ChoosePlan(const RunArgs& args) {
   ChosenPlan c;
+  auto micro = ParseMicroBatches(args.micro_batches);
+  if (!micro.ok()) return micro.status();
   if (!args.plan.empty()) {
     auto bytes = ReadFileToString(args.plan);
     if (!bytes.ok()) return bytes.status();
@@ -71,6 +74,11 @@ absl::StatusOr<ChosenPlan> ChoosePlan(const RunArgs& args) {
                                                    "(plan with --precision fp32)"));
     }
     c.zero_stage = plan.zero_stage();
+    c.micro_batches = std::max<int64_t>(1, plan.micro_batches());
+    if (*micro > 1 && *micro != c.micro_batches) {
+      return absl::InvalidArgumentError(absl::StrCat("--micro-batches ", *micro, " but ", args.plan, " is planned for ", c.micro_batches,
+                                                     "; drop --micro-batches or plan again with it"));
+    }
     auto graph = Graph::Create(plan.graph());
     if (!graph.ok()) return graph.status();
     auto strategies = StrategiesFromPlan(plan, *graph);
@@ -114,6 +122,7 @@ absl::StatusOr<ChosenPlan> ChoosePlan(const RunArgs& args) {
   auto zero = ParseZeroStage(args.zero, o.max_zero_stage);
   if (!zero.ok()) return zero.status();
   o.zero_stage = *zero;
+  o.micro_batches = *micro;
   if (args.strategy != "map") {
     // A baseline needs its own mesh: 1-D over the ranks.
     o.cluster.mesh.clear();
@@ -153,6 +162,8 @@ absl::StatusOr<ChosenPlan> ChoosePlan(const RunArgs& args) {
   c.mesh = chosen->mesh;
   c.strategies = chosen->strategies;
   c.zero_stage = chosen->zero_stage;
+  c.micro_batches = chosen->micro_batches;
+  if (c.micro_batches > 1) absl::StrAppend(&c.name, ", ", c.micro_batches, " micro-batches");
   c.predicted_peak_bytes = chosen->cost.peak_bytes();
   c.recompute = chosen->recomputed_layers;
   if (chosen == &r->plan) c.lowered = std::move(fitting->lowered);
@@ -239,6 +250,9 @@ int RunOnRanks(const RunArgs& args) {
     std::cout << "Training on " << world << " ranks (mesh " << absl::StrJoin(plan->mesh, "x") << ") under " << plan->name
               << "\n";
     if (!recompute.empty()) std::cout << "Recomputing in backward: " << absl::StrJoin(recompute, ", ") << "\n";
+    if (plan->micro_batches > 1) {
+      std::cout << "Micro-batches: " << plan->micro_batches << " passes per step, gradients accumulated and applied once\n";
+    }
   }
   std::map<int, std::vector<double>> losses;  // per rank
   std::map<int, int64_t> peaks;
@@ -389,7 +403,7 @@ int RunOnRanks(const RunArgs& args) {
     }
     nlohmann::json j = {{"model", graph->name()}, {"ranks", world}, {"mesh", plan->mesh}, {"plan", plan->name},
                         {"steps", steps}, {"seconds", total}, {"predicted_peak_bytes", static_cast<int64_t>(plan->predicted_peak_bytes)},
-                        {"per_rank", per_rank}, {"zero_stage", plan->zero_stage}, {"recomputed_layers", recompute}};
+                        {"per_rank", per_rank}, {"zero_stage", plan->zero_stage}, {"micro_batches", plan->micro_batches}, {"recomputed_layers", recompute}};
     if (args.check_reference) {
       j["reference_max_relative_loss_difference"] = worst;
       j["reference_max_parameter_difference"] = params.relative;

@@ -61,6 +61,7 @@ struct RunArgs {
   std::string device_type = "cpu";   // the planner's cost model for `--strategy map`
   std::string zero = "auto";         // ZeRO stage for `--strategy map`: auto | 0 | 1 | 2
   std::string recompute = "auto";    // activation checkpointing: auto (the plan's) | off | all | LAYER,LAYER...
+  std::string micro_batches = "1";   // passes per step, gradients accumulated: 1 | N | auto (the planner's choice)
   std::string memory_per_device;     // the planner's budget
   bool check_reference = false;      // also train on one process and compare
   int64_t rank_timeout = 60;         // seconds a rank may stay silent (hung) or wait in a collective

@@ -113,6 +113,10 @@ int main(int argc, char** argv) {
                   "Activation checkpointing with --ranks: auto (as MAP's plan or the saved plan says), off, all, or LAYER,LAYER... "
                   "as `mapctl profile` names them")
       ->capture_default_str();
+  run->add_option("--micro-batches", run_args.micro_batches,
+                  "Forward/backward passes per step on slices of the batch, gradients accumulated and applied once: 1 | N | auto "
+                  "(the planner chooses; runs on ranks)")
+      ->capture_default_str();
   run->add_option("--memory-per-device", run_args.memory_per_device, "Memory per rank, e.g. 1GiB: the planner's budget, and a cap each rank enforces (an allocation past it fails, naming the rank and the bytes)");
   run->add_flag("--check-reference", run_args.check_reference, "Also train on one process and compare the losses");
   run->add_option("--rank-timeout", run_args.rank_timeout, "Seconds a rank may stay silent before the run is stopped")

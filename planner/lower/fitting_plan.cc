@@ -6,6 +6,7 @@
 #include "absl/strings/str_split.h"
 #include "planner/lower/lowering.h"
 #include "planner/lower/recompute.h"
+#include "planner/plan/micro_batch.h"
 #include "planner/profile/layers.h"
 #include "planner/profile/timeline_svg.h"  // FormatBytes
 
@@ -26,7 +27,28 @@ std::vector<std::string> LayersToRecompute(const std::string& mode, const std::v
 
 absl::StatusOr<LoweredPlan> LowerAndPredict(const Graph& graph, const std::vector<int64_t>& mesh, const std::vector<Strategy>& strategies,
                                             int zero_stage, const std::vector<std::string>& recompute, const std::string& device_type,
-                                            const ProfileOptions& profile) {
+                                            const ProfileOptions& profile, int64_t micro_batches) {
+  if (micro_batches > 1) {
+    auto micro = MicroBatchGraph(graph, micro_batches);
+    if (!micro.ok()) return micro.status();
+    auto lowered = LowerAndPredict(*micro, mesh, strategies, zero_stage, recompute, device_type, profile, 1);
+    if (!lowered.ok()) return lowered.status();
+    for (v1::RankProgram& p : lowered->programs) p.set_micro_batches(micro_batches);
+    // Profiled again as a later pass, with the per-step counts.
+    ClusterOptions co;
+    co.mesh = mesh;
+    co.device_type = device_type;
+    auto cluster = MakeCluster(co);
+    if (!cluster.ok()) return cluster.status();
+    ProfileOptions po = profile;
+    po.timeline = false;
+    for (size_t r = 0; r < lowered->programs.size(); ++r) {
+      auto p = PredictRank(*micro, lowered->programs[r], *cluster, po);
+      if (!p.ok()) return p.status();
+      lowered->predicted[r] = *p;
+    }
+    return lowered;
+  }
   ClusterOptions co;
   co.mesh = mesh;
   co.device_type = device_type;
@@ -60,7 +82,7 @@ absl::StatusOr<FittingPlan> SearchFittingPlan(const Graph& graph, PlannerOptions
   for (int attempt = 0; budget > 0 && r->fits && attempt < 4; ++attempt) {
     const PlanCandidate& p = r->plan;
     std::vector<std::string> recompute = LayersToRecompute(recompute_mode, p.recomputed_layers, graph);
-    auto lowered = LowerAndPredict(graph, p.mesh, p.strategies, p.zero_stage, recompute, o.cluster.device_type, o.profile);
+    auto lowered = LowerAndPredict(graph, p.mesh, p.strategies, p.zero_stage, recompute, o.cluster.device_type, o.profile, p.micro_batches);
     if (!lowered.ok()) return lowered.status();
     const int64_t worst = lowered->WorstPeak();
     if (worst <= budget) {

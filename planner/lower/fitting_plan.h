@@ -32,9 +32,11 @@ std::vector<std::string> LayersToRecompute(const std::string& mode, const std::v
 
 // Lowers a plan (mesh, per-node strategies, ZeRO stage) for every rank, marks `recompute`, and
 // profiles each program on `device_type` with `profile`'s optimizer.
+// With `micro_batches` > 1 the programs are the micro-batch graph's (micro_batch.h), marked with
+// the count, and profiled as a later pass (gradients accumulated).
 absl::StatusOr<LoweredPlan> LowerAndPredict(const Graph& graph, const std::vector<int64_t>& mesh, const std::vector<Strategy>& strategies,
                                             int zero_stage, const std::vector<std::string>& recompute, const std::string& device_type,
-                                            const ProfileOptions& profile);
+                                            const ProfileOptions& profile, int64_t micro_batches = 1);
 
 struct FittingPlan {
   PlanResult result;                  // the search whose plan is the one to run

@@ -106,14 +106,18 @@ absl::StatusOr<RankPrediction> PredictRank(const Graph& global, const v1::RankPr
   o.zero_stage = o.zero_ranks.empty() ? 0 : program.zero_stage();
   // LocalGraph has one node per instruction, in order.
   for (const auto& seg : program.recompute()) o.recompute.emplace_back(seg.first(), seg.last());
+  // Micro-batches: the peak is a later pass's (the gradients accumulated so far live); every pass
+  // computes and, as the runtime does today, reduces its own gradients.
+  const double passes = static_cast<double>(std::max<int64_t>(1, program.micro_batches()));
+  o.gradients_accumulated = passes > 1;
   auto report = ProfileTrainingStep(*local, o);
   if (!report.ok()) return report.status();
   auto comm = CommunicationSeconds(program, cluster);
   if (!comm.ok()) return comm.status();
   RankPrediction p;
   p.peak_bytes = report->predicted_peak_bytes;
-  p.compute_seconds = report->predicted_step_seconds();
-  p.communication_seconds = *comm;
+  p.compute_seconds = passes * (report->forward_seconds + report->backward_seconds) + report->optimizer_seconds;
+  p.communication_seconds = passes * *comm;
   return p;
 }
 

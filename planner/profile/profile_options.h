@@ -46,6 +46,10 @@ struct ProfileOptions {
   // nodes keep nothing for backward in forward — only the range's inputs are kept, until its
   // backward is done — and whose saved tensors are made again when backward reaches `last`.
   std::vector<std::pair<int, int>> recompute;
+  // Micro-batches (DESIGN §6a): the step profiled is a later pass of several, so every trainable
+  // parameter's gradient (under ZeRO 2–3 its shard) is live from the start, and the pass's
+  // contributions are added into it.
+  bool gradients_accumulated = false;
 
   absl::Status Validate() const { return device.Validate(); }
 };

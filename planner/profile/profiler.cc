@@ -153,6 +153,11 @@ void Simulator::SetUpValues() {
     }
     report_.parameter_bytes += bytes;
     v.storage = ledger_.New(bytes, StorageKind::kParameter);
+    if (opt_.gradients_accumulated && par.trainable()) {
+      // Accumulated over the earlier passes: the whole gradient, or its ZeRO-2/3 shard.
+      const int64_t chunk = opt_.zero_stage >= 2 ? ZeroChunk(par.name(), v.type.NumElements()) : 0;
+      v.grad = ledger_.New(chunk > 0 ? chunk * DTypeSize(v.type.dtype) : Bytes(v.type), StorageKind::kGradient);
+    }
     values_[par.name()] = v;
   }
   for (const auto& in : p.inputs()) {

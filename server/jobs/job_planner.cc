@@ -80,7 +80,7 @@ absl::StatusOr<JobPlan> PlanJob(const v1::JobSpec& spec) {
     out.lowered = *std::move(fitting->lowered);
   } else {
     auto lowered = LowerAndPredict(*graph, r.plan.mesh, r.plan.strategies, r.plan.zero_stage, fitting->recompute,
-                                   options->cluster.device_type, options->profile);
+                                   options->cluster.device_type, options->profile, r.plan.micro_batches);
     if (!lowered.ok()) return Named(lowered.status(), "lowering");
     out.lowered = *std::move(lowered);
   }

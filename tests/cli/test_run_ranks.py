@@ -184,6 +184,35 @@ def test_a_memory_cap_that_data_parallelism_passes_is_kept_by_maps_plan():
     assert r.returncode == 1 and "out of memory" in r.stderr and "RESOURCE_EXHAUSTED" in r.stderr, r.stderr
 
 
+def test_micro_batches_reproduce_one_process_and_fit_a_cap_one_pass_cannot():
+    """--micro-batches N runs N passes a step on slices of the batch, gradients accumulated: the
+    losses and final parameters are one process's on the whole batch, and each rank's peak is
+    its program's prediction. Under a cap at which data parallelism in one pass runs out of
+    memory, --micro-batches auto lets MAP's plan run in passes and train under it."""
+    for extra in (("--ranks", "2", "--strategy", "dp", "--micro-batches", "2"),
+                  ("--ranks", "4", "--mesh", "2x2", "--micro-batches", "2"),
+                  ("--ranks", "2", "--strategy", "dp", "--micro-batches", "2", "--zero", "2"),
+                  ("--ranks", "2", "--micro-batches", "4", "--strategy", "tp")):
+        r = _json_run(GPT, *TRAIN, *extra, "--check-reference")
+        assert r["micro_batches"] == int(extra[extra.index("--micro-batches") + 1]), (extra, r["micro_batches"])
+        _assert_matches_one_process_and_prediction(r, extra)
+    long_gpt = "gpt2:layers=2,hidden=64,heads=4,vocab=64,seq=256,batch=16"
+    capped = ("--ranks", "4", "--steps", "3", "--memory-per-device", "10MiB", "--recompute", "off")
+    one = run_mapctl("run", long_gpt, *capped, "--strategy", "dp")
+    assert one.returncode == 1 and "out of memory: allocating" in one.stderr, one.stderr
+    assert "cap of 10485760 bytes" in one.stderr and one.stderr.rstrip().endswith("[RESOURCE_EXHAUSTED]"), one.stderr
+    refused = run_mapctl("run", long_gpt, *capped)
+    assert refused.returncode == 1 and "no plan fits 10.0 MiB per rank" in refused.stderr, refused.stderr
+    auto = _json_run(long_gpt, *capped, "--micro-batches", "auto", "--check-reference")
+    assert auto["micro_batches"] > 1 and len(auto["steps"]) == 3, auto["micro_batches"]
+    assert auto["reference_max_relative_loss_difference"] < 1e-4, auto
+    for p in auto["per_rank"]:
+        assert 0 < p["measured_peak_bytes"] <= 10 << 20, p
+        assert abs(p["predicted_peak_bytes"] - p["measured_peak_bytes"]) <= 0.05 * p["measured_peak_bytes"], p
+    bad = run_mapctl("run", GPT, "--ranks", "2", "--micro-batches", "3", "--steps", "1")
+    assert bad.returncode != 0 and "3 micro-batches do not divide the global batch of 4" in bad.stderr, bad.stderr
+
+
 def _children(pid):
     """Pids of the live (not zombie) processes whose parent is `pid`."""
     found = []

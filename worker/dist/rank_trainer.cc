@@ -12,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "planner/lower/lowering.h"
+#include "planner/plan/micro_batch.h"
 #include "planner/sharding/placement.h"
 #include "worker/dist/collectives.h"
 #include "worker/runtime/exec_table.h"
@@ -134,6 +135,17 @@ at::Tensor RankTrainer::DropoutNoiseBlock(const v1::Node& node, const v1::Comput
   // [..., l, s] (the output [..., l, f] with s for f: f-blocks share the whole softmax).
   Shape global = graph_.TypeOf(node.outputs(0)).shape;
   std::vector<int64_t> offsets(c.output_offsets(0).start().begin(), c.output_offsets(0).start().end());
+  if (micro_graph_ != nullptr) {
+    // The offsets are within the pass's micro-batch: shift them to its slice of the whole batch
+    // (the dimension the micro-batch graph divides).
+    const Shape& micro = micro_graph_->TypeOf(node.outputs(0)).shape;
+    for (size_t d = 0; d < micro.size() && d < offsets.size(); ++d) {
+      if (micro[d] != global[d]) {
+        offsets[d] += pass_ * micro[d];
+        break;
+      }
+    }
+  }
   if (node.op() == "scaled_dot_product_attention") {
     const Shape& k = graph_.TypeOf(node.inputs(1)).shape;
     global.back() = k[k.size() - 2];
@@ -177,6 +189,15 @@ absl::StatusOr<std::unique_ptr<RankTrainer>> RankTrainer::Create(Graph graph, v1
   }
   std::unique_ptr<RankTrainer> t(new RankTrainer(std::move(graph)));
   t->random_ = random;
+  t->micro_batches_ = std::max<int64_t>(1, program.micro_batches());
+  if (t->micro_batches_ > 1) {
+    auto micro = MicroBatchGraph(t->graph_, t->micro_batches_);
+    if (!micro.ok()) return micro.status();
+    auto info = AnalyzeMicroBatching(t->graph_);
+    if (!info.ok()) return info.status();
+    t->micro_graph_ = std::make_unique<Graph>(*std::move(micro));
+    t->pass_loss_scale_ = info->averaged ? 1.0 / static_cast<double>(t->micro_batches_) : 1.0;
+  }
   t->seed_ = options.seed;
   t->program_ = std::move(program);
   t->groups_ = std::move(groups);
@@ -494,9 +515,8 @@ absl::Status RankTrainer::RunSegment(int s, Env& env, at::Generator& generator) 
   return absl::OkStatus();
 }
 
-absl::StatusOr<StepResult> RankTrainer::Step(const TensorMap& global_batch) {
-  const auto start = std::chrono::steady_clock::now();
-  Env env = leaves_;
+absl::StatusOr<double> RankTrainer::RunPass(const TensorMap& global_batch, double loss_scale, Env& env) {
+  env = leaves_;
   for (const v1::Shard& shard : program_.inputs()) {
     auto it = global_batch.find(shard.name());
     if (it == global_batch.end()) return absl::InvalidArgumentError(absl::StrCat("the batch has no input '", shard.name(), "'"));
@@ -505,7 +525,8 @@ absl::StatusOr<StepResult> RankTrainer::Step(const TensorMap& global_batch) {
     env[shard.name()] = *block;
   }
   // Dropout draws as one device does: a generator seeded like the single-device trainer's for
-  // this step, the global mask drawn in node order, this rank's block kept.
+  // this step, the global mask drawn in node order, this rank's block kept (every pass draws the
+  // whole batch's masks again from the same seed and keeps its slice).
   at::Generator generator;
   if (random_) generator = at::make_generator<at::CPUGeneratorImpl>(DeriveSeed(seed_, absl::StrCat("step:", steps_ + 1)));
   for (int index = 0; index < program_.instructions_size(); ++index) {
@@ -532,7 +553,11 @@ absl::StatusOr<StepResult> RankTrainer::Step(const TensorMap& global_batch) {
   if (loss_it == env.end()) return absl::InternalError("the program's loss was not computed");
   at::Tensor loss = loss_it->second;
   try {
-    loss.backward();
+    if (loss_scale == 1) {
+      loss.backward();
+    } else {
+      (loss * loss_scale).backward();
+    }
   } catch (const std::exception& e) {
     return TorchError(absl::StatusCode::kUnavailable, absl::StrCat("backward on rank ", program_.rank()), e);
   }
@@ -540,6 +565,35 @@ absl::StatusOr<StepResult> RankTrainer::Step(const TensorMap& global_batch) {
   for (int a : program_.loss_partial_axes()) {
     if (auto st = groups_.at(a)->AllReduceSum(global_loss); !st.ok()) return st;
   }
+  return global_loss.item<double>();
+}
+
+absl::StatusOr<StepResult> RankTrainer::Step(const TensorMap& global_batch) {
+  const auto start = std::chrono::steady_clock::now();
+  Env env;
+  double loss_sum = 0;
+  for (pass_ = 0; pass_ < micro_batches_; ++pass_) {
+    // The pass's slice of every batched input (dimension 0, divided in the micro-batch graph).
+    TensorMap slice;
+    const TensorMap* batch = &global_batch;
+    if (micro_graph_ != nullptr) {
+      for (const auto& [name, tensor] : global_batch) {
+        const ValueInfo* vi = micro_graph_->FindValue(name);
+        const bool batched = vi != nullptr && !vi->type.shape.empty() && tensor.dim() > 0 && tensor.size(0) != vi->type.shape[0];
+        if (batched && tensor.size(0) != vi->type.shape[0] * micro_batches_) {
+          return absl::InvalidArgumentError(absl::StrCat("input '", name, "' has ", tensor.size(0), " samples; ", micro_batches_,
+                                                         " micro-batches of ", vi->type.shape[0], " need ",
+                                                         vi->type.shape[0] * micro_batches_));
+        }
+        slice[name] = batched ? tensor.narrow(0, pass_ * vi->type.shape[0], vi->type.shape[0]) : tensor;
+      }
+      batch = &slice;
+    }
+    auto loss = RunPass(*batch, pass_loss_scale_, env);
+    if (!loss.ok()) return loss.status();
+    loss_sum += pass_loss_scale_ * *loss;
+  }
+  pass_ = 0;
   if (program_.zero_stage() == 1) {
     // The all-reduced gradient of each sharded block: keep this rank's shard of it.
     at::NoGradGuard no_grad;
@@ -597,7 +651,7 @@ absl::StatusOr<StepResult> RankTrainer::Step(const TensorMap& global_batch) {
   }
   StepResult r;
   r.step = ++steps_;
-  r.loss = global_loss.item<double>();
+  r.loss = loss_sum;
   r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return r;
 }

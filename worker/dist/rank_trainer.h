@@ -12,6 +12,14 @@
 // Gradient clipping takes the norm over every shard (a block several ranks hold counted once),
 // as clip_grad_norm_ on one device.
 //
+// Micro-batches (program.micro_batches() > 1): the program is the micro-batch graph's; a step
+// runs it on consecutive slices of the global batch, each pass's loss scaled by 1/m when the
+// loss averages over the batch, gradients accumulating, and applies the optimizer once — the
+// result of one step on the whole batch. Each pass's gradients are reduced as its backward runs
+// (not yet deferred to the last pass). Dropout draws the whole batch's mask in every pass (the
+// generator restarted at the step's seed) and keeps the pass's block, so plans with dropout
+// reproduce one device too.
+//
 // Not built yet (UNIMPLEMENTED, naming the node): attention dropout (dropout_p > 0 in
 // scaled_dot_product_attention); buffer updates of values split differently from their buffer.
 #ifndef MAPD_WORKER_DIST_RANK_TRAINER_H_
@@ -65,6 +73,10 @@ class RankTrainer {
  private:
   using Env = std::unordered_map<std::string, at::Tensor>;
   explicit RankTrainer(Graph graph) : graph_(std::move(graph)) {}
+  // One forward and backward on `batch` (one micro-batch's global tensors), backward from the
+  // loss times `loss_scale`; returns the pass's global loss (unscaled) and leaves its values in
+  // `env` (for buffer updates).
+  absl::StatusOr<double> RunPass(const TensorMap& batch, double loss_scale, Env& env);
   // Runs instruction `index` on the tensors of `env` (its outputs are added); dropout draws
   // from `generator`.
   absl::Status RunInstruction(int index, Env& env, at::Generator& generator) const;
@@ -113,6 +125,12 @@ class RankTrainer {
   // stays alive is what autograd saved — as the profiler assumes).
   std::vector<std::vector<std::string>> release_;
   bool random_ = false;  // the graph has dropout
+  // Micro-batches: passes per step, the graph of one (types of its values), the loss scale of a
+  // pass, and the pass running now (dropout keeps its slice of the whole batch's mask).
+  int64_t micro_batches_ = 1;
+  std::unique_ptr<Graph> micro_graph_;
+  double pass_loss_scale_ = 1;
+  int64_t pass_ = 0;
   double max_grad_norm_ = 0;     // > 0: clip across all shards
   std::vector<double> copies_;   // per trainable block: how many ranks hold the same block (or shard)
   uint64_t seed_ = 0;
