@@ -34,6 +34,11 @@ absl::StatusOr<Graph> LocalGraph(const Graph& global, const v1::RankProgram& pro
   // chain gathers the block from the shards: a ZERO_GATHER collective, which the profiler frees
   // after its last forward reader and makes again for backward, as the runtime does.
   std::set<int> identities, gathers;
+  // Under micro-batches with ZeRO 0-1 the parameters' GRAD_SYNC chains are identities too: their
+  // all-reduce runs on the accumulated gradient after the passes (rank_trainer.h).
+  if (program.micro_batches() > 1 && program.zero_stage() <= 1) {
+    for (const ZeroParam& z : GradSyncChains(program)) identities.insert(z.grad_syncs.begin(), z.grad_syncs.end());
+  }
   if (program.zero_stage() >= 2) {
     for (const ZeroParam& z : ZeroParams(program)) {
       for (int step : z.grad_syncs) {

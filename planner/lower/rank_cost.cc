@@ -107,17 +107,29 @@ absl::StatusOr<RankPrediction> PredictRank(const Graph& global, const v1::RankPr
   // LocalGraph has one node per instruction, in order.
   for (const auto& seg : program.recompute()) o.recompute.emplace_back(seg.first(), seg.last());
   // Micro-batches: the peak is a later pass's (the gradients accumulated so far live); every pass
-  // computes and, as the runtime does today, reduces its own gradients.
+  // computes and reduces its activations' gradients.
   const double passes = static_cast<double>(std::max<int64_t>(1, program.micro_batches()));
   o.gradients_accumulated = passes > 1;
   auto report = ProfileTrainingStep(*local, o);
   if (!report.ok()) return report.status();
   auto comm = CommunicationSeconds(program, cluster);
   if (!comm.ok()) return comm.status();
+  // Under ZeRO 0-1 the gradients of parameters read only through GRAD_SYNC chains are reduced
+  // once, after the last pass (the runtime defers them); everything else every pass.
+  double once = 0;
+  if (passes > 1 && program.zero_stage() <= 1) {
+    for (const ZeroParam& z : GradSyncChains(program)) {
+      for (const v1::Shard& s : program.parameters()) {
+        if (s.name() != z.name) continue;
+        const int64_t bytes = TensorType::FromProto(s.local_type()).NumBytes();
+        for (int a : z.axes) once += CollectiveSeconds(CollectiveKind::kAllReduce, bytes, cluster.mesh[a], cluster.links[a]);
+      }
+    }
+  }
   RankPrediction p;
   p.peak_bytes = report->predicted_peak_bytes;
   p.compute_seconds = passes * (report->forward_seconds + report->backward_seconds) + report->optimizer_seconds;
-  p.communication_seconds = passes * *comm;
+  p.communication_seconds = passes * *comm - (passes - 1) * once;
   return p;
 }
 

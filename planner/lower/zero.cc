@@ -10,8 +10,12 @@
 namespace mapd {
 
 std::vector<ZeroParam> ZeroParams(const v1::RankProgram& program) {
+  if (program.zero_stage() <= 0) return {};
+  return GradSyncChains(program);
+}
+
+std::vector<ZeroParam> GradSyncChains(const v1::RankProgram& program) {
   std::vector<ZeroParam> out;
-  if (program.zero_stage() <= 0) return out;
   // Readers of every tensor name, by instruction index.
   std::unordered_map<std::string, std::vector<int>> readers;
   for (int i = 0; i < program.instructions_size(); ++i) {

@@ -33,6 +33,12 @@ struct ZeroParam {
 // The sharded parameters of `program` (empty when its zero_stage is 0), in program order.
 std::vector<ZeroParam> ZeroParams(const v1::RankProgram& program);
 
+// The parameters every reader of which is a GRAD_SYNC chain over the same axes, whatever the
+// ZeRO stage (ZeroParams are these under stage ≥ 1). Their gradient may be reduced once after
+// the backward of several micro-batches — the sum of all-reduces is the all-reduce of the sum —
+// instead of in each pass (`index`, `chunk` as for ZeRO over the chain's axes).
+std::vector<ZeroParam> GradSyncChains(const v1::RankProgram& program);
+
 }  // namespace mapd
 
 #endif  // MAPD_PLANNER_LOWER_ZERO_H_

@@ -294,7 +294,8 @@ TEST(EquivalenceRecompute, EveryBlockUnderDataTensorAnd2x2) {
 
 // Micro-batches (DESIGN §6a): 2 and 4 passes a step, gradients accumulated, give the losses and
 // final parameters of one device stepping the whole batch — under data parallelism, Megatron
-// TP=4, MAP's 2x2 plan, ZeRO-2 and ZeRO-3, and with every block recomputed — within 1e-5.
+// TP=4, MAP's 2x2 plan, ZeRO-1 (reduced once after the passes), ZeRO-2 and ZeRO-3 (reduce-
+// scattered each pass), and with every block recomputed — within 1e-5.
 TEST(EquivalenceMicroBatches, DataTensor2x2ZeroAndRecompute) {
   const Graph g = ZooTrainingGraph("gpt2:layers=2,hidden=32,heads=4,vocab=64,seq=8,batch=8");
   const Reference ref = SingleDevice(g, Sgd(), /*repeat=*/true);
@@ -304,6 +305,7 @@ TEST(EquivalenceMicroBatches, DataTensor2x2ZeroAndRecompute) {
   ASSERT_TRUE(two.ok()) << two.status();
   ExpectSameAsOneDevice(g, dp, PlanStrategies(*two, dp, "data parallel"), ref, Sgd(), 0, false, 2, 1e-5);
   ExpectSameAsOneDevice(g, dp, PlanStrategies(*two, dp, "Megatron TP=4"), ref, Sgd(), 0, false, 2, 1e-5);
+  ExpectSameAsOneDevice(g, dp, PlanStrategies(*two, dp, "data parallel"), ref, Sgd(), 1, false, 2, 1e-5);
   ExpectSameAsOneDevice(g, dp, PlanStrategies(*two, dp, "data parallel"), ref, Sgd(), 2, false, 2, 1e-5);
   ExpectSameAsOneDevice(g, dp, PlanStrategies(*two, dp, "data parallel"), ref, Sgd(), 3, false, 2, 1e-5);
   ExpectSameAsOneDevice(g, dp, PlanStrategies(*two, dp, "data parallel"), ref, Sgd(), 0, /*recompute=*/true, 2, 1e-5);

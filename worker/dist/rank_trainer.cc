@@ -305,6 +305,18 @@ absl::StatusOr<std::unique_ptr<RankTrainer>> RankTrainer::Create(Graph graph, v1
       if (last >= 0) t->free_after_[last].push_back(static_cast<int>(i));
     }
   }
+  // Micro-batches under ZeRO 0-1: parameter gradients reduced once, after the passes.
+  t->deferred_step_.assign(t->program_.instructions_size(), false);
+  if (t->micro_batches_ > 1 && t->program_.zero_stage() <= 1) {
+    std::unordered_map<std::string, int> trainable_index;
+    for (size_t i = 0; i < t->trainable_.size(); ++i) trainable_index[t->trainable_[i].first] = static_cast<int>(i);
+    for (const ZeroParam& z : GradSyncChains(t->program_)) {
+      auto it = trainable_index.find(z.name);
+      if (it == trainable_index.end()) continue;
+      for (int step : z.grad_syncs) t->deferred_step_[step] = true;
+      t->deferred_.emplace_back(it->second, z.axes);
+    }
+  }
   // Recompute segments: what flows in and out of each.
   t->segment_at_.assign(t->program_.instructions_size(), -1);
   std::set<std::string> kept_after;  // the loss and buffer updates are read "after" the program
@@ -354,6 +366,10 @@ absl::Status RankTrainer::RunInstruction(int index, Env& env, at::Generator& gen
   const v1::Instruction& ins = program_.instructions(index);
   if (ins.has_communicate()) {
     const v1::Communicate& c = ins.communicate();
+    if (deferred_step_[index]) {  // its all-reduce waits for the last pass (Step)
+      env[c.output()] = env.at(c.input());
+      return absl::OkStatus();
+    }
     if (identity_step_[index]) {
       // ZeRO-2 reduce-scatters this parameter's gradient itself. The autograd node is made
       // here, at the parameter's use, not before the forward: the engine runs ready nodes
@@ -594,6 +610,15 @@ absl::StatusOr<StepResult> RankTrainer::Step(const TensorMap& global_batch) {
     loss_sum += pass_loss_scale_ * *loss;
   }
   pass_ = 0;
+  // The deferred reductions: each accumulated gradient all-reduced over its chain's axes.
+  for (const auto& [i, axes] : deferred_) {
+    at::Tensor grad = trainable_[i].second.mutable_grad();
+    if (!grad.defined()) continue;
+    at::NoGradGuard no_grad;
+    for (int a : axes) {
+      if (auto st = groups_.at(a)->AllReduceSum(grad); !st.ok()) return st;
+    }
+  }
   if (program_.zero_stage() == 1) {
     // The all-reduced gradient of each sharded block: keep this rank's shard of it.
     at::NoGradGuard no_grad;

@@ -15,8 +15,10 @@
 // Micro-batches (program.micro_batches() > 1): the program is the micro-batch graph's; a step
 // runs it on consecutive slices of the global batch, each pass's loss scaled by 1/m when the
 // loss averages over the batch, gradients accumulating, and applies the optimizer once — the
-// result of one step on the whole batch. Each pass's gradients are reduced as its backward runs
-// (not yet deferred to the last pass). Dropout draws the whole batch's mask in every pass (the
+// result of one step on the whole batch. Under ZeRO 0-1 the gradients of parameters read only
+// through GRAD_SYNC chains (zero.h, GradSyncChains) are accumulated unreduced and all-reduced
+// once after the last pass, as the planner costs them; ZeRO 2-3 reduce-scatter each pass's into
+// the shard. Dropout draws the whole batch's mask in every pass (the
 // generator restarted at the step's seed) and keeps the pass's block, so plans with dropout
 // reproduce one device too.
 //
@@ -128,6 +130,8 @@ class RankTrainer {
   // Micro-batches: passes per step, the graph of one (types of its values), the loss scale of a
   // pass, and the pass running now (dropout keeps its slice of the whole batch's mask).
   int64_t micro_batches_ = 1;
+  std::vector<bool> deferred_step_;                 // per instruction: a GRAD_SYNC reduced after the passes instead
+  std::vector<std::pair<int, std::vector<int>>> deferred_;  // (trainable index, axes) reduced after the passes
   std::unique_ptr<Graph> micro_graph_;
   double pass_loss_scale_ = 1;
   int64_t pass_ = 0;
