@@ -144,6 +144,7 @@ struct SubmitArgs {
   std::string data = "synthetic";
   std::string zero = "auto";
   std::string recompute = "auto";
+  std::string micro_batches = "1";  // auto | N
   int64_t checkpoint_every = 0;
   uint64_t seed = 0;
 };

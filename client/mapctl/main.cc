@@ -220,6 +220,9 @@ int main(int argc, char** argv) {
   submit->add_option("--data", submit_args.data, "synthetic | text:FILE | tokens:FILE (paths on the workers)")->capture_default_str();
   submit->add_option("--zero", submit_args.zero, "ZeRO stage: auto | 0 | 1 | 2 | 3")->capture_default_str();
   submit->add_option("--recompute", submit_args.recompute, "auto | off | all | LAYER,...")->capture_default_str();
+  submit->add_option("--micro-batches", submit_args.micro_batches,
+                     "Passes per step, gradients accumulated and applied once: 1 | N | auto (the planner chooses)")
+      ->capture_default_str();
   submit->add_option("--checkpoint-every", submit_args.checkpoint_every, "Steps between checkpoints (0: at the end)");
   submit->add_option("--seed", submit_args.seed, "Parameter and data seed");
   add_conn(submit);

@@ -1,5 +1,6 @@
 #include "server/jobs/job_planner.h"
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
@@ -46,6 +47,12 @@ absl::StatusOr<PlannerOptions> JobPlannerOptions(const v1::JobSpec& spec) {
   o.profile.optimizer = *opt;
   if (spec.zero() != "auto") o.zero_stage = spec.zero()[0] - '0';
   o.recompute = spec.recompute() == "auto";
+  // ValidateJobSpec checked it: auto, or a count.
+  if (spec.micro_batches() == "auto") {
+    o.micro_batches = 0;
+  } else if (!spec.micro_batches().empty() && !absl::SimpleAtoi(spec.micro_batches(), &o.micro_batches)) {
+    return absl::InvalidArgumentError(absl::StrCat("micro_batches '", spec.micro_batches(), "' is not auto or a count"));
+  }
   o.baselines = false;
   return o;
 }
@@ -60,6 +67,7 @@ absl::Status NothingFitsError(const PlanResult& result, const v1::JobSpec& spec)
 std::string PlanSummary(const PlanCandidate& p) {
   return absl::StrCat("mesh ", absl::StrJoin(p.mesh, "x"), p.zero_stage > 0 ? absl::StrCat(", ZeRO-", p.zero_stage) : "",
                       p.recomputed_layers.empty() ? "" : absl::StrCat(", ", p.recomputed_layers.size(), " layer(s) recomputed"),
+                      p.micro_batches > 1 ? absl::StrCat(", ", p.micro_batches, " micro-batches") : "",
                       absl::StrFormat(", %.1f ms/step predicted", p.cost.step_seconds * 1e3));
 }
 

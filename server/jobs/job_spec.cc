@@ -3,6 +3,7 @@
 #include <set>
 #include <string>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 
@@ -32,6 +33,12 @@ absl::Status ValidateJobSpec(const v1::JobSpec& s) {
   if (s.lr() < 0) return bad("lr is ", s.lr(), "; give a positive learning rate");
   static const std::set<std::string> zero = {"", "auto", "0", "1", "2", "3"};
   if (!zero.count(s.zero())) return bad("zero '", s.zero(), "' is not one of auto, 0, 1, 2, 3");
+  if (!s.micro_batches().empty() && s.micro_batches() != "auto") {
+    int64_t m = 0;
+    if (!absl::SimpleAtoi(s.micro_batches(), &m) || m < 1 || m > (int64_t{1} << 20)) {
+      return bad("micro_batches '", s.micro_batches(), "' is not auto or a count from 1 to ", int64_t{1} << 20);
+    }
+  }
   const std::string& d = s.data();
   if (!d.empty() && d != "synthetic" && d.rfind("text:", 0) != 0 && d.rfind("tokens:", 0) != 0) {
     return bad("data '", d, "' is not synthetic, text:FILE or tokens:FILE");
@@ -52,6 +59,7 @@ v1::JobSpec WithDefaults(v1::JobSpec s) {
   if (s.data().empty()) s.set_data("synthetic");
   if (s.zero().empty()) s.set_zero("auto");
   if (s.recompute().empty()) s.set_recompute("auto");
+  if (s.micro_batches().empty()) s.set_micro_batches("1");
   return s;
 }
 

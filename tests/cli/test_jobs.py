@@ -432,3 +432,29 @@ def test_a_finished_jobs_series_leave_the_workers_metrics(tmp_path):
         assert sample(text, "mapd_worker_jobs_total", outcome="succeeded") == 1, text
     finally:
         stop_all(proc, workers)
+
+
+def test_a_job_runs_in_micro_batches(tmp_path):
+    """micro_batches: the coordinator plans the job in passes (pinned, or auto under a budget one
+    pass overruns) and the worker's ranks train in them; the plan says so."""
+    long_gpt = "gpt2:layers=2,hidden=64,heads=4,vocab=64,seq=256,batch=16"
+    proc, port = start_mapd(tmp_path / "jobs.db", "--lease-seconds", "2", "--heartbeat-seconds", "0.25")
+    env = {"MAPD_ADDRESS": f"127.0.0.1:{port}", "MAPD_TOKEN": TOKEN}
+    workers = []
+    try:
+        workers = [start_worker(env, tmp_path, name) for name in ("alpha", "beta")]
+        mapctl(env, "submit", GPT, "--ranks", "2", "--steps", "3", "--micro-batches", "2", check=0)
+        assert mapctl(env, "watch", "1", check=None).returncode == 0
+        messages = [e["message"] for e in json.loads(mapctl(env, "logs", "1", "-o", "json", check=0).stdout)]
+        assert any("2 micro-batches" in m for m in messages), messages
+        assert "trained 3 steps" in messages[-1], messages[-1]
+        mapctl(env, "submit", long_gpt, "--ranks", "4", "--steps", "2", "--memory-per-device", "10MiB", "--recompute", "off",
+               "--micro-batches", "auto", check=0)
+        assert mapctl(env, "watch", "2", check=None).returncode == 0
+        events = json.loads(mapctl(env, "logs", "2", "-o", "json", check=0).stdout)
+        assert any("micro-batches" in e["message"] for e in events), [e["message"] for e in events]
+        assert events[-1]["state"] == "SUCCEEDED", events[-1]
+        bad = mapctl(env, "submit", GPT, "--ranks", "2", "--steps", "3", "--micro-batches", "0")
+        assert bad.returncode != 0 and "micro_batches '0'" in bad.stderr, bad.stderr
+    finally:
+        stop_all(proc, workers)
