@@ -398,7 +398,11 @@ void Simulator::Backward() {
         if (!v.requires_grad) continue;
         const bool is_param = g_.FindValue(in)->def == ValueDef::kParameter;
         if (v.grad >= 0) {
-          ledger_.Transient(Bytes(v.type));  // a second contribution, added into the first
+          // A second contribution, added into the first — made as a new tensor, except that an
+          // accumulated parameter gradient reached through an identity (a deferred GRAD_SYNC,
+          // ZeRO 0-1) is added in place from the consumer's gradient, which is already counted
+          // (under ZeRO 2-3 the identity leads to a reduce-scatter, which copies).
+          if (!(opt_.gradients_accumulated && is_param && alias_grad && opt_.zero_stage <= 1)) ledger_.Transient(Bytes(v.type));
           continue;
         }
         const int64_t chunk = is_param && opt_.zero_stage >= 2 ? ZeroChunk(in, v.type.NumElements()) : 0;
