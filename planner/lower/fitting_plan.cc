@@ -28,27 +28,15 @@ std::vector<std::string> LayersToRecompute(const std::string& mode, const std::v
 absl::StatusOr<LoweredPlan> LowerAndPredict(const Graph& graph, const std::vector<int64_t>& mesh, const std::vector<Strategy>& strategies,
                                             int zero_stage, const std::vector<std::string>& recompute, const std::string& device_type,
                                             const ProfileOptions& profile, int64_t micro_batches) {
+  // Micro-batches: the programs are the micro-batch graph's, marked with the count, and profiled
+  // as a later pass (rank_cost.h).
+  std::optional<Graph> micro;
   if (micro_batches > 1) {
-    auto micro = MicroBatchGraph(graph, micro_batches);
-    if (!micro.ok()) return micro.status();
-    auto lowered = LowerAndPredict(*micro, mesh, strategies, zero_stage, recompute, device_type, profile, 1);
-    if (!lowered.ok()) return lowered.status();
-    for (v1::RankProgram& p : lowered->programs) p.set_micro_batches(micro_batches);
-    // Profiled again as a later pass, with the per-step counts.
-    ClusterOptions co;
-    co.mesh = mesh;
-    co.device_type = device_type;
-    auto cluster = MakeCluster(co);
-    if (!cluster.ok()) return cluster.status();
-    ProfileOptions po = profile;
-    po.timeline = false;
-    for (size_t r = 0; r < lowered->programs.size(); ++r) {
-      auto p = PredictRank(*micro, lowered->programs[r], *cluster, po);
-      if (!p.ok()) return p.status();
-      lowered->predicted[r] = *p;
-    }
-    return lowered;
+    auto g = MicroBatchGraph(graph, micro_batches);
+    if (!g.ok()) return g.status();
+    micro = *std::move(g);
   }
+  const Graph& lowered = micro ? *micro : graph;
   ClusterOptions co;
   co.mesh = mesh;
   co.device_type = device_type;
@@ -60,12 +48,13 @@ absl::StatusOr<LoweredPlan> LowerAndPredict(const Graph& graph, const std::vecto
   for (int64_t d : mesh) world *= static_cast<int>(d);
   LoweredPlan out;
   for (int r = 0; r < world; ++r) {
-    auto program = LowerForRank(graph, mesh, strategies, r, zero_stage);
+    auto program = LowerForRank(lowered, mesh, strategies, r, zero_stage);
     if (!program.ok()) return program.status();
+    if (micro_batches > 1) program->set_micro_batches(micro_batches);
     if (!recompute.empty()) {
-      if (auto st = MarkRecompute(graph, recompute, &*program); !st.ok()) return st;
+      if (auto st = MarkRecompute(lowered, recompute, &*program); !st.ok()) return st;
     }
-    auto p = PredictRank(graph, *program, *cluster, po);
+    auto p = PredictRank(lowered, *program, *cluster, po);
     if (!p.ok()) return p.status();
     out.predicted.push_back(*p);
     out.programs.push_back(*std::move(program));

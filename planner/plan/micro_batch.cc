@@ -32,6 +32,7 @@ absl::StatusOr<Analysis> Analyze(const Graph& graph) {
   a.batch = *std::move(batch);
   a.info.batch = a.batch.batch;
   if (a.info.batch == 0) a.info.refusal = "the graph has no batched input";
+  if (a.info.batch == 1) return a;  // one sample: one pass, nothing to refuse
   for (int n = 0; n < graph.num_nodes() && a.info.refusal.empty(); ++n) {
     const char label = a.batch.label[n];
     if (label == 0) continue;
