@@ -168,6 +168,7 @@ int RunPlan(const PlanArgs& args) {
     j["micro_batch_size"] = plan.micro_batches > 0 ? result->global_batch / plan.micro_batches : result->global_batch;
     j["micro_batch_counts_searched"] = result->micro_batch_counts;
     if (!result->micro_batch_note.empty()) j["micro_batch_note"] = result->micro_batch_note;
+    if (!result->adopted_note.empty()) j["adopted_note"] = result->adopted_note;
     j["precision"] = PrecisionName(options.profile.precision);
     j["memory_per_device"] = cluster.memory_per_device;
     j["fits"] = result->fits;
@@ -260,6 +261,7 @@ int RunPlan(const PlanArgs& args) {
   for (int k = 0; k < 4; ++k) {
     std::cout << (k ? ", " : " ") << CollectiveName(static_cast<CollectiveKind>(k)) << " " << Bytes(cost.comm_bytes[k]);
   }
+  if (!result->adopted_note.empty()) std::cout << "\nNote:         " << result->adopted_note;
   std::cout << absl::StrFormat(
       "\nSearch:       %.2f s; %d mesh shape(s) solved, %d pruned by their lower bound; %s with %d decisions for %d "
       "operators (repeated layers shared)\n",

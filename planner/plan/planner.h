@@ -95,6 +95,9 @@ struct PlanResult {
   int64_t global_batch = 0;                 // samples per step (0: the graph has no batch)
   std::vector<int64_t> micro_batch_counts;  // the counts searched
   std::string micro_batch_note;             // why only 1 was searched, when micro-batching is impossible
+  // Non-empty when a fitting baseline (a plan of the same space) was faster than the search's
+  // own best — possible within the accepted gap — and became the plan: what happened.
+  std::string adopted_note;
   double search_seconds = 0;              // wall time of the whole search
   // (mesh shape, micro-batch count) pairs searched under the budget; skipped by their bound.
   int meshes_solved = 0, meshes_pruned = 0;
