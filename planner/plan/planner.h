@@ -55,8 +55,8 @@ struct PlannerOptions {
   // Micro-batches per step (DESIGN §6a, micro_batch.h): 0 lets the search choose among the
   // divisors of the global batch; N ≥ 1 pins it (1: the whole batch in one pass). A graph that
   // cannot be micro-batched (a batch norm) is searched at 1 on auto; pinning N > 1 for it is an
-  // error. 1 by default: the runtime does not run micro-batches yet, so the callers that run
-  // plans keep it; `mapctl plan` passes auto.
+  // error. 1 by default (what `mapctl run` and jobs ask for unless told); `mapctl plan` passes
+  // auto.
   int64_t micro_batches = 1;
 
   absl::Status Validate() const;
