@@ -689,9 +689,17 @@ absl::StatusOr<PlanResult> SearchPlan(const Graph& graph, const PlannerOptions& 
   lap("baselines");
   // The baselines are plans of MAP's space; within the accepted gap one can come out faster than
   // the search's own best. Then it is MAP's plan, and the result says so.
+  // Only a baseline inside the space searched counts: its mesh searched, its ZeRO stage, micro-
+  // batch count and recomputation allowed (a pinned mesh or stage excludes the others).
+  auto searched = [&](const PlanCandidate& b) {
+    return std::find(meshes.begin(), meshes.end(), b.mesh) != meshes.end() &&
+           (options.zero_stage < 0 ? b.zero_stage <= options.max_zero_stage : b.zero_stage == options.zero_stage) &&
+           std::find(counts->begin(), counts->end(), b.micro_batches) != counts->end() &&
+           (options.recompute || b.recomputed_layers.empty());
+  };
   const PlanCandidate* faster = nullptr;
   for (const PlanCandidate& b : result.baselines) {
-    if (b.applicable && b.fits && (!result.fits || b.cost.step_seconds < result.plan.cost.step_seconds * (1 - 1e-12)) &&
+    if (b.applicable && b.fits && searched(b) && (!result.fits || b.cost.step_seconds < result.plan.cost.step_seconds * (1 - 1e-12)) &&
         (faster == nullptr || b.cost.step_seconds < faster->cost.step_seconds)) {
       faster = &b;
     }
