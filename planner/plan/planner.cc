@@ -252,6 +252,12 @@ absl::StatusOr<Solved> SolveFree(const PlannerOptions& options, CostGraphCache& 
   return Solve(**graph, **cg, 0, options);
 }
 
+// The highest ZeRO stage that costs ZeRO 0's seconds (the pinned stage when one is): 1, and 2
+// with one micro-batch — with more, ZeRO 2 reduce-scatters every pass's gradients.
+int SameSecondsStage(const PlannerOptions& options, int64_t m) {
+  return options.zero_stage >= 0 ? options.zero_stage : std::min(m == 1 ? 2 : 1, options.max_zero_stage);
+}
+
 // MAP's best plan on one mesh with `m` micro-batches, given its unconstrained optimum (see the
 // header for the order of solves).
 absl::StatusOr<PlanCandidate> SearchMesh(const PlannerOptions& options, CostGraphCache& cache,
@@ -279,8 +285,7 @@ absl::StatusOr<PlanCandidate> SearchMesh(const PlannerOptions& options, CostGrap
   // If the unconstrained plan fits, nothing is faster on this mesh (ZeRO 1 costs the same
   // seconds, and so does 2 with one micro-batch; the lowest stage at which it fits is taken).
   const int pinned = options.zero_stage;
-  const int same_seconds = m == 1 ? 2 : 1;  // ZeRO 2 reduce-scatters every micro-batch's gradients
-  auto stage = lowest_fitting_stage(free, pinned >= 0 ? pinned : std::min(same_seconds, options.max_zero_stage));
+  auto stage = lowest_fitting_stage(free, SameSecondsStage(options, m));
   if (!stage.ok()) return stage.status();
   if (*stage >= 0) {
     c.zero_stage = *stage;
@@ -554,7 +559,7 @@ absl::StatusOr<PlanResult> SearchPlan(const Graph& graph, const PlannerOptions& 
         // Priced from the bound's own cost graph (no cost graph per stage); an incumbent is
         // costed in full only when it beats the best so far.
         int fits_at = -1;
-        const int same_seconds = options.zero_stage >= 0 ? options.zero_stage : std::min(p.m == 1 ? 2 : 1, options.max_zero_stage);
+        const int same_seconds = SameSecondsStage(options, p.m);
         const int highest = options.zero_stage >= 0 ? options.zero_stage : options.max_zero_stage;
         auto cg0 = cache.Get(p.mesh, std::max(options.zero_stage, 0), p.m);
         if (!cg0.ok()) return cg0.status();
