@@ -1,10 +1,11 @@
 #!/usr/bin/python3
 """Per-rank peak memory of multi-rank runs, measured against the prediction (docs/runtime.md).
 
-Usage: scripts/rank-memory-table.py [--micro-batches] [path/to/mapctl]   (default build/client/mapctl/mapctl)
+Usage: scripts/rank-memory-table.py [--micro-batches | --bf16] [path/to/mapctl]   (default build/client/mapctl/mapctl)
 
 With --micro-batches: runs in several passes a step (gradients accumulated) instead, and a rank
-more than 5% off fails.
+more than 5% off fails. With --bf16: the same plans in bf16 mixed precision (--precision bf16,
+one and several passes), a rank more than 5% off failing.
 
 Runs `mapctl run MODEL --ranks 4 ... --steps 10 --check-reference -o json` for the equivalence
 models under data parallelism, Megatron tensor parallelism, MAP's plan pinned to a 2x2 mesh,
@@ -22,8 +23,9 @@ import sys
 import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MICRO = "--micro-batches" in sys.argv[1:]
-ARGS = [a for a in sys.argv[1:] if a != "--micro-batches"]
+BF16 = "--bf16" in sys.argv[1:]
+MICRO = "--micro-batches" in sys.argv[1:] or BF16
+ARGS = [a for a in sys.argv[1:] if a not in ("--micro-batches", "--bf16")]
 MAPCTL = ARGS[0] if ARGS else os.path.join(HERE, "..", "build", "client", "mapctl", "mapctl")
 ZOO = [
     ("tiny GPT", "gpt2:layers=2,hidden=32,heads=4,vocab=64,seq=8,batch=4"),
@@ -39,7 +41,20 @@ TRAIN = ["--steps", "10", "--optimizer", "momentum", "--check-reference", "-o", 
 
 runs = []
 TOLERANCE = 0.10
-if MICRO:
+if BF16:
+    TOLERANCE = 0.05
+    gpt8 = "gpt2:layers=2,hidden=128,heads=4,vocab=256,seq=64,batch=8"
+    long_gpt = "gpt2:layers=2,hidden=64,heads=4,vocab=64,seq=256,batch=16"
+    llama = "llama2-7b:layers=2,hidden=64,heads=4,kv_heads=2,ffn=128,vocab=64,seq=64,batch=8"
+    for model, spec in [("GPT, width 128, sequence 64", gpt8), ("GPT, sequence 256, batch 16", long_gpt), ("LLaMA (GQA), sequence 64", llama)]:
+        for plan, flags in [("data parallel", ["--strategy", "dp"]), ("Megatron TP=4", ["--strategy", "tp"]),
+                            ("MAP on 2x2", ["--mesh", "2x2"]), ("MAP, ZeRO-2", ["--zero", "2", "--mesh", "4"]),
+                            ("MAP, ZeRO-3", ["--zero", "3", "--mesh", "4"]),
+                            ("MAP on 2x2, every block recomputed", ["--mesh", "2x2", "--recompute", "all"]),
+                            ("MAP on 2x2, 2 passes", ["--mesh", "2x2", "--micro-batches", "2"]),
+                            ("MAP, ZeRO-3, 2 passes", ["--zero", "3", "--mesh", "4", "--micro-batches", "2"])]:
+            runs.append((model, plan, [spec, *flags, "--precision", "bf16", "--lr", "0.01"]))
+elif MICRO:
     TOLERANCE = 0.05
     gpt8 = "gpt2:layers=2,hidden=32,heads=4,vocab=64,seq=8,batch=8"
     long_gpt = "gpt2:layers=2,hidden=64,heads=4,vocab=64,seq=256,batch=16"

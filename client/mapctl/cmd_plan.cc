@@ -31,7 +31,11 @@ std::string Ms(double seconds) { return absl::StrFormat("%.1f ms", seconds * 1e3
 
 std::string Bytes(double bytes) { return FormatBytes(static_cast<int64_t>(bytes)); }
 
-nlohmann::json CandidateJson(const PlanCandidate& c, int64_t global_batch) {
+std::string SequenceParallelString(int norms) {
+  return norms == 0 ? "no" : absl::StrCat("yes (", norms, " norms split on the sequence)");
+}
+
+nlohmann::json CandidateJson(const Graph& graph, const PlanCandidate& c, int64_t global_batch) {
   nlohmann::json j = {{"name", c.name},
                       {"mesh", c.mesh},
                       {"zero_stage", c.zero_stage},
@@ -48,6 +52,7 @@ nlohmann::json CandidateJson(const PlanCandidate& c, int64_t global_batch) {
   j["predicted_step_seconds"] = c.cost.step_seconds;
   j["predicted_peak_bytes"] = static_cast<int64_t>(c.cost.peak_bytes());
   j["recomputed_layers"] = c.recomputed_layers;
+  j["sequence_parallel"] = SequenceParallelNorms(graph, c.strategies) > 0;
   j["solver_status"] = v1::SolverResponse::Status_Name(c.solver_status);
   return j;
 }
@@ -102,7 +107,7 @@ int RunPlan(const PlanArgs& args) {
   auto opt = ParseOptimizer(args.optimizer);
   if (!opt.ok()) return ReportError(opt.status());
   options.profile.optimizer = *opt;
-  auto precision = ParsePrecision(args.precision);
+  auto precision = ResolvePrecision(args.precision, args.device_type);
   if (!precision.ok()) return ReportError(precision.status());
   options.profile.precision = *precision;
   auto zero = ParseZeroStage(args.zero, 3);
@@ -119,7 +124,10 @@ int RunPlan(const PlanArgs& args) {
 
   auto trainable = LoadTrainingGraph(args.model.model, args.model.inputs, args.batch_size, args.seq_len, args.loss);
   if (!trainable.ok()) return ReportError(trainable.status());
-  auto graph = Graph::Create(*std::move(trainable));
+  auto loaded = Graph::Create(*std::move(trainable));
+  if (!loaded.ok()) return ReportError(loaded.status());
+  // bf16: the search plans the mixed-precision graph, which a saved plan carries.
+  auto graph = GraphAtPrecision(*loaded, options.profile.precision);
   if (!graph.ok()) return ReportError(graph.status());
 
   auto result = SearchPlan(*graph, options);
@@ -170,6 +178,8 @@ int RunPlan(const PlanArgs& args) {
     if (!result->micro_batch_note.empty()) j["micro_batch_note"] = result->micro_batch_note;
     if (!result->adopted_note.empty()) j["adopted_note"] = result->adopted_note;
     j["precision"] = PrecisionName(options.profile.precision);
+    j["sequence_parallel"] = SequenceParallelNorms(*graph, plan.strategies) > 0;
+    j["sequence_parallel_norms"] = SequenceParallelNorms(*graph, plan.strategies);
     j["memory_per_device"] = cluster.memory_per_device;
     j["fits"] = result->fits;
     j["predicted_step_seconds"] = cost.step_seconds;
@@ -192,13 +202,13 @@ int RunPlan(const PlanArgs& args) {
     j["meshes_solved"] = result->meshes_solved;
     j["meshes_pruned"] = result->meshes_pruned;
     j["alternatives"] = nlohmann::json::array();
-    for (const auto& a : result->alternatives) j["alternatives"].push_back(CandidateJson(a, result->global_batch));
+    for (const auto& a : result->alternatives) j["alternatives"].push_back(CandidateJson(*graph, a, result->global_batch));
     j["pruned"] = nlohmann::json::array();
     for (const auto& p : result->pruned) {
       j["pruned"].push_back({{"mesh", p.mesh}, {"lower_bound_step_seconds", p.cost.step_seconds}, {"note", p.note}});
     }
     j["baselines"] = nlohmann::json::array();
-    for (const auto& b : result->baselines) j["baselines"].push_back(CandidateJson(b, result->global_batch));
+    for (const auto& b : result->baselines) j["baselines"].push_back(CandidateJson(*graph, b, result->global_batch));
     j["layers"] = nlohmann::json::array();
     for (const LayerSummary& r : SummarizeLayers(*graph, plan.strategies)) {
       j["layers"].push_back({{"layer", r.layer},
@@ -236,9 +246,10 @@ int RunPlan(const PlanArgs& args) {
             << (plan.micro_batches > 1 ? " (gradients accumulated, reduced and applied once)" : "")
             << (result->micro_batch_note.empty() ? std::string() : absl::StrCat(" (only 1 searched: ", result->micro_batch_note, ")"))
             << "\n"
+            << "Sequence par.: " << SequenceParallelString(SequenceParallelNorms(*graph, plan.strategies)) << "\n"
             << "Precision:    "
             << (options.profile.precision == Precision::kBf16Mixed
-                    ? "bf16 mixed (bf16 weights, activations, gradients; fp32 master weights and optimizer states)"
+                    ? "bf16 mixed (bf16 weights, activations, gradients; fp32 master weights, optimizer states and loss)"
                     : "fp32")
             << "\n"
             << "Recompute:    "

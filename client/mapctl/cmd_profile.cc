@@ -47,19 +47,18 @@ int RunProfile(const ProfileArgs& args) {
   auto opt = ParseOptimizer(args.optimizer);
   if (!opt.ok()) return ReportError(opt.status());
   options.optimizer = *opt;
-  auto prec = ParsePrecision(args.precision);
+  auto prec = ResolvePrecision(args.precision, args.device_type);
   if (!prec.ok()) return ReportError(prec.status());
   options.precision = *prec;
   auto device = LoadDeviceProfile(args.device_type);
   if (!device.ok()) return ReportError(device.status());
   options.device = *device;
-  if (args.measure && options.precision != Precision::kFp32) {
-    return ReportError(absl::UnimplementedError(
-        "--measure runs fp32 steps on this CPU; bf16 mixed precision is predicted only"));
-  }
   auto trainable = LoadTrainingGraph(args.model.model, args.model.inputs, args.batch_size, args.seq_len, args.loss);
   if (!trainable.ok()) return ReportError(trainable.status());
-  auto graph = Graph::Create(*std::move(trainable));
+  auto loaded = Graph::Create(*std::move(trainable));
+  if (!loaded.ok()) return ReportError(loaded.status());
+  // bf16: the mixed-precision graph, profiled and (--measure) run.
+  auto graph = GraphAtPrecision(*loaded, options.precision);
   if (!graph.ok()) return ReportError(graph.status());
   auto report = ProfileTrainingStep(*graph, options);
   if (!report.ok()) return ReportError(report.status());

@@ -8,7 +8,9 @@
 #include "absl/strings/str_format.h"
 #include "client/mapctl/commands.h"
 #include "client/mapctl/model_loader.h"
+#include "planner/graph/mixed_precision.h"
 #include "planner/ir/tensor_type.h"
+#include "planner/profile/profile_options.h"
 #include "planner/sharding/cluster.h"
 #include "worker/local/local_training.h"
 
@@ -55,6 +57,13 @@ int RunTraining(const RunArgs& args) {
   const LocalTrainingOptions& options = *made;
   auto graph = LoadTrainingGraph(args.model.model, args.model.inputs, /*batch_size=*/0, /*seq_len=*/0, args.loss);
   if (!graph.ok()) return ReportError(graph.status());
+  auto precision = ResolvePrecision(args.precision, args.device_type);
+  if (!precision.ok()) return ReportError(precision.status());
+  if (*precision == Precision::kBf16Mixed) {  // train the mixed-precision graph
+    auto mixed = ToBf16Mixed(*std::move(graph));
+    if (!mixed.ok()) return ReportError(mixed.status());
+    graph = *std::move(mixed);
+  }
 
   const StepItems items = ItemsPerStep(*graph);
   nlohmann::json steps = nlohmann::json::array();

@@ -31,7 +31,7 @@ struct ProfileArgs {
   int64_t seq_len = 0;     // zoo override; 0 = the model's
   std::string loss = "auto";  // auto | output | cross_entropy | mse
   std::string optimizer = "adamw";
-  std::string precision = "fp32";
+  std::string precision = "auto";  // auto (by device type) | fp32 | bf16
   std::string device_type = "cpu";
   bool measure = false;
   int steps = 3;  // --measure: steps to run (figures from steps 2..N)
@@ -62,6 +62,7 @@ struct RunArgs {
   std::string zero = "auto";         // ZeRO stage for `--strategy map`: auto | 0 | 1 | 2
   std::string recompute = "auto";    // activation checkpointing: auto (the plan's) | off | all | LAYER,LAYER...
   std::string micro_batches = "1";   // passes per step, gradients accumulated: 1 | N | auto (the planner's choice)
+  std::string precision = "auto";    // auto (bf16 on GPU device types, fp32 on cpu) | fp32 | bf16
   std::string memory_per_device;     // the planner's budget
   bool check_reference = false;      // also train on one process and compare
   int64_t rank_timeout = 60;         // seconds a rank may stay silent (hung) or wait in a collective
@@ -109,7 +110,7 @@ struct PlanArgs {
   std::string dump_request;
   std::string zero = "auto";      // auto | 0..3
   std::string recompute = "auto"; // auto (the search may checkpoint layers) | off
-  std::string precision = "fp32"; // fp32 | bf16 (mixed: bf16 weights, activations, gradients; fp32 master and states)
+  std::string precision = "auto"; // auto (bf16 on GPU device types) | fp32 | bf16 (mixed: fp32 master weights and states)
   std::string micro_batches = "auto";  // auto | N (passes per step, gradients accumulated)
   std::string save;               // plan.pb
   std::string report;             // plan.html
@@ -145,6 +146,7 @@ struct SubmitArgs {
   std::string zero = "auto";
   std::string recompute = "auto";
   std::string micro_batches = "1";  // auto | N
+  std::string precision = "auto";   // auto | fp32 | bf16
   int64_t checkpoint_every = 0;
   uint64_t seed = 0;
 };

@@ -67,7 +67,7 @@ int main(int argc, char** argv) {
                       "output, cross_entropy, mse")
       ->capture_default_str();
   profile->add_option("--optimizer", prof.optimizer, "sgd | momentum | adamw")->capture_default_str();
-  profile->add_option("--precision", prof.precision, "fp32 | bf16 (mixed, fp32 master weights)")->capture_default_str();
+  profile->add_option("--precision", prof.precision, "auto (bf16 on GPU device types, fp32 on cpu) | fp32 | bf16 (mixed: bf16 weights, activations and gradients; fp32 master weights, optimizer states and loss)")->capture_default_str();
   profile->add_option("--device-type", prof.device_type,
                       "cpu | a100-40g | a100-80g | h100-80g | h200-141g, or a JSON profile from `mapctl calibrate`")
       ->capture_default_str();
@@ -117,6 +117,7 @@ int main(int argc, char** argv) {
                   "Forward/backward passes per step on slices of the batch, gradients accumulated and applied once: 1 | N | auto "
                   "(the planner chooses; runs on ranks)")
       ->capture_default_str();
+  run->add_option("--precision", run_args.precision, "auto (bf16 on GPU device types, fp32 on cpu) | fp32 | bf16 (mixed: bf16 weights, activations and gradients; fp32 master weights, optimizer states and loss)")->capture_default_str();
   run->add_option("--memory-per-device", run_args.memory_per_device, "Memory per rank, e.g. 1GiB: the planner's budget, and a cap each rank enforces (an allocation past it fails, naming the rank and the bytes)");
   run->add_flag("--check-reference", run_args.check_reference, "Also train on one process and compare the losses");
   run->add_option("--rank-timeout", run_args.rank_timeout, "Seconds a rank may stay silent before the run is stopped")
@@ -171,7 +172,7 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   plan->add_option("--dump-solver-request", plan_args.dump_request, "Write the winning ILP request (proto) here");
   plan->add_option("--zero", plan_args.zero, "ZeRO stage over data-parallel axes: auto | 0 | 1 | 2 | 3")->capture_default_str();
-  plan->add_option("--precision", plan_args.precision, "fp32 | bf16 (mixed: bf16 weights, activations and gradients; fp32 master weights and optimizer states)")
+  plan->add_option("--precision", plan_args.precision, "auto (bf16 on GPU device types, fp32 on cpu) | fp32 | bf16 (mixed: bf16 weights, activations and gradients; fp32 master weights, optimizer states and loss)")
       ->capture_default_str();
   plan->add_option("--recompute", plan_args.recompute,
                    "Activation checkpointing: auto (under the budget the search may recompute repeated layers) | off")
@@ -223,6 +224,7 @@ int main(int argc, char** argv) {
   submit->add_option("--micro-batches", submit_args.micro_batches,
                      "Passes per step, gradients accumulated and applied once: 1 | N | auto (the planner chooses)")
       ->capture_default_str();
+  submit->add_option("--precision", submit_args.precision, "auto (bf16 on GPU device types, fp32 on cpu) | fp32 | bf16 (mixed: bf16 weights, activations and gradients; fp32 master weights, optimizer states and loss)")->capture_default_str();
   submit->add_option("--checkpoint-every", submit_args.checkpoint_every, "Steps between checkpoints (0: at the end)");
   submit->add_option("--seed", submit_args.seed, "Parameter and data seed");
   add_conn(submit);

@@ -31,7 +31,9 @@ absl::StatusOr<Types> InferCollective(const OpContext& ctx) {
 // concatenating (the output's size again), a reduce-scatter all-reduces a copy of its input
 // (Gloo has no CPU reduce-scatter), and in backward the all-gathers of SLICE and
 // REDUCE_SCATTER do the same for the gradient (GRAD_SYNC's all-reduced copy is the input
-// gradient itself).
+// gradient itself). Gloo has no bf16 (LibTorch 1.13): a 16-bit reduction — ALL_REDUCE and
+// REDUCE_SCATTER forward, GRAD_SYNC backward — sums an fp32 copy (4 bytes an element) besides.
+// NCCL reduces bf16 itself, so on GPUs this overstates a reduction's transient by that copy.
 OpCost CollectiveCost(const CostContext& c) {
   OpCost cost;
   cost.bytes = IoBytes(c);
@@ -40,8 +42,12 @@ OpCost CollectiveCost(const CostContext& c) {
   auto kind = c.op.Str("kind", "");
   const std::string k = kind.ok() ? *kind : "";
   const int64_t in = c.op.input(0).NumBytes(), out = c.outputs.empty() ? 0 : c.outputs[0].NumBytes();
+  const DType dtype = c.op.input(0).dtype;
+  const int64_t staging = dtype == v1::BFLOAT16 || dtype == v1::FLOAT16 ? c.op.input(0).NumElements() * 4 : 0;
   if (k == "ALL_GATHER" || k == "ZERO_GATHER") cost.workspace_bytes = out;
-  if (k == "REDUCE_SCATTER") cost.workspace_bytes = in, cost.grad_workspace_bytes = in;
+  if (k == "ALL_REDUCE") cost.workspace_bytes = staging;
+  if (k == "REDUCE_SCATTER") cost.workspace_bytes = in + staging, cost.grad_workspace_bytes = in;
+  if (k == "GRAD_SYNC") cost.grad_workspace_bytes = staging;
   if (k == "SLICE") cost.grad_workspace_bytes = in;
   return cost;
 }

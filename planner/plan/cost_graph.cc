@@ -9,18 +9,12 @@
 #include <unordered_set>
 
 #include "absl/strings/str_cat.h"
+#include "planner/graph/mixed_precision.h"
 #include "planner/ops/registry.h"
 #include "planner/plan/describe.h"
 #include "planner/plan/prepared_graph.h"
 
 namespace mapd {
-
-TensorType TrainedType(const TensorType& t, Precision precision) {
-  if (precision != Precision::kBf16Mixed || !IsFloating(t.dtype)) return t;
-  TensorType out = t;
-  out.dtype = v1::BFLOAT16;
-  return out;
-}
 
 int64_t LocalBytes(const TensorType& t, const Placement& p, const Cluster& c) {
   if (p.empty()) return t.NumBytes();
@@ -52,22 +46,20 @@ StrategyCost CostStrategy(const PreparedNode& pn, const Strategy& s, const Clust
     if (s.axis_label[a] != 0) split *= static_cast<double>(cluster.mesh[a]);
   }
   const int passes = pn.any_rg ? 3 : 1;  // forward, and backward's two (inputs' and weights' gradients)
-  const Precision precision = options.precision;
-  const double width = precision == Precision::kBf16Mixed ? 0.5 : 1.0;  // bytes moved, as the profiler scales them
   const double flops = (pn.cost.flops + (pn.any_rg ? pn.grad_flops : 0)) / split;
-  const double bytes = static_cast<double>(pn.cost.bytes) * width * passes / split;
+  const double bytes = static_cast<double>(pn.cost.bytes) * passes / split;
   const double m = static_cast<double>(co.micro_batches);  // passes per step
   c.compute_seconds = m * (std::max(flops / peak, bytes / cluster.device.memory_bandwidth) +
                            pn.cost.kernels * passes * cluster.device.kernel_overhead_seconds);
   c.forward_seconds = m * (std::max(pn.cost.flops / split / peak,
-                                    static_cast<double>(pn.cost.bytes) * width / split / cluster.device.memory_bandwidth) +
+                                    static_cast<double>(pn.cost.bytes) / split / cluster.device.memory_bandwidth) +
                            pn.cost.kernels * cluster.device.kernel_overhead_seconds);
-  c.activation_bytes = static_cast<double>(pn.saved.extra_bytes) * width / split;
+  c.activation_bytes = static_cast<double>(pn.saved.extra_bytes) / split;
   const double states = OptimizerStatesPerParamByte(options);
   for (size_t i = 0; i < pn.in.size(); ++i) {
     if (pn.in_ptrs[i] == nullptr) continue;
-    const int64_t local = LocalBytes(TrainedType(pn.in[i], precision), s.inputs[i], cluster);
-    // fp32 optimizer states (and under mixed precision the fp32 master weights) per element.
+    const int64_t local = LocalBytes(pn.in[i], s.inputs[i], cluster);
+    // fp32 optimizer states (and a 16-bit parameter's fp32 master weights) per element.
     const double fp32 = static_cast<double>(LocalBytes(pn.in[i], s.inputs[i], cluster)) / DTypeSize(pn.in[i].dtype) * 4;
     const bool param = pn.role[i] != ParamRole::kNone;
     // Data-parallel axes of this input: held replicated while the work is split.
@@ -102,7 +94,7 @@ StrategyCost CostStrategy(const PreparedNode& pn, const Strategy& s, const Clust
       case ParamRole::kTrainable:
         c.parameter_bytes += local / (co.zero_stage >= 3 ? dp : 1);
         c.gradient_bytes += local / (co.zero_stage >= 2 ? dp : 1);
-        c.optimizer_bytes += (states + (precision == Precision::kBf16Mixed ? 1 : 0)) * fp32 / (co.zero_stage >= 1 ? dp : 1);
+        c.optimizer_bytes += (states + (HasMasterWeights(pn.in[i].dtype) ? 1 : 0)) * fp32 / (co.zero_stage >= 1 ? dp : 1);
         break;
       case ParamRole::kFrozen: c.parameter_bytes += local; break;
       case ParamRole::kCountedBefore:
@@ -111,10 +103,10 @@ StrategyCost CostStrategy(const PreparedNode& pn, const Strategy& s, const Clust
     }
   }
   for (int i : pn.saved.inputs) {
-    c.activation_bytes += pn.saved_input_charge[i] * static_cast<double>(LocalBytes(TrainedType(pn.in[i], precision), s.inputs[i], cluster));
+    c.activation_bytes += pn.saved_input_charge[i] * static_cast<double>(LocalBytes(pn.in[i], s.inputs[i], cluster));
   }
   for (int o : pn.saved.outputs) {
-    c.activation_bytes += pn.saved_output_charge[o] * static_cast<double>(LocalBytes(TrainedType(pn.out[o], precision), s.outputs[o], cluster));
+    c.activation_bytes += pn.saved_output_charge[o] * static_cast<double>(LocalBytes(pn.out[o], s.outputs[o], cluster));
   }
   return c;
 }
@@ -249,7 +241,7 @@ absl::StatusOr<CostGraph> BuildCostGraph(const Graph& graph, const std::vector<s
       costs.reserve(cg.strategies[src].size() * cg.strategies[n].size());
       for (const Strategy& ps : cg.strategies[src]) {
         for (const Strategy& cs : cg.strategies[n]) {
-          auto r = EdgeReshard(TrainedType(vi->type, options.precision), ps.outputs[out], cs.inputs[i], grad, cluster);
+          auto r = EdgeReshard(vi->type, ps.outputs[out], cs.inputs[i], grad, cluster);
           costs.push_back(r.ok() ? passes * r->seconds : kImpossible);
         }
       }

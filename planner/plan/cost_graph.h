@@ -52,9 +52,6 @@ struct CostGraphOptions {
   absl::Status Validate() const;
 };
 
-// The type a tensor is trained in: under bf16 mixed precision floating tensors (weights,
-// activations, gradients) are bf16; fp32 master weights and optimizer states are counted apart.
-TensorType TrainedType(const TensorType& t, Precision precision);
 // Bytes per device of `t` held with placement `p` (the whole tensor for an empty placement).
 int64_t LocalBytes(const TensorType& t, const Placement& p, const Cluster& cluster);
 

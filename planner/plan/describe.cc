@@ -96,4 +96,21 @@ std::vector<LayerSummary> SummarizeLayers(const Graph& graph, const std::vector<
   return rows;
 }
 
+int SequenceParallelNorms(const Graph& graph, const std::vector<Strategy>& strategies) {
+  int count = 0;
+  for (int n = 0; n < graph.num_nodes() && n < static_cast<int>(strategies.size()); ++n) {
+    const v1::Node& node = graph.node(n);
+    if ((node.op() != "layer_norm" && node.op() != "rms_norm") || strategies[n].outputs.empty()) continue;
+    const int rank = static_cast<int>(graph.TypeOf(node.outputs(0)).rank());
+    for (const AxisPlacement& a : strategies[n].outputs[0]) {
+      // A row dimension past the first: not the batch, not the normalised last one.
+      if (a.kind == AxisPlacement::Kind::kShard && a.dim > 0 && a.dim < rank - 1) {
+        ++count;
+        break;
+      }
+    }
+  }
+  return count;
+}
+
 }  // namespace mapd

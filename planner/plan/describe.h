@@ -33,6 +33,11 @@ struct LayerSummary {
 };
 std::vector<LayerSummary> SummarizeLayers(const Graph& graph, const std::vector<Strategy>& strategies);
 
+// Sequence parallelism (Korthikanti et al.): how many norms (layer_norm, rms_norm) the plan splits
+// on a row dimension other than the first (the sequence of [batch, sequence, hidden]) — 0 when
+// the plan does not use it.
+int SequenceParallelNorms(const Graph& graph, const std::vector<Strategy>& strategies);
+
 }  // namespace mapd
 
 #endif  // MAPD_PLANNER_PLAN_DESCRIBE_H_

@@ -14,6 +14,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "planner/graph/mixed_precision.h"
 #include "planner/plan/baselines.h"
 #include "planner/plan/describe.h"
 #include "planner/plan/micro_batch.h"
@@ -78,11 +79,10 @@ struct Solved {
 absl::StatusOr<Solved> Solve(const Graph& graph, const CostGraph& cg, double budget, const PlannerOptions& options,
                              const Cluster* recompute_on = nullptr, double cutoff = 0, bool recompute_all = false) {
   const double time_limit = options.time_limit_seconds;
-  const Precision precision = options.profile.precision;
   FoldedCostGraph folded = FoldedOf(graph, cg);
   std::vector<std::vector<std::string>> group_layers;
   if (recompute_on != nullptr && (budget > 0 || recompute_all)) {
-    group_layers = AddRecomputeGroups(graph, *recompute_on, cg, precision, &folded);
+    group_layers = AddRecomputeGroups(graph, *recompute_on, cg, &folded);
     for (auto& g : *folded.request.mutable_recompute()) {
       if (recompute_all) g.set_min_recomputed(g.layers());  // full checkpointing (the baselines' way)
     }
@@ -124,9 +124,9 @@ absl::StatusOr<Solved> Solve(const Graph& graph, const CostGraph& cg, double bud
 
 // The least memory any plan of a cost graph needs: every node at its smallest strategy and,
 // with `recompute_on`, every repeated layer recomputed.
-double MinMemory(const Graph& graph, const CostGraph& cg, const Cluster* recompute_on, Precision precision) {
+double MinMemory(const Graph& graph, const CostGraph& cg, const Cluster* recompute_on) {
   FoldedCostGraph folded = FoldedOf(graph, cg);
-  if (recompute_on != nullptr) AddRecomputeGroups(graph, *recompute_on, cg, precision, &folded);
+  if (recompute_on != nullptr) AddRecomputeGroups(graph, *recompute_on, cg, &folded);
   return LeastMemory(folded.request);
 }
 
@@ -459,6 +459,11 @@ struct Pair {  // a mesh shape and a micro-batch count, with its unconstrained o
 absl::StatusOr<PlanResult> SearchPlan(const Graph& graph, const PlannerOptions& options) {
   const auto start = Clock::now();
   if (auto st = options.Validate(); !st.ok()) return st;
+  if (options.profile.precision == Precision::kBf16Mixed && !IsBf16Mixed(graph.proto())) {
+    return absl::InvalidArgumentError(absl::StrCat("graph '", graph.name(), "' is planned in bf16 but is not the bf16 "
+                                                   "graph: convert it first (GraphAtPrecision), so that the plan's "
+                                                   "nodes are the ones that run"));
+  }
   auto base = MakeCluster(options.cluster);  // validates the device type, budget and mesh
   if (!base.ok()) return base.status();
   const double budget = static_cast<double>(base->memory_per_device);
@@ -678,7 +683,7 @@ absl::StatusOr<PlanResult> SearchPlan(const Graph& graph, const PlannerOptions& 
         auto g = cache.GraphFor(m);
         if (!g.ok()) return g.status();
         result.min_memory_bytes =
-            std::min(result.min_memory_bytes, MinMemory(**g, **cg, options.recompute ? *cluster : nullptr, options.profile.precision));
+            std::min(result.min_memory_bytes, MinMemory(**g, **cg, options.recompute ? *cluster : nullptr));
       }
     }
   }
@@ -736,6 +741,7 @@ v1::Plan ToPlanProto(const Graph& graph, const PlanResult& result, const Planner
   plan.set_zero_stage(result.plan.zero_stage);
   plan.set_micro_batches(result.plan.micro_batches);
   plan.set_global_batch(result.global_batch);
+  plan.set_sequence_parallel_norms(SequenceParallelNorms(graph, result.plan.strategies));
   plan.set_optimizer(OptimizerName(options.profile.optimizer));
   plan.set_precision(PrecisionName(options.profile.precision));
   plan.set_predicted_step_seconds(result.plan.cost.step_seconds);

@@ -23,7 +23,7 @@ std::string FamilyOf(const std::string& layer) {
 }  // namespace
 
 std::vector<std::vector<std::string>> AddRecomputeGroups(const Graph& graph, const Cluster& cluster, const CostGraph& cg,
-                                                         Precision precision, FoldedCostGraph* folded) {
+                                                         FoldedCostGraph* folded) {
   const std::vector<std::string> layers = RepeatedLayers(graph);
   std::map<std::string, int> layer_id;
   for (const std::string& l : layers) layer_id.emplace(l, static_cast<int>(layer_id.size()));
@@ -97,7 +97,7 @@ std::vector<std::vector<std::string>> AddRecomputeGroups(const Graph& graph, con
         for (int o = 0; o < node.outputs_size(); ++o) {
           if (boundary[o]) {
             held += static_cast<double>(
-                LocalBytes(TrainedType(graph.TypeOf(node.outputs(o)), precision), cg.strategies[rep][k].outputs[o], cluster));
+                LocalBytes(graph.TypeOf(node.outputs(o)), cg.strategies[rep][k].outputs[o], cluster));
           }
         }
         m->add_saved(copies * (c.activation_bytes - held));
@@ -119,7 +119,7 @@ std::vector<std::vector<std::string>> AddRecomputeGroups(const Graph& graph, con
     }
     for (const auto& [fe, rep] : intra) {
       const EdgePort& port = cg.edge_ports[rep.first];
-      const TensorType type = TrainedType(graph.TypeOf(graph.node(port.src).outputs(port.output)), precision);
+      const TensorType& type = graph.TypeOf(graph.node(port.src).outputs(port.output));
       // Once per micro-batch, as the edge's own seconds are.
       const double share = static_cast<double>(cg.micro_batches) * static_cast<double>(rep.second) / static_cast<double>(count);
       v1::RecomputeEdge* re = group.add_edges();

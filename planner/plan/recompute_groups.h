@@ -21,7 +21,7 @@ namespace mapd {
 // layers in a class of its own, the same number per layer); returns, per group added, its
 // layers in graph order. Families that did not fold (layers that differ) get no group.
 std::vector<std::vector<std::string>> AddRecomputeGroups(const Graph& graph, const Cluster& cluster,
-                                                         const CostGraph& cost_graph, Precision precision,
+                                                         const CostGraph& cost_graph,
                                                          FoldedCostGraph* folded);
 
 // The layers that recompute: the first `recomputed[g]` of each group's layers.

@@ -177,6 +177,8 @@ td.axes{white-space:nowrap}.chip{display:inline-block;width:16px;height:16px;bor
   kv("Micro-batches", absl::StrCat(plan.micro_batches, " × ", plan.micro_batches > 0 ? result.global_batch / plan.micro_batches : 0,
                                    " samples per step", plan.micro_batches > 1 ? " (gradients accumulated, applied once)" : ""));
   if (!plan.recomputed_layers.empty()) kv("Recomputed layers", absl::StrCat(plan.recomputed_layers.size()));
+  const int sp = SequenceParallelNorms(graph, plan.strategies);
+  kv("Sequence parallelism", sp == 0 ? "no" : absl::StrCat("yes (", sp, " norms split on the sequence)"));
   kv("Predicted step time", absl::StrCat(Ms(cost.step_seconds), " (compute ", Ms(cost.compute_seconds), ", communication ",
                                          Ms(cost.comm_seconds), ")"));
   kv("Predicted peak memory per device",

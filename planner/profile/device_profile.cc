@@ -17,14 +17,18 @@ constexpr int64_t kGiB = 1LL << 30;
 const std::vector<DeviceProfile>& DeviceCatalogue() {
   // Vendor peak figures (dense, no sparsity); SXM parts for A100/H100/H200. The cpu entry is a
   // nominal 2-core machine; `mapctl calibrate` measures the real one.
-  static const std::vector<DeviceProfile> catalogue = {
+  static const std::vector<DeviceProfile> catalogue = [] {
+    std::vector<DeviceProfile> c = {
       {"cpu", "nominal 2-core x86 CPU (calibrate for real figures)", 60 * kGiga, 60 * kGiga, 15 * kGiga, 5e-6,
        24 * kGiB},
       {"a100-40g", "NVIDIA A100 SXM 40 GB", 19.5 * kTera, 312 * kTera, 1555 * kGiga, 5e-6, 40 * kGiB},
       {"a100-80g", "NVIDIA A100 SXM 80 GB", 19.5 * kTera, 312 * kTera, 2039 * kGiga, 5e-6, 80 * kGiB},
       {"h100-80g", "NVIDIA H100 SXM 80 GB", 67 * kTera, 989 * kTera, 3350 * kGiga, 4e-6, 80 * kGiB},
       {"h200-141g", "NVIDIA H200 SXM 141 GB", 67 * kTera, 989 * kTera, 4800 * kGiga, 4e-6, 141 * kGiB},
-  };
+    };
+    for (DeviceProfile& d : c) d.accelerator = d.name != "cpu";
+    return c;
+  }();
   return catalogue;
 }
 
@@ -49,7 +53,8 @@ std::string DeviceProfile::ToJson() const {
                       {"memory_bandwidth", memory_bandwidth},
                       {"kernel_overhead_seconds", kernel_overhead_seconds},
                       {"memory_bytes", memory_bytes},
-                      {"source", source}};
+                      {"source", source},
+                      {"accelerator", accelerator}};
   return j.dump(2);
 }
 
@@ -66,6 +71,7 @@ absl::StatusOr<DeviceProfile> DeviceProfile::FromJson(const std::string& json) {
     p.kernel_overhead_seconds = j.value("kernel_overhead_seconds", 0.0);
     p.memory_bytes = j.at("memory_bytes").get<int64_t>();
     p.source = j.value("source", "measured");
+    p.accelerator = j.value("accelerator", false);
   } catch (const std::exception& e) {
     return absl::InvalidArgumentError(absl::StrCat("device profile: ", e.what()));
   }

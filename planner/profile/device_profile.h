@@ -22,6 +22,9 @@ struct DeviceProfile {
   double kernel_overhead_seconds = 0;  // fixed cost per kernel launch / dispatch
   int64_t memory_bytes = 0;    // device memory capacity
   std::string source = "catalogue";  // "catalogue" or "measured"
+  // A GPU-class accelerator (the catalogue's A100/H100/H200): its default precision is bf16
+  // (what people train with there); the CPU's is fp32.
+  bool accelerator = false;
 
   absl::Status Validate() const;
   std::string ToJson() const;

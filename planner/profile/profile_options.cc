@@ -18,6 +18,13 @@ absl::StatusOr<Precision> ParsePrecision(const std::string& name) {
                                                  "': use fp32, or bf16 (mixed precision with fp32 master weights)"));
 }
 
+absl::StatusOr<Precision> ResolvePrecision(const std::string& name, const std::string& device_type) {
+  if (name != "auto" && !name.empty()) return ParsePrecision(name);
+  auto device = LoadDeviceProfile(device_type.empty() ? "cpu" : device_type);
+  if (!device.ok()) return device.status();
+  return device->accelerator ? Precision::kBf16Mixed : Precision::kFp32;
+}
+
 const char* OptimizerName(Optimizer o) {
   switch (o) {
     case Optimizer::kSgd: return "sgd";

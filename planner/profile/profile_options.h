@@ -58,6 +58,9 @@ absl::StatusOr<Optimizer> ParseOptimizer(const std::string& name);    // sgd | m
 absl::StatusOr<Precision> ParsePrecision(const std::string& name);    // fp32 | bf16
 const char* OptimizerName(Optimizer o);
 const char* PrecisionName(Precision p);
+// "auto" (or empty): bf16 on an accelerator device type (DeviceProfile::accelerator), fp32 on
+// the CPU; otherwise ParsePrecision. The device type's errors (an unknown name) pass through.
+absl::StatusOr<Precision> ResolvePrecision(const std::string& name, const std::string& device_type);
 
 }  // namespace mapd
 

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cmath>
 #include <map>
+#include <optional>
 #include <set>
 #include <unordered_map>
 #include <unordered_set>
@@ -11,6 +12,8 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "planner/graph/mixed_precision.h"
+#include "planner/graph/verifier.h"
 #include "planner/ops/registry.h"
 #include "planner/profile/memory_ledger.h"
 
@@ -72,10 +75,9 @@ class Simulator {
   absl::StatusOr<ProfileReport> Run();
 
  private:
-  int64_t Bytes(const TensorType& t) const {
-    if (opt_.precision == Precision::kBf16Mixed && IsFloating(t.dtype)) return t.NumElements() * 2;
-    return t.NumBytes();
-  }
+  // Bytes as the graph types them: under bf16 mixed precision the graph itself is the bf16
+  // one (ToBf16Mixed), so nothing is scaled here.
+  static int64_t Bytes(const TensorType& t) { return t.NumBytes(); }
   double PeakFlops() const {
     return opt_.precision == Precision::kFp32 ? opt_.device.fp32_flops : opt_.device.bf16_flops;
   }
@@ -110,6 +112,7 @@ class Simulator {
   // bytes; bytes), made again when backward reaches the range.
   std::vector<std::vector<std::pair<int, int64_t>>> rematerialize_;
   int64_t largest_param_ = 0;
+  int64_t largest_master_ = 0;  // elements of the largest fp32 master (or its ZeRO shard)
   int num_param_tensors_ = 0;
   // ZeRO-3: blocks gathered in forward (storage → bytes), freed after their last forward
   // reader whatever autograd saved; per node, the gathered storages its backward needs (made
@@ -121,6 +124,12 @@ class Simulator {
     if (node.op() != "collective") return false;
     auto it = node.attrs().find("kind");
     return it != node.attrs().end() && it->second.s() == "ZERO_GATHER";
+  }
+
+  // What reduce-scattering a whole gradient of `t` makes for a moment: its all-reduced copy,
+  // and for a 16-bit one Gloo's fp32 copy too (ops_comm.cc).
+  static int64_t ReduceScatterCopy(const TensorType& t) {
+    return Bytes(t) + (HasMasterWeights(t.dtype) ? t.NumElements() * 4 : 0);
   }
 
   // Elements of a ZeRO shard of parameter `name`, 0 when it is not sharded.
@@ -139,17 +148,22 @@ void Simulator::SetUpValues() {
     ValueState v;
     v.type = TensorType::FromProto(par.type());
     v.requires_grad = par.trainable();
-    int64_t bytes = par.trainable() ? Bytes(v.type) : v.type.NumBytes();
+    int64_t bytes = Bytes(v.type);
     if (par.trainable()) {
       report_.params += v.type.NumElements();
       ++num_param_tensors_;
       largest_param_ = std::max(largest_param_, v.type.NumElements());
-      if (opt_.precision == Precision::kBf16Mixed) bytes += v.type.NumElements() * 4;  // fp32 master copy
       const int64_t chunk = ZeroChunk(par.name(), v.type.NumElements());
       if (chunk > 0) ledger_.New(chunk * DTypeSize(v.type.dtype), StorageKind::kParameter);  // the optimizer's shard
       if (chunk > 0 && opt_.zero_stage >= 3) bytes = 0;  // the block exists only while gathered
       const int64_t state_elems = chunk > 0 ? chunk : v.type.NumElements();
       for (int s = 0; s < om.state_tensors; ++s) ledger_.New(state_elems * 4, StorageKind::kOptimizerState);
+      if (HasMasterWeights(v.type.dtype)) {
+        // The optimizer's fp32 master of a 16-bit parameter (its ZeRO shard, like the states).
+        ledger_.New(state_elems * 4, StorageKind::kParameter);
+        report_.parameter_bytes += state_elems * 4;
+        largest_master_ = std::max(largest_master_, state_elems);
+      }
     }
     report_.parameter_bytes += bytes;
     v.storage = ledger_.New(bytes, StorageKind::kParameter);
@@ -270,16 +284,15 @@ absl::Status Simulator::Forward() {
       v.pinned = slot.pinned;
       slot = v;
     }
-    grad_workspace_[n] = opt_.precision == Precision::kBf16Mixed ? cost.grad_workspace_bytes / 2 : cost.grad_workspace_bytes;
-    if (cost.workspace_bytes > 0) ledger_.Transient(opt_.precision == Precision::kBf16Mixed ? cost.workspace_bytes / 2 : cost.workspace_bytes);
+    grad_workspace_[n] = cost.grad_workspace_bytes;
+    if (cost.workspace_bytes > 0) ledger_.Transient(cost.workspace_bytes);
 
     OpProfile prof;
     prof.node = node.name();
     prof.op = node.op();
     prof.scope = node.scope();
     prof.forward_flops = cost.flops;
-    const double bytes_scale = opt_.precision == Precision::kBf16Mixed ? 0.5 : 1.0;
-    prof.bytes = static_cast<int64_t>(cost.bytes * bytes_scale);
+    prof.bytes = cost.bytes;
     prof.forward_seconds = Seconds(cost.flops, prof.bytes, cost.kernels);
     if (any_rg) {
       for (double f : cost.grad_flops) prof.backward_flops += f;
@@ -312,10 +325,9 @@ absl::Status Simulator::Forward() {
         if (o < node.outputs_size()) hold(values_.at(node.outputs(o)).storage);
       }
       if (spec.extra_bytes > 0 && seg >= 0) {
-        rematerialize_[n].push_back({-1, opt_.precision == Precision::kBf16Mixed ? spec.extra_bytes / 2 : spec.extra_bytes});
+        rematerialize_[n].push_back({-1, spec.extra_bytes});
       } else if (spec.extra_bytes > 0) {
-        int64_t extra = spec.extra_bytes;
-        if (opt_.precision == Precision::kBf16Mixed) extra = extra / 2;
+        const int64_t extra = spec.extra_bytes;
         const int s = ledger_.New(extra, StorageKind::kActivation);
         ledger_.Hold(s);
         ledger_.Release(s);  // only the hold keeps it
@@ -402,14 +414,17 @@ void Simulator::Backward() {
           // accumulated parameter gradient reached through an identity (a deferred GRAD_SYNC,
           // ZeRO 0-1) is added in place from the consumer's gradient, which is already counted
           // (under ZeRO 2-3 the identity leads to a reduce-scatter, which copies).
-          if (!(opt_.gradients_accumulated && is_param && alias_grad && opt_.zero_stage <= 1)) ledger_.Transient(Bytes(v.type));
+          if (opt_.gradients_accumulated && is_param && alias_grad && opt_.zero_stage <= 1) continue;
+          const bool scattered = is_param && opt_.zero_stage >= 2 && ZeroChunk(in, v.type.NumElements()) > 0;
+          ledger_.Transient(scattered ? ReduceScatterCopy(v.type) : Bytes(v.type));
           continue;
         }
         const int64_t chunk = is_param && opt_.zero_stage >= 2 ? ZeroChunk(in, v.type.NumElements()) : 0;
         if (chunk > 0) {
           // Reduce-scattered as it is made: its all-reduced copy for a moment, beside the whole
-          // gradient (already live: its GRAD_SYNC's output gradient, the same tensor at run time).
-          ledger_.Transient(Bytes(v.type));
+          // gradient (already live: its GRAD_SYNC's output gradient, the same tensor at run time),
+          // and for a 16-bit gradient Gloo's fp32 copy of it too (ops_comm.cc).
+          ledger_.Transient(ReduceScatterCopy(v.type));
           v.grad = ledger_.New(chunk * DTypeSize(v.type.dtype), StorageKind::kGradient);
         } else if (is_param) {
           v.grad = ledger_.New(Bytes(v.type), StorageKind::kGradient);
@@ -463,7 +478,7 @@ void Simulator::OptimizerStep() {
     gather = std::max(gather, 2 * ranks * chunk * DTypeSize(v.type.dtype));
   }
   temp = std::max(temp, gather);
-  if (opt_.precision == Precision::kBf16Mixed) temp += largest_param_ * 4;  // fp32 copy of a gradient
+  temp += largest_master_ * 4;  // a 16-bit gradient's fp32 copy, made for its master's update
   ledger_.Transient(temp);
   Point(Phase::kOptimizer, "optimizer");
   const double elems = static_cast<double>(report_.params);
@@ -514,6 +529,13 @@ absl::StatusOr<ProfileReport> Simulator::Run() {
 
 }  // namespace
 
+absl::StatusOr<Graph> GraphAtPrecision(const Graph& graph, Precision precision) {
+  if (precision != Precision::kBf16Mixed || IsBf16Mixed(graph.proto())) return graph;
+  auto converted = ToBf16Mixed(graph.proto());
+  if (!converted.ok()) return converted.status();
+  return MakeVerifiedGraph(*std::move(converted));
+}
+
 absl::StatusOr<ProfileReport> ProfileTrainingStep(const Graph& graph, const ProfileOptions& options) {
   if (auto st = options.Validate(); !st.ok()) return st;
   const auto start = std::chrono::steady_clock::now();
@@ -525,7 +547,14 @@ absl::StatusOr<ProfileReport> ProfileTrainingStep(const Graph& graph, const Prof
         ", not a scalar loss; profile a model that returns its loss (zoo models do; for an imported model, "
         "return the loss from forward())"));
   }
-  Simulator sim(graph, options);
+  // bf16 mixed precision profiles the graph that runs (planner/graph/mixed_precision.h).
+  std::optional<Graph> mixed;
+  if (options.precision == Precision::kBf16Mixed && !IsBf16Mixed(graph.proto())) {
+    auto converted = GraphAtPrecision(graph, options.precision);
+    if (!converted.ok()) return converted.status();
+    mixed.emplace(*std::move(converted));
+  }
+  Simulator sim(mixed ? *mixed : graph, options);
   auto report = sim.Run();
   if (!report.ok()) return report.status();
   report->profile_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

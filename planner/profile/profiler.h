@@ -81,6 +81,10 @@ struct ProfileReport {
   ProfileOptions options;
 };
 
+// The graph a run at `precision` trains: `graph` itself for fp32; for bf16 its mixed-precision
+// form (planner/graph/mixed_precision.h), verified. Plan, lower and run that graph.
+absl::StatusOr<Graph> GraphAtPrecision(const Graph& graph, Precision precision);
+
 // Profiles one training step of a verified graph (output 0 is the loss).
 absl::StatusOr<ProfileReport> ProfileTrainingStep(const Graph& graph, const ProfileOptions& options);
 

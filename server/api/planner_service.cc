@@ -61,7 +61,7 @@ absl::StatusOr<v1::PlanResponse> PlanSpec(const v1::JobSpec& request) {
   if (result->fits) {
     *out.mutable_plan() = ToPlanProto(p->graph, *result, p->options);
     out.mutable_plan()->set_model(p->spec.model());
-    out.set_summary(PlanSummary(result->plan));
+    out.set_summary(PlanSummary(result->plan, p->options.profile.precision));
   } else {
     out.set_min_memory_bytes(result->min_memory_bytes);
   }

@@ -15,7 +15,7 @@ absl::StatusOr<Admission> AdmitJob(const v1::JobSpec& spec) {
   if (!result.ok()) return absl::Status(result.status().code(), absl::StrCat("planning: ", result.status().message()));
   if (!result->fits) return NothingFitsError(*result, spec);
   Admission a;
-  a.plan_summary = PlanSummary(result->plan);
+  a.plan_summary = PlanSummary(result->plan, options->profile.precision);
   a.predicted_peak_bytes = static_cast<int64_t>(result->plan.cost.peak_bytes());
   return a;
 }

@@ -33,7 +33,10 @@ absl::StatusOr<Graph> BuildJobGraph(const v1::JobSpec& spec) {
   if (!graph.ok()) {
     return absl::InvalidArgumentError(absl::StrCat("the job's graph does not verify: ", graph.status().message()));
   }
-  return graph;
+  // The graph the job trains: bf16 mixed precision plans and runs its bf16 form.
+  auto precision = ResolvePrecision(spec.precision(), spec.device_type());
+  if (!precision.ok()) return Named(precision.status(), "precision");
+  return GraphAtPrecision(*graph, *precision);
 }
 
 absl::StatusOr<PlannerOptions> JobPlannerOptions(const v1::JobSpec& spec) {
@@ -45,6 +48,9 @@ absl::StatusOr<PlannerOptions> JobPlannerOptions(const v1::JobSpec& spec) {
   auto opt = ParseOptimizer(spec.optimizer());
   if (!opt.ok()) return opt.status();
   o.profile.optimizer = *opt;
+  auto precision = ResolvePrecision(spec.precision(), spec.device_type());
+  if (!precision.ok()) return precision.status();
+  o.profile.precision = *precision;
   if (spec.zero() != "auto") o.zero_stage = spec.zero()[0] - '0';
   o.recompute = spec.recompute() == "auto";
   // ValidateJobSpec checked it: auto, or a count.
@@ -64,11 +70,11 @@ absl::Status NothingFitsError(const PlanResult& result, const v1::JobSpec& spec)
       FormatBytes(result.cluster.memory_per_device), spec.ranks(), FormatBytes(static_cast<int64_t>(result.min_memory_bytes))));
 }
 
-std::string PlanSummary(const PlanCandidate& p) {
+std::string PlanSummary(const PlanCandidate& p, Precision precision) {
   return absl::StrCat("mesh ", absl::StrJoin(p.mesh, "x"), p.zero_stage > 0 ? absl::StrCat(", ZeRO-", p.zero_stage) : "",
                       p.recomputed_layers.empty() ? "" : absl::StrCat(", ", p.recomputed_layers.size(), " layer(s) recomputed"),
                       p.micro_batches > 1 ? absl::StrCat(", ", p.micro_batches, " micro-batches") : "",
-                      absl::StrFormat(", %.1f ms/step predicted", p.cost.step_seconds * 1e3));
+                      precision == Precision::kBf16Mixed ? ", bf16" : "", absl::StrFormat(", %.1f ms/step predicted", p.cost.step_seconds * 1e3));
 }
 
 absl::StatusOr<JobPlan> PlanJob(const v1::JobSpec& spec) {
@@ -83,7 +89,7 @@ absl::StatusOr<JobPlan> PlanJob(const v1::JobSpec& spec) {
   JobPlan out;
   out.graph = graph->proto();
   out.mesh = r.plan.mesh;
-  out.summary = PlanSummary(r.plan);
+  out.summary = PlanSummary(r.plan, options->profile.precision);
   if (fitting->lowered) {
     out.lowered = *std::move(fitting->lowered);
   } else {

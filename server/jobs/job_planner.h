@@ -30,8 +30,8 @@ absl::StatusOr<PlannerOptions> JobPlannerOptions(const v1::JobSpec& spec);
 // FAILED_PRECONDITION saying what the least plan needs and what to change.
 absl::Status NothingFitsError(const PlanResult& result, const v1::JobSpec& spec);
 
-// "mesh 2x2, ZeRO-2, 2 layer(s) recomputed, 12.3 ms/step predicted".
-std::string PlanSummary(const PlanCandidate& plan);
+// "mesh 2x2, ZeRO-2, 2 layer(s) recomputed, bf16, 12.3 ms/step predicted".
+std::string PlanSummary(const PlanCandidate& plan, Precision precision);
 
 // A job ready to start on ranks.
 struct JobPlan {

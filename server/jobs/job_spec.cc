@@ -39,6 +39,8 @@ absl::Status ValidateJobSpec(const v1::JobSpec& s) {
       return bad("micro_batches '", s.micro_batches(), "' is not auto or a count from 1 to ", int64_t{1} << 20);
     }
   }
+  static const std::set<std::string> precisions = {"", "auto", "fp32", "bf16"};
+  if (!precisions.count(s.precision())) return bad("precision '", s.precision(), "' is not one of auto, fp32, bf16");
   const std::string& d = s.data();
   if (!d.empty() && d != "synthetic" && d.rfind("text:", 0) != 0 && d.rfind("tokens:", 0) != 0) {
     return bad("data '", d, "' is not synthetic, text:FILE or tokens:FILE");
@@ -60,6 +62,7 @@ v1::JobSpec WithDefaults(v1::JobSpec s) {
   if (s.zero().empty()) s.set_zero("auto");
   if (s.recompute().empty()) s.set_recompute("auto");
   if (s.micro_batches().empty()) s.set_micro_batches("1");
+  if (s.precision().empty()) s.set_precision("auto");
   return s;
 }
 

@@ -456,5 +456,13 @@ def test_a_job_runs_in_micro_batches(tmp_path):
         assert events[-1]["state"] == "SUCCEEDED", events[-1]
         bad = mapctl(env, "submit", GPT, "--ranks", "2", "--steps", "3", "--micro-batches", "0")
         assert bad.returncode != 0 and "micro_batches '0'" in bad.stderr, bad.stderr
+        # precision: the coordinator plans the bf16 graph and the ranks train it.
+        mapctl(env, "submit", GPT, "--ranks", "2", "--steps", "3", "--precision", "bf16", check=0)
+        assert mapctl(env, "watch", "3", check=None).returncode == 0
+        messages = [e["message"] for e in json.loads(mapctl(env, "logs", "3", "-o", "json", check=0).stdout)]
+        assert any(", bf16," in m for m in messages), messages
+        assert "trained 3 steps" in messages[-1], messages[-1]
+        bad = mapctl(env, "submit", GPT, "--ranks", "2", "--steps", "3", "--precision", "fp8")
+        assert bad.returncode != 0 and "precision 'fp8'" in bad.stderr, bad.stderr
     finally:
         stop_all(proc, workers)

@@ -175,8 +175,19 @@ def test_profile_errors():
     assert r.returncode == 1 and "unknown device type 'tpu-v9'" in r.stderr
     r = run_mapctl("profile", "gpt2", "--optimizer", "lion")
     assert r.returncode == 1 and "unknown optimizer 'lion'" in r.stderr
-    r = run_mapctl("profile", "gpt2", "--precision", "bf16", "--measure")
-    assert r.returncode == 1 and "predicted only" in r.stderr
+    r = run_mapctl("profile", "gpt2", "--precision", "fp8")
+    assert r.returncode == 1 and "unknown precision 'fp8'" in r.stderr
+
+
+def test_profile_measures_bf16_mixed_precision():
+    # bf16 runs the bf16 graph and measures it: its peak as predicted, below fp32's.
+    spec = "gpt2:layers=2,hidden=64,heads=4,vocab=256,seq=64,batch=4"
+    runs = {p: json.loads(run_mapctl("profile", spec, "--precision", p, "--measure", "--steps", "2", "-o", "json",
+                                     check=0).stdout) for p in ("fp32", "bf16")}
+    assert runs["bf16"]["precision"] == "bf16" and runs["fp32"]["precision"] == "fp32"
+    for r in runs.values():
+        assert abs(r["predicted_peak_bytes"] - r["measured_peak_bytes"]) <= 0.05 * r["measured_peak_bytes"], r
+    assert runs["bf16"]["measured_peak_bytes"] < 0.85 * runs["fp32"]["measured_peak_bytes"], runs  # masters and fp32 states stay
 
 
 def test_run_trains_on_text(tmp_path):

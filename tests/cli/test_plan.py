@@ -27,7 +27,9 @@ def test_plan_json_has_the_documented_fields(tmp_path):
     assert r["meshes_solved"] + r["meshes_pruned"] == 2 * 4
     assert r["global_batch"] == 8 and r["micro_batches"] in (1, 2, 4, 8)
     assert r["micro_batch_size"] * r["micro_batches"] == 8
-    assert r["precision"] == "fp32"
+    assert r["precision"] == "bf16"  # the default on a GPU device type (h100-80g)
+    cpu = json.loads(run_mapctl("plan", SMALL_GPT, "--devices", "4", "--device-type", "cpu", "-o", "json", check=0).stdout)
+    assert cpu["precision"] == "fp32"
     names = [b["name"] for b in r["baselines"]]
     assert names == ["data parallel", "ZeRO-3 (FSDP)", "Megatron TP=2 x DP=2", "Megatron TP=4"]
     for b in r["baselines"]:
@@ -135,3 +137,17 @@ def test_plan_micro_batches_are_chosen_pinned_or_refused():
     assert "3 micro-batches do not divide the global batch of 8" in bad.stderr
     junk = run_mapctl("plan", spec, *common, "--micro-batches", "many")
     assert junk.returncode != 0 and "--micro-batches many" in junk.stderr
+
+
+def test_plan_reports_sequence_parallelism():
+    # A GPT on an 8-way tensor-parallel mesh (batch 1): the norms split on the sequence, and the
+    # JSON, the table and the saved plan say so (docs/planner.md, "Sequence parallelism").
+    spec = "gpt2:layers=2,hidden=4096,heads=32,vocab=50304,seq=2048,batch=1"
+    common = ("--mesh", "8", "--device-type", "h100-80g", "--zero", "0", "--recompute", "off", "--micro-batches", "1")
+    r = json.loads(run_mapctl("plan", spec, *common, "-o", "json", check=0).stdout)
+    assert r["precision"] == "bf16" and r["sequence_parallel"] and r["sequence_parallel_norms"] == 5, r["sequence_parallel_norms"]
+    table = run_mapctl("plan", spec, *common, check=0).stdout
+    assert "Sequence par.: yes (5 norms split on the sequence)" in table, table
+    dp = json.loads(run_mapctl("plan", "gpt2:layers=2,hidden=64,heads=4,vocab=64,seq=8,batch=8", "--mesh", "8",
+                               "--device-type", "cpu", "-o", "json", check=0).stdout)
+    assert dp["sequence_parallel"] is False and dp["sequence_parallel_norms"] == 0, dp["sequence_parallel_norms"]

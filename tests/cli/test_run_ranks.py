@@ -213,6 +213,39 @@ def test_micro_batches_reproduce_one_process_and_fit_a_cap_one_pass_cannot():
     assert bad.returncode != 0 and "3 micro-batches do not divide the global batch of 4" in bad.stderr, bad.stderr
 
 
+def test_bf16_mixed_precision_on_ranks_matches_one_bf16_process_and_its_prediction(tmp_path):
+    """--precision bf16 trains the bf16 graph (fp32 masters, states and loss) on ranks: losses and
+    final blocks within 2e-2 of one process training it, the loss falls, and each rank's peak is
+    within 5% of its program's prediction. A saved bf16 plan runs as bf16; the CPU default is fp32.
+    SGD with momentum, as the fp32 equivalence runs: AdamW turns rounding noise into full steps
+    for parameters whose gradient is zero analytically (GPT-2's key bias), in fp32 as in bf16."""
+    gpt = "gpt2:layers=2,hidden=64,heads=4,vocab=64,seq=64,batch=8"
+    for extra in (("--strategy", "dp"), ("--strategy", "tp"), ("--mesh", "2x2", "--zero", "2"),
+                  ("--mesh", "4", "--zero", "3", "--micro-batches", "2")):
+        r = _json_run(gpt, *TRAIN, "--ranks", "4", "--precision", "bf16", *extra,
+                      "--check-reference")
+        assert r["precision"] == "bf16", (extra, r)
+        assert r["reference_max_relative_loss_difference"] < 2e-2, (extra, r)
+        assert r["reference_parameter_blocks_compared"] > 0 and r["reference_max_parameter_difference"] < 2e-2, (extra, r)
+        assert r["steps"][-1]["loss"] < r["steps"][0]["loss"], (extra, r["steps"])
+        for p in r["per_rank"]:
+            m, pred = p["measured_peak_bytes"], p["predicted_peak_bytes"]
+            assert m > 0 and abs(pred - m) <= 0.05 * m, (extra, p)
+    fp32 = _json_run(gpt, "--steps", "2", "--ranks", "2", "--strategy", "dp")
+    assert fp32["precision"] == "fp32", fp32  # auto on --device-type cpu
+    bf16 = _json_run(gpt, "--steps", "2", "--ranks", "2", "--strategy", "dp", "--precision", "bf16")
+    peak = lambda run: max(p["measured_peak_bytes"] for p in run["per_rank"])
+    assert peak(bf16) < 0.8 * peak(fp32), (peak(bf16), peak(fp32))
+    plan = tmp_path / "plan.pb"
+    run_mapctl("plan", gpt, "--mesh", "2x2", "--device-type", "cpu", "--precision", "bf16", "--save", str(plan), check=0)
+    saved = _json_run(*TRAIN, "--plan", str(plan), "--check-reference")
+    assert saved["precision"] == "bf16" and saved["reference_max_relative_loss_difference"] < 2e-2, saved
+    clash = run_mapctl("run", "--steps", "1", "--plan", str(plan), "--precision", "fp32")
+    assert clash.returncode != 0 and "planned for bf16" in clash.stderr, clash.stderr
+    bad = run_mapctl("run", gpt, "--steps", "1", "--precision", "fp8")
+    assert bad.returncode != 0 and "unknown precision 'fp8'" in bad.stderr, bad.stderr
+
+
 def _children(pid):
     """Pids of the live (not zombie) processes whose parent is `pid`."""
     found = []

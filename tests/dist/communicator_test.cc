@@ -58,6 +58,20 @@ void CheckCollectives(bool nccl) {
         auto swapped = g.AllToAll(wide, /*split_dim=*/1, /*concat_dim=*/0);
         auto chunk_of = [&](int r) { return at::cat({Local(r), Local(r)}, 1).narrow(1, 0, 4).chunk(2, 1)[g.rank()]; };
         expect(swapped.ok() && swapped->equal(at::cat({chunk_of(first), chunk_of(second)}, 0)), "all-to-all");
+        // bf16 (Gloo has none: summed in fp32, moved as 16-bit bits): exact on these integers.
+        at::Tensor half = Local(rank).to(at::kBFloat16);
+        expect(g.AllReduceSum(half).ok() && half.scalar_type() == at::kBFloat16 &&
+                   half.to(at::kFloat).equal(Local(rank) + Local(peer)),
+               "bf16 all-reduce");
+        auto half_gathered = g.AllGather(Local(rank).to(at::kBFloat16), 0);
+        expect(half_gathered.ok() && half_gathered->scalar_type() == at::kBFloat16 &&
+                   half_gathered->to(at::kFloat).equal(at::cat({Local(first), Local(second)}, 0)),
+               "bf16 all-gather");
+        auto half_scattered = g.ReduceScatter(full.to(at::kBFloat16), 0);
+        expect(half_scattered.ok() && half_scattered->to(at::kFloat).equal(both.chunk(2, 0)[g.rank()]), "bf16 reduce-scatter");
+        auto half_swapped = g.AllToAll(wide.to(at::kBFloat16), 1, 0);
+        expect(half_swapped.ok() && half_swapped->to(at::kFloat).equal(at::cat({chunk_of(first), chunk_of(second)}, 0)),
+               "bf16 all-to-all");
         expect(g.Barrier().ok(), "barrier");
       }
     });

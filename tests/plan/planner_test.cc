@@ -215,7 +215,11 @@ TEST(Planner, MixedPrecisionHalvesWeightsAndActivationsAndUsesBf16Rates) {
   o.zero_stage = 0;
   auto fp32 = SearchPlan(g, o);
   o.profile.precision = Precision::kBf16Mixed;
-  auto bf16 = SearchPlan(g, o);
+  // The bf16 search plans the bf16 graph, whose nodes are the ones that run.
+  EXPECT_EQ(SearchPlan(g, o).status().code(), absl::StatusCode::kInvalidArgument);
+  auto mixed = GraphAtPrecision(g, Precision::kBf16Mixed);
+  ASSERT_TRUE(mixed.ok()) << mixed.status();
+  auto bf16 = SearchPlan(*mixed, o);
   ASSERT_TRUE(fp32.ok() && bf16.ok());
   const ChoiceCost& a = fp32->plan.cost;
   const ChoiceCost& b = bf16->plan.cost;
@@ -227,7 +231,7 @@ TEST(Planner, MixedPrecisionHalvesWeightsAndActivationsAndUsesBf16Rates) {
   EXPECT_NEAR(b.optimizer_bytes, a.optimizer_bytes * 1.5, 1e-6 * params);
   EXPECT_LT(b.activation_bytes, 0.6 * a.activation_bytes);
   EXPECT_LT(b.step_seconds, a.step_seconds);
-  EXPECT_EQ(ToPlanProto(g, *bf16, o).precision(), "bf16");
+  EXPECT_EQ(ToPlanProto(*mixed, *bf16, o).precision(), "bf16");
 }
 
 TEST(Planner, DumpedRequestReplaysToThePlansObjective) {

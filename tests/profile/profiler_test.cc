@@ -132,8 +132,18 @@ TEST(Profiler, AdamWStatesAndMixedPrecision) {
   bf16.precision = Precision::kBf16Mixed;
   auto b = ProfileTrainingStep(g, bf16);
   ASSERT_TRUE(b.ok());
-  // bf16 weights + fp32 master weights; moments stay fp32.
-  EXPECT_EQ(b->parameter_bytes, 6 * b->params + (a->parameter_bytes - 4 * a->params));
+  // bf16 weights + fp32 master weights; moments stay fp32. The profiler profiles the bf16 graph
+  // (GraphAtPrecision): the same report either way.
+  EXPECT_EQ(b->parameter_bytes, 6 * b->params + (a->parameter_bytes - 4 * a->params) / 2);
+  auto mixed = GraphAtPrecision(g, Precision::kBf16Mixed);
+  ASSERT_TRUE(mixed.ok()) << mixed.status();
+  auto c = ProfileTrainingStep(*mixed, bf16);
+  ASSERT_TRUE(c.ok());
+  EXPECT_EQ(c->predicted_peak_bytes, b->predicted_peak_bytes);
+  // The same bf16 graph costed as fp32 still keeps masters for its 16-bit weights (the runtime's rule).
+  auto d = ProfileTrainingStep(*mixed, fp32);
+  ASSERT_TRUE(d.ok());
+  EXPECT_EQ(d->parameter_bytes, b->parameter_bytes);
   EXPECT_EQ(b->peak_breakdown.optimizer_states, 2 * 4 * b->params);
   int64_t saved_fp32 = 0, saved_bf16 = 0;
   for (const auto& l : a->layers) saved_fp32 += l.saved_bytes;

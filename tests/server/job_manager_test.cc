@@ -29,6 +29,7 @@ TEST(JobManager, SubmitValidatesAndQueues) {
   EXPECT_EQ(job->state(), v1::PENDING);
   EXPECT_EQ(job->spec().optimizer(), "adamw");  // defaults filled in
   EXPECT_EQ(job->spec().micro_batches(), "1");
+  EXPECT_EQ(job->spec().precision(), "auto");
   EXPECT_EQ(job->spec().name(), Spec().model());
   EXPECT_EQ((*m)->NextPending()->id(), 1);
   // Bad specs: INVALID_ARGUMENT naming the field; nothing queued.
@@ -45,6 +46,7 @@ TEST(JobManager, SubmitValidatesAndQueues) {
       {[](v1::JobSpec& s) { s.set_zero("4"); }, "zero '4'"},
       {[](v1::JobSpec& s) { s.set_micro_batches("0"); }, "micro_batches '0'"},
       {[](v1::JobSpec& s) { s.set_micro_batches("two"); }, "micro_batches 'two'"},
+      {[](v1::JobSpec& s) { s.set_precision("fp8"); }, "precision 'fp8'"},
       {[](v1::JobSpec& s) { s.set_data("s3://bucket"); }, "data 's3://bucket'"},
   };
   for (const Case& c : cases) {

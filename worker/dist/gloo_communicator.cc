@@ -56,6 +56,11 @@ class TcpStoreServer : public StoreServer {
   c10::intrusive_ptr<c10d::TCPStore> store_;
 };
 
+bool Is16BitFloat(const at::Tensor& t) { return t.scalar_type() == at::kBFloat16 || t.scalar_type() == at::kHalf; }
+// A bf16 tensor's bits as f16 (the same storage; Gloo moves f16 and has no int16), for the
+// collectives that only move data.
+at::Tensor AsBits(const at::Tensor& t) { return t.scalar_type() == at::kBFloat16 ? t.view(at::kHalf) : t; }
+
 class GlooCommunicator : public Communicator {
  public:
   GlooCommunicator(c10::intrusive_ptr<c10d::ProcessGroupGloo> pg, std::string name)
@@ -64,10 +69,14 @@ class GlooCommunicator : public Communicator {
   int size() const override { return pg_->getSize(); }
   const std::string& name() const override { return name_; }
 
+  // Gloo (LibTorch 1.13) has no bf16: bf16 (and f16) tensors are summed in fp32 (an fp32 copy
+  // for the call, written back rounded) and moved by the other collectives as f16 bits.
   absl::Status AllReduceSum(at::Tensor& t) override {
     try {
-      std::vector<at::Tensor> v{t};
+      const bool narrow = Is16BitFloat(t);
+      std::vector<at::Tensor> v{narrow ? t.to(at::kFloat) : t};
       WaitAndRelease(pg_->allreduce(v));
+      if (narrow) t.copy_(v[0]);
       return absl::OkStatus();
     } catch (const std::exception& e) {
       return FromTorch(name_, "all-reduce", e);
@@ -76,12 +85,12 @@ class GlooCommunicator : public Communicator {
 
   absl::StatusOr<at::Tensor> AllGather(const at::Tensor& local, int64_t dim) override {
     try {
-      const at::Tensor in = local.contiguous();
+      const at::Tensor in = AsBits(local.contiguous());
       std::vector<std::vector<at::Tensor>> out(1);
       for (int i = 0; i < size(); ++i) out[0].push_back(at::empty_like(in));
       std::vector<at::Tensor> inputs{in};
       WaitAndRelease(pg_->allgather(out, inputs));
-      return at::cat(out[0], dim);
+      return at::cat(out[0], dim).view(local.scalar_type());
     } catch (const std::exception& e) {
       return FromTorch(name_, "all-gather", e);
     }
@@ -100,13 +109,13 @@ class GlooCommunicator : public Communicator {
     try {
       // Chunk j (along split_dim) goes to rank j: stack the chunks on a new leading dimension
       // so alltoall_base can cut its input in equal contiguous parts.
-      at::Tensor in = at::stack(local.chunk(size(), split_dim), 0).contiguous();
+      at::Tensor in = AsBits(at::stack(local.chunk(size(), split_dim), 0).contiguous());
       at::Tensor out = at::empty_like(in);
       std::vector<int64_t> even;
       WaitAndRelease(pg_->alltoall_base(out, in, even, even));
       std::vector<at::Tensor> parts;
       for (int i = 0; i < size(); ++i) parts.push_back(out[i]);
-      return at::cat(parts, concat_dim);
+      return at::cat(parts, concat_dim).view(local.scalar_type());
     } catch (const std::exception& e) {
       return FromTorch(name_, "all-to-all", e);
     }

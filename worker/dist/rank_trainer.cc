@@ -55,6 +55,7 @@ absl::StatusOr<v1::RankCheckpoint> RankTrainer::Save() const {
     slot->set_steps(s.steps);
     if (s.buf1.defined()) *slot->mutable_buf1() = TensorToProto(s.name, s.buf1);
     if (s.buf2.defined()) *slot->mutable_buf2() = TensorToProto(s.name, s.buf2);
+    if (s.master.defined()) *slot->mutable_master() = TensorToProto(s.name, s.master);
   }
   c.set_optimizer_steps(optimizer_->steps());
   return c;
@@ -116,14 +117,20 @@ absl::Status RankTrainer::Restore(const v1::RankCheckpoint& c) {
       if (!t.ok()) return t.status();
       p.buf2 = *t;
     }
+    if (s.has_master()) {
+      auto t = TensorFromProto(s.master());
+      if (!t.ok()) return t.status();
+      p.master = *t;
+    }
     state.push_back(std::move(p));
   }
-  if (auto st = optimizer_->Restore(state, c.optimizer_steps()); !st.ok()) return st;
-  // ZeRO's shards from the restored blocks.
+  // ZeRO's shards from the restored blocks, then the optimizer (a master without a saved one is
+  // taken from what it updates).
   for (size_t i = 0; i < trainable_.size(); ++i) {
     auto it = restored.find(trainable_[i].first);
     if (zero_of_[i] >= 0 && it != restored.end()) updated_[i].second.copy_(FlatShard(it->second, zero_[zero_of_[i]]));
   }
+  if (auto st = optimizer_->Restore(state, c.optimizer_steps()); !st.ok()) return st;
   steps_ = c.step();
   return absl::OkStatus();
 }
@@ -564,6 +571,10 @@ absl::StatusOr<double> RankTrainer::RunPass(const TensorMap& global_batch, doubl
       for (int p : free_after_[i]) FreeBlock(trainable_[p].second);
     }
     index = last;
+  }
+  // What the last instruction read last goes before backward, as after every other one.
+  if (program_.instructions_size() > 0) {
+    for (const std::string& name : release_[program_.instructions_size() - 1]) env.erase(name);
   }
   auto loss_it = env.find(program_.loss());
   if (loss_it == env.end()) return absl::InternalError("the program's loss was not computed");

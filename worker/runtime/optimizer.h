@@ -18,6 +18,12 @@
 //   Gradient clipping (max_grad_norm > 0), as torch.nn.utils.clip_grad_norm_: one 0-d norm
 //     per parameter, their stack ([P] elements) and a few 0-d tensors; gradients are scaled
 //     in place.
+// 16-bit parameters (bf16 mixed precision, planner/graph/mixed_precision.h): the optimizer keeps
+//   an fp32 master of each (made from the parameter at Create, its ZeRO shard when that is what
+//   it is given) and fp32 states; Step() updates the master from an fp32 copy of the gradient
+//   (the one temporary of parameter size: one parameter at a time; AdamW reuses it as the
+//   denominator) and writes the master back into the parameter, rounded. Clipping norms are
+//   accumulated in fp32.
 // So Step() consumes the gradients (they hold scratch values afterwards); the trainer releases
 // them after the step, and gradient memory exists only during backward and the step.
 //
@@ -76,24 +82,28 @@ class Optimizer {
   struct ParamState {
     std::string name;
     at::Tensor buf1, buf2;
+    at::Tensor master;  // the fp32 master of a 16-bit parameter (undefined otherwise)
     int64_t steps = 0;
   };
   std::vector<ParamState> State() const;
   // Puts saved state back (by parameter name; shapes must match): INVALID_ARGUMENT otherwise.
+  // A 16-bit parameter whose state has no master takes its master from the parameter.
   absl::Status Restore(const std::vector<ParamState>& state, int64_t steps);
 
  private:
   struct Slot {
     std::string name;
     at::Tensor param;
+    at::Tensor master;  // fp32 master of a 16-bit param (what the update reads and writes)
     at::Tensor buf1;  // momentum buffer, or AdamW exp_avg
     at::Tensor buf2;  // AdamW exp_avg_sq
     int64_t steps = 0;
   };
   explicit Optimizer(const OptimizerOptions& options) : options_(options) {}
   void ClipGradients();
-  void UpdateSgd(Slot& s, at::Tensor& grad);
-  void UpdateAdamW(Slot& s, at::Tensor& grad);
+  // The update of `p` (the master or the parameter itself) from `grad`.
+  void UpdateSgd(Slot& s, at::Tensor& p, at::Tensor& grad);
+  void UpdateAdamW(Slot& s, at::Tensor& p, at::Tensor& grad);
 
   OptimizerOptions options_;
   std::vector<Slot> slots_;

@@ -39,6 +39,11 @@ absl::Status ValidateOptimizerOptions(const OptimizerOptions& o) {
   return absl::OkStatus();
 }
 
+namespace {
+// 16-bit floating parameters are updated through an fp32 master (optimizer.h).
+bool HasMaster(const at::Tensor& t) { return t.scalar_type() == at::kBFloat16 || t.scalar_type() == at::kHalf; }
+}  // namespace
+
 absl::StatusOr<std::unique_ptr<Optimizer>> Optimizer::Create(const OptimizerOptions& options,
                                                              std::vector<std::pair<std::string, at::Tensor>> params) {
   MAPD_RETURN_IF_ERROR(ValidateOptimizerOptions(options));
@@ -47,7 +52,9 @@ absl::StatusOr<std::unique_ptr<Optimizer>> Optimizer::Create(const OptimizerOpti
     if (!t.defined() || !at::isFloatingType(t.scalar_type())) {
       return absl::InvalidArgumentError(absl::StrCat("parameter '", name, "' is not a floating-point tensor"));
     }
-    opt->slots_.push_back({name, t, at::Tensor(), at::Tensor(), 0});
+    Slot slot{name, t, at::Tensor(), at::Tensor(), at::Tensor(), 0};
+    if (HasMaster(t)) slot.master = t.detach().to(at::kFloat, /*non_blocking=*/false, /*copy=*/true);
+    opt->slots_.push_back(std::move(slot));
   }
   return opt;
 }
@@ -57,6 +64,7 @@ int64_t Optimizer::StateBytes() const {
   for (const Slot& s : slots_) {
     if (s.buf1.defined()) n += static_cast<int64_t>(s.buf1.nbytes());
     if (s.buf2.defined()) n += static_cast<int64_t>(s.buf2.nbytes());
+    if (s.master.defined()) n += static_cast<int64_t>(s.master.nbytes());
   }
   return n;
 }
@@ -67,7 +75,8 @@ void Optimizer::ClipGradients() {
   for (Slot& s : slots_) {
     const at::Tensor& g = s.param.grad();
     if (!g.defined()) continue;
-    norms.push_back(at::norm(g, 2));
+    norms.push_back(g.scalar_type() == at::kFloat ? at::norm(g, 2)
+                                                  : at::linalg_vector_norm(g, 2, c10::nullopt, false, at::kFloat));
     grads.push_back(g);
   }
   if (grads.empty()) return;
@@ -78,7 +87,7 @@ void Optimizer::ClipGradients() {
 
 std::vector<Optimizer::ParamState> Optimizer::State() const {
   std::vector<ParamState> out;
-  for (const Slot& s : slots_) out.push_back({s.name, s.buf1, s.buf2, s.steps});
+  for (const Slot& s : slots_) out.push_back({s.name, s.buf1, s.buf2, s.master, s.steps});
   return out;
 }
 
@@ -88,42 +97,48 @@ absl::Status Optimizer::Restore(const std::vector<ParamState>& state, int64_t st
   for (Slot& s : slots_) {
     auto it = by_name.find(s.name);
     if (it == by_name.end()) return absl::InvalidArgumentError(absl::StrCat("no saved optimizer state for '", s.name, "'"));
-    for (const at::Tensor* b : {&it->second->buf1, &it->second->buf2}) {
+    for (const at::Tensor* b : {&it->second->buf1, &it->second->buf2, &it->second->master}) {
       if (b->defined() && !b->sizes().equals(s.param.sizes())) {
         return absl::InvalidArgumentError(absl::StrCat("saved optimizer state of '", s.name, "' does not match its shape"));
       }
     }
-    s.buf1 = it->second->buf1.defined() ? it->second->buf1.to(s.param.options()) : at::Tensor();
-    s.buf2 = it->second->buf2.defined() ? it->second->buf2.to(s.param.options()) : at::Tensor();
+    // States are fp32 for a 16-bit parameter, the parameter's dtype otherwise.
+    const at::TensorOptions state = s.master.defined() ? s.master.options() : s.param.options();
+    s.buf1 = it->second->buf1.defined() ? it->second->buf1.to(state) : at::Tensor();
+    s.buf2 = it->second->buf2.defined() ? it->second->buf2.to(state) : at::Tensor();
+    if (s.master.defined()) {
+      at::NoGradGuard no_grad;
+      s.master.copy_(it->second->master.defined() ? it->second->master : s.param.detach());
+    }
     s.steps = it->second->steps;
   }
   steps_ = steps;
   return absl::OkStatus();
 }
 
-void Optimizer::UpdateSgd(Slot& s, at::Tensor& g) {
+void Optimizer::UpdateSgd(Slot& s, at::Tensor& p, at::Tensor& g) {
   const OptimizerOptions& o = options_;
-  if (o.weight_decay != 0) g.add_(s.param, o.weight_decay);
+  if (o.weight_decay != 0) g.add_(p, o.weight_decay);
   if (o.momentum != 0) {
     if (!s.buf1.defined()) {
       s.buf1 = g.clone();
     } else {
       s.buf1.mul_(o.momentum).add_(g);
     }
-    s.param.add_(s.buf1, -o.lr);
+    p.add_(s.buf1, -o.lr);
   } else {
-    s.param.add_(g, -o.lr);
+    p.add_(g, -o.lr);
   }
 }
 
-void Optimizer::UpdateAdamW(Slot& s, at::Tensor& g) {
+void Optimizer::UpdateAdamW(Slot& s, at::Tensor& p, at::Tensor& g) {
   const OptimizerOptions& o = options_;
   if (!s.buf1.defined()) {
-    s.buf1 = at::zeros_like(s.param, at::MemoryFormat::Preserve);
-    s.buf2 = at::zeros_like(s.param, at::MemoryFormat::Preserve);
+    s.buf1 = at::zeros_like(p, at::MemoryFormat::Preserve);
+    s.buf2 = at::zeros_like(p, at::MemoryFormat::Preserve);
   }
   ++s.steps;
-  if (o.weight_decay != 0) s.param.mul_(1 - o.lr * o.weight_decay);
+  if (o.weight_decay != 0) p.mul_(1 - o.lr * o.weight_decay);
   const double bc1 = 1 - std::pow(o.beta1, static_cast<double>(s.steps));
   const double bc2 = 1 - std::pow(o.beta2, static_cast<double>(s.steps));
   s.buf1.mul_(o.beta1).add_(g, 1 - o.beta1);
@@ -131,7 +146,7 @@ void Optimizer::UpdateAdamW(Slot& s, at::Tensor& g) {
   // The gradient is not needed any more: its storage becomes the denominator.
   at::sqrt_out(g, s.buf2);
   g.div_(std::sqrt(bc2)).add_(o.eps);
-  s.param.addcdiv_(s.buf1, g, -(o.lr / bc1));
+  p.addcdiv_(s.buf1, g, -(o.lr / bc1));
 }
 
 absl::Status Optimizer::Step() {
@@ -142,12 +157,15 @@ absl::Status Optimizer::Step() {
     for (Slot& s : slots_) {
       at::Tensor g = s.param.grad();
       if (!g.defined()) continue;
+      if (s.master.defined()) g = g.to(at::kFloat);  // the master's fp32 gradient (a copy)
+      at::Tensor& p = s.master.defined() ? s.master : s.param;
       if (options_.kind == OptimizerOptions::Kind::kSgd) {
         ++s.steps;
-        UpdateSgd(s, g);
+        UpdateSgd(s, p, g);
       } else {
-        UpdateAdamW(s, g);
+        UpdateAdamW(s, p, g);
       }
+      if (s.master.defined()) s.param.copy_(s.master);
     }
   });
 }
