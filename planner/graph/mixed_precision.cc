@@ -56,6 +56,8 @@ absl::StatusOr<v1::Graph> ToBf16Mixed(v1::Graph g, const OpRegistry& registry) {
     taken.insert(in.name());
   }
   for (auto& p : *g.mutable_parameters()) {
+    // Imported data stays as stored; it is converted when the parameter is made.
+    if (p.has_data() && p.data().stored_dtype() == v1::DTYPE_UNSPECIFIED) p.mutable_data()->set_stored_dtype(p.type().dtype());
     ToBf16(p.mutable_type());
     type[p.name()] = p.type();
     taken.insert(p.name());

@@ -7,6 +7,7 @@
 #include <torch/csrc/jit/passes/inliner.h>
 #include <torch/csrc/jit/serialization/import.h>
 
+#include <atomic>
 #include <cstring>
 #include <fstream>
 #include <map>
@@ -678,7 +679,10 @@ namespace {
 
 std::string FirstLine(const std::string& s) { return s.substr(0, s.find('\n')); }
 
+std::atomic<int64_t> archive_loads{0};
+
 absl::StatusOr<torch::jit::Module> LoadArchive(const std::string& path, torch::jit::ExtraFilesMap* extra) {
+  archive_loads.fetch_add(1);
   std::ifstream probe(path, std::ios::binary);
   if (!probe) return absl::NotFoundError(absl::StrCat("cannot open '", path, "': no such file or not readable"));
   try {
@@ -722,6 +726,40 @@ absl::StatusOr<v1::Graph> ImportTorchScript(const std::string& path, const Impor
   }
 }
 
+struct ArchiveScope::Archives {
+  std::map<std::string, torch::jit::Module> modules;
+};
+
+namespace {
+thread_local ArchiveScope::Archives* current_archives = nullptr;
+
+// The archive at `path`: the scope's load when a scope is open, else a fresh one.
+absl::StatusOr<torch::jit::Module> ScopedArchive(const std::string& path) {
+  if (current_archives == nullptr) return LoadArchive(path, nullptr);
+  auto it = current_archives->modules.find(path);
+  if (it != current_archives->modules.end()) return it->second;
+  MAPD_ASSIGN_OR_RETURN(torch::jit::Module module, LoadArchive(path, nullptr));
+  current_archives->modules.emplace(path, module);
+  return module;
+}
+}  // namespace
+
+ArchiveScope::ArchiveScope() : archives_(current_archives) {
+  if (archives_ == nullptr) {
+    archives_ = new Archives();
+    owner_ = true;
+    current_archives = archives_;
+  }
+}
+
+ArchiveScope::~ArchiveScope() {
+  if (!owner_) return;
+  current_archives = nullptr;
+  delete archives_;
+}
+
+int64_t ArchiveLoads() { return archive_loads.load(); }
+
 absl::StatusOr<TensorData> LoadParameterData(const v1::Parameter& param) {
   if (!param.has_data()) {
     return absl::FailedPreconditionError(absl::StrCat("parameter '", param.name(), "' has no data reference (zoo parameters are initialised from their init rule)"));
@@ -729,10 +767,11 @@ absl::StatusOr<TensorData> LoadParameterData(const v1::Parameter& param) {
   TensorData out;
   out.type = TensorType::FromProto(param.type());
   const auto& ref = param.data();
+  if (ref.stored_dtype() != v1::DTYPE_UNSPECIFIED) out.type.dtype = ref.stored_dtype();
   if (!ref.inline_data().empty() || absl::StartsWith(ref.key(), "constant:")) {
     out.bytes.assign(ref.inline_data().begin(), ref.inline_data().end());
   } else {
-    MAPD_ASSIGN_OR_RETURN(torch::jit::Module module, LoadArchive(ref.source(), nullptr));
+    MAPD_ASSIGN_OR_RETURN(torch::jit::Module module, ScopedArchive(ref.source()));
     std::optional<at::Tensor> found;
     try {
       for (const auto& p : module.named_parameters(true)) {

@@ -40,8 +40,33 @@ struct TensorData {
   std::vector<uint8_t> bytes;
 };
 
-// Reads the data a parameter's DataRef points at (from the archive, or inline constants).
+// Reads the data a parameter's DataRef points at (from the archive, or inline constants), in the
+// dtype it is stored in (DataRef.stored_dtype when set). Without an ArchiveScope each call loads
+// the archive afresh.
 absl::StatusOr<TensorData> LoadParameterData(const v1::Parameter& param);
+
+// While one lives (on this thread), LoadParameterData loads each TorchScript archive once and
+// reads every parameter from that load; the archives are released with the scope. Loading an
+// archive compiles the module's code: torchvision's ShuffleNetV2 took about a second a load, so a
+// rank that loaded it once per parameter (170 of them) spent minutes before its first step and
+// was stopped as hung. Whoever makes a model's parameters holds one (ParameterStore::Create,
+// RankTrainer::Create). Scopes nest: an inner one shares the outer one's archives.
+class ArchiveScope {
+ public:
+  ArchiveScope();
+  ~ArchiveScope();
+  ArchiveScope(const ArchiveScope&) = delete;
+  ArchiveScope& operator=(const ArchiveScope&) = delete;
+
+  struct Archives;  // the loaded modules, by path (torchscript_importer.cc)
+
+ private:
+  Archives* archives_;   // this scope's, or the outer scope's when nested
+  bool owner_ = false;
+};
+
+// TorchScript archives loaded so far by this process (tests: ArchiveScope's reuse).
+int64_t ArchiveLoads();
 
 // The aten ops the importer maps to registry ops (sorted), e.g. "aten::linear". Non-tensor
 // computation (integer arithmetic, list ops, ...) is folded and not listed.

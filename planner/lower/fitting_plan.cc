@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
+#include "planner/lower/collective_order.h"
 #include "planner/lower/lowering.h"
 #include "planner/lower/recompute.h"
 #include "planner/plan/micro_batch.h"
@@ -59,6 +60,8 @@ absl::StatusOr<LoweredPlan> LowerAndPredict(const Graph& graph, const std::vecto
     out.predicted.push_back(*p);
     out.programs.push_back(*std::move(program));
   }
+  // Every group's ranks issue the same collectives in the same order (or the run would hang).
+  if (auto st = VerifyCollectiveOrder(out.programs, mesh); !st.ok()) return st;
   return out;
 }
 

@@ -133,6 +133,10 @@ def test_traced_models_go_through_the_same_path(models):
         r = _json_run(str(out / name), *flags, "--ranks", "4", *TRAIN[:2], "--optimizer", "momentum", "--lr", "0.01",
                       "--check-reference")
         _assert_matches_one_process_and_prediction(r, (name, flags))
+    # An imported model in bf16: its f32 archive data made into bf16 parameters (DataRef.stored_dtype).
+    r = _json_run(str(out / "llama_trace_train.pt"), "--input", "tokens:i64[4,16]", "--strategy", "dp", "--ranks", "4",
+                  *TRAIN[:2], "--optimizer", "momentum", "--lr", "0.01", "--precision", "bf16", "--check-reference")
+    assert r["precision"] == "bf16" and r["reference_max_relative_loss_difference"] < 2e-2, r
 
 
 def test_a_cap_changes_maps_plan_to_recompute_layers_and_it_holds():

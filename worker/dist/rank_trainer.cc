@@ -210,7 +210,8 @@ absl::StatusOr<std::unique_ptr<RankTrainer>> RankTrainer::Create(Graph graph, v1
   t->groups_ = std::move(groups);
   // Parameter by parameter: the global tensor from the seed (what one device makes), this
   // rank's block kept, the rest freed — a rank never holds more than its blocks and one whole
-  // parameter.
+  // parameter (and, for an imported model, its archive, loaded once for all of them).
+  ArchiveScope archives;
   for (const v1::Shard& shard : t->program_.parameters()) {
     const v1::Parameter* p = t->graph_.FindParameter(shard.name());
     if (p == nullptr) return absl::InvalidArgumentError(absl::StrCat("the program's parameter '", shard.name(), "' is not in the graph"));

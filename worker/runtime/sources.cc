@@ -114,12 +114,15 @@ absl::StatusOr<at::Tensor> MakeParameterTensor(const v1::Parameter& p, uint64_t 
   }
   if (p.has_data()) {
     MAPD_ASSIGN_OR_RETURN(TensorData data, LoadParameterData(p));
-    return TensorFromData(data);
+    MAPD_ASSIGN_OR_RETURN(at::Tensor t, TensorFromData(data));
+    const at::ScalarType want = ToScalarType(p.type().dtype());
+    return t.scalar_type() == want ? t : t.to(want);  // stored f32 data of a bf16 graph's parameter
   }
   return absl::InvalidArgumentError(absl::StrCat("parameter '", p.name(), "' has neither an init rule nor data to make it from"));
 }
 
 absl::StatusOr<ParameterStore> ParameterStore::Create(const v1::Graph& graph, uint64_t seed, c10::Device device) {
+  ArchiveScope archives;  // each archive loaded once for all its parameters
   ParameterStore store;
   for (const v1::Parameter& p : graph.parameters()) {
     MAPD_ASSIGN_OR_RETURN(at::Tensor t, MakeParameterTensor(p, seed));
