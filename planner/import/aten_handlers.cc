@@ -317,6 +317,44 @@ Result Gelu(Importer& im, Node* n, const Args& a) {
   return One(im.Emit1(n, "gelu", {x}, Attrs().Str("approximate", approx)));
 }
 
+// leaky_relu(x, negative_slope).
+Result LeakyRelu(Importer& im, Node* n, const Args& a) {
+  MAPD_ASSIGN_OR_RETURN(std::string x, im.TensorArg(n, a, 0));
+  double slope = 0.01;
+  if (a.size() > 1) {
+    MAPD_ASSIGN_OR_RETURN(slope, im.DoubleArg(n, a, 1));
+  }
+  return One(im.Emit1(n, "leaky_relu", {x}, Attrs().Float("negative_slope", slope)));
+}
+
+// hardtanh(x, min_val, max_val); nn.ReLU6 traces as hardtanh_(x, 0, 6).
+Result Hardtanh(Importer& im, Node* n, const Args& a) {
+  MAPD_ASSIGN_OR_RETURN(std::string x, im.TensorArg(n, a, 0));
+  MAPD_ASSIGN_OR_RETURN(double lo, im.DoubleArg(n, a, 1));
+  MAPD_ASSIGN_OR_RETURN(double hi, im.DoubleArg(n, a, 2));
+  return One(im.Emit1(n, "hardtanh", {x}, Attrs().Float("min_val", lo).Float("max_val", hi)));
+}
+
+// clamp(x, min?, max?) with number bounds (or None); clamp_min(x, min) and clamp_max(x, max) are
+// `bounds` = "min" / "max". Tensor bounds are refused by name.
+Handler Clamp(const std::string& bounds) {
+  return [bounds](Importer& im, Node* n, const Args& a) -> Result {
+    MAPD_ASSIGN_OR_RETURN(std::string x, im.TensorArg(n, a, 0));
+    Attrs attrs;
+    const std::vector<std::string> names = bounds == "both" ? std::vector<std::string>{"min", "max"} : std::vector<std::string>{bounds};
+    for (size_t k = 0; k < names.size(); ++k) {
+      const int i = static_cast<int>(k) + 1;
+      if (i >= static_cast<int>(a.size()) || a[i].kind == AValue::Kind::kNone) continue;
+      if (a[i].kind == AValue::Kind::kTensor && !a[i].scalar_tensor) {
+        return im.Error(n, absl::StrCat("clamp with a tensor ", names[k], " bound is not supported; give a number"));
+      }
+      MAPD_ASSIGN_OR_RETURN(double v, im.DoubleArg(n, a, i));
+      attrs.Float(names[k], v);
+    }
+    return One(im.Emit1(n, "clamp", {x}, attrs));
+  };
+}
+
 // dropout(x, p, train): identity unless training with p > 0.
 Result Dropout(Importer& im, Node* n, const Args& a) {
   MAPD_ASSIGN_OR_RETURN(std::string x, im.TensorArg(n, a, 0));
@@ -798,6 +836,15 @@ const std::map<std::string, Handler>& AtenHandlers() {
     m["aten::nll_loss2d"] = NllLoss;
     m["aten::mse_loss"] = MseLoss;
     m["aten::gelu"] = Gelu;
+    for (const char* op : {"aten::hardtanh", "aten::hardtanh_"}) m[op] = Hardtanh;
+    for (const char* op : {"aten::leaky_relu", "aten::leaky_relu_"}) m[op] = LeakyRelu;
+    for (const char* op : {"hardswish", "hardsigmoid"}) {
+      m[absl::StrCat("aten::", op)] = SameArgs(op, 1);
+      m[absl::StrCat("aten::", op, "_")] = SameArgs(op, 1);
+    }
+    for (const char* op : {"aten::clamp", "aten::clamp_"}) m[op] = Clamp("both");
+    for (const char* op : {"aten::clamp_min", "aten::clamp_min_"}) m[op] = Clamp("min");
+    for (const char* op : {"aten::clamp_max", "aten::clamp_max_"}) m[op] = Clamp("max");
     for (const char* op : {"silu", "relu", "tanh", "sigmoid", "neg", "rsqrt", "sqrt", "exp", "log", "abs", "sin", "cos"}) {
       m[absl::StrCat("aten::", op)] = SameArgs(op, 1);
       m[absl::StrCat("aten::", op, "_")] = SameArgs(op, 1);

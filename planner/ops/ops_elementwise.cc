@@ -243,12 +243,25 @@ void RegisterElementwiseOps(OpRegistry& r) {
       {"sqrt", "square root", true, kOutput, 1, 2},         {"exp", "e^x", true, kOutput, 1, 1},
       {"log", "natural logarithm", true, kInput, 1, 1},     {"abs", "|x|", false, kInput, 1, 1},
       {"sin", "sine", true, kInput, 1, 2},                  {"cos", "cosine", true, kInput, 1, 2},
+      {"hardswish", "x * relu6(x + 3) / 6 (MobileNetV3)", false, kInput, 4, 4},
+      {"hardsigmoid", "relu6(x + 3) / 6 (MobileNetV3)", false, kInput, 3, 2},
   };
   for (const auto& u : unary) {
     SavedFn saved = u.keeps == kInput ? Saves({0}, {}) : (u.keeps == kOutput ? Saves({}, {0}) : SavesNothing());
     (void)r.Register({u.name, u.summary, {{"x"}}, false, {}, ew, UnaryInfer(u.to_float),
                       ElementwiseCost(u.flops, u.grad_flops), saved, {}, bc});
   }
+  // Clamps: at::hardtanh and at::clamp keep their input (their backwards mask the gradient by it;
+  // hardtanh's mask excludes the bounds, clamp's includes them — two ops, so both are exact).
+  (void)r.Register({"hardtanh", "x clamped to [min_val, max_val] (ReLU6 is hardtanh(x, 0, 6))", {{"x"}}, false,
+                    {{"min_val", AttrKind::kNumber, true}, {"max_val", AttrKind::kNumber, true}}, ew, UnaryInfer(false),
+                    ElementwiseCost(2, 2), Saves({0}, {}), {}, bc});
+  (void)r.Register({"clamp", "x clamped to [min, max]; either bound may be absent (clamp_min, clamp_max)", {{"x"}}, false,
+                    {{"min", AttrKind::kNumber}, {"max", AttrKind::kNumber}}, ew, UnaryInfer(false), ElementwiseCost(2, 2),
+                    Saves({0}, {}), {}, bc});
+  (void)r.Register({"leaky_relu", "x for x > 0, negative_slope * x otherwise", {{"x"}}, false,
+                    {{"negative_slope", AttrKind::kNumber}}, ew, UnaryInfer(false), ElementwiseCost(2, 2), Saves({0}, {}), {},
+                    bc});
   (void)r.Register({"gelu", "Gaussian error linear unit (approximate='none'|'tanh')", {{"x"}}, false,
                     {{"approximate", AttrKind::kString}}, ew, InferGelu, ElementwiseCost(10, 12), Saves({0}, {}), {},
                     bc});

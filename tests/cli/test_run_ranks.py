@@ -128,6 +128,7 @@ def test_traced_models_go_through_the_same_path(models):
         ("nanogpt_loss_trace_train.pt", ["--input", "idx:i64[4,16]", "--input", "targets:i64[4,16]", "--mesh", "2x2"]),
         ("resnet_trace_train.pt", ["--input", "x:f32[4,3,32,32]", "--strategy", "dp"]),
         ("mlp_script.pt", ["--input", "x:f32[4,8]", "--strategy", "tp"]),
+        ("mobile_trace_train.pt", ["--input", "x:f32[4,3,32,32]"]),  # ReLU6 in place, clamps: MAP's plan
     ]
     for name, flags in cases:
         r = _json_run(str(out / name), *flags, "--ranks", "4", *TRAIN[:2], "--optimizer", "momentum", "--lr", "0.01",

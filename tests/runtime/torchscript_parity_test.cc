@@ -147,7 +147,8 @@ INSTANTIATE_TEST_SUITE_P(Models, TorchScriptParityTest,
                                            ParityCase{"llama_trace_train.pt"},
                                            ParityCase{"resnet_trace_train.pt", true},
                                            ParityCase{"resnet_trace_eval.pt"},
-                                           ParityCase{"mlp_script.pt"}),
+                                           ParityCase{"mlp_script.pt"},
+                                           ParityCase{"mobile_trace_train.pt"}),  // ReLU6 in place, clamps
                          [](const ::testing::TestParamInfo<ParityCase>& info) {
                            return info.param.file.substr(0, info.param.file.find('.'));
                          });

@@ -126,9 +126,12 @@ std::vector<std::unique_ptr<Node>> HandBuilt() {
   std::vector<std::unique_ptr<Node>> v;
   const TensorType x = F32({2, 3, 4});
   for (const char* op : {"abs", "cos", "exp", "log", "neg", "relu", "rsqrt", "sigmoid", "silu", "sin", "sqrt", "tanh",
-                         "gelu", "dropout", "contiguous"}) {
+                         "gelu", "dropout", "contiguous", "hardswish", "hardsigmoid"}) {
     v.push_back(Make(op, {x}));
   }
+  v.push_back(Make("hardtanh", {x}, Attrs().Float("min_val", 0).Float("max_val", 6)));
+  v.push_back(Make("clamp", {x}, Attrs().Float("min", -1)));
+  v.push_back(Make("leaky_relu", {x}, Attrs().Float("negative_slope", 0.2)));
   for (const char* op : {"add", "sub", "mul", "div", "pow", "eq", "ne", "lt", "gt", "le", "ge"}) {
     v.push_back(Make(op, {x, F32({3, 1})}));
     v.push_back(Make(op, {x}, Attrs().Float("scalar", 2)));

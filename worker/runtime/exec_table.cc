@@ -269,6 +269,13 @@ Outs MseLoss(const ExecContext& c) { return {at::mse_loss(c.in(0), c.in(1), Redu
 // ---- elementwise
 
 Outs Gelu(const ExecContext& c) { return {at::gelu(c.in(0), c.Str("approximate", "none"))}; }
+Outs LeakyRelu(const ExecContext& c) { return {at::leaky_relu(c.in(0), c.has("negative_slope") ? c.Scalar("negative_slope") : c10::Scalar(0.01))}; }
+Outs Hardtanh(const ExecContext& c) { return {at::hardtanh(c.in(0), c.Scalar("min_val"), c.Scalar("max_val"))}; }
+Outs Clamp(const ExecContext& c) {
+  const c10::optional<c10::Scalar> lo = c.has("min") ? c10::optional<c10::Scalar>(c.Scalar("min")) : c10::nullopt;
+  const c10::optional<c10::Scalar> hi = c.has("max") ? c10::optional<c10::Scalar>(c.Scalar("max")) : c10::nullopt;
+  return {at::clamp(c.in(0), lo, hi)};
+}
 // A rank program's communication step: the distributed runtime (worker/dist) runs it as a real
 // collective; a graph that reaches this table with one was not lowered for that runtime.
 Outs Collective(const ExecContext& c) {
@@ -501,6 +508,11 @@ ExecTable* BuildTable() {
   add("mse_loss", MseLoss, "input and target");
   // elementwise
   add("gelu", Gelu, "x");
+  add("hardtanh", Hardtanh, "x");
+  add("leaky_relu", LeakyRelu, "x");
+  add("hardswish", Unary(at::hardswish), "x");
+  add("hardsigmoid", Unary(at::hardsigmoid), "x");
+  add("clamp", Clamp, "x");
   add("dropout", Dropout,
       "CPU: the scaled noise tensor (x's size and dtype); CUDA (fused): a bool mask of x's size. Nothing when "
       "p = 0 or not training");

@@ -157,6 +157,9 @@ def main(argv):
         add(f"resnet_trace_{mode}.pt", m, [images], ["x"], mode, extra=extra)
 
     torch.manual_seed(0)
+    add("mobile_trace_train.pt", misc.MobileBlock(), [images], ["x"], "train")
+
+    torch.manual_seed(0)
     spec = {"inputs": [{"name": "x", "dtype": "float32", "shape": [4, 8]}]}
     add("mlp_script.pt", misc.ScriptMLP(), [mlp_x], ["x"], "eval", script=True,
         extra_files={"mapd_inputs.json": json.dumps(spec)})

@@ -25,6 +25,28 @@ class ScriptMLP(nn.Module):
         return self.head(x)
 
 
+class MobileBlock(nn.Module):
+    """MobileNetV2's inverted residual without batch norms: a 1x1 expansion, ReLU6 in place
+    (aten::hardtanh_), a depthwise 3x3, ReLU6, a 1x1 projection; then clamp, clamp_min and
+    clamp_max, MobileNetV3's hardswish and hardsigmoid, a leaky ReLU, a global mean and a linear
+    head."""
+
+    def __init__(self, channels=3, hidden=12, out=8, classes=10):
+        super().__init__()
+        self.expand = nn.Conv2d(channels, hidden, 1)
+        self.act1 = nn.ReLU6(inplace=True)
+        self.depthwise = nn.Conv2d(hidden, hidden, 3, padding=1, groups=hidden)
+        self.act2 = nn.ReLU6()
+        self.project = nn.Conv2d(hidden, out, 1)
+        self.head = nn.Linear(out, classes)
+
+    def forward(self, x):
+        y = self.project(self.act2(self.depthwise(self.act1(self.expand(x)))))
+        y = torch.clamp(y, -0.5, 0.5) + torch.clamp_min(y, -0.2) + torch.clamp_max(y, 0.3) + y.clamp(max=0.1)
+        y = nn.functional.hardswish(y) * nn.functional.hardsigmoid(y) + nn.functional.leaky_relu(y, 0.2)
+        return self.head(y.mean(dim=(2, 3)))
+
+
 class Unsupported(nn.Module):
     """Uses cumsum x2, sort x1, flip x1 (plus a Linear so it has parameters)."""
 
