@@ -838,7 +838,7 @@ const std::map<std::string, Handler>& AtenHandlers() {
     m["aten::gelu"] = Gelu;
     for (const char* op : {"aten::hardtanh", "aten::hardtanh_"}) m[op] = Hardtanh;
     for (const char* op : {"aten::leaky_relu", "aten::leaky_relu_"}) m[op] = LeakyRelu;
-    for (const char* op : {"hardswish", "hardsigmoid"}) {
+    for (const char* op : {"hardswish", "hardsigmoid", "mish", "log1p", "sign"}) {
       m[absl::StrCat("aten::", op)] = SameArgs(op, 1);
       m[absl::StrCat("aten::", op, "_")] = SameArgs(op, 1);
     }

@@ -245,6 +245,9 @@ void RegisterElementwiseOps(OpRegistry& r) {
       {"sin", "sine", true, kInput, 1, 2},                  {"cos", "cosine", true, kInput, 1, 2},
       {"hardswish", "x * relu6(x + 3) / 6 (MobileNetV3)", false, kInput, 4, 4},
       {"hardsigmoid", "relu6(x + 3) / 6 (MobileNetV3)", false, kInput, 3, 2},
+      {"mish", "x * tanh(softplus(x))", true, kInput, 8, 12},
+      {"log1p", "log(1 + x)", true, kInput, 2, 2},
+      {"sign", "-1, 0 or 1 by the sign of x (gradient zero)", false, kNothing, 1, 0},
   };
   for (const auto& u : unary) {
     SavedFn saved = u.keeps == kInput ? Saves({0}, {}) : (u.keeps == kOutput ? Saves({}, {0}) : SavesNothing());

@@ -126,7 +126,7 @@ std::vector<std::unique_ptr<Node>> HandBuilt() {
   std::vector<std::unique_ptr<Node>> v;
   const TensorType x = F32({2, 3, 4});
   for (const char* op : {"abs", "cos", "exp", "log", "neg", "relu", "rsqrt", "sigmoid", "silu", "sin", "sqrt", "tanh",
-                         "gelu", "dropout", "contiguous", "hardswish", "hardsigmoid"}) {
+                         "gelu", "dropout", "contiguous", "hardswish", "hardsigmoid", "mish", "log1p", "sign"}) {
     v.push_back(Make(op, {x}));
   }
   v.push_back(Make("hardtanh", {x}, Attrs().Float("min_val", 0).Float("max_val", 6)));

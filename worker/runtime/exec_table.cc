@@ -512,6 +512,9 @@ ExecTable* BuildTable() {
   add("leaky_relu", LeakyRelu, "x");
   add("hardswish", Unary(at::hardswish), "x");
   add("hardsigmoid", Unary(at::hardsigmoid), "x");
+  add("mish", Unary(at::mish), "x");
+  add("log1p", Unary(at::log1p), "x");
+  add("sign", Unary(at::sign), "nothing (its gradient is zero)");
   add("clamp", Clamp, "x");
   add("dropout", Dropout,
       "CPU: the scaled noise tensor (x's size and dtype); CUDA (fused): a bool mask of x's size. Nothing when "

@@ -28,8 +28,8 @@ class ScriptMLP(nn.Module):
 class MobileBlock(nn.Module):
     """MobileNetV2's inverted residual without batch norms: a 1x1 expansion, ReLU6 in place
     (aten::hardtanh_), a depthwise 3x3, ReLU6, a 1x1 projection; then clamp, clamp_min and
-    clamp_max, MobileNetV3's hardswish and hardsigmoid, a leaky ReLU, a global mean and a linear
-    head."""
+    clamp_max, MobileNetV3's hardswish and hardsigmoid, a leaky ReLU, mish, log1p and sign, a
+    global mean and a linear head."""
 
     def __init__(self, channels=3, hidden=12, out=8, classes=10):
         super().__init__()
@@ -44,6 +44,7 @@ class MobileBlock(nn.Module):
         y = self.project(self.act2(self.depthwise(self.act1(self.expand(x)))))
         y = torch.clamp(y, -0.5, 0.5) + torch.clamp_min(y, -0.2) + torch.clamp_max(y, 0.3) + y.clamp(max=0.1)
         y = nn.functional.hardswish(y) * nn.functional.hardsigmoid(y) + nn.functional.leaky_relu(y, 0.2)
+        y = nn.functional.mish(y) + torch.log1p(y.abs()) * torch.sign(y)
         return self.head(y.mean(dim=(2, 3)))
 
 
