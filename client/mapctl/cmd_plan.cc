@@ -164,6 +164,7 @@ int RunPlan(const PlanArgs& args) {
   }
 
   const ChoiceCost& cost = plan.cost;
+  const int sequence_parallel_norms = SequenceParallelNorms(*graph, plan.strategies);
   if (args.format == "json") {
     nlohmann::json j;
     j["model"] = graph->name();
@@ -178,8 +179,8 @@ int RunPlan(const PlanArgs& args) {
     if (!result->micro_batch_note.empty()) j["micro_batch_note"] = result->micro_batch_note;
     if (!result->adopted_note.empty()) j["adopted_note"] = result->adopted_note;
     j["precision"] = PrecisionName(options.profile.precision);
-    j["sequence_parallel"] = SequenceParallelNorms(*graph, plan.strategies) > 0;
-    j["sequence_parallel_norms"] = SequenceParallelNorms(*graph, plan.strategies);
+    j["sequence_parallel"] = sequence_parallel_norms > 0;
+    j["sequence_parallel_norms"] = sequence_parallel_norms;
     j["memory_per_device"] = cluster.memory_per_device;
     j["fits"] = result->fits;
     j["predicted_step_seconds"] = cost.step_seconds;
@@ -246,7 +247,7 @@ int RunPlan(const PlanArgs& args) {
             << (plan.micro_batches > 1 ? " (gradients accumulated, reduced and applied once)" : "")
             << (result->micro_batch_note.empty() ? std::string() : absl::StrCat(" (only 1 searched: ", result->micro_batch_note, ")"))
             << "\n"
-            << "Sequence par.: " << SequenceParallelString(SequenceParallelNorms(*graph, plan.strategies)) << "\n"
+            << "Sequence par.: " << SequenceParallelString(sequence_parallel_norms) << "\n"
             << "Precision:    "
             << (options.profile.precision == Precision::kBf16Mixed
                     ? "bf16 mixed (bf16 weights, activations, gradients; fp32 master weights, optimizer states and loss)"

@@ -33,7 +33,7 @@ absl::StatusOr<v1::Graph> ToBf16Mixed(v1::Graph graph, const OpRegistry& registr
 // Whether the optimizer keeps an fp32 master of a trainable parameter of this dtype (16-bit
 // floats: bf16, f16), whatever the precision asked for — the runtime's rule, which the profiler
 // and the planner's memory model follow.
-inline bool HasMasterWeights(DType dtype) { return dtype == v1::BFLOAT16 || dtype == v1::FLOAT16; }
+inline bool HasMasterWeights(DType dtype) { return Is16BitFloat(dtype); }
 
 // Whether a graph is already in that form: no f32 parameter and no f32 graph input.
 bool IsBf16Mixed(const v1::Graph& graph);

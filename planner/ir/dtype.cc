@@ -60,6 +60,8 @@ bool IsFloating(DType d) {
   return d == v1::FLOAT32 || d == v1::FLOAT16 || d == v1::BFLOAT16 || d == v1::FLOAT64;
 }
 
+bool Is16BitFloat(DType d) { return d == v1::FLOAT16 || d == v1::BFLOAT16; }
+
 bool IsIntegral(DType d) {
   return d == v1::INT64 || d == v1::INT32 || d == v1::INT16 || d == v1::INT8 || d == v1::UINT8;
 }

@@ -20,6 +20,7 @@ absl::StatusOr<DType> ParseDType(const std::string& text);
 // Bytes per element (bool and uint8 are 1).
 int64_t DTypeSize(DType dtype);
 bool IsFloating(DType dtype);
+bool Is16BitFloat(DType dtype);  // bf16, f16
 bool IsIntegral(DType dtype);  // integer types, not bool
 // Type of `a op b` for two tensors of the given types (PyTorch's promotion, without the
 // 0-d special case, which PromoteTypes in shape_util handles).

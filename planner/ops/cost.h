@@ -31,6 +31,11 @@ struct CostContext {
   bool input_contiguous(int i) const { return i >= static_cast<int>(contiguous.size()) || contiguous[i]; }
 };
 
+// Gloo (LibTorch 1.13) has no bf16: the CPU runtime sums a 16-bit tensor through an fp32 copy
+// (worker/dist/gloo_communicator.cc) — its bytes, 0 for other dtypes. The collective op's cost
+// and the profiler's ZeRO reduce-scatter count it.
+inline int64_t Fp32ReductionCopyBytes(const TensorType& t) { return Is16BitFloat(t.dtype) ? t.NumElements() * 4 : 0; }
+
 struct OpCost {
   double flops = 0;                // forward floating-point operations
   std::vector<double> grad_flops;  // per input: FLOPs of computing that input's gradient

@@ -42,8 +42,7 @@ OpCost CollectiveCost(const CostContext& c) {
   auto kind = c.op.Str("kind", "");
   const std::string k = kind.ok() ? *kind : "";
   const int64_t in = c.op.input(0).NumBytes(), out = c.outputs.empty() ? 0 : c.outputs[0].NumBytes();
-  const DType dtype = c.op.input(0).dtype;
-  const int64_t staging = dtype == v1::BFLOAT16 || dtype == v1::FLOAT16 ? c.op.input(0).NumElements() * 4 : 0;
+  const int64_t staging = Fp32ReductionCopyBytes(c.op.input(0));
   if (k == "ALL_GATHER" || k == "ZERO_GATHER") cost.workspace_bytes = out;
   if (k == "ALL_REDUCE") cost.workspace_bytes = staging;
   if (k == "REDUCE_SCATTER") cost.workspace_bytes = in + staging, cost.grad_workspace_bytes = in;

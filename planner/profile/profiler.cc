@@ -129,7 +129,7 @@ class Simulator {
   // What reduce-scattering a whole gradient of `t` makes for a moment: its all-reduced copy,
   // and for a 16-bit one Gloo's fp32 copy too (ops_comm.cc).
   static int64_t ReduceScatterCopy(const TensorType& t) {
-    return Bytes(t) + (HasMasterWeights(t.dtype) ? t.NumElements() * 4 : 0);
+    return Bytes(t) + Fp32ReductionCopyBytes(t);
   }
 
   // Elements of a ZeRO shard of parameter `name`, 0 when it is not sharded.

@@ -11,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "planner/lower/lowering.h"
 #include "worker/dist/nccl_communicator.h"
+#include "worker/runtime/torch_types.h"
 
 namespace mapd {
 
@@ -56,7 +57,6 @@ class TcpStoreServer : public StoreServer {
   c10::intrusive_ptr<c10d::TCPStore> store_;
 };
 
-bool Is16BitFloat(const at::Tensor& t) { return t.scalar_type() == at::kBFloat16 || t.scalar_type() == at::kHalf; }
 // A bf16 tensor's bits as f16 (the same storage; Gloo moves f16 and has no int16), for the
 // collectives that only move data.
 at::Tensor AsBits(const at::Tensor& t) { return t.scalar_type() == at::kBFloat16 ? t.view(at::kHalf) : t; }

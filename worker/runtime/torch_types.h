@@ -32,6 +32,9 @@ inline std::string DescribeTensor(const at::Tensor& t) {
   return absl::StrCat(dtype, "[", absl::StrJoin(t.sizes(), ","), "]");
 }
 
+// A bf16 or f16 tensor (planner/ir/dtype.h's Is16BitFloat).
+inline bool Is16BitFloat(const at::Tensor& t) { return Is16BitFloat(FromScalarType(t.scalar_type())); }
+
 inline bool MatchesType(const at::Tensor& t, const TensorType& type) {
   if (!t.defined() || FromScalarType(t.scalar_type()) != type.dtype) return false;
   if (t.dim() != type.rank()) return false;

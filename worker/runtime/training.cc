@@ -10,6 +10,7 @@
 #include "planner/util/status_macros.h"
 #include "worker/runtime/optimizer.h"
 #include "worker/runtime/seed.h"
+#include "worker/runtime/torch_types.h"
 #include "worker/runtime/trainer.h"
 
 namespace mapd {
@@ -39,11 +40,6 @@ absl::Status ValidateOptimizerOptions(const OptimizerOptions& o) {
   return absl::OkStatus();
 }
 
-namespace {
-// 16-bit floating parameters are updated through an fp32 master (optimizer.h).
-bool HasMaster(const at::Tensor& t) { return t.scalar_type() == at::kBFloat16 || t.scalar_type() == at::kHalf; }
-}  // namespace
-
 absl::StatusOr<std::unique_ptr<Optimizer>> Optimizer::Create(const OptimizerOptions& options,
                                                              std::vector<std::pair<std::string, at::Tensor>> params) {
   MAPD_RETURN_IF_ERROR(ValidateOptimizerOptions(options));
@@ -53,7 +49,8 @@ absl::StatusOr<std::unique_ptr<Optimizer>> Optimizer::Create(const OptimizerOpti
       return absl::InvalidArgumentError(absl::StrCat("parameter '", name, "' is not a floating-point tensor"));
     }
     Slot slot{name, t, at::Tensor(), at::Tensor(), at::Tensor(), 0};
-    if (HasMaster(t)) slot.master = t.detach().to(at::kFloat, /*non_blocking=*/false, /*copy=*/true);
+    // A 16-bit parameter steps through an fp32 master (optimizer.h).
+    if (Is16BitFloat(t)) slot.master = t.detach().to(at::kFloat, /*non_blocking=*/false, /*copy=*/true);
     opt->slots_.push_back(std::move(slot));
   }
   return opt;
