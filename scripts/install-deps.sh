@@ -26,6 +26,8 @@ PACKAGES=(
   libopenblas0-pthread
   # python client and tests
   python3-grpcio python3-protobuf python3-pytest
+  # torchvision's model zoo: the real-model suite (tests/import, scripts/torchvision-suite.py)
+  python3-torchvision
   # tests/deploy reads the Kubernetes manifests and Grafana provisioning
   python3-yaml
   # promtool checks the /metrics endpoints in the tests

@@ -2,6 +2,7 @@
 // Also the Importer's argument readers, which handlers use to name faulty arguments.
 #include <limits>
 
+#include "planner/import/einsum.h"
 #include "planner/import/importer_internal.h"
 #include "planner/util/status_macros.h"
 
@@ -23,6 +24,7 @@ std::string Describe(const AValue& a) {
     case AValue::Kind::kList: return "a list";
     case AValue::Kind::kTuple: return "a tuple";
     case AValue::Kind::kModule: return "a module";
+    case AValue::Kind::kConstTensor: return "a constant tensor";
   }
   return "?";
 }
@@ -37,7 +39,23 @@ absl::StatusOr<std::string> Importer::TensorArg(Node* n, const Args& args, int i
   MAPD_ARG_CHECK(i);
   if (args[i].is_tensor()) return args[i].tensor;
   if (args[i].kind == AValue::Kind::kConst && args[i].scalar_tensor) return ScalarTensor(n, args[i]);
+  if (args[i].kind == AValue::Kind::kConstTensor) {
+    MAPD_ASSIGN_OR_RETURN(AValue m, Materialise(n, args[i]));
+    return m.tensor;
+  }
   return Error(n, absl::StrCat("argument ", i, " should be a tensor, got ", Describe(args[i])));
+}
+
+absl::StatusOr<TensorType> Importer::TensorTypeArg(Node* n, const Args& args, int i) {
+  MAPD_ARG_CHECK(i);
+  if (args[i].kind == AValue::Kind::kConstTensor) {
+    const at::Tensor& t = args[i].constant.toTensor();
+    auto dtype = CheckedDType(t.scalar_type());
+    if (!dtype.ok()) return Error(n, std::string(dtype.status().message()));
+    return TensorType{*dtype, Shape(t.sizes().begin(), t.sizes().end())};
+  }
+  MAPD_ASSIGN_OR_RETURN(std::string name, TensorArg(n, args, i));
+  return *builder_.TypeOf(name);
 }
 
 absl::StatusOr<std::string> Importer::OptionalTensorArg(Node* n, const Args& args, int i) {
@@ -585,7 +603,10 @@ Result Slice(Importer& im, Node* n, const Args& a) {
   const int64_t s = start.value_or(0);
   const int64_t e = end.value_or(std::numeric_limits<int64_t>::max());
   if (step == 1 && s == 0 && d >= 0 && d < t.rank() && e >= t.shape[d]) return std::vector<AValue>{a[0]};
-  return One(im.Emit1(n, "slice", {x}, Attrs().Int("dim", dim).Int("start", s).Int("end", e).Int("step", step)));
+  const Attrs attrs = Attrs().Int("dim", dim).Int("start", s).Int("end", e).Int("step", step);
+  MAPD_ASSIGN_OR_RETURN(AValue view, im.Emit1(n, "slice", {x}, attrs));
+  im.RecordSliceView(view.tensor, x, attrs);
+  return std::vector<AValue>{view};
 }
 
 Result Select(Importer& im, Node* n, const Args& a) {
@@ -593,6 +614,201 @@ Result Select(Importer& im, Node* n, const Args& a) {
   MAPD_ASSIGN_OR_RETURN(int64_t dim, im.IntArg(n, a, 1));
   MAPD_ASSIGN_OR_RETURN(int64_t index, im.IntArg(n, a, 2));
   return One(im.Emit1(n, "select", {x}, Attrs().Int("dim", dim).Int("index", index)));
+}
+
+// pad(self, pad, mode="constant", value=None); constant_pad_nd(self, pad, value=0);
+// reflection_pad{1,2,3}d / replication_pad{1,2,3}d(self, padding).
+Handler Pad(const std::string& fixed_mode) {
+  return [fixed_mode](Importer& im, Node* n, const Args& a) -> Result {
+    MAPD_ASSIGN_OR_RETURN(std::string x, im.TensorArg(n, a, 0));
+    MAPD_ASSIGN_OR_RETURN(std::vector<int64_t> pads, im.IntListArg(n, a, 1));
+    std::string mode = fixed_mode;
+    int value_at = 2;
+    if (mode.empty()) {
+      MAPD_ASSIGN_OR_RETURN(mode, im.StringArg(n, a, 2));
+      value_at = 3;
+    }
+    if (mode == "circular") return im.Error(n, "circular padding is not supported; use constant, reflect or replicate");
+    Attrs attrs;
+    attrs.Ints("pads", pads).Str("mode", mode);
+    if (mode == "constant" && static_cast<size_t>(value_at) < a.size() && !a[value_at].is_none()) {
+      MAPD_ASSIGN_OR_RETURN(double value, im.DoubleArg(n, a, value_at));
+      attrs.Float("value", value);
+    }
+    return One(im.Emit1(n, "pad", {x}, attrs));
+  };
+}
+
+Result Roll(Importer& im, Node* n, const Args& a) {
+  MAPD_ASSIGN_OR_RETURN(std::string x, im.TensorArg(n, a, 0));
+  MAPD_ASSIGN_OR_RETURN(std::vector<int64_t> shifts, im.IntListArg(n, a, 1));
+  MAPD_ASSIGN_OR_RETURN(std::vector<int64_t> dims, im.IntListArg(n, a, 2));
+  return One(im.Emit1(n, "roll", {x}, Attrs().Ints("shifts", shifts).Ints("dims", dims)));
+}
+
+Result IndexSelect(Importer& im, Node* n, const Args& a) {
+  MAPD_ASSIGN_OR_RETURN(std::string x, im.TensorArg(n, a, 0));
+  MAPD_ASSIGN_OR_RETURN(int64_t dim, im.IntArg(n, a, 1));
+  MAPD_ASSIGN_OR_RETURN(std::string index, im.TensorArg(n, a, 2));
+  return One(im.Emit1(n, "index_select", {x, index}, Attrs().Int("dim", dim)));
+}
+
+// x[idx] with one integer index tensor at dimension d (Tensor?[] indices, the others None):
+// index_select of the flattened index, reshaped to x.shape[:d] + idx.shape + x.shape[d+1:] —
+// what relative position biases do (table[index]). Boolean masks give data-dependent shapes.
+Result Index(Importer& im, Node* n, const Args& a) {
+  MAPD_ASSIGN_OR_RETURN(std::string x, im.TensorArg(n, a, 0));
+  if (a.size() < 2 || (a[1].kind != AValue::Kind::kList && a[1].kind != AValue::Kind::kTuple)) {
+    return im.Error(n, "expected a list of indices");
+  }
+  int at = -1;
+  for (size_t i = 0; i < a[1].items.size(); ++i) {
+    if (a[1].items[i].is_none()) continue;
+    if (at >= 0) return im.Error(n, "indexing with more than one index tensor is not supported");
+    at = static_cast<int>(i);
+  }
+  if (at < 0) return std::vector<AValue>{a[0]};
+  MAPD_ASSIGN_OR_RETURN(std::string index, im.TensorArg(n, a[1].items, at));
+  const TensorType& t = *im.builder().TypeOf(x);
+  const TensorType idx = *im.builder().TypeOf(index);
+  if (idx.dtype == v1::BOOL || idx.dtype == v1::UINT8) {
+    return im.Error(n, "indexing with a boolean mask gives a shape that depends on tensor data; use masked_fill or where");
+  }
+  if (at >= t.rank()) return im.Error(n, absl::StrCat("index at dimension ", at, " of a ", t.ToString(), " tensor"));
+  std::string flat = index;
+  if (idx.rank() != 1) {
+    MAPD_ASSIGN_OR_RETURN(AValue f, im.Emit1(n, "reshape", {index}, Attrs().Ints("shape", {idx.NumElements()})));
+    flat = f.tensor;
+  }
+  MAPD_ASSIGN_OR_RETURN(AValue picked, im.Emit1(n, "index_select", {x, flat}, Attrs().Int("dim", at)));
+  if (idx.rank() == 1) return std::vector<AValue>{picked};
+  Shape shape(t.shape.begin(), t.shape.begin() + at);
+  shape.insert(shape.end(), idx.shape.begin(), idx.shape.end());
+  shape.insert(shape.end(), t.shape.begin() + at + 1, t.shape.end());
+  return One(im.Emit1(n, "reshape", {picked.tensor}, Attrs().Ints("shape", shape)));
+}
+
+// norm(self, p, dim, keepdim[, dtype]); linalg_vector_norm(self, ord, dim, keepdim, dtype);
+// frobenius_norm(self, dim, keepdim).
+Handler VectorNorm(int ord_at) {
+  return [ord_at](Importer& im, Node* n, const Args& a) -> Result {
+    MAPD_ASSIGN_OR_RETURN(std::string x, im.TensorArg(n, a, 0));
+    Attrs attrs;
+    const int dims_at = ord_at < 0 ? 1 : 2;
+    if (ord_at >= 0 && static_cast<size_t>(ord_at) < a.size() && !a[ord_at].is_none()) {
+      MAPD_ASSIGN_OR_RETURN(double ord, im.DoubleArg(n, a, ord_at));
+      attrs.Float("ord", ord);
+    }
+    if (static_cast<size_t>(dims_at) < a.size() && !a[dims_at].is_none()) {
+      MAPD_ASSIGN_OR_RETURN(std::vector<int64_t> dims, im.IntListArg(n, a, dims_at));
+      attrs.Ints("dims", dims);
+    }
+    if (static_cast<size_t>(dims_at + 1) < a.size()) {
+      MAPD_ASSIGN_OR_RETURN(bool keep, im.BoolArg(n, a, dims_at + 1));
+      attrs.Bool("keepdim", keep);
+    }
+    if (static_cast<size_t>(dims_at + 2) < a.size() && !a[dims_at + 2].is_none()) {
+      return im.Error(n, "a norm computed in another dtype is not supported; convert the input first");
+    }
+    return One(im.Emit1(n, "vector_norm", {x}, attrs));
+  };
+}
+
+// ---- einsum: lowered to sum, permute, reshape and one bmm per pair of operands
+
+// A graph tensor with one einsum label per dimension.
+struct Labelled {
+  std::string tensor;
+  std::string labels;
+};
+
+// Sums out the labels of `t` that `keep` lacks.
+absl::StatusOr<Labelled> SumOut(Importer& im, Node* n, Labelled t, const std::string& keep) {
+  std::vector<int64_t> dims;
+  std::string kept;
+  for (size_t d = 0; d < t.labels.size(); ++d) {
+    if (keep.find(t.labels[d]) == std::string::npos) dims.push_back(static_cast<int64_t>(d));
+    else kept.push_back(t.labels[d]);
+  }
+  if (dims.empty()) return t;
+  MAPD_ASSIGN_OR_RETURN(AValue s, im.Emit1(n, "sum", {t.tensor}, Attrs().Ints("dims", dims).Bool("keepdim", false)));
+  return Labelled{s.tensor, kept};
+}
+
+absl::StatusOr<Labelled> Permuted(Importer& im, Node* n, Labelled t, const std::string& order) {
+  if (t.labels == order) return t;
+  std::vector<int64_t> dims;
+  for (char c : order) dims.push_back(static_cast<int64_t>(t.labels.find(c)));
+  MAPD_ASSIGN_OR_RETURN(AValue p, im.Emit1(n, "permute", {t.tensor}, Attrs().Ints("dims", dims)));
+  return Labelled{p.tensor, order};
+}
+
+absl::StatusOr<std::string> Reshaped(Importer& im, Node* n, const std::string& t, const Shape& shape) {
+  if (im.builder().TypeOf(t)->shape == shape) return t;
+  MAPD_ASSIGN_OR_RETURN(AValue r, im.Emit1(n, "reshape", {t}, Attrs().Ints("shape", shape)));
+  return r.tensor;
+}
+
+// a and b contracted into one tensor with the labels in `keep` (the output's and those later
+// operands use): [batch, left, contracted] @ [batch, contracted, right].
+absl::StatusOr<Labelled> Contract(Importer& im, Node* n, Labelled a, Labelled b, const std::string& keep) {
+  MAPD_ASSIGN_OR_RETURN(a, SumOut(im, n, a, b.labels + keep));
+  MAPD_ASSIGN_OR_RETURN(b, SumOut(im, n, b, a.labels + keep));
+  std::map<char, int64_t> size;
+  for (const Labelled* t : {&a, &b}) {
+    const Shape& shape = im.builder().TypeOf(t->tensor)->shape;
+    for (size_t d = 0; d < t->labels.size(); ++d) {
+      auto [it, fresh] = size.emplace(t->labels[d], shape[d]);
+      if (!fresh && it->second != shape[d]) {
+        return im.Error(n, absl::StrCat("einsum label '", std::string(1, t->labels[d]), "' has sizes ", it->second, " and ",
+                                        shape[d], " (broadcasting a size-1 dimension is not supported)"));
+      }
+    }
+  }
+  std::string batch, left, contracted, right;
+  for (char c : a.labels) {
+    const bool in_b = b.labels.find(c) != std::string::npos, kept = keep.find(c) != std::string::npos;
+    (in_b ? (kept ? batch : contracted) : left).push_back(c);
+  }
+  for (char c : b.labels) {
+    if (a.labels.find(c) == std::string::npos) right.push_back(c);
+  }
+  auto product = [&](const std::string& labels) {
+    int64_t p = 1;
+    for (char c : labels) p *= size[c];
+    return p;
+  };
+  MAPD_ASSIGN_OR_RETURN(a, Permuted(im, n, a, batch + left + contracted));
+  MAPD_ASSIGN_OR_RETURN(b, Permuted(im, n, b, batch + contracted + right));
+  MAPD_ASSIGN_OR_RETURN(std::string a3, Reshaped(im, n, a.tensor, {product(batch), product(left), product(contracted)}));
+  MAPD_ASSIGN_OR_RETURN(std::string b3, Reshaped(im, n, b.tensor, {product(batch), product(contracted), product(right)}));
+  MAPD_ASSIGN_OR_RETURN(AValue c, im.Emit1(n, "bmm", {a3, b3}, {}));
+  const std::string labels = batch + left + right;
+  Shape shape;
+  for (char l : labels) shape.push_back(size[l]);
+  MAPD_ASSIGN_OR_RETURN(std::string out, Reshaped(im, n, c.tensor, shape));
+  return Labelled{out, labels};
+}
+
+// einsum(equation, tensors, path=None): pairwise from the left (the path is an optimisation
+// hint that does not change the result).
+Result Einsum(Importer& im, Node* n, const Args& a) {
+  MAPD_ASSIGN_OR_RETURN(std::string equation, im.StringArg(n, a, 0));
+  MAPD_ASSIGN_OR_RETURN(std::vector<std::string> tensors, im.TensorListArg(n, a, 1));
+  if (tensors.empty()) return im.Error(n, "einsum of no operands");
+  std::vector<int> ranks;
+  for (const std::string& t : tensors) ranks.push_back(im.builder().TypeOf(t)->rank());
+  auto eq = ParseEinsum(equation, ranks);
+  if (!eq.ok()) return im.Error(n, std::string(eq.status().message()));
+  Labelled acc{tensors[0], eq->operands[0]};
+  for (size_t i = 1; i < tensors.size(); ++i) {
+    std::string keep = eq->output;
+    for (size_t j = i + 1; j < tensors.size(); ++j) keep += eq->operands[j];
+    MAPD_ASSIGN_OR_RETURN(acc, Contract(im, n, acc, Labelled{tensors[i], eq->operands[i]}, keep));
+  }
+  MAPD_ASSIGN_OR_RETURN(acc, SumOut(im, n, acc, eq->output));
+  MAPD_ASSIGN_OR_RETURN(acc, Permuted(im, n, acc, eq->output));
+  return std::vector<AValue>{AValue::Tensor(acc.tensor)};
 }
 
 AValue ListOf(std::vector<AValue> items) {
@@ -697,6 +913,36 @@ Handler Fill(const std::string& op, FillFrom from) {
     if (dtype) attrs.Str("dtype", DTypeShortName(*dtype));
     return One(im.Emit1(n, op, {}, attrs));
   };
+}
+
+// bernoulli_(self, p, generator?) and bernoulli(self, p, generator?): 0/1 draws with probability
+// p shaped like self (stochastic depth: torch.empty(size).bernoulli_(p), self's values unused).
+Result Bernoulli(Importer& im, Node* n, const Args& a) {
+  MAPD_ASSIGN_OR_RETURN(TensorType like, im.TensorTypeArg(n, a, 0));
+  if (a.size() < 2 || !a[1].is_number()) {
+    return im.Error(n, "bernoulli with a tensor of probabilities is not supported; give p as a number "
+                       "(tensor.bernoulli_(p), as stochastic depth does)");
+  }
+  MAPD_ASSIGN_OR_RETURN(double p, im.DoubleArg(n, a, 1));
+  return One(im.Emit1(n, "bernoulli", {},
+                      Attrs().Ints("shape", like.shape).Float("p", p).Str("dtype", DTypeShortName(like.dtype))));
+}
+
+// copy_(self, src, non_blocking): self's type with src's values (broadcast, converted).
+Result Copy(Importer& im, Node* n, const Args& a) {
+  MAPD_ASSIGN_OR_RETURN(TensorType self, im.TensorTypeArg(n, a, 0));
+  MAPD_ASSIGN_OR_RETURN(std::string src, im.TensorArg(n, a, 1));
+  const TensorType from = *im.builder().TypeOf(src);
+  if (from.dtype != self.dtype) {
+    MAPD_ASSIGN_OR_RETURN(AValue cast, im.Emit1(n, "to", {src}, Attrs().Str("dtype", DTypeShortName(self.dtype))));
+    src = cast.tensor;
+  }
+  if (from.shape != self.shape) {
+    MAPD_ASSIGN_OR_RETURN(AValue wide, im.Emit1(n, "expand", {src}, Attrs().Ints("shape", self.shape)));
+    MAPD_ASSIGN_OR_RETURN(AValue dense, im.Emit1(n, "contiguous", {wide.tensor}, {}));
+    return std::vector<AValue>{dense};
+  }
+  return std::vector<AValue>{AValue::Tensor(src)};
 }
 
 // aten::to has several overloads; the target dtype is the first ScalarType among the
@@ -904,6 +1150,23 @@ const std::map<std::string, Handler>& AtenHandlers() {
     m["aten::concat"] = Join("cat");
     m["aten::stack"] = Join("stack");
     m["aten::arange"] = Arange;
+    m["aten::bernoulli"] = Bernoulli;
+    m["aten::pad"] = Pad("");
+    m["aten::constant_pad_nd"] = Pad("constant");
+    m["aten::reflection_pad1d"] = m["aten::reflection_pad2d"] = m["aten::reflection_pad3d"] = Pad("reflect");
+    m["aten::replication_pad1d"] = m["aten::replication_pad2d"] = m["aten::replication_pad3d"] = Pad("replicate");
+    m["aten::roll"] = Roll;
+    m["aten::einsum"] = Einsum;
+    // In-place writes (through slices too: RebindInPlace scatters them back).
+    m["aten::zero_"] = Fill("zeros", FillFrom::kLike);
+    m["aten::fill_"] = Fill("full", FillFrom::kLike);
+    m["aten::copy_"] = Copy;
+    m["aten::index_select"] = IndexSelect;
+    m["aten::index"] = Index;
+    m["aten::norm"] = VectorNorm(1);
+    m["aten::linalg_vector_norm"] = VectorNorm(1);
+    m["aten::frobenius_norm"] = VectorNorm(-1);
+    m["aten::bernoulli_"] = Bernoulli;
     m["aten::zeros"] = Fill("zeros", FillFrom::kSize);
     m["aten::ones"] = Fill("ones", FillFrom::kSize);
     m["aten::full"] = Fill("full", FillFrom::kSize);

@@ -35,14 +35,21 @@ struct AValue {
     kList,    // a list whose items are known abstractly (may hold tensors)
     kTuple,
     kModule,  // a module object reached through prim::GetAttr
+    // A tensor known at import time (`constant` holds it): a trace's tensor constant, a plain
+    // tensor attribute, or the result of folding ops that depend on no input, parameter or
+    // random draw (constant_folding.cc). It becomes a CONSTANT parameter only when an op that
+    // is emitted into the graph reads it (Importer::Materialise).
+    kConstTensor,
   };
   Kind kind = Kind::kNone;
   std::string tensor;        // kTensor: IR value name
-  c10::IValue constant;      // kConst
+  c10::IValue constant;      // kConst; kConstTensor: the tensor
   bool scalar_tensor = false;  // kConst that stands for a 0-d tensor (prim::NumToTensor, 0-d constants)
   std::vector<AValue> items;   // kList / kTuple
   c10::intrusive_ptr<c10::ivalue::Object> module;  // kModule
-  std::string path;            // kModule: module path; kTensor from a parameter: its name
+  // kModule: module path; kTensor from a parameter: its name; kConstTensor read from a plain
+  // tensor attribute: its path (a materialised unmodified attribute is read from the archive).
+  std::string path;
 
   static AValue None() { return AValue(); }
   static AValue Tensor(std::string name) {
@@ -55,6 +62,13 @@ struct AValue {
     AValue v;
     v.kind = Kind::kConst;
     v.constant = std::move(iv);
+    return v;
+  }
+  static AValue ConstTensor(at::Tensor t, std::string attribute_path = "") {
+    AValue v;
+    v.kind = Kind::kConstTensor;
+    v.constant = c10::IValue(std::move(t));
+    v.path = std::move(attribute_path);
     return v;
   }
   bool is_tensor() const { return kind == Kind::kTensor; }
@@ -74,6 +88,27 @@ const std::map<std::string, Handler>& AtenHandlers();
 // The MAP dtype of a LibTorch scalar type; INVALID_ARGUMENT for types MAP lacks.
 absl::StatusOr<DType> CheckedDType(c10::ScalarType t);
 
+// Constant folding (constant_folding.cc).
+// Whether an op draws random numbers (dropout, bernoulli, rand*, normal, ...): never folded,
+// since every step draws again.
+bool IsRandomOp(const std::string& kind);
+// Ops that read only the dtype (and shape) of their argument 0 (new_zeros, empty_like, ...):
+// a graph tensor there does not make the result depend on the graph.
+bool IsTypeOnlyOp(const std::string& kind);
+// Structural and shape-query node kinds the interpreter handles itself (torchscript_importer.cc).
+bool IsInterpreterKind(const std::string& kind);
+// The ops of an inlined forward graph that need an aten handler but have none, with counts:
+// nodes with a tensor output that depend on a graph input, a parameter or buffer (a tensor in
+// `state`), or a random draw. Everything else folds at import and needs no handler.
+std::map<std::string, int> UnsupportedOps(torch::jit::Graph& inlined, const c10::IValue& self,
+                                          const std::unordered_map<const c10::TensorImpl*, std::string>& state);
+// Abstract value ↔ IValue for evaluating a node with LibTorch; nullopt when `v` is not known
+// at import time (a graph tensor, a module).
+std::optional<c10::IValue> ToIValue(const AValue& v);
+// Back from an evaluated IValue: 0-d tensors become numbers standing for 0-d tensors, other
+// tensors kConstTensor.
+std::optional<AValue> FromIValue(const c10::IValue& iv);
+
 // The abstract interpreter; handlers call back into it to add nodes and read arguments.
 class Importer {
  public:
@@ -92,6 +127,9 @@ class Importer {
 
   // Argument readers (errors name the aten node and argument index).
   absl::StatusOr<std::string> TensorArg(torch::jit::Node* n, const std::vector<AValue>& args, int i);
+  // The type of a tensor argument, graph or constant, without making a constant a graph value
+  // (ops that read only their argument's shape and dtype).
+  absl::StatusOr<TensorType> TensorTypeArg(torch::jit::Node* n, const std::vector<AValue>& args, int i);
   // "" for None.
   absl::StatusOr<std::string> OptionalTensorArg(torch::jit::Node* n, const std::vector<AValue>& args, int i);
   absl::StatusOr<int64_t> IntArg(torch::jit::Node* n, const std::vector<AValue>& args, int i);
@@ -109,9 +147,13 @@ class Importer {
   // Materialises a number as a 0-d tensor node (for ops that need a tensor operand).
   absl::StatusOr<std::string> ScalarTensor(torch::jit::Node* n, const AValue& v);
 
-  // The value a name reaches, for in-place ops: rebinds the jit value and records a buffer
-  // update when the target is a buffer.
-  void RebindInPlace(torch::jit::Value* target, const AValue& new_value);
+  // The value a name reaches, for in-place ops: rebinds the jit value (and every other holding
+  // the same tensor), records a buffer update when the target is a buffer, and when the target
+  // is a slice of another value writes the new slice back into it (slice_scatter), so that
+  // x[a:b].zero_() changes x.
+  absl::Status RebindInPlace(torch::jit::Node* n, torch::jit::Value* target, const AValue& new_value);
+  // Records that graph value `view` is `base` sliced by `slice` (dim, start, end, step).
+  void RecordSliceView(const std::string& view, const std::string& base, const Attrs& slice);
 
   absl::Status Error(torch::jit::Node* n, const std::string& msg) const;
 
@@ -125,7 +167,20 @@ class Importer {
   absl::Status RunIf(torch::jit::Node* n);
   absl::Status RunLoop(torch::jit::Node* n);
   absl::Status RunCall(torch::jit::Node* n, const std::vector<AValue>& args);
+  // Evaluates `n` on its known arguments with LibTorch and binds its outputs. Returns false
+  // (nothing bound) when a tensor result is larger than the folding limit and an aten handler
+  // can emit the op instead; errors name the node.
+  // For a type-only op's argument 0: an uninitialised constant of the graph tensor's type, so
+  // that the op folds (`v` itself when larger than the folding limit).
+  absl::StatusOr<AValue> TypePlaceholder(torch::jit::Node* n, const AValue& v) const;
+  absl::StatusOr<bool> TryFold(torch::jit::Node* n, const std::vector<AValue>& args);
   absl::Status FoldConstant(torch::jit::Node* n, const std::vector<AValue>& args);
+  // A kConstTensor as a graph tensor (a CONSTANT parameter, once per tensor version); lists and
+  // tuples item by item; other values as they are.
+  absl::StatusOr<AValue> Materialise(torch::jit::Node* n, const AValue& v);
+  // Adds a CONSTANT parameter holding `t` (inline data, or the archive key `attribute_path`).
+  absl::StatusOr<std::string> AddConstantParameter(torch::jit::Node* n, const at::Tensor& t,
+                                                   const std::string& attribute_path);
   absl::StatusOr<AValue> GetAttr(torch::jit::Node* n, const AValue& obj);
   absl::StatusOr<AValue> ConstantValue(torch::jit::Node* n);
   std::string ScopeOf(torch::jit::Node* n) const;
@@ -139,6 +194,20 @@ class Importer {
   std::unordered_map<const c10::TensorImpl*, std::string> param_by_impl_;
   std::unordered_map<std::string, v1::Parameter::Kind> param_kind_;
   int num_constants_ = 0;
+  // Graph values that are slices of others, for writes through them (RebindInPlace).
+  struct SliceView {
+    std::string base;
+    Attrs slice;
+  };
+  std::unordered_map<std::string, SliceView> views_;
+  absl::Status WriteBack(torch::jit::Node* n, const std::string& old_name, const AValue& new_value);
+  // Materialised constants: tensor → (version when materialised, parameter name); the tensors
+  // are kept so that their addresses stay unique.
+  std::unordered_map<const c10::TensorImpl*, std::pair<uint32_t, std::string>> materialised_;
+  std::vector<at::Tensor> materialised_tensors_;
+  int64_t inline_constant_bytes_ = 0;
+  // Plain tensor attributes (neither parameter nor buffer) as the copies folding works on.
+  std::unordered_map<const c10::TensorImpl*, AValue> attribute_copies_;  // total inline data of materialised constants
   std::vector<std::string> scope_stack_;  // module path of each method being interpreted
   int call_depth_ = 0;
   int64_t loop_budget_ = 1 << 20;  // total unrolled loop iterations allowed

@@ -45,14 +45,6 @@ std::string StripDebugSuffix(const std::string& name) {
   return name.substr(0, dot);
 }
 
-bool HasTensorType(const c10::TypePtr& t) {
-  if (t->kind() == c10::TypeKind::TensorType) return true;
-  for (const auto& c : t->containedTypes()) {
-    if (HasTensorType(c)) return true;
-  }
-  return false;
-}
-
 // Structural and shape-query nodes the interpreter handles itself.
 const std::set<std::string>& InterpreterKinds() {
   static const std::set<std::string> kinds = {
@@ -68,99 +60,26 @@ const std::set<std::string>& InterpreterKinds() {
   return kinds;
 }
 
-void ScanUnsupported(torch::jit::Block* block, std::map<std::string, int>* counts) {
-  for (torch::jit::Node* n : block->nodes()) {
-    for (torch::jit::Block* b : n->blocks()) ScanUnsupported(b, counts);
-    const std::string kind = KindOf(n);
-    if (InterpreterKinds().count(kind) || AtenHandlers().count(kind)) continue;
-    bool tensor_out = false;
-    for (torch::jit::Value* o : n->outputs()) tensor_out |= HasTensorType(o->type());
-    if (!tensor_out) continue;  // non-tensor computation: folded at import time
-    ++(*counts)[kind];
-  }
-}
-
-// Converts an abstract value to an IValue for constant folding; nullopt if not constant.
-std::optional<c10::IValue> ToIValue(const AValue& v) {
-  switch (v.kind) {
-    case AValue::Kind::kNone: return c10::IValue();
-    case AValue::Kind::kConst:
-      if (v.scalar_tensor) {
-        if (v.constant.isInt()) return c10::IValue(at::scalar_tensor(v.constant.toInt(), at::kLong));
-        if (v.constant.isDouble()) return c10::IValue(at::scalar_tensor(v.constant.toDouble(), at::kDouble));
-        if (v.constant.isBool()) return c10::IValue(at::scalar_tensor(v.constant.toBool(), at::kBool));
-      }
-      return v.constant;
-    case AValue::Kind::kList: {
-      bool all_int = true, all_double = true, all_bool = true;
-      std::vector<c10::IValue> items;
-      for (const auto& it : v.items) {
-        auto iv = ToIValue(it);
-        if (!iv) return std::nullopt;
-        all_int &= iv->isInt();
-        all_double &= iv->isDouble();
-        all_bool &= iv->isBool();
-        items.push_back(*iv);
-      }
-      if (all_int) {
-        c10::List<int64_t> l;
-        for (auto& i : items) l.push_back(i.toInt());
-        return c10::IValue(l);
-      }
-      if (all_double) {
-        c10::List<double> l;
-        for (auto& i : items) l.push_back(i.toDouble());
-        return c10::IValue(l);
-      }
-      if (all_bool) {
-        c10::List<bool> l;
-        for (auto& i : items) l.push_back(i.toBool());
-        return c10::IValue(l);
-      }
-      c10::impl::GenericList l(c10::AnyType::get());
-      for (auto& i : items) l.push_back(i);
-      return c10::IValue(l);
-    }
-    case AValue::Kind::kTuple: {
-      std::vector<c10::IValue> items;
-      for (const auto& it : v.items) {
-        auto iv = ToIValue(it);
-        if (!iv) return std::nullopt;
-        items.push_back(*iv);
-      }
-      return c10::IValue(c10::ivalue::Tuple::create(std::move(items)));
-    }
-    default: return std::nullopt;
-  }
-}
-
-// Back from a folded IValue: 0-d tensors become scalar constants.
-std::optional<AValue> FromIValue(const c10::IValue& iv) {
-  if (iv.isTensor()) {
-    const at::Tensor& t = iv.toTensor();
-    if (t.dim() != 0) return std::nullopt;
-    AValue v;
-    if (t.is_floating_point()) v = AValue::Const(t.item<double>());
-    else if (t.scalar_type() == at::kBool) v = AValue::Const(t.item<bool>());
-    else v = AValue::Const(t.item<int64_t>());
-    v.scalar_tensor = true;
-    return v;
-  }
-  if (iv.isTuple()) {
-    AValue v;
-    v.kind = AValue::Kind::kTuple;
-    for (const auto& e : iv.toTupleRef().elements()) {
-      auto a = FromIValue(e);
-      if (!a) return std::nullopt;
-      v.items.push_back(*a);
-    }
-    return v;
-  }
-  if (iv.isNone()) return AValue::None();
-  return AValue::Const(iv);
-}
-
 }  // namespace
+
+namespace {
+// Whether an argument holds a graph tensor (directly or in a list or tuple).
+bool DependsOnGraph(const AValue& a) {
+  if (a.is_tensor()) return true;
+  for (const auto& it : a.items) {
+    if (DependsOnGraph(it)) return true;
+  }
+  return false;
+}
+bool DependsOnGraph(const std::vector<AValue>& args) {
+  for (const auto& a : args) {
+    if (DependsOnGraph(a)) return true;
+  }
+  return false;
+}
+}  // namespace
+
+bool IsInterpreterKind(const std::string& kind) { return InterpreterKinds().count(kind) > 0; }
 
 Importer::Importer(std::string graph_name, std::string source_path)
     : builder_(std::move(graph_name)), source_path_(std::move(source_path)) {}
@@ -296,24 +215,18 @@ absl::StatusOr<AValue> Importer::GetAttr(torch::jit::Node* n, const AValue& obj)
   if (attr.isTensor()) {
     const at::Tensor& t = attr.toTensor();
     auto it = param_by_impl_.find(t.unsafeGetTensorImpl());
-    if (it == param_by_impl_.end()) {
-      // A tensor attribute that is neither parameter nor buffer: keep it as a constant.
-      MAPD_ASSIGN_OR_RETURN(DType dtype, CheckedDType(t.scalar_type()));
-      v1::Parameter p;
-      p.set_name(path);
-      *p.mutable_type() = TensorType{dtype, Shape(t.sizes().begin(), t.sizes().end())}.ToProto();
-      p.set_kind(v1::Parameter::CONSTANT);
-      p.mutable_data()->set_source(source_path_);
-      p.mutable_data()->set_key(path);
-      builder_.AddParameter(std::move(p));
-      param_by_impl_[t.unsafeGetTensorImpl()] = path;
-      param_kind_[path] = v1::Parameter::CONSTANT;
-      MAPD_RETURN_IF_ERROR(builder_.status());
-      it = param_by_impl_.find(t.unsafeGetTensorImpl());
+    if (it != param_by_impl_.end()) {
+      AValue v = AValue::Tensor(it->second);
+      v.path = it->second;
+      return v;
     }
-    AValue v = AValue::Tensor(it->second);
-    v.path = it->second;
-    return v;
+    // A tensor attribute that is neither parameter nor buffer is a constant. Folding works on
+    // a copy (an in-place op must not change the module), one per attribute.
+    auto copy = attribute_copies_.find(t.unsafeGetTensorImpl());
+    if (copy == attribute_copies_.end()) {
+      copy = attribute_copies_.emplace(t.unsafeGetTensorImpl(), AValue::ConstTensor(t.detach().clone(), path)).first;
+    }
+    return copy->second;
   }
   auto v = FromIValue(attr);
   if (!v) return Error(n, absl::StrCat("attribute '", path, "' has an unsupported type ", attr.tagKind()));
@@ -325,71 +238,50 @@ absl::StatusOr<AValue> Importer::ConstantValue(torch::jit::Node* n) {
   if (n->output()->type()->kind() == c10::TypeKind::FunctionType) return AValue::None();
   auto iv = torch::jit::toIValue(n->output());
   if (!iv) return Error(n, absl::StrCat("constant of type ", n->output()->type()->str(), " has no value"));
-  if (iv->isTensor()) {
-    at::Tensor t = iv->toTensor().contiguous().cpu();
-    if (t.dim() == 0) {
-      auto v = FromIValue(*iv);
-      return *v;
-    }
-    MAPD_ASSIGN_OR_RETURN(DType dtype, CheckedDType(t.scalar_type()));
-    const std::string name = absl::StrCat("constant_", num_constants_++);
-    v1::Parameter p;
-    p.set_name(name);
-    *p.mutable_type() = TensorType{dtype, Shape(t.sizes().begin(), t.sizes().end())}.ToProto();
-    p.set_kind(v1::Parameter::CONSTANT);
-    p.mutable_data()->set_source(source_path_);
-    p.mutable_data()->set_key(absl::StrCat("constant:", num_constants_ - 1));
-    p.mutable_data()->set_inline_data(std::string(static_cast<const char*>(t.data_ptr()), t.nbytes()));
-    builder_.AddParameter(std::move(p));
-    MAPD_RETURN_IF_ERROR(builder_.status());
-    return AValue::Tensor(name);
-  }
+  // A tensor constant of the trace; folding works on a copy, which leaves the graph's alone.
+  if (iv->isTensor()) return *FromIValue(c10::IValue(iv->toTensor().detach().clone()));
   auto v = FromIValue(*iv);
   if (!v) return Error(n, "unsupported constant");
   return *v;
 }
 
-void Importer::RebindInPlace(torch::jit::Value* target, const AValue& new_value) {
-  const AValue& old = Lookup(target);
+void Importer::RecordSliceView(const std::string& view, const std::string& base, const Attrs& slice) {
+  views_[view] = SliceView{base, slice};
+}
+
+absl::Status Importer::WriteBack(torch::jit::Node* n, const std::string& old_name, const AValue& new_value) {
+  auto kind = param_kind_.find(old_name);
+  if (kind != param_kind_.end() && kind->second == v1::Parameter::BUFFER) builder_.BufferUpdate(old_name, new_value.tensor);
+  // Later reads of every jit value holding the tensor see the update; so do views of it.
+  for (auto& kv : env_) {
+    if (kv.second.is_tensor() && kv.second.tensor == old_name) kv.second = new_value;
+  }
+  for (auto& kv : views_) {
+    if (kv.second.base == old_name) kv.second.base = new_value.tensor;
+  }
+  auto view = views_.find(old_name);
+  if (view == views_.end()) return absl::OkStatus();
+  // Written through a slice: its base is the base with that slice replaced.
+  const SliceView v = view->second;
+  MAPD_ASSIGN_OR_RETURN(AValue base, Emit1(n, "slice_scatter", {v.base, new_value.tensor}, v.slice));
+  return WriteBack(n, v.base, base);
+}
+
+absl::Status Importer::RebindInPlace(torch::jit::Node* n, torch::jit::Value* target, const AValue& new_value) {
+  const AValue old = Lookup(target);
   if (old.is_tensor()) {
-    auto kind = param_kind_.find(old.tensor);
-    if (kind != param_kind_.end() && kind->second == v1::Parameter::BUFFER) {
-      builder_.BufferUpdate(old.tensor, new_value.tensor);
+    MAPD_RETURN_IF_ERROR(WriteBack(n, old.tensor, new_value));
+  } else if (old.kind == AValue::Kind::kConstTensor) {
+    const at::Tensor& t = old.constant.toTensor();
+    if (t.is_view()) {
+      return Error(n, "writes a value computed from the inputs into part of a constant tensor; compute the "
+                      "constant from an input instead (or write it with torch.where)");
     }
-    // Later reads of the same jit value see the updated tensor.
-    const std::string old_name = old.tensor;
     for (auto& kv : env_) {
-      if (kv.second.is_tensor() && kv.second.tensor == old_name) kv.second = new_value;
+      if (kv.second.kind == AValue::Kind::kConstTensor && kv.second.constant.toTensor().is_same(t)) kv.second = new_value;
     }
   }
   Bind(target, new_value);
-}
-
-absl::Status Importer::FoldConstant(torch::jit::Node* n, const std::vector<AValue>& args) {
-  torch::jit::Stack stack;
-  for (size_t i = 0; i < args.size(); ++i) {
-    auto iv = ToIValue(args[i]);
-    if (!iv) {
-      return Error(n, absl::StrCat("argument ", i,
-                                   " depends on tensor data, which is not known at import time; MAP needs "
-                                   "shapes and control flow that depend only on input shapes"));
-    }
-    stack.push_back(*iv);
-  }
-  try {
-    torch::jit::Operation op = n->getOperation();
-    op(stack);
-  } catch (const std::exception& e) {
-    std::string what = e.what();
-    what = what.substr(0, what.find('\n'));
-    return Error(n, absl::StrCat("evaluating a constant expression failed: ", what));
-  }
-  if (stack.size() != n->outputs().size()) return Error(n, "constant evaluation gave an unexpected number of values");
-  for (size_t i = 0; i < stack.size(); ++i) {
-    auto v = FromIValue(stack[i]);
-    if (!v) return Error(n, "constant evaluation produced a tensor; this op is not supported on tensors");
-    Bind(n->outputs()[i], *v);
-  }
   return absl::OkStatus();
 }
 
@@ -570,18 +462,20 @@ absl::Status Importer::RunNode(torch::jit::Node* n) {
     return bind1(AValue::Const(static_cast<int64_t>(args[0].items.size())));
   }
 
-  bool tensor_out = false;
-  for (torch::jit::Value* o : n->outputs()) tensor_out |= HasTensorType(o->type());
-  bool any_tensor_arg = false, any_scalar_tensor = false;
-  for (const auto& a : args) {
-    any_tensor_arg |= a.is_tensor();
-    any_scalar_tensor |= a.kind == AValue::Kind::kConst && a.scalar_tensor;
-    if (a.kind == AValue::Kind::kList) {
-      for (const auto& it : a.items) any_tensor_arg |= it.is_tensor();
-    }
+  // An op on values all known at import time (sizes, constants, masks built from them) is
+  // evaluated now, unless it draws random numbers.
+  if (IsTypeOnlyOp(kind) && !args.empty() && args[0].is_tensor()) {
+    MAPD_ASSIGN_OR_RETURN(args[0], TypePlaceholder(n, args[0]));
   }
-  // Arithmetic on numbers that stand for 0-d tensors (traced sizes) folds to a number.
-  if (!any_tensor_arg && (!tensor_out || any_scalar_tensor)) return FoldConstant(n, args);
+  if (!DependsOnGraph(args) && !IsRandomOp(kind)) {
+    MAPD_ASSIGN_OR_RETURN(bool folded, TryFold(n, args));
+    if (folded) return absl::OkStatus();
+  }
+  // A random op's first argument may be a constant it reads only the type of (the empty()
+  // that bernoulli_ fills): its handler materialises it if it needs the values.
+  for (size_t i = IsRandomOp(kind) ? 1 : 0; i < args.size(); ++i) {
+    MAPD_ASSIGN_OR_RETURN(args[i], Materialise(n, args[i]));
+  }
 
   auto h = AtenHandlers().find(kind);
   if (h == AtenHandlers().end()) return Error(n, "unsupported op");
@@ -592,7 +486,7 @@ absl::Status Importer::RunNode(torch::jit::Node* n) {
   // In-place variants (relu_, add_, ...) update their first argument.
   const std::string op = n->kind().toUnqualString();
   if (op.size() > 1 && op.back() == '_' && op[op.size() - 2] != '_' && outs[0].is_tensor()) {
-    RebindInPlace(n->inputs()[0], outs[0]);
+    MAPD_RETURN_IF_ERROR(RebindInPlace(n, n->inputs()[0], outs[0]));
   }
   for (size_t i = 0; i < outs.size(); ++i) Bind(n->outputs()[i], outs[i]);
   return absl::OkStatus();
@@ -624,8 +518,8 @@ absl::StatusOr<v1::Graph> Importer::Run(torch::jit::Module& module, const std::v
   std::shared_ptr<torch::jit::Graph> inlined = g->copy();
   torch::jit::Inline(*inlined);
 
-  std::map<std::string, int> unsupported;
-  ScanUnsupported(inlined->block(), &unsupported);
+  MAPD_RETURN_IF_ERROR(CollectParameters(module));
+  const std::map<std::string, int> unsupported = UnsupportedOps(*inlined, module._ivalue(), param_by_impl_);
   if (!unsupported.empty()) {
     std::vector<std::string> parts;
     int total = 0;
@@ -637,12 +531,14 @@ absl::StatusOr<v1::Graph> Importer::Run(torch::jit::Module& module, const std::v
                                                    total, " place(s): ", absl::StrJoin(parts, ", "),
                                                    "; see docs/ops.md for the supported ones"));
   }
-  MAPD_RETURN_IF_ERROR(CollectParameters(module));
   MAPD_RETURN_IF_ERROR(BindInputs(*g, module, specs));
   MAPD_RETURN_IF_ERROR(RunBlock(g->block()));
 
   std::function<absl::Status(const AValue&)> add_output = [&](const AValue& v) -> absl::Status {
-    if (v.is_tensor()) {
+    if (v.kind == AValue::Kind::kConstTensor) {
+      MAPD_ASSIGN_OR_RETURN(AValue m, Materialise(g->return_node(), v));
+      builder_.Output(m.tensor);
+    } else if (v.is_tensor()) {
       builder_.Output(v.tensor);
     } else if (v.kind == AValue::Kind::kTuple || v.kind == AValue::Kind::kList) {
       for (const auto& it : v.items) MAPD_RETURN_IF_ERROR(add_output(it));

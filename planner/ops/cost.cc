@@ -11,6 +11,13 @@ int64_t IoBytes(const CostContext& c) {
   return b;
 }
 
+OpCost CopyCost(const CostContext& c) {
+  OpCost cost;
+  cost.bytes = IoBytes(c);
+  cost.grad_flops.assign(c.op.num_inputs(), 0.0);
+  return cost;
+}
+
 CostFn ElementwiseCost(double per_elem, double grad_per_elem) {
   return [per_elem, grad_per_elem](const CostContext& c) {
     OpCost cost;

@@ -66,6 +66,9 @@ int64_t IoBytes(const CostContext& c);
 CostFn ElementwiseCost(double per_elem, double grad_per_elem);
 // No arithmetic, no memory traffic (views).
 CostFn FreeCost();
+// Memory traffic only (cat, pad, roll, copies): every input and output moved once, no FLOPs and
+// no gradient FLOPs.
+OpCost CopyCost(const CostContext& c);
 // Saves the listed inputs/outputs unconditionally (when any input needs a gradient).
 SavedFn Saves(std::vector<int> inputs, std::vector<int> outputs);
 // Saves nothing.

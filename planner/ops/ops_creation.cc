@@ -1,4 +1,4 @@
-// Creation ops (no tensor inputs): arange, zeros, ones, full.
+// Creation ops (no tensor inputs): arange, zeros, ones, full, bernoulli.
 #include <cmath>
 
 #include "planner/ops/registry.h"
@@ -38,6 +38,10 @@ absl::StatusOr<Types> InferFilled(const OpContext& ctx) {
     if (v->value_case() == v1::AttrValue::kI) def = v1::INT64;
     if (v->value_case() == v1::AttrValue::kB) def = v1::BOOL;
   }
+  if (ctx.op() == "bernoulli") {
+    MAPD_ASSIGN_OR_RETURN(double p, ctx.Float("p"));
+    if (!(p >= 0 && p <= 1)) return ctx.Error("probability p = ", p, " is outside [0, 1]");
+  }
   MAPD_ASSIGN_OR_RETURN(DType dtype, ctx.DTypeAttr("dtype", def));
   return Types{{dtype, shape}};
 }
@@ -61,6 +65,13 @@ void RegisterCreationOps(OpRegistry& r) {
   (void)r.Register({"full", "tensor filled with value", {}, false,
                     {{"shape", AttrKind::kInts, true}, {"value", AttrKind::kNumber, true}, {"dtype", AttrKind::kString}},
                     creation, InferFilled, ElementwiseCost(0, 0), SavesNothing(), {}, creation_rule});
+  // Stochastic depth's noise (torch.empty(shape).bernoulli_(p)): drawn every step, a split plan
+  // drawing the global tensor from the step's generator and keeping each device's block.
+  OpTraits random_creation = creation;
+  random_creation.random = true;
+  (void)r.Register({"bernoulli", "1 with probability p, else 0 (drawn every step)", {}, false,
+                    {{"shape", AttrKind::kInts, true}, {"p", AttrKind::kFloat, true}, {"dtype", AttrKind::kString}},
+                    random_creation, InferFilled, ElementwiseCost(2, 0), SavesNothing(), {}, creation_rule});
 }
 
 }  // namespace mapd

@@ -1,4 +1,4 @@
-// Reductions: mean, sum, amax, amin (dims empty = all dims).
+// Reductions: mean, sum, amax, amin, vector_norm (dims empty = all dims).
 #include "planner/ops/registry.h"
 #include "planner/ops/shape_util.h"
 #include "planner/util/status_macros.h"
@@ -94,6 +94,10 @@ void RegisterReduceOps(OpRegistry& r) {
                     ReduceCost(), Saves({0}, {0}), {}, ReduceSharding(false)});
   (void)r.Register({"amin", "minimum over dims", {{"x"}}, false, minmax, {}, ReduceInfer(false, true),
                     ReduceCost(), Saves({0}, {0}), {}, ReduceSharding(false)});
+  // F.normalize's norm (aten::norm, linalg_vector_norm): not linear in its reduced dimensions.
+  (void)r.Register({"vector_norm", "(sum over dims of |x|^ord)^(1/ord); ord 2 unless given", {{"x"}}, false,
+                    {{"ord", AttrKind::kNumber}, {"dims", AttrKind::kInts}, {"keepdim", AttrKind::kBool}}, {},
+                    ReduceInfer(false, true), ReduceCost(), Saves({0}, {0}), {}, ReduceSharding(false)});
 }
 
 }  // namespace mapd

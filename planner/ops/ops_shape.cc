@@ -317,13 +317,6 @@ SavedSpec RepeatInterleaveSaved(const CostContext& c) {
   return s;
 }
 
-OpCost CopyCost(const CostContext& c) {
-  OpCost cost;
-  cost.bytes = IoBytes(c);
-  cost.grad_flops.assign(c.op.num_inputs(), 0.0);
-  return cost;
-}
-
 // ---- sharding rules (docs/sharding.md) ----
 
 // transpose / permute: the labels move with their dimensions.

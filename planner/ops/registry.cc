@@ -17,6 +17,7 @@ const OpRegistry& OpRegistry::Global() {
     RegisterConvOps(*r);
     RegisterLossOps(*r);
     RegisterCommOps(*r);
+    RegisterIndexOps(*r);
     return r;
   }();
   return *registry;

@@ -97,6 +97,7 @@ void RegisterCreationOps(OpRegistry& r);
 void RegisterConvOps(OpRegistry& r);
 void RegisterLossOps(OpRegistry& r);
 void RegisterCommOps(OpRegistry& r);
+void RegisterIndexOps(OpRegistry& r);
 
 }  // namespace mapd
 

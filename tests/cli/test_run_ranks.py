@@ -129,6 +129,10 @@ def test_traced_models_go_through_the_same_path(models):
         ("resnet_trace_train.pt", ["--input", "x:f32[4,3,32,32]", "--strategy", "dp"]),
         ("mlp_script.pt", ["--input", "x:f32[4,8]", "--strategy", "tp"]),
         ("mobile_trace_train.pt", ["--input", "x:f32[4,3,32,32]"]),  # ReLU6 in place, clamps: MAP's plan
+        ("convnext_block_trace_train.pt", ["--input", "x:f32[8,3,32,32]", "--strategy", "dp"]),  # stochastic depth
+        ("swin_block_trace_train.pt", ["--input", "x:f32[8,3,32,32]", "--mesh", "2x2"]),  # shifted windows
+        ("einsum_attention_trace_train.pt", ["--input", "x:f32[8,64,8]", "--strategy", "tp"]),  # einsum
+        ("folded_masks_trace_train.pt", ["--input", "x:f32[8,64,8]", "--mesh", "2x2"]),  # folded mask and tables
     ]
     for name, flags in cases:
         r = _json_run(str(out / name), *flags, "--ranks", "4", *TRAIN[:2], "--optimizer", "momentum", "--lr", "0.01",

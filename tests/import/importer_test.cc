@@ -146,7 +146,11 @@ TEST_F(ImporterTest, LlamaWithRmsNormRopeSwiGluAndGqa) {
   EXPECT_EQ(CountOp(*g, "repeat_interleave"), 4);  // k and v of 2 layers: grouped-query attention
   EXPECT_GE(CountOp(*g, "rsqrt"), 5);              // RMSNorm
   EXPECT_EQ(CountOp(*g, "silu"), 2);               // SwiGLU
-  EXPECT_EQ(CountOp(*g, "triu"), 1);               // causal mask
+  // The causal mask, full() then triu() of no input, folds into one constant.
+  EXPECT_EQ(CountOp(*g, "triu"), 0);
+  EXPECT_EQ(std::count_if(g->parameters().begin(), g->parameters().end(),
+                          [](const v1::Parameter& p) { return p.kind() == v1::Parameter::CONSTANT; }),
+            1);
 }
 
 TEST_F(ImporterTest, ResNetBatchNormTrainingUpdatesBuffers) {
@@ -200,6 +204,38 @@ TEST_F(ImporterTest, ParameterDataIsReachable) {
   ASSERT_TRUE(LoadParameterData(archived).ok());
   ASSERT_TRUE(LoadParameterData(archived).ok());
   EXPECT_EQ(ArchiveLoads() - loads, 3);  // no scope: a load a call
+}
+
+// A mask and rotary tables built from no input, parameter or random draw (arange, outer,
+// comparisons, bitwise_not, &, detach, cos/sin of a plain attribute) fold into constants: the
+// ops that built them need no handler and leave no node.
+TEST_F(ImporterTest, InputIndependentTensorsFoldIntoConstants) {
+  const std::string file = "folded_masks_trace_train.pt";
+  auto g = Import(file, SpecsFor(file));
+  ASSERT_TRUE(g.ok()) << g.status();
+  ExpectMatchesPyTorch(file, *g);
+  for (const char* op : {"arange", "ge", "sub", "cos", "sin", "logical_not"}) EXPECT_EQ(CountOp(*g, op), 0) << op;
+  EXPECT_EQ(CountOp(*g, "masked_fill"), 1);
+  const v1::Parameter* mask = nullptr;
+  int constants = 0;
+  for (const auto& p : g->parameters()) {
+    if (p.kind() != v1::Parameter::CONSTANT) continue;
+    ++constants;
+    EXPECT_FALSE(p.data().inline_data().empty()) << p.name();
+    if (p.type().dtype() == v1::BOOL) mask = &p;
+  }
+  EXPECT_EQ(constants, 3);  // the mask, cos and sin
+  ASSERT_NE(mask, nullptr);
+  auto data = LoadParameterData(*mask);
+  ASSERT_TRUE(data.ok()) << data.status();
+  const int64_t seq = SpecsFor(file)[0].type.shape[1];
+  ASSERT_EQ(static_cast<int64_t>(data->bytes.size()), seq * seq);
+  for (int64_t i = 0; i < seq; ++i) {
+    for (int64_t j = 0; j < seq; ++j) {
+      // What masked_fill reads: ~mask, where mask is causal within a window of 3.
+      EXPECT_EQ(data->bytes[i * seq + j] != 0, !(j <= i && i - j < 3)) << i << "," << j;
+    }
+  }
 }
 
 TEST_F(ImporterTest, CorruptFile) {

@@ -144,6 +144,16 @@ std::vector<OpCase> Cases() {
       {"expand", {"p:f32[3,1]"}, Attrs().Ints("shape", {2, 3, 4})},
       {"flatten", {"p:f32[2,3,4]"}, Attrs().Int("start_dim", 1)},
       {"full", {}, Attrs().Ints("shape", {2, 2}).Int("value", 3)},
+      {"bernoulli", {}, Attrs().Ints("shape", {2, 3}).Float("p", 0.5)},
+      {"pad", {"p:f32[2,3,4]"}, Attrs().Ints("pads", {1, 2, 0, 1}).Float("value", -1.5)},
+      {"pad", {"p:f32[2,3,4]"}, Attrs().Ints("pads", {2, 1}).Str("mode", "reflect"), "reflect"},
+      {"pad", {"p:f32[1,2,3,4]"}, Attrs().Ints("pads", {1, 1, 2, 0}).Str("mode", "replicate"), "replicate"},
+      {"roll", {"p:f32[3,4,5]"}, Attrs().Ints("shifts", {-1, 2}).Ints("dims", {1, 2})},
+      {"roll", {"p:f32[3,4]"}, Attrs().Ints("shifts", {5}), "flattened"},
+      {"index_select", {"p:f32[5,3]", "i5:i64[7]"}, Attrs().Int("dim", 0)},
+      {"slice_scatter", {"p:f32[6,3]", "p:f32[2,3]"}, Attrs().Int("dim", 0).Int("start", 1).Int("end", 5).Int("step", 2)},
+      {"vector_norm", {"p:f32[2,3,4]"}, Attrs().Ints("dims", {-1}).Bool("keepdim", true)},
+      {"vector_norm", {"p:f32[2,3]"}, Attrs().Float("ord", 1), "ord 1, all dims"},
       {"full", {}, Attrs().Ints("shape", {2}).Float("value", 1.5).Str("dtype", "f64"), "f64"},
       {"gelu", {"p:f32[3,4]"}, Attrs().Str("approximate", "tanh")},
       {"gelu", {"p:f32[3,4]"}, {}, "erf"},
@@ -332,6 +342,14 @@ TEST(ExecTableTest, SemanticsMatchPyTorch) {
           .sum().item<double>();
   EXPECT_GT(kept, 400);
   EXPECT_LT(kept, 600);
+  // bernoulli: 0/1 with probability p of a 1, seeded like torch.empty(shape).bernoulli_(p).
+  at::manual_seed(3);
+  const at::Tensor draw = RunOne("bernoulli", {}, Attrs().Ints("shape", {1000}).Float("p", 0.8).Str("dtype", "f32"));
+  at::manual_seed(3);
+  EXPECT_TRUE(at::equal(draw, at::empty({1000}).bernoulli_(0.8)));
+  EXPECT_TRUE(at::equal(draw * (1 - draw), at::zeros({1000})));
+  EXPECT_GT(draw.sum().item<double>(), 700);
+  EXPECT_LT(draw.sum().item<double>(), 900);
 }
 
 TEST(ExecTableTest, LibTorchErrorsNameTheNodeAndOp) {

@@ -148,7 +148,11 @@ INSTANTIATE_TEST_SUITE_P(Models, TorchScriptParityTest,
                                            ParityCase{"resnet_trace_train.pt", true},
                                            ParityCase{"resnet_trace_eval.pt"},
                                            ParityCase{"mlp_script.pt"},
-                                           ParityCase{"mobile_trace_train.pt"}),  // ReLU6 in place, clamps
+                                           ParityCase{"mobile_trace_train.pt"},  // ReLU6 in place, clamps
+                                           ParityCase{"folded_masks_trace_train.pt"},  // folded constants
+                                           ParityCase{"convnext_block_trace_train.pt"},  // stochastic depth
+                                           ParityCase{"swin_block_trace_train.pt"},  // pad, roll, index, slice writes
+                                           ParityCase{"einsum_attention_trace_train.pt"}),  // einsum
                          [](const ::testing::TestParamInfo<ParityCase>& info) {
                            return info.param.file.substr(0, info.param.file.find('.'));
                          });

@@ -196,6 +196,15 @@ std::vector<std::unique_ptr<Node>> HandBuilt() {
   v.push_back(Make("zeros", {}, Attrs().Ints("shape", {4, 6})));
   v.push_back(Make("ones", {}, Attrs().Ints("shape", {})));
   v.push_back(Make("full", {}, Attrs().Ints("shape", {8}).Float("value", 1.5)));
+  v.push_back(Make("bernoulli", {}, Attrs().Ints("shape", {4, 1, 1}).Float("p", 0.9)));
+  v.push_back(Make("pad", {F32({2, 4, 6, 6})}, Attrs().Ints("pads", {1, 1, 0, 2})));
+  v.push_back(Make("pad", {F32({2, 4, 6})}, Attrs().Ints("pads", {2, 2}).Str("mode", "reflect")));
+  v.push_back(Make("roll", {F32({2, 8, 8, 4})}, Attrs().Ints("shifts", {-2, -2}).Ints("dims", {1, 2})));
+  v.push_back(Make("roll", {F32({3, 4})}, Attrs().Ints("shifts", {1})));
+  v.push_back(Make("index_select", {F32({49, 2}), TensorType{v1::INT64, {256}}}, Attrs().Int("dim", 0)));
+  v.push_back(Make("index_select", {F32({4, 6}), TensorType{v1::INT64, {3}}}, Attrs().Int("dim", -1)));
+  v.push_back(Make("slice_scatter", {F32({24, 3}), F32({8, 3})}, Attrs().Int("dim", 0).Int("start", 8).Int("end", 16)));
+  v.push_back(Make("vector_norm", {F32({2, 3, 8})}, Attrs().Ints("dims", {-1}).Bool("keepdim", true)));
   v.push_back(Make("conv2d", {F32({2, 4, 8, 8}), F32({6, 4, 3, 3}), F32({6})}, Attrs().Ints("padding", {1})));
   v.push_back(Make("conv2d", {F32({4, 8, 8}), F32({6, 2, 3, 3})}, Attrs().Int("groups", 2)));
   v.push_back(Make("max_pool2d", {F32({2, 4, 8, 8})}, Attrs().Ints("kernel_size", {2})));

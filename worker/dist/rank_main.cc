@@ -98,11 +98,17 @@ absl::Status RunRankJob(const RankJobOptions& o) {
     MaybeFault(o.rank, s);
     std::printf("{\"rank\": %d, \"begin\": %lld}\n", o.rank, static_cast<long long>(s));
     std::fflush(stdout);
-    auto batch = (*source)->Next();
-    if (!batch.ok()) return batch.status();
+    absl::StatusOr<RankTrainer::LocalBatch> blocks = absl::UnknownError("no batch");
+    {
+      // The global batch, released once this rank's blocks are taken (the step holds these).
+      auto batch = (*source)->Next();
+      if (!batch.ok()) return batch.status();
+      blocks = (*trainer)->TakeBlocks(*batch);
+      if (!blocks.ok()) return blocks.status();
+    }
     memory.ResetPeak();
     collectives.clear();
-    auto r = (*trainer)->Step(*batch);
+    auto r = (*trainer)->Step(*blocks);
     if (!r.ok()) return r.status();
     peak = std::max(peak, memory.peak_bytes());
     std::string by_kind;

@@ -177,7 +177,9 @@ absl::StatusOr<at::Tensor> RankTrainer::Block(const at::Tensor& global, const v1
                                                    local.shape.size()));
   }
   std::vector<int64_t> start(shard.offsets().start().begin(), shard.offsets().start().end());
-  return Narrow(global, start, local.shape).contiguous();
+  at::Tensor block = Narrow(global, start, local.shape);
+  // A part is copied: a view would keep the whole global tensor alive.
+  return block.numel() == global.numel() ? block.contiguous() : block.clone(at::MemoryFormat::Contiguous);
 }
 
 absl::StatusOr<std::unique_ptr<RankTrainer>> RankTrainer::Create(Graph graph, v1::RankProgram program,
@@ -187,13 +189,7 @@ absl::StatusOr<std::unique_ptr<RankTrainer>> RankTrainer::Create(Graph graph, v1
     return absl::InvalidArgumentError(absl::StrCat(groups.size(), " communicators for a ", program.mesh_size(), "-axis mesh"));
   }
   bool random = false;
-  for (const auto& node : graph.proto().nodes()) {
-    if (node.op() == "dropout") random = true;
-    if (node.op() == "scaled_dot_product_attention") {
-      auto it = node.attrs().find("dropout_p");
-      if (it != node.attrs().end() && (it->second.f() > 0 || it->second.i() > 0)) random = true;
-    }
-  }
+  for (const auto& node : graph.proto().nodes()) random |= DrawsRandomNumbers(node);
   std::unique_ptr<RankTrainer> t(new RankTrainer(std::move(graph)));
   t->random_ = random;
   t->micro_batches_ = std::max<int64_t>(1, program.micro_batches());
@@ -417,6 +413,7 @@ absl::Status RankTrainer::RunInstruction(int index, Env& env, at::Generator& gen
     ExecContext ctx(node, std::move(inputs), types, c10::Device(c10::kCPU), /*training=*/true);
     if (random_) {
       ctx.set_dropout_noise([&](const at::Tensor& like, double p) { return DropoutNoiseBlock(node, c, like, p, generator); });
+      ctx.set_generator(generator);
     }
     outs = entry->fn(ctx);
   } catch (const std::exception& e) {
@@ -539,15 +536,9 @@ absl::Status RankTrainer::RunSegment(int s, Env& env, at::Generator& generator) 
   return absl::OkStatus();
 }
 
-absl::StatusOr<double> RankTrainer::RunPass(const TensorMap& global_batch, double loss_scale, Env& env) {
+absl::StatusOr<double> RankTrainer::RunPass(const TensorMap& blocks, double loss_scale, Env& env) {
   env = leaves_;
-  for (const v1::Shard& shard : program_.inputs()) {
-    auto it = global_batch.find(shard.name());
-    if (it == global_batch.end()) return absl::InvalidArgumentError(absl::StrCat("the batch has no input '", shard.name(), "'"));
-    auto block = Block(it->second, shard);
-    if (!block.ok()) return block.status();
-    env[shard.name()] = *block;
-  }
+  for (const auto& [name, block] : blocks) env[name] = block;
   // Dropout draws as one device does: a generator seeded like the single-device trainer's for
   // this step, the global mask drawn in node order, this rank's block kept (every pass draws the
   // whole batch's masks again from the same seed and keeps its slice).
@@ -596,11 +587,9 @@ absl::StatusOr<double> RankTrainer::RunPass(const TensorMap& global_batch, doubl
   return global_loss.item<double>();
 }
 
-absl::StatusOr<StepResult> RankTrainer::Step(const TensorMap& global_batch) {
-  const auto start = std::chrono::steady_clock::now();
-  Env env;
-  double loss_sum = 0;
-  for (pass_ = 0; pass_ < micro_batches_; ++pass_) {
+absl::StatusOr<RankTrainer::LocalBatch> RankTrainer::TakeBlocks(const TensorMap& global_batch) const {
+  LocalBatch passes(micro_batches_);
+  for (int64_t pass = 0; pass < micro_batches_; ++pass) {
     // The pass's slice of every batched input (dimension 0, divided in the micro-batch graph).
     TensorMap slice;
     const TensorMap* batch = &global_batch;
@@ -613,11 +602,36 @@ absl::StatusOr<StepResult> RankTrainer::Step(const TensorMap& global_batch) {
                                                          " micro-batches of ", vi->type.shape[0], " need ",
                                                          vi->type.shape[0] * micro_batches_));
         }
-        slice[name] = batched ? tensor.narrow(0, pass_ * vi->type.shape[0], vi->type.shape[0]) : tensor;
+        slice[name] = batched ? tensor.narrow(0, pass * vi->type.shape[0], vi->type.shape[0]) : tensor;
       }
       batch = &slice;
     }
-    auto loss = RunPass(*batch, pass_loss_scale_, env);
+    for (const v1::Shard& shard : program_.inputs()) {
+      auto it = batch->find(shard.name());
+      if (it == batch->end()) return absl::InvalidArgumentError(absl::StrCat("the batch has no input '", shard.name(), "'"));
+      auto block = Block(it->second, shard);
+      if (!block.ok()) return block.status();
+      passes[pass][shard.name()] = *std::move(block);
+    }
+  }
+  return passes;
+}
+
+absl::StatusOr<StepResult> RankTrainer::Step(const TensorMap& global_batch) {
+  auto blocks = TakeBlocks(global_batch);
+  if (!blocks.ok()) return blocks.status();
+  return Step(*blocks);
+}
+
+absl::StatusOr<StepResult> RankTrainer::Step(const LocalBatch& batch) {
+  if (static_cast<int64_t>(batch.size()) != micro_batches_) {
+    return absl::InvalidArgumentError(absl::StrCat("a step of ", micro_batches_, " micro-batches was given ", batch.size()));
+  }
+  const auto start = std::chrono::steady_clock::now();
+  Env env;
+  double loss_sum = 0;
+  for (pass_ = 0; pass_ < micro_batches_; ++pass_) {
+    auto loss = RunPass(batch[pass_], pass_loss_scale_, env);
     if (!loss.ok()) return loss.status();
     loss_sum += pass_loss_scale_ * *loss;
   }

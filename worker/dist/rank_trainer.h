@@ -56,7 +56,13 @@ class RankTrainer {
                                                              std::vector<Communicator*> groups,
                                                              const RankTrainerOptions& options);
 
-  // One step on the global batch (every rank is given the same batch and takes its block).
+  // This rank's blocks of a global batch, one map per micro-batch pass: copies, so that the
+  // global batch (every rank is given the same one) can be released before the step — a view
+  // would keep all of it, which the rank's profiled program does not hold.
+  using LocalBatch = std::vector<TensorMap>;
+  absl::StatusOr<LocalBatch> TakeBlocks(const TensorMap& global_batch) const;
+  // One step on this rank's blocks (TakeBlocks), or on the global batch.
+  absl::StatusOr<StepResult> Step(const LocalBatch& batch);
   absl::StatusOr<StepResult> Step(const TensorMap& global_batch);
 
   // This rank's blocks of the trainable parameters (name, tensor), in graph order. Under ZeRO-3
@@ -75,10 +81,10 @@ class RankTrainer {
  private:
   using Env = std::unordered_map<std::string, at::Tensor>;
   explicit RankTrainer(Graph graph) : graph_(std::move(graph)) {}
-  // One forward and backward on `batch` (one micro-batch's global tensors), backward from the
-  // loss times `loss_scale`; returns the pass's global loss (unscaled) and leaves its values in
-  // `env` (for buffer updates).
-  absl::StatusOr<double> RunPass(const TensorMap& batch, double loss_scale, Env& env);
+  // One forward and backward on `blocks` (this rank's blocks of one micro-batch), backward from
+  // the loss times `loss_scale`; returns the pass's global loss (unscaled) and leaves its values
+  // in `env` (for buffer updates).
+  absl::StatusOr<double> RunPass(const TensorMap& blocks, double loss_scale, Env& env);
   // Runs instruction `index` on the tensors of `env` (its outputs are added); dropout draws
   // from `generator`.
   absl::Status RunInstruction(int index, Env& env, at::Generator& generator) const;
@@ -126,7 +132,7 @@ class RankTrainer {
   // Per instruction: the local tensors whose last reader it is (released after it, so what
   // stays alive is what autograd saved — as the profiler assumes).
   std::vector<std::vector<std::string>> release_;
-  bool random_ = false;  // the graph has dropout
+  bool random_ = false;  // the graph draws random numbers (DrawsRandomNumbers)
   // Micro-batches: passes per step, the graph of one (types of its values), the loss scale of a
   // pass, and the pass running now (dropout keeps its slice of the whole batch's mask).
   int64_t micro_batches_ = 1;

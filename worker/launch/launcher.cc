@@ -9,7 +9,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <thread>
 
@@ -89,10 +91,19 @@ absl::StatusCode TrailingCode(std::string* text) {
 
 }  // namespace
 
+int DefaultRankThreads(int ranks) {
+  const unsigned cores = std::thread::hardware_concurrency();
+  return std::max(1, static_cast<int>(cores == 0 ? 1 : cores) / std::max(1, ranks));
+}
+
 absl::Status LaunchRanks(const LaunchOptions& options, const std::function<void(int, const std::string&)>& on_line) {
   if (options.ranks < 1) return absl::InvalidArgumentError(absl::StrCat("cannot launch ", options.ranks, " ranks"));
   if (!options.argv_for) return absl::InvalidArgumentError("no program to launch");
   std::vector<Child> children(options.ranks);
+  std::string threads_env;
+  bool threads_given = std::getenv("OMP_NUM_THREADS") != nullptr;
+  for (const std::string& e : options.env) threads_given |= e.rfind("OMP_NUM_THREADS=", 0) == 0;
+  if (!threads_given) threads_env = absl::StrCat("OMP_NUM_THREADS=", DefaultRankThreads(options.ranks));
   for (int r = 0; r < options.ranks; ++r) {
     int out[2], err[2];
     if (pipe(out) != 0 || pipe(err) != 0) {
@@ -120,6 +131,7 @@ absl::Status LaunchRanks(const LaunchOptions& options, const std::function<void(
       close(out[1]);
       close(err[1]);
       for (const std::string& e : options.env) putenv(const_cast<char*>(e.c_str()));
+      if (!threads_env.empty()) putenv(const_cast<char*>(threads_env.c_str()));
       std::vector<char*> argv;
       for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
       argv.push_back(nullptr);

@@ -29,6 +29,12 @@ struct LaunchOptions {
   const std::atomic<bool>* cancel = nullptr;
 };
 
+// The OMP_NUM_THREADS each of `ranks` ranks on this machine gets unless the launcher's
+// environment (or LaunchOptions::env) sets it: the cores shared out, at least 1 — as torchrun
+// does. More would oversubscribe the cores, and oneDNN's per-thread convolution workspace would
+// grow with threads the profiler does not count.
+int DefaultRankThreads(int ranks);
+
 // Runs the ranks to completion. `on_line(rank, line)` is called for every stdout line, in
 // arrival order. OK when every rank exits 0; otherwise ABORTED (a rank failed or was killed)
 // or DEADLINE_EXCEEDED (a rank hung), naming the rank — within about a second of the failure,

@@ -31,6 +31,13 @@ at::Tensor ExecContext::Dropout(const at::Tensor& x, double p) const {
   return x * dropout_noise_(x, p);
 }
 
+bool DrawsRandomNumbers(const v1::Node& node) {
+  if (node.op() == "dropout" || node.op() == "bernoulli") return true;
+  if (node.op() != "scaled_dot_product_attention") return false;
+  auto it = node.attrs().find("dropout_p");
+  return it != node.attrs().end() && (it->second.f() > 0 || it->second.i() > 0);
+}
+
 const v1::AttrValue* ExecContext::Find(const std::string& attr) const {
   auto it = node_.attrs().find(attr);
   return it == node_.attrs().end() ? nullptr : &it->second;
@@ -436,6 +443,44 @@ Outs Chunk(const ExecContext& c) { return at::chunk(c.in(0), c.Int("chunks", 1),
 Outs Cat(const ExecContext& c) { return {at::cat(c.inputs(), c.Int("dim", 0))}; }
 Outs Stack(const ExecContext& c) { return {at::stack(c.inputs(), c.Int("dim", 0))}; }
 
+// ---- rearranging and indexing
+
+Outs Pad(const ExecContext& c) {
+  const at::Tensor& x = c.in(0);
+  const std::vector<int64_t> pads = c.Ints("pads", {});
+  const std::string mode = c.Str("mode", "constant");
+  if (mode == "constant") return {at::constant_pad_nd(x, pads, c.has("value") ? c.Scalar("value") : c10::Scalar(0))};
+  const size_t dims = pads.size() / 2;
+  if (mode == "reflect") {
+    if (dims == 1) return {at::reflection_pad1d(x, pads)};
+    if (dims == 2) return {at::reflection_pad2d(x, pads)};
+    return {at::reflection_pad3d(x, pads)};
+  }
+  if (dims == 1) return {at::replication_pad1d(x, pads)};
+  if (dims == 2) return {at::replication_pad2d(x, pads)};
+  return {at::replication_pad3d(x, pads)};
+}
+Outs Roll(const ExecContext& c) { return {at::roll(c.in(0), c.Ints("shifts", {}), c.Ints("dims", {}))}; }
+Outs IndexSelect(const ExecContext& c) {
+  const at::Tensor& x = c.in(0);
+  return {at::index_select(x, x.dim() == 0 ? 0 : NormDim(c.Int("dim", 0), x.dim()), c.in(1).reshape({-1}))};
+}
+Outs SliceScatter(const ExecContext& c) {
+  const at::Tensor& x = c.in(0);
+  const int64_t d = NormDim(c.Int("dim", 0), x.dim());
+  c10::optional<int64_t> start, end;
+  if (c.has("start")) start = c.Int("start", 0);
+  if (c.has("end")) end = std::min(c.Int("end", x.size(d)), x.size(d));
+  return {at::slice_scatter(x, c.in(1), d, start, end, c.Int("step", 1))};
+}
+Outs VectorNorm(const ExecContext& c) {
+  const at::Tensor& x = c.in(0);
+  const c10::Scalar ord = c.has("ord") ? c.Scalar("ord") : c10::Scalar(2.0);
+  const std::vector<int64_t> dims = c.Ints("dims", {});
+  return {at::linalg_vector_norm(x, ord, dims.empty() ? at::OptionalIntArrayRef() : at::OptionalIntArrayRef(dims),
+                                 c.Bool("keepdim", false))};
+}
+
 // ---- creation (dtype: the one the registry inferred; device: the run's)
 
 Outs Arange(const ExecContext& c) {
@@ -446,6 +491,10 @@ Outs Arange(const ExecContext& c) {
 Outs Zeros(const ExecContext& c) { return {at::zeros(c.Ints("shape", {}), CreationOptions(c))}; }
 Outs Ones(const ExecContext& c) { return {at::ones(c.Ints("shape", {}), CreationOptions(c))}; }
 Outs Full(const ExecContext& c) { return {at::full(c.Ints("shape", {}), c.Scalar("value"), CreationOptions(c))}; }
+// The global draw, as torch.empty(shape).bernoulli_(p) makes it (stochastic depth's noise).
+Outs Bernoulli(const ExecContext& c) {
+  return {at::empty(c.Ints("shape", {}), CreationOptions(c)).bernoulli_(c.Float("p", 0.5), c.generator())};
+}
 
 // ---- convolution and pooling
 
@@ -558,6 +607,7 @@ ExecTable* BuildTable() {
   add("sum", Sum, "nothing");
   add("amax", Amax, "x and the output");
   add("amin", Amin, "x and the output");
+  add("vector_norm", VectorNorm, "x and the output");
   // layout (views share x's storage)
   add("view", View, "nothing (view)");
   add("reshape", Reshape, "nothing (view when the strides allow, else a copy)");
@@ -575,12 +625,17 @@ ExecTable* BuildTable() {
   add("split", Split, "nothing (views)");
   add("chunk", Chunk, "nothing (views)");
   add("cat", Cat, "nothing");
+  add("pad", Pad, "nothing (the backward slices or folds the gradient back)");
+  add("roll", Roll, "nothing (the backward rolls the gradient back)");
+  add("index_select", IndexSelect, "index (the backward adds the gradient's rows into x's with index_add)");
+  add("slice_scatter", SliceScatter, "nothing (the backward slices the gradient)");
   add("stack", Stack, "nothing");
   // creation
   add("arange", Arange, "nothing (no gradient)");
   add("zeros", Zeros, "nothing (no gradient)");
   add("ones", Ones, "nothing (no gradient)");
   add("full", Full, "nothing (no gradient)");
+  add("bernoulli", Bernoulli, "nothing (no gradient)");
   // convolution and pooling
   add("conv2d", Conv2d, "x and weight");
   add("max_pool2d", MaxPool2d, "x and the int64 argmax indices (output's size)");

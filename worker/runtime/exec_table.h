@@ -51,6 +51,13 @@ class ExecContext {
   // drop exactly what one device drops.
   using NoiseFn = std::function<at::Tensor(const at::Tensor& like, double p)>;
   void set_dropout_noise(NoiseFn fn) { dropout_noise_ = std::move(fn); }
+  // The generator random creation ops (bernoulli) draw their global tensor from: the default
+  // generator unless set (a rank sets the step's, seeded as the single-device trainer seeds the
+  // default one, so every rank draws what one device draws and keeps its block).
+  void set_generator(at::Generator generator) { generator_ = std::move(generator); }
+  c10::optional<at::Generator> generator() const {
+    return generator_.defined() ? c10::optional<at::Generator>(generator_) : c10::nullopt;
+  }
   // x with dropout p applied (training only; the identity otherwise or for p = 0).
   at::Tensor Dropout(const at::Tensor& x, double p) const;
 
@@ -74,7 +81,12 @@ class ExecContext {
   c10::Device device_;
   bool training_;
   NoiseFn dropout_noise_;
+  at::Generator generator_;
 };
+
+// Whether executing `node` draws random numbers in training (dropout, bernoulli, attention with
+// dropout_p > 0): trainers seed a generator per step only for graphs that have one.
+bool DrawsRandomNumbers(const v1::Node& node);
 
 // Runs the op; returns one tensor per node output. May throw LibTorch exceptions; the
 // executor catches them and names the node.

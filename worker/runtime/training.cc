@@ -192,13 +192,7 @@ absl::StatusOr<std::unique_ptr<Trainer>> Trainer::Create(v1::Graph graph, const 
     return absl::FailedPreconditionError(absl::StrCat("graph '", g.name(), "' has no trainable parameter"));
   }
   MAPD_ASSIGN_OR_RETURN(t->optimizer_, Optimizer::Create(options.optimizer, std::move(params)));
-  for (const v1::Node& n : g.proto().nodes()) {
-    if (n.op() == "dropout") t->random_ = true;
-    if (n.op() == "scaled_dot_product_attention") {
-      auto it = n.attrs().find("dropout_p");
-      if (it != n.attrs().end() && (it->second.f() > 0 || it->second.i() > 0)) t->random_ = true;
-    }
-  }
+  for (const v1::Node& n : g.proto().nodes()) t->random_ |= DrawsRandomNumbers(n);
   return t;
 }
 

@@ -160,6 +160,18 @@ def main(argv):
     add("mobile_trace_train.pt", misc.MobileBlock(), [images], ["x"], "train")
 
     torch.manual_seed(0)
+    add("convnext_block_trace_train.pt", misc.ConvNeXtBlock(), [images], ["x"], "train")
+
+    torch.manual_seed(0)
+    add("swin_block_trace_train.pt", misc.SwinBlock(), [images], ["x"], "train")
+
+    torch.manual_seed(0)
+    seq_x = torch.randn(BATCH, SEQ, 8, generator=gen)
+    add("folded_masks_trace_train.pt", misc.FoldedMasks(), [seq_x], ["x"], "train")
+    torch.manual_seed(0)
+    add("einsum_attention_trace_train.pt", misc.EinsumAttention(), [seq_x], ["x"], "train")
+
+    torch.manual_seed(0)
     spec = {"inputs": [{"name": "x", "dtype": "float32", "shape": [4, 8]}]}
     add("mlp_script.pt", misc.ScriptMLP(), [mlp_x], ["x"], "eval", script=True,
         extra_files={"mapd_inputs.json": json.dumps(spec)})

@@ -48,6 +48,157 @@ class MobileBlock(nn.Module):
         return self.head(y.mean(dim=(2, 3)))
 
 
+class FoldedMasks(nn.Module):
+    """Attention whose causal + sliding-window mask and rotary tables are built from tensors at
+    trace time, as Mistral- and GPT-NeoX-style code does: arange, outer, comparisons,
+    bitwise_not, &, detach, cos/sin of a plain tensor attribute. None of those has an importer
+    handler; all depend on no input and no parameter, so the importer folds them."""
+
+    def __init__(self, dim=8, window=3):
+        super().__init__()
+        self.qkv = nn.Linear(dim, 3 * dim)
+        self.out = nn.Linear(dim, dim)
+        self.window = window
+        # A plain attribute (not a buffer), as rotary embeddings often keep it.
+        self.inv_freq = 1.0 / (10000 ** (torch.arange(0, dim, 2).float() / dim))
+
+    def forward(self, x):
+        _, t, c = x.shape
+        pos = torch.arange(t, device=x.device)
+        causal = pos[:, None] >= pos[None, :]
+        far = (pos[:, None] - pos[None, :]) >= self.window
+        mask = (causal & torch.bitwise_not(far)).detach()
+        freqs = torch.outer(pos.float(), self.inv_freq)
+        cos, sin = torch.cat([freqs, freqs], -1).cos(), torch.cat([freqs, freqs], -1).sin()
+        q, k, v = self.qkv(x).split(c, dim=-1)
+
+        def rotate(u):
+            u1, u2 = u[..., : c // 2], u[..., c // 2:]
+            return u * cos + torch.cat([-u2, u1], -1) * sin
+
+        att = (rotate(q) @ rotate(k).transpose(-2, -1)) * (c ** -0.5)
+        att = att.masked_fill(~mask, float("-inf")).softmax(-1)
+        return self.out(att @ v)
+
+
+class ConvNeXtBlock(nn.Module):
+    """ConvNeXt's block (Liu et al. 2022, as torchvision writes it): a depthwise 7x7 convolution,
+    channels-last LayerNorm through permutes, an inverted MLP with GELU, a layer scale, and
+    stochastic depth in "row" mode — torch.empty([B, 1, 1, 1]).bernoulli_(survival) / survival,
+    the empty() folded at import and the draw made every step; then a mean and a linear head."""
+
+    def __init__(self, channels=3, dim=8, classes=10, drop=0.25):
+        super().__init__()
+        self.stem = nn.Conv2d(channels, dim, 2, stride=2)
+        self.dwconv = nn.Conv2d(dim, dim, 7, padding=3, groups=dim)
+        self.norm = nn.LayerNorm(dim, eps=1e-6)
+        self.fc1 = nn.Linear(dim, 4 * dim)
+        self.fc2 = nn.Linear(4 * dim, dim)
+        self.layer_scale = nn.Parameter(torch.full((dim, 1, 1), 0.5))
+        self.survival = 1.0 - drop
+        self.head = nn.Linear(dim, classes)
+
+    def stochastic_depth(self, x):
+        if not self.training:
+            return x
+        noise = torch.empty([x.shape[0]] + [1] * (x.ndim - 1), dtype=x.dtype, device=x.device)
+        noise = noise.bernoulli_(self.survival)
+        noise.div_(self.survival)
+        return x * noise
+
+    def forward(self, x):
+        x = self.stem(x)
+        y = self.dwconv(x).permute(0, 2, 3, 1)
+        y = self.fc2(nn.functional.gelu(self.fc1(self.norm(y)))).permute(0, 3, 1, 2)
+        x = x + self.stochastic_depth(self.layer_scale * y)
+        return self.head(x.mean(dim=(2, 3)))
+
+
+class SwinBlock(nn.Module):
+    """Shifted-window attention (Liu et al. 2021, and v2's cosine attention, 2022) at toy size:
+    pad to whole windows, roll by half a window, partition into windows through view/permute,
+    attention with a relative position bias gathered from a table by a buffer of indices
+    (aten::index), a mask for the shifted windows built by writing into slices of new_zeros()
+    (folded at import), v2's qkv bias with its key third zeroed in place on a slice of a clone
+    (slice_scatter) and F.normalize of q and k (vector_norm); stochastic depth; a mean and a
+    linear head."""
+
+    def __init__(self, dim=8, heads=2, window=4, shift=2, classes=10):
+        super().__init__()
+        self.window, self.shift, self.heads = window, shift, heads
+        self.embed = nn.Conv2d(3, dim, 4, stride=4)  # 32x32 -> 8x8 patches (padded to 8: whole windows)
+        self.norm = nn.LayerNorm(dim)
+        self.qkv = nn.Linear(dim, 3 * dim)
+        self.proj = nn.Linear(dim, dim)
+        self.logit_scale = nn.Parameter(torch.log(10 * torch.ones((heads, 1, 1))))
+        self.bias_table = nn.Parameter(torch.randn((2 * window - 1) ** 2, heads) * 0.02)
+        coords = torch.stack(torch.meshgrid(torch.arange(window), torch.arange(window), indexing="ij")).flatten(1)
+        rel = (coords[:, :, None] - coords[:, None, :]).permute(1, 2, 0) + (window - 1)
+        self.register_buffer("bias_index", (rel[:, :, 0] * (2 * window - 1) + rel[:, :, 1]).flatten())
+        self.head = nn.Linear(dim, classes)
+
+    def attention(self, x):
+        b, h, w, c = x.shape
+        win, s = self.window, self.shift
+        x = nn.functional.pad(x, (0, 0, 0, (win - w % win) % win, 0, (win - h % win) % win))
+        _, ph, pw, _ = x.shape
+        x = torch.roll(x, shifts=(-s, -s), dims=(1, 2))
+        x = x.view(b, ph // win, win, pw // win, win, c).permute(0, 1, 3, 2, 4, 5).reshape(-1, win * win, c)
+        qkv_bias = self.qkv.bias.clone()
+        length = qkv_bias.numel() // 3
+        qkv_bias[length:2 * length].zero_()
+        qkv = nn.functional.linear(x, self.qkv.weight, qkv_bias)
+        qkv = qkv.reshape(x.size(0), x.size(1), 3, self.heads, c // self.heads).permute(2, 0, 3, 1, 4)
+        q, k, v = qkv[0], qkv[1], qkv[2]
+        attn = nn.functional.normalize(q, dim=-1) @ nn.functional.normalize(k, dim=-1).transpose(-2, -1)
+        attn = attn * torch.clamp(self.logit_scale, max=4.6052).exp()
+        bias = self.bias_table[self.bias_index].view(win * win, win * win, -1).permute(2, 0, 1)
+        attn = attn + bias.unsqueeze(0)
+        mask = x.new_zeros((ph, pw))
+        count = 0
+        for hs in ((0, -win), (-win, -s), (-s, None)):
+            for ws in ((0, -win), (-win, -s), (-s, None)):
+                mask[hs[0]:hs[1], ws[0]:ws[1]] = count
+                count += 1
+        mask = mask.view(ph // win, win, pw // win, win).permute(0, 2, 1, 3).reshape(-1, win * win)
+        mask = mask.unsqueeze(1) - mask.unsqueeze(2)
+        mask = mask.masked_fill(mask != 0, -100.0)
+        attn = attn.view(-1, mask.size(0), self.heads, win * win, win * win) + mask.unsqueeze(1).unsqueeze(0)
+        attn = attn.view(-1, self.heads, win * win, win * win).softmax(-1)
+        x = (attn @ v).transpose(1, 2).reshape(-1, win * win, c)
+        x = self.proj(x).view(b, ph // win, pw // win, win, win, c).permute(0, 1, 3, 2, 4, 5).reshape(b, ph, pw, c)
+        x = torch.roll(x, shifts=(s, s), dims=(1, 2))
+        return x[:, :h, :w, :].contiguous()
+
+    def forward(self, x):
+        x = self.embed(x).permute(0, 2, 3, 1)
+        x = x + self.attention(self.norm(x))
+        return self.head(x.mean(dim=(1, 2)))
+
+
+class EinsumAttention(nn.Module):
+    """Multi-head attention written with torch.einsum, as MaxViT's and many research codebases
+    write it: projections "bnd,hde->bhne", scores "bhqe,bhke->bhqk", the weighted sum
+    "bhqk,bhke->bhqe", the output "bhne,hed->bnd" (a two-label contraction); then a mean over
+    tokens and a linear head."""
+
+    def __init__(self, dim=8, heads=2, head_dim=4, classes=10):
+        super().__init__()
+        self.wq = nn.Parameter(torch.randn(heads, dim, head_dim) * 0.3)
+        self.wk = nn.Parameter(torch.randn(heads, dim, head_dim) * 0.3)
+        self.wv = nn.Parameter(torch.randn(heads, dim, head_dim) * 0.3)
+        self.wo = nn.Parameter(torch.randn(heads, head_dim, dim) * 0.3)
+        self.head = nn.Linear(dim, classes)
+
+    def forward(self, x):
+        q = torch.einsum("bnd,hde->bhne", x, self.wq)
+        k = torch.einsum("bnd,hde->bhne", x, self.wk)
+        v = torch.einsum("...nd,hde->...hne", x, self.wv)
+        att = torch.einsum("bhqe,bhke->bhqk", q, k).softmax(-1)
+        y = torch.einsum("bhne,hed->bnd", torch.einsum("bhqk,bhke->bhqe", att, v), self.wo)
+        return self.head(y.mean(1))
+
+
 class Unsupported(nn.Module):
     """Uses cumsum x2, sort x1, flip x1 (plus a Linear so it has parameters)."""
 
