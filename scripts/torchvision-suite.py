@@ -9,7 +9,7 @@ Options:
   --models a,b,...    only these constructors (default: every classification model of
                       torchvision.models, as torchvision 0.14 lists them)
   --stages S          comma list of import, profile, ranks (default: all three)
-  --batch N           batch of the traced input (default 4)
+  --batch N           batch of the traced input (default 8: 2 samples a rank, as batch norm needs)
   --max-params N      models with more parameters are imported and profiled but not run on
                       ranks (default 200000000: 4 ranks and the reference process share this
                       machine's memory, each rank's plan budgeted a fifth of it)
@@ -22,8 +22,13 @@ Options:
 Each model is built without pretrained weights (num_classes=10), traced in train mode at the
 smallest of 32, 64, 96, 128 and 224 pixels its forward accepts (ViT is built for 32 pixels,
 MaxViT, whose windows need 224, for 224), saved with its input spec embedded, and given to mapctl: `import`; `profile
---measure` (predicted vs measured peak of a real step on this CPU); `run --ranks 4
---check-reference --optimizer sgd` (MAP's plan on 4 Gloo ranks vs one process). A failure
+--measure` (predicted vs measured peak of a real step on this CPU); `run --ranks 4 --steps 1
+--check-reference --optimizer sgd` (MAP's plan on 4 Gloo ranks vs one process: the loss and
+every parameter after one step). One step, because a second one compares chaos rather than
+the distribution: the ranks' all-reduced gradients differ from one process's sums in the last
+bits, and through a hundred batch norms over a few values each (2x2 maps at 32 pixels) the
+second step grows that to 1e-4..1e-2 (DenseNet-121: 3e-7 after one step under pure data
+parallelism, 2e-4 after two), the same under data parallelism as under MAP's plan. A failure
 records the first line of mapctl's error. Needs Debian's python3-torch and python3-torchvision.
 """
 import argparse
@@ -141,7 +146,7 @@ def run_model(args, name, outdir):
         if res["params"] > args.max_params:
             res["ranks_skipped"] = f"{res['params'] / 1e6:.0f}M parameters > --max-params"
         else:
-            out, err = mapctl(args, ["run", path, "--ranks", "4", "--steps", "2", "--optimizer", "sgd", "--lr", "0.01",
+            out, err = mapctl(args, ["run", path, "--ranks", "4", "--steps", "1", "--optimizer", "sgd", "--lr", "0.01",
                                      "--memory-per-device", f"{rank_budget_mib()}MiB", "--check-reference", "-o", "json"],
                               args.timeout)
             if err:
@@ -183,7 +188,7 @@ def main():
     ap.add_argument("--mapctl", required=True)
     ap.add_argument("--models", default="")
     ap.add_argument("--stages", default="import,profile,ranks")
-    ap.add_argument("--batch", type=int, default=4)
+    ap.add_argument("--batch", type=int, default=8)
     ap.add_argument("--max-params", type=int, default=200_000_000)
     ap.add_argument("--timeout", type=int, default=900)
     ap.add_argument("--markdown")

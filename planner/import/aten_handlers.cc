@@ -945,6 +945,24 @@ Result Copy(Importer& im, Node* n, const Args& a) {
   return std::vector<AValue>{AValue::Tensor(src)};
 }
 
+// randn_like / rand_like(self, dtype?, ...) and randn / rand(size, dtype?, ...): draws of self's
+// (or size's) shape, made every step.
+Handler Draw(const std::string& op, bool like) {
+  return [op, like](Importer& im, Node* n, const Args& a) -> Result {
+    TensorType type{v1::FLOAT32, {}};
+    if (like) {
+      MAPD_ASSIGN_OR_RETURN(type, im.TensorTypeArg(n, a, 0));
+    } else {
+      MAPD_ASSIGN_OR_RETURN(type.shape, im.IntListArg(n, a, 0));
+      if (a.size() > 1 && a[1].kind == AValue::Kind::kList) return im.Error(n, "drawing with named dimensions is not supported");
+    }
+    MAPD_ASSIGN_OR_RETURN(std::optional<DType> given, im.DTypeArg(n, a, 1));
+    if (given) type.dtype = *given;
+    if (!IsFloating(type.dtype)) return im.Error(n, absl::StrCat(op, " of ", DTypeShortName(type.dtype), " is not supported"));
+    return One(im.Emit1(n, op, {}, Attrs().Ints("shape", type.shape).Str("dtype", DTypeShortName(type.dtype))));
+  };
+}
+
 // aten::to has several overloads; the target dtype is the first ScalarType among the
 // arguments after self, or another tensor's dtype. No dtype (a device move) is the identity.
 Result To(Importer& im, Node* n, const Args& a) {
@@ -1157,6 +1175,7 @@ const std::map<std::string, Handler>& AtenHandlers() {
     m["aten::replication_pad1d"] = m["aten::replication_pad2d"] = m["aten::replication_pad3d"] = Pad("replicate");
     m["aten::roll"] = Roll;
     m["aten::einsum"] = Einsum;
+    AddRnnHandlers(m);
     // In-place writes (through slices too: RebindInPlace scatters them back).
     m["aten::zero_"] = Fill("zeros", FillFrom::kLike);
     m["aten::fill_"] = Fill("full", FillFrom::kLike);
@@ -1167,6 +1186,10 @@ const std::map<std::string, Handler>& AtenHandlers() {
     m["aten::linalg_vector_norm"] = VectorNorm(1);
     m["aten::frobenius_norm"] = VectorNorm(-1);
     m["aten::bernoulli_"] = Bernoulli;
+    m["aten::randn_like"] = Draw("randn", true);
+    m["aten::rand_like"] = Draw("rand", true);
+    m["aten::randn"] = Draw("randn", false);
+    m["aten::rand"] = Draw("rand", false);
     m["aten::zeros"] = Fill("zeros", FillFrom::kSize);
     m["aten::ones"] = Fill("ones", FillFrom::kSize);
     m["aten::full"] = Fill("full", FillFrom::kSize);

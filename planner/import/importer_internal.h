@@ -84,6 +84,8 @@ using Handler = std::function<absl::StatusOr<std::vector<AValue>>(Importer&, tor
 
 // aten op name ("aten::linear") → handler; defined in aten_handlers.cc.
 const std::map<std::string, Handler>& AtenHandlers();
+// Adds aten::lstm and aten::gru (rnn_handlers.cc).
+void AddRnnHandlers(std::map<std::string, Handler>& m);
 
 // The MAP dtype of a LibTorch scalar type; INVALID_ARGUMENT for types MAP lacks.
 absl::StatusOr<DType> CheckedDType(c10::ScalarType t);

@@ -113,7 +113,15 @@ OpCost Conv2dCost(const CostContext& c) {
   cost.workspace_bytes = padded(out);
   const int64_t for_weight = in.NumBytes() + out.NumBytes();
   if (c.input_requires_grad(0)) {
-    const int64_t for_input = padded(out) + padded(in) + 4 * w.NumBytes() - in.NumBytes();
+    // The weight reordered into oneDNN's blocked layout for the input's gradient: output and
+    // input channels (per group) padded to 16, or the groups padded to 16 for grouped ones.
+    // (Measured: one such copy; a 512x512 3x3 weight adds 9.0 MiB, not four times that.)
+    auto g = c.op.Int("groups", 1);
+    const int64_t groups = g.ok() ? std::max<int64_t>(*g, 1) : 1;
+    const int64_t kernel = w.shape[2] * w.shape[3] * DTypeSize(w.dtype);
+    const int64_t blocked_w = groups == 1 ? (w.shape[0] + 15) / 16 * 16 * ((w.shape[1] + 15) / 16 * 16) * kernel
+                                          : (groups + 15) / 16 * 16 * (w.shape[0] / groups) * w.shape[1] * kernel;
+    const int64_t for_input = padded(out) + padded(in) + blocked_w - in.NumBytes();
     cost.grad_workspace_bytes = std::max(for_input, for_weight);
   } else {
     cost.grad_workspace_bytes = for_weight;
@@ -157,9 +165,12 @@ SavedSpec MaxPoolSaved(const CostContext& c) {
 // conv2d: x[n, c, h, w] (or [c, h, w]), weight[o, c/groups, i, j], bias[o] -> y[n, o, y, x].
 // The batch and the output channels split; the input channels are summed (linear: y Partial,
 // the bias Partial too) when groups == 1. With groups > 1 an output channel reads only its
-// group's input channels, and the weight's second dimension is c/groups, so the input
-// channels are unsplittable (splitting o still works: each device reads all of x). Spatial
-// dimensions are unsplittable: a window straddles a split (a halo exchange would be needed).
+// group's input channels, and the weight's second dimension is c/groups: a device with part
+// of the output channels would need a conv of fewer groups on its groups' input channels,
+// which the lowering does not make (LibTorch refuses the local weight under the global
+// groups — EfficientNet's depthwise convs on ranks), so both channel dimensions are
+// unsplittable and a grouped conv splits over the batch only. Spatial dimensions are
+// unsplittable: a window straddles a split (a halo exchange would be needed).
 absl::StatusOr<ShardingRule> Conv2dSharding(const CostContext& c) {
   ShardingRule r = EmptyRule(c);
   const bool batched = c.op.input(0).rank() == 4;
@@ -169,7 +180,7 @@ absl::StatusOr<ShardingRule> Conv2dSharding(const CostContext& c) {
   r.inputs[0] = n + "chw";
   r.inputs[1] = grouped ? "odij" : "ocij";
   r.outputs[0] = n + "oyx";
-  r.unsplittable = grouped ? "hwijyxcd" : "hwijyx";
+  r.unsplittable = grouped ? "hwijyxcdo" : "hwijyx";
   if (!grouped) r.linear_reduced = "c";
   if (c.op.has_input(2)) {
     r.inputs[2] = "o";

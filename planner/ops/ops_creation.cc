@@ -1,4 +1,4 @@
-// Creation ops (no tensor inputs): arange, zeros, ones, full, bernoulli.
+// Creation ops (no tensor inputs): arange, zeros, ones, full, and the random bernoulli, rand, randn.
 #include <cmath>
 
 #include "planner/ops/registry.h"
@@ -72,6 +72,11 @@ void RegisterCreationOps(OpRegistry& r) {
   (void)r.Register({"bernoulli", "1 with probability p, else 0 (drawn every step)", {}, false,
                     {{"shape", AttrKind::kInts, true}, {"p", AttrKind::kFloat, true}, {"dtype", AttrKind::kString}},
                     random_creation, InferFilled, ElementwiseCost(2, 0), SavesNothing(), {}, creation_rule});
+  // A VAE's reparameterisation noise (randn_like) and uniform draws, the same way.
+  (void)r.Register({"randn", "standard normal draws (drawn every step)", {}, false, filled, random_creation,
+                    InferFilled, ElementwiseCost(4, 0), SavesNothing(), {}, creation_rule});
+  (void)r.Register({"rand", "uniform draws in [0, 1) (drawn every step)", {}, false, filled, random_creation,
+                    InferFilled, ElementwiseCost(2, 0), SavesNothing(), {}, creation_rule});
 }
 
 }  // namespace mapd

@@ -132,6 +132,9 @@ def test_traced_models_go_through_the_same_path(models):
         ("convnext_block_trace_train.pt", ["--input", "x:f32[8,3,32,32]", "--strategy", "dp"]),  # stochastic depth
         ("swin_block_trace_train.pt", ["--input", "x:f32[8,3,32,32]", "--mesh", "2x2"]),  # shifted windows
         ("einsum_attention_trace_train.pt", ["--input", "x:f32[8,64,8]", "--strategy", "tp"]),  # einsum
+        ("recurrent_trace_train.pt", ["--input", "x:f32[8,16,8]", "--strategy", "dp"]),  # LSTM, GRU
+        ("t5_encoder_trace_train.pt", ["--input", "x:f32[8,32,16]", "--mesh", "2x2"]),  # bucketed relative bias
+        ("vae_trace_train.pt", ["--input", "x:f32[16,32]", "--strategy", "dp"]),  # randn_like, loss output
         ("folded_masks_trace_train.pt", ["--input", "x:f32[8,64,8]", "--mesh", "2x2"]),  # folded mask and tables
     ]
     for name, flags in cases:

@@ -145,6 +145,8 @@ std::vector<OpCase> Cases() {
       {"flatten", {"p:f32[2,3,4]"}, Attrs().Int("start_dim", 1)},
       {"full", {}, Attrs().Ints("shape", {2, 2}).Int("value", 3)},
       {"bernoulli", {}, Attrs().Ints("shape", {2, 3}).Float("p", 0.5)},
+      {"randn", {}, Attrs().Ints("shape", {2, 3})},
+      {"rand", {}, Attrs().Ints("shape", {4}).Str("dtype", "f64"), "f64"},
       {"pad", {"p:f32[2,3,4]"}, Attrs().Ints("pads", {1, 2, 0, 1}).Float("value", -1.5)},
       {"pad", {"p:f32[2,3,4]"}, Attrs().Ints("pads", {2, 1}).Str("mode", "reflect"), "reflect"},
       {"pad", {"p:f32[1,2,3,4]"}, Attrs().Ints("pads", {1, 1, 2, 0}).Str("mode", "replicate"), "replicate"},

@@ -152,7 +152,12 @@ INSTANTIATE_TEST_SUITE_P(Models, TorchScriptParityTest,
                                            ParityCase{"folded_masks_trace_train.pt"},  // folded constants
                                            ParityCase{"convnext_block_trace_train.pt"},  // stochastic depth
                                            ParityCase{"swin_block_trace_train.pt"},  // pad, roll, index, slice writes
-                                           ParityCase{"einsum_attention_trace_train.pt"}),  // einsum
+                                           ParityCase{"einsum_attention_trace_train.pt"},  // einsum
+                                           ParityCase{"recurrent_trace_train.pt"},  // LSTM, GRU
+                                           ParityCase{"t5_encoder_trace_train.pt"},  // bucketed relative bias
+                                           ParityCase{"bert_trace_train.pt"},  // nn.TransformerEncoderLayer
+                                           ParityCase{"neox_trace_train.pt"},  // parallel residual, partial rotary
+                                           ParityCase{"vae_trace_train.pt"}),  // randn_like
                          [](const ::testing::TestParamInfo<ParityCase>& info) {
                            return info.param.file.substr(0, info.param.file.find('.'));
                          });

@@ -197,6 +197,8 @@ std::vector<std::unique_ptr<Node>> HandBuilt() {
   v.push_back(Make("ones", {}, Attrs().Ints("shape", {})));
   v.push_back(Make("full", {}, Attrs().Ints("shape", {8}).Float("value", 1.5)));
   v.push_back(Make("bernoulli", {}, Attrs().Ints("shape", {4, 1, 1}).Float("p", 0.9)));
+  v.push_back(Make("randn", {}, Attrs().Ints("shape", {4, 6})));
+  v.push_back(Make("rand", {}, Attrs().Ints("shape", {8})));
   v.push_back(Make("pad", {F32({2, 4, 6, 6})}, Attrs().Ints("pads", {1, 1, 0, 2})));
   v.push_back(Make("pad", {F32({2, 4, 6})}, Attrs().Ints("pads", {2, 2}).Str("mode", "reflect")));
   v.push_back(Make("roll", {F32({2, 8, 8, 4})}, Attrs().Ints("shifts", {-2, -2}).Ints("dims", {1, 2})));

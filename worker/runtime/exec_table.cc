@@ -32,7 +32,7 @@ at::Tensor ExecContext::Dropout(const at::Tensor& x, double p) const {
 }
 
 bool DrawsRandomNumbers(const v1::Node& node) {
-  if (node.op() == "dropout" || node.op() == "bernoulli") return true;
+  if (node.op() == "dropout" || node.op() == "bernoulli" || node.op() == "randn" || node.op() == "rand") return true;
   if (node.op() != "scaled_dot_product_attention") return false;
   auto it = node.attrs().find("dropout_p");
   return it != node.attrs().end() && (it->second.f() > 0 || it->second.i() > 0);
@@ -491,6 +491,9 @@ Outs Arange(const ExecContext& c) {
 Outs Zeros(const ExecContext& c) { return {at::zeros(c.Ints("shape", {}), CreationOptions(c))}; }
 Outs Ones(const ExecContext& c) { return {at::ones(c.Ints("shape", {}), CreationOptions(c))}; }
 Outs Full(const ExecContext& c) { return {at::full(c.Ints("shape", {}), c.Scalar("value"), CreationOptions(c))}; }
+// The global draws, as torch.randn(shape) / torch.rand(shape) make them.
+Outs Randn(const ExecContext& c) { return {at::randn(c.Ints("shape", {}), c.generator(), CreationOptions(c))}; }
+Outs Rand(const ExecContext& c) { return {at::rand(c.Ints("shape", {}), c.generator(), CreationOptions(c))}; }
 // The global draw, as torch.empty(shape).bernoulli_(p) makes it (stochastic depth's noise).
 Outs Bernoulli(const ExecContext& c) {
   return {at::empty(c.Ints("shape", {}), CreationOptions(c)).bernoulli_(c.Float("p", 0.5), c.generator())};
@@ -636,6 +639,8 @@ ExecTable* BuildTable() {
   add("ones", Ones, "nothing (no gradient)");
   add("full", Full, "nothing (no gradient)");
   add("bernoulli", Bernoulli, "nothing (no gradient)");
+  add("randn", Randn, "nothing (no gradient)");
+  add("rand", Rand, "nothing (no gradient)");
   // convolution and pooling
   add("conv2d", Conv2d, "x and weight");
   add("max_pool2d", MaxPool2d, "x and the int64 argmax indices (output's size)");

@@ -170,6 +170,17 @@ def main(argv):
     add("folded_masks_trace_train.pt", misc.FoldedMasks(), [seq_x], ["x"], "train")
     torch.manual_seed(0)
     add("einsum_attention_trace_train.pt", misc.EinsumAttention(), [seq_x], ["x"], "train")
+    torch.manual_seed(0)
+    add("recurrent_trace_train.pt", misc.RecurrentClassifier(), [seq_x], ["x"], "train")
+    torch.manual_seed(0)
+    wide_x = torch.randn(BATCH, SEQ, 16, generator=gen)
+    add("t5_encoder_trace_train.pt", misc.T5Encoder(), [wide_x], ["x"], "train")
+    torch.manual_seed(0)
+    add("bert_trace_train.pt", misc.BertEncoder(), [idx], ["idx"], "train")
+    torch.manual_seed(0)
+    add("neox_trace_train.pt", misc.NeoXLM(), [idx], ["idx"], "train")
+    torch.manual_seed(0)
+    add("vae_trace_train.pt", misc.VAE(), [torch.rand(4, 32, generator=gen)], ["x"], "train")
 
     torch.manual_seed(0)
     spec = {"inputs": [{"name": "x", "dtype": "float32", "shape": [4, 8]}]}

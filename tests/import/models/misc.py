@@ -1,5 +1,6 @@
 """Small misc models: a scripted MLP with shape-dependent control flow and a
 traced model built from ops an importer is unlikely to support."""
+import math
 from typing import List
 
 import torch
@@ -197,6 +198,165 @@ class EinsumAttention(nn.Module):
         att = torch.einsum("bhqe,bhke->bhqk", q, k).softmax(-1)
         y = torch.einsum("bhne,hed->bnd", torch.einsum("bhqk,bhke->bhqe", att, v), self.wo)
         return self.head(y.mean(1))
+
+
+class RecurrentClassifier(nn.Module):
+    """A recurrent sequence classifier as PyTorch's layers make it: a 2-layer batch-first
+    nn.LSTM with dropout between its layers, a bidirectional nn.GRU over its outputs, and a
+    linear head on the last step — aten::lstm and aten::gru, unrolled by the importer."""
+
+    def __init__(self, features=8, hidden=12, classes=10):
+        super().__init__()
+        self.lstm = nn.LSTM(features, hidden, num_layers=2, batch_first=True, dropout=0.25)
+        self.gru = nn.GRU(hidden, hidden, batch_first=True, bidirectional=True)
+        self.head = nn.Linear(2 * hidden, classes)
+
+    def forward(self, x):
+        y, _ = self.lstm(x)
+        y, _ = self.gru(y)
+        return self.head(y[:, -1])
+
+
+class T5Encoder(nn.Module):
+    """A T5-style encoder block (Raffel et al. 2020): RMS-style layer norm without mean or bias,
+    attention without scaling whose bias comes from bucketed relative positions — log-spaced
+    buckets computed from arange, abs, log, min and where, all folded at import, looked up in
+    an embedding — and a ReLU feed-forward; a mean and a linear head."""
+
+    def __init__(self, dim=16, heads=2, buckets=8, max_distance=16, classes=10):
+        super().__init__()
+        self.heads, self.buckets, self.max_distance = heads, buckets, max_distance
+        self.ln1 = nn.Parameter(torch.ones(dim))
+        self.ln2 = nn.Parameter(torch.ones(dim))
+        self.q = nn.Linear(dim, dim, bias=False)
+        self.k = nn.Linear(dim, dim, bias=False)
+        self.v = nn.Linear(dim, dim, bias=False)
+        self.o = nn.Linear(dim, dim, bias=False)
+        self.bias = nn.Embedding(buckets, heads)
+        self.wi = nn.Linear(dim, 4 * dim, bias=False)
+        self.wo = nn.Linear(4 * dim, dim, bias=False)
+        self.head = nn.Linear(dim, classes)
+
+    @staticmethod
+    def norm(x, w):
+        return w * (x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-6))
+
+    def bucket(self, relative):
+        # Bidirectional: half the buckets for each sign, half of those exact, the rest log-spaced.
+        n = self.buckets // 2
+        out = (relative > 0).to(torch.long) * n
+        distance = relative.abs()
+        exact = n // 2
+        log = exact + (torch.log(distance.float() / exact + 1e-6) / math.log(self.max_distance / exact)
+                       * (n - exact)).to(torch.long)
+        log = torch.min(log, torch.full_like(log, n - 1))
+        return out + torch.where(distance < exact, distance, log)
+
+    def forward(self, x):
+        b, t, c = x.shape
+        pos = torch.arange(t)
+        bias = self.bias(self.bucket(pos[None, :] - pos[:, None])).permute(2, 0, 1).unsqueeze(0)
+        h = self.norm(x, self.ln1)
+        split = lambda u: u.view(b, t, self.heads, c // self.heads).transpose(1, 2)
+        att = (split(self.q(h)) @ split(self.k(h)).transpose(-2, -1) + bias).softmax(-1)
+        x = x + self.o((att @ split(self.v(h))).transpose(1, 2).reshape(b, t, c))
+        x = x + self.wo(torch.relu(self.wi(self.norm(x, self.ln2))))
+        return self.head(x.mean(1))
+
+
+class BertEncoder(nn.Module):
+    """A BERT-style encoder (Devlin et al. 2019): word, position (from arange, folded) and token
+    type embeddings summed and layer-normed, one post-norm transformer layer with GELU, and the
+    pooler (tanh of a linear on the first token) before the classifier."""
+
+    def __init__(self, vocab=96, dim=16, heads=2, max_len=32, classes=10):
+        super().__init__()
+        self.word = nn.Embedding(vocab, dim)
+        self.position = nn.Embedding(max_len, dim)
+        self.token_type = nn.Embedding(2, dim)
+        self.ln = nn.LayerNorm(dim)
+        self.layer = nn.TransformerEncoderLayer(dim, heads, 4 * dim, dropout=0.1, activation="gelu",
+                                                batch_first=True)
+        self.pool = nn.Linear(dim, dim)
+        self.head = nn.Linear(dim, classes)
+
+    def forward(self, idx):
+        t = idx.size(1)
+        types = torch.zeros_like(idx)
+        x = self.word(idx) + self.position(torch.arange(t)).unsqueeze(0) + self.token_type(types)
+        x = self.layer(self.ln(x))
+        return self.head(torch.tanh(self.pool(x[:, 0])))
+
+
+class NeoXLM(nn.Module):
+    """A GPT-NeoX / Pythia-style language model (Black et al. 2022): one block with the parallel
+    residual x + attn(ln1(x)) + mlp(ln2(x)), a fused QKV projection laid out per head, rotary
+    embeddings on the first quarter of each head's dimensions (rotary_pct = 0.25) from tables
+    built with arange and outer, and a causal mask from tril(ones) — both folded at import;
+    untied embedding and unembedding, logits out."""
+
+    def __init__(self, vocab=96, dim=16, heads=2):
+        super().__init__()
+        self.heads, self.head_dim = heads, dim // heads
+        self.rot = self.head_dim // 4 * 2 if self.head_dim >= 4 else 2
+        self.embed = nn.Embedding(vocab, dim)
+        self.ln1 = nn.LayerNorm(dim)
+        self.ln2 = nn.LayerNorm(dim)
+        self.qkv = nn.Linear(dim, 3 * dim)
+        self.dense = nn.Linear(dim, dim)
+        self.up = nn.Linear(dim, 4 * dim)
+        self.down = nn.Linear(4 * dim, dim)
+        self.ln_f = nn.LayerNorm(dim)
+        self.unembed = nn.Linear(dim, vocab, bias=False)
+
+    def rotary(self, u, cos, sin):
+        r, half = self.rot, self.rot // 2
+        u_rot, u_pass = u[..., :r], u[..., r:]
+        rotated = torch.cat([-u_rot[..., half:], u_rot[..., :half]], -1)
+        return torch.cat([u_rot * cos + rotated * sin, u_pass], -1)
+
+    def forward(self, idx):
+        b, t = idx.shape
+        x = self.embed(idx)
+        inv_freq = 1.0 / (10000 ** (torch.arange(0, self.rot, 2).float() / self.rot))
+        freqs = torch.outer(torch.arange(t).float(), inv_freq)
+        emb = torch.cat([freqs, freqs], -1)
+        cos, sin = emb.cos(), emb.sin()
+        qkv = self.qkv(self.ln1(x)).view(b, t, self.heads, 3 * self.head_dim).permute(0, 2, 1, 3)
+        q, k, v = qkv.split(self.head_dim, dim=-1)
+        q, k = self.rotary(q, cos, sin), self.rotary(k, cos, sin)
+        mask = torch.tril(torch.ones(t, t, dtype=torch.bool))
+        att = (q @ k.transpose(-2, -1)) / math.sqrt(self.head_dim)
+        att = att.masked_fill(~mask, float("-inf")).softmax(-1)
+        attn = self.dense((att @ v).transpose(1, 2).reshape(b, t, -1))
+        mlp = self.down(nn.functional.gelu(self.up(self.ln2(x))))
+        x = x + attn + mlp
+        return self.unembed(self.ln_f(x))
+
+
+class VAE(nn.Module):
+    """A variational autoencoder (Kingma and Welling 2014): an MLP encoder to a mean and a log
+    variance, the reparameterisation z = mu + eps * exp(logvar / 2) with eps = randn_like (drawn
+    every step), an MLP decoder with a sigmoid, and the negative ELBO — a summed squared
+    reconstruction error and the Gaussian KL term, averaged over the batch — as its output."""
+
+    def __init__(self, features=32, hidden=24, latent=4):
+        super().__init__()
+        self.enc = nn.Linear(features, hidden)
+        self.mu = nn.Linear(hidden, latent)
+        self.logvar = nn.Linear(hidden, latent)
+        self.dec1 = nn.Linear(latent, hidden)
+        self.dec2 = nn.Linear(hidden, features)
+
+    def forward(self, x):
+        h = torch.relu(self.enc(x))
+        mu, logvar = self.mu(h), self.logvar(h)
+        std = torch.exp(0.5 * logvar)
+        z = mu + torch.randn_like(std) * std
+        recon = torch.sigmoid(self.dec2(torch.relu(self.dec1(z))))
+        reconstruction = ((recon - x) ** 2).sum(1).mean()
+        kl = (-0.5 * (1 + logvar - mu.pow(2) - logvar.exp()).sum(1)).mean()
+        return reconstruction + kl
 
 
 class Unsupported(nn.Module):
