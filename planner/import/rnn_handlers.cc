@@ -74,10 +74,13 @@ struct LayerResult {
 absl::StatusOr<LayerResult> Direction(Importer& im, Node* n, Cell cell, const Weights& w, const std::string& x,
                                       int64_t steps, State s, bool reverse) {
   MAPD_ASSIGN_OR_RETURN(std::string x_w, Op(im, n, "linear", {x, w.w_ih, w.b_ih}));
+  // The steps' projections as LibTorch's input_w.unbind(0) takes them: one node whose backward
+  // makes x_w's gradient once (a select per step would each make a zero-filled x_w-sized one).
+  MAPD_ASSIGN_OR_RETURN(std::vector<AValue> pieces, im.Emit(n, "chunk", {x_w}, Attrs().Int("chunks", steps).Int("dim", 0)));
   std::vector<std::string> outs(steps);
   for (int64_t k = 0; k < steps; ++k) {
     const int64_t t = reverse ? steps - 1 - k : k;
-    MAPD_ASSIGN_OR_RETURN(std::string x_t, Op(im, n, "select", {x_w}, Attrs().Int("dim", 0).Int("index", t)));
+    MAPD_ASSIGN_OR_RETURN(std::string x_t, Op(im, n, "squeeze", {pieces[t].tensor}, Attrs().Ints("dims", {0})));
     MAPD_ASSIGN_OR_RETURN(s, Step(im, n, cell, w, x_t, s));
     outs[t] = s.h;
   }
