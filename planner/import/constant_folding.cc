@@ -377,7 +377,7 @@ absl::StatusOr<AValue> Importer::Materialise(torch::jit::Node* n, const AValue& 
     }
     return out;
   }
-  if (v.kind == AValue::Kind::kConst && (v.constant.isTensorList() || v.constant.isList())) {
+  if (v.kind == AValue::Kind::kConst && v.constant.isList()) {
     // A folded list that holds tensors (unbind, split of a constant).
     bool tensors = false;
     for (const auto& e : v.constant.toListRef()) tensors |= e.isTensor();

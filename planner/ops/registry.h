@@ -41,7 +41,7 @@ struct OpTraits {
   bool elementwise = false;  // output[i] depends on input[i] only (after broadcasting)
   bool view = false;         // output may alias the first input's storage (no new memory)
   bool copies_if_noncontiguous = false;  // a view that copies a non-contiguous input (reshape, contiguous)
-  bool random = false;       // draws random numbers (dropout)
+  bool random = false;       // draws random numbers (dropout, bernoulli, rand, randn)
   bool creation = false;     // makes a tensor from attributes only
 };
 

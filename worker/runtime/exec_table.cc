@@ -15,6 +15,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "planner/ir/dtype.h"
+#include "planner/ops/registry.h"
 #include "worker/runtime/torch_types.h"
 
 namespace mapd {
@@ -32,7 +33,10 @@ at::Tensor ExecContext::Dropout(const at::Tensor& x, double p) const {
 }
 
 bool DrawsRandomNumbers(const v1::Node& node) {
-  if (node.op() == "dropout" || node.op() == "bernoulli" || node.op() == "randn" || node.op() == "rand") return true;
+  // Ops whose registry entry says they draw (dropout, bernoulli, rand, randn); attention only
+  // with a dropout probability.
+  const OpDef* def = OpRegistry::Global().Find(node.op());
+  if (def != nullptr && def->traits.random) return true;
   if (node.op() != "scaled_dot_product_attention") return false;
   auto it = node.attrs().find("dropout_p");
   return it != node.attrs().end() && (it->second.f() > 0 || it->second.i() > 0);
