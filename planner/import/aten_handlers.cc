@@ -183,12 +183,25 @@ absl::StatusOr<std::string> Importer::ScalarTensor(Node* n, const AValue& v) {
 
 // ---------------------------------------------------------------- handlers
 
-namespace {
-
 Result One(absl::StatusOr<AValue> v) {
   if (!v.ok()) return v.status();
   return std::vector<AValue>{*v};
 }
+
+absl::StatusOr<std::string> EmitTensor(Importer& im, Node* n, const std::string& op,
+                                       const std::vector<std::string>& inputs, const Attrs& attrs) {
+  MAPD_ASSIGN_OR_RETURN(AValue v, im.Emit1(n, op, inputs, attrs));
+  return v.tensor;
+}
+
+AValue ListOf(std::vector<AValue> items) {
+  AValue v;
+  v.kind = AValue::Kind::kList;
+  v.items = std::move(items);
+  return v;
+}
+
+namespace {
 
 Handler SameArgs(const std::string& op, int num_tensor_args) {
   return [op, num_tensor_args](Importer& im, Node* n, const Args& a) -> Result {
@@ -343,6 +356,52 @@ Result LeakyRelu(Importer& im, Node* n, const Args& a) {
     MAPD_ASSIGN_OR_RETURN(slope, im.DoubleArg(n, a, 1));
   }
   return One(im.Emit1(n, "leaky_relu", {x}, Attrs().Float("negative_slope", slope)));
+}
+
+// elu(x, alpha, scale, input_scale); selu and celu(x, alpha) are elus with fixed constants, as
+// LibTorch computes them.
+Result Elu(Importer& im, Node* n, const Args& a) {
+  MAPD_ASSIGN_OR_RETURN(std::string x, im.TensorArg(n, a, 0));
+  const std::string kind = n->kind().toQualString();
+  Attrs attrs;
+  if (kind == "aten::selu" || kind == "aten::selu_") {
+    attrs.Float("alpha", 1.6732632423543772848170429916717).Float("scale", 1.0507009873554804934193349852946);
+  } else if (kind == "aten::celu" || kind == "aten::celu_") {
+    MAPD_ASSIGN_OR_RETURN(double alpha, im.DoubleArg(n, a, 1));
+    if (alpha == 0) return im.Error(n, "celu with alpha 0 is undefined");
+    attrs.Float("alpha", alpha).Float("input_scale", 1.0 / alpha);
+  } else {
+    MAPD_ASSIGN_OR_RETURN(double alpha, im.DoubleArg(n, a, 1));
+    MAPD_ASSIGN_OR_RETURN(double scale, im.DoubleArg(n, a, 2));
+    MAPD_ASSIGN_OR_RETURN(double input_scale, im.DoubleArg(n, a, 3));
+    attrs.Float("alpha", alpha).Float("scale", scale).Float("input_scale", input_scale);
+  }
+  return One(im.Emit1(n, "elu", {x}, attrs));
+}
+
+// softplus(x, beta, threshold).
+Result Softplus(Importer& im, Node* n, const Args& a) {
+  MAPD_ASSIGN_OR_RETURN(std::string x, im.TensorArg(n, a, 0));
+  MAPD_ASSIGN_OR_RETURN(double beta, im.DoubleArg(n, a, 1));
+  MAPD_ASSIGN_OR_RETURN(double threshold, im.DoubleArg(n, a, 2));
+  return One(im.Emit1(n, "softplus", {x}, Attrs().Float("beta", beta).Float("threshold", threshold)));
+}
+
+// bitwise_and/or/xor/not (and Python's &, |, ^, ~ on tensors) of bool masks are the logical
+// ops; on integers they are bit operations, which are refused by name.
+Handler Logical(const std::string& op, int num_tensors) {
+  return [op, num_tensors](Importer& im, Node* n, const Args& a) -> Result {
+    std::vector<std::string> ins;
+    for (int i = 0; i < num_tensors; ++i) {
+      MAPD_ASSIGN_OR_RETURN(std::string t, im.TensorArg(n, a, i));
+      if (im.builder().TypeOf(t)->dtype != v1::BOOL && op.rfind("logical_", 0) != 0) {
+        return im.Error(n, "bit operations on integer tensors are not supported (bool masks are)");
+      }
+      ins.push_back(t);
+    }
+    const std::string registry_op = op.rfind("logical_", 0) == 0 ? op : "logical_" + op;
+    return One(im.Emit1(n, registry_op, ins, Attrs()));
+  };
 }
 
 // hardtanh(x, min_val, max_val); nn.ReLU6 traces as hardtanh_(x, 0, 6).
@@ -811,13 +870,6 @@ Result Einsum(Importer& im, Node* n, const Args& a) {
   return std::vector<AValue>{AValue::Tensor(acc.tensor)};
 }
 
-AValue ListOf(std::vector<AValue> items) {
-  AValue v;
-  v.kind = AValue::Kind::kList;
-  v.items = std::move(items);
-  return v;
-}
-
 // split(self, split_size | sizes, dim) / split_with_sizes / chunk: a list of tensors.
 Handler Split(bool chunk) {
   return [chunk](Importer& im, Node* n, const Args& a) -> Result {
@@ -994,66 +1046,6 @@ Result Contiguous(Importer& im, Node* n, const Args& a) {
   return One(im.Emit1(n, "contiguous", {x}, Attrs()));
 }
 
-Result Conv(Importer& im, Node* n, const Args& a, bool full_form) {
-  MAPD_ASSIGN_OR_RETURN(std::string x, im.TensorArg(n, a, 0));
-  MAPD_ASSIGN_OR_RETURN(std::string w, im.TensorArg(n, a, 1));
-  MAPD_ASSIGN_OR_RETURN(std::string b, im.OptionalTensorArg(n, a, 2));
-  if (im.builder().TypeOf(w)->rank() != 4) return im.Error(n, "only 2-D convolutions are supported");
-  MAPD_ASSIGN_OR_RETURN(std::vector<int64_t> stride, im.IntListArg(n, a, 3));
-  std::vector<int64_t> padding;
-  if (a[4].kind == AValue::Kind::kConst && a[4].constant.isString()) {
-    const std::string mode = a[4].constant.toStringRef();
-    if (mode == "valid") {
-      padding = {0, 0};
-    } else {
-      const Shape& ws = im.builder().TypeOf(w)->shape;
-      if ((ws[2] % 2) == 0 || (ws[3] % 2) == 0) return im.Error(n, "padding='same' with an even kernel is not supported");
-      padding = {ws[2] / 2, ws[3] / 2};
-    }
-  } else {
-    MAPD_ASSIGN_OR_RETURN(padding, im.IntListArg(n, a, 4));
-  }
-  MAPD_ASSIGN_OR_RETURN(std::vector<int64_t> dilation, im.IntListArg(n, a, 5));
-  int64_t groups = 1;
-  if (full_form) {
-    MAPD_ASSIGN_OR_RETURN(bool transposed, im.BoolArg(n, a, 6));
-    if (transposed) return im.Error(n, "transposed convolutions are not supported");
-    MAPD_ASSIGN_OR_RETURN(groups, im.IntArg(n, a, 8));
-  } else {
-    MAPD_ASSIGN_OR_RETURN(groups, im.IntArg(n, a, 6));
-  }
-  return One(im.Emit1(n, "conv2d", {x, w, b},
-                      Attrs().Ints("stride", stride).Ints("padding", padding).Ints("dilation", dilation).Int("groups", groups)));
-}
-
-Result MaxPool(Importer& im, Node* n, const Args& a) {
-  MAPD_ASSIGN_OR_RETURN(std::string x, im.TensorArg(n, a, 0));
-  MAPD_ASSIGN_OR_RETURN(std::vector<int64_t> k, im.IntListArg(n, a, 1));
-  MAPD_ASSIGN_OR_RETURN(std::vector<int64_t> s, im.IntListArg(n, a, 2));
-  MAPD_ASSIGN_OR_RETURN(std::vector<int64_t> p, im.IntListArg(n, a, 3));
-  MAPD_ASSIGN_OR_RETURN(std::vector<int64_t> d, im.IntListArg(n, a, 4));
-  MAPD_ASSIGN_OR_RETURN(bool ceil, im.BoolArg(n, a, 5));
-  if (s.empty()) s = k;
-  return One(im.Emit1(n, "max_pool2d", {x},
-                      Attrs().Ints("kernel_size", k).Ints("stride", s).Ints("padding", p).Ints("dilation", d).Bool("ceil_mode", ceil)));
-}
-
-Result AvgPool(Importer& im, Node* n, const Args& a) {
-  MAPD_ASSIGN_OR_RETURN(std::string x, im.TensorArg(n, a, 0));
-  MAPD_ASSIGN_OR_RETURN(std::vector<int64_t> k, im.IntListArg(n, a, 1));
-  MAPD_ASSIGN_OR_RETURN(std::vector<int64_t> s, im.IntListArg(n, a, 2));
-  MAPD_ASSIGN_OR_RETURN(std::vector<int64_t> p, im.IntListArg(n, a, 3));
-  MAPD_ASSIGN_OR_RETURN(bool ceil, im.BoolArg(n, a, 4));
-  MAPD_ASSIGN_OR_RETURN(bool include_pad, im.BoolArg(n, a, 5));
-  MAPD_ASSIGN_OR_RETURN(std::optional<int64_t> divisor, im.OptionalIntArg(n, a, 6));
-  if (s.empty()) s = k;
-  Attrs attrs;
-  attrs.Ints("kernel_size", k).Ints("stride", s).Ints("padding", p).Bool("ceil_mode", ceil).Bool("count_include_pad", include_pad);
-  if (divisor) attrs.Int("divisor_override", *divisor);
-  return One(im.Emit1(n, "avg_pool2d", {x}, attrs));
-}
-
-
 // scaled_dot_product_attention(q, k, v, attn_mask?, dropout_p, is_causal, scale?) (PyTorch 2.x).
 Result Sdpa(Importer& im, Node* n, const Args& a) {
   MAPD_ASSIGN_OR_RETURN(std::string q, im.TensorArg(n, a, 0));
@@ -1113,6 +1105,19 @@ const std::map<std::string, Handler>& AtenHandlers() {
       m[absl::StrCat("aten::", op)] = SameArgs(op, 1);
       m[absl::StrCat("aten::", op, "_")] = SameArgs(op, 1);
     }
+    for (const char* op : {"aten::elu", "aten::elu_", "aten::selu", "aten::selu_", "aten::celu", "aten::celu_"}) m[op] = Elu;
+    m["aten::softplus"] = Softplus;
+    m["aten::glu"] = WithInt("glu", "dim");
+    m["aten::minimum"] = SameArgs("minimum", 2);
+    m["aten::maximum"] = SameArgs("maximum", 2);
+    for (const char* op : {"and", "or", "xor"}) {
+      m[absl::StrCat("aten::logical_", op)] = Logical(absl::StrCat("logical_", op), 2);
+      m[absl::StrCat("aten::logical_", op, "_")] = Logical(absl::StrCat("logical_", op), 2);
+      m[absl::StrCat("aten::bitwise_", op)] = Logical(op, 2);
+      m[absl::StrCat("aten::__", op, "__")] = Logical(op, 2);
+    }
+    m["aten::logical_not"] = m["aten::logical_not_"] = Logical("logical_not", 1);
+    m["aten::bitwise_not"] = Logical("not", 1);
     m["aten::dropout"] = Dropout;
     m["aten::dropout_"] = Dropout;
     m["aten::feature_dropout"] = Dropout;
@@ -1201,11 +1206,8 @@ const std::map<std::string, Handler>& AtenHandlers() {
     m["aten::new_full"] = Fill("full", FillFrom::kNew);
     m["aten::to"] = To;
     m["aten::type_as"] = TypeAs;
-    m["aten::_convolution"] = [](Importer& im, Node* n, const Args& a) { return Conv(im, n, a, true); };
-    m["aten::conv2d"] = [](Importer& im, Node* n, const Args& a) { return Conv(im, n, a, false); };
-    m["aten::max_pool2d"] = MaxPool;
-    m["aten::avg_pool2d"] = AvgPool;
-    m["aten::adaptive_avg_pool2d"] = WithIntList("adaptive_avg_pool2d", "output_size");
+    AddSpatialHandlers(m);
+    AddIndexHandlers(m);
     m["aten::scaled_dot_product_attention"] = Sdpa;
     return t;
   }();

@@ -86,6 +86,19 @@ using Handler = std::function<absl::StatusOr<std::vector<AValue>>(Importer&, tor
 const std::map<std::string, Handler>& AtenHandlers();
 // Adds aten::lstm and aten::gru (rnn_handlers.cc).
 void AddRnnHandlers(std::map<std::string, Handler>& m);
+// Adds convolutions (1-D, 2-D, transposed), pooling, resizing, group and instance norms
+// (spatial_handlers.cc).
+void AddSpatialHandlers(std::map<std::string, Handler>& m);
+// Adds selections and scatters: max/min/argmax/argmin over a dim, topk, sort, cumsum, flip,
+// gather, scatter(_add), index_add, one_hot, unbind (index_handlers.cc).
+void AddIndexHandlers(std::map<std::string, Handler>& m);
+// A handler's result: the one value emitted, or the error.
+absl::StatusOr<std::vector<AValue>> One(absl::StatusOr<AValue> v);
+// A list of values (split's pieces).
+AValue ListOf(std::vector<AValue> items);
+// Emits one op with one output and returns its name (handlers that chain several ops).
+absl::StatusOr<std::string> EmitTensor(Importer& im, torch::jit::Node* n, const std::string& op,
+                                       const std::vector<std::string>& inputs, const Attrs& attrs = {});
 
 // The MAP dtype of a LibTorch scalar type; INVALID_ARGUMENT for types MAP lacks.
 absl::StatusOr<DType> CheckedDType(c10::ScalarType t);

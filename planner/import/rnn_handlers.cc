@@ -18,13 +18,6 @@ using Result = absl::StatusOr<std::vector<AValue>>;
 
 enum class Cell { kLstm, kGru };
 
-// Emits one op with one output; its name.
-absl::StatusOr<std::string> Op(Importer& im, Node* n, const std::string& op, const std::vector<std::string>& ins,
-                               const Attrs& attrs = {}) {
-  MAPD_ASSIGN_OR_RETURN(AValue v, im.Emit1(n, op, ins, attrs));
-  return v.tensor;
-}
-
 struct Weights {
   std::string w_ih, w_hh, b_ih, b_hh;  // biases "" without them
 };
@@ -35,33 +28,33 @@ struct State {
 
 // One time step of the cell on the step's input projection `x_w` ([B, G*H]).
 absl::StatusOr<State> Step(Importer& im, Node* n, Cell cell, const Weights& w, const std::string& x_w, const State& s) {
-  MAPD_ASSIGN_OR_RETURN(std::string hh, Op(im, n, "linear", {s.h, w.w_hh, w.b_hh}));
+  MAPD_ASSIGN_OR_RETURN(std::string hh, EmitTensor(im, n, "linear", {s.h, w.w_hh, w.b_hh}));
   if (cell == Cell::kLstm) {
-    MAPD_ASSIGN_OR_RETURN(std::string gates, Op(im, n, "add", {hh, x_w}));
+    MAPD_ASSIGN_OR_RETURN(std::string gates, EmitTensor(im, n, "add", {hh, x_w}));
     MAPD_ASSIGN_OR_RETURN(std::vector<AValue> g, im.Emit(n, "chunk", {gates}, Attrs().Int("chunks", 4).Int("dim", 1)));
-    MAPD_ASSIGN_OR_RETURN(std::string in, Op(im, n, "sigmoid", {g[0].tensor}));
-    MAPD_ASSIGN_OR_RETURN(std::string forget, Op(im, n, "sigmoid", {g[1].tensor}));
-    MAPD_ASSIGN_OR_RETURN(std::string cand, Op(im, n, "tanh", {g[2].tensor}));
-    MAPD_ASSIGN_OR_RETURN(std::string out, Op(im, n, "sigmoid", {g[3].tensor}));
-    MAPD_ASSIGN_OR_RETURN(std::string kept, Op(im, n, "mul", {forget, s.c}));
-    MAPD_ASSIGN_OR_RETURN(std::string added, Op(im, n, "mul", {in, cand}));
-    MAPD_ASSIGN_OR_RETURN(std::string c, Op(im, n, "add", {kept, added}));
-    MAPD_ASSIGN_OR_RETURN(std::string tc, Op(im, n, "tanh", {c}));
-    MAPD_ASSIGN_OR_RETURN(std::string h, Op(im, n, "mul", {out, tc}));
+    MAPD_ASSIGN_OR_RETURN(std::string in, EmitTensor(im, n, "sigmoid", {g[0].tensor}));
+    MAPD_ASSIGN_OR_RETURN(std::string forget, EmitTensor(im, n, "sigmoid", {g[1].tensor}));
+    MAPD_ASSIGN_OR_RETURN(std::string cand, EmitTensor(im, n, "tanh", {g[2].tensor}));
+    MAPD_ASSIGN_OR_RETURN(std::string out, EmitTensor(im, n, "sigmoid", {g[3].tensor}));
+    MAPD_ASSIGN_OR_RETURN(std::string kept, EmitTensor(im, n, "mul", {forget, s.c}));
+    MAPD_ASSIGN_OR_RETURN(std::string added, EmitTensor(im, n, "mul", {in, cand}));
+    MAPD_ASSIGN_OR_RETURN(std::string c, EmitTensor(im, n, "add", {kept, added}));
+    MAPD_ASSIGN_OR_RETURN(std::string tc, EmitTensor(im, n, "tanh", {c}));
+    MAPD_ASSIGN_OR_RETURN(std::string h, EmitTensor(im, n, "mul", {out, tc}));
     return State{h, c};
   }
   MAPD_ASSIGN_OR_RETURN(std::vector<AValue> ig, im.Emit(n, "chunk", {x_w}, Attrs().Int("chunks", 3).Int("dim", 1)));
   MAPD_ASSIGN_OR_RETURN(std::vector<AValue> hg, im.Emit(n, "chunk", {hh}, Attrs().Int("chunks", 3).Int("dim", 1)));
-  MAPD_ASSIGN_OR_RETURN(std::string r_sum, Op(im, n, "add", {hg[0].tensor, ig[0].tensor}));
-  MAPD_ASSIGN_OR_RETURN(std::string reset, Op(im, n, "sigmoid", {r_sum}));
-  MAPD_ASSIGN_OR_RETURN(std::string z_sum, Op(im, n, "add", {hg[1].tensor, ig[1].tensor}));
-  MAPD_ASSIGN_OR_RETURN(std::string update, Op(im, n, "sigmoid", {z_sum}));
-  MAPD_ASSIGN_OR_RETURN(std::string hr, Op(im, n, "mul", {hg[2].tensor, reset}));
-  MAPD_ASSIGN_OR_RETURN(std::string n_sum, Op(im, n, "add", {ig[2].tensor, hr}));
-  MAPD_ASSIGN_OR_RETURN(std::string cand, Op(im, n, "tanh", {n_sum}));
-  MAPD_ASSIGN_OR_RETURN(std::string diff, Op(im, n, "sub", {s.h, cand}));
-  MAPD_ASSIGN_OR_RETURN(std::string scaled, Op(im, n, "mul", {diff, update}));
-  MAPD_ASSIGN_OR_RETURN(std::string h, Op(im, n, "add", {scaled, cand}));
+  MAPD_ASSIGN_OR_RETURN(std::string r_sum, EmitTensor(im, n, "add", {hg[0].tensor, ig[0].tensor}));
+  MAPD_ASSIGN_OR_RETURN(std::string reset, EmitTensor(im, n, "sigmoid", {r_sum}));
+  MAPD_ASSIGN_OR_RETURN(std::string z_sum, EmitTensor(im, n, "add", {hg[1].tensor, ig[1].tensor}));
+  MAPD_ASSIGN_OR_RETURN(std::string update, EmitTensor(im, n, "sigmoid", {z_sum}));
+  MAPD_ASSIGN_OR_RETURN(std::string hr, EmitTensor(im, n, "mul", {hg[2].tensor, reset}));
+  MAPD_ASSIGN_OR_RETURN(std::string n_sum, EmitTensor(im, n, "add", {ig[2].tensor, hr}));
+  MAPD_ASSIGN_OR_RETURN(std::string cand, EmitTensor(im, n, "tanh", {n_sum}));
+  MAPD_ASSIGN_OR_RETURN(std::string diff, EmitTensor(im, n, "sub", {s.h, cand}));
+  MAPD_ASSIGN_OR_RETURN(std::string scaled, EmitTensor(im, n, "mul", {diff, update}));
+  MAPD_ASSIGN_OR_RETURN(std::string h, EmitTensor(im, n, "add", {scaled, cand}));
   return State{h, ""};
 }
 
@@ -73,18 +66,18 @@ struct LayerResult {
 // One direction of one layer over `x` ([T, B, I]); reversed steps for the backward direction.
 absl::StatusOr<LayerResult> Direction(Importer& im, Node* n, Cell cell, const Weights& w, const std::string& x,
                                       int64_t steps, State s, bool reverse) {
-  MAPD_ASSIGN_OR_RETURN(std::string x_w, Op(im, n, "linear", {x, w.w_ih, w.b_ih}));
+  MAPD_ASSIGN_OR_RETURN(std::string x_w, EmitTensor(im, n, "linear", {x, w.w_ih, w.b_ih}));
   // The steps' projections as LibTorch's input_w.unbind(0) takes them: one node whose backward
   // makes x_w's gradient once (a select per step would each make a zero-filled x_w-sized one).
   MAPD_ASSIGN_OR_RETURN(std::vector<AValue> pieces, im.Emit(n, "chunk", {x_w}, Attrs().Int("chunks", steps).Int("dim", 0)));
   std::vector<std::string> outs(steps);
   for (int64_t k = 0; k < steps; ++k) {
     const int64_t t = reverse ? steps - 1 - k : k;
-    MAPD_ASSIGN_OR_RETURN(std::string x_t, Op(im, n, "squeeze", {pieces[t].tensor}, Attrs().Ints("dims", {0})));
+    MAPD_ASSIGN_OR_RETURN(std::string x_t, EmitTensor(im, n, "squeeze", {pieces[t].tensor}, Attrs().Ints("dims", {0})));
     MAPD_ASSIGN_OR_RETURN(s, Step(im, n, cell, w, x_t, s));
     outs[t] = s.h;
   }
-  MAPD_ASSIGN_OR_RETURN(std::string output, Op(im, n, "stack", outs, Attrs().Int("dim", 0)));
+  MAPD_ASSIGN_OR_RETURN(std::string output, EmitTensor(im, n, "stack", outs, Attrs().Int("dim", 0)));
   return LayerResult{output, s};
 }
 
@@ -120,7 +113,7 @@ Handler Rnn(Cell cell) {
                                       " (LSTM projections, proj_size > 0, are not supported)"));
     }
     if (batch_first) {
-      MAPD_ASSIGN_OR_RETURN(x, Op(im, n, "transpose", {x}, Attrs().Int("dim0", 0).Int("dim1", 1)));
+      MAPD_ASSIGN_OR_RETURN(x, EmitTensor(im, n, "transpose", {x}, Attrs().Int("dim0", 0).Int("dim1", 1)));
     }
     const int64_t steps = im.builder().TypeOf(x)->shape[0];
     std::vector<std::string> hs, cs;
@@ -131,9 +124,9 @@ Handler Rnn(Cell cell) {
         const Weights w{params[k], params[k + 1], biases ? params[k + 2] : "", biases ? params[k + 3] : ""};
         State s;
         const Attrs at = Attrs().Int("dim", 0).Int("index", l * dirs + d);
-        MAPD_ASSIGN_OR_RETURN(s.h, Op(im, n, "select", {h0}, at));
+        MAPD_ASSIGN_OR_RETURN(s.h, EmitTensor(im, n, "select", {h0}, at));
         if (cell == Cell::kLstm) {
-          MAPD_ASSIGN_OR_RETURN(s.c, Op(im, n, "select", {c0}, at));
+          MAPD_ASSIGN_OR_RETURN(s.c, EmitTensor(im, n, "select", {c0}, at));
         }
         MAPD_ASSIGN_OR_RETURN(LayerResult r, Direction(im, n, cell, w, x, steps, s, d == 1));
         outs.push_back(r.output);
@@ -142,19 +135,19 @@ Handler Rnn(Cell cell) {
       }
       x = outs[0];
       if (dirs == 2) {
-        MAPD_ASSIGN_OR_RETURN(x, Op(im, n, "cat", outs, Attrs().Int("dim", -1)));
+        MAPD_ASSIGN_OR_RETURN(x, EmitTensor(im, n, "cat", outs, Attrs().Int("dim", -1)));
       }
       if (dropout > 0 && train && l + 1 < layers) {
-        MAPD_ASSIGN_OR_RETURN(x, Op(im, n, "dropout", {x}, Attrs().Float("p", dropout).Bool("train", true)));
+        MAPD_ASSIGN_OR_RETURN(x, EmitTensor(im, n, "dropout", {x}, Attrs().Float("p", dropout).Bool("train", true)));
       }
     }
     if (batch_first) {
-      MAPD_ASSIGN_OR_RETURN(x, Op(im, n, "transpose", {x}, Attrs().Int("dim0", 0).Int("dim1", 1)));
+      MAPD_ASSIGN_OR_RETURN(x, EmitTensor(im, n, "transpose", {x}, Attrs().Int("dim0", 0).Int("dim1", 1)));
     }
-    MAPD_ASSIGN_OR_RETURN(std::string h_n, Op(im, n, "stack", hs, Attrs().Int("dim", 0)));
+    MAPD_ASSIGN_OR_RETURN(std::string h_n, EmitTensor(im, n, "stack", hs, Attrs().Int("dim", 0)));
     std::vector<AValue> result = {AValue::Tensor(x), AValue::Tensor(h_n)};
     if (cell == Cell::kLstm) {
-      MAPD_ASSIGN_OR_RETURN(std::string c_n, Op(im, n, "stack", cs, Attrs().Int("dim", 0)));
+      MAPD_ASSIGN_OR_RETURN(std::string c_n, EmitTensor(im, n, "stack", cs, Attrs().Int("dim", 0)));
       result.push_back(AValue::Tensor(c_n));
     }
     return result;

@@ -1,5 +1,6 @@
-// Convolution and pooling over NCHW (or CHW) tensors: conv2d, max_pool2d, avg_pool2d,
-// adaptive_avg_pool2d.
+// Convolution, pooling and resizing over NCHW (or CHW) tensors: conv2d, conv_transpose2d,
+// max_pool2d, avg_pool2d, adaptive_avg_pool2d, upsample (nearest, bilinear). 1-D convolutions
+// and pooling are these over [N, C, 1, L] (the importer unsqueezes, as LibTorch itself does).
 #include <algorithm>
 
 #include "planner/ops/registry.h"
@@ -42,6 +43,60 @@ absl::StatusOr<Types> InferConv2d(const OpContext& ctx) {
     out.push_back(o);
   }
   return Types{{x.dtype, out}};
+}
+
+// conv_transpose2d(x[n, c, h, w], weight[c, o/groups, i, j], bias?[o]): the gradient of a
+// conv2d with respect to its input; out = (in - 1) * stride - 2 * padding + dilation * (k - 1)
+// + output_padding + 1.
+absl::StatusOr<Types> InferConvTranspose2d(const OpContext& ctx) {
+  const TensorType& x = ctx.input(0);
+  const TensorType& w = ctx.input(1);
+  MAPD_RETURN_IF_ERROR(ExpectRank(ctx, 0, 3, 4, "input"));
+  MAPD_RETURN_IF_ERROR(ExpectRank(ctx, 1, 4, 4, "weight"));
+  MAPD_RETURN_IF_ERROR(ExpectFloating(ctx, 0, "input"));
+  MAPD_ASSIGN_OR_RETURN(auto stride, Pair(ctx, "stride", {1}));
+  MAPD_ASSIGN_OR_RETURN(auto padding, Pair(ctx, "padding", {0}));
+  MAPD_ASSIGN_OR_RETURN(auto output_padding, Pair(ctx, "output_padding", {0}));
+  MAPD_ASSIGN_OR_RETURN(auto dilation, Pair(ctx, "dilation", {1}));
+  MAPD_ASSIGN_OR_RETURN(int64_t groups, ctx.Int("groups", 1));
+  const int c_dim = x.rank() - 3;
+  const int64_t c = x.shape[c_dim];
+  if (groups <= 0 || c % groups != 0 || w.shape[0] != c) {
+    return ctx.Error("weight ", w.ToString(), " must have the input's ", c, " channels first, divisible by groups=", groups);
+  }
+  const int64_t o = w.shape[1] * groups;
+  if (ctx.has_input(2) && ctx.input(2).shape != Shape{o}) {
+    return ctx.Error("bias ", ctx.input(2).ToString(), " must have shape [", o, "]");
+  }
+  Shape out(x.shape.begin(), x.shape.begin() + c_dim);
+  out.push_back(o);
+  for (int i = 0; i < 2; ++i) {
+    if (stride[i] <= 0 || dilation[i] <= 0) return ctx.Error("stride and dilation must be positive");
+    if (output_padding[i] >= std::max(stride[i], dilation[i])) {
+      return ctx.Error("output_padding ", output_padding[i], " must be smaller than the stride or the dilation");
+    }
+    const int64_t size = (x.shape[c_dim + 1 + i] - 1) * stride[i] - 2 * padding[i] + dilation[i] * (w.shape[2 + i] - 1) +
+                         output_padding[i] + 1;
+    if (size <= 0) return ctx.Error("output size ", size, " in spatial dimension ", i, " is not positive");
+    out.push_back(size);
+  }
+  return Types{{x.dtype, out}};
+}
+
+// upsample(x[n, c, h, w], output_size, mode): nearest or bilinear resizing to output_size; the
+// scales PyTorch was given (scale_h/scale_w) map coordinates when present, as in LibTorch.
+absl::StatusOr<Types> InferUpsample(const OpContext& ctx) {
+  const TensorType& x = ctx.input(0);
+  MAPD_RETURN_IF_ERROR(ExpectRank(ctx, 0, 4, 4, "input"));
+  MAPD_RETURN_IF_ERROR(ExpectFloating(ctx, 0, "input"));
+  MAPD_ASSIGN_OR_RETURN(std::vector<int64_t> size, ctx.Ints("output_size"));
+  MAPD_ASSIGN_OR_RETURN(std::string mode, ctx.Str("mode", "nearest"));
+  if (mode != "nearest" && mode != "bilinear") return ctx.Error("mode '", mode, "' is not nearest or bilinear");
+  if (size.size() != 2 || size[0] <= 0 || size[1] <= 0) {
+    return ctx.Error("output_size must be two positive sizes, got ", ShapeToString(size));
+  }
+  if (mode == "nearest" && ctx.has_attr("align_corners")) return ctx.Error("align_corners applies to bilinear only");
+  return Types{{x.dtype, {x.shape[0], x.shape[1], size[0], size[1]}}};
 }
 
 absl::StatusOr<Types> InferPool(const OpContext& ctx, bool is_max) {
@@ -157,6 +212,30 @@ SavedSpec Conv2dSaved(const CostContext& c) {
   return s;
 }
 
+// Each input element scatters into (o/groups)*i*j outputs with a multiply-add.
+OpCost ConvTranspose2dCost(const CostContext& c) {
+  const TensorType& w = c.op.input(1);
+  const double per_in = 2.0 * static_cast<double>(w.shape[1] * w.shape[2] * w.shape[3]);
+  const double ins = static_cast<double>(c.op.input(0).NumElements());
+  const double outs = static_cast<double>(c.outputs[0].NumElements());
+  OpCost cost;
+  cost.flops = per_in * ins + (c.op.has_input(2) ? outs : 0);
+  cost.grad_flops = {c.input_requires_grad(0) ? per_in * ins : 0, c.input_requires_grad(1) ? per_in * ins : 0,
+                     c.input_requires_grad(2) ? outs : 0};
+  cost.bytes = IoBytes(c);
+  SetOneDnnWorkspace(c, &cost);
+  return cost;
+}
+
+OpCost UpsampleCost(const CostContext& c) {
+  OpCost cost = CopyCost(c);
+  auto mode = c.op.Str("mode", "nearest");
+  const double per = mode.ok() && *mode == "bilinear" ? 8 : 1;
+  cost.flops = per * static_cast<double>(c.outputs[0].NumElements());
+  cost.grad_flops = {c.input_requires_grad(0) ? per * static_cast<double>(c.outputs[0].NumElements()) : 0};
+  return cost;
+}
+
 OpCost PoolCost(const CostContext& c) {
   auto k = c.op.Ints("kernel_size", {1});
   double window = 1;
@@ -209,6 +288,26 @@ absl::StatusOr<ShardingRule> Conv2dSharding(const CostContext& c) {
   return r;
 }
 
+// conv_transpose2d: x[n, c, h, w], weight[c, o, i, j] (o per group), bias[o]: as conv2d with
+// the weight's channel dimensions the other way round.
+absl::StatusOr<ShardingRule> ConvTranspose2dSharding(const CostContext& c) {
+  ShardingRule r = EmptyRule(c);
+  const bool batched = c.op.input(0).rank() == 4;
+  auto groups = c.op.Int("groups", 1);
+  const bool grouped = !groups.ok() || *groups != 1;
+  const std::string n = batched ? "n" : "";
+  r.inputs[0] = n + "chw";
+  r.inputs[1] = "coij";
+  r.outputs[0] = n + (grouped ? "dyx" : "oyx");
+  r.unsplittable = grouped ? "hwijyxcdo" : "hwijyx";
+  if (!grouped) r.linear_reduced = "c";
+  if (c.op.has_input(2)) {
+    r.inputs[2] = grouped ? "d" : "o";
+    if (!grouped) r.addends = {2};
+  }
+  return r;
+}
+
 // Pooling: batch and channels split; the pooled spatial dimensions are unsplittable.
 absl::StatusOr<ShardingRule> PoolSharding(const CostContext& c) {
   ShardingRule r = EmptyRule(c);
@@ -226,6 +325,16 @@ void RegisterConvOps(OpRegistry& r) {
                     {{"stride", AttrKind::kInts}, {"padding", AttrKind::kInts}, {"dilation", AttrKind::kInts},
                      {"groups", AttrKind::kInt}},
                     {}, InferConv2d, Conv2dCost, Conv2dSaved, {}, Conv2dSharding});
+  (void)r.Register({"conv_transpose2d", "2-D transposed convolution (NCHW; weight [in, out/groups, kh, kw])",
+                    {{"x"}, {"weight"}, {"bias", true}}, false,
+                    {{"stride", AttrKind::kInts}, {"padding", AttrKind::kInts}, {"output_padding", AttrKind::kInts},
+                     {"dilation", AttrKind::kInts}, {"groups", AttrKind::kInt}},
+                    {}, InferConvTranspose2d, ConvTranspose2dCost, Conv2dSaved, {}, ConvTranspose2dSharding});
+  // The backward needs only sizes: nothing is kept.
+  (void)r.Register({"upsample", "resize the spatial dims to output_size, mode nearest | bilinear", {{"x"}}, false,
+                    {{"output_size", AttrKind::kInts, true}, {"mode", AttrKind::kString},
+                     {"align_corners", AttrKind::kBool}, {"scale_h", AttrKind::kFloat}, {"scale_w", AttrKind::kFloat}},
+                    {}, InferUpsample, UpsampleCost, SavesNothing(), {}, PoolSharding});
   (void)r.Register({"max_pool2d", "2-D max pooling", {{"x"}}, false,
                     {{"kernel_size", AttrKind::kInts, true}, {"stride", AttrKind::kInts}, {"padding", AttrKind::kInts},
                      {"dilation", AttrKind::kInts}, {"ceil_mode", AttrKind::kBool}},

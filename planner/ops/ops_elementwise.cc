@@ -1,5 +1,6 @@
-// Elementwise ops: activations, unary math, binary arithmetic (tensor or scalar operand),
-// comparisons, masked_fill, where, triu/tril, dtype conversions, dropout.
+// Elementwise ops: activations (and GLU's gate), unary math, binary arithmetic (tensor or
+// scalar operand), minimum/maximum, comparisons and logical ops, masked_fill, where,
+// triu/tril, dtype conversions, dropout.
 #include "planner/ops/registry.h"
 #include "planner/ops/shape_util.h"
 #include "planner/util/status_macros.h"
@@ -83,6 +84,34 @@ InferFn BinaryInfer(bool true_divide) {
     if (out.dtype == v1::BOOL && ctx.op() == "pow") return ctx.Error("pow is not supported for bool operands");
     return Types{out};
   };
+}
+
+// minimum / maximum of two tensors: broadcast, promoted as arithmetic is.
+absl::StatusOr<Types> InferTensorPair(const OpContext& ctx) {
+  MAPD_ASSIGN_OR_RETURN(Shape shape, BroadcastShapes(ctx, ctx.input(0).shape, ctx.input(1).shape));
+  return Types{{PromoteOperands(ctx.input(0), ctx.input(1)), shape}};
+}
+
+// logical_and / or / xor (two tensors) and logical_not (one): any dtype, nonzero is true.
+absl::StatusOr<Types> InferLogical(const OpContext& ctx) {
+  Shape shape = ctx.input(0).shape;
+  if (ctx.has_input(1)) {
+    MAPD_ASSIGN_OR_RETURN(shape, BroadcastShapes(ctx, ctx.input(0).shape, ctx.input(1).shape));
+  }
+  return Types{{v1::BOOL, shape}};
+}
+
+// glu(x, dim): the first half of x along dim times the sigmoid of the second half.
+absl::StatusOr<Types> InferGlu(const OpContext& ctx) {
+  const TensorType& x = ctx.input(0);
+  MAPD_RETURN_IF_ERROR(ExpectFloating(ctx, 0, "input"));
+  if (x.rank() == 0) return ctx.Error("glu of a 0-d tensor");
+  MAPD_ASSIGN_OR_RETURN(int64_t dim, ctx.Int("dim", -1));
+  MAPD_ASSIGN_OR_RETURN(int d, NormalizeDim(ctx, dim, x.rank()));
+  if (x.shape[d] % 2 != 0) return ctx.Error("dimension ", d, " of ", x.ToString(), " must have an even size to halve");
+  TensorType out = x;
+  out.shape[d] /= 2;
+  return Types{out};
 }
 
 absl::StatusOr<Types> InferCompare(const OpContext& ctx) {
@@ -222,6 +251,14 @@ absl::StatusOr<ShardingRule> TriangleSharding(const CostContext& c) {
   return r;
 }
 
+// glu: the halved dimension is unsplittable (a device would need both halves' rows).
+absl::StatusOr<ShardingRule> GluSharding(const CostContext& c) {
+  LabelPool pool;
+  ShardingRule r = SameLabelsExcept(c, {AttrDim(c, "dim", -1)}, pool);
+  MAPD_RETURN_IF_ERROR(pool.status());
+  return r;
+}
+
 }  // namespace
 
 void RegisterElementwiseOps(OpRegistry& r) {
@@ -265,6 +302,28 @@ void RegisterElementwiseOps(OpRegistry& r) {
   (void)r.Register({"leaky_relu", "x for x > 0, negative_slope * x otherwise", {{"x"}}, false,
                     {{"negative_slope", AttrKind::kNumber}}, ew, UnaryInfer(false), ElementwiseCost(2, 2), Saves({0}, {}), {},
                     bc});
+  // at::elu and at::softplus keep their input (the in-place elu_ keeps its result; the IR is
+  // functional, so the runtime calls elu).
+  (void)r.Register({"elu", "x for x > 0, else scale * alpha * (exp(x * input_scale) - 1)", {{"x"}}, false,
+                    {{"alpha", AttrKind::kNumber}, {"scale", AttrKind::kNumber}, {"input_scale", AttrKind::kNumber}},
+                    ew, UnaryInfer(true), ElementwiseCost(3, 3), Saves({0}, {}), {}, bc});
+  (void)r.Register({"softplus", "log(1 + exp(beta * x)) / beta; x itself where beta * x > threshold", {{"x"}}, false,
+                    {{"beta", AttrKind::kNumber}, {"threshold", AttrKind::kNumber}}, ew, UnaryInfer(true),
+                    ElementwiseCost(4, 4), Saves({0}, {}), {}, bc});
+  (void)r.Register({"glu", "gated linear unit: a * sigmoid(b) for x's halves a, b along dim", {{"x"}}, false,
+                    {{"dim", AttrKind::kInt}}, {}, InferGlu, ElementwiseCost(5, 6), Saves({0}, {}), {}, GluSharding});
+  // Both operands are kept: the gradient goes to the larger (smaller) one, halved on ties.
+  for (const char* op : {"minimum", "maximum"}) {
+    (void)r.Register({op, std::string("elementwise ") + (op[1] == 'i' ? "smaller" : "larger") + " of a and b",
+                      {{"a"}, {"b"}}, false, {}, ew, InferTensorPair, ElementwiseCost(1, 2), Saves({0, 1}, {}), {},
+                      bc});
+  }
+  for (const char* op : {"logical_and", "logical_or", "logical_xor"}) {
+    (void)r.Register({op, "elementwise logic giving bool (nonzero is true)", {{"a"}, {"b"}}, false, {}, ew,
+                      InferLogical, ElementwiseCost(1, 0), SavesNothing(), {}, bc});
+  }
+  (void)r.Register({"logical_not", "x == 0, as bool", {{"x"}}, false, {}, ew, InferLogical, ElementwiseCost(1, 0),
+                    SavesNothing(), {}, bc});
   (void)r.Register({"gelu", "Gaussian error linear unit (approximate='none'|'tanh')", {{"x"}}, false,
                     {{"approximate", AttrKind::kString}}, ew, InferGelu, ElementwiseCost(10, 12), Saves({0}, {}), {},
                     bc});

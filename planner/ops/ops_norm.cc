@@ -1,4 +1,4 @@
-// Normalisations: layer_norm, rms_norm, batch_norm, softmax, log_softmax.
+// Normalisations: layer_norm, rms_norm, batch_norm, group_norm, softmax, log_softmax.
 #include <algorithm>
 
 #include "planner/ops/registry.h"
@@ -63,6 +63,27 @@ absl::StatusOr<Types> InferBatchNorm(const OpContext& ctx) {
   MAPD_ASSIGN_OR_RETURN(double momentum, ctx.Float("momentum", 0.1));
   if (momentum < 0 || momentum > 1) return ctx.Error("momentum must be in [0, 1], got ", momentum);
   if (training && stats) return Types{x, ctx.input(3), ctx.input(4)};
+  return Types{x};
+}
+
+// group_norm(x[N,C,...], weight?[C], bias?[C]): statistics per sample and group of
+// C / num_groups channels (instance norm is num_groups = C; the importer maps it so).
+absl::StatusOr<Types> InferGroupNorm(const OpContext& ctx) {
+  const TensorType& x = ctx.input(0);
+  MAPD_RETURN_IF_ERROR(ExpectRank(ctx, 0, 2, 64, "input"));
+  MAPD_RETURN_IF_ERROR(ExpectFloating(ctx, 0, "input"));
+  MAPD_ASSIGN_OR_RETURN(int64_t groups, ctx.Int("num_groups"));
+  const int64_t c = x.shape[1];
+  if (groups <= 0 || c % groups != 0) {
+    return ctx.Error("num_groups=", groups, " must divide the ", c, " channels of ", x.ToString());
+  }
+  for (int i = 1; i <= 2; ++i) {
+    if (ctx.has_input(i) && ctx.input(i).shape != Shape{c}) {
+      return ctx.Error(i == 1 ? "weight " : "bias ", ctx.input(i).ToString(), " must have shape [", c, "]");
+    }
+  }
+  MAPD_ASSIGN_OR_RETURN(double eps, ctx.Float("eps", 1e-5));
+  if (eps < 0) return ctx.Error("eps must be non-negative, got ", eps);
   return Types{x};
 }
 
@@ -144,6 +165,18 @@ SavedSpec BatchNormSaved(const CostContext& c) {
   return s;
 }
 
+// native_group_norm keeps the input, weight and per-(sample, group) mean and rstd in x's dtype.
+SavedSpec GroupNormSaved(const CostContext& c) {
+  SavedSpec s;
+  if (!c.any_requires_grad()) return s;
+  s.inputs = {0};
+  if (c.op.has_input(1)) s.inputs.push_back(1);
+  auto groups = c.op.Int("num_groups");
+  const TensorType& x = c.op.input(0);
+  s.extra_bytes = 2 * x.shape[0] * (groups.ok() ? *groups : 1) * DTypeSize(x.dtype);
+  return s;
+}
+
 // ---- sharding rules (docs/sharding.md) ----
 
 // layer_norm / rms_norm: x[..., normalised] -> y[..., normalised]; the normalised dimensions
@@ -187,6 +220,22 @@ absl::StatusOr<ShardingRule> BatchNormSharding(const CostContext& c) {
   return r;
 }
 
+// group_norm: the batch splits; the channels (grouped for the statistics) and the spatial
+// dimensions are unsplittable.
+absl::StatusOr<ShardingRule> GroupNormSharding(const CostContext& c) {
+  ShardingRule r = EmptyRule(c);
+  LabelPool pool("nc");
+  const std::string spatial = pool.Fresh(c.op.input(0).rank() - 2);
+  r.inputs[0] = "nc" + spatial;
+  for (int i = 1; i < c.op.num_inputs(); ++i) {
+    if (c.op.has_input(i)) r.inputs[i] = "c";
+  }
+  r.outputs[0] = r.inputs[0];
+  r.unsplittable = "c" + spatial;
+  MAPD_RETURN_IF_ERROR(pool.status());
+  return r;
+}
+
 // softmax / log_softmax: the normalised dimension is unsplittable.
 absl::StatusOr<ShardingRule> SoftmaxSharding(const CostContext& c) {
   ShardingRule r = EmptyRule(c);
@@ -218,6 +267,10 @@ void RegisterNormOps(OpRegistry& r) {
                     false,
                     {{"training", AttrKind::kBool, true}, {"momentum", AttrKind::kFloat}, {"eps", AttrKind::kFloat}},
                     {}, InferBatchNorm, BatchNormCost, BatchNormSaved, {}, BatchNormSharding});
+  (void)r.Register({"group_norm", "normalise each sample over groups of num_groups channels (and the spatial dims)",
+                    {{"x"}, {"weight", true}, {"bias", true}}, false,
+                    {{"num_groups", AttrKind::kInt, true}, {"eps", AttrKind::kFloat}}, {}, InferGroupNorm,
+                    ElementwiseCost(8, 10), GroupNormSaved, {}, GroupNormSharding});
   (void)r.Register({"softmax", "softmax along dim", {{"x"}}, false,
                     {{"dim", AttrKind::kInt, true}, {"dtype", AttrKind::kString}}, {}, InferSoftmax,
                     ElementwiseCost(5, 4), Saves({}, {0}), {}, SoftmaxSharding});

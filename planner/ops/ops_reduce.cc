@@ -1,4 +1,6 @@
-// Reductions: mean, sum, amax, amin, vector_norm (dims empty = all dims).
+// Reductions and selections along dims: mean, sum, amax, amin, vector_norm (dims empty = all
+// dims); max/min over one dim with the indices, argmax/argmin; topk and sort along a dim; the
+// cumulative sum.
 #include "planner/ops/registry.h"
 #include "planner/ops/shape_util.h"
 #include "planner/util/status_macros.h"
@@ -8,19 +10,42 @@ namespace {
 
 using Types = std::vector<TensorType>;
 
+// Which dims of input 0 a reduction reduces: attribute `dim` (one, for max/min/argmax/argmin),
+// else the list `dims`; all of them when neither is given or the list is empty.
+absl::StatusOr<std::vector<bool>> ReducedDims(const OpContext& ctx) {
+  const int rank = ctx.input(0).rank();
+  std::vector<int64_t> dims;
+  if (ctx.has_attr("dim")) {
+    MAPD_ASSIGN_OR_RETURN(int64_t d, ctx.Int("dim"));
+    dims.push_back(d);
+  } else {
+    MAPD_ASSIGN_OR_RETURN(dims, ctx.Ints("dims", {}));
+  }
+  MAPD_ASSIGN_OR_RETURN(std::vector<int> nd, NormalizeDims(ctx, dims, std::max(rank, 1)));
+  std::vector<bool> reduced(rank, dims.empty());
+  for (int d : nd) {
+    if (d < rank) reduced[d] = true;
+  }
+  return reduced;
+}
+
+// The shape left by reducing `reduced` (kept as size 1 with keepdim).
+absl::StatusOr<Shape> ReducedShape(const OpContext& ctx) {
+  const TensorType& x = ctx.input(0);
+  MAPD_ASSIGN_OR_RETURN(bool keepdim, ctx.Bool("keepdim", false));
+  MAPD_ASSIGN_OR_RETURN(std::vector<bool> reduced, ReducedDims(ctx));
+  Shape out;
+  for (int d = 0; d < x.rank(); ++d) {
+    if (!reduced[d]) out.push_back(x.shape[d]);
+    else if (keepdim) out.push_back(1);
+  }
+  return out;
+}
+
 InferFn ReduceInfer(bool is_mean, bool keeps_dtype) {
   return [is_mean, keeps_dtype](const OpContext& ctx) -> absl::StatusOr<Types> {
     const TensorType& x = ctx.input(0);
-    MAPD_ASSIGN_OR_RETURN(std::vector<int64_t> dims, ctx.Ints("dims", {}));
-    MAPD_ASSIGN_OR_RETURN(bool keepdim, ctx.Bool("keepdim", false));
-    MAPD_ASSIGN_OR_RETURN(std::vector<int> nd, NormalizeDims(ctx, dims, x.rank()));
-    std::vector<bool> reduced(x.rank(), dims.empty());
-    for (int d : nd) reduced[d] = true;
-    Shape out;
-    for (int d = 0; d < x.rank(); ++d) {
-      if (!reduced[d]) out.push_back(x.shape[d]);
-      else if (keepdim) out.push_back(1);
-    }
+    MAPD_ASSIGN_OR_RETURN(Shape out, ReducedShape(ctx));
     DType dtype = x.dtype;
     if (!keeps_dtype) {
       if (is_mean && !IsFloating(dtype)) {
@@ -31,6 +56,48 @@ InferFn ReduceInfer(bool is_mean, bool keeps_dtype) {
     }
     return Types{{dtype, out}};
   };
+}
+
+// max/min over `dim`: the values and their int64 indices.
+absl::StatusOr<Types> InferMaxMinDim(const OpContext& ctx) {
+  if (ctx.input(0).rank() == 0) return ctx.Error("max/min over a dim of a 0-d tensor");
+  MAPD_ASSIGN_OR_RETURN(Shape out, ReducedShape(ctx));
+  return Types{{ctx.input(0).dtype, out}, {v1::INT64, out}};
+}
+
+// argmax/argmin over `dim`, or over the flattened tensor when it is absent: int64 indices.
+absl::StatusOr<Types> InferArg(const OpContext& ctx) {
+  MAPD_ASSIGN_OR_RETURN(Shape out, ReducedShape(ctx));
+  if (!ctx.has_attr("dim")) {
+    MAPD_ASSIGN_OR_RETURN(bool keepdim, ctx.Bool("keepdim", false));
+    out = keepdim ? Shape(ctx.input(0).rank(), 1) : Shape{};
+  }
+  return Types{{v1::INT64, out}};
+}
+
+// topk(x, k, dim) and sort(x, dim): values and int64 indices along dim.
+absl::StatusOr<Types> InferSelection(const OpContext& ctx) {
+  const TensorType& x = ctx.input(0);
+  MAPD_ASSIGN_OR_RETURN(int64_t dim, ctx.Int("dim", -1));
+  MAPD_ASSIGN_OR_RETURN(int d, NormalizeDim(ctx, dim, std::max(x.rank(), 1)));
+  Shape out = x.shape;
+  if (ctx.op() == "topk") {
+    MAPD_ASSIGN_OR_RETURN(int64_t k, ctx.Int("k"));
+    const int64_t n = x.rank() == 0 ? 1 : x.shape[d];
+    if (k < 0 || k > n) return ctx.Error("k=", k, " must be in [0, ", n, "] (dimension ", d, " of ", x.ToString(), ")");
+    if (x.rank() > 0) out[d] = k;
+  }
+  return Types{{x.dtype, out}, {v1::INT64, out}};
+}
+
+// cumsum(x, dim[, dtype]): integers and bools sum in int64, as in PyTorch.
+absl::StatusOr<Types> InferCumsum(const OpContext& ctx) {
+  const TensorType& x = ctx.input(0);
+  MAPD_ASSIGN_OR_RETURN(int64_t dim, ctx.Int("dim"));
+  MAPD_RETURN_IF_ERROR(NormalizeDim(ctx, dim, std::max(x.rank(), 1)).status());
+  DType dtype = IsFloating(x.dtype) ? x.dtype : v1::INT64;
+  MAPD_ASSIGN_OR_RETURN(dtype, ctx.DTypeAttr("dtype", dtype));
+  return Types{{dtype, x.shape}};
 }
 
 // A mean over listed dims keeps its input (LibTorch 1.13's mean.dim); over all dims it keeps
@@ -53,14 +120,9 @@ ShardingFn ReduceSharding(bool linear) {
     ShardingRule r = EmptyRule(c);
     LabelPool pool;
     const int rank = c.op.input(0).rank();
-    auto dims = c.op.Ints("dims", {});
     auto keepdim = c.op.Bool("keepdim", false);
-    if (!dims.ok()) return dims.status();
     if (!keepdim.ok()) return keepdim.status();
-    std::vector<bool> reduced(rank, dims->empty());
-    for (int64_t d : *dims) {
-      if (rank > 0) reduced[(d % rank + rank) % rank] = true;
-    }
+    MAPD_ASSIGN_OR_RETURN(std::vector<bool> reduced, ReducedDims(c.op));
     r.inputs[0] = pool.Fresh(rank);
     std::string& reduced_labels = linear ? r.linear_reduced : r.unsplittable;
     for (int d = 0; d < rank; ++d) {
@@ -74,10 +136,22 @@ ShardingFn ReduceSharding(bool linear) {
         r.unsplittable.push_back(r.outputs[0].back());
       }
     }
+    for (size_t o = 1; o < r.outputs.size(); ++o) r.outputs[o] = r.outputs[0];  // max/min's indices
     if (c.op.op() == "mean") r.averaged = r.linear_reduced;
     MAPD_RETURN_IF_ERROR(pool.status());
     return r;
   };
+}
+
+// topk, sort and cumsum: dim is unsplittable (its elements are compared or summed across it);
+// every other dimension splits, values and indices alike.
+absl::StatusOr<ShardingRule> AlongDimSharding(const CostContext& c) {
+  LabelPool pool;
+  std::vector<int> dims;
+  if (c.op.input(0).rank() > 0) dims.push_back(AttrDim(c, "dim", -1));
+  ShardingRule r = SameLabelsExcept(c, dims, pool);
+  MAPD_RETURN_IF_ERROR(pool.status());
+  return r;
 }
 
 }  // namespace
@@ -98,6 +172,27 @@ void RegisterReduceOps(OpRegistry& r) {
   (void)r.Register({"vector_norm", "(sum over dims of |x|^ord)^(1/ord); ord 2 unless given", {{"x"}}, false,
                     {{"ord", AttrKind::kNumber}, {"dims", AttrKind::kInts}, {"keepdim", AttrKind::kBool}}, {},
                     ReduceInfer(false, true), ReduceCost(), Saves({0}, {0}), {}, ReduceSharding(false)});
+  // Values and indices: autograd keeps the indices only (the gradient goes back to them).
+  const std::vector<AttrSpec> one_dim = {{"dim", AttrKind::kInt, true}, {"keepdim", AttrKind::kBool}};
+  (void)r.Register({"max", "maximum over dim with its int64 index (values, indices)", {{"x"}}, false, one_dim, {},
+                    InferMaxMinDim, ReduceCost(), Saves({}, {1}), {}, ReduceSharding(false)});
+  (void)r.Register({"min", "minimum over dim with its int64 index (values, indices)", {{"x"}}, false, one_dim, {},
+                    InferMaxMinDim, ReduceCost(), Saves({}, {1}), {}, ReduceSharding(false)});
+  const std::vector<AttrSpec> arg = {{"dim", AttrKind::kInt}, {"keepdim", AttrKind::kBool}};
+  (void)r.Register({"argmax", "int64 index of the maximum over dim (of the flattened x when dim is absent)", {{"x"}},
+                    false, arg, {}, InferArg, ReduceCost(), SavesNothing(), {}, ReduceSharding(false)});
+  (void)r.Register({"argmin", "int64 index of the minimum over dim (of the flattened x when dim is absent)", {{"x"}},
+                    false, arg, {}, InferArg, ReduceCost(), SavesNothing(), {}, ReduceSharding(false)});
+  (void)r.Register({"topk", "the k largest (smallest) values along dim and their int64 indices", {{"x"}}, false,
+                    {{"k", AttrKind::kInt, true}, {"dim", AttrKind::kInt}, {"largest", AttrKind::kBool},
+                     {"sorted", AttrKind::kBool}},
+                    {}, InferSelection, ReduceCost(), Saves({}, {1}), {}, AlongDimSharding});
+  (void)r.Register({"sort", "values sorted along dim and their int64 indices", {{"x"}}, false,
+                    {{"dim", AttrKind::kInt}, {"descending", AttrKind::kBool}, {"stable", AttrKind::kBool}}, {},
+                    InferSelection, ReduceCost(), Saves({}, {1}), {}, AlongDimSharding});
+  (void)r.Register({"cumsum", "running sum along dim", {{"x"}}, false,
+                    {{"dim", AttrKind::kInt, true}, {"dtype", AttrKind::kString}}, {}, InferCumsum,
+                    ElementwiseCost(1, 1), SavesNothing(), {}, AlongDimSharding});
 }
 
 }  // namespace mapd

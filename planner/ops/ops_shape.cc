@@ -259,13 +259,6 @@ int64_t LeadingElements(const Shape& s, int d) {
   return n;
 }
 
-int AttrDim(const CostContext& c, const char* name, int64_t def) {
-  auto v = c.op.Int(name, def);
-  const int r = c.op.input(0).rank();
-  if (!v.ok() || r == 0) return 0;
-  return static_cast<int>(*v < 0 ? *v + r : *v);
-}
-
 // Taking a piece along dim d keeps a contiguous tensor contiguous when the dims before d are
 // all 1 (the piece is one block) or the piece is the whole tensor.
 bool PieceLayout(const CostContext& c, int d) {

@@ -16,6 +16,16 @@ absl::StatusOr<int> NormalizeDim(const OpContext& ctx, int64_t dim, int rank, bo
   return static_cast<int>(dim < 0 ? dim + hi : dim);
 }
 
+int WrapDim(int64_t dim, int rank) {
+  if (rank <= 0) return 0;
+  return static_cast<int>((dim % rank + rank) % rank);
+}
+
+int AttrDim(const CostContext& c, const char* name, int64_t def) {
+  auto v = c.op.Int(name, def);
+  return v.ok() ? WrapDim(*v, c.op.input(0).rank()) : 0;
+}
+
 absl::StatusOr<std::vector<int>> NormalizeDims(const OpContext& ctx,
                                                const std::vector<int64_t>& dims, int rank) {
   std::vector<int> out;

@@ -7,6 +7,7 @@
 
 #include "absl/status/statusor.h"
 #include "planner/ir/tensor_type.h"
+#include "planner/ops/cost.h"
 #include "planner/ops/op_context.h"
 
 namespace mapd {
@@ -15,6 +16,11 @@ namespace mapd {
 // (unsqueeze, stack).
 absl::StatusOr<int> NormalizeDim(const OpContext& ctx, int64_t dim, int rank,
                                  bool allow_end = false);
+// A possibly negative dim wrapped into [0, rank) without checks (0 for a 0-d tensor): for
+// cost, saved-tensor and sharding functions, which run on nodes that inference accepted.
+int WrapDim(int64_t dim, int rank);
+// Integer attribute `name` (default `def`) of the node as a dim of input 0, wrapped.
+int AttrDim(const CostContext& c, const char* name, int64_t def);
 // Normalises and checks for duplicates.
 absl::StatusOr<std::vector<int>> NormalizeDims(const OpContext& ctx, const std::vector<int64_t>& dims,
                                                int rank);

@@ -193,6 +193,25 @@ ShardingRule EmptyRule(const CostContext& ctx) {
   return r;
 }
 
+ShardingRule SameLabelsExcept(const CostContext& c, const std::vector<int>& dims, LabelPool& pool) {
+  ShardingRule r = EmptyRule(c);
+  const TensorType& x = c.op.input(0);
+  r.inputs[0] = pool.Fresh(x.rank());
+  auto keep_unsplittable = [&r](char l) {
+    if (r.unsplittable.find(l) == std::string::npos) r.unsplittable.push_back(l);
+  };
+  for (int d : dims) keep_unsplittable(r.inputs[0][d]);
+  for (size_t o = 0; o < c.outputs.size(); ++o) {
+    r.outputs[o] = r.inputs[0];
+    for (int d : dims) {
+      if (c.outputs[o].shape[d] == x.shape[d]) continue;
+      r.outputs[o][d] = o > 0 && c.outputs[o].shape[d] == c.outputs[0].shape[d] ? r.outputs[0][d] : pool.Fresh();
+      keep_unsplittable(r.outputs[o][d]);
+    }
+  }
+  return r;
+}
+
 ShardingFn BroadcastRule() {
   return [](const CostContext& c) -> absl::StatusOr<ShardingRule> {
     ShardingRule r = EmptyRule(c);

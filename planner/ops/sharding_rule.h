@@ -109,6 +109,10 @@ ShardingFn BroadcastRule();
 // Ops whose single output is a view of input 0 with another shape (view, reshape, flatten,
 // squeeze, unsqueeze): ReshapeLabels from input 0 to output 0.
 ShardingFn ReshapeRule();
+// Input 0 and every output share labels except on input 0's `dims`, which are unsplittable
+// (their elements move across the dimension: flip, cumsum, sort, pad, roll); an output whose
+// dimension there differs in size (topk, pad) gets a fresh unsplittable label.
+ShardingRule SameLabelsExcept(const CostContext& c, const std::vector<int>& dims, LabelPool& pool);
 // Output 0 has input 0's labels (contiguous).
 ShardingFn IdentityRule();
 // Creation ops: every output dimension gets its own splittable label (each device makes its

@@ -136,6 +136,11 @@ def test_traced_models_go_through_the_same_path(models):
         ("t5_encoder_trace_train.pt", ["--input", "x:f32[8,32,16]", "--mesh", "2x2"]),  # bucketed relative bias
         ("vae_trace_train.pt", ["--input", "x:f32[16,32]", "--strategy", "dp"]),  # randn_like, loss output
         ("folded_masks_trace_train.pt", ["--input", "x:f32[8,64,8]", "--mesh", "2x2"]),  # folded mask and tables
+        ("audio_encoder_trace_train.pt", ["--input", "x:f32[8,1,410]", "--strategy", "dp"]),  # conv1d, group norm
+        ("diffusion_unet_trace_train.pt", ["--input", "x:f32[8,3,16,16]", "--input", "t:f32[8]"]),  # conv_transpose2d
+        ("topk_moe_trace_train.pt", ["--input", "x:f32[8,16,8]", "--strategy", "tp"]),  # topk, scatter, one_hot
+        ("message_passing_trace_train.pt", ["--input", "x:f32[12,8]", "--input", "edge_index:i64[2,30]",
+                                            "--strategy", "tp"]),  # gather, index_add, scatter_add
     ]
     for name, flags in cases:
         r = _json_run(str(out / name), *flags, "--ranks", "4", *TRAIN[:2], "--optimizer", "momentum", "--lr", "0.01",

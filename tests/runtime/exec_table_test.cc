@@ -153,6 +153,38 @@ std::vector<OpCase> Cases() {
       {"roll", {"p:f32[3,4,5]"}, Attrs().Ints("shifts", {-1, 2}).Ints("dims", {1, 2})},
       {"roll", {"p:f32[3,4]"}, Attrs().Ints("shifts", {5}), "flattened"},
       {"index_select", {"p:f32[5,3]", "i5:i64[7]"}, Attrs().Int("dim", 0)},
+      {"elu", {"p:f32[3,4]"}, Attrs().Float("alpha", 0.5).Float("scale", 1.5).Float("input_scale", 2)},
+      {"softplus", {"p:f32[3,4]"}, Attrs().Float("beta", 2).Float("threshold", 1)},
+      {"glu", {"p:f32[3,4]"}, Attrs().Int("dim", 1)},
+      {"minimum", {"p:f32[2,3]", "p:f32[3]"}, {}},
+      {"maximum", {"p:f32[2,3]", "x:f32[2,1]"}, {}},
+      {"logical_and", {"b:bool[2,3]", "b:bool[3]"}, {}},
+      {"logical_or", {"b:bool[2,3]", "i3:i64[2,3]"}, {}},
+      {"logical_xor", {"b:bool[2,3]", "b:bool[2,3]"}, {}},
+      {"logical_not", {"x:f32[2,3]"}, {}},
+      {"max", {"p:f32[3,4]"}, Attrs().Int("dim", -1).Bool("keepdim", true)},
+      {"min", {"p:f32[3,4]"}, Attrs().Int("dim", 0)},
+      {"argmax", {"p:f32[3,4]"}, Attrs().Int("dim", 1)},
+      {"argmin", {"p:f32[3,4]"}, Attrs().Bool("keepdim", true), "flattened"},
+      {"topk", {"p:f32[3,5]"}, Attrs().Int("k", 2).Int("dim", -1).Bool("largest", false)},
+      {"sort", {"p:f32[3,5]"}, Attrs().Int("dim", 0).Bool("descending", true)},
+      {"cumsum", {"p:f32[3,5]"}, Attrs().Int("dim", 1)},
+      {"cumsum", {"b:bool[4]"}, Attrs().Int("dim", 0), "bool to i64"},
+      {"flip", {"p:f32[2,3,4]"}, Attrs().Ints("dims", {0, -1})},
+      {"gather", {"p:f32[4,3]", "i4:i64[6,2]"}, Attrs().Int("dim", 0)},
+      {"scatter", {"p:f32[4,3]", "i4:i64[2,3]", "p:f32[2,3]"}, Attrs().Int("dim", 0)},
+      {"scatter", {"p:f32[4,3]", "i3:i64[4,2]"}, Attrs().Int("dim", 1).Float("value", 2.5), "value"},
+      {"scatter_add", {"p:f32[4,3]", "i4:i64[5,3]", "p:f32[5,3]"}, Attrs().Int("dim", 0)},
+      {"index_add", {"p:f32[4,3]", "i4:i64[6]", "p:f32[6,3]"}, Attrs().Int("dim", 0).Float("alpha", 0.5)},
+      {"one_hot", {"i5:i64[2,3]"}, Attrs().Int("num_classes", 5)},
+      {"group_norm", {"p:f32[2,4,3,3]", "p:f32[4]", "p:f32[4]"}, Attrs().Int("num_groups", 2)},
+      {"group_norm", {"p:f32[2,6,5]"}, Attrs().Int("num_groups", 6).Float("eps", 1e-3), "instance, no affine"},
+      {"conv_transpose2d", {"p:f32[2,4,3,3]", "p:f32[4,3,2,2]", "p:f32[3]"}, Attrs().Ints("stride", {2})},
+      {"conv_transpose2d", {"p:f32[1,4,5,5]", "p:f32[4,1,3,3]"},
+       Attrs().Ints("stride", {2}).Ints("padding", {1}).Ints("output_padding", {1}).Int("groups", 2), "grouped"},
+      {"upsample", {"p:f32[1,2,3,4]"}, Attrs().Ints("output_size", {6, 8}).Float("scale_h", 2).Float("scale_w", 2)},
+      {"upsample", {"p:f32[1,2,3,4]"}, Attrs().Ints("output_size", {5, 7}).Str("mode", "bilinear").Bool("align_corners", true),
+       "bilinear"},
       {"slice_scatter", {"p:f32[6,3]", "p:f32[2,3]"}, Attrs().Int("dim", 0).Int("start", 1).Int("end", 5).Int("step", 2)},
       {"vector_norm", {"p:f32[2,3,4]"}, Attrs().Ints("dims", {-1}).Bool("keepdim", true)},
       {"vector_norm", {"p:f32[2,3]"}, Attrs().Float("ord", 1), "ord 1, all dims"},
@@ -269,6 +301,29 @@ TEST(ExecTableTest, EveryOpRunsForwardAndBackwardWithTheInferredTypes) {
   // "collective" runs only in the distributed runtime (worker/dist; tests/dist), never here.
   covered.insert("collective");
   for (const std::string& op : OpRegistry::Global().Names()) EXPECT_TRUE(covered.count(op)) << "no case for " << op;
+}
+
+// GELU's gradient through a transpose equals the one through a contiguous copy (LibTorch 1.13's
+// erf-GELU backward alone gives garbage for the transposed gradient; the entry corrects it).
+TEST(ExecTableTest, GeluGradientThroughATransposeIsRight) {
+  GraphBuilder b("gelu_t");
+  v1::InitRule init;
+  init.set_kind(v1::InitRule::NORMAL);
+  init.set_std(1.0);
+  const std::string x = b.Param("x", {v1::FLOAT32, {2, 8, 20}}, init);
+  const std::string y = b.Node("gelu", {x}, Attrs().Str("approximate", "none"))[0];
+  b.Output(b.Node("transpose", {y}, Attrs().Int("dim0", 1).Int("dim1", 2))[0]);
+  auto g = b.Build();
+  ASSERT_TRUE(g.ok()) << g.status();
+  auto ex = Executor::Create(*g, {});
+  ASSERT_TRUE(ex.ok()) << ex.status();
+  const at::Tensor weight = at::randn({2, 20, 8}, at::make_generator<at::CPUGeneratorImpl>(3));
+  auto out = (*ex)->Run({}, RunMode::kTrain);
+  ASSERT_TRUE(out.ok()) << out.status();
+  (out->outputs[0] * weight).sum().backward();
+  const at::Tensor& p = *(*ex)->parameters().Find("x");
+  const at::Tensor want = at::gelu_backward(weight.transpose(1, 2).contiguous(), p.detach(), "none");
+  EXPECT_TRUE(at::allclose(p.grad(), want, 1e-6, 1e-6));
 }
 
 // Runs a single node on given tensors (all graph inputs, no parameters) and returns output 0.

@@ -157,7 +157,11 @@ INSTANTIATE_TEST_SUITE_P(Models, TorchScriptParityTest,
                                            ParityCase{"t5_encoder_trace_train.pt"},  // bucketed relative bias
                                            ParityCase{"bert_trace_train.pt"},  // nn.TransformerEncoderLayer
                                            ParityCase{"neox_trace_train.pt"},  // parallel residual, partial rotary
-                                           ParityCase{"vae_trace_train.pt"}),  // randn_like
+                                           ParityCase{"vae_trace_train.pt"},  // randn_like
+                                           ParityCase{"audio_encoder_trace_train.pt"},  // conv1d, group norm
+                                           ParityCase{"diffusion_unet_trace_train.pt"},  // transposed conv, resizing
+                                           ParityCase{"topk_moe_trace_train.pt"},  // topk, scatter, one_hot
+                                           ParityCase{"message_passing_trace_train.pt"}),  // gather, index_add
                          [](const ::testing::TestParamInfo<ParityCase>& info) {
                            return info.param.file.substr(0, info.param.file.find('.'));
                          });

@@ -206,6 +206,34 @@ std::vector<std::unique_ptr<Node>> HandBuilt() {
   v.push_back(Make("index_select", {F32({49, 2}), TensorType{v1::INT64, {256}}}, Attrs().Int("dim", 0)));
   v.push_back(Make("index_select", {F32({4, 6}), TensorType{v1::INT64, {3}}}, Attrs().Int("dim", -1)));
   v.push_back(Make("slice_scatter", {F32({24, 3}), F32({8, 3})}, Attrs().Int("dim", 0).Int("start", 8).Int("end", 16)));
+  v.push_back(Make("elu", {F32({2, 3})}, Attrs().Float("alpha", 1)));
+  v.push_back(Make("softplus", {F32({2, 3})}));
+  v.push_back(Make("glu", {F32({2, 8})}, Attrs().Int("dim", -1)));
+  v.push_back(Make("minimum", {F32({2, 3}), F32({3})}));
+  v.push_back(Make("maximum", {F32({2, 3}), F32({2, 1})}));
+  for (const char* op : {"logical_and", "logical_or", "logical_xor"}) {
+    v.push_back(Make(op, {TensorType{v1::BOOL, {4, 6}}, TensorType{v1::BOOL, {6}}}));
+  }
+  v.push_back(Make("logical_not", {TensorType{v1::BOOL, {4, 6}}}));
+  v.push_back(Make("max", {F32({4, 6, 8})}, Attrs().Int("dim", 1)));
+  v.push_back(Make("min", {F32({4, 6})}, Attrs().Int("dim", -1).Bool("keepdim", true)));
+  v.push_back(Make("argmax", {F32({4, 6})}, Attrs().Int("dim", -1)));
+  v.push_back(Make("argmin", {F32({4, 6})}));
+  v.push_back(Make("topk", {F32({4, 16, 8})}, Attrs().Int("k", 2)));
+  v.push_back(Make("sort", {F32({4, 6})}, Attrs().Int("dim", 0)));
+  v.push_back(Make("cumsum", {F32({4, 6})}, Attrs().Int("dim", 1)));
+  v.push_back(Make("flip", {F32({4, 6, 2})}, Attrs().Ints("dims", {0, 2})));
+  v.push_back(Make("gather", {F32({12, 8}), TensorType{v1::INT64, {30, 8}}}, Attrs().Int("dim", 0)));
+  v.push_back(Make("gather", {F32({12, 8}), TensorType{v1::INT64, {12, 3}}}, Attrs().Int("dim", 1)));
+  v.push_back(Make("scatter", {F32({4, 6}), TensorType{v1::INT64, {4, 2}}, F32({4, 2})}, Attrs().Int("dim", -1)));
+  v.push_back(Make("scatter", {F32({4, 6}), TensorType{v1::INT64, {2, 6}}}, Attrs().Int("dim", 0).Float("value", 1)));
+  v.push_back(Make("scatter_add", {F32({12, 16}), TensorType{v1::INT64, {30, 16}}, F32({30, 16})}, Attrs().Int("dim", 0)));
+  v.push_back(Make("index_add", {F32({12, 16}), TensorType{v1::INT64, {30}}, F32({30, 16})}, Attrs().Int("dim", 0)));
+  v.push_back(Make("one_hot", {TensorType{v1::INT64, {4, 16}}}, Attrs().Int("num_classes", 8)));
+  v.push_back(Make("group_norm", {F32({2, 8, 4, 4}), F32({8}), F32({8})}, Attrs().Int("num_groups", 4)));
+  v.push_back(Make("conv_transpose2d", {F32({2, 4, 8, 8}), F32({4, 6, 2, 2}), F32({6})}, Attrs().Ints("stride", {2})));
+  v.push_back(Make("conv_transpose2d", {F32({2, 4, 8, 8}), F32({4, 3, 3, 3})}, Attrs().Int("groups", 2)));
+  v.push_back(Make("upsample", {F32({2, 4, 8, 8})}, Attrs().Ints("output_size", {16, 16})));
   v.push_back(Make("vector_norm", {F32({2, 3, 8})}, Attrs().Ints("dims", {-1}).Bool("keepdim", true)));
   v.push_back(Make("conv2d", {F32({2, 4, 8, 8}), F32({6, 4, 3, 3}), F32({6})}, Attrs().Ints("padding", {1})));
   v.push_back(Make("conv2d", {F32({4, 8, 8}), F32({6, 2, 3, 3})}, Attrs().Int("groups", 2)));
@@ -263,6 +291,20 @@ TEST(ShardingRules, ZooGraphsFitTheirRules) {
       ExpectFits(node.op(), *rule, ctx, std::string(spec) + " " + node.name());
     }
   }
+}
+
+// Message passing: the edges (index and src/source rows) are a linear reduction into the nodes,
+// so a device with a slice of the edges adds its part (Partial) and x counts once; the node
+// dimension is read and written anywhere (unsplittable). gather reads x whole along dim.
+TEST(ShardingRules, ScattersReduceOverTheEdges) {
+  auto sa = Make("scatter_add", {F32({12, 16}), TensorType{v1::INT64, {30, 16}}, F32({30, 16})}, Attrs().Int("dim", 0));
+  EXPECT_EQ(RuleOf(*sa).ToString(), "ab,cb,cb->ab; sum c; unsplittable a; addends 0");
+  auto ia = Make("index_add", {F32({12, 16}), TensorType{v1::INT64, {30}}, F32({30, 16})}, Attrs().Int("dim", 0));
+  EXPECT_EQ(RuleOf(*ia).ToString(), "ab,c,cb->ab; sum c; unsplittable a; addends 0");
+  auto sc = Make("scatter", {F32({4, 6}), TensorType{v1::INT64, {4, 2}}, F32({4, 2})}, Attrs().Int("dim", -1));
+  EXPECT_EQ(RuleOf(*sc).ToString(), "ab,ac,ac->ab; unsplittable bc");
+  auto g = Make("gather", {F32({12, 8}), TensorType{v1::INT64, {30, 8}}}, Attrs().Int("dim", 0));
+  EXPECT_EQ(RuleOf(*g).ToString(), "cb,ab->ab; unsplittable c");
 }
 
 // x[8,16] @ w[32,16]^T + b[32] on 4 devices: replicated, data parallel (batch), row parallel

@@ -257,6 +257,9 @@ Outs BatchNorm(const ExecContext& c) {
   }
   return {at::batch_norm(c.in(0), Opt(c, 1), Opt(c, 2), Opt(c, 3), Opt(c, 4), training, momentum, eps, true)};
 }
+Outs GroupNorm(const ExecContext& c) {
+  return {at::group_norm(c.in(0), c.Int("num_groups", 1), Opt(c, 1), Opt(c, 2), c.Float("eps", 1e-5), true)};
+}
 
 c10::optional<at::ScalarType> SoftmaxDType(const ExecContext& c) {
   if (c.has("dtype")) return c.DType("dtype", at::kFloat);
@@ -279,7 +282,15 @@ Outs MseLoss(const ExecContext& c) { return {at::mse_loss(c.in(0), c.in(1), Redu
 
 // ---- elementwise
 
-Outs Gelu(const ExecContext& c) { return {at::gelu(c.in(0), c.Str("approximate", "none"))}; }
+// LibTorch 1.13's CPU backward of the erf GELU computes garbage when the incoming gradient is
+// not contiguous (a transpose or permute after the GELU: wav2vec2's feature extractor, experts
+// laid out "bseh" by einsum); a hook hands it a contiguous gradient.
+Outs Gelu(const ExecContext& c) {
+  const std::string approximate = c.Str("approximate", "none");
+  at::Tensor y = at::gelu(c.in(0), approximate);
+  if (approximate == "none" && y.requires_grad()) y.register_hook([](const at::Tensor& g) { return g.contiguous(); });
+  return {y};
+}
 Outs LeakyRelu(const ExecContext& c) { return {at::leaky_relu(c.in(0), c.has("negative_slope") ? c.Scalar("negative_slope") : c10::Scalar(0.01))}; }
 Outs Hardtanh(const ExecContext& c) { return {at::hardtanh(c.in(0), c.Scalar("min_val"), c.Scalar("max_val"))}; }
 Outs Clamp(const ExecContext& c) {
@@ -287,6 +298,17 @@ Outs Clamp(const ExecContext& c) {
   const c10::optional<c10::Scalar> hi = c.has("max") ? c10::optional<c10::Scalar>(c.Scalar("max")) : c10::nullopt;
   return {at::clamp(c.in(0), lo, hi)};
 }
+Outs Elu(const ExecContext& c) {
+  auto num = [&c](const char* attr) { return c.has(attr) ? c.Scalar(attr) : c10::Scalar(1.0); };
+  return {at::elu(c.in(0), num("alpha"), num("scale"), num("input_scale"))};
+}
+Outs Softplus(const ExecContext& c) {
+  return {at::softplus(c.in(0), c.has("beta") ? c.Scalar("beta") : c10::Scalar(1.0),
+                       c.has("threshold") ? c.Scalar("threshold") : c10::Scalar(20.0))};
+}
+Outs Glu(const ExecContext& c) { return {at::glu(c.in(0), c.Int("dim", -1))}; }
+Outs Minimum(const ExecContext& c) { return {at::minimum(c.in(0), c.in(1))}; }
+Outs Maximum(const ExecContext& c) { return {at::maximum(c.in(0), c.in(1))}; }
 // A rank program's communication step: the distributed runtime (worker/dist) runs it as a real
 // collective; a graph that reaches this table with one was not lowered for that runtime.
 Outs Collective(const ExecContext& c) {
@@ -358,6 +380,10 @@ Outs Triu(const ExecContext& c) { return {at::triu(c.in(0), c.Int("diagonal", 0)
 Outs Tril(const ExecContext& c) { return {at::tril(c.in(0), c.Int("diagonal", 0))}; }
 Outs To(const ExecContext& c) { return {c.in(0).to(c.DType("dtype", at::kFloat))}; }
 Outs TypeAs(const ExecContext& c) { return {c.in(0).type_as(c.in(1))}; }
+using TensorPairFn = at::Tensor (*)(const at::Tensor&, const at::Tensor&);
+ExecFn Pairwise(TensorPairFn f) {
+  return [f](const ExecContext& c) -> Outs { return {f(c.in(0), c.in(1))}; };
+}
 
 using UnaryFn = at::Tensor (*)(const at::Tensor&);
 ExecFn Unary(UnaryFn f) {
@@ -393,6 +419,30 @@ Outs Amin(const ExecContext& c) {
   const at::Tensor& x = c.in(0);
   return {at::amin(x, ReduceDims(c, x), c.Bool("keepdim", false))};
 }
+Outs MaxDim(const ExecContext& c) {
+  auto [values, indices] = at::max(c.in(0), c.Int("dim", 0), c.Bool("keepdim", false));
+  return {values, indices};
+}
+Outs MinDim(const ExecContext& c) {
+  auto [values, indices] = at::min(c.in(0), c.Int("dim", 0), c.Bool("keepdim", false));
+  return {values, indices};
+}
+c10::optional<int64_t> OptDim(const ExecContext& c) {
+  if (!c.has("dim")) return c10::nullopt;
+  return c.Int("dim", 0);
+}
+Outs Argmax(const ExecContext& c) { return {at::argmax(c.in(0), OptDim(c), c.Bool("keepdim", false))}; }
+Outs Argmin(const ExecContext& c) { return {at::argmin(c.in(0), OptDim(c), c.Bool("keepdim", false))}; }
+Outs Topk(const ExecContext& c) {
+  auto [values, indices] =
+      at::topk(c.in(0), c.Int("k", 1), c.Int("dim", -1), c.Bool("largest", true), c.Bool("sorted", true));
+  return {values, indices};
+}
+Outs Sort(const ExecContext& c) {
+  auto [values, indices] = at::sort(c.in(0), c.Bool("stable", false), c.Int("dim", -1), c.Bool("descending", false));
+  return {values, indices};
+}
+Outs Cumsum(const ExecContext& c) { return {at::cumsum(c.in(0), c.Int("dim", 0), ReduceDType(c))}; }
 
 // ---- layout
 
@@ -469,6 +519,20 @@ Outs IndexSelect(const ExecContext& c) {
   const at::Tensor& x = c.in(0);
   return {at::index_select(x, x.dim() == 0 ? 0 : NormDim(c.Int("dim", 0), x.dim()), c.in(1).reshape({-1}))};
 }
+Outs Flip(const ExecContext& c) { return {at::flip(c.in(0), c.Ints("dims", {}))}; }
+// Integer indices as the int64 LibTorch's gather and scatter kernels require.
+at::Tensor Index64(const at::Tensor& index) { return index.scalar_type() == at::kLong ? index : index.to(at::kLong); }
+Outs Gather(const ExecContext& c) { return {at::gather(c.in(0), c.Int("dim", 0), Index64(c.in(1)))}; }
+Outs Scatter(const ExecContext& c) {
+  if (c.has_input(2)) return {at::scatter(c.in(0), c.Int("dim", 0), Index64(c.in(1)), c.in(2))};
+  return {at::scatter(c.in(0), c.Int("dim", 0), Index64(c.in(1)), c.Scalar("value"))};
+}
+Outs ScatterAdd(const ExecContext& c) { return {at::scatter_add(c.in(0), c.Int("dim", 0), Index64(c.in(1)), c.in(2))}; }
+Outs IndexAdd(const ExecContext& c) {
+  return {at::index_add(c.in(0), c.Int("dim", 0), c.in(1).reshape({-1}), c.in(2),
+                        c.has("alpha") ? c.Scalar("alpha") : c10::Scalar(1))};
+}
+Outs OneHot(const ExecContext& c) { return {at::one_hot(c.in(0), c.Int("num_classes", -1))}; }
 Outs SliceScatter(const ExecContext& c) {
   const at::Tensor& x = c.in(0);
   const int64_t d = NormDim(c.Int("dim", 0), x.dim());
@@ -524,6 +588,20 @@ Outs AvgPool2d(const ExecContext& c) {
 Outs AdaptiveAvgPool2d(const ExecContext& c) {
   return {at::adaptive_avg_pool2d(c.in(0), Pair(c, "output_size", {1}))};
 }
+Outs ConvTranspose2d(const ExecContext& c) {
+  return {at::conv_transpose2d(c.in(0), c.in(1), Opt(c, 2), Pair(c, "stride", {1}), Pair(c, "padding", {0}),
+                               Pair(c, "output_padding", {0}), c.Int("groups", 1), Pair(c, "dilation", {1}))};
+}
+Outs Upsample(const ExecContext& c) {
+  auto scale = [&c](const char* attr) {
+    return c.has(attr) ? c10::optional<double>(c.Float(attr, 1.0)) : c10::optional<double>();
+  };
+  const std::vector<int64_t> size = c.Ints("output_size", {});
+  if (c.Str("mode", "nearest") == "bilinear") {
+    return {at::upsample_bilinear2d(c.in(0), size, c.Bool("align_corners", false), scale("scale_h"), scale("scale_w"))};
+  }
+  return {at::upsample_nearest2d(c.in(0), size, scale("scale_h"), scale("scale_w"))};
+}
 
 // The table. `saved` names what autograd keeps for backward (inputs only when they require
 // grad's counterpart; "nothing" means no tensor beyond sizes/scalars).
@@ -553,6 +631,7 @@ ExecTable* BuildTable() {
   add("batch_norm", BatchNorm,
       "x, weight, and per-channel save_mean and save_invstd ([C]); training also reads the running-stat clones "
       "(outputs 1, 2). Eval: x, weight, running_mean, running_var");
+  add("group_norm", GroupNorm, "x, weight, and per-(sample, group) mean and rstd ([N, num_groups], x's dtype)");
   add("softmax", Softmax, "the output");
   add("log_softmax", LogSoftmax, "the output");
   // losses
@@ -566,6 +645,15 @@ ExecTable* BuildTable() {
   add("gelu", Gelu, "x");
   add("hardtanh", Hardtanh, "x");
   add("leaky_relu", LeakyRelu, "x");
+  add("elu", Elu, "x");
+  add("softplus", Softplus, "x");
+  add("glu", Glu, "x");
+  add("minimum", Minimum, "a and b");
+  add("maximum", Maximum, "a and b");
+  add("logical_and", Pairwise(at::logical_and), "nothing (no gradient)");
+  add("logical_or", Pairwise(at::logical_or), "nothing (no gradient)");
+  add("logical_xor", Pairwise(at::logical_xor), "nothing (no gradient)");
+  add("logical_not", Unary(at::logical_not), "nothing (no gradient)");
   add("hardswish", Unary(at::hardswish), "x");
   add("hardsigmoid", Unary(at::hardsigmoid), "x");
   add("mish", Unary(at::mish), "x");
@@ -615,6 +703,13 @@ ExecTable* BuildTable() {
   add("amax", Amax, "x and the output");
   add("amin", Amin, "x and the output");
   add("vector_norm", VectorNorm, "x and the output");
+  add("max", MaxDim, "the int64 indices (output 1)");
+  add("min", MinDim, "the int64 indices (output 1)");
+  add("argmax", Argmax, "nothing (no gradient)");
+  add("argmin", Argmin, "nothing (no gradient)");
+  add("topk", Topk, "the int64 indices (output 1)");
+  add("sort", Sort, "the int64 indices (output 1)");
+  add("cumsum", Cumsum, "nothing (the backward is a reversed cumsum of the gradient)");
   // layout (views share x's storage)
   add("view", View, "nothing (view)");
   add("reshape", Reshape, "nothing (view when the strides allow, else a copy)");
@@ -635,6 +730,12 @@ ExecTable* BuildTable() {
   add("pad", Pad, "nothing (the backward slices or folds the gradient back)");
   add("roll", Roll, "nothing (the backward rolls the gradient back)");
   add("index_select", IndexSelect, "index (the backward adds the gradient's rows into x's with index_add)");
+  add("flip", Flip, "nothing (the backward flips the gradient)");
+  add("gather", Gather, "x and index (the backward scatters the gradient into zeros of x's shape)");
+  add("scatter", Scatter, "index");
+  add("scatter_add", ScatterAdd, "index");
+  add("index_add", IndexAdd, "index and source");
+  add("one_hot", OneHot, "nothing (no gradient)");
   add("slice_scatter", SliceScatter, "nothing (the backward slices the gradient)");
   add("stack", Stack, "nothing");
   // creation
@@ -647,6 +748,8 @@ ExecTable* BuildTable() {
   add("rand", Rand, "nothing (no gradient)");
   // convolution and pooling
   add("conv2d", Conv2d, "x and weight");
+  add("conv_transpose2d", ConvTranspose2d, "x and weight");
+  add("upsample", Upsample, "nothing (the backward needs sizes only)");
   add("max_pool2d", MaxPool2d, "x and the int64 argmax indices (output's size)");
   add("avg_pool2d", AvgPool2d, "x");
   add("adaptive_avg_pool2d", AdaptiveAvgPool2d,

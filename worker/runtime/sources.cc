@@ -187,6 +187,31 @@ bool PassesValues(const std::string& op) {
   return ops.count(op) > 0;
 }
 
+// The size an integer tensor in input `slot` of `n` indexes: embedding's rows, the classes of a
+// loss's target, the indexed dimension of index_select/gather/scatter(_add)/index_add, one_hot's
+// classes; -1 when the op reads no index there.
+int64_t IndexedSize(const Graph& graph, const v1::Node& n, int slot) {
+  const std::string& op = n.op();
+  if (op == "embedding" && slot == 0) return graph.TypeOf(n.inputs(1)).shape.at(0);
+  if ((op == "cross_entropy" || op == "nll_loss") && slot == 1) {
+    const TensorType& x = graph.TypeOf(n.inputs(0));
+    return x.shape.at(x.rank() == 1 ? 0 : 1);
+  }
+  if (op == "one_hot" && slot == 0) {
+    auto it = n.attrs().find("num_classes");
+    return it == n.attrs().end() ? -1 : it->second.i();
+  }
+  static const std::set<std::string> indexing = {"index_select", "gather", "scatter", "scatter_add", "index_add"};
+  if (indexing.count(op) > 0 && slot == 1) {
+    const TensorType& x = graph.TypeOf(n.inputs(0));
+    if (x.rank() == 0) return 1;
+    auto it = n.attrs().find("dim");
+    const int64_t dim = it == n.attrs().end() ? 0 : it->second.i();
+    return x.shape.at((dim % x.rank() + x.rank()) % x.rank());
+  }
+  return -1;
+}
+
 }  // namespace
 
 absl::StatusOr<int64_t> IndexBound(const v1::Graph& proto, const std::string& input) {
@@ -204,11 +229,9 @@ absl::StatusOr<int64_t> IndexBound(const v1::Graph& proto, const std::string& in
       const v1::Node& n = graph.node(ni);
       for (int slot = 0; slot < n.inputs_size(); ++slot) {
         if (n.inputs(slot) != v) continue;
-        if (n.op() == "embedding" && slot == 0) {
-          bound = std::min(bound, graph.TypeOf(n.inputs(1)).shape.at(0));
-        } else if ((n.op() == "cross_entropy" || n.op() == "nll_loss") && slot == 1) {
-          const TensorType& x = graph.TypeOf(n.inputs(0));
-          bound = std::min(bound, x.shape.at(x.rank() == 1 ? 0 : 1));
+        const int64_t indexed = IndexedSize(graph, n, slot);
+        if (indexed >= 0) {
+          bound = std::min(bound, indexed);
         } else if (PassesValues(n.op())) {
           for (const std::string& out : n.outputs()) {
             if (seen.insert(out).second) todo.push_back(out);
@@ -220,7 +243,8 @@ absl::StatusOr<int64_t> IndexBound(const v1::Graph& proto, const std::string& in
   if (bound == std::numeric_limits<int64_t>::max()) {
     return absl::InvalidArgumentError(absl::StrCat(
         "cannot tell the value range of integer input '", input, "' of graph '", proto.name(),
-        "': it indexes no embedding and is the target of no cross_entropy/nll_loss"));
+        "': it indexes no embedding, index_select, gather, scatter or index_add, is no one_hot's classes and "
+        "is the target of no cross_entropy/nll_loss"));
   }
   return bound;
 }

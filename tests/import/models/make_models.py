@@ -22,6 +22,7 @@ import llama  # noqa: E402
 import misc  # noqa: E402
 import nanogpt  # noqa: E402
 import resnet  # noqa: E402
+import wild  # noqa: E402
 
 BATCH, SEQ = 2, 16
 DTYPE_NAMES = {torch.float32: "float32", torch.float64: "float64", torch.float16: "float16",
@@ -181,6 +182,20 @@ def main(argv):
     add("neox_trace_train.pt", misc.NeoXLM(), [idx], ["idx"], "train")
     torch.manual_seed(0)
     add("vae_trace_train.pt", misc.VAE(), [torch.rand(4, 32, generator=gen)], ["x"], "train")
+
+    torch.manual_seed(0)
+    add("audio_encoder_trace_train.pt", wild.AudioEncoder(), [torch.randn(BATCH, 1, 410, generator=gen)], ["x"],
+        "train")
+    torch.manual_seed(0)
+    steps = torch.randint(0, 1000, (BATCH,), generator=gen).float()
+    add("diffusion_unet_trace_train.pt", wild.DiffusionUNet(), [torch.randn(BATCH, 3, 16, 16, generator=gen), steps],
+        ["x", "t"], "train")
+    torch.manual_seed(0)
+    add("topk_moe_trace_train.pt", wild.TopKMoE(), [seq_x], ["x"], "train")
+    torch.manual_seed(0)
+    edges = torch.randint(0, 12, (2, 30), generator=gen)
+    add("message_passing_trace_train.pt", wild.MessagePassingGNN(), [torch.randn(12, 8, generator=gen), edges],
+        ["x", "edge_index"], "train")
 
     torch.manual_seed(0)
     spec = {"inputs": [{"name": "x", "dtype": "float32", "shape": [4, 8]}]}
