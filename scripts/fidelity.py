@@ -28,6 +28,13 @@ TRACED = [
     ("nanogpt_trace_train.pt", "idx:i64[8,16]"),
     ("llama_trace_train.pt", "tokens:i64[8,16]"),
     ("resnet_trace_train.pt", "x:f32[8,3,32,32]"),
+    ("audio_encoder_trace_train.pt", "x:f32[8,1,4010]"),
+    ("diffusion_unet_trace_train.pt", "x:f32[8,3,32,32] t:f32[8]"),
+    ("topk_moe_trace_train.pt", "x:f32[8,64,8]"),
+    ("message_passing_trace_train.pt", "x:f32[1024,8] edge_index:i64[2,8192]"),
+    ("vae_trace_train.pt", "x:f32[1024,32]"),
+    ("signal_ops_script.pt", "x:f32[32,2,256]"),
+    ("torch_layers_trace_train.pt", "src:f32[8,64,16] tgt:f32[8,48,16]"),
 ]
 
 
@@ -51,7 +58,8 @@ def main():
         subprocess.run(["/usr/bin/python3", os.path.join(ROOT, "tests", "import", "models", "make_models.py"), tmp],
                        check=True, capture_output=True)
         rows = [(m, profile(mapctl, m, device)) for m in ZOO]
-        rows += [(f"{f} ({spec})", profile(mapctl, os.path.join(tmp, f), ["--input", spec, *device]))
+        rows += [(f"{f} ({spec})", profile(mapctl, os.path.join(tmp, f),
+                                           [a for one in spec.split() for a in ("--input", one)] + device))
                  for f, spec in TRACED]
     print("| model | params | predicted peak | measured peak | peak error | predicted step | measured step |")
     print("| --- | ---: | ---: | ---: | ---: | ---: | ---: |")

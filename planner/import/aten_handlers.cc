@@ -9,10 +9,6 @@
 namespace mapd {
 namespace import_internal {
 
-using Args = std::vector<AValue>;
-using Node = torch::jit::Node;
-using Result = absl::StatusOr<std::vector<AValue>>;
-
 // ---------------------------------------------------------------- argument readers
 
 namespace {

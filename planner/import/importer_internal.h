@@ -81,6 +81,10 @@ struct AValue {
 class Importer;
 using Handler = std::function<absl::StatusOr<std::vector<AValue>>(Importer&, torch::jit::Node*,
                                                                   const std::vector<AValue>&)>;
+// The handlers' vocabulary: a node's folded arguments and what a handler returns.
+using Args = std::vector<AValue>;
+using Node = torch::jit::Node;
+using Result = absl::StatusOr<std::vector<AValue>>;
 
 // aten op name ("aten::linear") → handler; defined in aten_handlers.cc.
 const std::map<std::string, Handler>& AtenHandlers();

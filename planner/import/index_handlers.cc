@@ -9,10 +9,6 @@ namespace mapd {
 namespace import_internal {
 namespace {
 
-using Args = std::vector<AValue>;
-using Node = torch::jit::Node;
-using Result = absl::StatusOr<std::vector<AValue>>;
-
 // max / min: (self) over everything -> amax/amin; (self, other) -> maximum/minimum;
 // (self, dim, keepdim) -> values and indices.
 Handler MaxMin(bool is_max) {

@@ -12,10 +12,6 @@ namespace mapd {
 namespace import_internal {
 namespace {
 
-using Args = std::vector<AValue>;
-using Node = torch::jit::Node;
-using Result = absl::StatusOr<std::vector<AValue>>;
-
 enum class Cell { kLstm, kGru };
 
 struct Weights {

@@ -11,10 +11,6 @@ namespace mapd {
 namespace import_internal {
 namespace {
 
-using Args = std::vector<AValue>;
-using Node = torch::jit::Node;
-using Result = absl::StatusOr<std::vector<AValue>>;
-
 // A 1-D window parameter as the 2-D op's: {fill, v} (stride [2] -> [1, 2]); [] stays [] (a
 // pooling stride that defaults to the kernel).
 std::vector<int64_t> AsRow(const std::vector<int64_t>& v, int64_t fill) {

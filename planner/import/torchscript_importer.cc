@@ -55,7 +55,7 @@ const std::set<std::string>& InterpreterKinds() {
       "aten::dim",        "aten::numel",        "aten::len",           "aten::Int",
       "aten::Float",      "aten::Bool",         "aten::ScalarImplicit", "aten::__is__",
       "aten::__isnot__",  "aten::warn",         "aten::__getitem__",   "prim::requires_grad",
-      "aten::is_floating_point", "prim::is_cuda",
+      "aten::is_floating_point", "prim::is_cuda", "aten::append",
   };
   return kinds;
 }
@@ -460,6 +460,20 @@ absl::Status Importer::RunNode(torch::jit::Node* n) {
   }
   if (kind == "aten::len" && args[0].kind == AValue::Kind::kList) {
     return bind1(AValue::Const(static_cast<int64_t>(args[0].items.size())));
+  }
+  // list.append(tensor) — a list comprehension over tensors — grows the list's abstract items
+  // (TorchScript lists are mutable: the list's value is rebound; appends to known values fold).
+  if (kind == "aten::append" && DependsOnGraph(args)) {
+    AValue list = args[0];
+    if (list.kind == AValue::Kind::kConst && list.constant.isList()) {
+      std::vector<AValue> items;
+      for (const c10::IValue& e : list.constant.toListRef()) items.push_back(*FromIValue(e));
+      list = ListOf(std::move(items));
+    }
+    if (list.kind != AValue::Kind::kList) return Error(n, "append to a value that is not a list");
+    list.items.push_back(args[1]);
+    Bind(n->inputs()[0], list);
+    return bind1(list);
   }
 
   // An op on values all known at import time (sizes, constants, masks built from them) is

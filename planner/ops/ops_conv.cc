@@ -2,6 +2,7 @@
 // max_pool2d, avg_pool2d, adaptive_avg_pool2d, upsample (nearest, bilinear). 1-D convolutions
 // and pooling are these over [N, C, 1, L] (the importer unsqueezes, as LibTorch itself does).
 #include <algorithm>
+#include <vector>
 
 #include "planner/ops/registry.h"
 #include "planner/ops/shape_util.h"
@@ -12,16 +13,30 @@ namespace {
 
 using Types = std::vector<TensorType>;
 
-absl::StatusOr<Types> InferConv2d(const OpContext& ctx) {
-  const TensorType& x = ctx.input(0);
-  const TensorType& w = ctx.input(1);
+// A 2-D convolution's window attributes, read after checking the input ([n,] c, h, w) and the
+// 4-D weight.
+struct ConvWindow {
+  std::vector<int64_t> stride, padding, dilation;
+  int64_t groups = 1;
+};
+
+absl::StatusOr<ConvWindow> ReadConvWindow(const OpContext& ctx) {
   MAPD_RETURN_IF_ERROR(ExpectRank(ctx, 0, 3, 4, "input"));
   MAPD_RETURN_IF_ERROR(ExpectRank(ctx, 1, 4, 4, "weight"));
   MAPD_RETURN_IF_ERROR(ExpectFloating(ctx, 0, "input"));
-  MAPD_ASSIGN_OR_RETURN(auto stride, Pair(ctx, "stride", {1}));
-  MAPD_ASSIGN_OR_RETURN(auto padding, Pair(ctx, "padding", {0}));
-  MAPD_ASSIGN_OR_RETURN(auto dilation, Pair(ctx, "dilation", {1}));
-  MAPD_ASSIGN_OR_RETURN(int64_t groups, ctx.Int("groups", 1));
+  ConvWindow w;
+  MAPD_ASSIGN_OR_RETURN(w.stride, Pair(ctx, "stride", {1}));
+  MAPD_ASSIGN_OR_RETURN(w.padding, Pair(ctx, "padding", {0}));
+  MAPD_ASSIGN_OR_RETURN(w.dilation, Pair(ctx, "dilation", {1}));
+  MAPD_ASSIGN_OR_RETURN(w.groups, ctx.Int("groups", 1));
+  return w;
+}
+
+absl::StatusOr<Types> InferConv2d(const OpContext& ctx) {
+  const TensorType& x = ctx.input(0);
+  const TensorType& w = ctx.input(1);
+  MAPD_ASSIGN_OR_RETURN(ConvWindow win, ReadConvWindow(ctx));
+  const auto& [stride, padding, dilation, groups] = win;
   const int c_dim = x.rank() - 3;
   const int64_t c = x.shape[c_dim];
   if (groups <= 0 || c % groups != 0 || w.shape[0] % groups != 0) {
@@ -51,14 +66,9 @@ absl::StatusOr<Types> InferConv2d(const OpContext& ctx) {
 absl::StatusOr<Types> InferConvTranspose2d(const OpContext& ctx) {
   const TensorType& x = ctx.input(0);
   const TensorType& w = ctx.input(1);
-  MAPD_RETURN_IF_ERROR(ExpectRank(ctx, 0, 3, 4, "input"));
-  MAPD_RETURN_IF_ERROR(ExpectRank(ctx, 1, 4, 4, "weight"));
-  MAPD_RETURN_IF_ERROR(ExpectFloating(ctx, 0, "input"));
-  MAPD_ASSIGN_OR_RETURN(auto stride, Pair(ctx, "stride", {1}));
-  MAPD_ASSIGN_OR_RETURN(auto padding, Pair(ctx, "padding", {0}));
+  MAPD_ASSIGN_OR_RETURN(ConvWindow win, ReadConvWindow(ctx));
+  const auto& [stride, padding, dilation, groups] = win;
   MAPD_ASSIGN_OR_RETURN(auto output_padding, Pair(ctx, "output_padding", {0}));
-  MAPD_ASSIGN_OR_RETURN(auto dilation, Pair(ctx, "dilation", {1}));
-  MAPD_ASSIGN_OR_RETURN(int64_t groups, ctx.Int("groups", 1));
   const int c_dim = x.rank() - 3;
   const int64_t c = x.shape[c_dim];
   if (groups <= 0 || c % groups != 0 || w.shape[0] != c) {
@@ -149,7 +159,7 @@ absl::StatusOr<Types> InferAdaptiveAvgPool(const OpContext& ctx) {
 // output; backward for the input, blocked copies of the output's and the input's gradients and
 // one reordered weight before the plain input gradient; for the weight, blocked copies of the
 // input and of the output's gradient. A 1x1 convolution of aligned channels needs none.
-void SetOneDnnWorkspace(const CostContext& c, OpCost* cost) {
+void SetOneDnnWorkspace(const CostContext& c, OpCost* cost, bool transposed) {
   auto padded = [](const TensorType& t) {
     const int cd = t.rank() - 3;
     const int64_t ch = std::max<int64_t>(t.shape[cd], 1);
@@ -165,6 +175,15 @@ void SetOneDnnWorkspace(const CostContext& c, OpCost* cost) {
   if (pointwise && groups == 1 && in_channels % 16 == 0 && out.shape[out.rank() - 3] % 16 == 0) {
     // Measured: 512 -> 512 at 1x1, 4x4 and 32x32, 192 -> 192: exact with no workspace (with
     // the copies below a 32x32 one was predicted +64%).
+    cost->workspace_bytes = 0;
+    cost->grad_workspace_bytes = 0;
+    return;
+  }
+  // A transposed convolution (oneDNN's deconvolution) computes into its plain output and its
+  // input's gradient in both directions, with only a small reordered weight beside them
+  // (measured with MAPD_ALLOC_TRACE: 16 -> 16 channels kernel 2 and 16 -> 8 kernel 3, stride 2;
+  // the padded copies below predicted +18%).
+  if (transposed) {
     cost->workspace_bytes = 0;
     cost->grad_workspace_bytes = 0;
     return;
@@ -187,21 +206,30 @@ void SetOneDnnWorkspace(const CostContext& c, OpCost* cost) {
   const int64_t blocked_w = pointwise     ? 0
                             : groups == 1 ? (w.shape[0] + 15) / 16 * 16 * ((w.shape[1] + 15) / 16 * 16) * kernel
                                           : (groups + 15) / 16 * 16 * (w.shape[0] / groups) * w.shape[1] * kernel;
-  const int64_t for_input = padded(out) + padded(in) + blocked_w - in.NumBytes();
+  // A few-channel input's gradient is computed plain too (a 1-channel waveform's Conv1d: the
+  // padded copy predicted +88%).
+  const int64_t in_grad_copy = groups == 1 && in_channels < 8 ? in.NumBytes() : padded(in);
+  const int64_t for_input = padded(out) + in_grad_copy + blocked_w - in.NumBytes();
   cost->grad_workspace_bytes = std::max(for_input, for_weight);
 }
 
-OpCost Conv2dCost(const CostContext& c) {
-  const TensorType& w = c.op.input(1);
-  const double per_out = 2.0 * static_cast<double>(w.shape[1] * w.shape[2] * w.shape[3]);
-  const double outs = static_cast<double>(c.outputs[0].NumElements());
-  OpCost cost;
-  cost.flops = per_out * outs + (c.op.has_input(2) ? outs : 0);
-  cost.grad_flops = {c.input_requires_grad(0) ? per_out * outs : 0, c.input_requires_grad(1) ? per_out * outs : 0,
-                     c.input_requires_grad(2) ? outs : 0};
-  cost.bytes = IoBytes(c);
-  SetOneDnnWorkspace(c, &cost);
-  return cost;
+// A conv2d's output element is a dot product of w.shape[1]*kh*kw inputs with the weight; a
+// transposed convolution's input element scatters into w.shape[1]*kh*kw outputs (its weight is
+// [in, out/groups, kh, kw]). The gradients cost the same again each.
+CostFn ConvCost(bool transposed) {
+  return [transposed](const CostContext& c) {
+    const TensorType& w = c.op.input(1);
+    const double per = 2.0 * static_cast<double>(w.shape[1] * w.shape[2] * w.shape[3]);
+    const double outs = static_cast<double>(c.outputs[0].NumElements());
+    const double macs = per * (transposed ? static_cast<double>(c.op.input(0).NumElements()) : outs);
+    OpCost cost;
+    cost.flops = macs + (c.op.has_input(2) ? outs : 0);
+    cost.grad_flops = {c.input_requires_grad(0) ? macs : 0, c.input_requires_grad(1) ? macs : 0,
+                       c.input_requires_grad(2) ? outs : 0};
+    cost.bytes = IoBytes(c);
+    SetOneDnnWorkspace(c, &cost, transposed);
+    return cost;
+  };
 }
 
 // The input is kept for the weight's gradient and the weight for the input's.
@@ -210,21 +238,6 @@ SavedSpec Conv2dSaved(const CostContext& c) {
   if (c.input_requires_grad(1)) s.inputs.push_back(0);
   if (c.input_requires_grad(0)) s.inputs.push_back(1);
   return s;
-}
-
-// Each input element scatters into (o/groups)*i*j outputs with a multiply-add.
-OpCost ConvTranspose2dCost(const CostContext& c) {
-  const TensorType& w = c.op.input(1);
-  const double per_in = 2.0 * static_cast<double>(w.shape[1] * w.shape[2] * w.shape[3]);
-  const double ins = static_cast<double>(c.op.input(0).NumElements());
-  const double outs = static_cast<double>(c.outputs[0].NumElements());
-  OpCost cost;
-  cost.flops = per_in * ins + (c.op.has_input(2) ? outs : 0);
-  cost.grad_flops = {c.input_requires_grad(0) ? per_in * ins : 0, c.input_requires_grad(1) ? per_in * ins : 0,
-                     c.input_requires_grad(2) ? outs : 0};
-  cost.bytes = IoBytes(c);
-  SetOneDnnWorkspace(c, &cost);
-  return cost;
 }
 
 OpCost UpsampleCost(const CostContext& c) {
@@ -324,12 +337,12 @@ void RegisterConvOps(OpRegistry& r) {
   (void)r.Register({"conv2d", "2-D convolution (NCHW)", {{"x"}, {"weight"}, {"bias", true}}, false,
                     {{"stride", AttrKind::kInts}, {"padding", AttrKind::kInts}, {"dilation", AttrKind::kInts},
                      {"groups", AttrKind::kInt}},
-                    {}, InferConv2d, Conv2dCost, Conv2dSaved, {}, Conv2dSharding});
+                    {}, InferConv2d, ConvCost(false), Conv2dSaved, {}, Conv2dSharding});
   (void)r.Register({"conv_transpose2d", "2-D transposed convolution (NCHW; weight [in, out/groups, kh, kw])",
                     {{"x"}, {"weight"}, {"bias", true}}, false,
                     {{"stride", AttrKind::kInts}, {"padding", AttrKind::kInts}, {"output_padding", AttrKind::kInts},
                      {"dilation", AttrKind::kInts}, {"groups", AttrKind::kInt}},
-                    {}, InferConvTranspose2d, ConvTranspose2dCost, Conv2dSaved, {}, ConvTranspose2dSharding});
+                    {}, InferConvTranspose2d, ConvCost(true), Conv2dSaved, {}, ConvTranspose2dSharding});
   // The backward needs only sizes: nothing is kept.
   (void)r.Register({"upsample", "resize the spatial dims to output_size, mode nearest | bilinear", {{"x"}}, false,
                     {{"output_size", AttrKind::kInts, true}, {"mode", AttrKind::kString},

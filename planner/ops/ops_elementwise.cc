@@ -1,6 +1,8 @@
 // Elementwise ops: activations (and GLU's gate), unary math, binary arithmetic (tensor or
 // scalar operand), minimum/maximum, comparisons and logical ops, masked_fill, where,
 // triu/tril, dtype conversions, dropout.
+#include <algorithm>
+
 #include "planner/ops/registry.h"
 #include "planner/ops/shape_util.h"
 #include "planner/util/status_macros.h"
@@ -190,6 +192,41 @@ absl::StatusOr<Types> InferPow(const OpContext& ctx) {
 
 // ---- saved tensors ----
 
+// mul: the gradient of a broadcast operand (a per-edge or per-channel scale) is grad * other
+// at the output's size, summed down to the operand's: that product is a temporary.
+OpCost MulCost(const CostContext& c) {
+  OpCost cost = ElementwiseCost(1, 1)(c);
+  for (int i = 0; i < 2 && c.op.has_input(1); ++i) {
+    if (c.input_requires_grad(i) && c.op.input(i).NumElements() < c.outputs[0].NumElements()) {
+      cost.grad_workspace_bytes = std::max(cost.grad_workspace_bytes, c.outputs[0].NumBytes());
+    }
+  }
+  return cost;
+}
+
+// div: b's gradient is -grad * ((a / b) / b), at the output's size (summed down when b is
+// broadcast): two quotients are temporaries beside it, and for a broadcast b the full-size
+// product before the sum (measured with MAPD_ALLOC_TRACE).
+OpCost DivCost(const CostContext& c) {
+  OpCost cost = ElementwiseCost(1, 2)(c);
+  if (c.op.has_input(1) && c.input_requires_grad(1)) {
+    const bool broadcast = c.op.input(1).NumElements() < c.outputs[0].NumElements();
+    cost.grad_workspace_bytes = (broadcast ? 3 : 2) * c.outputs[0].NumBytes();
+  }
+  return cost;
+}
+
+// pow(x, number): the gradient is grad * (number * x.pow(number - 1)): the power and its
+// product with the number are temporaries beside it (measured with MAPD_ALLOC_TRACE).
+OpCost PowCost(const CostContext& c) {
+  OpCost cost = ElementwiseCost(1, 3)(c);
+  auto reverse = c.op.Bool("reverse", false);
+  if (!c.op.has_input(1) && !(reverse.ok() && *reverse) && c.input_requires_grad(0)) {
+    cost.grad_workspace_bytes = 2 * c.op.input(0).NumBytes();
+  }
+  return cost;
+}
+
 // mul: each tensor operand is kept for the other's gradient; a scalar factor keeps nothing.
 SavedSpec MulSaved(const CostContext& c) {
   SavedSpec s;
@@ -249,6 +286,12 @@ absl::StatusOr<ShardingRule> TriangleSharding(const CostContext& c) {
   r.unsplittable = r.inputs[0].substr(rank - 2);
   MAPD_RETURN_IF_ERROR(pool.status());
   return r;
+}
+
+OpCost MinMaxCost(const CostContext& c) {
+  OpCost cost = ElementwiseCost(1, 2)(c);
+  if (c.any_requires_grad()) cost.grad_workspace_bytes = c.outputs[0].NumBytes() + 2 * c.outputs[0].NumElements();
+  return cost;
 }
 
 // glu: the halved dimension is unsplittable (a device would need both halves' rows).
@@ -312,11 +355,12 @@ void RegisterElementwiseOps(OpRegistry& r) {
                     ElementwiseCost(4, 4), Saves({0}, {}), {}, bc});
   (void)r.Register({"glu", "gated linear unit: a * sigmoid(b) for x's halves a, b along dim", {{"x"}}, false,
                     {{"dim", AttrKind::kInt}}, {}, InferGlu, ElementwiseCost(5, 6), Saves({0}, {}), {}, GluSharding});
-  // Both operands are kept: the gradient goes to the larger (smaller) one, halved on ties.
+  // Both operands are kept: the gradient goes to the larger (smaller) one, halved on ties — as
+  // where(a == b, grad / 2, grad).masked_fill_(a < b, 0): grad / 2 and two bool masks are
+  // temporaries beside each gradient (measured with MAPD_ALLOC_TRACE).
   for (const char* op : {"minimum", "maximum"}) {
     (void)r.Register({op, std::string("elementwise ") + (op[1] == 'i' ? "smaller" : "larger") + " of a and b",
-                      {{"a"}, {"b"}}, false, {}, ew, InferTensorPair, ElementwiseCost(1, 2), Saves({0, 1}, {}), {},
-                      bc});
+                      {{"a"}, {"b"}}, false, {}, ew, InferTensorPair, MinMaxCost, Saves({0, 1}, {}), {}, bc});
   }
   for (const char* op : {"logical_and", "logical_or", "logical_xor"}) {
     (void)r.Register({op, "elementwise logic giving bool (nonzero is true)", {{"a"}, {"b"}}, false, {}, ew,
@@ -343,13 +387,13 @@ void RegisterElementwiseOps(OpRegistry& r) {
                     ElementwiseCost(1, 1), SavesNothing(), {}, bc});
   (void)r.Register({"mul", "a * b", {{"a"}, {"b", true}}, false,
                     {{"scalar", AttrKind::kNumber}, {"reverse", AttrKind::kBool}}, ew, BinaryInfer(false),
-                    ElementwiseCost(1, 1), MulSaved, {}, bc});
+                    MulCost, MulSaved, {}, bc});
   (void)r.Register({"div", "a / b (true division unless rounding_mode)", {{"a"}, {"b", true}}, false,
                     {{"scalar", AttrKind::kNumber}, {"reverse", AttrKind::kBool}, {"rounding_mode", AttrKind::kString}},
-                    ew, BinaryInfer(true), ElementwiseCost(1, 2), DivSaved, {}, bc});
+                    ew, BinaryInfer(true), DivCost, DivSaved, {}, bc});
   (void)r.Register({"pow", "a ** b (b a tensor or attribute 'scalar')", {{"a"}, {"b", true}}, false,
                     {{"scalar", AttrKind::kNumber}, {"reverse", AttrKind::kBool}}, ew, InferPow,
-                    ElementwiseCost(1, 3), PowSaved, {}, bc});
+                    PowCost, PowSaved, {}, bc});
   for (const char* cmp : {"eq", "ne", "lt", "gt", "le", "ge"}) {
     (void)r.Register({cmp, "elementwise comparison giving bool", {{"a"}, {"b", true}}, false,
                       {{"scalar", AttrKind::kNumber}}, ew, InferCompare, ElementwiseCost(1, 0), SavesNothing(), {},

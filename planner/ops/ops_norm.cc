@@ -199,12 +199,13 @@ absl::StatusOr<ShardingRule> TrailingNormSharding(const CostContext& c) {
   return r;
 }
 
-// batch_norm: x[n, c, spatial...]; weight, bias and running statistics [c]. Channels split.
-// In training the statistics are reduced over n and the spatial dimensions, so those are
-// unsplittable (a split batch needs SyncBatchNorm, whose all-reduce of the statistics the
-// runtime does not have yet); in eval mode the op is elementwise per channel and every
-// dimension splits.
-absl::StatusOr<ShardingRule> BatchNormSharding(const CostContext& c) {
+// batch_norm and group_norm: x[n, c, spatial...]; weight, bias and running statistics [c].
+// batch_norm: channels split. In training the statistics are reduced over n and the spatial
+// dimensions, so those are unsplittable (a split batch needs SyncBatchNorm, whose all-reduce of
+// the statistics the runtime does not have yet); in eval mode the op is elementwise per channel
+// and every dimension splits. group_norm: the batch splits; the channels (grouped for the
+// statistics) and the spatial dimensions are unsplittable.
+absl::StatusOr<ShardingRule> ChannelNormSharding(const CostContext& c) {
   ShardingRule r = EmptyRule(c);
   LabelPool pool("nc");
   const std::string spatial = pool.Fresh(c.op.input(0).rank() - 2);
@@ -214,24 +215,12 @@ absl::StatusOr<ShardingRule> BatchNormSharding(const CostContext& c) {
   }
   r.outputs[0] = r.inputs[0];
   for (size_t o = 1; o < r.outputs.size(); ++o) r.outputs[o] = "c";  // new running mean and variance
-  auto training = c.op.Bool("training");
-  if (!training.ok() || *training) r.unsplittable = "n" + spatial;
-  MAPD_RETURN_IF_ERROR(pool.status());
-  return r;
-}
-
-// group_norm: the batch splits; the channels (grouped for the statistics) and the spatial
-// dimensions are unsplittable.
-absl::StatusOr<ShardingRule> GroupNormSharding(const CostContext& c) {
-  ShardingRule r = EmptyRule(c);
-  LabelPool pool("nc");
-  const std::string spatial = pool.Fresh(c.op.input(0).rank() - 2);
-  r.inputs[0] = "nc" + spatial;
-  for (int i = 1; i < c.op.num_inputs(); ++i) {
-    if (c.op.has_input(i)) r.inputs[i] = "c";
+  if (c.op.op() == "group_norm") {
+    r.unsplittable = "c" + spatial;
+  } else {
+    auto training = c.op.Bool("training");
+    if (!training.ok() || *training) r.unsplittable = "n" + spatial;
   }
-  r.outputs[0] = r.inputs[0];
-  r.unsplittable = "c" + spatial;
   MAPD_RETURN_IF_ERROR(pool.status());
   return r;
 }
@@ -266,11 +255,11 @@ void RegisterNormOps(OpRegistry& r) {
                     {{"x"}, {"weight", true}, {"bias", true}, {"running_mean", true}, {"running_var", true}},
                     false,
                     {{"training", AttrKind::kBool, true}, {"momentum", AttrKind::kFloat}, {"eps", AttrKind::kFloat}},
-                    {}, InferBatchNorm, BatchNormCost, BatchNormSaved, {}, BatchNormSharding});
+                    {}, InferBatchNorm, BatchNormCost, BatchNormSaved, {}, ChannelNormSharding});
   (void)r.Register({"group_norm", "normalise each sample over groups of num_groups channels (and the spatial dims)",
                     {{"x"}, {"weight", true}, {"bias", true}}, false,
                     {{"num_groups", AttrKind::kInt, true}, {"eps", AttrKind::kFloat}}, {}, InferGroupNorm,
-                    ElementwiseCost(8, 10), GroupNormSaved, {}, GroupNormSharding});
+                    ElementwiseCost(8, 10), GroupNormSaved, {}, ChannelNormSharding});
   (void)r.Register({"softmax", "softmax along dim", {{"x"}}, false,
                     {{"dim", AttrKind::kInt, true}, {"dtype", AttrKind::kString}}, {}, InferSoftmax,
                     ElementwiseCost(5, 4), Saves({}, {0}), {}, SoftmaxSharding});

@@ -143,6 +143,14 @@ ShardingFn ReduceSharding(bool linear) {
   };
 }
 
+// cumsum's backward is flip(cumsum(flip(grad))): the flipped gradient and its cumsum beside the
+// result (measured with MAPD_ALLOC_TRACE).
+OpCost CumsumCost(const CostContext& c) {
+  OpCost cost = ElementwiseCost(1, 1)(c);
+  if (c.any_requires_grad()) cost.grad_workspace_bytes = 2 * c.outputs[0].NumBytes();
+  return cost;
+}
+
 // topk, sort and cumsum: dim is unsplittable (its elements are compared or summed across it);
 // every other dimension splits, values and indices alike.
 absl::StatusOr<ShardingRule> AlongDimSharding(const CostContext& c) {
@@ -192,7 +200,7 @@ void RegisterReduceOps(OpRegistry& r) {
                     InferSelection, ReduceCost(), Saves({}, {1}), {}, AlongDimSharding});
   (void)r.Register({"cumsum", "running sum along dim", {{"x"}}, false,
                     {{"dim", AttrKind::kInt, true}, {"dtype", AttrKind::kString}}, {}, InferCumsum,
-                    ElementwiseCost(1, 1), SavesNothing(), {}, AlongDimSharding});
+                    CumsumCost, SavesNothing(), {}, AlongDimSharding});
 }
 
 }  // namespace mapd

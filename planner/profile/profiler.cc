@@ -402,7 +402,8 @@ void Simulator::Backward() {
     for (const auto& o : node.outputs()) has_out_grad |= values_.at(o).grad >= 0;
     if (needs_backward_[n] && has_out_grad) {
       const OpDef* def = reg_.Find(node.op());
-      const bool alias_grad = def->traits.view && !GradIsNewTensor(node.op());
+      // sum's backward expands the output's gradient: a view of it, no new memory.
+      const bool alias_grad = (def->traits.view && !GradIsNewTensor(node.op())) || node.op() == "sum";
       std::unordered_set<std::string> done;
       for (const auto& in : node.inputs()) {
         if (in.empty() || !done.insert(in).second) continue;

@@ -141,6 +141,9 @@ def test_traced_models_go_through_the_same_path(models):
         ("topk_moe_trace_train.pt", ["--input", "x:f32[8,16,8]", "--strategy", "tp"]),  # topk, scatter, one_hot
         ("message_passing_trace_train.pt", ["--input", "x:f32[12,8]", "--input", "edge_index:i64[2,30]",
                                             "--strategy", "tp"]),  # gather, index_add, scatter_add
+        ("torch_layers_trace_train.pt", ["--input", "src:f32[8,12,16]", "--input", "tgt:f32[8,10,16]",
+                                         "--mesh", "2x2"]),  # nn.TransformerEncoder/Decoder, MultiheadAttention
+        ("signal_ops_script.pt", ["--input", "x:f32[8,2,16]", "--strategy", "dp"]),  # scripted 1-D ops
     ]
     for name, flags in cases:
         r = _json_run(str(out / name), *flags, "--ranks", "4", *TRAIN[:2], "--optimizer", "momentum", "--lr", "0.01",

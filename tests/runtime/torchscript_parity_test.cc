@@ -161,7 +161,9 @@ INSTANTIATE_TEST_SUITE_P(Models, TorchScriptParityTest,
                                            ParityCase{"audio_encoder_trace_train.pt"},  // conv1d, group norm
                                            ParityCase{"diffusion_unet_trace_train.pt"},  // transposed conv, resizing
                                            ParityCase{"topk_moe_trace_train.pt"},  // topk, scatter, one_hot
-                                           ParityCase{"message_passing_trace_train.pt"}),  // gather, index_add
+                                           ParityCase{"message_passing_trace_train.pt"},  // gather, index_add
+                                           ParityCase{"torch_layers_trace_train.pt"},  // nn.Transformer{En,De}coder, MHA
+                                           ParityCase{"signal_ops_script.pt"}),  // scripted: conv1d, sort, unbind, ...
                          [](const ::testing::TestParamInfo<ParityCase>& info) {
                            return info.param.file.substr(0, info.param.file.find('.'));
                          });

@@ -198,6 +198,14 @@ def main(argv):
         ["x", "edge_index"], "train")
 
     torch.manual_seed(0)
+    add("torch_layers_trace_train.pt", misc.TorchLayers(), [torch.randn(BATCH, 12, 16, generator=gen),
+                                                            torch.randn(BATCH, 10, 16, generator=gen)],
+        ["src", "tgt"], "train")
+    torch.manual_seed(0)
+    add("signal_ops_script.pt", misc.SignalOps(), [torch.randn(BATCH, 2, 16, generator=gen)], ["x"], "train",
+        script=True)
+
+    torch.manual_seed(0)
     spec = {"inputs": [{"name": "x", "dtype": "float32", "shape": [4, 8]}]}
     add("mlp_script.pt", misc.ScriptMLP(), [mlp_x], ["x"], "eval", script=True,
         extra_files={"mapd_inputs.json": json.dumps(spec)})

@@ -5,6 +5,7 @@ from typing import List
 
 import torch
 import torch.nn as nn
+import torch.nn.functional as F
 
 
 class ScriptMLP(nn.Module):
@@ -357,6 +358,63 @@ class VAE(nn.Module):
         reconstruction = ((recon - x) ** 2).sum(1).mean()
         kl = (-0.5 * (1 + logvar - mu.pow(2) - logvar.exp()).sum(1)).mean()
         return reconstruction + kl
+
+
+class TorchLayers(nn.Module):
+    """PyTorch's own sequence layers as a user composes them: an nn.TransformerEncoder of two
+    post-norm layers over the source, an nn.TransformerDecoder of two pre-norm layers over the
+    target with the causal mask nn.Transformer.generate_square_subsequent_mask makes (-inf
+    above the diagonal, folded at import) and cross-attention to the encoder's memory, then an
+    nn.MultiheadAttention (batch-first, its averaged attention weights returned too) pooling the
+    decoder's output with a learned query; a linear head on the pooled vector plus the mean
+    attention weight."""
+
+    def __init__(self, dim=16, heads=2, classes=10):
+        super().__init__()
+        enc = nn.TransformerEncoderLayer(dim, heads, 2 * dim, dropout=0.1, batch_first=True)
+        self.encoder = nn.TransformerEncoder(enc, num_layers=2, enable_nested_tensor=False)
+        dec = nn.TransformerDecoderLayer(dim, heads, 2 * dim, dropout=0.1, batch_first=True, norm_first=True)
+        self.decoder = nn.TransformerDecoder(dec, num_layers=2, norm=nn.LayerNorm(dim))
+        self.query = nn.Parameter(torch.randn(1, 1, dim))
+        self.pool = nn.MultiheadAttention(dim, heads, batch_first=True)
+        self.head = nn.Linear(dim, classes)
+
+    def forward(self, src, tgt):
+        memory = self.encoder(src)
+        mask = nn.Transformer.generate_square_subsequent_mask(tgt.size(1))
+        out = self.decoder(tgt, memory, tgt_mask=mask)
+        pooled, weights = self.pool(self.query.expand(out.size(0), -1, -1), out, out)
+        return self.head(pooled.squeeze(1)) + weights.mean()
+
+
+class SignalOps(nn.Module):
+    """A scripted 1-D signal model that reaches the aten ops the traced models do not:
+    torch.jit.script keeps conv1d / conv_transpose1d / instance_norm / avg_pool1d /
+    adaptive_avg_pool1d as such (a trace makes _convolution), and the activations and
+    selections are called as PyTorch's functional API spells them — elu, selu, celu,
+    softplus, glu, minimum/maximum, a min over a dim with its indices, sort, cumsum, flip,
+    unbind, argmin, logical ops on masks."""
+
+    def __init__(self, channels: int = 4, classes: int = 5):
+        super().__init__()
+        self.conv = nn.Conv1d(2, 2 * channels, 3, padding=1)
+        self.norm = nn.InstanceNorm1d(channels, affine=True)
+        self.up = nn.ConvTranspose1d(channels, channels, 4, stride=2, padding=1)
+        self.head = nn.Linear(3 * channels, classes)
+
+    def forward(self, x):
+        h = F.glu(self.conv(x), dim=1)                      # [B, C, L]
+        h = F.elu(self.norm(h), alpha=0.5)
+        h = F.selu(self.up(h)) + F.celu(h.repeat_interleave(2, dim=2), alpha=2.0)  # [B, C, 2L]
+        h = F.avg_pool1d(F.softplus(h, beta=2.0), 2)        # [B, C, L]
+        lo, idx = torch.min(h, dim=2, keepdim=True)
+        s, _ = torch.sort(h, dim=2, descending=True)
+        c = torch.cumsum(torch.flip(s, [2]), dim=2) / h.size(2)
+        mask = torch.logical_and(h > lo, ~(h > c)) | (idx.float() < 1.0)
+        h = torch.where(mask, torch.maximum(h, c), torch.minimum(h, lo))
+        parts = torch.unbind(F.adaptive_avg_pool1d(h, 3), dim=2)
+        feat = torch.cat([p for p in parts], dim=1)
+        return self.head(feat) + torch.argmin(feat, dim=1, keepdim=True).float()
 
 
 class Unsupported(nn.Module):
