@@ -4,6 +4,31 @@
 
 namespace mapd {
 
+namespace {
+
+// A tensor made from attributes (zeros_like(x), torch.zeros(B, ...), randn_like) that a batched
+// node reads with the batch label carries the batch too: its dimension there is batch-sized,
+// and a micro-batch (or a data-parallel device) makes its share of it.
+void MarkBatchedCreations(const Graph& graph, const std::vector<std::unique_ptr<PreparedNode>>& prepared,
+                          const v1::Node& node, const ShardingRule& rule, char label, BatchInfo* info) {
+  for (int i = 0; i < node.inputs_size() && i < static_cast<int>(rule.inputs.size()); ++i) {
+    const std::string& in = node.inputs(i);
+    if (in.empty() || info->value_dim.count(in)) continue;
+    const ValueInfo* v = graph.FindValue(in);
+    if (v == nullptr || v->def != ValueDef::kNode) continue;
+    const PreparedNode& producer = *prepared[v->index];
+    if (!producer.def->traits.creation || !producer.def->sharding) continue;
+    const size_t d = rule.inputs[i].find(label);
+    if (d == std::string::npos || v->type.shape[d] != info->batch) continue;
+    auto made = producer.def->sharding(producer.ctx());
+    if (!made.ok() || made->outputs.empty() || d >= made->outputs[0].size()) continue;
+    info->value_dim[in] = static_cast<int>(d);
+    info->label[v->index] = made->outputs[0][d];
+  }
+}
+
+}  // namespace
+
 absl::StatusOr<BatchInfo> FindBatch(const Graph& graph, const std::vector<std::unique_ptr<PreparedNode>>& prepared) {
   BatchInfo info;
   info.label.assign(graph.num_nodes(), 0);
@@ -33,6 +58,7 @@ absl::StatusOr<BatchInfo> FindBatch(const Graph& graph, const std::vector<std::u
         const size_t d = rule->outputs[o].find(label);
         if (d != std::string::npos) batch_dim[node.outputs(o)] = static_cast<int>(d);
       }
+      MarkBatchedCreations(graph, prepared, node, *rule, label, &info);
     }
   }
   return info;

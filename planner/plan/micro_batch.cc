@@ -96,10 +96,14 @@ absl::StatusOr<Graph> MicroBatchGraph(const Graph& graph, int64_t micro_batches)
     if (auto st = divide(v.name(), v.mutable_type()); !st.ok()) return st;
     typed[v.name()] = &v.type();
   }
-  // View targets: the divided output shape (as the lowering makes them local).
+  // View targets and the shapes of batch-sized creations (zeros_like(x)): the divided output
+  // shape (as the lowering makes them local).
   for (auto& node : *p.mutable_nodes()) {
     const OpDef* def = OpRegistry::Global().Find(node.op());
-    if (def == nullptr || !def->traits.view || !node.attrs().count("shape") || node.outputs_size() == 0) continue;
+    if (def == nullptr || !(def->traits.view || def->traits.creation) || !node.attrs().count("shape") ||
+        node.outputs_size() == 0) {
+      continue;
+    }
     if (!dims.count(node.outputs(0))) continue;
     auto t = typed.find(node.outputs(0));
     if (t == typed.end()) continue;

@@ -139,6 +139,7 @@ def test_traced_models_go_through_the_same_path(models):
         ("audio_encoder_trace_train.pt", ["--input", "x:f32[8,1,410]", "--strategy", "dp"]),  # conv1d, group norm
         ("diffusion_unet_trace_train.pt", ["--input", "x:f32[8,3,16,16]", "--input", "t:f32[8]"]),  # conv_transpose2d
         ("topk_moe_trace_train.pt", ["--input", "x:f32[8,16,8]", "--strategy", "tp"]),  # topk, scatter, one_hot
+        ("topk_moe_trace_train.pt", ["--input", "x:f32[8,16,8]", "--strategy", "dp", "--micro-batches", "2"]),
         ("message_passing_trace_train.pt", ["--input", "x:f32[12,8]", "--input", "edge_index:i64[2,30]",
                                             "--strategy", "tp"]),  # gather, index_add, scatter_add
         ("torch_layers_trace_train.pt", ["--input", "src:f32[8,12,16]", "--input", "tgt:f32[8,10,16]",

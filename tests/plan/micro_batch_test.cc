@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include "planner/graph/builder.h"
 #include "planner/graph/verifier.h"
 #include "planner/plan/cost_graph.h"
 #include "planner/plan/planner.h"
@@ -49,6 +50,29 @@ TEST(MicroBatch, TheMicroBatchGraphIsTheModelAtASmallerBatch) {
   ASSERT_TRUE(a.ok() && b.ok());
   EXPECT_EQ(a->predicted_peak_bytes, b->predicted_peak_bytes);
   EXPECT_EQ(a->parameter_bytes, b->parameter_bytes);
+}
+
+// A tensor made from attributes at the batch's size (MoE routing's zeros_like(logits).scatter)
+// carries the batch: its shape is divided with the rest.
+TEST(MicroBatch, BatchSizedCreationsAreDivided) {
+  GraphBuilder b("routing");
+  v1::InitRule init;
+  init.set_kind(v1::InitRule::NORMAL);
+  const std::string x = b.Input("x", {v1::FLOAT32, {8, 16, 8}});
+  const std::string w = b.Param("router.weight", {v1::FLOAT32, {4, 8}}, init);
+  const std::string logits = b.Node("linear", {x, w}, {})[0];
+  const std::vector<std::string> top = b.Node("topk", {logits}, Attrs().Int("k", 2).Int("dim", -1));
+  const std::string zeros = b.Node("zeros", {}, Attrs().Ints("shape", {8, 16, 4}))[0];
+  const std::string combine = b.Node("scatter", {zeros, top[1], top[0]}, Attrs().Int("dim", -1))[0];
+  b.Output(b.Node("mean", {b.Node("mul", {logits, combine}, {})[0]}, {})[0]);
+  auto proto = b.Build();
+  ASSERT_TRUE(proto.ok()) << proto.status();
+  auto g = MakeVerifiedGraph(*proto);
+  ASSERT_TRUE(g.ok()) << g.status();
+  auto micro = MicroBatchGraph(*g, 4);
+  ASSERT_TRUE(micro.ok()) << micro.status();
+  EXPECT_EQ(micro->TypeOf(zeros).ToString(), "f32[2,16,4]");
+  EXPECT_EQ(micro->TypeOf(combine).ToString(), "f32[2,16,4]");
 }
 
 TEST(MicroBatch, CountsThatDoNotDivideAndBatchNormsAreRefused) {
