@@ -204,8 +204,34 @@ def retry_larger(args, name, outdir, res):
     return True
 
 
+def fp32_step_error(name, batch, resolution, lr=0.01):
+    """How far PyTorch's own one-process fp32 SGD step is from its float64 step from the same
+    weights and input, by the ranks check's measure: the largest difference of a parameter after
+    the step over its largest value, the worst parameter — leaving out parameters whose float64
+    gradient is under 1e-6 of the model's largest (mathematically zero: a bias a batch norm
+    cancels, where both dtypes only add noise). How ill-conditioned the step is in fp32: two fp32
+    computations that sum in other orders can differ by up to this much."""
+    torch.manual_seed(0)
+    x = torch.randn(batch, 3, resolution, resolution)
+    y = torch.randint(0, 10, (batch,))
+    steps = []
+    for dtype in (torch.float32, torch.float64):
+        model = build(name).to(dtype).train()
+        torch.nn.functional.cross_entropy(model(x.to(dtype)), y).backward()
+        with torch.no_grad():
+            steps.append({n: ((p - lr * p.grad).double(), p.grad.double())
+                          for n, p in model.named_parameters() if p.grad is not None})
+        del model
+    s32, s64 = steps
+    largest = max(g.abs().max().item() for _, g in s64.values())
+    return max(((s32[n][0] - p).abs().max() / p.abs().max()).item()
+               for n, (p, g) in s64.items() if g.abs().max().item() >= 1e-6 * largest)
+
+
 def retry_float64(args, name, outdir, res):
-    """The 4-rank check again with the model and its input in float64."""
+    """The 4-rank check again with the model and its input in float64, and how far PyTorch's
+    own fp32 step is from its float64 step (recorded in the JSON)."""
+    res["fp32_step_error"] = fp32_step_error(name, args.batch, res["resolution"])
     model = build(name).double()
     path, _, _ = trace(name, model, args.batch, outdir, torch.float64)
     del model
@@ -229,8 +255,8 @@ def markdown(results, args):
             if "retry_resolution" in r:
                 ranks += f" (at {r['retry_resolution']}²: over 1e-4 at {r['resolution']}²)"
         elif "float64_parameter_difference" in r:
-            ranks = (f"fp32 over 1e-4 (see notes); float64: loss {r['float64_loss_difference']:.1e}, "
-                     f"params {r['float64_parameter_difference']:.1e}")
+            ranks = (f"fp32 over 1e-4 (see notes); "
+                     f"float64: loss {r['float64_loss_difference']:.1e}, params {r['float64_parameter_difference']:.1e}")
         notes = r.get("failure", r.get("ranks_skipped", r.get("plan", "")))
         params = f"{r['params'] / 1e6:.1f}M" if "params" in r else ""
         image = f"{r['resolution']}²" if "resolution" in r else ""

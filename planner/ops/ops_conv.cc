@@ -283,42 +283,29 @@ SavedSpec MaxPoolSaved(const CostContext& c) {
 // groups — EfficientNet's depthwise convs on ranks), so both channel dimensions are
 // unsplittable and a grouped conv splits over the batch only. Spatial dimensions are
 // unsplittable: a window straddles a split (a halo exchange would be needed).
-absl::StatusOr<ShardingRule> Conv2dSharding(const CostContext& c) {
-  ShardingRule r = EmptyRule(c);
-  const bool batched = c.op.input(0).rank() == 4;
-  auto groups = c.op.Int("groups", 1);
-  const bool grouped = !groups.ok() || *groups != 1;
-  const std::string n = batched ? "n" : "";
-  r.inputs[0] = n + "chw";
-  r.inputs[1] = grouped ? "odij" : "ocij";
-  r.outputs[0] = n + "oyx";
-  r.unsplittable = grouped ? "hwijyxcdo" : "hwijyx";
-  if (!grouped) r.linear_reduced = "c";
-  if (c.op.has_input(2)) {
-    r.inputs[2] = "o";
-    if (!grouped) r.addends = {2};
-  }
-  return r;
-}
-
-// conv_transpose2d: x[n, c, h, w], weight[c, o, i, j] (o per group), bias[o]: as conv2d with
-// the weight's channel dimensions the other way round.
-absl::StatusOr<ShardingRule> ConvTranspose2dSharding(const CostContext& c) {
-  ShardingRule r = EmptyRule(c);
-  const bool batched = c.op.input(0).rank() == 4;
-  auto groups = c.op.Int("groups", 1);
-  const bool grouped = !groups.ok() || *groups != 1;
-  const std::string n = batched ? "n" : "";
-  r.inputs[0] = n + "chw";
-  r.inputs[1] = "coij";
-  r.outputs[0] = n + (grouped ? "dyx" : "oyx");
-  r.unsplittable = grouped ? "hwijyxcdo" : "hwijyx";
-  if (!grouped) r.linear_reduced = "c";
-  if (c.op.has_input(2)) {
-    r.inputs[2] = grouped ? "d" : "o";
-    if (!grouped) r.addends = {2};
-  }
-  return r;
+//
+// conv_transpose2d: x[n, c, h, w], weight[c, o, i, j] (o per group), bias[o]: the same with the
+// weight's channel dimensions the other way round (grouped: its o is a group's share, d the
+// output's channels).
+ShardingFn ConvSharding(bool transposed) {
+  return [transposed](const CostContext& c) -> absl::StatusOr<ShardingRule> {
+    ShardingRule r = EmptyRule(c);
+    const bool batched = c.op.input(0).rank() == 4;
+    auto groups = c.op.Int("groups", 1);
+    const bool grouped = !groups.ok() || *groups != 1;
+    const std::string n = batched ? "n" : "";
+    const char out_channels = transposed && grouped ? 'd' : 'o';
+    r.inputs[0] = n + "chw";
+    r.inputs[1] = transposed ? "coij" : (grouped ? "odij" : "ocij");
+    r.outputs[0] = n + out_channels + "yx";
+    r.unsplittable = grouped ? "hwijyxcdo" : "hwijyx";
+    if (!grouped) r.linear_reduced = "c";
+    if (c.op.has_input(2)) {
+      r.inputs[2] = std::string(1, out_channels);
+      if (!grouped) r.addends = {2};
+    }
+    return r;
+  };
 }
 
 // Pooling: batch and channels split; the pooled spatial dimensions are unsplittable.
@@ -337,12 +324,12 @@ void RegisterConvOps(OpRegistry& r) {
   (void)r.Register({"conv2d", "2-D convolution (NCHW)", {{"x"}, {"weight"}, {"bias", true}}, false,
                     {{"stride", AttrKind::kInts}, {"padding", AttrKind::kInts}, {"dilation", AttrKind::kInts},
                      {"groups", AttrKind::kInt}},
-                    {}, InferConv2d, ConvCost(false), Conv2dSaved, {}, Conv2dSharding});
+                    {}, InferConv2d, ConvCost(false), Conv2dSaved, {}, ConvSharding(false)});
   (void)r.Register({"conv_transpose2d", "2-D transposed convolution (NCHW; weight [in, out/groups, kh, kw])",
                     {{"x"}, {"weight"}, {"bias", true}}, false,
                     {{"stride", AttrKind::kInts}, {"padding", AttrKind::kInts}, {"output_padding", AttrKind::kInts},
                      {"dilation", AttrKind::kInts}, {"groups", AttrKind::kInt}},
-                    {}, InferConvTranspose2d, ConvCost(true), Conv2dSaved, {}, ConvTranspose2dSharding});
+                    {}, InferConvTranspose2d, ConvCost(true), Conv2dSaved, {}, ConvSharding(true)});
   // The backward needs only sizes: nothing is kept.
   (void)r.Register({"upsample", "resize the spatial dims to output_size, mode nearest | bilinear", {{"x"}}, false,
                     {{"output_size", AttrKind::kInts, true}, {"mode", AttrKind::kString},
