@@ -383,19 +383,19 @@ Result Softplus(Importer& im, Node* n, const Args& a) {
   return One(im.Emit1(n, "softplus", {x}, Attrs().Float("beta", beta).Float("threshold", threshold)));
 }
 
-// bitwise_and/or/xor/not (and Python's &, |, ^, ~ on tensors) of bool masks are the logical
-// ops; on integers they are bit operations, which are refused by name.
-Handler Logical(const std::string& op, int num_tensors) {
-  return [op, num_tensors](Importer& im, Node* n, const Args& a) -> Result {
+// logical_and/or/xor/not of any tensors; bitwise_and/or/xor/not (and Python's &, |, ^, ~ on
+// tensors) are the same op for bool masks (`masks_only`); on integers they are bit operations,
+// which are refused by name.
+Handler Logical(const std::string& registry_op, int num_tensors, bool masks_only) {
+  return [registry_op, num_tensors, masks_only](Importer& im, Node* n, const Args& a) -> Result {
     std::vector<std::string> ins;
     for (int i = 0; i < num_tensors; ++i) {
       MAPD_ASSIGN_OR_RETURN(std::string t, im.TensorArg(n, a, i));
-      if (im.builder().TypeOf(t)->dtype != v1::BOOL && op.rfind("logical_", 0) != 0) {
+      if (masks_only && im.builder().TypeOf(t)->dtype != v1::BOOL) {
         return im.Error(n, "bit operations on integer tensors are not supported (bool masks are)");
       }
       ins.push_back(t);
     }
-    const std::string registry_op = op.rfind("logical_", 0) == 0 ? op : "logical_" + op;
     return One(im.Emit1(n, registry_op, ins, Attrs()));
   };
 }
@@ -1107,13 +1107,12 @@ const std::map<std::string, Handler>& AtenHandlers() {
     m["aten::minimum"] = SameArgs("minimum", 2);
     m["aten::maximum"] = SameArgs("maximum", 2);
     for (const char* op : {"and", "or", "xor"}) {
-      m[absl::StrCat("aten::logical_", op)] = Logical(absl::StrCat("logical_", op), 2);
-      m[absl::StrCat("aten::logical_", op, "_")] = Logical(absl::StrCat("logical_", op), 2);
-      m[absl::StrCat("aten::bitwise_", op)] = Logical(op, 2);
-      m[absl::StrCat("aten::__", op, "__")] = Logical(op, 2);
+      const std::string logical = absl::StrCat("logical_", op);
+      m["aten::" + logical] = m["aten::" + logical + "_"] = Logical(logical, 2, false);
+      m[absl::StrCat("aten::bitwise_", op)] = m[absl::StrCat("aten::__", op, "__")] = Logical(logical, 2, true);
     }
-    m["aten::logical_not"] = m["aten::logical_not_"] = Logical("logical_not", 1);
-    m["aten::bitwise_not"] = Logical("not", 1);
+    m["aten::logical_not"] = m["aten::logical_not_"] = Logical("logical_not", 1, false);
+    m["aten::bitwise_not"] = Logical("logical_not", 1, true);
     m["aten::dropout"] = Dropout;
     m["aten::dropout_"] = Dropout;
     m["aten::feature_dropout"] = Dropout;

@@ -81,9 +81,9 @@ absl::Status ExpectIndex(const OpContext& ctx, int input) {
   return absl::OkStatus();
 }
 
-// gather(x, index, dim): out[i][j] = x[index[i][j]][j] (dim 0). index has x's rank and no
-// dimension larger than x's except along dim; the output has index's shape.
-absl::StatusOr<Types> InferGather(const OpContext& ctx) {
+// gather's and scatter's index (input 1): integers, of x's rank, no larger than x outside
+// attribute dim (which must name a dim of x).
+absl::Status ExpectIndexFits(const OpContext& ctx) {
   const TensorType& x = ctx.input(0);
   const TensorType& index = ctx.input(1);
   MAPD_RETURN_IF_ERROR(ExpectIndex(ctx, 1));
@@ -95,6 +95,15 @@ absl::StatusOr<Types> InferGather(const OpContext& ctx) {
       return ctx.Error("index ", index.ToString(), " is larger than ", x.ToString(), " in dimension ", i);
     }
   }
+  return absl::OkStatus();
+}
+
+// gather(x, index, dim): out[i][j] = x[index[i][j]][j] (dim 0). index has x's rank and no
+// dimension larger than x's except along dim; the output has index's shape.
+absl::StatusOr<Types> InferGather(const OpContext& ctx) {
+  const TensorType& x = ctx.input(0);
+  const TensorType& index = ctx.input(1);
+  MAPD_RETURN_IF_ERROR(ExpectIndexFits(ctx));
   return Types{{x.dtype, index.shape}};
 }
 
@@ -103,10 +112,7 @@ absl::StatusOr<Types> InferGather(const OpContext& ctx) {
 absl::StatusOr<Types> InferScatter(const OpContext& ctx) {
   const TensorType& x = ctx.input(0);
   const TensorType& index = ctx.input(1);
-  MAPD_RETURN_IF_ERROR(ExpectIndex(ctx, 1));
-  MAPD_ASSIGN_OR_RETURN(int64_t dim, ctx.Int("dim"));
-  MAPD_ASSIGN_OR_RETURN(int d, NormalizeDim(ctx, dim, std::max(x.rank(), 1)));
-  if (index.rank() != x.rank()) return ctx.Error("index ", index.ToString(), " must have the rank of ", x.ToString());
+  MAPD_RETURN_IF_ERROR(ExpectIndexFits(ctx));
   if (ctx.has_input(2) == ctx.has_attr("value")) return ctx.Error("give a src input or attribute 'value', not both or neither");
   if (ctx.op() == "scatter_add" && !ctx.has_input(2)) return ctx.Error("scatter_add needs a src input");
   if (ctx.has_input(2)) {
@@ -116,11 +122,6 @@ absl::StatusOr<Types> InferScatter(const OpContext& ctx) {
     }
     for (int i = 0; i < x.rank(); ++i) {
       if (index.shape[i] > src.shape[i]) return ctx.Error("index ", index.ToString(), " is larger than src ", src.ToString());
-    }
-  }
-  for (int i = 0; i < x.rank(); ++i) {
-    if (i != d && index.shape[i] > x.shape[i]) {
-      return ctx.Error("index ", index.ToString(), " is larger than ", x.ToString(), " in dimension ", i);
     }
   }
   return Types{x};
@@ -329,10 +330,9 @@ absl::StatusOr<ShardingRule> OneHotSharding(const CostContext& c) {
 // Gradients that gather or scatter one value per written element.
 OpCost GatherScatterCost(const CostContext& c) {
   OpCost cost = CopyCost(c);
-  const int moved = c.op.op() == "gather" ? -1 : 2;  // the output's or src's elements
-  const double n = static_cast<double>(moved < 0 ? c.outputs[0].NumElements()
-                                                  : (c.op.has_input(2) ? c.op.input(2).NumElements()
-                                                                       : c.op.input(1).NumElements()));
+  // gather moves its output's elements; the scatters their src's (or index's, for a value).
+  const TensorType& moved = c.op.op() == "gather" ? c.outputs[0] : c.op.input(c.op.has_input(2) ? 2 : 1);
+  const double n = static_cast<double>(moved.NumElements());
   cost.flops = n;
   cost.grad_flops.assign(c.op.num_inputs(), 0);
   for (int i = 0; i < c.op.num_inputs(); ++i) {

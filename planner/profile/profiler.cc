@@ -68,6 +68,12 @@ bool GradIsNewTensor(const std::string& op) {
   return op == "slice" || op == "select" || op == "split" || op == "chunk" || op == "expand";
 }
 
+// Whether an op's input gradient is its output's gradient itself or a view of it (no new
+// memory): the views but those above, and sum, whose backward expands its output's gradient.
+bool GradAliasesOutputGrad(const OpDef& def, const std::string& op) {
+  return (def.traits.view && !GradIsNewTensor(op)) || op == "sum";
+}
+
 class Simulator {
  public:
   Simulator(const Graph& g, const ProfileOptions& o) : g_(g), opt_(o), reg_(OpRegistry::Global()) {}
@@ -402,8 +408,7 @@ void Simulator::Backward() {
     for (const auto& o : node.outputs()) has_out_grad |= values_.at(o).grad >= 0;
     if (needs_backward_[n] && has_out_grad) {
       const OpDef* def = reg_.Find(node.op());
-      // sum's backward expands the output's gradient: a view of it, no new memory.
-      const bool alias_grad = (def->traits.view && !GradIsNewTensor(node.op())) || node.op() == "sum";
+      const bool alias_grad = GradAliasesOutputGrad(*def, node.op());
       std::unordered_set<std::string> done;
       for (const auto& in : node.inputs()) {
         if (in.empty() || !done.insert(in).second) continue;

@@ -12,6 +12,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "planner/ir/graph.h"
+#include "planner/ops/shape_util.h"
 #include "planner/util/status_macros.h"
 #include "worker/runtime/data.h"
 #include "worker/runtime/data_files.h"
@@ -206,8 +207,7 @@ int64_t IndexedSize(const Graph& graph, const v1::Node& n, int slot) {
     const TensorType& x = graph.TypeOf(n.inputs(0));
     if (x.rank() == 0) return 1;
     auto it = n.attrs().find("dim");
-    const int64_t dim = it == n.attrs().end() ? 0 : it->second.i();
-    return x.shape.at((dim % x.rank() + x.rank()) % x.rank());
+    return x.shape.at(WrapDim(it == n.attrs().end() ? 0 : it->second.i(), x.rank()));
   }
   return -1;
 }
