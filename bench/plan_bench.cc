@@ -31,11 +31,11 @@
 
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "common/bytes.h"
 #include "planner/graph/loss.h"
 #include "planner/graph/verifier.h"
 #include "planner/plan/planner.h"
 #include "planner/profile/profiler.h"
-#include "planner/profile/timeline_svg.h"
 #include "planner/zoo/zoo.h"
 
 namespace {

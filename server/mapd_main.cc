@@ -44,7 +44,7 @@ bool ApplyConfig(const std::string& file, CLI::App& app) {
       opt = app.get_option(flag);
     } catch (const CLI::OptionNotFound&) {
       std::cerr << "mapd: --config " << file << ": unknown setting '" << key
-                << "'; settings are listen, store, token_file, tls_cert, tls_key, metrics_listen, lease_seconds, heartbeat_seconds, advertise_host, checkpoint_dir, max_restarts [INVALID_ARGUMENT]\n";
+                << "'; settings are listen, store, token_file, tls_cert, tls_key, metrics_listen, lease_seconds, heartbeat_seconds, checkpoint_dir, max_restarts [INVALID_ARGUMENT]\n";
       return false;
     }
     if (opt->count() > 0 || flag == "--config") continue;  // the command line wins
@@ -74,10 +74,11 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--lease-seconds", o.lease.lease_seconds, "A worker without a heartbeat this long is lost")->capture_default_str();
   app.add_option("--heartbeat-seconds", o.lease.heartbeat_seconds, "How often workers are told to heartbeat")->capture_default_str();
+  // Rank 0 of each job hosts its rendezvous store now (mapd-worker --advertise-host says where it
+  // is reached); the coordinator's old setting is accepted and ignored, with a warning.
   std::string advertise;
-  app.add_option("--advertise-host", advertise,
-                 "Address the workers' ranks reach this coordinator's rendezvous stores at (default: the --listen host, or this "
-                 "machine's name when listening on every address)");
+  app.add_option("--advertise-host", advertise, "No longer used (rank 0 hosts the rendezvous store; see mapd-worker --advertise-host)")
+      ->group("");
   app.add_option("--checkpoint-dir", o.dispatch_options.checkpoint_dir,
                  "Storage this coordinator and every worker reach at this path (shared FS; any dir on one machine): jobs' "
                  "checkpoints go there and a job whose worker is lost resumes from its last one (default: none — workers keep "
@@ -90,15 +91,10 @@ int main(int argc, char** argv) {
     std::filesystem::create_directories(o.dispatch_options.checkpoint_dir, ec);
     o.dispatch_options.checkpoint_dir = std::filesystem::absolute(o.dispatch_options.checkpoint_dir, ec).string();
   }
-  if (advertise.empty()) {
-    advertise = o.listen.substr(0, o.listen.rfind(':'));
-    if (advertise.empty() || advertise == "0.0.0.0" || advertise == "[::]" || advertise == "::") {
-      char host[256] = {0};
-      gethostname(host, sizeof(host) - 1);
-      advertise = host;
-    }
+  if (!advertise.empty()) {
+    std::cerr << "mapd: warning: --advertise-host is no longer used: each job's rank 0 hosts its rendezvous store, reached at its "
+                 "worker's --advertise-host\n";
   }
-  o.dispatch_options.advertise_host = advertise;
   auto token = mapd::LoadToken(token_file);
   if (!token.ok()) {
     std::cerr << "mapd: " << token.status().message() << " [" << absl::StatusCodeToString(token.status().code()) << "]\n";

@@ -3,7 +3,7 @@
 
 #include "absl/strings/str_format.h"
 #include "client/mapctl/commands.h"
-#include "planner/ir/serialize.h"
+#include "common/file_io.h"
 #include "worker/calibrate/calibrate.h"
 
 namespace mapd::cli {

@@ -7,6 +7,7 @@
 #include "absl/strings/str_join.h"
 #include "client/mapctl/commands.h"
 #include "client/mapctl/table.h"
+#include "common/bytes.h"
 #include "planner/import/torchscript_importer.h"
 #include "planner/ops/registry.h"
 #include "planner/zoo/zoo.h"
@@ -111,7 +112,7 @@ int RunDevices(const std::string& format) {
   }
   Table t({"INDEX", "NAME", "MEMORY", "COMPUTE"});
   for (const auto& d : inv->devices) {
-    t.Row({absl::StrCat(d.index), d.name, HumanBytes(d.total_memory_bytes), absl::StrCat(d.compute_major, ".", d.compute_minor)});
+    t.Row({absl::StrCat(d.index), d.name, FormatBytes(d.total_memory_bytes), absl::StrCat(d.compute_major, ".", d.compute_minor)});
   }
   t.Print(std::cout);
   return kExitOk;

@@ -17,13 +17,14 @@
 #include "client/mapctl/commands.h"
 #include "client/mapctl/model_loader.h"
 #include "client/mapctl/table.h"
+#include "common/bytes.h"
+#include "common/rpc/auth.h"
+#include "common/rpc/grpc_status.h"
 #include "nlohmann/json.hpp"
 #include "planner/sharding/cluster.h"
 #include "planner/zoo/zoo.h"
 #include "proto/mapd/v1/job_service.grpc.pb.h"
 #include "proto/mapd/v1/workers.grpc.pb.h"
-#include "server/api/auth.h"
-#include "server/api/grpc_status.h"
 #include <google/protobuf/util/json_util.h>
 
 namespace mapd::cli {
@@ -103,7 +104,7 @@ std::string EventLine(const v1::JobEvent& e, int64_t steps) {
   if (e.step() > 0) {
     line = absl::StrFormat("%s  #%-3d step %lld/%lld  loss %.4f  %.0f tokens/s  peak %s", When(e.unix_seconds()), e.seq(),
                            static_cast<long long>(e.step()), static_cast<long long>(steps), e.loss(), e.items_per_second(),
-                           HumanBytes(e.peak_bytes()));
+                           FormatBytes(e.peak_bytes()));
   }
   return line;
 }
@@ -275,7 +276,7 @@ int RunGet(const JobArgs& a, int64_t id) {
             << "Training:   " << s.steps() << " steps on " << s.ranks() << " rank(s)"
             << (s.mesh_size() > 0 ? absl::StrCat(", mesh ", absl::StrJoin(s.mesh(), "x")) : "") << ", " << s.optimizer()
             << " lr " << s.lr() << ", data " << s.data() << "\n"
-            << "Budget:     " << (s.memory_per_device() > 0 ? HumanBytes(s.memory_per_device()) : "the device's memory") << " per "
+            << "Budget:     " << (s.memory_per_device() > 0 ? FormatBytes(s.memory_per_device()) : "the device's memory") << " per "
             << (s.device().empty() ? "cpu" : s.device()) << " device (cost model: " << s.device_type() << ")\n"
             << "Plan:       " << (job.plan_summary().empty() ? "-" : job.plan_summary()) << "\n"
             << "Progress:   step " << job.step() << "/" << s.steps()
@@ -334,8 +335,8 @@ int RunWatch(const JobArgs& a, int64_t id) {
       const int width = 30, filled = static_cast<int>(width * std::min<double>(1.0, static_cast<double>(e.step()) / total));
       std::cout << "\r[" << std::string(filled, '#') << std::string(width - filled, '.') << "] "
                 << absl::StrFormat("step %lld/%lld  loss %.4f  %.0f tokens/s  mem %s / %s", static_cast<long long>(e.step()),
-                                   static_cast<long long>(total), e.loss(), e.items_per_second(), HumanBytes(e.peak_bytes()),
-                                   job.spec().memory_per_device() > 0 ? HumanBytes(job.spec().memory_per_device()) : "-")
+                                   static_cast<long long>(total), e.loss(), e.items_per_second(), FormatBytes(e.peak_bytes()),
+                                   job.spec().memory_per_device() > 0 ? FormatBytes(job.spec().memory_per_device()) : "-")
                 << std::flush;
       bar = true;
       continue;
@@ -383,7 +384,7 @@ int RunWorkers(const JobArgs& a) {
   Table t({"ID", "HOST", "STATE", "DEVICES", "LAST HEARTBEAT", "METRICS"});
   for (const auto& w : out.workers()) {
     std::vector<std::string> devices;
-    for (const auto& d : w.devices()) devices.push_back(absl::StrCat(d.name(), " (", HumanBytes(d.memory_bytes()), ")"));
+    for (const auto& d : w.devices()) devices.push_back(absl::StrCat(d.name(), " (", FormatBytes(d.memory_bytes()), ")"));
     t.Row({w.id(), w.hostname(), v1::WorkerState_Name(w.state()), absl::StrJoin(devices, ", "),
            When(w.last_heartbeat_unix_seconds()), w.metrics_address().empty() ? "-" : w.metrics_address()});
   }

@@ -8,6 +8,7 @@
 #include "client/mapctl/commands.h"
 #include "client/mapctl/model_loader.h"
 #include "client/mapctl/table.h"
+#include "common/bytes.h"
 #include "planner/graph/verifier.h"
 #include "planner/ir/dump.h"
 #include "planner/ir/graph.h"
@@ -116,7 +117,7 @@ int RunInspect(const ModelArgs& args, const std::string& format, bool text) {
   auto mode = g.metadata().find("mode");
   if (mode != g.metadata().end()) std::cout << "Mode:        " << mode->second << "\n";
   std::cout << "Parameters:  " << s.trainable << " (" << HumanCount(s.trainable) << ", "
-            << HumanBytes(s.trainable_bytes) << ") in " << s.num_params << " tensors";
+            << FormatBytes(s.trainable_bytes) << ") in " << s.num_params << " tensors";
   if (s.num_tied > 0) std::cout << ", " << s.num_tied << " tied";
   std::cout << "\n";
   std::cout << "Buffers:     " << s.num_buffers << " (" << s.buffer_elems << " elements)\n";

@@ -14,12 +14,13 @@
 #include "client/mapctl/commands.h"
 #include "client/mapctl/model_loader.h"
 #include "client/mapctl/table.h"
+#include "common/bytes.h"
+#include "common/file_io.h"
 #include "planner/ir/graph.h"
-#include "planner/ir/serialize.h"
 #include "planner/plan/describe.h"
 #include "planner/plan/planner.h"
 #include "planner/plan/report_html.h"
-#include "planner/profile/timeline_svg.h"
+#include "planner/profile/profiler.h"
 
 namespace mapd::cli {
 

@@ -8,6 +8,7 @@
 #include "absl/strings/str_format.h"
 #include "client/mapctl/commands.h"
 #include "client/mapctl/model_loader.h"
+#include "common/bytes.h"
 #include "planner/graph/mixed_precision.h"
 #include "planner/ir/tensor_type.h"
 #include "planner/profile/profile_options.h"

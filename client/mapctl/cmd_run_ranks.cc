@@ -18,21 +18,21 @@
 #include "client/mapctl/commands.h"
 #include "client/mapctl/model_loader.h"
 #include "client/mapctl/table.h"
-#include "planner/ir/serialize.h"
+#include "common/bytes.h"
+#include "common/checkpoint/checkpoint_commit.h"
+#include "common/file_io.h"
 #include "planner/lower/fitting_plan.h"
+#include "planner/lower/lowering.h"
 #include "planner/lower/rank_cost.h"
 #include "planner/lower/recompute.h"
-#include "planner/lower/lowering.h"
-#include "planner/profile/profiler.h"
 #include "planner/plan/planner.h"
-#include "planner/profile/timeline_svg.h"
-#include "worker/device/device_info.h"
-#include "worker/dist/gloo_communicator.h"
+#include "planner/profile/profiler.h"
 #include "proto/mapd/v1/checkpoint.pb.h"
+#include "worker/device/device_info.h"
 #include "worker/dist/rank_main.h"
 #include "worker/dist/reference_check.h"
-#include "worker/launch/checkpoint_commit.h"
 #include "worker/launch/launcher.h"
+#include "worker/launch/rank_command.h"
 
 namespace mapd::cli {
 
@@ -181,6 +181,31 @@ absl::StatusOr<ChosenPlan> ChoosePlan(const RunArgs& args) {
   return c;
 }
 
+// What every rank of `mapctl run --ranks N` runs (RUN_DIR/job.pb).
+v1::RankJob RankJobFor(const LocalTrainingOptions& t, const RunArgs& args, const std::string& checkpoint_dir, int64_t every,
+                       int64_t resume_step) {
+  v1::RankJob job;
+  job.set_steps(t.steps);
+  job.set_optimizer(t.optimizer);
+  job.set_lr(t.lr);
+  job.set_weight_decay(t.weight_decay);
+  job.set_max_grad_norm(t.max_grad_norm);
+  job.set_seed(t.seed);
+  job.set_data(t.data);
+  job.set_data_path(t.data_path);
+  job.set_device(args.device);
+  // --memory-per-device is the planner's budget and, enforced by each rank's counting
+  // allocator, a real cap.
+  job.set_memory_cap(t.memory_cap);
+  job.set_timeout_seconds(static_cast<int>(args.rank_timeout));
+  job.set_checkpoint_dir(checkpoint_dir);
+  job.set_checkpoint_every(every);
+  job.set_resume_step(resume_step);
+  job.set_write_final_parameters(args.check_reference);
+  job.set_local_host("127.0.0.1");
+  return job;
+}
+
 }  // namespace
 
 int RunOnRanks(const RunArgs& args) {
@@ -211,12 +236,6 @@ int RunOnRanks(const RunArgs& args) {
     }
   }
 
-  // The run directory: the graph and one program per rank.
-  std::error_code ec;
-  const std::filesystem::path dir = std::filesystem::temp_directory_path(ec) / absl::StrCat("mapd-run-", getpid());
-  std::filesystem::create_directories(dir, ec);
-  if (ec) return ReportError(absl::InternalError(absl::StrCat("cannot make ", dir.string(), ": ", ec.message())));
-  if (auto st = WriteGraphFile(plan->graph, (dir / "graph.pb").string()); !st.ok()) return ReportError(st);
   // Activation checkpointing (the plan's layers unless --recompute says otherwise), each rank's
   // program, and its memory and step time predicted from that program (rank_cost.h).
   const std::vector<std::string> recompute = LayersToRecompute(args.recompute, plan->recompute, *graph);
@@ -224,11 +243,6 @@ int RunOnRanks(const RunArgs& args) {
   if (!lowered.ok()) return ReportError(lowered.status());
   const std::vector<RankPrediction>& predicted = lowered->predicted;
   const std::vector<v1::RankProgram>& programs = lowered->programs;
-  for (int r = 0; r < world; ++r) {
-    if (auto st = WriteStringToFileAtomic((dir / absl::StrCat("rank_", r, ".pb")).string(), programs[r].SerializeAsString()); !st.ok()) {
-      return ReportError(st);
-    }
-  }
   // Checkpoints: where, and where to resume from.
   const std::string ckpt_dir = !args.resume.empty() ? args.resume : args.checkpoint_dir;
   int64_t resume_step = 0;
@@ -237,13 +251,8 @@ int RunOnRanks(const RunArgs& args) {
     if (!meta.ok()) {
       return ReportError(absl::Status(meta.status().code(), absl::StrCat("--resume ", args.resume, ": no committed checkpoint (", meta.status().message(), ")")));
     }
-    // The shards are this plan's only if the world, mesh and plan are the same.
-    const std::vector<int64_t> mesh(meta->mesh().begin(), meta->mesh().end());
-    if (meta->ranks() != world || mesh != plan->mesh || meta->plan() != plan->name) {
-      return ReportError(absl::FailedPreconditionError(
-          absl::StrCat("--resume ", args.resume, ": the checkpoint is of ", meta->ranks(), " rank(s), mesh ", absl::StrJoin(mesh, "x"), ", plan '",
-                       meta->plan(), "'; this run is ", world, " rank(s), mesh ", absl::StrJoin(plan->mesh, "x"), ", plan '", plan->name,
-                       "': resume with the model, ranks and plan options it was written with")));
+    if (auto st = CheckCheckpointMatches(*meta, world, plan->mesh, plan->name, absl::StrCat("--resume ", args.resume)); !st.ok()) {
+      return ReportError(st);
     }
     resume_step = meta->step();
     if (resume_step <= 0 || resume_step >= args.steps) {
@@ -254,8 +263,14 @@ int RunOnRanks(const RunArgs& args) {
   const int64_t every = ckpt_dir.empty() ? 0 : (args.checkpoint_every > 0 ? args.checkpoint_every : args.steps);
   std::map<int64_t, int> written;  // checkpoint step → ranks that wrote it
 
-  auto server = StoreServer::Start("127.0.0.1", 0);
-  if (!server.ok()) return ReportError(server.status());
+  // The run directory: what every rank runs, the graph and one program per rank.
+  std::error_code ec;
+  const std::filesystem::path dir = std::filesystem::temp_directory_path(ec) / absl::StrCat("mapd-run-", getpid());
+  std::vector<int> ranks(world);
+  std::vector<const v1::RankProgram*> rank_programs(world);
+  for (int r = 0; r < world; ++r) ranks[r] = r, rank_programs[r] = &programs[r];
+  const v1::RankJob job = RankJobFor(*training, args, ckpt_dir, every, resume_step);
+  if (auto st = WriteRunDirectory(dir.string(), plan->graph, job, ranks, rank_programs); !st.ok()) return ReportError(st);
 
   if (args.format != "json") {
     std::cout << "Training on " << world << " ranks (mesh " << absl::StrJoin(plan->mesh, "x") << ") under " << plan->name
@@ -275,64 +290,42 @@ int RunOnRanks(const RunArgs& args) {
   LaunchOptions lo;
   lo.ranks = world;
   lo.silence_timeout = std::chrono::seconds(args.rank_timeout);
-  // --memory-per-device is the planner's budget and, enforced by each rank's counting
-  // allocator, a real cap.
-  const int64_t memory_cap = training->memory_cap;
+  lo.store_host_index = 0;  // rank 0 hosts the rendezvous store; the others start with its address
   const std::string exe = std::filesystem::read_symlink("/proc/self/exe", ec).string();
-  lo.argv_for = [&](int r) {
-    std::vector<std::string> argv{exe, "_rank", "--run-dir", dir.string(), "--rank", std::to_string(r), "--port",
-                                    std::to_string((*server)->port()), "--steps", std::to_string(args.steps),
-                                    "--optimizer", args.optimizer, "--lr", absl::StrCat(args.lr), "--weight-decay",
-                                    absl::StrCat(args.weight_decay), "--clip", absl::StrCat(args.clip), "--seed",
-                                    std::to_string(args.seed), "--data", args.data, "--device", args.device, "--rank-timeout",
-                                    std::to_string(args.rank_timeout), "--checkpoint-dir", ckpt_dir, "--checkpoint-every",
-                                    std::to_string(every), "--resume-step", std::to_string(resume_step)};
-    if (args.check_reference) argv.push_back("--write-final");
-    if (memory_cap > 0) argv.insert(argv.end(), {"--memory-cap", std::to_string(memory_cap)});
-    return argv;
+  lo.argv_for = [&](int r, const std::string& store) {
+    // --device cuda: rank r on GPU r (NCCL).
+    return RankCommandLine({exe, dir.string(), r, args.device == "cuda" ? r : -1, store});
   };
   lo.env = {"OMP_NUM_THREADS=1"};
-  absl::Status launched = LaunchRanks(lo, [&](int rank, const std::string& line) {
-    auto j = nlohmann::json::parse(line, nullptr, false);
-    if (j.is_discarded() || !j.is_object()) return;
-    if (j.contains("begin")) {
-      begun[rank] = j.value("begin", int64_t{0});
-      return;
-    }
-    if (j.contains("checkpoint")) {
-      const int64_t step = j.value("checkpoint", int64_t{0});
+  absl::Status launched = LaunchRanks(lo, [&](int rank, const v1::RankEvent& e) {
+    if (e.has_step_begun()) {
+      begun[rank] = e.step_begun().step();
+    } else if (e.has_checkpoint_written()) {
+      const int64_t step = e.checkpoint_written().step();
       if (++written[step] == world) {
         // Every rank's file is there: commit by renaming the directory, then point LATEST at it.
-        v1::CheckpointMeta meta;
-        meta.set_step(step);
-        meta.set_ranks(world);
-        for (int64_t d : plan->mesh) meta.add_mesh(d);
-        meta.set_plan(plan->name);
-        if (auto st = CommitCheckpointStep(ckpt_dir, meta); !st.ok()) {
+        if (auto st = CommitCheckpointStep(ckpt_dir, CheckpointMetaFor(step, world, plan->mesh, plan->name)); !st.ok()) {
           std::cerr << "checkpoint: step " << step << " not committed: " << st.message() << "\n";
         } else if (args.format != "json") {
           std::cout << "checkpoint: step " << step << " committed to " << CheckpointStepDir(ckpt_dir, step) << "\n" << std::flush;
         }
       }
-      return;
-    }
-    if (j.contains("done")) {
-      peaks[rank] = j.value("peak_bytes", int64_t{0});
-      return;
-    }
-    const double loss = j.value("loss", 0.0);
-    losses[rank].push_back(loss);
-    rank_seconds[rank].push_back(j.value("seconds", 0.0));
-    if (rank != 0) return;
-    const int64_t step = j.value("step", int64_t{0});
-    seconds.push_back(j.value("seconds", 0.0));
-    if (args.format == "json") {
-      steps.push_back({{"step", step}, {"loss", loss}, {"seconds", seconds.back()},
-                       {absl::StrCat(items.unit, "_per_second"), seconds.back() > 0 ? items.count / seconds.back() : 0.0}});
-    } else if (step == 1 || step % args.log_every == 0 || step == args.steps) {
-      std::cout << absl::StrFormat("step %6d  loss %.4f  %8.1f ms  %s\n", step, loss, seconds.back() * 1e3,
-                                   FormatThroughput(items, seconds.back()))
-                << std::flush;
+    } else if (e.has_done()) {
+      peaks[rank] = e.done().peak_bytes();
+    } else if (e.has_step_done()) {
+      const v1::StepDone& d = e.step_done();
+      losses[rank].push_back(d.loss());
+      rank_seconds[rank].push_back(d.seconds());
+      if (rank != 0) return;
+      seconds.push_back(d.seconds());
+      if (args.format == "json") {
+        steps.push_back({{"step", d.step()}, {"loss", d.loss()}, {"seconds", d.seconds()},
+                         {absl::StrCat(items.unit, "_per_second"), d.seconds() > 0 ? items.count / d.seconds() : 0.0}});
+      } else if (d.step() == 1 || d.step() % args.log_every == 0 || d.step() == args.steps) {
+        std::cout << absl::StrFormat("step %6d  loss %.4f  %8.1f ms  %s\n", d.step(), d.loss(), d.seconds() * 1e3,
+                                     FormatThroughput(items, d.seconds()))
+                  << std::flush;
+      }
     }
   });
   // The run directory goes whatever happens next (it holds the final blocks until compared).
@@ -457,21 +450,11 @@ int RunOnRanks(const RunArgs& args) {
 }
 
 int RunRank(const RankArgs& args) {
-  auto training = MakeTrainingOptions(args.run);
-  if (!training.ok()) return ReportError(training.status());
-  RankJobOptions o;
+  RankProcessOptions o;
   o.run_dir = args.run_dir;
   o.rank = args.rank;
-  o.host = args.host;
   o.cuda_device = args.cuda_device;
-  o.port = args.port;
-  o.timeout_seconds = static_cast<int>(args.run.rank_timeout);
-  o.training = *training;
-  o.checkpoint_dir = args.run.checkpoint_dir;
-  o.checkpoint_every = args.run.checkpoint_every;
-  o.resume_step = args.resume_step;
-  o.write_final_parameters = args.write_final;
-  o.memory_cap = args.memory_cap;
+  o.store = args.store;
   if (auto st = RunRankJob(o); !st.ok()) return ReportError(st);
   return kExitOk;
 }

@@ -72,16 +72,12 @@ struct RunArgs {
 };
 
 // The hidden `mapctl _rank` that `run --ranks N` starts once per rank.
+// `mapctl _rank` (worker/launch/rank_command.h builds its command line).
 struct RankArgs {
-  RunArgs run;
   std::string run_dir;
   int rank = -1;
-  std::string host = "127.0.0.1";  // the rendezvous store's (a coordinator's, for mapd-worker)
-  int cuda_device = -1;            // --device cuda: this GPU (-1: the rank's number, as `run` places them)
-  int port = 0;
-  int64_t resume_step = 0;
-  bool write_final = false;  // final blocks to the run dir (for --check-reference)
-  int64_t memory_cap = 0;    // bytes; 0 = none
+  int cuda_device = -1;  // a cuda job: this GPU
+  std::string store;     // host:port of the rendezvous store; empty: host it (rank 0)
 };
 int RunRank(const RankArgs& args);
 // --zero: "auto" → -1, "0".."highest" → the stage; INVALID_ARGUMENT otherwise, saying which

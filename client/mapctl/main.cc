@@ -133,23 +133,8 @@ int main(int argc, char** argv) {
   rank_cmd->group("");
   rank_cmd->add_option("--run-dir", rank_args.run_dir)->required();
   rank_cmd->add_option("--rank", rank_args.rank)->required();
-  rank_cmd->add_option("--host", rank_args.host);
   rank_cmd->add_option("--cuda-device", rank_args.cuda_device);
-  rank_cmd->add_option("--port", rank_args.port)->required();
-  rank_cmd->add_option("--steps", rank_args.run.steps);
-  rank_cmd->add_option("--optimizer", rank_args.run.optimizer);
-  rank_cmd->add_option("--lr", rank_args.run.lr);
-  rank_cmd->add_option("--weight-decay", rank_args.run.weight_decay);
-  rank_cmd->add_option("--clip", rank_args.run.clip);
-  rank_cmd->add_option("--seed", rank_args.run.seed);
-  rank_cmd->add_option("--data", rank_args.run.data);
-  rank_cmd->add_option("--device", rank_args.run.device);
-  rank_cmd->add_option("--rank-timeout", rank_args.run.rank_timeout);
-  rank_cmd->add_option("--checkpoint-dir", rank_args.run.checkpoint_dir);
-  rank_cmd->add_option("--checkpoint-every", rank_args.run.checkpoint_every);
-  rank_cmd->add_option("--resume-step", rank_args.resume_step);
-  rank_cmd->add_flag("--write-final", rank_args.write_final);
-  rank_cmd->add_option("--memory-cap", rank_args.memory_cap);
+  rank_cmd->add_option("--store", rank_args.store);
   run->footer(kModelHelp);
 
   PlanArgs plan_args;

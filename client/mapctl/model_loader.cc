@@ -4,12 +4,12 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
 #include "planner/graph/loss.h"
 #include "planner/graph/verifier.h"
 #include "planner/import/input_spec.h"
 #include "planner/import/torchscript_importer.h"
 #include "planner/ir/serialize.h"
-#include "planner/util/status_macros.h"
 #include "planner/zoo/zoo.h"
 
 namespace mapd::cli {

@@ -1,7 +1,5 @@
 #include "client/mapctl/table.h"
 
-#include "planner/profile/timeline_svg.h"
-
 #include <algorithm>
 #include <cstdio>
 
@@ -37,7 +35,5 @@ std::string HumanCount(int64_t n) {
   else std::snprintf(buf, sizeof(buf), "%lld", static_cast<long long>(n));
   return buf;
 }
-
-std::string HumanBytes(int64_t bytes) { return FormatBytes(bytes); }
 
 }  // namespace mapd::cli

@@ -22,8 +22,6 @@ class Table {
 
 // 124439808 → "124.4M"; 68976648192 → "69.0B".
 std::string HumanCount(int64_t n);
-// 1536 → "1.5 KiB".
-std::string HumanBytes(int64_t bytes);
 
 }  // namespace mapd::cli
 

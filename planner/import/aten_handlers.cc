@@ -2,9 +2,9 @@
 // Also the Importer's argument readers, which handlers use to name faulty arguments.
 #include <limits>
 
+#include "common/status_macros.h"
 #include "planner/import/einsum.h"
 #include "planner/import/importer_internal.h"
-#include "planner/util/status_macros.h"
 
 namespace mapd {
 namespace import_internal {

@@ -13,8 +13,8 @@
 
 #include <unordered_set>
 
+#include "common/status_macros.h"
 #include "planner/import/importer_internal.h"
-#include "planner/util/status_macros.h"
 
 namespace mapd {
 namespace import_internal {

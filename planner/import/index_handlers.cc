@@ -2,8 +2,8 @@
 // with indices, or of two tensors), argmax/argmin, topk, sort, cumsum, flip, gather, scatter
 // (tensor or number; reduce="add"), scatter_add, index_add, one_hot and unbind — what
 // mixture-of-experts routing and message passing are made of.
+#include "common/status_macros.h"
 #include "planner/import/importer_internal.h"
-#include "planner/util/status_macros.h"
 
 namespace mapd {
 namespace import_internal {

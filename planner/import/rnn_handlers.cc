@@ -5,8 +5,8 @@
 // projection, the gates, and the new state; the steps' outputs stacked, directions
 // concatenated, dropout between layers in training. So outputs, gradients and what autograd
 // keeps are those of PyTorch's, op by op, and the profiler counts them like any other graph.
+#include "common/status_macros.h"
 #include "planner/import/importer_internal.h"
-#include "planner/util/status_macros.h"
 
 namespace mapd {
 namespace import_internal {

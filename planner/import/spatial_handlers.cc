@@ -4,8 +4,8 @@
 // over [N, C, 1, L] between an unsqueeze and a squeeze — LibTorch's CPU kernels do the same
 // (convolution's view1d_as_2d, max_pool1d_with_indices and avg_pool1d unsqueeze(-2)), so the
 // results and what autograd keeps are theirs.
+#include "common/status_macros.h"
 #include "planner/import/importer_internal.h"
-#include "planner/util/status_macros.h"
 
 namespace mapd {
 namespace import_internal {

@@ -25,10 +25,6 @@ absl::Status WriteGraphFile(const v1::Graph& graph, const std::string& path);
 // Does not verify the graph (see planner/graph/verifier.h).
 absl::StatusOr<v1::Graph> ReadGraphFile(const std::string& path);
 
-// Whole-file helpers (NOT_FOUND / INTERNAL with the path and errno text).
-absl::StatusOr<std::string> ReadFileToString(const std::string& path);
-absl::Status WriteStringToFileAtomic(const std::string& path, const std::string& data);
-
 }  // namespace mapd
 
 #endif  // MAPD_PLANNER_IR_SERIALIZE_H_

@@ -4,12 +4,13 @@
 
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
+#include "common/bytes.h"
 #include "planner/lower/collective_order.h"
 #include "planner/lower/lowering.h"
 #include "planner/lower/recompute.h"
 #include "planner/plan/micro_batch.h"
 #include "planner/profile/layers.h"
-#include "planner/profile/timeline_svg.h"  // FormatBytes
+#include "planner/profile/profiler.h"
 
 namespace mapd {
 

@@ -9,7 +9,7 @@
 #include "planner/ops/registry.h"
 
 #include "absl/strings/str_cat.h"
-#include "planner/util/status_macros.h"
+#include "common/status_macros.h"
 
 namespace mapd {
 

@@ -1,9 +1,9 @@
 // Creation ops (no tensor inputs): arange, zeros, ones, full, and the random bernoulli, rand, randn.
 #include <cmath>
 
+#include "common/status_macros.h"
 #include "planner/ops/registry.h"
 #include "planner/ops/shape_util.h"
-#include "planner/util/status_macros.h"
 
 namespace mapd {
 namespace {

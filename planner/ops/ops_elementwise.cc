@@ -3,9 +3,9 @@
 // triu/tril, dtype conversions, dropout.
 #include <algorithm>
 
+#include "common/status_macros.h"
 #include "planner/ops/registry.h"
 #include "planner/ops/shape_util.h"
-#include "planner/util/status_macros.h"
 
 namespace mapd {
 namespace {

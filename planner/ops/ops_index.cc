@@ -6,9 +6,9 @@
 #include <algorithm>
 #include <map>
 
+#include "common/status_macros.h"
 #include "planner/ops/registry.h"
 #include "planner/ops/shape_util.h"
-#include "planner/util/status_macros.h"
 
 namespace mapd {
 namespace {

@@ -1,9 +1,9 @@
 // Contractions: linear, matmul, bmm, addmm, baddbmm, embedding, scaled_dot_product_attention.
 #include <algorithm>
 
+#include "common/status_macros.h"
 #include "planner/ops/registry.h"
 #include "planner/ops/shape_util.h"
-#include "planner/util/status_macros.h"
 
 namespace mapd {
 namespace {

@@ -1,9 +1,9 @@
 // Losses: cross_entropy, nll_loss, mse_loss.
 #include <algorithm>
 
+#include "common/status_macros.h"
 #include "planner/ops/registry.h"
 #include "planner/ops/shape_util.h"
-#include "planner/util/status_macros.h"
 
 namespace mapd {
 namespace {

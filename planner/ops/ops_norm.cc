@@ -1,9 +1,9 @@
 // Normalisations: layer_norm, rms_norm, batch_norm, group_norm, softmax, log_softmax.
 #include <algorithm>
 
+#include "common/status_macros.h"
 #include "planner/ops/registry.h"
 #include "planner/ops/shape_util.h"
-#include "planner/util/status_macros.h"
 
 namespace mapd {
 namespace {

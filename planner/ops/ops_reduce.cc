@@ -1,9 +1,9 @@
 // Reductions and selections along dims: mean, sum, amax, amin, vector_norm (dims empty = all
 // dims); max/min over one dim with the indices, argmax/argmin; topk and sort along a dim; the
 // cumulative sum.
+#include "common/status_macros.h"
 #include "planner/ops/registry.h"
 #include "planner/ops/shape_util.h"
-#include "planner/util/status_macros.h"
 
 namespace mapd {
 namespace {

@@ -4,9 +4,9 @@
 #include <limits>
 #include <map>
 
+#include "common/status_macros.h"
 #include "planner/ops/registry.h"
 #include "planner/ops/shape_util.h"
-#include "planner/util/status_macros.h"
 
 namespace mapd {
 namespace {

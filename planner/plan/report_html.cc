@@ -7,8 +7,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "common/bytes.h"
 #include "planner/plan/describe.h"
-#include "planner/profile/timeline_svg.h"
 
 namespace mapd {
 

@@ -4,7 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "planner/ir/serialize.h"
+#include "common/file_io.h"
 
 namespace mapd {
 

@@ -12,9 +12,6 @@ namespace mapd {
 
 std::string RenderTimelineSvg(const ProfileReport& report, const std::string& title);
 
-// "1.5 GiB", "320.0 MiB", "12 B".
-std::string FormatBytes(int64_t bytes);
-
 }  // namespace mapd
 
 #endif  // MAPD_PLANNER_PROFILE_TIMELINE_SVG_H_

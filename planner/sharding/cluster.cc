@@ -1,6 +1,5 @@
 #include "planner/sharding/cluster.h"
 
-#include <cmath>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
@@ -69,31 +68,6 @@ absl::StatusOr<Cluster> MakeCluster(const ClusterOptions& options) {
     c.links.push_back(inside ? intra : inter);
   }
   return c;
-}
-
-absl::StatusOr<int64_t> ParseBytes(const std::string& text) {
-  std::string t(absl::StripAsciiWhitespace(text));
-  struct Unit {
-    const char* suffix;
-    double factor;
-  };
-  const Unit units[] = {{"TiB", 1099511627776.0}, {"GiB", 1073741824.0}, {"MiB", 1048576.0}, {"KiB", 1024.0},
-                        {"TB", 1e12},             {"GB", 1e9},            {"MB", 1e6},        {"KB", 1e3},
-                        {"B", 1}};
-  double factor = 1;
-  for (const auto& u : units) {
-    if (absl::EndsWithIgnoreCase(t, u.suffix)) {
-      factor = u.factor;
-      t = t.substr(0, t.size() - std::string(u.suffix).size());
-      break;
-    }
-  }
-  double v;
-  if (!absl::SimpleAtod(absl::StripAsciiWhitespace(t), &v) || !(v > 0) || !std::isfinite(v)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("bad memory size '", text, "': use a positive number with a unit, e.g. 80GiB, 40GB or 512MiB"));
-  }
-  return static_cast<int64_t>(v * factor);
 }
 
 absl::StatusOr<std::vector<int64_t>> ParseMesh(const std::string& text) {

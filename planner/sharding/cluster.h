@@ -54,9 +54,6 @@ struct Cluster {
 
 absl::StatusOr<Cluster> MakeCluster(const ClusterOptions& options);
 
-// "80GiB", "40GB", "512MiB", "1.5TiB", "1000000" (bytes). Binary units are powers of 1024,
-// decimal ones of 1000.
-absl::StatusOr<int64_t> ParseBytes(const std::string& text);
 // "2x4", "8", "2x2x2".
 absl::StatusOr<std::vector<int64_t>> ParseMesh(const std::string& text);
 

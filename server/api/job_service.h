@@ -6,9 +6,9 @@
 #include <grpcpp/grpcpp.h>
 
 #include "absl/status/status.h"
+#include "common/rpc/auth.h"
+#include "common/rpc/grpc_status.h"
 #include "proto/mapd/v1/job_service.grpc.pb.h"
-#include "server/api/auth.h"
-#include "server/api/grpc_status.h"
 #include "server/jobs/job_manager.h"
 
 namespace mapd {

@@ -1,7 +1,7 @@
 #include "server/api/planner_service.h"
 
+#include "common/rpc/grpc_status.h"
 #include "planner/profile/profiler.h"
-#include "server/api/grpc_status.h"
 #include "server/jobs/job_planner.h"
 #include "server/jobs/job_spec.h"
 

@@ -3,8 +3,8 @@
 #ifndef MAPD_SERVER_API_PLANNER_SERVICE_H_
 #define MAPD_SERVER_API_PLANNER_SERVICE_H_
 
+#include "common/rpc/auth.h"
 #include "proto/mapd/v1/planner_service.grpc.pb.h"
-#include "server/api/auth.h"
 
 namespace mapd {
 

@@ -80,8 +80,7 @@ absl::StatusOr<std::unique_ptr<MapdServer>> MapdServer::Start(const ServerOption
   s->job_service_ = std::make_unique<JobServiceImpl>(s->jobs_.get(), s->auth_.get());
   s->planner_service_ = std::make_unique<PlannerServiceImpl>(s->auth_.get());
   s->workers_ = std::make_unique<WorkerRegistry>(options.lease, SystemClock());
-  s->rendezvous_ = NewTcpStoreRendezvous(options.listen.substr(0, options.listen.rfind(':')));
-  s->dispatcher_ = std::make_unique<Dispatcher>(s->jobs_.get(), s->workers_.get(), s->rendezvous_.get(), options.dispatch_options);
+  s->dispatcher_ = std::make_unique<Dispatcher>(s->jobs_.get(), s->workers_.get(), options.dispatch_options);
   s->worker_service_ = std::make_unique<WorkerServiceImpl>(s->workers_.get(), s->dispatcher_.get(), s->auth_.get());
 
   std::shared_ptr<grpc::ServerCredentials> creds = grpc::InsecureServerCredentials();

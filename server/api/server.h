@@ -12,15 +12,14 @@
 
 #include "absl/status/statusor.h"
 #include "absl/synchronization/notification.h"
-#include "server/api/auth.h"
+#include "common/metrics/http_exporter.h"
+#include "common/metrics/metrics.h"
+#include "common/rpc/auth.h"
 #include "server/api/job_service.h"
 #include "server/api/planner_service.h"
 #include "server/api/worker_service.h"
 #include "server/dispatch/dispatcher.h"
-#include "server/dispatch/rendezvous.h"
 #include "server/jobs/job_manager.h"
-#include "server/metrics/http_exporter.h"
-#include "server/metrics/metrics.h"
 #include "server/store/job_store.h"
 
 namespace mapd {
@@ -40,8 +39,7 @@ struct ServerOptions {
   bool admit = true;
   // host:port of the Prometheus /metrics endpoint (port 0: a free one); empty: no endpoint.
   std::string metrics_listen;
-  // Running jobs on workers (dispatcher.h): the host their ranks reach this coordinator's
-  // rendezvous stores at. Off: jobs stay queued (tests of the queue alone).
+  // Running jobs on workers (dispatcher.h). Off: jobs stay queued (tests of the queue alone).
   bool dispatch = true;
   DispatchOptions dispatch_options;
   // How often the dispatcher looks at the queue and the leases.
@@ -72,7 +70,6 @@ class MapdServer {
   std::unique_ptr<JobServiceImpl> job_service_;
   std::unique_ptr<PlannerServiceImpl> planner_service_;
   std::unique_ptr<WorkerRegistry> workers_;
-  std::unique_ptr<RendezvousHost> rendezvous_;
   std::unique_ptr<Dispatcher> dispatcher_;
   std::unique_ptr<WorkerServiceImpl> worker_service_;
   std::thread lease_thread_;     // expires workers' leases

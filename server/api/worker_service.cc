@@ -1,6 +1,6 @@
 #include "server/api/worker_service.h"
 
-#include "server/api/grpc_status.h"
+#include "common/rpc/grpc_status.h"
 
 namespace mapd {
 

@@ -3,8 +3,8 @@
 #ifndef MAPD_SERVER_API_WORKER_SERVICE_H_
 #define MAPD_SERVER_API_WORKER_SERVICE_H_
 
+#include "common/rpc/auth.h"
 #include "proto/mapd/v1/workers.grpc.pb.h"
-#include "server/api/auth.h"
 #include "server/dispatch/dispatcher.h"
 #include "server/workers/worker_registry.h"
 

@@ -3,11 +3,12 @@
 #include <algorithm>
 #include <utility>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
-#include "planner/profile/timeline_svg.h"  // FormatBytes
-#include "worker/launch/checkpoint_commit.h"
+#include "common/bytes.h"
+#include "common/checkpoint/checkpoint_commit.h"
 
 namespace mapd {
 
@@ -37,10 +38,25 @@ int Count(const std::map<std::string, std::vector<std::string>>& free) {
   return n;
 }
 
+bool HasRankZero(const v1::RankAssignment& a) {
+  return std::find(a.ranks().begin(), a.ranks().end(), 0) != a.ranks().end();
+}
+
+// A store address a worker reports: host:port, bounded, printable, no spaces.
+absl::Status CheckStoreAddress(const std::string& address) {
+  const size_t colon = address.rfind(':');
+  int port = 0;
+  const bool printable = std::all_of(address.begin(), address.end(), [](char c) { return c > ' ' && c < 127; });
+  if (address.size() > 256 || !printable || colon == std::string::npos || colon == 0 ||
+      !absl::SimpleAtoi(address.substr(colon + 1), &port) || port < 1 || port > 65535) {
+    return absl::InvalidArgumentError(absl::StrCat("store_address '", address.substr(0, 64), "' is not host:port (at most 256 characters)"));
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::Status DispatchOptions::Validate() const {
-  if (advertise_host.empty()) return absl::InvalidArgumentError("--advertise-host: give the address workers reach this coordinator at");
   if (max_restarts < 0) return absl::InvalidArgumentError(absl::StrCat("--max-restarts ", max_restarts, ": give 0 or more"));
   if (!checkpoint_dir.empty() && checkpoint_dir[0] != '/') {
     return absl::InvalidArgumentError(absl::StrCat("--checkpoint-dir ", checkpoint_dir, ": give an absolute path (workers use it as is)"));
@@ -48,8 +64,8 @@ absl::Status DispatchOptions::Validate() const {
   return absl::OkStatus();
 }
 
-Dispatcher::Dispatcher(JobManager* jobs, WorkerRegistry* workers, RendezvousHost* rendezvous, DispatchOptions options, PlanJobFn plan)
-    : jobs_(jobs), workers_(workers), rendezvous_(rendezvous), options_(std::move(options)), plan_(std::move(plan)) {}
+Dispatcher::Dispatcher(JobManager* jobs, WorkerRegistry* workers, DispatchOptions options, PlanJobFn plan)
+    : jobs_(jobs), workers_(workers), options_(std::move(options)), plan_(std::move(plan)) {}
 
 void Dispatcher::RecoverOrphans() {
   {
@@ -66,7 +82,7 @@ void Dispatcher::RecoverOrphans() {
     if (!recovered.ok()) {
       MarkFailed(jobs_, job.id(),
                  absl::StrCat("the coordinator restarted while the job was ", v1::JobState_Name(job.state()), " and ",
-                              recovered.status().message(), "; its ranks were stopped (their rendezvous is gone) — submit it again"));
+                              recovered.status().message(), "; its ranks were stopped (a restarted coordinator does not adopt running ranks) — submit it again"));
       continue;
     }
     const std::string why = absl::StrCat("the coordinator restarted; restarting from the checkpoint of step ", recovered->committed_step,
@@ -92,12 +108,7 @@ absl::StatusOr<Dispatcher::ActiveJob> Dispatcher::RecoverJob(const v1::Job& job)
   }
   auto plan = plan_(job.spec());
   if (!plan.ok()) return absl::FailedPreconditionError(absl::StrCat("planning it again failed: ", plan.status().message()));
-  const std::vector<int64_t> checkpoint_mesh(meta->mesh().begin(), meta->mesh().end());
-  if (plan->mesh != checkpoint_mesh || plan->summary != meta->plan()) {
-    return absl::FailedPreconditionError(absl::StrCat("the plan found now (mesh ", absl::StrJoin(plan->mesh, "x"), ", ", plan->summary,
-                                                      ") is not its checkpoint's (mesh ", absl::StrJoin(checkpoint_mesh, "x"), ", ",
-                                                      meta->plan(), ")"));
-  }
+  if (auto st = CheckCheckpointMatches(*meta, job.spec().ranks(), plan->mesh, plan->summary, "the plan found now"); !st.ok()) return st;
   ActiveJob active;
   active.spec = job.spec();
   active.plan = std::make_shared<const JobPlan>(*std::move(plan));
@@ -165,8 +176,6 @@ absl::Status Dispatcher::PlaceLocked(int64_t id, ActiveJob& job, int64_t resume_
   if (Count(free) < ranks) return absl::FailedPreconditionError(WaitingMessage(spec, Count(free)));
   std::vector<std::pair<std::string, std::vector<std::string>>> order(free.begin(), free.end());
   std::stable_sort(order.begin(), order.end(), [](const auto& a, const auto& b) { return a.second.size() > b.second.size(); });
-  auto port = rendezvous_->Open(id);
-  if (!port.ok()) return absl::UnavailableError(absl::StrCat("cannot open the job's rendezvous store: ", port.status().message()));
   job.parts.clear();
   job.stopping = job.restarting = false;
   job.checkpoints.clear();
@@ -186,7 +195,7 @@ absl::Status Dispatcher::PlaceLocked(int64_t id, ActiveJob& job, int64_t resume_
     }
     for (int64_t d : plan.mesh) a.add_mesh(d);
     *a.mutable_graph() = plan.graph;
-    a.set_store_address(absl::StrCat(options_.advertise_host, ":", *port));
+    // store_address stays empty until rank 0 (in the first part) reports where it hosts the store.
     a.set_steps(spec.steps());
     a.set_optimizer(spec.optimizer());
     a.set_lr(spec.lr());
@@ -253,10 +262,7 @@ bool Dispatcher::TryStart(const v1::Job& job) {
                                      j.set_plan_summary(summary);
                                      j.set_predicted_peak_bytes(peak);
                                    });
-  if (!running.ok()) {  // cancelled while planning
-    rendezvous_->Close(job.id());
-    return true;
-  }
+  if (!running.ok()) return true;  // cancelled while planning
   active_[job.id()] = std::move(active);
   return true;
 }
@@ -320,7 +326,6 @@ void Dispatcher::ReapLocked() {
       continue;
     }
     if (!it->second.failure.empty()) SettleFailureLocked(it->first, it->second);
-    rendezvous_->Close(it->first);  // a restart opens another
     if (it->second.restarting) {
       ++it;
     } else {
@@ -391,7 +396,8 @@ void Dispatcher::OnHeartbeat(const std::string& worker_id, const std::vector<int
       if (job.stopping) {
         out->add_cancel_job_ids(id);
         if (!runs.count(id)) part.finished = true;  // never started there, or already ended
-      } else if (!runs.count(id)) {
+      } else if (!runs.count(id) && (HasRankZero(part.assignment) || !part.assignment.store_address().empty())) {
+        // The part with rank 0 first; the others once rank 0 hosts the rendezvous store.
         *out->add_assignments() = part.assignment;
       }
     }
@@ -431,6 +437,12 @@ absl::StatusOr<v1::ReportResponse> Dispatcher::OnReport(const v1::ReportRequest&
     ReapLocked();
     return out;
   }
+  if (!report.store_address().empty() && HasRankZero(part->assignment)) {
+    if (auto st = CheckStoreAddress(report.store_address()); !st.ok()) return st;
+    for (Part& p : job.parts) {
+      if (!HasRankZero(p.assignment)) p.assignment.set_store_address(report.store_address());
+    }
+  }
   const v1::RankAssignment& a = part->assignment;
   const bool was_stopping = job.stopping;
   for (const v1::RankStep& s : report.steps()) {
@@ -454,11 +466,7 @@ absl::StatusOr<v1::ReportResponse> Dispatcher::OnReport(const v1::ReportRequest&
       (void)jobs_->Note(id, absl::StrCat("checkpoint: step ", step, " committed on every worker"));
     } else {
       // Every rank's shard is on the shared storage: commit the step (checkpoint_commit.h).
-      v1::CheckpointMeta meta;
-      meta.set_step(step);
-      meta.set_ranks(job.spec.ranks());
-      for (int64_t d : job.plan->mesh) meta.add_mesh(d);
-      meta.set_plan(job.plan->summary);
+      const v1::CheckpointMeta meta = CheckpointMetaFor(step, job.spec.ranks(), job.plan->mesh, job.plan->summary);
       if (auto st = CommitCheckpointStep(JobCheckpointDir(id), meta); !st.ok()) {
         (void)jobs_->Note(id, absl::StrCat("checkpoint: step ", step, " not committed: ", st.message()));
       } else {

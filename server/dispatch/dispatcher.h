@@ -8,13 +8,16 @@
 //   2. (StartPending) PENDING jobs, oldest first, start when ALIVE workers have enough free devices of the job's
 //      kind (cpu or cuda) with the memory the job's budget asks for: PLANNING — the plan searched, lowered to one program per
 //      rank and checked against the budget (job_planner.h) — then the ranks are placed, the job's
-//      rendezvous store opened on the coordinator, and the job is RUNNING. A job that does not
+//      job is RUNNING. A job that does not
 //      fit now waits (one event says for what); a later, smaller one may start before it.
 // Placement fills the workers with the most free devices first, with consecutive ranks together,
 // so the innermost mesh axis (the one with the most traffic) stays inside a worker.
 //
 // Workers receive their part (RankAssignment) in heartbeat responses — again on each heartbeat
 // until they list the job as running — and report steps, checkpoints and their outcome (Report).
+// Rank 0's process hosts the job's rendezvous store (as torchrun's rank 0 does): the part with
+// rank 0 is sent first; its worker reports the store's address, and the other parts are sent
+// with it.
 // Rank 0's steps are the job's progress. When every worker has finished OK the job SUCCEEDS;
 // the first failure stops the other parts and, once they have all ended, FAILS the job with the
 // failing rank's error — or, if a worker was lost meanwhile, is that loss's (below). A job's
@@ -31,8 +34,8 @@
 // counts as one): planned again (the plan must be the checkpoint's), RESTARTING, and placed with
 // the next attempt number once a lease period has passed — every live worker has heartbeated to
 // this coordinator by then — and no worker lists the job's earlier ranks any more (workers that
-// do are told to stop them). Otherwise they FAIL saying why (their rendezvous is gone with the
-// previous coordinator, and their ranks are told to stop).
+// do are told to stop them). Otherwise they FAIL saying why (a restarted coordinator does not
+// adopt running ranks: they are told to stop).
 //
 // Thread-safe; lock order: the dispatcher's mutex, then the job manager's and the registry's.
 #ifndef MAPD_SERVER_DISPATCH_DISPATCHER_H_
@@ -50,7 +53,6 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "proto/mapd/v1/workers.pb.h"
-#include "server/dispatch/rendezvous.h"
 #include "server/jobs/job_manager.h"
 #include "server/jobs/job_planner.h"
 #include "server/workers/worker_registry.h"
@@ -58,8 +60,6 @@
 namespace mapd {
 
 struct DispatchOptions {
-  // The host the workers' ranks reach the coordinator's rendezvous stores at.
-  std::string advertise_host = "127.0.0.1";
   // Storage the coordinator and every worker reach at this path (a shared filesystem; any
   // directory on one machine): jobs' checkpoints go to DIR/job-<id>/ and the coordinator
   // commits each step once every rank has written its shard, so a job whose worker is lost can
@@ -77,8 +77,7 @@ using PlanJobFn = std::function<absl::StatusOr<JobPlan>(const v1::JobSpec&)>;
 class Dispatcher {
  public:
   // Everything given must outlive the dispatcher.
-  Dispatcher(JobManager* jobs, WorkerRegistry* workers, RendezvousHost* rendezvous, DispatchOptions options,
-             PlanJobFn plan = PlanJob);
+  Dispatcher(JobManager* jobs, WorkerRegistry* workers, DispatchOptions options, PlanJobFn plan = PlanJob);
 
   // Watch then StartPending: one round on one thread (tests; a server without threads).
   void Tick();
@@ -161,14 +160,14 @@ class Dispatcher {
   // Places a RESTARTING job again, from its committed step, when devices allow.
   void TryResumeLocked(int64_t id, ActiveJob& job) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Places the job's ranks on free devices (consecutive ranks, workers with the most free devices
-  // first), opens its store and makes its parts; FAILED_PRECONDITION (saying what it waits for)
-  // when devices are short, UNAVAILABLE when the store cannot open.
+  // first) and makes its parts; FAILED_PRECONDITION (saying what it waits for) when devices are
+  // short.
   absl::Status PlaceLocked(int64_t id, ActiveJob& job, int64_t resume_step) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   static std::string WaitingMessage(const v1::JobSpec& spec, int free);
   static std::string Where(const ActiveJob& job);  // "w-1 (rank 0-1), w-2 (rank 2-3)"
   std::string JobCheckpointDir(int64_t id) const;
   // Settles the failures of jobs whose parts have all ended, then drops those jobs (not those
-  // restarting), closing their stores.
+  // restarting).
   void ReapLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Devices taken by parts whose ranks have not ended, per worker id.
   std::map<std::string, std::set<std::string>> BusyLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -179,7 +178,6 @@ class Dispatcher {
 
   JobManager* jobs_;
   WorkerRegistry* workers_;
-  RendezvousHost* rendezvous_;
   DispatchOptions options_;
   PlanJobFn plan_;
   mutable absl::Mutex mu_;

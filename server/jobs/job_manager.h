@@ -24,9 +24,9 @@
 
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
+#include "common/clock.h"
 #include "proto/mapd/v1/jobs.pb.h"
 #include "server/store/job_store.h"
-#include "server/util/clock.h"
 
 namespace mapd {
 

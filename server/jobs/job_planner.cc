@@ -4,10 +4,10 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "common/bytes.h"
 #include "planner/graph/loss.h"
 #include "planner/graph/verifier.h"
 #include "planner/profile/profiler.h"
-#include "planner/profile/timeline_svg.h"  // FormatBytes
 #include "planner/zoo/zoo.h"
 
 namespace mapd {

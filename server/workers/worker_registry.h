@@ -14,8 +14,8 @@
 
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
+#include "common/clock.h"
 #include "proto/mapd/v1/workers.pb.h"
-#include "server/util/clock.h"
 
 namespace mapd {
 

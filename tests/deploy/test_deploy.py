@@ -102,5 +102,9 @@ def test_the_kubernetes_manifests_use_flags_the_binaries_have():
                 assert f"--checkpoint-dir={mounts['checkpoints']}" in args, args
             if binary == "mapd-worker":
                 assert any(a.startswith("--coordinator=mapd.mapd.svc:") for a in args), args
+                # Other pods' ranks reach this one's (rank 0's rendezvous store, Gloo) at its pod IP.
+                assert "--advertise-host=$(POD_IP)" in args, args
+                env = {e["name"]: e for e in c.get("env", [])}
+                assert env["POD_IP"]["valueFrom"]["fieldRef"]["fieldPath"] == "status.podIP", env
     # The workers see the checkpoints where the coordinator does.
     assert checkpoint_mounts["mapd"] == checkpoint_mounts["mapd-worker"] is not None, checkpoint_mounts

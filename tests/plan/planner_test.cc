@@ -1,5 +1,6 @@
 // The planner's search: mesh shapes, ZeRO stages, baselines on the same cost model, the plan
 // never slower than a baseline that fits, and the least memory that fits when nothing does.
+#include "common/bytes.h"
 #include "planner/plan/planner.h"
 
 #include <gtest/gtest.h>

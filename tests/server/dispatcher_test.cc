@@ -1,4 +1,4 @@
-// The dispatcher without processes: a stand-in planner and rendezvous, workers as registry
+// The dispatcher without processes: a stand-in planner, workers as registry
 // entries driven by hand (heartbeats, reports, a lease running out) on a fake clock.
 #include "server/dispatch/dispatcher.h"
 
@@ -10,21 +10,11 @@
 #include <thread>
 
 #include "absl/synchronization/notification.h"
+#include "common/checkpoint/checkpoint_commit.h"
 #include "server/store/job_store.h"
-#include "worker/launch/checkpoint_commit.h"
 
 namespace mapd {
 namespace {
-
-class FakeRendezvous : public RendezvousHost {
- public:
-  absl::StatusOr<int> Open(int64_t job_id) override {
-    open.insert(job_id);
-    return static_cast<int>(1000 + job_id);
-  }
-  void Close(int64_t job_id) override { open.erase(job_id); }
-  std::set<int64_t> open;
-};
 
 absl::StatusOr<JobPlan> FakePlan(const v1::JobSpec& spec) {
   if (spec.steps() == 13) return absl::FailedPreconditionError("no plan fits 1 KiB per device");
@@ -58,9 +48,7 @@ class DispatcherTest : public ::testing::Test {
     store_ = NewMemoryJobStore();
     jobs_ = *JobManager::Create(store_.get(), &clock_);
     workers_ = std::make_unique<WorkerRegistry>(LeaseOptions{}, &clock_);
-    DispatchOptions o;
-    o.advertise_host = "10.0.0.1";
-    dispatcher_ = std::make_unique<Dispatcher>(jobs_.get(), workers_.get(), &rendezvous_, o, FakePlan);
+    dispatcher_ = std::make_unique<Dispatcher>(jobs_.get(), workers_.get(), DispatchOptions{}, FakePlan);
   }
   std::string AddWorker(int devices, const std::string& kind = "cpu") {
     v1::RegisterWorkerRequest r;
@@ -89,6 +77,15 @@ class DispatcherTest : public ::testing::Test {
     r.set_error(error);
     return dispatcher_->OnReport(r);
   }
+  // `worker`'s rank 0 of `job` hosts the rendezvous store at `address`.
+  absl::Status ReportStore(const std::string& worker, int64_t job, const std::string& address, int attempt = 0) {
+    v1::ReportRequest r;
+    r.set_worker_id(worker);
+    r.set_job_id(job);
+    r.set_attempt(attempt);
+    r.set_store_address(address);
+    return dispatcher_->OnReport(r).status();
+  }
   // A dispatcher with shared checkpoint storage in a fresh directory (removed at the end).
   std::string UseCheckpointDir(const std::string& name, int max_restarts = 3) {
     checkpoint_dir_ = ::testing::TempDir() + "/" + name + "_" + std::to_string(getpid());
@@ -96,7 +93,7 @@ class DispatcherTest : public ::testing::Test {
     DispatchOptions o;
     o.checkpoint_dir = checkpoint_dir_;
     o.max_restarts = max_restarts;
-    dispatcher_ = std::make_unique<Dispatcher>(jobs_.get(), workers_.get(), &rendezvous_, o, FakePlan);
+    dispatcher_ = std::make_unique<Dispatcher>(jobs_.get(), workers_.get(), o, FakePlan);
     return checkpoint_dir_;
   }
   void TearDown() override {
@@ -132,7 +129,6 @@ class DispatcherTest : public ::testing::Test {
   std::unique_ptr<JobStore> store_;
   std::unique_ptr<JobManager> jobs_;
   std::unique_ptr<WorkerRegistry> workers_;
-  FakeRendezvous rendezvous_;
   std::unique_ptr<Dispatcher> dispatcher_;
   std::string checkpoint_dir_;  // UseCheckpointDir's
 };
@@ -142,7 +138,6 @@ TEST_F(DispatcherTest, PlacesConsecutiveRanksOnTheWorkersWithMostFreeDevicesFirs
   ASSERT_TRUE(jobs_->Submit(Spec(3)).ok());
   dispatcher_->Tick();
   EXPECT_EQ(State(1), v1::RUNNING);
-  EXPECT_EQ(rendezvous_.open, std::set<int64_t>{1});
   const v1::HeartbeatResponse to_big = Beat(big);
   ASSERT_EQ(to_big.assignments_size(), 1);
   const v1::RankAssignment& a = to_big.assignments(0);
@@ -150,12 +145,21 @@ TEST_F(DispatcherTest, PlacesConsecutiveRanksOnTheWorkersWithMostFreeDevicesFirs
   EXPECT_EQ(std::vector<std::string>(a.devices().begin(), a.devices().end()), (std::vector<std::string>{"cpu:0", "cpu:1"}));
   ASSERT_EQ(a.programs_size(), 2);
   EXPECT_EQ(a.programs(1).rank(), 1);
-  EXPECT_EQ(a.store_address(), "10.0.0.1:1001");
+  EXPECT_EQ(a.store_address(), "");  // rank 0 is there: it hosts the rendezvous store
   EXPECT_EQ(a.predicted_peak_bytes(1), 1001);
   EXPECT_EQ(a.items_per_step(), 256);
+  // The other worker's part waits for the store's address, which only rank 0's worker gives.
+  EXPECT_EQ(Beat(small).assignments_size(), 0);
+  EXPECT_EQ(ReportStore(small, 1, "10.9.9.9:1").code(), absl::StatusCode::kOk);  // not rank 0's: ignored
+  EXPECT_EQ(Beat(small).assignments_size(), 0);
+  EXPECT_EQ(ReportStore(big, 1, "10.0.0.1:99999").code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(ReportStore(big, 1, "10.0.0.1 :1001").code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(ReportStore(big, 1, std::string(300, 'h') + ":1001").code(), absl::StatusCode::kInvalidArgument);
+  ASSERT_TRUE(ReportStore(big, 1, "10.0.0.1:1001").ok());
   const v1::HeartbeatResponse to_small = Beat(small);
   ASSERT_EQ(to_small.assignments_size(), 1);
   EXPECT_EQ(to_small.assignments(0).ranks(0), 2);
+  EXPECT_EQ(to_small.assignments(0).store_address(), "10.0.0.1:1001");
   // Sent again until the worker says it runs the job; not after.
   EXPECT_EQ(Beat(big).assignments_size(), 1);
   EXPECT_EQ(Beat(big, {1}).assignments_size(), 0);
@@ -222,7 +226,6 @@ TEST_F(DispatcherTest, ProgressComesFromRankZeroAndTheJobSucceedsWhenEveryWorker
   ASSERT_TRUE(Finish(w2, 1).ok());
   EXPECT_EQ(State(1), v1::SUCCEEDED);
   EXPECT_NE(Messages(1).back().find("loss 4.0000 -> 3.0000"), std::string::npos) << Messages(1).back();
-  EXPECT_TRUE(rendezvous_.open.empty());
   EXPECT_TRUE(dispatcher_->BusyDevices().empty());
   EXPECT_EQ(Finish(w2, 1).status().code(), absl::StatusCode::kNotFound);  // no longer run here
 }
@@ -257,7 +260,7 @@ TEST_F(DispatcherTest, PlanningANewJobDoesNotDelayNoticingALostWorker) {
   // The server runs StartPending and Watch on threads of their own: a plan that takes long (here
   // one that waits to be released) must not hold up the other half.
   absl::Notification planning, release;
-  dispatcher_ = std::make_unique<Dispatcher>(jobs_.get(), workers_.get(), &rendezvous_, DispatchOptions{},
+  dispatcher_ = std::make_unique<Dispatcher>(jobs_.get(), workers_.get(), DispatchOptions{},
                                              [&](const v1::JobSpec& spec) -> absl::StatusOr<JobPlan> {
                                                if (spec.steps() == 99) {
                                                  planning.Notify();
@@ -311,7 +314,6 @@ TEST_F(DispatcherTest, ALostWorkerFailsItsJobAndACancelledJobIsStoppedOnItsWorke
   EXPECT_EQ(Beat(w2, {2}).cancel_job_ids_size(), 1);
   EXPECT_TRUE(Finish(w2, 2, 1, "cancelled")->cancel());  // counted as stopped on the worker
   EXPECT_EQ(State(2), v1::CANCELLED);
-  EXPECT_TRUE(rendezvous_.open.empty());
 }
 
 TEST_F(DispatcherTest, PeersFailingBeforeADeadWorkersLeaseRunsOutRestartTheJobAsALostWorker) {
@@ -342,6 +344,7 @@ TEST_F(DispatcherTest, PeersFailingBeforeADeadWorkersLeaseRunsOutRestartTheJobAs
   EXPECT_NE(restarting.find("restarting from the checkpoint of step 5"), std::string::npos) << restarting;
   EXPECT_NE(messages.back().find("resumed from the checkpoint of step 5 on " + w1 + " (rank 0), " + w3 + " (rank 1)"), std::string::npos)
       << messages.back();
+  ASSERT_TRUE(ReportStore(w1, 1, "10.0.0.1:29500", /*attempt=*/1).ok());
   EXPECT_EQ(Beat(w3).assignments(0).resume_step(), 5);
 }
 
@@ -374,6 +377,9 @@ TEST_F(DispatcherTest, ALostWorkerRestartsTheJobFromItsLastCheckpointOnTheDevice
   EXPECT_NE(Messages(1).back().find("resumed from the checkpoint of step 5 on " + w1 + " (rank 0), " + w3 + " (rank 1)"),
             std::string::npos)
       << Messages(1).back();
+  // The new attempt's rank 0 hosts a new store: the other part waits for its address again.
+  EXPECT_EQ(Beat(w3).assignments_size(), 0);
+  ASSERT_TRUE(ReportStore(w1, 1, "10.0.0.1:29501", /*attempt=*/1).ok());
   const v1::HeartbeatResponse hb = Beat(w3);
   ASSERT_EQ(hb.assignments_size(), 1);
   EXPECT_EQ(hb.assignments(0).resume_step(), 5);
@@ -420,11 +426,7 @@ TEST_F(DispatcherTest, PlanningFailuresFailAndJobsOrphanedByARestartAreQueuedOrF
 TEST_F(DispatcherTest, ARestartedCoordinatorResumesRunningJobsFromTheirCheckpoints) {
   const std::string dir = UseCheckpointDir("dispatcher_recover", /*max_restarts=*/2);
   auto commit = [&](int64_t job, int64_t step, int64_t mesh) {
-    v1::CheckpointMeta meta;
-    meta.set_step(step);
-    meta.add_mesh(mesh);
-    meta.set_ranks(static_cast<int>(mesh));
-    meta.set_plan("mesh " + std::to_string(mesh));
+    const v1::CheckpointMeta meta = CheckpointMetaFor(step, static_cast<int>(mesh), {mesh}, "mesh " + std::to_string(mesh));
     ASSERT_TRUE(CommitCheckpointStep(dir + "/job-" + std::to_string(job), meta).ok());
   };
   // As the previous coordinator left them, all RUNNING: job 1 with step 5 committed, job 2 with
@@ -447,7 +449,7 @@ TEST_F(DispatcherTest, ARestartedCoordinatorResumesRunningJobsFromTheirCheckpoin
   EXPECT_NE(jobs_->Get(2)->error().find("it cannot resume: no checkpoint committed in " + dir + "/job-2"), std::string::npos)
       << jobs_->Get(2)->error();
   EXPECT_EQ(State(3), v1::FAILED);
-  EXPECT_NE(jobs_->Get(3)->error().find("the plan found now (mesh 2, mesh 2) is not its checkpoint's (mesh 4, mesh 4)"), std::string::npos)
+  EXPECT_NE(jobs_->Get(3)->error().find("the plan found now: the checkpoint is of 4 rank(s), mesh 4, plan 'mesh 4'; this run is 2 rank(s), mesh 2, plan 'mesh 2'"), std::string::npos)
       << jobs_->Get(3)->error();
   EXPECT_EQ(State(4), v1::FAILED);
   EXPECT_NE(jobs_->Get(4)->error().find("it has restarted 2 time(s) already (--max-restarts 2)"), std::string::npos)
@@ -472,6 +474,7 @@ TEST_F(DispatcherTest, ARestartedCoordinatorResumesRunningJobsFromTheirCheckpoin
   EXPECT_NE(Messages(1).back().find("resumed from the checkpoint of step 5 on " + w1 + " (rank 0), " + w2 + " (rank 1)"), std::string::npos)
       << Messages(1).back();
   EXPECT_EQ(jobs_->Get(1)->attempt(), 1);
+  ASSERT_TRUE(ReportStore(w1, 1, "10.0.0.1:29500", /*attempt=*/1).ok());
   const v1::HeartbeatResponse hb = Beat(w2);
   ASSERT_EQ(hb.assignments_size(), 1);
   EXPECT_EQ(hb.assignments(0).attempt(), 1);

@@ -1,6 +1,6 @@
 // The exposition encoder (exact text, escaping, cumulative histogram buckets, name checks) and
 // the coordinator's /metrics endpoint, checked by Debian's `promtool check metrics`.
-#include "server/metrics/metrics.h"
+#include "common/metrics/metrics.h"
 
 #include <gtest/gtest.h>
 #include <httplib.h>

@@ -1,5 +1,6 @@
 // The strategy ILP: known optima, the memory constraint, infeasibility, dump and replay, and
 // greedy never beating CBC.
+#include "common/file_io.h"
 #include "planner/solver/strategy_solver.h"
 
 #include <gmock/gmock.h>
@@ -7,7 +8,6 @@
 
 #include <random>
 
-#include "planner/ir/serialize.h"
 
 namespace mapd {
 namespace {

@@ -8,8 +8,8 @@
 #include <thread>
 
 #include "absl/strings/str_cat.h"
-#include "server/api/auth.h"
-#include "server/api/grpc_status.h"
+#include "common/rpc/auth.h"
+#include "common/rpc/grpc_status.h"
 
 namespace mapd {
 

@@ -21,8 +21,8 @@
 
 #include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
+#include "common/metrics/metrics.h"
 #include "proto/mapd/v1/workers.grpc.pb.h"
-#include "server/metrics/metrics.h"
 #include "worker/daemon/job_runner.h"
 
 namespace mapd {

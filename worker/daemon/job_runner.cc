@@ -1,14 +1,13 @@
 #include "worker/daemon/job_runner.h"
 
-#include <filesystem>
+#include <algorithm>
+#include <cstdlib>
 #include <iostream>
 
-#include <nlohmann/json.hpp>
-
 #include "absl/strings/str_cat.h"
-#include "planner/ir/serialize.h"
-#include "worker/launch/checkpoint_commit.h"
+#include "common/checkpoint/checkpoint_commit.h"
 #include "worker/launch/launcher.h"
+#include "worker/launch/rank_command.h"
 
 namespace mapd {
 
@@ -59,63 +58,86 @@ void JobRunner::Send(v1::ReportRequest& report) {
   report.Clear();
 }
 
-void JobRunner::OnLine(int index, const std::string& line) {
-  auto j = nlohmann::json::parse(line, nullptr, false);
-  if (j.is_discarded() || !j.is_object() || j.contains("begin") || j.contains("done")) return;
+void JobRunner::OnCheckpoint(int64_t step) {
   const v1::RankAssignment& a = assignment_;
-  const int rank = a.ranks(index);
-  const Labels labels = {{"job_id", std::to_string(a.job_id())}, {"rank", std::to_string(rank)}};
-  if (j.contains("checkpoint")) {
-    const int64_t step = j.value("checkpoint", int64_t{0});
-    if (++checkpoint_shards_[step] < a.ranks_size()) return;
-    // This worker's shards of the step are all written. On shared storage the coordinator commits
-    // once every worker's are there; otherwise they are committed here.
-    if (!shared_checkpoints_) {
-      v1::CheckpointMeta meta;
-      meta.set_step(step);
-      for (int64_t d : a.mesh()) meta.add_mesh(d);
-      meta.set_ranks(world_);
-      meta.set_plan(a.plan());
-      if (auto st = CommitCheckpointStep(checkpoint_dir_, meta); !st.ok()) {
-        std::cerr << "mapd-worker: job " << a.job_id() << ": checkpoint step " << step << " not committed: " << st.message() << "\n";
-        return;
-      }
+  if (++checkpoint_shards_[step] < a.ranks_size()) return;
+  // This worker's shards of the step are all written. On shared storage the coordinator commits
+  // once every worker's are there; otherwise they are committed here.
+  if (!shared_checkpoints_) {
+    const std::vector<int64_t> mesh(a.mesh().begin(), a.mesh().end());
+    if (auto st = CommitCheckpointStep(checkpoint_dir_, CheckpointMetaFor(step, world_, mesh, a.plan())); !st.ok()) {
+      std::cerr << "mapd-worker: job " << a.job_id() << ": checkpoint step " << step << " not committed: " << st.message() << "\n";
+      return;
     }
-    pending_.set_checkpoint_step(step);
-    Send(pending_);
-    return;
   }
-  if (!j.contains("step")) return;
+  pending_.set_checkpoint_step(step);
+  Send(pending_);
+}
+
+void JobRunner::OnStep(int rank, const v1::StepDone& d) {
+  const v1::RankAssignment& a = assignment_;
+  const Labels labels = {{"job_id", std::to_string(a.job_id())}, {"rank", std::to_string(rank)}};
   v1::RankStep* s = pending_.add_steps();
   s->set_rank(rank);
-  s->set_step(j.value("step", int64_t{0}));
-  s->set_loss(j.value("loss", 0.0));
-  s->set_seconds(j.value("seconds", 0.0));
-  s->set_peak_bytes(j.value("peak_bytes", int64_t{0}));
-  metrics_->Set("mapd_worker_step", labels, static_cast<double>(s->step()));
-  metrics_->Observe("mapd_worker_step_seconds", labels, s->seconds());
-  metrics_->Set("mapd_worker_loss", labels, s->loss());
-  metrics_->Set("mapd_worker_memory_peak_bytes", labels, static_cast<double>(s->peak_bytes()));
-  metrics_->Set("mapd_worker_memory_live_bytes", labels, j.value("live_bytes", 0.0));
-  if (s->seconds() > 0) {
+  s->set_step(d.step());
+  s->set_loss(d.loss());
+  s->set_seconds(d.seconds());
+  s->set_peak_bytes(d.peak_bytes());
+  metrics_->Set("mapd_worker_step", labels, static_cast<double>(d.step()));
+  metrics_->Observe("mapd_worker_step_seconds", labels, d.seconds());
+  metrics_->Set("mapd_worker_loss", labels, d.loss());
+  metrics_->Set("mapd_worker_memory_peak_bytes", labels, static_cast<double>(d.peak_bytes()));
+  metrics_->Set("mapd_worker_memory_live_bytes", labels, static_cast<double>(d.live_bytes()));
+  if (d.seconds() > 0) {
     Labels with_unit = labels;
     with_unit["unit"] = a.item_unit().empty() ? "samples" : a.item_unit();
-    metrics_->Set("mapd_worker_items_per_second", with_unit, static_cast<double>(a.items_per_step()) / s->seconds());
+    metrics_->Set("mapd_worker_items_per_second", with_unit, static_cast<double>(a.items_per_step()) / d.seconds());
     if (a.device_peak_flops() > 0) {
-      metrics_->Set("mapd_worker_model_flops_utilization", labels,
-                    a.model_flops_per_step() / (s->seconds() * world_ * a.device_peak_flops()));
+      metrics_->Set("mapd_worker_model_flops_utilization", labels, a.model_flops_per_step() / (d.seconds() * world_ * a.device_peak_flops()));
     }
   }
-  if (j.contains("collectives") && j["collectives"].is_object()) {
-    for (const auto& [kind, c] : j["collectives"].items()) {
-      Labels by_kind = labels;
-      by_kind["kind"] = kind;
-      metrics_->Add("mapd_worker_collective_seconds_total", by_kind, c.value("seconds", 0.0));
-      metrics_->Add("mapd_worker_collective_bytes_total", by_kind, c.value("bytes", 0.0));
-    }
+  for (const auto& [kind, c] : d.collectives()) {
+    Labels by_kind = labels;
+    by_kind["kind"] = kind;
+    metrics_->Add("mapd_worker_collective_seconds_total", by_kind, c.seconds());
+    metrics_->Add("mapd_worker_collective_bytes_total", by_kind, c.bytes());
   }
   // Rank 0's steps are the job's progress: report them as they come; the others' ride along.
-  if (index == 0) Send(pending_);
+  if (rank == 0) Send(pending_);
+}
+
+void JobRunner::OnEvent(int index, const v1::RankEvent& e) {
+  const int rank = assignment_.ranks(index);
+  if (e.has_store_ready()) {
+    // Rank 0 listens: the coordinator passes the address on to the job's other workers.
+    pending_.set_store_address(absl::StrCat(options_.advertise_host, ":", e.store_ready().port()));
+    Send(pending_);
+  } else if (e.has_checkpoint_written()) {
+    OnCheckpoint(e.checkpoint_written().step());
+  } else if (e.has_step_done()) {
+    OnStep(rank, e.step_done());
+  }
+}
+
+v1::RankJob JobRunner::RankJobOf() const {
+  const v1::RankAssignment& a = assignment_;
+  v1::RankJob job;
+  job.set_steps(a.steps());
+  job.set_optimizer(a.optimizer());
+  job.set_lr(a.lr());
+  job.set_seed(a.seed());
+  // --data synthetic | text:FILE | tokens:FILE
+  const size_t colon = a.data().find(':');
+  job.set_data(a.data().substr(0, colon));
+  if (colon != std::string::npos) job.set_data_path(a.data().substr(colon + 1));
+  job.set_device(!a.devices().empty() && a.devices(0).rfind("cuda:", 0) == 0 ? "cuda" : "cpu");
+  job.set_memory_cap(a.memory_cap());
+  job.set_timeout_seconds(options_.rank_timeout_seconds);
+  job.set_checkpoint_dir(checkpoint_dir_);
+  job.set_checkpoint_every(a.checkpoint_every() > 0 ? a.checkpoint_every() : a.steps());
+  job.set_resume_step(a.resume_step());
+  job.set_local_host(options_.advertise_host);
+  return job;
 }
 
 void JobRunner::Run() {
@@ -135,46 +157,38 @@ void JobRunner::Run() {
     metrics_->Add("mapd_worker_jobs_total", {{"outcome", outcome}});
     done_ = true;
   };
-  std::error_code ec;
-  std::filesystem::create_directories(dir_, ec);
-  if (ec) return finish(absl::InternalError(absl::StrCat("cannot make ", dir_, ": ", ec.message())));
-  if (auto st = WriteGraphFile(a.graph(), dir_ + "/graph.pb"); !st.ok()) return finish(st);
+  std::vector<int> ranks(a.ranks().begin(), a.ranks().end());
+  std::vector<const v1::RankProgram*> programs;
+  for (const v1::RankProgram& p : a.programs()) programs.push_back(&p);
+  if (auto st = WriteRunDirectory(dir_, a.graph(), RankJobOf(), ranks, programs); !st.ok()) return finish(st);
   for (int i = 0; i < local; ++i) {
-    if (auto st = WriteStringToFileAtomic(absl::StrCat(dir_, "/rank_", a.ranks(i), ".pb"), a.programs(i).SerializeAsString()); !st.ok()) {
-      return finish(st);
-    }
     const Labels labels = {{"job_id", std::to_string(a.job_id())}, {"rank", std::to_string(a.ranks(i))}};
     if (i < a.predicted_peak_bytes_size()) metrics_->Set("mapd_worker_predicted_peak_bytes", labels, static_cast<double>(a.predicted_peak_bytes(i)));
     if (i < a.predicted_step_seconds_size()) metrics_->Set("mapd_worker_predicted_step_seconds", labels, a.predicted_step_seconds(i));
   }
-  const size_t colon = a.store_address().rfind(':');
-  if (colon == std::string::npos) return finish(absl::InvalidArgumentError(absl::StrCat("store address '", a.store_address(), "' is not host:port")));
-  const std::string host = a.store_address().substr(0, colon), port = a.store_address().substr(colon + 1);
-  const int64_t every = a.checkpoint_every() > 0 ? a.checkpoint_every() : a.steps();
-
   LaunchOptions lo;
   lo.ranks = local;
-  lo.rank_names.assign(a.ranks().begin(), a.ranks().end());
+  lo.rank_names = ranks;
   lo.cancel = &cancel_;
   lo.silence_timeout = std::chrono::seconds(options_.rank_timeout_seconds);
   lo.env = {"OMP_NUM_THREADS=1"};
-  lo.argv_for = [&](int i) {
-    std::vector<std::string> argv{options_.rank_program, "_rank", "--run-dir", dir_, "--rank", std::to_string(a.ranks(i)), "--host", host,
-                                  "--port", port, "--steps", std::to_string(a.steps()), "--optimizer", a.optimizer(), "--lr",
-                                  absl::StrCat(a.lr()), "--seed", std::to_string(a.seed()), "--data", a.data(), "--rank-timeout", std::to_string(options_.rank_timeout_seconds), "--checkpoint-dir", checkpoint_dir_,
-                                  "--checkpoint-every", std::to_string(every)};
-    if (a.memory_cap() > 0) argv.insert(argv.end(), {"--memory-cap", std::to_string(a.memory_cap())});
-    if (a.resume_step() > 0) argv.insert(argv.end(), {"--resume-step", std::to_string(a.resume_step())});
+  // Rank 0 here: it hosts the store; the coordinator sent no address.
+  const auto zero = std::find(ranks.begin(), ranks.end(), 0);
+  if (zero != ranks.end()) {
+    lo.store_host_index = static_cast<int>(zero - ranks.begin());
+    lo.store_host = options_.advertise_host;
+  } else if (a.store_address().empty()) {
+    return finish(absl::InvalidArgumentError("the assignment has neither rank 0 nor the address of its rendezvous store"));
+  } else {
+    lo.store = a.store_address();
+  }
+  lo.argv_for = [&](int i, const std::string& store) {
     // "cpu:1" runs on the CPU (Gloo); "cuda:1" on GPU 1 of this machine (NCCL).
     const std::string& device = a.devices(i);
-    if (device.rfind("cuda:", 0) == 0) {
-      argv.insert(argv.end(), {"--device", "cuda", "--cuda-device", device.substr(5)});
-    } else {
-      argv.insert(argv.end(), {"--device", "cpu"});
-    }
-    return argv;
+    const int gpu = device.rfind("cuda:", 0) == 0 ? std::atoi(device.c_str() + 5) : -1;
+    return RankCommandLine({options_.rank_program, dir_, a.ranks(i), gpu, store});
   };
-  finish(LaunchRanks(lo, [&](int index, const std::string& line) { OnLine(index, line); }));
+  finish(LaunchRanks(lo, [&](int index, const v1::RankEvent& e) { OnEvent(index, e); }));
 }
 
 }  // namespace mapd

@@ -1,6 +1,7 @@
 // One job's ranks on this worker (DESIGN §9): from the coordinator's RankAssignment, writes the
-// training graph and its ranks' programs to a run directory, starts one `mapctl _rank` process per
-// rank (worker/launch) against the job's rendezvous store on the coordinator, and while they train
+// run directory (worker/launch/rank_command.h), starts one `mapctl _rank` process per rank
+// (worker/launch) — when rank 0 is here it starts first, hosts the job's rendezvous store, and the
+// store's address is reported to the coordinator for the other workers — and while they train
 // reports their steps (rank 0's are the job's progress), commits this worker's checkpoint shards,
 // and keeps the worker's metrics (step time, throughput, MFU, memory against the prediction,
 // collectives); at the end it reports the outcome. Cancel() stops the ranks.
@@ -18,8 +19,9 @@
 #include <string>
 #include <thread>
 
+#include "common/metrics/metrics.h"
+#include "proto/mapd/v1/rank_job.pb.h"
 #include "proto/mapd/v1/workers.pb.h"
-#include "server/metrics/metrics.h"
 
 namespace mapd {
 
@@ -27,6 +29,9 @@ struct JobRunnerOptions {
   std::string work_dir;           // run directories and checkpoints go under it
   std::string rank_program;       // the `mapctl` whose `_rank` runs one rank
   int rank_timeout_seconds = 60;  // a rank silent this long (or waiting in a collective) fails the job
+  // The address other machines reach this worker's ranks at (the rendezvous store rank 0 hosts,
+  // Gloo's transport).
+  std::string advertise_host = "127.0.0.1";
 };
 
 // Sends a report to the coordinator; true when the coordinator says to stop the ranks.
@@ -50,7 +55,10 @@ class JobRunner {
 
  private:
   void Run();
-  void OnLine(int index, const std::string& line);
+  void OnEvent(int index, const v1::RankEvent& event);
+  void OnStep(int rank, const v1::StepDone& step);
+  void OnCheckpoint(int64_t step);
+  v1::RankJob RankJobOf() const;  // what each of this worker's ranks runs
   void Send(v1::ReportRequest& report);
 
   v1::RankAssignment assignment_;

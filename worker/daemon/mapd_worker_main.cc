@@ -12,8 +12,9 @@
 #include <iostream>
 
 #include "CLI/CLI.hpp"
-#include "server/api/auth.h"
-#include "server/metrics/http_exporter.h"
+#include "common/bytes.h"
+#include "common/metrics/http_exporter.h"
+#include "common/rpc/auth.h"
 #include "worker/daemon/agent.h"
 #include "worker/daemon/local_devices.h"
 
@@ -41,6 +42,13 @@ std::string FindRankProgram() {
   }
   return "";
 }
+// Where peers reach this worker's ranks unless --advertise-host says: on loopback when the
+// coordinator is (one machine), else by this machine's name.
+std::string DefaultAdvertiseHost(const std::string& coordinator, const std::string& hostname) {
+  const std::string host = coordinator.substr(0, coordinator.rfind(':'));
+  if (host == "127.0.0.1" || host == "localhost" || host == "[::1]" || host.rfind("127.", 0) == 0) return "127.0.0.1";
+  return hostname;
+}
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -56,11 +64,15 @@ int main(int argc, char** argv) {
   app.add_option("--token-file", token_file, "File whose first line is the coordinator's token (else $MAPD_TOKEN)");
   mapd::DeviceOptions devices;
   app.add_option("--cpu-devices", devices.cpu_devices, "CPU ranks this worker offers (Gloo)")->capture_default_str();
-  app.add_option("--memory-per-device", devices.cpu_memory,
-                 "Per CPU rank, e.g. 8GiB or bytes (default: this machine's memory / CPU ranks)")
-      ->transform(CLI::AsSizeValue(false));
+  std::string cpu_memory;
+  app.add_option("--memory-per-device", cpu_memory,
+                 "Per CPU rank, e.g. 8GiB, 8GB or bytes (default: this machine's memory / CPU ranks)");
   app.add_option("--cuda-devices", devices.cuda_devices, "GPUs this worker offers (NCCL; each with its own memory)")->capture_default_str();
   app.add_option("--hostname", o.hostname, "Name shown by `mapctl workers`")->capture_default_str();
+  std::string advertise_host;
+  app.add_option("--advertise-host", advertise_host,
+                 "Address other workers' ranks reach this one's at: the rendezvous store its rank 0 hosts, Gloo's transport "
+                 "(default: 127.0.0.1 when the coordinator is on loopback, else --hostname)");
   app.add_option("--metrics-listen", metrics_listen, "host:port of this worker's /metrics (port 0: any; empty: none)")->capture_default_str();
   app.add_option("--tls-ca", o.tls_ca_file, "PEM roots to check a TLS coordinator with (default: plaintext)");
   o.runner.work_dir = (std::filesystem::temp_directory_path() / ("mapd-worker-" + std::to_string(getpid()))).string();
@@ -81,6 +93,15 @@ int main(int argc, char** argv) {
     return 1;
   }
   o.token = *token;
+  o.runner.advertise_host = !advertise_host.empty() ? advertise_host : DefaultAdvertiseHost(o.coordinator, o.hostname);
+  if (!cpu_memory.empty()) {
+    auto bytes = mapd::ParseBytes(cpu_memory);
+    if (!bytes.ok()) {
+      std::cerr << "mapd-worker: --memory-per-device: " << bytes.status().message() << " [INVALID_ARGUMENT]\n";
+      return 1;
+    }
+    devices.cpu_memory = *bytes;
+  }
   auto offered = mapd::LocalDevices(devices);
   if (!offered.ok()) {
     std::cerr << "mapd-worker: " << offered.status().message() << " [" << absl::StatusCodeToString(offered.status().code()) << "]\n";

@@ -17,6 +17,7 @@ namespace mapd {
 
 absl::Status RendezvousOptions::Validate() const {
   if (host.empty()) return absl::InvalidArgumentError("rendezvous host is empty");
+  if (local_host.empty()) return absl::InvalidArgumentError("the rank's local host is empty");
   if (port <= 0 || port > 65535) {
     return absl::InvalidArgumentError(absl::StrCat("rendezvous port ", port, " is not a TCP port (1-65535)"));
   }
@@ -149,6 +150,39 @@ absl::StatusOr<std::unique_ptr<StoreServer>> StoreServer::Start(const std::strin
   }
 }
 
+namespace {
+
+c10::intrusive_ptr<c10d::TCPStore> ConnectStore(const RendezvousOptions& options) {
+  c10d::TCPStoreOptions so;
+  so.port = static_cast<std::uint16_t>(options.port);
+  so.isServer = false;
+  so.waitWorkers = false;
+  so.timeout = options.timeout;
+  return c10::make_intrusive<c10d::TCPStore>(options.host, so);
+}
+
+}  // namespace
+
+absl::Status FinishRendezvous(const RendezvousOptions& options, int rank, int world) {
+  if (auto st = options.Validate(); !st.ok()) return st;
+  try {
+    auto store = ConnectStore(options);
+    int64_t done = store->add("mapd/finished", 1);
+    const auto deadline = std::chrono::steady_clock::now() + options.timeout;
+    while (rank == 0 && done < world) {
+      if (std::chrono::steady_clock::now() > deadline) {
+        return absl::DeadlineExceededError(absl::StrCat("rank 0: ", world - done, " rank(s) did not finish within ",
+                                                        options.timeout.count() / 1000, " s of it"));
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      done = store->add("mapd/finished", 0);
+    }
+  } catch (const std::exception& e) {
+    return FromTorch(absl::StrCat("rank ", rank), "the last rendezvous", e);
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<std::vector<std::unique_ptr<Communicator>>> ConnectMeshGroups(const RendezvousOptions& options,
                                                                             const std::vector<int64_t>& mesh, int rank) {
   if (auto st = options.Validate(); !st.ok()) return st;
@@ -160,12 +194,7 @@ absl::StatusOr<std::vector<std::unique_ptr<Communicator>>> ConnectMeshGroups(con
   const std::vector<int64_t> coords = RankCoords(mesh, rank);
   std::vector<std::unique_ptr<Communicator>> groups;
   try {
-    c10d::TCPStoreOptions so;
-    so.port = static_cast<std::uint16_t>(options.port);
-    so.isServer = false;
-    so.waitWorkers = false;
-    so.timeout = options.timeout;
-    auto store = c10::make_intrusive<c10d::TCPStore>(options.host, so);
+    auto store = ConnectStore(options);
     for (size_t a = 0; a < mesh.size(); ++a) {
       // The group is named by the coordinates of the other axes.
       std::string id;
@@ -179,7 +208,7 @@ absl::StatusOr<std::vector<std::unique_ptr<Communicator>>> ConnectMeshGroups(con
         continue;
       }
       auto opts = c10d::ProcessGroupGloo::Options::create(options.timeout);
-      opts->devices.push_back(c10d::ProcessGroupGloo::createDeviceForHostname(options.host));
+      opts->devices.push_back(c10d::ProcessGroupGloo::createDeviceForHostname(options.local_host));
       auto pg = c10::make_intrusive<c10d::ProcessGroupGloo>(prefixed, static_cast<int>(coords[a]),
                                                              static_cast<int>(mesh[a]), opts);
       groups.push_back(std::make_unique<GlooCommunicator>(std::move(pg), name));

@@ -16,8 +16,11 @@
 namespace mapd {
 
 struct RendezvousOptions {
-  std::string host = "127.0.0.1";  // where the TCPStore server listens
-  int port = 0;                    // its port (the launcher's server; 0 is not valid here)
+  std::string host = "127.0.0.1";  // where the TCPStore server listens (rank 0's machine)
+  int port = 0;                    // its port (0 is not valid here)
+  // The address this rank's peers reach it at: Gloo's transport binds it (127.0.0.1 on one
+  // machine; the worker's advertised host across machines).
+  std::string local_host = "127.0.0.1";
   // How long a rank waits for its peers at rendezvous and in every collective before failing:
   // a crashed or hung rank ends the others' collectives with DEADLINE_EXCEEDED/UNAVAILABLE.
   std::chrono::milliseconds timeout{60000};
@@ -34,6 +37,10 @@ class StoreServer {
   virtual ~StoreServer() = default;
   virtual int port() const = 0;
 };
+
+// The last rendezvous of a run: every rank says it is done, and rank 0 — whose process hosts the
+// store — waits until all `world` have (or the timeout), so no rank loses the store it still uses.
+absl::Status FinishRendezvous(const RendezvousOptions& options, int rank, int world);
 
 // The communicators of rank `rank` of `mesh` (row-major), one per axis: the group of the ranks
 // that share every coordinate but that axis's, with group rank = the rank's coordinate there.

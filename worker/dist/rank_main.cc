@@ -3,18 +3,26 @@
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
 
+#include <unistd.h>
+
 #include <cstdio>
-#include <filesystem>
 #include <cstdlib>
+#include <filesystem>
+#include <functional>
+#include <memory>
 #include <thread>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
+#include "common/checkpoint/checkpoint_commit.h"
+#include "common/file_io.h"
 #include "planner/ir/serialize.h"
 #include "worker/dist/gloo_communicator.h"
 #include "worker/dist/rank_trainer.h"
 #include "worker/dist/timed_communicator.h"
+#include "worker/launch/rank_command.h"
+#include "worker/launch/rank_events.h"
 #include "worker/local/trainer_factory.h"
 #include "worker/memory/counting_allocator.h"
 
@@ -36,32 +44,89 @@ void MaybeFault(int rank, int64_t step) {
   }
 }
 
-}  // namespace
+// The launcher reads events from this process's stdout; anything else written there (a library's
+// print) would corrupt them, so fd 1 becomes a copy of stderr and events go to a private copy
+// of the original stdout.
+class EventChannel {
+ public:
+  EventChannel() : fd_(dup(1)) { dup2(2, 1); }
+  ~EventChannel() {
+    if (fd_ >= 0) close(fd_);
+  }
+  absl::Status Emit(int rank, const std::function<void(v1::RankEvent&)>& fill) {
+    v1::RankEvent e;
+    e.set_rank(rank);
+    fill(e);
+    return WriteRankEvent(fd_, e);
+  }
 
-std::string FinalParametersPath(const std::string& run_dir, int rank) {
-  return absl::StrCat(run_dir, "/final_rank_", rank, ".pb");
+ private:
+  int fd_;
+};
+
+absl::StatusOr<LocalTrainingOptions> TrainingOptionsOf(const v1::RankJob& job) {
+  LocalTrainingOptions t;
+  t.steps = job.steps();
+  t.optimizer = job.optimizer();
+  t.lr = job.lr();
+  t.weight_decay = job.weight_decay();
+  t.max_grad_norm = job.max_grad_norm();
+  t.seed = job.seed();
+  t.data = job.data();
+  t.data_path = job.data_path();
+  t.device = job.device();
+  t.memory_cap = job.memory_cap();
+  if (auto st = t.Validate(); !st.ok()) return st;
+  return t;
 }
 
-absl::Status RunRankJob(const RankJobOptions& o) {
-  if (auto st = o.training.Validate(); !st.ok()) return st;
+// Joins the job's rendezvous: rank 0 hosts the store (kept in `*hosted`) and reports its port.
+absl::StatusOr<RendezvousOptions> JoinRendezvous(const RankProcessOptions& o, const v1::RankJob& job, EventChannel& events,
+                                                 std::unique_ptr<StoreServer>* hosted) {
+  RendezvousOptions ro;
+  ro.local_host = job.local_host().empty() ? "127.0.0.1" : job.local_host();
+  ro.timeout = std::chrono::milliseconds(1000LL * std::max(1, job.timeout_seconds()));
+  if (job.device() == "cuda") ro.cuda_device = o.cuda_device >= 0 ? o.cuda_device : o.rank;  // NCCL, one GPU per rank
+  if (o.store.empty()) {
+    if (o.rank != 0) return absl::InvalidArgumentError(absl::StrCat("rank ", o.rank, " was given no --store; only rank 0 hosts it"));
+    auto server = StoreServer::Start(ro.local_host, 0);
+    if (!server.ok()) return server.status();
+    ro.host = ro.local_host;
+    ro.port = (*server)->port();
+    *hosted = *std::move(server);
+    if (auto st = events.Emit(o.rank, [&](v1::RankEvent& e) { e.mutable_store_ready()->set_port(ro.port); }); !st.ok()) return st;
+    return ro;
+  }
+  const size_t colon = o.store.rfind(':');
+  if (colon == std::string::npos || !absl::SimpleAtoi(o.store.substr(colon + 1), &ro.port)) {
+    return absl::InvalidArgumentError(absl::StrCat("--store '", o.store, "' is not host:port"));
+  }
+  ro.host = o.store.substr(0, colon);
+  return ro;
+}
+
+}  // namespace
+
+absl::Status RunRankJob(const RankProcessOptions& o) {
+  EventChannel events;
+  auto job = ReadRankJob(o.run_dir);
+  if (!job.ok()) return job.status();
+  auto training = TrainingOptionsOf(*job);
+  if (!training.ok()) return training.status();
   CountingCpuAllocator& memory = CountingCpuAllocator::Install();
-  memory.SetLimit(o.memory_cap);
-  auto graph_proto = ReadGraphFile(absl::StrCat(o.run_dir, "/graph.pb"));
+  memory.SetLimit(job->memory_cap());
+  auto graph_proto = ReadGraphFile(GraphPath(o.run_dir));
   if (!graph_proto.ok()) return graph_proto.status();
   auto graph = Graph::Create(*std::move(graph_proto));
   if (!graph.ok()) return graph.status();
-  auto bytes = ReadFileToString(absl::StrCat(o.run_dir, "/rank_", o.rank, ".pb"));
-  if (!bytes.ok()) return bytes.status();
-  v1::RankProgram program;
-  if (!program.ParseFromString(*bytes)) return absl::DataLossError(absl::StrCat("rank_", o.rank, ".pb is not a rank program"));
+  auto program = ReadRankProgram(o.run_dir, o.rank);
+  if (!program.ok()) return program.status();
 
-  RendezvousOptions ro;
-  ro.host = o.host;
-  ro.port = o.port;
-  ro.timeout = std::chrono::milliseconds(1000LL * o.timeout_seconds);
-  if (o.training.device == "cuda") ro.cuda_device = o.cuda_device >= 0 ? o.cuda_device : o.rank;  // NCCL, one GPU per rank
-  const std::vector<int64_t> mesh(program.mesh().begin(), program.mesh().end());
-  auto groups = ConnectMeshGroups(ro, mesh, o.rank);
+  std::unique_ptr<StoreServer> hosted;
+  auto ro = JoinRendezvous(o, *job, events, &hosted);
+  if (!ro.ok()) return ro.status();
+  const std::vector<int64_t> mesh(program->mesh().begin(), program->mesh().end());
+  auto groups = ConnectMeshGroups(*ro, mesh, o.rank);
   if (!groups.ok()) return groups.status();
   // Each step reports its time and bytes in collectives, by kind.
   CollectiveStats collectives;
@@ -72,32 +137,33 @@ absl::Status RunRankJob(const RankJobOptions& o) {
   }
 
   RankTrainerOptions to;
-  to.seed = o.training.seed;
-  to.optimizer = MakeOptimizerOptions(o.training);
-  auto trainer = RankTrainer::Create(*graph, program, raw, to);
+  to.seed = training->seed;
+  to.optimizer = MakeOptimizerOptions(*training);
+  auto trainer = RankTrainer::Create(*graph, *program, raw, to);
   if (!trainer.ok()) return absl::Status(trainer.status().code(), absl::StrCat("rank ", o.rank, ": ", trainer.status().message()));
   // Every rank draws the same global batches (the single-device run's) and keeps its block.
-  auto source = MakeSource(graph->proto(), o.training, c10::Device(c10::kCPU));
+  auto source = MakeSource(graph->proto(), *training, c10::Device(c10::kCPU));
   if (!source.ok()) return source.status();
   int64_t first = 1;
-  if (o.resume_step > 0) {
-    auto bytes = ReadFileToString(absl::StrCat(CheckpointStepDir(o.checkpoint_dir, o.resume_step), "/rank_", o.rank, ".pb"));
+  const int64_t resume_step = job->resume_step();
+  const std::string& checkpoint_dir = job->checkpoint_dir();
+  if (resume_step > 0) {
+    auto bytes = ReadFileToString(absl::StrCat(CheckpointStepDir(checkpoint_dir, resume_step), "/rank_", o.rank, ".pb"));
     if (!bytes.ok()) return bytes.status();
     v1::RankCheckpoint c;
     if (!c.ParseFromString(*bytes)) return absl::DataLossError(absl::StrCat("rank ", o.rank, "'s checkpoint does not parse"));
     if (auto st = (*trainer)->Restore(c); !st.ok()) return st;
-    for (int64_t s = 0; s < o.resume_step; ++s) {  // the batches already trained on
+    for (int64_t s = 0; s < resume_step; ++s) {  // the batches already trained on
       if (auto b = (*source)->Next(); !b.ok()) return b.status();
     }
-    first = o.resume_step + 1;
+    first = resume_step + 1;
   }
   int64_t peak = 0;
-  for (int64_t s = first; s <= o.training.steps; ++s) {
+  for (int64_t s = first; s <= training->steps; ++s) {
     // Progress before the step too: a rank that never begins a step the others began is the
     // one they are waiting for.
     MaybeFault(o.rank, s);
-    std::printf("{\"rank\": %d, \"begin\": %lld}\n", o.rank, static_cast<long long>(s));
-    std::fflush(stdout);
+    if (auto st = events.Emit(o.rank, [&](v1::RankEvent& e) { e.mutable_step_begun()->set_step(s); }); !st.ok()) return st;
     absl::StatusOr<RankTrainer::LocalBatch> blocks = absl::UnknownError("no batch");
     {
       // The global batch, released once this rank's blocks are taken (the step holds these).
@@ -111,37 +177,41 @@ absl::Status RunRankJob(const RankJobOptions& o) {
     auto r = (*trainer)->Step(*blocks);
     if (!r.ok()) return r.status();
     peak = std::max(peak, memory.peak_bytes());
-    std::string by_kind;
-    for (const auto& [kind, c] : collectives) {
-      absl::StrAppend(&by_kind, by_kind.empty() ? "" : ", ", "\"", kind, "\": {\"seconds\": ", absl::StrFormat("%.6f", c.seconds),
-                      ", \"bytes\": ", absl::StrFormat("%.0f", c.bytes), "}");
-    }
-    std::printf("{\"rank\": %d, \"step\": %lld, \"loss\": %.17g, \"seconds\": %.6f, \"peak_bytes\": %lld, \"live_bytes\": %lld, "
-                "\"collectives\": {%s}}\n",
-                o.rank, static_cast<long long>(s), r->loss, r->seconds, static_cast<long long>(memory.peak_bytes()),
-                static_cast<long long>(memory.live_bytes()), by_kind.c_str());
-    std::fflush(stdout);
-    if (o.checkpoint_every > 0 && !o.checkpoint_dir.empty() && (s % o.checkpoint_every == 0 || s == o.training.steps)) {
+    auto done = events.Emit(o.rank, [&](v1::RankEvent& e) {
+      v1::StepDone* d = e.mutable_step_done();
+      d->set_step(s);
+      d->set_loss(r->loss);
+      d->set_seconds(r->seconds);
+      d->set_peak_bytes(memory.peak_bytes());
+      d->set_live_bytes(memory.live_bytes());
+      for (const auto& [kind, c] : collectives) {
+        v1::CollectiveUse& use = (*d->mutable_collectives())[kind];
+        use.set_seconds(c.seconds);
+        use.set_bytes(c.bytes);
+      }
+    });
+    if (!done.ok()) return done;
+    if (job->checkpoint_every() > 0 && !checkpoint_dir.empty() && (s % job->checkpoint_every() == 0 || s == training->steps)) {
       auto c = (*trainer)->Save();
       if (!c.ok()) return c.status();
       c->set_step(s);
-      const std::string tmp = CheckpointStepDir(o.checkpoint_dir, s) + ".tmp";
+      const std::string tmp = CheckpointStepDir(checkpoint_dir, s) + ".tmp";
       std::error_code ec;
       std::filesystem::create_directories(tmp, ec);
       if (ec) return absl::InternalError(absl::StrCat("cannot make ", tmp, ": ", ec.message()));
       if (auto st = WriteStringToFileAtomic(absl::StrCat(tmp, "/rank_", o.rank, ".pb"), c->SerializeAsString()); !st.ok()) return st;
-      std::printf("{\"rank\": %d, \"checkpoint\": %lld}\n", o.rank, static_cast<long long>(s));
-      std::fflush(stdout);
+      if (auto st = events.Emit(o.rank, [&](v1::RankEvent& e) { e.mutable_checkpoint_written()->set_step(s); }); !st.ok()) return st;
     }
   }
-  if (o.write_final_parameters) {
+  if (job->write_final_parameters()) {
     auto c = (*trainer)->Save();
     if (!c.ok()) return c.status();
     if (auto st = WriteStringToFileAtomic(FinalParametersPath(o.run_dir, o.rank), c->SerializeAsString()); !st.ok()) return st;
   }
-  std::printf("{\"rank\": %d, \"done\": true, \"peak_bytes\": %lld}\n", o.rank, static_cast<long long>(peak));
-  std::fflush(stdout);
-  return absl::OkStatus();
+  int64_t world = 1;
+  for (int64_t d : mesh) world *= d;
+  if (auto st = FinishRendezvous(*ro, o.rank, static_cast<int>(world)); !st.ok()) return st;
+  return events.Emit(o.rank, [&](v1::RankEvent& e) { e.mutable_done()->set_peak_bytes(peak); });
 }
 
 }  // namespace mapd

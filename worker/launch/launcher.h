@@ -1,7 +1,9 @@
-// Starts N local rank processes (like torchrun) and watches them: their stdout lines are handed
-// to a callback as they come; a rank that exits non-zero, dies of a signal, or sends nothing for
-// `silence_timeout` ends the run — the others are terminated — with an error naming the rank and
-// its last words on stderr, so a multi-rank run never hangs silently. No LibTorch.
+// Starts N local rank processes (like torchrun) and watches them: each rank's events
+// (rank_events.h, on its stdout) are handed to a callback as they come; a rank that exits
+// non-zero, dies of a signal, or sends nothing for `silence_timeout` ends the run — the others are
+// terminated — with an error naming the rank and its last words on stderr, so a multi-rank run
+// never hangs silently. The rank that hosts the rendezvous store starts first; the others start
+// once it reports the store's port. No LibTorch.
 #ifndef MAPD_WORKER_LAUNCH_LAUNCHER_H_
 #define MAPD_WORKER_LAUNCH_LAUNCHER_H_
 
@@ -12,14 +14,21 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "proto/mapd/v1/rank_job.pb.h"
 
 namespace mapd {
 
 struct LaunchOptions {
-  // The program and its arguments for rank r: argv_for(r) (argv[0] is the executable path).
-  std::function<std::vector<std::string>(int rank)> argv_for;
-  int ranks = 0;
-  // A rank silent this long (no line on stdout) is reported as hung.
+  int ranks = 0;  // processes to start
+  // The program and its arguments for process i (argv[0] is the executable path), given the
+  // rendezvous store's host:port — empty for the process that hosts the store.
+  std::function<std::vector<std::string>(int index, const std::string& store)> argv_for;
+  // >= 0: this process hosts the store (rank 0 of the job); the others start once it reports
+  // StoreReady, with store_host:PORT. -1: every process starts at once, with `store`.
+  int store_host_index = -1;
+  std::string store_host = "127.0.0.1";
+  std::string store;
+  // A rank silent this long (no event) is reported as hung.
   std::chrono::milliseconds silence_timeout{60000};
   // Extra environment for every rank ("NAME=value").
   std::vector<std::string> env;
@@ -35,12 +44,12 @@ struct LaunchOptions {
 // grow with threads the profiler does not count.
 int DefaultRankThreads(int ranks);
 
-// Runs the ranks to completion. `on_line(rank, line)` is called for every stdout line, in
-// arrival order. OK when every rank exits 0; otherwise ABORTED (a rank failed or was killed)
-// or DEADLINE_EXCEEDED (a rank hung), naming the rank — within about a second of the failure,
-// or `silence_timeout` for a hang; CANCELLED when `cancel` was set. `on_line`'s rank is the
-// process's index.
-absl::Status LaunchRanks(const LaunchOptions& options, const std::function<void(int rank, const std::string& line)>& on_line);
+// Runs the ranks to completion. `on_event(index, event)` is called for every event of process
+// `index`, in arrival order (StoreReady included). OK when every rank exits 0; otherwise ABORTED
+// (a rank failed or was killed; its own status code when its last words end with one), DATA_LOSS
+// (its output was not events) or DEADLINE_EXCEEDED (a rank hung), naming the rank — within about
+// a second of the failure, or `silence_timeout` for a hang; CANCELLED when `cancel` was set.
+absl::Status LaunchRanks(const LaunchOptions& options, const std::function<void(int index, const v1::RankEvent& event)>& on_event);
 
 }  // namespace mapd
 

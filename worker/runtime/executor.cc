@@ -7,8 +7,8 @@
 #include <unordered_map>
 
 #include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
 #include "planner/graph/verifier.h"
-#include "planner/util/status_macros.h"
 
 namespace mapd {
 

@@ -11,9 +11,9 @@
 #include <set>
 
 #include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
 #include "planner/ir/graph.h"
 #include "planner/ops/shape_util.h"
-#include "planner/util/status_macros.h"
 #include "worker/runtime/data.h"
 #include "worker/runtime/data_files.h"
 #include "worker/runtime/parameters.h"

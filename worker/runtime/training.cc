@@ -7,7 +7,7 @@
 #include <unordered_map>
 
 #include "absl/strings/str_cat.h"
-#include "planner/util/status_macros.h"
+#include "common/status_macros.h"
 #include "worker/runtime/optimizer.h"
 #include "worker/runtime/seed.h"
 #include "worker/runtime/torch_types.h"

@@ -1,11 +1,12 @@
-#include "worker/launch/checkpoint_commit.h"
+#include "common/checkpoint/checkpoint_commit.h"
 
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 
 #include "absl/strings/str_cat.h"
-#include "planner/ir/serialize.h"
+#include "absl/strings/str_join.h"
+#include "common/file_io.h"
 
 namespace mapd {
 
@@ -24,6 +25,25 @@ absl::Status CommitCheckpointStep(const std::string& dir, const v1::CheckpointMe
   std::filesystem::rename(final_dir + ".tmp", final_dir, ec);
   if (ec) return absl::InternalError(absl::StrCat("cannot commit ", final_dir, ": ", ec.message()));
   return WriteStringToFileAtomic(dir + "/LATEST", std::to_string(meta.step()));
+}
+
+v1::CheckpointMeta CheckpointMetaFor(int64_t step, int world, const std::vector<int64_t>& mesh, const std::string& plan) {
+  v1::CheckpointMeta meta;
+  meta.set_step(step);
+  meta.set_ranks(world);
+  for (int64_t d : mesh) meta.add_mesh(d);
+  meta.set_plan(plan);
+  return meta;
+}
+
+absl::Status CheckCheckpointMatches(const v1::CheckpointMeta& meta, int world, const std::vector<int64_t>& mesh,
+                                    const std::string& plan, const std::string& what) {
+  const std::vector<int64_t> written(meta.mesh().begin(), meta.mesh().end());
+  if (meta.ranks() == world && written == mesh && meta.plan() == plan) return absl::OkStatus();
+  return absl::FailedPreconditionError(absl::StrCat(what, ": the checkpoint is of ", meta.ranks(), " rank(s), mesh ", absl::StrJoin(written, "x"),
+                                                    ", plan '", meta.plan(), "'; this run is ", world, " rank(s), mesh ",
+                                                    absl::StrJoin(mesh, "x"), ", plan '", plan,
+                                                    "': resume with the model, ranks and plan options it was written with"));
 }
 
 absl::StatusOr<v1::CheckpointMeta> ReadLatestCheckpoint(const std::string& dir) {

@@ -1,6 +1,6 @@
 // Status propagation helpers used across MAP (absl has no public ASSIGN_OR_RETURN).
-#ifndef MAPD_PLANNER_UTIL_STATUS_MACROS_H_
-#define MAPD_PLANNER_UTIL_STATUS_MACROS_H_
+#ifndef MAPD_COMMON_STATUS_MACROS_H_
+#define MAPD_COMMON_STATUS_MACROS_H_
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -23,4 +23,4 @@
   if (!tmp.ok()) return tmp.status();               \
   lhs = std::move(tmp).value()
 
-#endif  // MAPD_PLANNER_UTIL_STATUS_MACROS_H_
+#endif  // MAPD_COMMON_STATUS_MACROS_H_

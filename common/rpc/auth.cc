@@ -1,4 +1,4 @@
-#include "server/api/auth.h"
+#include "common/rpc/auth.h"
 
 #include <chrono>
 #include <cstdlib>

@@ -1,4 +1,4 @@
-#include "server/metrics/metrics.h"
+#include "common/metrics/metrics.h"
 
 #include <charconv>
 #include <cmath>

@@ -1,8 +1,8 @@
 // Bearer-token auth for the coordinator's RPCs: each call carries `authorization: Bearer
 // <token>` metadata; grpc.health.v1 is served by gRPC itself and needs none. Both sides: the
 // server's check, and what a client (mapctl, mapd-worker) puts on its calls and channel.
-#ifndef MAPD_SERVER_API_AUTH_H_
-#define MAPD_SERVER_API_AUTH_H_
+#ifndef MAPD_COMMON_RPC_AUTH_H_
+#define MAPD_COMMON_RPC_AUTH_H_
 
 #include <grpcpp/grpcpp.h>
 
@@ -36,4 +36,4 @@ absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> ClientCredentials(cons
 
 }  // namespace mapd
 
-#endif  // MAPD_SERVER_API_AUTH_H_
+#endif  // MAPD_COMMON_RPC_AUTH_H_

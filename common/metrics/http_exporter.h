@@ -1,7 +1,7 @@
 // Serves GET /metrics (the registry's exposition text) over HTTP with cpp-httplib, on its own
 // thread. `collect` runs before each scrape to refresh gauges (jobs by state, workers).
-#ifndef MAPD_SERVER_METRICS_HTTP_EXPORTER_H_
-#define MAPD_SERVER_METRICS_HTTP_EXPORTER_H_
+#ifndef MAPD_COMMON_METRICS_HTTP_EXPORTER_H_
+#define MAPD_COMMON_METRICS_HTTP_EXPORTER_H_
 
 #include <functional>
 #include <memory>
@@ -9,7 +9,7 @@
 #include <thread>
 
 #include "absl/status/statusor.h"
-#include "server/metrics/metrics.h"
+#include "common/metrics/metrics.h"
 
 namespace httplib {
 class Server;
@@ -34,4 +34,4 @@ class MetricsExporter {
 
 }  // namespace mapd
 
-#endif  // MAPD_SERVER_METRICS_HTTP_EXPORTER_H_
+#endif  // MAPD_COMMON_METRICS_HTTP_EXPORTER_H_

@@ -2,11 +2,12 @@
 // rank_<r>.pb; once every rank it waits for has, the launcher (`mapctl run`, or a mapd-worker for
 // its ranks of a job) writes the step's metadata, renames the directory to DIR/step-NNNNNNNN (the
 // atomic commit) and points DIR/LATEST at it. No LibTorch.
-#ifndef MAPD_WORKER_LAUNCH_CHECKPOINT_COMMIT_H_
-#define MAPD_WORKER_LAUNCH_CHECKPOINT_COMMIT_H_
+#ifndef MAPD_COMMON_CHECKPOINT_CHECKPOINT_COMMIT_H_
+#define MAPD_COMMON_CHECKPOINT_CHECKPOINT_COMMIT_H_
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -20,10 +21,19 @@ std::string CheckpointStepDir(const std::string& dir, int64_t step);
 // Commits step `meta.step()` under `dir` (the ranks' shards are in its .tmp directory).
 absl::Status CommitCheckpointStep(const std::string& dir, const v1::CheckpointMeta& meta);
 
+// The metadata a run commits with each step: the steps done, its world, mesh and plan (in words).
+v1::CheckpointMeta CheckpointMetaFor(int64_t step, int world, const std::vector<int64_t>& mesh, const std::string& plan);
+
+// OK when `meta`'s shards are a run's of `world` ranks on `mesh` under `plan` (the only ones it can
+// load, until checkpoints are resharded); FAILED_PRECONDITION otherwise, naming both, from `what`
+// ("--resume DIR", "the checkpoint of job 3").
+absl::Status CheckCheckpointMatches(const v1::CheckpointMeta& meta, int world, const std::vector<int64_t>& mesh,
+                                    const std::string& plan, const std::string& what);
+
 // The metadata of the last step committed under `dir` (the one DIR/LATEST names); NOT_FOUND when
 // none is, DATA_LOSS when LATEST names a step whose metadata cannot be read.
 absl::StatusOr<v1::CheckpointMeta> ReadLatestCheckpoint(const std::string& dir);
 
 }  // namespace mapd
 
-#endif  // MAPD_WORKER_LAUNCH_CHECKPOINT_COMMIT_H_
+#endif  // MAPD_COMMON_CHECKPOINT_CHECKPOINT_COMMIT_H_

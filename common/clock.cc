@@ -1,4 +1,4 @@
-#include "server/util/clock.h"
+#include "common/clock.h"
 
 #include <chrono>
 

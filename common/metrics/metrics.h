@@ -2,8 +2,8 @@
 // is not packaged for Debian (DESIGN §10). Families of counters, gauges and histograms with label
 // sets; names follow Prometheus' conventions (base units, `_total` for counters, prefix `mapd_`),
 // checked by `promtool check metrics` in the tests. Thread-safe.
-#ifndef MAPD_SERVER_METRICS_METRICS_H_
-#define MAPD_SERVER_METRICS_METRICS_H_
+#ifndef MAPD_COMMON_METRICS_METRICS_H_
+#define MAPD_COMMON_METRICS_METRICS_H_
 
 #include <map>
 #include <string>
@@ -64,4 +64,4 @@ std::string EscapeLabelValue(const std::string& value);
 
 }  // namespace mapd
 
-#endif  // MAPD_SERVER_METRICS_METRICS_H_
+#endif  // MAPD_COMMON_METRICS_METRICS_H_

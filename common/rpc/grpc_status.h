@@ -1,7 +1,7 @@
 // absl::Status ⇄ grpc::Status with the same code and message (the codes are the same numbers),
 // shared by the coordinator's handlers and the clients (mapctl, mapd-worker).
-#ifndef MAPD_SERVER_API_GRPC_STATUS_H_
-#define MAPD_SERVER_API_GRPC_STATUS_H_
+#ifndef MAPD_COMMON_RPC_GRPC_STATUS_H_
+#define MAPD_COMMON_RPC_GRPC_STATUS_H_
 
 #include <grpcpp/grpcpp.h>
 
@@ -26,4 +26,4 @@ grpc::Status Reply(const absl::StatusOr<T>& result, T* out) {
 
 }  // namespace mapd
 
-#endif  // MAPD_SERVER_API_GRPC_STATUS_H_
+#endif  // MAPD_COMMON_RPC_GRPC_STATUS_H_

@@ -1,6 +1,6 @@
 // Time as the coordinator sees it, behind a seam so tests can set it.
-#ifndef MAPD_SERVER_UTIL_CLOCK_H_
-#define MAPD_SERVER_UTIL_CLOCK_H_
+#ifndef MAPD_COMMON_CLOCK_H_
+#define MAPD_COMMON_CLOCK_H_
 
 namespace mapd {
 
@@ -26,4 +26,4 @@ class FakeClock : public Clock {
 
 }  // namespace mapd
 
-#endif  // MAPD_SERVER_UTIL_CLOCK_H_
+#endif  // MAPD_COMMON_CLOCK_H_

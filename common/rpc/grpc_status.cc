@@ -1,4 +1,4 @@
-#include "server/api/grpc_status.h"
+#include "common/rpc/grpc_status.h"
 
 namespace mapd {
 

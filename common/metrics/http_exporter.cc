@@ -1,4 +1,4 @@
-#include "server/metrics/http_exporter.h"
+#include "common/metrics/http_exporter.h"
 
 #include <httplib.h>
 

@@ -1,0 +1,21 @@
+// Whole-file reads and atomic writes, shared by every layer (graphs, checkpoints, tokens).
+#ifndef MAPD_COMMON_FILE_IO_H_
+#define MAPD_COMMON_FILE_IO_H_
+
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+
+namespace mapd {
+
+// The file's bytes. NOT_FOUND when it does not exist, PERMISSION_DENIED when it cannot be opened,
+// INTERNAL on a read error; each message names the path (and the errno text).
+absl::StatusOr<std::string> ReadFileToString(const std::string& path);
+
+// Writes PATH.tmp, then renames it over `path`: readers see the old file or the whole new one.
+absl::Status WriteStringToFileAtomic(const std::string& path, const std::string& data);
+
+}  // namespace mapd
+
+#endif  // MAPD_COMMON_FILE_IO_H_

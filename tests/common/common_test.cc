@@ -1,0 +1,86 @@
+// The common layer: byte sizes, whole-file I/O and the checkpoint commit.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <string>
+
+#include "common/bytes.h"
+#include "common/checkpoint/checkpoint_commit.h"
+#include "common/file_io.h"
+
+namespace mapd {
+namespace {
+
+using ::testing::HasSubstr;
+
+TEST(Bytes, ParsesBinaryAndDecimalUnitsInAnyCase) {
+  EXPECT_EQ(*ParseBytes("80GiB"), 80LL << 30);
+  EXPECT_EQ(*ParseBytes("40GB"), 40000000000LL);
+  EXPECT_EQ(*ParseBytes("512 MiB"), 512LL << 20);
+  EXPECT_EQ(*ParseBytes("1.5KiB"), 1536);
+  EXPECT_EQ(*ParseBytes("1000"), 1000);
+  EXPECT_EQ(*ParseBytes("64mb"), 64000000);  // the same meaning in every flag and file
+  EXPECT_EQ(*ParseBytes("64mib"), 64LL << 20);
+  EXPECT_EQ(*ParseBytes("7B"), 7);
+}
+
+TEST(Bytes, RefusesWhatIsNotAPositiveInt64Size) {
+  EXPECT_THAT(std::string(ParseBytes("0GiB").status().message()), HasSubstr("positive number with a unit"));
+  EXPECT_FALSE(ParseBytes("lots").ok());
+  EXPECT_FALSE(ParseBytes("-1GiB").ok());
+  EXPECT_FALSE(ParseBytes("nanGiB").ok());
+  EXPECT_FALSE(ParseBytes("").ok());
+  EXPECT_THAT(std::string(ParseBytes("1e30GiB").status().message()), HasSubstr("too large"));
+  EXPECT_THAT(std::string(ParseBytes("9223372036854775808").status().message()), HasSubstr("too large"));
+  EXPECT_EQ(ParseBytes("8EiB").status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(ParseBytes("0.5B").status().message()), HasSubstr("less than one byte"));
+}
+
+TEST(Bytes, FormatsWithBinaryUnits) {
+  EXPECT_EQ(FormatBytes(12), "12 B");
+  EXPECT_EQ(FormatBytes(1536), "1.5 KiB");
+  EXPECT_EQ(FormatBytes(320LL << 20), "320.0 MiB");
+  EXPECT_EQ(FormatBytes(3LL << 39), "1.5 TiB");
+}
+
+class CommonFiles : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = ::testing::TempDir() + "/common_test_" + std::to_string(getpid());
+    std::filesystem::remove_all(dir_);
+    std::filesystem::create_directories(dir_);
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+  std::string dir_;
+};
+
+TEST_F(CommonFiles, WritesAtomicallyAndReadsBack) {
+  const std::string path = dir_ + "/f.bin";
+  ASSERT_TRUE(WriteStringToFileAtomic(path, std::string("a\0b", 3)).ok());
+  EXPECT_EQ(*ReadFileToString(path), std::string("a\0b", 3));
+  ASSERT_TRUE(WriteStringToFileAtomic(path, "second").ok());
+  EXPECT_EQ(*ReadFileToString(path), "second");
+  EXPECT_FALSE(std::filesystem::exists(path + ".tmp"));
+  EXPECT_EQ(ReadFileToString(dir_ + "/missing").status().code(), absl::StatusCode::kNotFound);
+  EXPECT_FALSE(WriteStringToFileAtomic(dir_ + "/no/such/dir/f", "x").ok());
+}
+
+TEST_F(CommonFiles, CommitsACheckpointStepAndPointsLatestAtIt) {
+  EXPECT_EQ(ReadLatestCheckpoint(dir_).status().code(), absl::StatusCode::kNotFound);
+  v1::CheckpointMeta meta;
+  meta.set_step(10);
+  std::filesystem::create_directories(CheckpointStepDir(dir_, 10) + ".tmp");
+  ASSERT_TRUE(WriteStringToFileAtomic(CheckpointStepDir(dir_, 10) + ".tmp/rank_0.pb", "shard").ok());
+  ASSERT_TRUE(CommitCheckpointStep(dir_, meta).ok());
+  EXPECT_EQ(CheckpointStepDir(dir_, 10), dir_ + "/step-00000010");
+  EXPECT_TRUE(std::filesystem::exists(dir_ + "/step-00000010/rank_0.pb"));
+  EXPECT_FALSE(std::filesystem::exists(dir_ + "/step-00000010.tmp"));
+  EXPECT_EQ(ReadLatestCheckpoint(dir_)->step(), 10);
+  ASSERT_TRUE(WriteStringToFileAtomic(dir_ + "/LATEST", "11").ok());  // names a step never committed
+  EXPECT_EQ(ReadLatestCheckpoint(dir_).status().code(), absl::StatusCode::kDataLoss);
+}
+
+}  // namespace
+}  // namespace mapd
