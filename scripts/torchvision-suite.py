@@ -4,6 +4,7 @@ and train on 4 ranks against one process.
 
 Usage:
   /usr/bin/python3 scripts/torchvision-suite.py --mapctl build/client/mapctl/mapctl [options]
+  /usr/bin/python3 scripts/torchvision-suite.py --from-json all.json --from-json rerun.json --markdown t.md
 
 Options:
   --models a,b,...    only these constructors (default: every classification model of
@@ -24,6 +25,8 @@ Options:
                       (batch norms over a few values), not the plan
   --check             exit 1 unless every model imports, profiles within 5% of its measured
                       peak and (when run on ranks) equals one process within 1e-4 (the test)
+  --from-json FILE    render the table from saved --json results instead of running
+                      (repeatable; a later file's models replace an earlier one's)
 
 Each model is built without pretrained weights (num_classes=10), traced in train mode at the
 smallest of 32, 64, 96, 128 and 224 pixels its forward accepts (ViT is built for 32 pixels,
@@ -275,9 +278,22 @@ def markdown(results, args):
     return "\n".join(rows) + "\n\n" + summary + "\n"
 
 
+def run_all(args):
+    names = args.models.split(",") if args.models else classification_models()
+    results = []
+    with tempfile.TemporaryDirectory(prefix="mapd-torchvision-") as outdir:
+        for name in names:
+            r = run_model(args, name, outdir)
+            results.append(r)
+            print(json.dumps(r), flush=True)
+            for f in os.listdir(outdir):
+                os.remove(os.path.join(outdir, f))
+    return results
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--mapctl", required=True)
+    ap.add_argument("--mapctl", help="the mapctl to test (required unless --from-json)")
     ap.add_argument("--models", default="")
     ap.add_argument("--stages", default="import,profile,ranks")
     ap.add_argument("--batch", type=int, default=8)
@@ -288,18 +304,23 @@ def main():
     ap.add_argument("--check", action="store_true")
     ap.add_argument("--float64-retry", action="store_true")
     ap.add_argument("--retry-resolution", type=int, default=0)
+    ap.add_argument("--from-json", action="append", default=[],
+                    help="render the table from these saved --json results instead of running (repeatable: a "
+                         "later file's models replace an earlier one's, e.g. a rerun of a few models)")
     args = ap.parse_args()
     args.stages = set(args.stages.split(","))
     torch.set_num_threads(1)
-    names = args.models.split(",") if args.models else classification_models()
-    results = []
-    with tempfile.TemporaryDirectory(prefix="mapd-torchvision-") as outdir:
-        for name in names:
-            r = run_model(args, name, outdir)
-            results.append(r)
-            print(json.dumps(r), flush=True)
-            for f in os.listdir(outdir):
-                os.remove(os.path.join(outdir, f))
+    if args.from_json:
+        merged = {}
+        for path in args.from_json:
+            with open(path) as f:
+                for r in json.load(f):
+                    merged[r["model"]] = r
+        results = [merged[k] for k in sorted(merged)]
+    elif not args.mapctl:
+        ap.error("give --mapctl (or --from-json to render saved results)")
+    else:
+        results = run_all(args)
     table = markdown(results, args)
     print(table)
     if args.markdown:

@@ -21,7 +21,7 @@
 #include "common/bytes.h"
 #include "common/checkpoint/checkpoint_commit.h"
 #include "common/file_io.h"
-#include "planner/lower/fitting_plan.h"
+#include "planner/pipeline/runnable_plan.h"
 #include "planner/lower/lowering.h"
 #include "planner/lower/rank_cost.h"
 #include "planner/lower/recompute.h"
@@ -38,82 +38,12 @@ namespace mapd::cli {
 
 namespace {
 
-struct ChosenPlan {
-  v1::Graph graph;
-  std::vector<int64_t> mesh;
-  std::vector<Strategy> strategies;
-  std::string name;
-  double predicted_peak_bytes = 0;
-  int zero_stage = 0;
-  int64_t micro_batches = 1;           // passes per step
-  Precision precision = Precision::kFp32;  // bf16: `graph` is the mixed-precision graph
-  std::vector<std::string> recompute;  // the layers the plan recomputes
-  // The rank programs, when choosing the plan already lowered and profiled them (MAP's plan
-  // checked against a budget).
-  std::optional<LoweredPlan> lowered;
-};
-
-absl::StatusOr<LoweredPlan> LowerAndPredict(const Graph& graph, const ChosenPlan& plan, const std::vector<std::string>& recompute,
-                                            const RunArgs& args) {
-  ProfileOptions po;
-  if (auto opt = ParseOptimizer(args.optimizer); opt.ok()) po.optimizer = *opt;
-  po.precision = plan.precision;
-  return LowerAndPredict(graph, plan.mesh, plan.strategies, plan.zero_stage, recompute, args.device_type, po, plan.micro_batches);
-}
-
-absl::StatusOr<ChosenPlan> ChoosePlan(const RunArgs& args) {
-  ChosenPlan c;
-  auto micro = ParseMicroBatches(args.micro_batches);
-  if (!micro.ok()) return micro.status();
-  if (!args.plan.empty()) {
-    auto bytes = ReadFileToString(args.plan);
-    if (!bytes.ok()) return bytes.status();
-    v1::Plan plan;
-    if (!plan.ParseFromString(*bytes)) return absl::InvalidArgumentError(absl::StrCat(args.plan, " is not a saved plan (mapctl plan --save)"));
-    // The saved graph is the one planned: bf16 plans carry the mixed-precision graph.
-    auto saved = ParsePrecision(plan.precision().empty() ? "fp32" : plan.precision());
-    if (!saved.ok()) return saved.status();
-    c.precision = *saved;
-    if (args.precision != "auto" && args.precision != plan.precision()) {
-      return absl::InvalidArgumentError(absl::StrCat("--precision ", args.precision, " but ", args.plan, " is planned for ",
-                                                     plan.precision(), "; drop --precision or plan again with it"));
-    }
-    c.zero_stage = plan.zero_stage();
-    c.micro_batches = std::max<int64_t>(1, plan.micro_batches());
-    if (*micro > 1 && *micro != c.micro_batches) {
-      return absl::InvalidArgumentError(absl::StrCat("--micro-batches ", *micro, " but ", args.plan, " is planned for ", c.micro_batches,
-                                                     "; drop --micro-batches or plan again with it"));
-    }
-    auto graph = Graph::Create(plan.graph());
-    if (!graph.ok()) return graph.status();
-    auto strategies = StrategiesFromPlan(plan, *graph);
-    if (!strategies.ok()) return strategies.status();
-    c.graph = plan.graph();
-    c.mesh.assign(plan.mesh().begin(), plan.mesh().end());
-    c.strategies = *std::move(strategies);
-    c.name = absl::StrCat("saved plan ", args.plan);
-    c.predicted_peak_bytes = plan.predicted_peak_bytes();
-    c.recompute.assign(plan.recomputed_layers().begin(), plan.recomputed_layers().end());
-    int64_t devices = 1;
-    for (int64_t d : c.mesh) devices *= d;
-    if (args.ranks > 1 && args.ranks != devices) {
-      return absl::InvalidArgumentError(absl::StrCat("--ranks ", args.ranks, " but the plan's mesh ", absl::StrJoin(c.mesh, "x"),
-                                                     " has ", devices, " devices; drop --ranks or make them agree"));
-    }
-    return c;
-  }
-  auto trainable = LoadTrainingGraph(args.model.model, args.model.inputs, 0, 0, args.loss);
-  if (!trainable.ok()) return trainable.status();
-  auto loaded = Graph::Create(*trainable);
-  if (!loaded.ok()) return loaded.status();
-  auto precision = ResolvePrecision(args.precision, args.device_type);
-  if (!precision.ok()) return precision.status();
-  c.precision = *precision;
-  auto graph = GraphAtPrecision(*loaded, c.precision);  // what the ranks train
-  if (!graph.ok()) return graph.status();
-  c.graph = graph->proto();
-  PlannerOptions o;
-  o.profile.precision = c.precision;
+// The planning request `run` makes from its flags.
+absl::StatusOr<PlanRequest> RunPlanRequest(const RunArgs& args, int64_t micro_batches) {
+  PlanRequest request;
+  request.strategy = args.strategy;
+  request.recompute = args.recompute;
+  PlannerOptions& o = request.planner;
   o.cluster.devices = args.ranks;
   if (!args.mesh.empty()) {
     auto mesh = ParseMesh(args.mesh);
@@ -126,59 +56,60 @@ absl::StatusOr<ChosenPlan> ChoosePlan(const RunArgs& args) {
     if (!b.ok()) return b.status();
     o.cluster.memory_per_device = *b;
   }
-  auto opt = ParseOptimizer(args.optimizer == "momentum" ? "momentum" : args.optimizer);
+  auto opt = ParseOptimizer(args.optimizer);
   if (!opt.ok()) return opt.status();
   o.profile.optimizer = *opt;
+  auto precision = ResolvePrecision(args.precision, args.device_type);
+  if (!precision.ok()) return precision.status();
+  o.profile.precision = *precision;
   o.max_zero_stage = 3;
   auto zero = ParseZeroStage(args.zero, o.max_zero_stage);
   if (!zero.ok()) return zero.status();
   o.zero_stage = *zero;
-  o.micro_batches = *micro;
-  if (args.strategy != "map") {
-    // A baseline needs its own mesh: 1-D over the ranks.
-    o.cluster.mesh.clear();
+  o.micro_batches = micro_batches;
+  if (auto st = request.Validate(); !st.ok()) return st;
+  return request;
+}
+
+// A saved plan's (--plan FILE), checked against the flags that would contradict it.
+absl::StatusOr<RunnablePlan> SavedPlan(const RunArgs& args, const PlanRequest& request, int64_t micro_batches) {
+  auto bytes = ReadFileToString(args.plan);
+  if (!bytes.ok()) return bytes.status();
+  v1::Plan plan;
+  if (!plan.ParseFromString(*bytes)) return absl::InvalidArgumentError(absl::StrCat(args.plan, " is not a saved plan (mapctl plan --save)"));
+  const std::string saved_precision = plan.precision().empty() ? "fp32" : plan.precision();
+  if (args.precision != "auto" && args.precision != saved_precision) {
+    return absl::InvalidArgumentError(absl::StrCat("--precision ", args.precision, " but ", args.plan, " is planned for ", saved_precision,
+                                                   "; drop --precision or plan again with it"));
   }
-  // MAP's plan is checked against the budget rank program by rank program (fitting_plan.h).
-  absl::StatusOr<FittingPlan> fitting;
-  if (args.strategy == "map") {
-    fitting = SearchFittingPlan(*graph, o, args.recompute);
-  } else {
-    o.recompute = args.recompute == "auto";
-    auto searched = SearchPlan(*graph, o);
-    if (!searched.ok()) return searched.status();
-    fitting = FittingPlan{*std::move(searched), {}, {}};
+  const int64_t saved_micro = std::max<int64_t>(1, plan.micro_batches());
+  if (micro_batches > 1 && micro_batches != saved_micro) {
+    return absl::InvalidArgumentError(absl::StrCat("--micro-batches ", micro_batches, " but ", args.plan, " is planned for ", saved_micro,
+                                                   "; drop --micro-batches or plan again with it"));
   }
-  if (!fitting.ok()) return fitting.status();
-  const PlanResult* r = &fitting->result;
-  const PlanCandidate* chosen = nullptr;
-  if (args.strategy == "map") {
-    if (!r->fits) {
-      return absl::FailedPreconditionError(absl::StrFormat("no plan fits %s per rank; the least any plan needs is %s",
-                                                           FormatBytes(r->cluster.memory_per_device), FormatBytes(static_cast<int64_t>(r->min_memory_bytes))));
-    }
-    chosen = &r->plan;
-    c.name = absl::StrCat("MAP's plan (mesh ", absl::StrJoin(r->plan.mesh, "x"),
-                          r->plan.zero_stage > 0 ? absl::StrCat(", ZeRO-", r->plan.zero_stage) : "",
-                          r->plan.recomputed_layers.empty() ? "" : absl::StrCat(", ", r->plan.recomputed_layers.size(), " layer(s) recomputed"),
-                          ")");
-  } else {
-    const std::string want = args.strategy == "dp" ? "data parallel" : absl::StrCat("Megatron TP=", args.ranks);
-    for (const auto& b : r->baselines) {
-      if (b.name == want) chosen = &b;
-    }
-    if (chosen == nullptr) return absl::InternalError(absl::StrCat("no baseline '", want, "'"));
-    if (!chosen->applicable) return absl::FailedPreconditionError(absl::StrCat("--strategy ", args.strategy, ": ", chosen->note));
-    c.name = want;
+  int64_t devices = 1;
+  for (int64_t d : plan.mesh()) devices *= d;
+  if (args.ranks > 1 && args.ranks != devices) {
+    return absl::InvalidArgumentError(absl::StrCat("--ranks ", args.ranks, " but the plan's mesh ", absl::StrJoin(plan.mesh(), "x"), " has ",
+                                                   devices, " devices; drop --ranks or make them agree"));
   }
-  c.mesh = chosen->mesh;
-  c.strategies = chosen->strategies;
-  c.zero_stage = chosen->zero_stage;
-  c.micro_batches = chosen->micro_batches;
-  if (c.micro_batches > 1) absl::StrAppend(&c.name, ", ", c.micro_batches, " micro-batches");
-  c.predicted_peak_bytes = chosen->cost.peak_bytes();
-  c.recompute = chosen->recomputed_layers;
-  if (chosen == &r->plan) c.lowered = std::move(fitting->lowered);
-  return c;
+  return SavedPlanToRun(plan, request, absl::StrCat("saved plan ", args.plan));
+}
+
+// The plan the ranks run: a saved one, or one made by the planning pipeline.
+absl::StatusOr<RunnablePlan> ChoosePlan(const RunArgs& args) {
+  auto micro = ParseMicroBatches(args.micro_batches);
+  if (!micro.ok()) return micro.status();
+  auto request = RunPlanRequest(args, *micro);
+  if (!request.ok()) return request.status();
+  if (!args.plan.empty()) return SavedPlan(args, *request, *micro);
+  auto trainable = LoadTrainingGraph(args.model.model, args.model.inputs, 0, 0, args.loss);
+  if (!trainable.ok()) return trainable.status();
+  auto loaded = Graph::Create(*trainable);
+  if (!loaded.ok()) return loaded.status();
+  auto graph = GraphAtPrecision(*loaded, request->planner.profile.precision);  // what the ranks train
+  if (!graph.ok()) return graph.status();
+  return PlanToRun(*graph, *request);
 }
 
 // What every rank of `mapctl run --ranks N` runs (RUN_DIR/job.pb).
@@ -238,11 +169,9 @@ int RunOnRanks(const RunArgs& args) {
 
   // Activation checkpointing (the plan's layers unless --recompute says otherwise), each rank's
   // program, and its memory and step time predicted from that program (rank_cost.h).
-  const std::vector<std::string> recompute = LayersToRecompute(args.recompute, plan->recompute, *graph);
-  absl::StatusOr<LoweredPlan> lowered = plan->lowered ? *std::move(plan->lowered) : LowerAndPredict(*graph, *plan, recompute, args);
-  if (!lowered.ok()) return ReportError(lowered.status());
-  const std::vector<RankPrediction>& predicted = lowered->predicted;
-  const std::vector<v1::RankProgram>& programs = lowered->programs;
+  const std::vector<std::string>& recompute = plan->recompute;
+  const std::vector<RankPrediction>& predicted = plan->lowered.predicted;
+  const std::vector<v1::RankProgram>& programs = plan->lowered.programs;
   // Checkpoints: where, and where to resume from.
   const std::string ckpt_dir = !args.resume.empty() ? args.resume : args.checkpoint_dir;
   int64_t resume_step = 0;
@@ -251,7 +180,7 @@ int RunOnRanks(const RunArgs& args) {
     if (!meta.ok()) {
       return ReportError(absl::Status(meta.status().code(), absl::StrCat("--resume ", args.resume, ": no committed checkpoint (", meta.status().message(), ")")));
     }
-    if (auto st = CheckCheckpointMatches(*meta, world, plan->mesh, plan->name, absl::StrCat("--resume ", args.resume)); !st.ok()) {
+    if (auto st = CheckCheckpointMatches(*meta, world, plan->mesh, plan->checkpoint_plan, absl::StrCat("--resume ", args.resume)); !st.ok()) {
       return ReportError(st);
     }
     resume_step = meta->step();
@@ -273,7 +202,7 @@ int RunOnRanks(const RunArgs& args) {
   if (auto st = WriteRunDirectory(dir.string(), plan->graph, job, ranks, rank_programs); !st.ok()) return ReportError(st);
 
   if (args.format != "json") {
-    std::cout << "Training on " << world << " ranks (mesh " << absl::StrJoin(plan->mesh, "x") << ") under " << plan->name
+    std::cout << "Training on " << world << " ranks (mesh " << absl::StrJoin(plan->mesh, "x") << ") under " << plan->name << ": " << plan->summary
               << "\n";
     if (!recompute.empty()) std::cout << "Recomputing in backward: " << absl::StrJoin(recompute, ", ") << "\n";
     if (plan->micro_batches > 1) {
@@ -285,7 +214,7 @@ int RunOnRanks(const RunArgs& args) {
   std::map<int, int64_t> begun;  // per rank: the last step it began
   std::map<int, std::vector<double>> rank_seconds;
   std::vector<double> seconds;  // rank 0's
-  const StepItems items = ItemsPerStep(plan->graph);
+  const StepItems& items = plan->items;
   nlohmann::json steps = nlohmann::json::array();
   LaunchOptions lo;
   lo.ranks = world;
@@ -304,7 +233,7 @@ int RunOnRanks(const RunArgs& args) {
       const int64_t step = e.checkpoint_written().step();
       if (++written[step] == world) {
         // Every rank's file is there: commit by renaming the directory, then point LATEST at it.
-        if (auto st = CommitCheckpointStep(ckpt_dir, CheckpointMetaFor(step, world, plan->mesh, plan->name)); !st.ok()) {
+        if (auto st = CommitCheckpointStep(ckpt_dir, CheckpointMetaFor(step, world, plan->mesh, plan->checkpoint_plan)); !st.ok()) {
           std::cerr << "checkpoint: step " << step << " not committed: " << st.message() << "\n";
         } else if (args.format != "json") {
           std::cout << "checkpoint: step " << step << " committed to " << CheckpointStepDir(ckpt_dir, step) << "\n" << std::flush;
@@ -405,8 +334,8 @@ int RunOnRanks(const RunArgs& args) {
                           {"predicted_step_seconds", predicted[rank].step_seconds()},
                           {"predicted_communication_seconds", predicted[rank].communication_seconds}});
     }
-    nlohmann::json j = {{"model", graph->name()}, {"ranks", world}, {"mesh", plan->mesh}, {"plan", plan->name},
-                        {"steps", steps}, {"seconds", total}, {"predicted_peak_bytes", static_cast<int64_t>(plan->predicted_peak_bytes)},
+    nlohmann::json j = {{"model", graph->name()}, {"ranks", world}, {"mesh", plan->mesh}, {"plan", absl::StrCat(plan->name, ": ", plan->summary)},
+                        {"steps", steps}, {"seconds", total}, {"predicted_peak_bytes", static_cast<int64_t>(plan->planner_peak_bytes)},
                         {"per_rank", per_rank}, {"zero_stage", plan->zero_stage}, {"micro_batches", plan->micro_batches}, {"recomputed_layers", recompute},
                         {"precision", PrecisionName(plan->precision)}};
     if (args.check_reference) {
@@ -428,7 +357,7 @@ int RunOnRanks(const RunArgs& args) {
                                  total, losses[0].empty() ? 0 : losses[0].front(), losses[0].empty() ? 0 : losses[0].back());
     t.Print(std::cout);
     std::cout << absl::StrFormat("planner's estimate for the plan: %s per device; step times predicted for %s\n",
-                                 FormatBytes(static_cast<int64_t>(plan->predicted_peak_bytes)), args.device_type.c_str());
+                                 FormatBytes(static_cast<int64_t>(plan->planner_peak_bytes)), args.device_type.c_str());
     if (args.check_reference) {
       std::cout << absl::StrFormat("reference (one process): max relative loss difference %.2e; final parameters: %d blocks, "
                                    "max difference %.2e (%s on rank %d)\n",

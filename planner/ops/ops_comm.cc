@@ -64,18 +64,14 @@ absl::StatusOr<ShardingRule> CollectiveSharding(const CostContext& c) {
 }  // namespace
 
 void RegisterCommOps(OpRegistry& r) {
-  (void)r.Register({"collective",
-                    "a rank program's communication step (all-reduce, all-gather, ...) for profiling a rank; "
-                    "runs only in the distributed runtime",
-                    {{"x"}},
-                    false,
-                    {{"kind", AttrKind::kString, true}, {"axis", AttrKind::kInt}, {"shape", AttrKind::kInts, true}},
-                    {},
-                    InferCollective,
-                    CollectiveCost,
-                    SavesNothing(),
-                    {},
-                    CollectiveSharding});
+  r.Add(Op("collective", "a rank program's communication step (all-reduce, all-gather, ...) for profiling a rank; "
+                    "runs only in the distributed runtime")
+          .Inputs({{"x"}})
+          .Attrs({{"kind", AttrKind::kString, true}, {"axis", AttrKind::kInt}, {"shape", AttrKind::kInts, true}})
+          .Infer(InferCollective)
+          .Cost(CollectiveCost)
+          .Saved(SavesNothing())
+          .Sharding(CollectiveSharding));
 }
 
 }  // namespace mapd

@@ -321,34 +321,55 @@ absl::StatusOr<ShardingRule> PoolSharding(const CostContext& c) {
 }  // namespace
 
 void RegisterConvOps(OpRegistry& r) {
-  (void)r.Register({"conv2d", "2-D convolution (NCHW)", {{"x"}, {"weight"}, {"bias", true}}, false,
-                    {{"stride", AttrKind::kInts}, {"padding", AttrKind::kInts}, {"dilation", AttrKind::kInts},
-                     {"groups", AttrKind::kInt}},
-                    {}, InferConv2d, ConvCost(false), Conv2dSaved, {}, ConvSharding(false)});
-  (void)r.Register({"conv_transpose2d", "2-D transposed convolution (NCHW; weight [in, out/groups, kh, kw])",
-                    {{"x"}, {"weight"}, {"bias", true}}, false,
-                    {{"stride", AttrKind::kInts}, {"padding", AttrKind::kInts}, {"output_padding", AttrKind::kInts},
-                     {"dilation", AttrKind::kInts}, {"groups", AttrKind::kInt}},
-                    {}, InferConvTranspose2d, ConvCost(true), Conv2dSaved, {}, ConvSharding(true)});
+  r.Add(Op("conv2d", "2-D convolution (NCHW)")
+          .Inputs({{"x"}, {"weight"}, {"bias", true}})
+          .Attrs({{"stride", AttrKind::kInts}, {"padding", AttrKind::kInts}, {"dilation", AttrKind::kInts},
+                     {"groups", AttrKind::kInt}})
+          .Infer(InferConv2d)
+          .Cost(ConvCost(false))
+          .Saved(Conv2dSaved)
+          .Sharding(ConvSharding(false)));
+  r.Add(Op("conv_transpose2d", "2-D transposed convolution (NCHW; weight [in, out/groups, kh, kw])")
+          .Inputs({{"x"}, {"weight"}, {"bias", true}})
+          .Attrs({{"stride", AttrKind::kInts}, {"padding", AttrKind::kInts}, {"output_padding", AttrKind::kInts},
+                     {"dilation", AttrKind::kInts}, {"groups", AttrKind::kInt}})
+          .Infer(InferConvTranspose2d)
+          .Cost(ConvCost(true))
+          .Saved(Conv2dSaved)
+          .Sharding(ConvSharding(true)));
   // The backward needs only sizes: nothing is kept.
-  (void)r.Register({"upsample", "resize the spatial dims to output_size, mode nearest | bilinear", {{"x"}}, false,
-                    {{"output_size", AttrKind::kInts, true}, {"mode", AttrKind::kString},
-                     {"align_corners", AttrKind::kBool}, {"scale_h", AttrKind::kFloat}, {"scale_w", AttrKind::kFloat}},
-                    {}, InferUpsample, UpsampleCost, SavesNothing(), {}, PoolSharding});
-  (void)r.Register({"max_pool2d", "2-D max pooling", {{"x"}}, false,
-                    {{"kernel_size", AttrKind::kInts, true}, {"stride", AttrKind::kInts}, {"padding", AttrKind::kInts},
-                     {"dilation", AttrKind::kInts}, {"ceil_mode", AttrKind::kBool}},
-                    {}, [](const OpContext& c) { return InferPool(c, true); }, PoolCost, MaxPoolSaved, {},
-                    PoolSharding});
-  (void)r.Register({"avg_pool2d", "2-D average pooling", {{"x"}}, false,
-                    {{"kernel_size", AttrKind::kInts, true}, {"stride", AttrKind::kInts}, {"padding", AttrKind::kInts},
+  r.Add(Op("upsample", "resize the spatial dims to output_size, mode nearest | bilinear")
+          .Inputs({{"x"}})
+          .Attrs({{"output_size", AttrKind::kInts, true}, {"mode", AttrKind::kString},
+                     {"align_corners", AttrKind::kBool}, {"scale_h", AttrKind::kFloat}, {"scale_w", AttrKind::kFloat}})
+          .Infer(InferUpsample)
+          .Cost(UpsampleCost)
+          .Saved(SavesNothing())
+          .Sharding(PoolSharding));
+  r.Add(Op("max_pool2d", "2-D max pooling")
+          .Inputs({{"x"}})
+          .Attrs({{"kernel_size", AttrKind::kInts, true}, {"stride", AttrKind::kInts}, {"padding", AttrKind::kInts},
+                     {"dilation", AttrKind::kInts}, {"ceil_mode", AttrKind::kBool}})
+          .Infer([](const OpContext& c) { return InferPool(c, true); })
+          .Cost(PoolCost)
+          .Saved(MaxPoolSaved)
+          .Sharding(PoolSharding));
+  r.Add(Op("avg_pool2d", "2-D average pooling")
+          .Inputs({{"x"}})
+          .Attrs({{"kernel_size", AttrKind::kInts, true}, {"stride", AttrKind::kInts}, {"padding", AttrKind::kInts},
                      {"ceil_mode", AttrKind::kBool}, {"count_include_pad", AttrKind::kBool},
-                     {"divisor_override", AttrKind::kInt}},
-                    {}, [](const OpContext& c) { return InferPool(c, false); }, PoolCost, Saves({0}, {}), {},
-                    PoolSharding});
-  (void)r.Register({"adaptive_avg_pool2d", "average pooling to a fixed output size", {{"x"}}, false,
-                    {{"output_size", AttrKind::kInts, true}}, {}, InferAdaptiveAvgPool,
-                    ReduceCost(), Saves({0}, {}), {}, PoolSharding});
+                     {"divisor_override", AttrKind::kInt}})
+          .Infer([](const OpContext& c) { return InferPool(c, false); })
+          .Cost(PoolCost)
+          .Saved(Saves({0}, {}))
+          .Sharding(PoolSharding));
+  r.Add(Op("adaptive_avg_pool2d", "average pooling to a fixed output size")
+          .Inputs({{"x"}})
+          .Attrs({{"output_size", AttrKind::kInts, true}})
+          .Infer(InferAdaptiveAvgPool)
+          .Cost(ReduceCost())
+          .Saved(Saves({0}, {}))
+          .Sharding(PoolSharding));
 }
 
 }  // namespace mapd

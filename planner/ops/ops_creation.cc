@@ -53,30 +53,62 @@ void RegisterCreationOps(OpRegistry& r) {
   creation.creation = true;
   // Every output dimension splits: each device makes its own slice (arange from its offset).
   const ShardingFn creation_rule = CreationRule();
-  (void)r.Register({"arange", "[start, end) in steps of step", {}, false,
-                    {{"start", AttrKind::kNumber}, {"end", AttrKind::kNumber, true}, {"step", AttrKind::kNumber},
-                     {"dtype", AttrKind::kString}},
-                    creation, InferArange, ElementwiseCost(1, 0), SavesNothing(), {}, creation_rule});
+  r.Add(Op("arange", "[start, end) in steps of step")
+          .Attrs({{"start", AttrKind::kNumber}, {"end", AttrKind::kNumber, true}, {"step", AttrKind::kNumber},
+                     {"dtype", AttrKind::kString}})
+          .Traits(creation)
+          .Infer(InferArange)
+          .Cost(ElementwiseCost(1, 0))
+          .Saved(SavesNothing())
+          .Sharding(creation_rule));
   const std::vector<AttrSpec> filled = {{"shape", AttrKind::kInts, true}, {"dtype", AttrKind::kString}};
-  (void)r.Register({"zeros", "tensor of zeros", {}, false, filled, creation, InferFilled, ElementwiseCost(0, 0),
-                    SavesNothing(), {}, creation_rule});
-  (void)r.Register({"ones", "tensor of ones", {}, false, filled, creation, InferFilled, ElementwiseCost(0, 0),
-                    SavesNothing(), {}, creation_rule});
-  (void)r.Register({"full", "tensor filled with value", {}, false,
-                    {{"shape", AttrKind::kInts, true}, {"value", AttrKind::kNumber, true}, {"dtype", AttrKind::kString}},
-                    creation, InferFilled, ElementwiseCost(0, 0), SavesNothing(), {}, creation_rule});
+  r.Add(Op("zeros", "tensor of zeros")
+          .Attrs(filled)
+          .Traits(creation)
+          .Infer(InferFilled)
+          .Cost(ElementwiseCost(0, 0))
+          .Saved(SavesNothing())
+          .Sharding(creation_rule));
+  r.Add(Op("ones", "tensor of ones")
+          .Attrs(filled)
+          .Traits(creation)
+          .Infer(InferFilled)
+          .Cost(ElementwiseCost(0, 0))
+          .Saved(SavesNothing())
+          .Sharding(creation_rule));
+  r.Add(Op("full", "tensor filled with value")
+          .Attrs({{"shape", AttrKind::kInts, true}, {"value", AttrKind::kNumber, true}, {"dtype", AttrKind::kString}})
+          .Traits(creation)
+          .Infer(InferFilled)
+          .Cost(ElementwiseCost(0, 0))
+          .Saved(SavesNothing())
+          .Sharding(creation_rule));
   // Stochastic depth's noise (torch.empty(shape).bernoulli_(p)): drawn every step, a split plan
   // drawing the global tensor from the step's generator and keeping each device's block.
   OpTraits random_creation = creation;
   random_creation.random = true;
-  (void)r.Register({"bernoulli", "1 with probability p, else 0 (drawn every step)", {}, false,
-                    {{"shape", AttrKind::kInts, true}, {"p", AttrKind::kFloat, true}, {"dtype", AttrKind::kString}},
-                    random_creation, InferFilled, ElementwiseCost(2, 0), SavesNothing(), {}, creation_rule});
+  r.Add(Op("bernoulli", "1 with probability p, else 0 (drawn every step)")
+          .Attrs({{"shape", AttrKind::kInts, true}, {"p", AttrKind::kFloat, true}, {"dtype", AttrKind::kString}})
+          .Traits(random_creation)
+          .Infer(InferFilled)
+          .Cost(ElementwiseCost(2, 0))
+          .Saved(SavesNothing())
+          .Sharding(creation_rule));
   // A VAE's reparameterisation noise (randn_like) and uniform draws, the same way.
-  (void)r.Register({"randn", "standard normal draws (drawn every step)", {}, false, filled, random_creation,
-                    InferFilled, ElementwiseCost(4, 0), SavesNothing(), {}, creation_rule});
-  (void)r.Register({"rand", "uniform draws in [0, 1) (drawn every step)", {}, false, filled, random_creation,
-                    InferFilled, ElementwiseCost(2, 0), SavesNothing(), {}, creation_rule});
+  r.Add(Op("randn", "standard normal draws (drawn every step)")
+          .Attrs(filled)
+          .Traits(random_creation)
+          .Infer(InferFilled)
+          .Cost(ElementwiseCost(4, 0))
+          .Saved(SavesNothing())
+          .Sharding(creation_rule));
+  r.Add(Op("rand", "uniform draws in [0, 1) (drawn every step)")
+          .Attrs(filled)
+          .Traits(random_creation)
+          .Infer(InferFilled)
+          .Cost(ElementwiseCost(2, 0))
+          .Saved(SavesNothing())
+          .Sharding(creation_rule));
 }
 
 }  // namespace mapd

@@ -331,90 +331,211 @@ void RegisterElementwiseOps(OpRegistry& r) {
   };
   for (const auto& u : unary) {
     SavedFn saved = u.keeps == kInput ? Saves({0}, {}) : (u.keeps == kOutput ? Saves({}, {0}) : SavesNothing());
-    (void)r.Register({u.name, u.summary, {{"x"}}, false, {}, ew, UnaryInfer(u.to_float),
-                      ElementwiseCost(u.flops, u.grad_flops), saved, {}, bc});
+    r.Add(Op(u.name, u.summary)
+            .Inputs({{"x"}})
+            .Traits(ew)
+            .Infer(UnaryInfer(u.to_float))
+            .Cost(ElementwiseCost(u.flops, u.grad_flops))
+            .Saved(saved)
+            .Sharding(bc));
   }
   // Clamps: at::hardtanh and at::clamp keep their input (their backwards mask the gradient by it;
   // hardtanh's mask excludes the bounds, clamp's includes them — two ops, so both are exact).
-  (void)r.Register({"hardtanh", "x clamped to [min_val, max_val] (ReLU6 is hardtanh(x, 0, 6))", {{"x"}}, false,
-                    {{"min_val", AttrKind::kNumber, true}, {"max_val", AttrKind::kNumber, true}}, ew, UnaryInfer(false),
-                    ElementwiseCost(2, 2), Saves({0}, {}), {}, bc});
-  (void)r.Register({"clamp", "x clamped to [min, max]; either bound may be absent (clamp_min, clamp_max)", {{"x"}}, false,
-                    {{"min", AttrKind::kNumber}, {"max", AttrKind::kNumber}}, ew, UnaryInfer(false), ElementwiseCost(2, 2),
-                    Saves({0}, {}), {}, bc});
-  (void)r.Register({"leaky_relu", "x for x > 0, negative_slope * x otherwise", {{"x"}}, false,
-                    {{"negative_slope", AttrKind::kNumber}}, ew, UnaryInfer(false), ElementwiseCost(2, 2), Saves({0}, {}), {},
-                    bc});
+  r.Add(Op("hardtanh", "x clamped to [min_val, max_val] (ReLU6 is hardtanh(x, 0, 6))")
+          .Inputs({{"x"}})
+          .Attrs({{"min_val", AttrKind::kNumber, true}, {"max_val", AttrKind::kNumber, true}})
+          .Traits(ew)
+          .Infer(UnaryInfer(false))
+          .Cost(ElementwiseCost(2, 2))
+          .Saved(Saves({0}, {}))
+          .Sharding(bc));
+  r.Add(Op("clamp", "x clamped to [min, max]; either bound may be absent (clamp_min, clamp_max)")
+          .Inputs({{"x"}})
+          .Attrs({{"min", AttrKind::kNumber}, {"max", AttrKind::kNumber}})
+          .Traits(ew)
+          .Infer(UnaryInfer(false))
+          .Cost(ElementwiseCost(2, 2))
+          .Saved(Saves({0}, {}))
+          .Sharding(bc));
+  r.Add(Op("leaky_relu", "x for x > 0, negative_slope * x otherwise")
+          .Inputs({{"x"}})
+          .Attrs({{"negative_slope", AttrKind::kNumber}})
+          .Traits(ew)
+          .Infer(UnaryInfer(false))
+          .Cost(ElementwiseCost(2, 2))
+          .Saved(Saves({0}, {}))
+          .Sharding(bc));
   // at::elu and at::softplus keep their input (the in-place elu_ keeps its result; the IR is
   // functional, so the runtime calls elu).
-  (void)r.Register({"elu", "x for x > 0, else scale * alpha * (exp(x * input_scale) - 1)", {{"x"}}, false,
-                    {{"alpha", AttrKind::kNumber}, {"scale", AttrKind::kNumber}, {"input_scale", AttrKind::kNumber}},
-                    ew, UnaryInfer(true), ElementwiseCost(3, 3), Saves({0}, {}), {}, bc});
-  (void)r.Register({"softplus", "log(1 + exp(beta * x)) / beta; x itself where beta * x > threshold", {{"x"}}, false,
-                    {{"beta", AttrKind::kNumber}, {"threshold", AttrKind::kNumber}}, ew, UnaryInfer(true),
-                    ElementwiseCost(4, 4), Saves({0}, {}), {}, bc});
-  (void)r.Register({"glu", "gated linear unit: a * sigmoid(b) for x's halves a, b along dim", {{"x"}}, false,
-                    {{"dim", AttrKind::kInt}}, {}, InferGlu, ElementwiseCost(5, 6), Saves({0}, {}), {}, GluSharding});
+  r.Add(Op("elu", "x for x > 0, else scale * alpha * (exp(x * input_scale) - 1)")
+          .Inputs({{"x"}})
+          .Attrs({{"alpha", AttrKind::kNumber}, {"scale", AttrKind::kNumber}, {"input_scale", AttrKind::kNumber}})
+          .Traits(ew)
+          .Infer(UnaryInfer(true))
+          .Cost(ElementwiseCost(3, 3))
+          .Saved(Saves({0}, {}))
+          .Sharding(bc));
+  r.Add(Op("softplus", "log(1 + exp(beta * x)) / beta; x itself where beta * x > threshold")
+          .Inputs({{"x"}})
+          .Attrs({{"beta", AttrKind::kNumber}, {"threshold", AttrKind::kNumber}})
+          .Traits(ew)
+          .Infer(UnaryInfer(true))
+          .Cost(ElementwiseCost(4, 4))
+          .Saved(Saves({0}, {}))
+          .Sharding(bc));
+  r.Add(Op("glu", "gated linear unit: a * sigmoid(b) for x's halves a, b along dim")
+          .Inputs({{"x"}})
+          .Attrs({{"dim", AttrKind::kInt}})
+          .Infer(InferGlu)
+          .Cost(ElementwiseCost(5, 6))
+          .Saved(Saves({0}, {}))
+          .Sharding(GluSharding));
   // Both operands are kept: the gradient goes to the larger (smaller) one, halved on ties — as
   // where(a == b, grad / 2, grad).masked_fill_(a < b, 0): grad / 2 and two bool masks are
   // temporaries beside each gradient (measured with MAPD_ALLOC_TRACE).
   for (const char* op : {"minimum", "maximum"}) {
-    (void)r.Register({op, std::string("elementwise ") + (op[1] == 'i' ? "smaller" : "larger") + " of a and b",
-                      {{"a"}, {"b"}}, false, {}, ew, InferTensorPair, MinMaxCost, Saves({0, 1}, {}), {}, bc});
+    r.Add(Op(op, std::string("elementwise ") + (op[1] == 'i' ? "smaller" : "larger") + " of a and b")
+            .Inputs({{"a"}, {"b"}})
+            .Traits(ew)
+            .Infer(InferTensorPair)
+            .Cost(MinMaxCost)
+            .Saved(Saves({0, 1}, {}))
+            .Sharding(bc));
   }
   for (const char* op : {"logical_and", "logical_or", "logical_xor"}) {
-    (void)r.Register({op, "elementwise logic giving bool (nonzero is true)", {{"a"}, {"b"}}, false, {}, ew,
-                      InferLogical, ElementwiseCost(1, 0), SavesNothing(), {}, bc});
+    r.Add(Op(op, "elementwise logic giving bool (nonzero is true)")
+            .Inputs({{"a"}, {"b"}})
+            .Traits(ew)
+            .Infer(InferLogical)
+            .Cost(ElementwiseCost(1, 0))
+            .Saved(SavesNothing())
+            .Sharding(bc));
   }
-  (void)r.Register({"logical_not", "x == 0, as bool", {{"x"}}, false, {}, ew, InferLogical, ElementwiseCost(1, 0),
-                    SavesNothing(), {}, bc});
-  (void)r.Register({"gelu", "Gaussian error linear unit (approximate='none'|'tanh')", {{"x"}}, false,
-                    {{"approximate", AttrKind::kString}}, ew, InferGelu, ElementwiseCost(10, 12), Saves({0}, {}), {},
-                    bc});
+  r.Add(Op("logical_not", "x == 0, as bool")
+          .Inputs({{"x"}})
+          .Traits(ew)
+          .Infer(InferLogical)
+          .Cost(ElementwiseCost(1, 0))
+          .Saved(SavesNothing())
+          .Sharding(bc));
+  r.Add(Op("gelu", "Gaussian error linear unit (approximate='none'|'tanh')")
+          .Inputs({{"x"}})
+          .Attrs({{"approximate", AttrKind::kString}})
+          .Traits(ew)
+          .Infer(InferGelu)
+          .Cost(ElementwiseCost(10, 12))
+          .Saved(Saves({0}, {}))
+          .Sharding(bc));
   OpTraits drop = ew;
   drop.random = true;
   // Dropout splits like any elementwise op; for a split plan to match single-device training
   // the runtime must draw each device's slice of the global mask (not a fresh local one).
-  (void)r.Register({"dropout", "zero elements with probability p and scale by 1/(1-p) when train",
-                    {{"x"}}, false, {{"p", AttrKind::kFloat}, {"train", AttrKind::kBool}}, drop, InferDropout,
-                    ElementwiseCost(2, 1), DropoutSaved, {}, bc});
+  r.Add(Op("dropout", "zero elements with probability p and scale by 1/(1-p) when train")
+          .Inputs({{"x"}})
+          .Attrs({{"p", AttrKind::kFloat}, {"train", AttrKind::kBool}})
+          .Traits(drop)
+          .Infer(InferDropout)
+          .Cost(ElementwiseCost(2, 1))
+          .Saved(DropoutSaved)
+          .Sharding(bc));
 
   const std::vector<AttrSpec> scalar_attrs = {{"scalar", AttrKind::kNumber}, {"reverse", AttrKind::kBool},
                                               {"alpha", AttrKind::kNumber}};
-  (void)r.Register({"add", "a + alpha*b (b a tensor or attribute 'scalar')", {{"a"}, {"b", true}}, false,
-                    scalar_attrs, ew, BinaryInfer(false), ElementwiseCost(1, 1), SavesNothing(), {}, bc});
-  (void)r.Register({"sub", "a - alpha*b", {{"a"}, {"b", true}}, false, scalar_attrs, ew, BinaryInfer(false),
-                    ElementwiseCost(1, 1), SavesNothing(), {}, bc});
-  (void)r.Register({"mul", "a * b", {{"a"}, {"b", true}}, false,
-                    {{"scalar", AttrKind::kNumber}, {"reverse", AttrKind::kBool}}, ew, BinaryInfer(false),
-                    MulCost, MulSaved, {}, bc});
-  (void)r.Register({"div", "a / b (true division unless rounding_mode)", {{"a"}, {"b", true}}, false,
-                    {{"scalar", AttrKind::kNumber}, {"reverse", AttrKind::kBool}, {"rounding_mode", AttrKind::kString}},
-                    ew, BinaryInfer(true), DivCost, DivSaved, {}, bc});
-  (void)r.Register({"pow", "a ** b (b a tensor or attribute 'scalar')", {{"a"}, {"b", true}}, false,
-                    {{"scalar", AttrKind::kNumber}, {"reverse", AttrKind::kBool}}, ew, InferPow,
-                    PowCost, PowSaved, {}, bc});
+  r.Add(Op("add", "a + alpha*b (b a tensor or attribute 'scalar')")
+          .Inputs({{"a"}, {"b", true}})
+          .Attrs(scalar_attrs)
+          .Traits(ew)
+          .Infer(BinaryInfer(false))
+          .Cost(ElementwiseCost(1, 1))
+          .Saved(SavesNothing())
+          .Sharding(bc));
+  r.Add(Op("sub", "a - alpha*b")
+          .Inputs({{"a"}, {"b", true}})
+          .Attrs(scalar_attrs)
+          .Traits(ew)
+          .Infer(BinaryInfer(false))
+          .Cost(ElementwiseCost(1, 1))
+          .Saved(SavesNothing())
+          .Sharding(bc));
+  r.Add(Op("mul", "a * b")
+          .Inputs({{"a"}, {"b", true}})
+          .Attrs({{"scalar", AttrKind::kNumber}, {"reverse", AttrKind::kBool}})
+          .Traits(ew)
+          .Infer(BinaryInfer(false))
+          .Cost(MulCost)
+          .Saved(MulSaved)
+          .Sharding(bc));
+  r.Add(Op("div", "a / b (true division unless rounding_mode)")
+          .Inputs({{"a"}, {"b", true}})
+          .Attrs({{"scalar", AttrKind::kNumber}, {"reverse", AttrKind::kBool}, {"rounding_mode", AttrKind::kString}})
+          .Traits(ew)
+          .Infer(BinaryInfer(true))
+          .Cost(DivCost)
+          .Saved(DivSaved)
+          .Sharding(bc));
+  r.Add(Op("pow", "a ** b (b a tensor or attribute 'scalar')")
+          .Inputs({{"a"}, {"b", true}})
+          .Attrs({{"scalar", AttrKind::kNumber}, {"reverse", AttrKind::kBool}})
+          .Traits(ew)
+          .Infer(InferPow)
+          .Cost(PowCost)
+          .Saved(PowSaved)
+          .Sharding(bc));
   for (const char* cmp : {"eq", "ne", "lt", "gt", "le", "ge"}) {
-    (void)r.Register({cmp, "elementwise comparison giving bool", {{"a"}, {"b", true}}, false,
-                      {{"scalar", AttrKind::kNumber}}, ew, InferCompare, ElementwiseCost(1, 0), SavesNothing(), {},
-                      bc});
+    r.Add(Op(cmp, "elementwise comparison giving bool")
+            .Inputs({{"a"}, {"b", true}})
+            .Attrs({{"scalar", AttrKind::kNumber}})
+            .Traits(ew)
+            .Infer(InferCompare)
+            .Cost(ElementwiseCost(1, 0))
+            .Saved(SavesNothing())
+            .Sharding(bc));
   }
-  (void)r.Register({"masked_fill", "x with value where mask is true", {{"x"}, {"mask"}, {"value", true}}, false,
-                    {{"value", AttrKind::kNumber}}, ew, InferMaskedFill, ElementwiseCost(1, 1), Saves({1}, {}), {},
-                    bc});
-  (void)r.Register({"where", "cond ? x : y", {{"cond"}, {"x", true}, {"y", true}}, false,
-                    {{"x_scalar", AttrKind::kNumber}, {"y_scalar", AttrKind::kNumber}}, ew, InferWhere,
-                    ElementwiseCost(1, 1), Saves({0}, {}), {}, bc});
-  (void)r.Register({"triu", "upper triangle (zeros below diagonal)", {{"x"}}, false,
-                    {{"diagonal", AttrKind::kInt}}, {}, InferTriangle, ElementwiseCost(1, 1), SavesNothing(), {},
-                    TriangleSharding});
-  (void)r.Register({"tril", "lower triangle (zeros above diagonal)", {{"x"}}, false,
-                    {{"diagonal", AttrKind::kInt}}, {}, InferTriangle, ElementwiseCost(1, 1), SavesNothing(), {},
-                    TriangleSharding});
-  (void)r.Register({"to", "convert to dtype", {{"x"}}, false, {{"dtype", AttrKind::kString, true}}, ew, InferTo,
-                    ElementwiseCost(1, 1), SavesNothing(), {}, bc});
-  (void)r.Register({"type_as", "convert x to the dtype of other", {{"x"}, {"other"}}, false, {}, ew, InferTypeAs,
-                    ElementwiseCost(1, 1), SavesNothing(), {}, bc});
+  r.Add(Op("masked_fill", "x with value where mask is true")
+          .Inputs({{"x"}, {"mask"}, {"value", true}})
+          .Attrs({{"value", AttrKind::kNumber}})
+          .Traits(ew)
+          .Infer(InferMaskedFill)
+          .Cost(ElementwiseCost(1, 1))
+          .Saved(Saves({1}, {}))
+          .Sharding(bc));
+  r.Add(Op("where", "cond ? x : y")
+          .Inputs({{"cond"}, {"x", true}, {"y", true}})
+          .Attrs({{"x_scalar", AttrKind::kNumber}, {"y_scalar", AttrKind::kNumber}})
+          .Traits(ew)
+          .Infer(InferWhere)
+          .Cost(ElementwiseCost(1, 1))
+          .Saved(Saves({0}, {}))
+          .Sharding(bc));
+  r.Add(Op("triu", "upper triangle (zeros below diagonal)")
+          .Inputs({{"x"}})
+          .Attrs({{"diagonal", AttrKind::kInt}})
+          .Infer(InferTriangle)
+          .Cost(ElementwiseCost(1, 1))
+          .Saved(SavesNothing())
+          .Sharding(TriangleSharding));
+  r.Add(Op("tril", "lower triangle (zeros above diagonal)")
+          .Inputs({{"x"}})
+          .Attrs({{"diagonal", AttrKind::kInt}})
+          .Infer(InferTriangle)
+          .Cost(ElementwiseCost(1, 1))
+          .Saved(SavesNothing())
+          .Sharding(TriangleSharding));
+  r.Add(Op("to", "convert to dtype")
+          .Inputs({{"x"}})
+          .Attrs({{"dtype", AttrKind::kString, true}})
+          .Traits(ew)
+          .Infer(InferTo)
+          .Cost(ElementwiseCost(1, 1))
+          .Saved(SavesNothing())
+          .Sharding(bc));
+  r.Add(Op("type_as", "convert x to the dtype of other")
+          .Inputs({{"x"}, {"other"}})
+          .Traits(ew)
+          .Infer(InferTypeAs)
+          .Cost(ElementwiseCost(1, 1))
+          .Saved(SavesNothing())
+          .Sharding(bc));
 }
 
 }  // namespace mapd

@@ -352,38 +352,78 @@ OpCost IndexSelectCost(const CostContext& c) {
 }  // namespace
 
 void RegisterIndexOps(OpRegistry& r) {
-  (void)r.Register({"pad", "x padded by pads (last dimension first), mode constant (value) | reflect | replicate",
-                    {{"x"}}, false,
-                    {{"pads", AttrKind::kInts, true}, {"mode", AttrKind::kString}, {"value", AttrKind::kNumber}}, {},
-                    InferPad, CopyCost, SavesNothing(), {}, PadSharding});
-  (void)r.Register({"roll", "x rolled by shifts along dims (the flattened x when dims is empty)", {{"x"}}, false,
-                    {{"shifts", AttrKind::kInts, true}, {"dims", AttrKind::kInts}}, {}, InferRoll, CopyCost,
-                    SavesNothing(), {}, RollSharding});
-  (void)r.Register({"index_select", "x's entries at index (1-D integers) along dim", {{"x"}, {"index"}}, false,
-                    {{"dim", AttrKind::kInt, true}}, {}, InferIndexSelect, IndexSelectCost, Saves({1}, {}), {},
-                    IndexSelectSharding});
-  (void)r.Register({"flip", "x reversed along dims", {{"x"}}, false, {{"dims", AttrKind::kInts, true}}, {}, InferFlip,
-                    CopyCost, SavesNothing(), {}, FlipSharding});
+  r.Add(Op("pad", "x padded by pads (last dimension first), mode constant (value) | reflect | replicate")
+          .Inputs({{"x"}})
+          .Attrs({{"pads", AttrKind::kInts, true}, {"mode", AttrKind::kString}, {"value", AttrKind::kNumber}})
+          .Infer(InferPad)
+          .Cost(CopyCost)
+          .Saved(SavesNothing())
+          .Sharding(PadSharding));
+  r.Add(Op("roll", "x rolled by shifts along dims (the flattened x when dims is empty)")
+          .Inputs({{"x"}})
+          .Attrs({{"shifts", AttrKind::kInts, true}, {"dims", AttrKind::kInts}})
+          .Infer(InferRoll)
+          .Cost(CopyCost)
+          .Saved(SavesNothing())
+          .Sharding(RollSharding));
+  r.Add(Op("index_select", "x's entries at index (1-D integers) along dim")
+          .Inputs({{"x"}, {"index"}})
+          .Attrs({{"dim", AttrKind::kInt, true}})
+          .Infer(InferIndexSelect)
+          .Cost(IndexSelectCost)
+          .Saved(Saves({1}, {}))
+          .Sharding(IndexSelectSharding));
+  r.Add(Op("flip", "x reversed along dims")
+          .Inputs({{"x"}})
+          .Attrs({{"dims", AttrKind::kInts, true}})
+          .Infer(InferFlip)
+          .Cost(CopyCost)
+          .Saved(SavesNothing())
+          .Sharding(FlipSharding));
   // What LibTorch 1.13's autograd keeps: gather its input (for the gradient's shape: the node
   // holds x) and index; the scatters their index; index_add its index and source.
-  (void)r.Register({"gather", "x's entries at index along dim (the output has index's shape)", {{"x"}, {"index"}}, false,
-                    {{"dim", AttrKind::kInt, true}}, {}, InferGather, GatherScatterCost, Saves({0, 1}, {}), {},
-                    GatherSharding});
-  (void)r.Register({"scatter", "x with src's entries (or value) written at index along dim", {{"x"}, {"index"}, {"src", true}},
-                    false, {{"dim", AttrKind::kInt, true}, {"value", AttrKind::kNumber}}, {}, InferScatter,
-                    GatherScatterCost, Saves({1}, {}), {}, ScatterSharding});
-  (void)r.Register({"scatter_add", "x with src's entries added at index along dim", {{"x"}, {"index"}, {"src"}}, false,
-                    {{"dim", AttrKind::kInt, true}}, {}, InferScatter, GatherScatterCost, Saves({1}, {}), {},
-                    ScatterSharding});
-  (void)r.Register({"index_add", "x with alpha * source's slices added at the 1-D index along dim",
-                    {{"x"}, {"index"}, {"source"}}, false, {{"dim", AttrKind::kInt, true}, {"alpha", AttrKind::kNumber}},
-                    {}, InferIndexAdd, GatherScatterCost, Saves({1, 2}, {}), {}, ScatterSharding});
-  (void)r.Register({"one_hot", "int64 [..., num_classes] with a 1 at each of x's values", {{"x"}}, false,
-                    {{"num_classes", AttrKind::kInt, true}}, {}, InferOneHot, CopyCost, SavesNothing(), {},
-                    OneHotSharding});
-  (void)r.Register({"slice_scatter", "x with x[start:end:step] along dim replaced by src", {{"x"}, {"src"}}, false,
-                    {{"dim", AttrKind::kInt}, {"start", AttrKind::kInt}, {"end", AttrKind::kInt}, {"step", AttrKind::kInt}},
-                    {}, InferSliceScatter, CopyCost, SavesNothing(), {}, SliceScatterSharding});
+  r.Add(Op("gather", "x's entries at index along dim (the output has index's shape)")
+          .Inputs({{"x"}, {"index"}})
+          .Attrs({{"dim", AttrKind::kInt, true}})
+          .Infer(InferGather)
+          .Cost(GatherScatterCost)
+          .Saved(Saves({0, 1}, {}))
+          .Sharding(GatherSharding));
+  r.Add(Op("scatter", "x with src's entries (or value) written at index along dim")
+          .Inputs({{"x"}, {"index"}, {"src", true}})
+          .Attrs({{"dim", AttrKind::kInt, true}, {"value", AttrKind::kNumber}})
+          .Infer(InferScatter)
+          .Cost(GatherScatterCost)
+          .Saved(Saves({1}, {}))
+          .Sharding(ScatterSharding));
+  r.Add(Op("scatter_add", "x with src's entries added at index along dim")
+          .Inputs({{"x"}, {"index"}, {"src"}})
+          .Attrs({{"dim", AttrKind::kInt, true}})
+          .Infer(InferScatter)
+          .Cost(GatherScatterCost)
+          .Saved(Saves({1}, {}))
+          .Sharding(ScatterSharding));
+  r.Add(Op("index_add", "x with alpha * source's slices added at the 1-D index along dim")
+          .Inputs({{"x"}, {"index"}, {"source"}})
+          .Attrs({{"dim", AttrKind::kInt, true}, {"alpha", AttrKind::kNumber}})
+          .Infer(InferIndexAdd)
+          .Cost(GatherScatterCost)
+          .Saved(Saves({1, 2}, {}))
+          .Sharding(ScatterSharding));
+  r.Add(Op("one_hot", "int64 [..., num_classes] with a 1 at each of x's values")
+          .Inputs({{"x"}})
+          .Attrs({{"num_classes", AttrKind::kInt, true}})
+          .Infer(InferOneHot)
+          .Cost(CopyCost)
+          .Saved(SavesNothing())
+          .Sharding(OneHotSharding));
+  r.Add(Op("slice_scatter", "x with x[start:end:step] along dim replaced by src")
+          .Inputs({{"x"}, {"src"}})
+          .Attrs({{"dim", AttrKind::kInt}, {"start", AttrKind::kInt}, {"end", AttrKind::kInt}, {"step", AttrKind::kInt}})
+          .Infer(InferSliceScatter)
+          .Cost(CopyCost)
+          .Saved(SavesNothing())
+          .Sharding(SliceScatterSharding));
 }
 
 }  // namespace mapd

@@ -411,30 +411,53 @@ absl::StatusOr<ShardingRule> SdpaSharding(const CostContext& c) {
 }  // namespace
 
 void RegisterLinearOps(OpRegistry& r) {
-  (void)r.Register({"linear", "y = x @ w^T + b", {{"x"}, {"weight"}, {"bias", true}}, false, {}, {}, InferLinear,
-                    LinearCost, LinearSaved, {}, LinearSharding});
-  (void)r.Register({"matmul", "torch.matmul (batched, broadcasting)", {{"a"}, {"b"}}, false, {}, {}, InferMatmul,
-                    MatmulCost, MatmulSaved, {},
-                    [](const CostContext& c) { return ContractionSharding(c, false); }});
-  (void)r.Register({"bmm", "batched matrix product [b,n,m]@[b,m,p]", {{"a"}, {"b"}}, false, {}, {}, InferBmm, MatmulCost,
-                    MatmulSaved, {}, [](const CostContext& c) { return ContractionSharding(c, false); }});
-  (void)r.Register({"addmm", "beta*c + alpha*(a@b)", {{"c"}, {"a"}, {"b"}}, false,
-                    {{"beta", AttrKind::kNumber}, {"alpha", AttrKind::kNumber}}, {},
-                    [](const OpContext& c) { return InferAddMm(c, 2); }, MatmulCost, MatmulSaved, {},
-                    [](const CostContext& c) { return ContractionSharding(c, true); }});
-  (void)r.Register({"baddbmm", "beta*c + alpha*bmm(a,b)", {{"c"}, {"a"}, {"b"}}, false,
-                    {{"beta", AttrKind::kNumber}, {"alpha", AttrKind::kNumber}}, {},
-                    [](const OpContext& c) { return InferAddMm(c, 3); }, MatmulCost, MatmulSaved, {},
-                    [](const CostContext& c) { return ContractionSharding(c, true); }});
-  (void)r.Register({"embedding", "rows of weight picked by integer indices", {{"indices"}, {"weight"}}, false,
-                    {{"padding_idx", AttrKind::kInt}}, {}, InferEmbedding, EmbeddingCost, Saves({0}, {}), {},
-                    EmbeddingSharding});
-  (void)r.Register({"scaled_dot_product_attention",
-                    "softmax(q k^T * scale + mask) v, with grouped-query k/v heads",
-                    {{"query"}, {"key"}, {"value"}, {"attn_mask", true}}, false,
-                    {{"is_causal", AttrKind::kBool}, {"dropout_p", AttrKind::kFloat},
-                     {"scale", AttrKind::kFloat, false, "default 1/sqrt(E)"}},
-                    {}, InferSdpa, SdpaCost, SdpaSaved, {}, SdpaSharding});
+  r.Add(Op("linear", "y = x @ w^T + b")
+          .Inputs({{"x"}, {"weight"}, {"bias", true}})
+          .Infer(InferLinear)
+          .Cost(LinearCost)
+          .Saved(LinearSaved)
+          .Sharding(LinearSharding));
+  r.Add(Op("matmul", "torch.matmul (batched, broadcasting)")
+          .Inputs({{"a"}, {"b"}})
+          .Infer(InferMatmul)
+          .Cost(MatmulCost)
+          .Saved(MatmulSaved)
+          .Sharding([](const CostContext& c) { return ContractionSharding(c, false); }));
+  r.Add(Op("bmm", "batched matrix product [b,n,m]@[b,m,p]")
+          .Inputs({{"a"}, {"b"}})
+          .Infer(InferBmm)
+          .Cost(MatmulCost)
+          .Saved(MatmulSaved)
+          .Sharding([](const CostContext& c) { return ContractionSharding(c, false); }));
+  r.Add(Op("addmm", "beta*c + alpha*(a@b)")
+          .Inputs({{"c"}, {"a"}, {"b"}})
+          .Attrs({{"beta", AttrKind::kNumber}, {"alpha", AttrKind::kNumber}})
+          .Infer([](const OpContext& c) { return InferAddMm(c, 2); })
+          .Cost(MatmulCost)
+          .Saved(MatmulSaved)
+          .Sharding([](const CostContext& c) { return ContractionSharding(c, true); }));
+  r.Add(Op("baddbmm", "beta*c + alpha*bmm(a,b)")
+          .Inputs({{"c"}, {"a"}, {"b"}})
+          .Attrs({{"beta", AttrKind::kNumber}, {"alpha", AttrKind::kNumber}})
+          .Infer([](const OpContext& c) { return InferAddMm(c, 3); })
+          .Cost(MatmulCost)
+          .Saved(MatmulSaved)
+          .Sharding([](const CostContext& c) { return ContractionSharding(c, true); }));
+  r.Add(Op("embedding", "rows of weight picked by integer indices")
+          .Inputs({{"indices"}, {"weight"}})
+          .Attrs({{"padding_idx", AttrKind::kInt}})
+          .Infer(InferEmbedding)
+          .Cost(EmbeddingCost)
+          .Saved(Saves({0}, {}))
+          .Sharding(EmbeddingSharding));
+  r.Add(Op("scaled_dot_product_attention", "softmax(q k^T * scale + mask) v, with grouped-query k/v heads")
+          .Inputs({{"query"}, {"key"}, {"value"}, {"attn_mask", true}})
+          .Attrs({{"is_causal", AttrKind::kBool}, {"dropout_p", AttrKind::kFloat},
+                     {"scale", AttrKind::kFloat, false, "default 1/sqrt(E)"}})
+          .Infer(InferSdpa)
+          .Cost(SdpaCost)
+          .Saved(SdpaSaved)
+          .Sharding(SdpaSharding));
 }
 
 }  // namespace mapd

@@ -158,18 +158,27 @@ absl::StatusOr<ShardingRule> MseSharding(const CostContext& c) {
 void RegisterLossOps(OpRegistry& r) {
   const std::vector<AttrSpec> cls = {{"reduction", AttrKind::kString}, {"ignore_index", AttrKind::kInt},
                                      {"label_smoothing", AttrKind::kFloat}};
-  (void)r.Register({"cross_entropy", "log_softmax over classes + negative log likelihood",
-                    {{"input"}, {"target"}, {"weight", true}}, false, cls, {},
-                    [](const OpContext& c) { return InferClassLoss(c, true); }, ClassLossCost, CrossEntropySaved, {},
-                    ClassLossSharding});
-  (void)r.Register({"nll_loss", "negative log likelihood of log-probabilities",
-                    {{"input"}, {"target"}, {"weight", true}}, false,
-                    {{"reduction", AttrKind::kString}, {"ignore_index", AttrKind::kInt}}, {},
-                    [](const OpContext& c) { return InferClassLoss(c, false); }, ClassLossCost, Saves({0, 1, 2}, {}),
-                    {}, ClassLossSharding});
-  (void)r.Register({"mse_loss", "mean squared error", {{"input"}, {"target"}}, false,
-                    {{"reduction", AttrKind::kString}}, {}, InferMse,
-                    ElementwiseCost(3, 3), Saves({0, 1}, {}), {}, MseSharding});
+  r.Add(Op("cross_entropy", "log_softmax over classes + negative log likelihood")
+          .Inputs({{"input"}, {"target"}, {"weight", true}})
+          .Attrs(cls)
+          .Infer([](const OpContext& c) { return InferClassLoss(c, true); })
+          .Cost(ClassLossCost)
+          .Saved(CrossEntropySaved)
+          .Sharding(ClassLossSharding));
+  r.Add(Op("nll_loss", "negative log likelihood of log-probabilities")
+          .Inputs({{"input"}, {"target"}, {"weight", true}})
+          .Attrs({{"reduction", AttrKind::kString}, {"ignore_index", AttrKind::kInt}})
+          .Infer([](const OpContext& c) { return InferClassLoss(c, false); })
+          .Cost(ClassLossCost)
+          .Saved(Saves({0, 1, 2}, {}))
+          .Sharding(ClassLossSharding));
+  r.Add(Op("mse_loss", "mean squared error")
+          .Inputs({{"input"}, {"target"}})
+          .Attrs({{"reduction", AttrKind::kString}})
+          .Infer(InferMse)
+          .Cost(ElementwiseCost(3, 3))
+          .Saved(Saves({0, 1}, {}))
+          .Sharding(MseSharding));
 }
 
 }  // namespace mapd

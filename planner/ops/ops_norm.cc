@@ -241,31 +241,48 @@ absl::StatusOr<ShardingRule> SoftmaxSharding(const CostContext& c) {
 }  // namespace
 
 void RegisterNormOps(OpRegistry& r) {
-  (void)r.Register({"layer_norm", "normalise over the trailing normalized_shape dims",
-                    {{"x"}, {"weight", true}, {"bias", true}}, false,
-                    {{"normalized_shape", AttrKind::kInts, true}, {"eps", AttrKind::kFloat}}, {},
-                    [](const OpContext& c) { return InferTrailingNorm(c, 2); }, ElementwiseCost(8, 10),
-                    LayerNormSaved, {}, TrailingNormSharding});
-  (void)r.Register({"rms_norm", "x / sqrt(mean(x^2) + eps) * weight over the trailing dims",
-                    {{"x"}, {"weight", true}}, false,
-                    {{"normalized_shape", AttrKind::kInts, true}, {"eps", AttrKind::kFloat}}, {},
-                    [](const OpContext& c) { return InferTrailingNorm(c, 1); }, RmsNormCost, RmsNormSaved, {},
-                    TrailingNormSharding});
-  (void)r.Register({"batch_norm", "batch normalisation; training mode also yields new running stats",
-                    {{"x"}, {"weight", true}, {"bias", true}, {"running_mean", true}, {"running_var", true}},
-                    false,
-                    {{"training", AttrKind::kBool, true}, {"momentum", AttrKind::kFloat}, {"eps", AttrKind::kFloat}},
-                    {}, InferBatchNorm, BatchNormCost, BatchNormSaved, {}, ChannelNormSharding});
-  (void)r.Register({"group_norm", "normalise each sample over groups of num_groups channels (and the spatial dims)",
-                    {{"x"}, {"weight", true}, {"bias", true}}, false,
-                    {{"num_groups", AttrKind::kInt, true}, {"eps", AttrKind::kFloat}}, {}, InferGroupNorm,
-                    ElementwiseCost(8, 10), GroupNormSaved, {}, ChannelNormSharding});
-  (void)r.Register({"softmax", "softmax along dim", {{"x"}}, false,
-                    {{"dim", AttrKind::kInt, true}, {"dtype", AttrKind::kString}}, {}, InferSoftmax,
-                    ElementwiseCost(5, 4), Saves({}, {0}), {}, SoftmaxSharding});
-  (void)r.Register({"log_softmax", "log of softmax along dim", {{"x"}}, false,
-                    {{"dim", AttrKind::kInt, true}, {"dtype", AttrKind::kString}}, {}, InferSoftmax,
-                    ElementwiseCost(5, 4), Saves({}, {0}), {}, SoftmaxSharding});
+  r.Add(Op("layer_norm", "normalise over the trailing normalized_shape dims")
+          .Inputs({{"x"}, {"weight", true}, {"bias", true}})
+          .Attrs({{"normalized_shape", AttrKind::kInts, true}, {"eps", AttrKind::kFloat}})
+          .Infer([](const OpContext& c) { return InferTrailingNorm(c, 2); })
+          .Cost(ElementwiseCost(8, 10))
+          .Saved(LayerNormSaved)
+          .Sharding(TrailingNormSharding));
+  r.Add(Op("rms_norm", "x / sqrt(mean(x^2) + eps) * weight over the trailing dims")
+          .Inputs({{"x"}, {"weight", true}})
+          .Attrs({{"normalized_shape", AttrKind::kInts, true}, {"eps", AttrKind::kFloat}})
+          .Infer([](const OpContext& c) { return InferTrailingNorm(c, 1); })
+          .Cost(RmsNormCost)
+          .Saved(RmsNormSaved)
+          .Sharding(TrailingNormSharding));
+  r.Add(Op("batch_norm", "batch normalisation; training mode also yields new running stats")
+          .Inputs({{"x"}, {"weight", true}, {"bias", true}, {"running_mean", true}, {"running_var", true}})
+          .Attrs({{"training", AttrKind::kBool, true}, {"momentum", AttrKind::kFloat}, {"eps", AttrKind::kFloat}})
+          .Infer(InferBatchNorm)
+          .Cost(BatchNormCost)
+          .Saved(BatchNormSaved)
+          .Sharding(ChannelNormSharding));
+  r.Add(Op("group_norm", "normalise each sample over groups of num_groups channels (and the spatial dims)")
+          .Inputs({{"x"}, {"weight", true}, {"bias", true}})
+          .Attrs({{"num_groups", AttrKind::kInt, true}, {"eps", AttrKind::kFloat}})
+          .Infer(InferGroupNorm)
+          .Cost(ElementwiseCost(8, 10))
+          .Saved(GroupNormSaved)
+          .Sharding(ChannelNormSharding));
+  r.Add(Op("softmax", "softmax along dim")
+          .Inputs({{"x"}})
+          .Attrs({{"dim", AttrKind::kInt, true}, {"dtype", AttrKind::kString}})
+          .Infer(InferSoftmax)
+          .Cost(ElementwiseCost(5, 4))
+          .Saved(Saves({}, {0}))
+          .Sharding(SoftmaxSharding));
+  r.Add(Op("log_softmax", "log of softmax along dim")
+          .Inputs({{"x"}})
+          .Attrs({{"dim", AttrKind::kInt, true}, {"dtype", AttrKind::kString}})
+          .Infer(InferSoftmax)
+          .Cost(ElementwiseCost(5, 4))
+          .Saved(Saves({}, {0}))
+          .Sharding(SoftmaxSharding));
 }
 
 }  // namespace mapd

@@ -8,6 +8,13 @@
 namespace mapd {
 namespace {
 
+// sum's input gradient is its output's gradient expanded: a view, no new memory.
+OpTraits GradExpandsOutputGrad() {
+  OpTraits t;
+  t.grad_aliases_output_grad = true;
+  return t;
+}
+
 using Types = std::vector<TensorType>;
 
 // Which dims of input 0 a reduction reduces: attribute `dim` (one, for max/min/argmax/argmin),
@@ -168,39 +175,96 @@ void RegisterReduceOps(OpRegistry& r) {
   const std::vector<AttrSpec> attrs = {{"dims", AttrKind::kInts}, {"keepdim", AttrKind::kBool},
                                        {"dtype", AttrKind::kString}};
   const std::vector<AttrSpec> minmax = {{"dims", AttrKind::kInts}, {"keepdim", AttrKind::kBool}};
-  (void)r.Register({"mean", "mean over dims (all when empty)", {{"x"}}, false, attrs, {}, ReduceInfer(true, false),
-                    ReduceCost(), MeanSaved, {}, ReduceSharding(true)});
-  (void)r.Register({"sum", "sum over dims (all when empty)", {{"x"}}, false, attrs, {}, ReduceInfer(false, false),
-                    ReduceCost(), SavesNothing(), {}, ReduceSharding(true)});
-  (void)r.Register({"amax", "maximum over dims", {{"x"}}, false, minmax, {}, ReduceInfer(false, true),
-                    ReduceCost(), Saves({0}, {0}), {}, ReduceSharding(false)});
-  (void)r.Register({"amin", "minimum over dims", {{"x"}}, false, minmax, {}, ReduceInfer(false, true),
-                    ReduceCost(), Saves({0}, {0}), {}, ReduceSharding(false)});
+  r.Add(Op("mean", "mean over dims (all when empty)")
+          .Inputs({{"x"}})
+          .Attrs(attrs)
+          .Infer(ReduceInfer(true, false))
+          .Cost(ReduceCost())
+          .Saved(MeanSaved)
+          .Sharding(ReduceSharding(true)));
+  r.Add(Op("sum", "sum over dims (all when empty)")
+          .Inputs({{"x"}})
+          .Attrs(attrs)
+          .Traits(GradExpandsOutputGrad())
+          .Infer(ReduceInfer(false, false))
+          .Cost(ReduceCost())
+          .Saved(SavesNothing())
+          .Sharding(ReduceSharding(true)));
+  r.Add(Op("amax", "maximum over dims")
+          .Inputs({{"x"}})
+          .Attrs(minmax)
+          .Infer(ReduceInfer(false, true))
+          .Cost(ReduceCost())
+          .Saved(Saves({0}, {0}))
+          .Sharding(ReduceSharding(false)));
+  r.Add(Op("amin", "minimum over dims")
+          .Inputs({{"x"}})
+          .Attrs(minmax)
+          .Infer(ReduceInfer(false, true))
+          .Cost(ReduceCost())
+          .Saved(Saves({0}, {0}))
+          .Sharding(ReduceSharding(false)));
   // F.normalize's norm (aten::norm, linalg_vector_norm): not linear in its reduced dimensions.
-  (void)r.Register({"vector_norm", "(sum over dims of |x|^ord)^(1/ord); ord 2 unless given", {{"x"}}, false,
-                    {{"ord", AttrKind::kNumber}, {"dims", AttrKind::kInts}, {"keepdim", AttrKind::kBool}}, {},
-                    ReduceInfer(false, true), ReduceCost(), Saves({0}, {0}), {}, ReduceSharding(false)});
+  r.Add(Op("vector_norm", "(sum over dims of |x|^ord)^(1/ord); ord 2 unless given")
+          .Inputs({{"x"}})
+          .Attrs({{"ord", AttrKind::kNumber}, {"dims", AttrKind::kInts}, {"keepdim", AttrKind::kBool}})
+          .Infer(ReduceInfer(false, true))
+          .Cost(ReduceCost())
+          .Saved(Saves({0}, {0}))
+          .Sharding(ReduceSharding(false)));
   // Values and indices: autograd keeps the indices only (the gradient goes back to them).
   const std::vector<AttrSpec> one_dim = {{"dim", AttrKind::kInt, true}, {"keepdim", AttrKind::kBool}};
-  (void)r.Register({"max", "maximum over dim with its int64 index (values, indices)", {{"x"}}, false, one_dim, {},
-                    InferMaxMinDim, ReduceCost(), Saves({}, {1}), {}, ReduceSharding(false)});
-  (void)r.Register({"min", "minimum over dim with its int64 index (values, indices)", {{"x"}}, false, one_dim, {},
-                    InferMaxMinDim, ReduceCost(), Saves({}, {1}), {}, ReduceSharding(false)});
+  r.Add(Op("max", "maximum over dim with its int64 index (values, indices)")
+          .Inputs({{"x"}})
+          .Attrs(one_dim)
+          .Infer(InferMaxMinDim)
+          .Cost(ReduceCost())
+          .Saved(Saves({}, {1}))
+          .Sharding(ReduceSharding(false)));
+  r.Add(Op("min", "minimum over dim with its int64 index (values, indices)")
+          .Inputs({{"x"}})
+          .Attrs(one_dim)
+          .Infer(InferMaxMinDim)
+          .Cost(ReduceCost())
+          .Saved(Saves({}, {1}))
+          .Sharding(ReduceSharding(false)));
   const std::vector<AttrSpec> arg = {{"dim", AttrKind::kInt}, {"keepdim", AttrKind::kBool}};
-  (void)r.Register({"argmax", "int64 index of the maximum over dim (of the flattened x when dim is absent)", {{"x"}},
-                    false, arg, {}, InferArg, ReduceCost(), SavesNothing(), {}, ReduceSharding(false)});
-  (void)r.Register({"argmin", "int64 index of the minimum over dim (of the flattened x when dim is absent)", {{"x"}},
-                    false, arg, {}, InferArg, ReduceCost(), SavesNothing(), {}, ReduceSharding(false)});
-  (void)r.Register({"topk", "the k largest (smallest) values along dim and their int64 indices", {{"x"}}, false,
-                    {{"k", AttrKind::kInt, true}, {"dim", AttrKind::kInt}, {"largest", AttrKind::kBool},
-                     {"sorted", AttrKind::kBool}},
-                    {}, InferSelection, ReduceCost(), Saves({}, {1}), {}, AlongDimSharding});
-  (void)r.Register({"sort", "values sorted along dim and their int64 indices", {{"x"}}, false,
-                    {{"dim", AttrKind::kInt}, {"descending", AttrKind::kBool}, {"stable", AttrKind::kBool}}, {},
-                    InferSelection, ReduceCost(), Saves({}, {1}), {}, AlongDimSharding});
-  (void)r.Register({"cumsum", "running sum along dim", {{"x"}}, false,
-                    {{"dim", AttrKind::kInt, true}, {"dtype", AttrKind::kString}}, {}, InferCumsum,
-                    CumsumCost, SavesNothing(), {}, AlongDimSharding});
+  r.Add(Op("argmax", "int64 index of the maximum over dim (of the flattened x when dim is absent)")
+          .Inputs({{"x"}})
+          .Attrs(arg)
+          .Infer(InferArg)
+          .Cost(ReduceCost())
+          .Saved(SavesNothing())
+          .Sharding(ReduceSharding(false)));
+  r.Add(Op("argmin", "int64 index of the minimum over dim (of the flattened x when dim is absent)")
+          .Inputs({{"x"}})
+          .Attrs(arg)
+          .Infer(InferArg)
+          .Cost(ReduceCost())
+          .Saved(SavesNothing())
+          .Sharding(ReduceSharding(false)));
+  r.Add(Op("topk", "the k largest (smallest) values along dim and their int64 indices")
+          .Inputs({{"x"}})
+          .Attrs({{"k", AttrKind::kInt, true}, {"dim", AttrKind::kInt}, {"largest", AttrKind::kBool},
+                     {"sorted", AttrKind::kBool}})
+          .Infer(InferSelection)
+          .Cost(ReduceCost())
+          .Saved(Saves({}, {1}))
+          .Sharding(AlongDimSharding));
+  r.Add(Op("sort", "values sorted along dim and their int64 indices")
+          .Inputs({{"x"}})
+          .Attrs({{"dim", AttrKind::kInt}, {"descending", AttrKind::kBool}, {"stable", AttrKind::kBool}})
+          .Infer(InferSelection)
+          .Cost(ReduceCost())
+          .Saved(Saves({}, {1}))
+          .Sharding(AlongDimSharding));
+  r.Add(Op("cumsum", "running sum along dim")
+          .Inputs({{"x"}})
+          .Attrs({{"dim", AttrKind::kInt, true}, {"dtype", AttrKind::kString}})
+          .Infer(InferCumsum)
+          .Cost(CumsumCost)
+          .Saved(SavesNothing())
+          .Sharding(AlongDimSharding));
 }
 
 }  // namespace mapd

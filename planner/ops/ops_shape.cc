@@ -16,6 +16,7 @@ using Types = std::vector<TensorType>;
 OpTraits View() {
   OpTraits t;
   t.view = true;
+  t.grad_aliases_output_grad = true;
   return t;
 }
 
@@ -483,53 +484,149 @@ void RegisterShapeOps(OpRegistry& r) {
   OpTraits view = View();
   OpTraits copying_view = view;
   copying_view.copies_if_noncontiguous = true;
+  // Views whose backward makes a new tensor of the input's size: slices fill one with zeros
+  // around the gradient, expand sums it.
+  OpTraits new_grad_view = view;
+  new_grad_view.grad_aliases_output_grad = false;
   const CostFn free = FreeCost();
   const SavedFn none = SavesNothing();
   const ShardingFn reshape_rule = ReshapeRule();  // labels mapped through merged/split dimensions
-  (void)r.Register({"view", "same data, new shape (one -1 allowed)", {{"x"}}, false,
-                    {{"shape", AttrKind::kInts, true}}, view, InferReshape, free, none, {}, reshape_rule});
-  (void)r.Register({"reshape", "new shape (one -1 allowed); copies a non-contiguous input", {{"x"}}, false,
-                    {{"shape", AttrKind::kInts, true}}, copying_view, InferReshape, CopyIfNeededCost, none, {},
-                    reshape_rule});
-  (void)r.Register({"flatten", "merge dims start_dim..end_dim", {{"x"}}, false,
-                    {{"start_dim", AttrKind::kInt}, {"end_dim", AttrKind::kInt}}, copying_view, InferFlatten,
-                    CopyIfNeededCost, none, {}, reshape_rule});
-  (void)r.Register({"transpose", "swap dim0 and dim1", {{"x"}}, false,
-                    {{"dim0", AttrKind::kInt}, {"dim1", AttrKind::kInt}}, view, InferTranspose, free, none,
-                    TransposeLayout, TransposeSharding});
-  (void)r.Register({"permute", "reorder dims", {{"x"}}, false, {{"dims", AttrKind::kInts, true}}, view, InferPermute,
-                    free, none, PermuteLayout, PermuteSharding});
-  (void)r.Register({"contiguous", "dense row-major copy of a non-contiguous input (else the input itself)", {{"x"}},
-                    false, {}, copying_view, InferIdentity, CopyIfNeededCost, none, {}, IdentityRule()});
-  (void)r.Register({"unsqueeze", "insert a size-1 dim", {{"x"}}, false, {{"dim", AttrKind::kInt, true}}, view,
-                    InferUnsqueeze, free, none, {}, reshape_rule});
-  (void)r.Register({"squeeze", "remove size-1 dims (listed ones, or all)", {{"x"}}, false,
-                    {{"dims", AttrKind::kInts}}, view, InferSqueeze, free, none, {}, reshape_rule});
-  (void)r.Register({"expand", "broadcast size-1 dims to shape (-1 keeps)", {{"x"}}, false,
-                    {{"shape", AttrKind::kInts, true}}, view, InferExpand, free, none, ExpandLayout, ExpandSharding});
-  (void)r.Register({"repeat_interleave", "repeat each element `repeats` times along dim", {{"x"}}, false,
-                    {{"repeats", AttrKind::kInt, true}, {"dim", AttrKind::kInt}}, {}, InferRepeatInterleave, CopyCost,
-                    RepeatInterleaveSaved, {}, RepeatInterleaveSharding});
-  (void)r.Register({"slice", "x[start:end:step] along dim", {{"x"}}, false,
-                    {{"dim", AttrKind::kInt}, {"start", AttrKind::kInt}, {"end", AttrKind::kInt}, {"step", AttrKind::kInt}},
-                    view, InferSlice, free, none, [](const CostContext& c) {
+  r.Add(Op("view", "same data, new shape (one -1 allowed)")
+          .Inputs({{"x"}})
+          .Attrs({{"shape", AttrKind::kInts, true}})
+          .Traits(view)
+          .Infer(InferReshape)
+          .Cost(free)
+          .Saved(none)
+          .Sharding(reshape_rule));
+  r.Add(Op("reshape", "new shape (one -1 allowed); copies a non-contiguous input")
+          .Inputs({{"x"}})
+          .Attrs({{"shape", AttrKind::kInts, true}})
+          .Traits(copying_view)
+          .Infer(InferReshape)
+          .Cost(CopyIfNeededCost)
+          .Saved(none)
+          .Sharding(reshape_rule));
+  r.Add(Op("flatten", "merge dims start_dim..end_dim")
+          .Inputs({{"x"}})
+          .Attrs({{"start_dim", AttrKind::kInt}, {"end_dim", AttrKind::kInt}})
+          .Traits(copying_view)
+          .Infer(InferFlatten)
+          .Cost(CopyIfNeededCost)
+          .Saved(none)
+          .Sharding(reshape_rule));
+  r.Add(Op("transpose", "swap dim0 and dim1")
+          .Inputs({{"x"}})
+          .Attrs({{"dim0", AttrKind::kInt}, {"dim1", AttrKind::kInt}})
+          .Traits(view)
+          .Infer(InferTranspose)
+          .Cost(free)
+          .Saved(none)
+          .Layout(TransposeLayout)
+          .Sharding(TransposeSharding));
+  r.Add(Op("permute", "reorder dims")
+          .Inputs({{"x"}})
+          .Attrs({{"dims", AttrKind::kInts, true}})
+          .Traits(view)
+          .Infer(InferPermute)
+          .Cost(free)
+          .Saved(none)
+          .Layout(PermuteLayout)
+          .Sharding(PermuteSharding));
+  r.Add(Op("contiguous", "dense row-major copy of a non-contiguous input (else the input itself)")
+          .Inputs({{"x"}})
+          .Traits(copying_view)
+          .Infer(InferIdentity)
+          .Cost(CopyIfNeededCost)
+          .Saved(none)
+          .Sharding(IdentityRule()));
+  r.Add(Op("unsqueeze", "insert a size-1 dim")
+          .Inputs({{"x"}})
+          .Attrs({{"dim", AttrKind::kInt, true}})
+          .Traits(view)
+          .Infer(InferUnsqueeze)
+          .Cost(free)
+          .Saved(none)
+          .Sharding(reshape_rule));
+  r.Add(Op("squeeze", "remove size-1 dims (listed ones, or all)")
+          .Inputs({{"x"}})
+          .Attrs({{"dims", AttrKind::kInts}})
+          .Traits(view)
+          .Infer(InferSqueeze)
+          .Cost(free)
+          .Saved(none)
+          .Sharding(reshape_rule));
+  r.Add(Op("expand", "broadcast size-1 dims to shape (-1 keeps)")
+          .Inputs({{"x"}})
+          .Attrs({{"shape", AttrKind::kInts, true}})
+          .Traits(new_grad_view)
+          .Infer(InferExpand)
+          .Cost(free)
+          .Saved(none)
+          .Layout(ExpandLayout)
+          .Sharding(ExpandSharding));
+  r.Add(Op("repeat_interleave", "repeat each element `repeats` times along dim")
+          .Inputs({{"x"}})
+          .Attrs({{"repeats", AttrKind::kInt, true}, {"dim", AttrKind::kInt}})
+          .Infer(InferRepeatInterleave)
+          .Cost(CopyCost)
+          .Saved(RepeatInterleaveSaved)
+          .Sharding(RepeatInterleaveSharding));
+  r.Add(Op("slice", "x[start:end:step] along dim")
+          .Inputs({{"x"}})
+          .Attrs({{"dim", AttrKind::kInt}, {"start", AttrKind::kInt}, {"end", AttrKind::kInt}, {"step", AttrKind::kInt}})
+          .Traits(new_grad_view)
+          .Infer(InferSlice)
+          .Cost(free)
+          .Saved(none)
+          .Layout([](const CostContext& c) {
                       auto step = c.op.Int("step", 1);
                       return PieceLayout(c, AttrDim(c, "dim", 0)) && step.ok() && *step == 1;
-                    }, SliceSharding});
-  (void)r.Register({"select", "x[index] along dim (dim removed)", {{"x"}}, false,
-                    {{"dim", AttrKind::kInt, true}, {"index", AttrKind::kInt, true}}, view, InferSelect, free, none,
-                    [](const CostContext& c) { return PieceLayout(c, AttrDim(c, "dim", 0)); }, SelectSharding});
-  (void)r.Register({"split", "pieces of split_size (or the listed sizes) along dim", {{"x"}}, false,
-                    {{"split_size", AttrKind::kInt}, {"sizes", AttrKind::kInts}, {"dim", AttrKind::kInt}}, view,
-                    InferSplit, free, none, [](const CostContext& c) { return PieceLayout(c, AttrDim(c, "dim", 0)); },
-                    PiecesSharding});
-  (void)r.Register({"chunk", "`chunks` near-equal pieces along dim", {{"x"}}, false,
-                    {{"chunks", AttrKind::kInt, true}, {"dim", AttrKind::kInt}}, view, InferChunk, free, none,
-                    [](const CostContext& c) { return PieceLayout(c, AttrDim(c, "dim", 0)); }, PiecesSharding});
-  (void)r.Register({"cat", "concatenate along dim", {{"xs"}}, true, {{"dim", AttrKind::kInt}}, {}, InferCat, CopyCost,
-                    none, {}, CatSharding});
-  (void)r.Register({"stack", "stack along a new dim", {{"xs"}}, true, {{"dim", AttrKind::kInt}}, {}, InferStack,
-                    CopyCost, none, {}, StackSharding});
+                    })
+          .Sharding(SliceSharding));
+  r.Add(Op("select", "x[index] along dim (dim removed)")
+          .Inputs({{"x"}})
+          .Attrs({{"dim", AttrKind::kInt, true}, {"index", AttrKind::kInt, true}})
+          .Traits(new_grad_view)
+          .Infer(InferSelect)
+          .Cost(free)
+          .Saved(none)
+          .Layout([](const CostContext& c) { return PieceLayout(c, AttrDim(c, "dim", 0)); })
+          .Sharding(SelectSharding));
+  r.Add(Op("split", "pieces of split_size (or the listed sizes) along dim")
+          .Inputs({{"x"}})
+          .Attrs({{"split_size", AttrKind::kInt}, {"sizes", AttrKind::kInts}, {"dim", AttrKind::kInt}})
+          .Traits(new_grad_view)
+          .Infer(InferSplit)
+          .Cost(free)
+          .Saved(none)
+          .Layout([](const CostContext& c) { return PieceLayout(c, AttrDim(c, "dim", 0)); })
+          .Sharding(PiecesSharding));
+  r.Add(Op("chunk", "`chunks` near-equal pieces along dim")
+          .Inputs({{"x"}})
+          .Attrs({{"chunks", AttrKind::kInt, true}, {"dim", AttrKind::kInt}})
+          .Traits(new_grad_view)
+          .Infer(InferChunk)
+          .Cost(free)
+          .Saved(none)
+          .Layout([](const CostContext& c) { return PieceLayout(c, AttrDim(c, "dim", 0)); })
+          .Sharding(PiecesSharding));
+  r.Add(Op("cat", "concatenate along dim")
+          .Inputs({{"xs"}})
+          .Variadic()
+          .Attrs({{"dim", AttrKind::kInt}})
+          .Infer(InferCat)
+          .Cost(CopyCost)
+          .Saved(none)
+          .Sharding(CatSharding));
+  r.Add(Op("stack", "stack along a new dim")
+          .Inputs({{"xs"}})
+          .Variadic()
+          .Attrs({{"dim", AttrKind::kInt}})
+          .Infer(InferStack)
+          .Cost(CopyCost)
+          .Saved(none)
+          .Sharding(StackSharding));
 }
 
 }  // namespace mapd

@@ -1,5 +1,8 @@
 #include "planner/ops/registry.h"
 
+#include <cstdio>
+#include <cstdlib>
+
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 
@@ -32,6 +35,15 @@ absl::Status OpRegistry::Register(OpDef def) {
     return absl::AlreadyExistsError(absl::StrCat("op '", name, "' is registered twice"));
   }
   return absl::OkStatus();
+}
+
+void OpRegistry::Add(Op& op) {
+  OpDef def = op.Take();
+  const std::string name = def.name;
+  if (auto st = Register(std::move(def)); !st.ok()) {
+    std::fprintf(stderr, "mapd: the op registry cannot register '%s': %s\n", name.c_str(), std::string(st.message()).c_str());
+    std::abort();
+  }
 }
 
 const OpDef* OpRegistry::Find(const std::string& name) const {

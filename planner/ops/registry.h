@@ -43,6 +43,10 @@ struct OpTraits {
   bool copies_if_noncontiguous = false;  // a view that copies a non-contiguous input (reshape, contiguous)
   bool random = false;       // draws random numbers (dropout, bernoulli, rand, randn)
   bool creation = false;     // makes a tensor from attributes only
+  // The input's gradient is the output's gradient itself or a view of it (no new memory): most
+  // views, and sum (its backward expands the output's gradient). Not slice/select/split/chunk
+  // (their backward fills a new tensor of the input's size) nor expand (it sums).
+  bool grad_aliases_output_grad = false;
 };
 
 using InferFn = std::function<absl::StatusOr<std::vector<TensorType>>(const OpContext&)>;
@@ -67,12 +71,45 @@ struct OpDef {
   ShardingFn sharding;
 };
 
+// An OpDef built by field name (ops_*.cc):
+//   r.Add(Op("linear", "y = x @ w^T + b").Inputs({{"x"}, {"weight"}, {"bias", true}})
+//             .Infer(InferLinear).Cost(LinearCost).Saved(LinearSaved).Sharding(LinearSharding));
+class Op {
+ public:
+  Op(std::string name, std::string summary) {
+    def_.name = std::move(name);
+    def_.summary = std::move(summary);
+  }
+  Op& Inputs(std::vector<OpInputSpec> inputs) { return Set(def_.inputs, std::move(inputs)); }
+  Op& Variadic(bool variadic = true) { return Set(def_.variadic, variadic); }
+  Op& Attrs(std::vector<AttrSpec> attrs) { return Set(def_.attrs, std::move(attrs)); }
+  Op& Traits(OpTraits traits) { return Set(def_.traits, traits); }
+  Op& Infer(InferFn f) { return Set(def_.infer, std::move(f)); }
+  Op& Cost(CostFn f) { return Set(def_.cost, std::move(f)); }
+  Op& Saved(SavedFn f) { return Set(def_.saved, std::move(f)); }
+  Op& Layout(LayoutFn f) { return Set(def_.layout, std::move(f)); }
+  Op& Sharding(ShardingFn f) { return Set(def_.sharding, std::move(f)); }
+  OpDef Take() { return std::move(def_); }
+
+ private:
+  template <typename T, typename V>
+  Op& Set(T& field, V&& value) {
+    field = std::forward<V>(value);
+    return *this;
+  }
+  OpDef def_;
+};
+
 class OpRegistry {
  public:
   // The registry holding every built-in op.
   static const OpRegistry& Global();
 
+  // INVALID_ARGUMENT without a name or an infer function; ALREADY_EXISTS for a second entry.
   absl::Status Register(OpDef def);
+  // Register for the built-in ops: a failure is a bug in MAP, fatal at start-up naming the op.
+  void Add(Op& op);  // the builder's chain (an lvalue); `op` is emptied
+  void Add(Op&& op) { Add(op); }
   // nullptr when unknown.
   const OpDef* Find(const std::string& name) const;
   std::vector<std::string> Names() const;

@@ -62,18 +62,6 @@ OptimizerModel ModelOf(Optimizer o) {
   return {0, 0, 0, 0, 0};
 }
 
-// The view ops whose backward makes a new tensor of the input's size (not a view of the
-// output's gradient).
-bool GradIsNewTensor(const std::string& op) {
-  return op == "slice" || op == "select" || op == "split" || op == "chunk" || op == "expand";
-}
-
-// Whether an op's input gradient is its output's gradient itself or a view of it (no new
-// memory): the views but those above, and sum, whose backward expands its output's gradient.
-bool GradAliasesOutputGrad(const OpDef& def, const std::string& op) {
-  return (def.traits.view && !GradIsNewTensor(op)) || op == "sum";
-}
-
 class Simulator {
  public:
   Simulator(const Graph& g, const ProfileOptions& o) : g_(g), opt_(o), reg_(OpRegistry::Global()) {}
@@ -408,7 +396,7 @@ void Simulator::Backward() {
     for (const auto& o : node.outputs()) has_out_grad |= values_.at(o).grad >= 0;
     if (needs_backward_[n] && has_out_grad) {
       const OpDef* def = reg_.Find(node.op());
-      const bool alias_grad = GradAliasesOutputGrad(*def, node.op());
+      const bool alias_grad = def->traits.grad_aliases_output_grad;
       std::unordered_set<std::string> done;
       for (const auto& in : node.inputs()) {
         if (in.empty() || !done.insert(in).second) continue;

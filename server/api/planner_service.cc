@@ -23,9 +23,9 @@ absl::StatusOr<Prepared> Prepare(v1::JobSpec spec) {
   spec = WithDefaults(std::move(spec));
   auto graph = BuildJobGraph(spec);
   if (!graph.ok()) return graph.status();
-  auto options = JobPlannerOptions(spec);
-  if (!options.ok()) return options.status();
-  return Prepared{std::move(spec), *std::move(graph), *std::move(options)};
+  auto request = JobPlanRequest(spec);
+  if (!request.ok()) return request.status();
+  return Prepared{std::move(spec), *std::move(graph), request->planner};
 }
 
 absl::StatusOr<v1::ProfileResponse> ProfileSpec(const v1::JobSpec& request) {

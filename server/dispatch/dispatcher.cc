@@ -108,10 +108,10 @@ absl::StatusOr<Dispatcher::ActiveJob> Dispatcher::RecoverJob(const v1::Job& job)
   }
   auto plan = plan_(job.spec());
   if (!plan.ok()) return absl::FailedPreconditionError(absl::StrCat("planning it again failed: ", plan.status().message()));
-  if (auto st = CheckCheckpointMatches(*meta, job.spec().ranks(), plan->mesh, plan->summary, "the plan found now"); !st.ok()) return st;
+  if (auto st = CheckCheckpointMatches(*meta, job.spec().ranks(), plan->mesh, plan->checkpoint_plan, "the plan found now"); !st.ok()) return st;
   ActiveJob active;
   active.spec = job.spec();
-  active.plan = std::make_shared<const JobPlan>(*std::move(plan));
+  active.plan = std::make_shared<const RunnablePlan>(*std::move(plan));
   active.stopping = active.restarting = active.recovered = true;
   active.restarts = restarts;
   active.committed_step = meta->step();
@@ -170,7 +170,7 @@ std::string Dispatcher::WaitingMessage(const v1::JobSpec& spec, int free) {
 
 absl::Status Dispatcher::PlaceLocked(int64_t id, ActiveJob& job, int64_t resume_step) {
   const v1::JobSpec& spec = job.spec;
-  const JobPlan& plan = *job.plan;
+  const RunnablePlan& plan = *job.plan;
   const int ranks = spec.ranks();
   const auto free = FreeDevicesLocked(JobDeviceKind(spec), spec.memory_per_device());
   if (Count(free) < ranks) return absl::FailedPreconditionError(WaitingMessage(spec, Count(free)));
@@ -207,7 +207,7 @@ absl::Status Dispatcher::PlaceLocked(int64_t id, ActiveJob& job, int64_t resume_
     a.set_item_unit(plan.items.unit);
     a.set_model_flops_per_step(plan.model_flops_per_step);
     a.set_device_peak_flops(plan.device_peak_flops);
-    a.set_plan(plan.summary);
+    a.set_plan(plan.checkpoint_plan);
     if (!options_.checkpoint_dir.empty()) a.set_checkpoint_dir(JobCheckpointDir(id));
     a.set_resume_step(resume_step);
     a.set_attempt(job.restarts);
@@ -244,7 +244,7 @@ bool Dispatcher::TryStart(const v1::Job& job) {
   told_waiting_.erase(job.id());
   ActiveJob active;
   active.spec = spec;
-  active.plan = std::make_shared<const JobPlan>(*std::move(plan));
+  active.plan = std::make_shared<const RunnablePlan>(*std::move(plan));
   if (auto st = PlaceLocked(job.id(), active, 0); !st.ok()) {
     if (st.code() == absl::StatusCode::kFailedPrecondition) {  // devices went away while planning (a lost worker)
       (void)jobs_->Transition(job.id(), v1::PENDING, absl::StrCat("back in the queue: ", st.message()));
@@ -466,7 +466,7 @@ absl::StatusOr<v1::ReportResponse> Dispatcher::OnReport(const v1::ReportRequest&
       (void)jobs_->Note(id, absl::StrCat("checkpoint: step ", step, " committed on every worker"));
     } else {
       // Every rank's shard is on the shared storage: commit the step (checkpoint_commit.h).
-      const v1::CheckpointMeta meta = CheckpointMetaFor(step, job.spec.ranks(), job.plan->mesh, job.plan->summary);
+      const v1::CheckpointMeta meta = CheckpointMetaFor(step, job.spec.ranks(), job.plan->mesh, job.plan->checkpoint_plan);
       if (auto st = CommitCheckpointStep(JobCheckpointDir(id), meta); !st.ok()) {
         (void)jobs_->Note(id, absl::StrCat("checkpoint: step ", step, " not committed: ", st.message()));
       } else {

@@ -72,7 +72,7 @@ struct DispatchOptions {
 };
 
 // Plans a job for its ranks (PlanJob; tests may stand in a faster one).
-using PlanJobFn = std::function<absl::StatusOr<JobPlan>(const v1::JobSpec&)>;
+using PlanJobFn = std::function<absl::StatusOr<RunnablePlan>(const v1::JobSpec&)>;
 
 class Dispatcher {
  public:
@@ -107,7 +107,7 @@ class Dispatcher {
   };
   struct ActiveJob {
     v1::JobSpec spec;
-    std::shared_ptr<const JobPlan> plan;  // kept to place the job again after a lost worker
+    std::shared_ptr<const RunnablePlan> plan;  // kept to place the job again after a lost worker
     std::vector<Part> parts;
     bool stopping = false;         // finished in the manager, or restarting: waiting for the parts to end
     bool restarting = false;       // RESTARTING: once its parts have ended, placed again

@@ -2,9 +2,6 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_format.h"
-#include "absl/strings/str_join.h"
-#include "common/bytes.h"
 #include "planner/graph/loss.h"
 #include "planner/graph/verifier.h"
 #include "planner/profile/profiler.h"
@@ -39,8 +36,9 @@ absl::StatusOr<Graph> BuildJobGraph(const v1::JobSpec& spec) {
   return GraphAtPrecision(*graph, *precision);
 }
 
-absl::StatusOr<PlannerOptions> JobPlannerOptions(const v1::JobSpec& spec) {
-  PlannerOptions o;
+absl::StatusOr<PlanRequest> JobPlanRequest(const v1::JobSpec& spec) {
+  PlanRequest request;
+  PlannerOptions& o = request.planner;
   o.cluster.devices = spec.ranks();
   o.cluster.mesh.assign(spec.mesh().begin(), spec.mesh().end());
   o.cluster.device_type = spec.device_type();
@@ -52,7 +50,8 @@ absl::StatusOr<PlannerOptions> JobPlannerOptions(const v1::JobSpec& spec) {
   if (!precision.ok()) return precision.status();
   o.profile.precision = *precision;
   if (spec.zero() != "auto") o.zero_stage = spec.zero()[0] - '0';
-  o.recompute = spec.recompute() == "auto";
+  request.recompute = spec.recompute().empty() ? "auto" : spec.recompute();
+  o.recompute = request.recompute == "auto";
   // ValidateJobSpec checked it: auto, or a count.
   if (spec.micro_batches() == "auto") {
     o.micro_batches = 0;
@@ -60,54 +59,15 @@ absl::StatusOr<PlannerOptions> JobPlannerOptions(const v1::JobSpec& spec) {
     return absl::InvalidArgumentError(absl::StrCat("micro_batches '", spec.micro_batches(), "' is not auto or a count"));
   }
   o.baselines = false;
-  return o;
+  return request;
 }
 
-absl::Status NothingFitsError(const PlanResult& result, const v1::JobSpec& spec) {
-  return absl::FailedPreconditionError(absl::StrFormat(
-      "no plan fits %s per device on %d device(s); the least any plan needs is %s — give more memory per device, "
-      "more ranks, or a smaller batch",
-      FormatBytes(result.cluster.memory_per_device), spec.ranks(), FormatBytes(static_cast<int64_t>(result.min_memory_bytes))));
-}
-
-std::string PlanSummary(const PlanCandidate& p, Precision precision) {
-  return absl::StrCat("mesh ", absl::StrJoin(p.mesh, "x"), p.zero_stage > 0 ? absl::StrCat(", ZeRO-", p.zero_stage) : "",
-                      p.recomputed_layers.empty() ? "" : absl::StrCat(", ", p.recomputed_layers.size(), " layer(s) recomputed"),
-                      p.micro_batches > 1 ? absl::StrCat(", ", p.micro_batches, " micro-batches") : "",
-                      precision == Precision::kBf16Mixed ? ", bf16" : "", absl::StrFormat(", %.1f ms/step predicted", p.cost.step_seconds * 1e3));
-}
-
-absl::StatusOr<JobPlan> PlanJob(const v1::JobSpec& spec) {
+absl::StatusOr<RunnablePlan> PlanJob(const v1::JobSpec& spec) {
   auto graph = BuildJobGraph(spec);
   if (!graph.ok()) return graph.status();
-  auto options = JobPlannerOptions(spec);
-  if (!options.ok()) return options.status();
-  auto fitting = SearchFittingPlan(*graph, *options, spec.recompute());
-  if (!fitting.ok()) return Named(fitting.status(), "planning");
-  const PlanResult& r = fitting->result;
-  if (!r.fits) return NothingFitsError(r, spec);
-  JobPlan out;
-  out.graph = graph->proto();
-  out.mesh = r.plan.mesh;
-  out.summary = PlanSummary(r.plan, options->profile.precision);
-  if (fitting->lowered) {
-    out.lowered = *std::move(fitting->lowered);
-  } else {
-    auto lowered = LowerAndPredict(*graph, r.plan.mesh, r.plan.strategies, r.plan.zero_stage, fitting->recompute,
-                                   options->cluster.device_type, options->profile, r.plan.micro_batches);
-    if (!lowered.ok()) return Named(lowered.status(), "lowering");
-    out.lowered = *std::move(lowered);
-  }
-  out.predicted_peak_bytes = out.lowered.WorstPeak();
-  out.items = ItemsPerStep(out.graph);
-  ProfileOptions po = options->profile;
-  po.device = r.cluster.device;
-  po.timeline = false;
-  auto profile = ProfileTrainingStep(*graph, po);
-  if (!profile.ok()) return Named(profile.status(), "profiling");
-  out.model_flops_per_step = profile->training_flops();
-  out.device_peak_flops = r.cluster.device.fp32_flops;
-  return out;
+  auto request = JobPlanRequest(spec);
+  if (!request.ok()) return request.status();
+  return PlanToRun(*graph, *request);
 }
 
 }  // namespace mapd

@@ -223,7 +223,7 @@ def test_micro_batches_reproduce_one_process_and_fit_a_cap_one_pass_cannot():
     assert one.returncode == 1 and "out of memory: allocating" in one.stderr, one.stderr
     assert "cap of 10485760 bytes" in one.stderr and one.stderr.rstrip().endswith("[RESOURCE_EXHAUSTED]"), one.stderr
     refused = run_mapctl("run", long_gpt, *capped)
-    assert refused.returncode == 1 and "no plan fits 10.0 MiB per rank" in refused.stderr, refused.stderr
+    assert refused.returncode == 1 and "no plan fits 10.0 MiB per device on 4 device(s)" in refused.stderr, refused.stderr
     auto = _json_run(long_gpt, *capped, "--micro-batches", "auto", "--check-reference")
     assert auto["micro_batches"] > 1 and len(auto["steps"]) == 3, auto["micro_batches"]
     assert auto["reference_max_relative_loss_difference"] < 1e-4, auto

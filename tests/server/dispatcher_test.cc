@@ -16,9 +16,9 @@
 namespace mapd {
 namespace {
 
-absl::StatusOr<JobPlan> FakePlan(const v1::JobSpec& spec) {
+absl::StatusOr<RunnablePlan> FakePlan(const v1::JobSpec& spec) {
   if (spec.steps() == 13) return absl::FailedPreconditionError("no plan fits 1 KiB per device");
-  JobPlan p;
+  RunnablePlan p;
   p.mesh = {spec.ranks()};
   for (int r = 0; r < spec.ranks(); ++r) {
     v1::RankProgram program;
@@ -29,6 +29,7 @@ absl::StatusOr<JobPlan> FakePlan(const v1::JobSpec& spec) {
     p.lowered.predicted.push_back(pred);
   }
   p.summary = "mesh " + std::to_string(spec.ranks());
+  p.checkpoint_plan = p.summary;
   p.predicted_peak_bytes = 1003;
   p.items = {256, "tokens"};
   return p;
@@ -261,7 +262,7 @@ TEST_F(DispatcherTest, PlanningANewJobDoesNotDelayNoticingALostWorker) {
   // one that waits to be released) must not hold up the other half.
   absl::Notification planning, release;
   dispatcher_ = std::make_unique<Dispatcher>(jobs_.get(), workers_.get(), DispatchOptions{},
-                                             [&](const v1::JobSpec& spec) -> absl::StatusOr<JobPlan> {
+                                             [&](const v1::JobSpec& spec) -> absl::StatusOr<RunnablePlan> {
                                                if (spec.steps() == 99) {
                                                  planning.Notify();
                                                  release.WaitForNotification();

@@ -1,14 +1,9 @@
-// A plan ready to run on ranks: MAP's plan lowered to one program per rank, each program profiled
-// (rank_cost.h), and — under a memory budget — checked against it. The planner's memory is its
-// start-of-backward model; a rank program's profile is the finer one (about 10% higher for
-// checkpointed plans), so a plan whose programs do not fit is searched again under the budget
-// lowered by what it missed, a few times at most. `mapctl run` and the coordinator's dispatcher
-// both start ranks from this.
-#ifndef MAPD_PLANNER_LOWER_FITTING_PLAN_H_
-#define MAPD_PLANNER_LOWER_FITTING_PLAN_H_
+// A plan lowered to one program per rank, each program profiled (rank_cost.h): what
+// planner/pipeline checks against the budget and ranks run.
+#ifndef MAPD_PLANNER_LOWER_LOWERED_PLAN_H_
+#define MAPD_PLANNER_LOWER_LOWERED_PLAN_H_
 
 #include <cstdint>
-#include <optional>
 #include <string>
 #include <vector>
 
@@ -38,18 +33,6 @@ absl::StatusOr<LoweredPlan> LowerAndPredict(const Graph& graph, const std::vecto
                                             int zero_stage, const std::vector<std::string>& recompute, const std::string& device_type,
                                             const ProfileOptions& profile, int64_t micro_batches = 1);
 
-struct FittingPlan {
-  PlanResult result;                  // the search whose plan is the one to run
-  std::vector<std::string> recompute; // the layers recomputed (LayersToRecompute of the plan's)
-  // result.plan lowered and profiled, when the search was checked against a budget (and fits).
-  std::optional<LoweredPlan> lowered;
-};
-
-// SearchPlan, then (under a budget, when the plan fits) the check above. FAILED_PRECONDITION
-// when the rank programs cannot be made to fit; a plan that does not fit by the planner's model
-// is returned with `result.fits` false, as SearchPlan does.
-absl::StatusOr<FittingPlan> SearchFittingPlan(const Graph& graph, PlannerOptions options, const std::string& recompute_mode);
-
 }  // namespace mapd
 
-#endif  // MAPD_PLANNER_LOWER_FITTING_PLAN_H_
+#endif  // MAPD_PLANNER_LOWER_LOWERED_PLAN_H_

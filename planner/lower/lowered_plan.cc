@@ -1,10 +1,8 @@
-#include "planner/lower/fitting_plan.h"
+#include "planner/lower/lowered_plan.h"
 
 #include <algorithm>
 
-#include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
-#include "common/bytes.h"
 #include "planner/lower/collective_order.h"
 #include "planner/lower/lowering.h"
 #include "planner/lower/recompute.h"
@@ -63,39 +61,6 @@ absl::StatusOr<LoweredPlan> LowerAndPredict(const Graph& graph, const std::vecto
   }
   // Every group's ranks issue the same collectives in the same order (or the run would hang).
   if (auto st = VerifyCollectiveOrder(out.programs, mesh); !st.ok()) return st;
-  return out;
-}
-
-absl::StatusOr<FittingPlan> SearchFittingPlan(const Graph& graph, PlannerOptions o, const std::string& recompute_mode) {
-  o.recompute = recompute_mode == "auto";  // an explicit choice is the user's, not the search's
-  auto r = SearchPlan(graph, o);
-  if (!r.ok()) return r.status();
-  FittingPlan out;
-  const int64_t budget = o.cluster.memory_per_device;
-  for (int attempt = 0; budget > 0 && r->fits && attempt < 4; ++attempt) {
-    const PlanCandidate& p = r->plan;
-    std::vector<std::string> recompute = LayersToRecompute(recompute_mode, p.recomputed_layers, graph);
-    auto lowered = LowerAndPredict(graph, p.mesh, p.strategies, p.zero_stage, recompute, o.cluster.device_type, o.profile, p.micro_batches);
-    if (!lowered.ok()) return lowered.status();
-    const int64_t worst = lowered->WorstPeak();
-    if (worst <= budget) {
-      out.lowered = *std::move(lowered);
-      break;
-    }
-    o.cluster.memory_per_device = static_cast<int64_t>(static_cast<double>(o.cluster.memory_per_device) * static_cast<double>(budget) /
-                                                       static_cast<double>(worst) * 0.99);
-    auto again = SearchPlan(graph, o);
-    if (!again.ok()) return again.status();
-    if (!again->fits) {
-      return absl::FailedPreconditionError(absl::StrFormat(
-          "MAP's plan for %s per rank needs %s on a rank as its program profiles, and no plan fits %s by the planner's model; "
-          "give more memory per rank or more ranks",
-          FormatBytes(budget), FormatBytes(worst), FormatBytes(o.cluster.memory_per_device)));
-    }
-    r = std::move(again);
-  }
-  out.recompute = LayersToRecompute(recompute_mode, r->plan.recomputed_layers, graph);
-  out.result = *std::move(r);
   return out;
 }
 

@@ -1,0 +1,215 @@
+#include "planner/pipeline/runnable_plan.h"
+
+#include <algorithm>
+#include <optional>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "common/bytes.h"
+#include "planner/lower/lowering.h"
+#include "planner/profile/device_profile.h"
+#include "planner/profile/profiler.h"
+
+namespace mapd {
+
+namespace {
+
+absl::Status Named(const absl::Status& st, const std::string& what) {
+  return absl::Status(st.code(), absl::StrCat(what, ": ", st.message()));
+}
+
+std::string Describe(const std::vector<int64_t>& mesh, int zero_stage, size_t recomputed, int64_t micro_batches, Precision precision) {
+  return absl::StrCat("mesh ", absl::StrJoin(mesh, "x"), zero_stage > 0 ? absl::StrCat(", ZeRO-", zero_stage) : "",
+                      recomputed == 0 ? "" : absl::StrCat(", ", recomputed, " layer(s) recomputed"),
+                      micro_batches > 1 ? absl::StrCat(", ", micro_batches, " micro-batches") : "",
+                      precision == Precision::kBf16Mixed ? ", bf16" : "");
+}
+
+// "mesh 4, ZeRO-2, layout 5f0c8e1a2b3d4c6e": FNV-1a over every node's placements.
+std::string CheckpointPlan(const RunnablePlan& p) {
+  uint64_t h = 0xCBF29CE484222325ull;
+  for (const Strategy& s : p.strategies) {
+    for (unsigned char c : s.PlacementsString() + ";") {
+      h ^= c;
+      h *= 0x100000001B3ull;
+    }
+  }
+  return absl::StrCat("mesh ", absl::StrJoin(p.mesh, "x"), p.zero_stage > 0 ? absl::StrCat(", ZeRO-", p.zero_stage) : "",
+                      p.precision == Precision::kBf16Mixed ? ", bf16" : "", ", layout ", absl::Hex(h, absl::kZeroPad16));
+}
+
+// MAP's plan, searched again under a lower budget while a rank's program does not fit it.
+struct FittingPlan {
+  PlanResult result;
+  std::optional<LoweredPlan> lowered;  // result.plan lowered, when it was checked against a budget
+};
+
+absl::StatusOr<FittingPlan> SearchFittingPlan(const Graph& graph, PlannerOptions o, const std::string& recompute_mode) {
+  auto r = SearchPlan(graph, o);
+  if (!r.ok()) return r.status();
+  FittingPlan out;
+  const int64_t budget = o.cluster.memory_per_device;
+  for (int attempt = 0; budget > 0 && r->fits && attempt < 4; ++attempt) {
+    const PlanCandidate& p = r->plan;
+    const std::vector<std::string> recompute = LayersToRecompute(recompute_mode, p.recomputed_layers, graph);
+    auto lowered = LowerAndPredict(graph, p.mesh, p.strategies, p.zero_stage, recompute, o.cluster.device_type, o.profile, p.micro_batches);
+    if (!lowered.ok()) return lowered.status();
+    const int64_t worst = lowered->WorstPeak();
+    if (worst <= budget) {
+      out.lowered = *std::move(lowered);
+      break;
+    }
+    o.cluster.memory_per_device = static_cast<int64_t>(static_cast<double>(o.cluster.memory_per_device) * static_cast<double>(budget) /
+                                                       static_cast<double>(worst) * 0.99);
+    auto again = SearchPlan(graph, o);
+    if (!again.ok()) return again.status();
+    if (!again->fits) {
+      return absl::FailedPreconditionError(absl::StrFormat(
+          "MAP's plan for %s per rank needs %s on a rank as its program profiles, and no plan fits %s by the planner's model; "
+          "give more memory per rank or more ranks",
+          FormatBytes(budget), FormatBytes(worst), FormatBytes(o.cluster.memory_per_device)));
+    }
+    r = std::move(again);
+  }
+  out.result = *std::move(r);
+  return out;
+}
+
+int64_t Devices(const ClusterOptions& c) {
+  if (c.devices > 0) return c.devices;
+  int64_t n = 1;
+  for (int64_t d : c.mesh) n *= d;
+  return n;
+}
+
+// The candidate `request.strategy` names in `r` (MAP's plan or a baseline).
+absl::StatusOr<const PlanCandidate*> Pick(const PlanResult& r, const PlanRequest& request) {
+  if (request.strategy == "map") {
+    if (!r.fits) return NothingFitsError(r, Devices(request.planner.cluster));
+    return &r.plan;
+  }
+  const std::string want = request.strategy == "dp" ? "data parallel" : absl::StrCat("Megatron TP=", request.planner.cluster.devices);
+  for (const PlanCandidate& b : r.baselines) {
+    if (b.name != want) continue;
+    if (!b.applicable) return absl::FailedPreconditionError(absl::StrCat("--strategy ", request.strategy, ": ", b.note));
+    return &b;
+  }
+  return absl::InternalError(absl::StrCat("no baseline '", want, "'"));
+}
+
+// The whole model's step FLOPs and the device's peak rate, for throughput and MFU.
+absl::Status AddModelFlops(const Graph& graph, const PlanRequest& request, RunnablePlan* out) {
+  ProfileOptions po = request.planner.profile;
+  auto device = LoadDeviceProfile(request.planner.cluster.device_type);
+  if (!device.ok()) return device.status();
+  po.device = *device;
+  po.timeline = false;
+  auto profile = ProfileTrainingStep(graph, po);
+  if (!profile.ok()) return Named(profile.status(), "profiling");
+  out->model_flops_per_step = profile->training_flops();
+  out->device_peak_flops = device->fp32_flops;
+  out->items = ItemsPerStep(out->graph);
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status PlanRequest::Validate() const {
+  if (strategy != "map" && strategy != "dp" && strategy != "tp") {
+    return absl::InvalidArgumentError(absl::StrCat("--strategy ", strategy, ": use map, dp or tp"));
+  }
+  return absl::OkStatus();
+}
+
+int RunnablePlan::world() const {
+  int w = 1;
+  for (int64_t d : mesh) w *= static_cast<int>(d);
+  return w;
+}
+
+std::string PlanSummary(const PlanCandidate& p, Precision precision) {
+  return absl::StrCat(Describe(p.mesh, p.zero_stage, p.recomputed_layers.size(), p.micro_batches, precision),
+                      absl::StrFormat(", %.1f ms/step predicted", p.cost.step_seconds * 1e3));
+}
+
+absl::Status NothingFitsError(const PlanResult& result, int64_t devices) {
+  return absl::FailedPreconditionError(absl::StrFormat(
+      "no plan fits %s per device on %d device(s); the least any plan needs is %s — give more memory per device, "
+      "more ranks, or a smaller batch",
+      FormatBytes(result.cluster.memory_per_device), devices, FormatBytes(static_cast<int64_t>(result.min_memory_bytes))));
+}
+
+absl::StatusOr<RunnablePlan> PlanToRun(const Graph& graph, const PlanRequest& request) {
+  if (auto st = request.Validate(); !st.ok()) return st;
+  PlannerOptions o = request.planner;
+  o.recompute = request.recompute == "auto";  // an explicit choice is the user's, not the search's
+  if (request.strategy != "map") o.cluster.mesh.clear();  // a baseline has its own, 1-D mesh
+  absl::StatusOr<FittingPlan> fitting = request.strategy == "map" ? SearchFittingPlan(graph, o, request.recompute) : [&]() -> absl::StatusOr<FittingPlan> {
+    auto searched = SearchPlan(graph, o);
+    if (!searched.ok()) return searched.status();
+    return FittingPlan{*std::move(searched), std::nullopt};
+  }();
+  if (!fitting.ok()) return Named(fitting.status(), "planning");
+  auto chosen = Pick(fitting->result, request);
+  if (!chosen.ok()) return chosen.status();
+  const PlanCandidate& c = **chosen;
+  RunnablePlan out;
+  out.graph = graph.proto();
+  out.precision = o.profile.precision;
+  out.mesh = c.mesh;
+  out.strategies = c.strategies;
+  out.zero_stage = c.zero_stage;
+  out.micro_batches = c.micro_batches;
+  out.recompute = LayersToRecompute(request.recompute, c.recomputed_layers, graph);
+  out.planner_peak_bytes = c.cost.peak_bytes();
+  out.name = request.strategy == "map" ? "MAP's plan" : c.name;
+  out.summary = PlanSummary(c, out.precision);
+  if (&c == &fitting->result.plan && fitting->lowered) {
+    out.lowered = *std::move(fitting->lowered);
+  } else {
+    auto lowered = LowerAndPredict(graph, c.mesh, c.strategies, c.zero_stage, out.recompute, o.cluster.device_type, o.profile, c.micro_batches);
+    if (!lowered.ok()) return Named(lowered.status(), "lowering");
+    out.lowered = *std::move(lowered);
+  }
+  out.predicted_peak_bytes = out.lowered.WorstPeak();
+  out.checkpoint_plan = CheckpointPlan(out);
+  if (auto st = AddModelFlops(graph, request, &out); !st.ok()) return st;
+  return out;
+}
+
+absl::StatusOr<RunnablePlan> SavedPlanToRun(const v1::Plan& plan, const PlanRequest& request, const std::string& name) {
+  auto graph = Graph::Create(plan.graph());
+  if (!graph.ok()) return graph.status();
+  auto strategies = StrategiesFromPlan(plan, *graph);
+  if (!strategies.ok()) return strategies.status();
+  RunnablePlan out;
+  out.graph = plan.graph();
+  auto precision = ParsePrecision(plan.precision().empty() ? "fp32" : plan.precision());
+  if (!precision.ok()) return precision.status();
+  out.precision = *precision;
+  out.mesh.assign(plan.mesh().begin(), plan.mesh().end());
+  out.strategies = *std::move(strategies);
+  out.zero_stage = plan.zero_stage();
+  out.micro_batches = std::max<int64_t>(1, plan.micro_batches());
+  const std::vector<std::string> planned(plan.recomputed_layers().begin(), plan.recomputed_layers().end());
+  out.recompute = LayersToRecompute(request.recompute, planned, *graph);
+  out.planner_peak_bytes = plan.predicted_peak_bytes();
+  out.name = name;
+  out.summary = absl::StrCat(Describe(out.mesh, out.zero_stage, out.recompute.size(), out.micro_batches, out.precision),
+                             absl::StrFormat(", %.1f ms/step predicted", plan.predicted_step_seconds() * 1e3));
+  ProfileOptions po = request.planner.profile;
+  po.precision = out.precision;
+  auto lowered = LowerAndPredict(*graph, out.mesh, out.strategies, out.zero_stage, out.recompute, request.planner.cluster.device_type, po,
+                                 out.micro_batches);
+  if (!lowered.ok()) return Named(lowered.status(), "lowering");
+  out.lowered = *std::move(lowered);
+  out.predicted_peak_bytes = out.lowered.WorstPeak();
+  out.checkpoint_plan = CheckpointPlan(out);
+  PlanRequest at_precision = request;
+  at_precision.planner.profile.precision = out.precision;
+  if (auto st = AddModelFlops(*graph, at_precision, &out); !st.ok()) return st;
+  return out;
+}
+
+}  // namespace mapd

@@ -1,0 +1,84 @@
+// The planning pipeline (DESIGN §6–7): from a training graph to a plan ranks can run — searched,
+// lowered to one program per rank, each program profiled and, under a memory budget, checked
+// against it — in one place, for `mapctl run --ranks N` and for the coordinator's jobs.
+//
+//   search (SearchPlan) → pick (MAP's plan, or a baseline) → lower every rank and profile its
+//   program (LowerAndPredict) → under a budget, a program over it: search again under the budget
+//   lowered by what it missed (a few times) → RunnablePlan
+//
+// The planner's memory is its start-of-backward model; a rank program's profile is the finer one
+// (about 10% higher for checkpointed plans), hence the check.
+#ifndef MAPD_PLANNER_PIPELINE_RUNNABLE_PLAN_H_
+#define MAPD_PLANNER_PIPELINE_RUNNABLE_PLAN_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "planner/graph/step_items.h"
+#include "planner/ir/graph.h"
+#include "planner/lower/lowered_plan.h"
+#include "planner/plan/planner.h"
+#include "proto/mapd/v1/plan.pb.h"
+
+namespace mapd {
+
+struct PlanRequest {
+  // Devices, mesh, device type, budget, optimizer, precision, ZeRO stage, micro-batches. Its
+  // `recompute` is set from `recompute` below.
+  PlannerOptions planner;
+  // map: MAP's plan, checked rank program by rank program against the budget; dp: the data
+  // parallel baseline; tp: Megatron tensor parallelism over every device (1-D mesh).
+  std::string strategy = "map";
+  // The layers recomputed in backward (LayersToRecompute): auto (the plan's; the search may
+  // choose them under the budget), off, all, or LAYER,LAYER...
+  std::string recompute = "auto";
+  absl::Status Validate() const;
+};
+
+// A plan lowered to rank programs that fit: everything ranks need to start.
+struct RunnablePlan {
+  v1::Graph graph;                     // the training graph (bf16 plans: the mixed-precision graph)
+  Precision precision = Precision::kFp32;
+  std::vector<int64_t> mesh;
+  std::vector<Strategy> strategies;    // per graph node
+  int zero_stage = 0;
+  int64_t micro_batches = 1;           // passes per step
+  std::vector<std::string> recompute;  // the layers recomputed in backward
+  LoweredPlan lowered;                 // one program per rank, each profiled
+  std::string name;                    // "MAP's plan", "data parallel", "saved plan p.pb"
+  // "mesh 2x2, ZeRO-2, 2 layer(s) recomputed, bf16, 12.3 ms/step predicted" (PlanSummary): the
+  // one line every output and log describes the plan with, and checkpoints record.
+  std::string summary;
+  // What a checkpoint of this plan records, and resuming checks: the mesh, ZeRO stage and
+  // precision, and a fingerprint of every node's placements ("mesh 4, ZeRO-2, layout
+  // 5f0c8e1a2b3d4c6e"): two plans with the same one lay out every tensor the same way.
+  std::string checkpoint_plan;
+  int64_t predicted_peak_bytes = 0;    // the worst rank's, from its program
+  double planner_peak_bytes = 0;       // the planner's own estimate for the plan
+  StepItems items;                     // per step, for throughput
+  double model_flops_per_step = 0;     // forward + backward of the whole model
+  double device_peak_flops = 0;        // one device's (the device type's), for MFU
+  int world() const;
+};
+
+// Plans `graph` for ranks. FAILED_PRECONDITION when no plan fits the budget (NothingFitsError)
+// or the chosen baseline does not apply.
+absl::StatusOr<RunnablePlan> PlanToRun(const Graph& graph, const PlanRequest& request);
+
+// A saved plan (`mapctl plan --save`) made runnable: its graph, mesh and strategies lowered and
+// profiled on `request.planner`'s device type with its optimizer; `request.recompute` as above
+// (auto: the saved plan's layers). `name` names it in the summary ("saved plan p.pb").
+absl::StatusOr<RunnablePlan> SavedPlanToRun(const v1::Plan& plan, const PlanRequest& request, const std::string& name);
+
+// "mesh 2x2, ZeRO-2, 2 layer(s) recomputed, 2 micro-batches, bf16, 12.3 ms/step predicted".
+std::string PlanSummary(const PlanCandidate& plan, Precision precision);
+
+// FAILED_PRECONDITION saying what the least plan for `devices` needs and what to change.
+absl::Status NothingFitsError(const PlanResult& result, int64_t devices);
+
+}  // namespace mapd
+
+#endif  // MAPD_PLANNER_PIPELINE_RUNNABLE_PLAN_H_
