@@ -4,7 +4,9 @@ through other headers — from the compiler's dependency records in a built Ninj
 (`ninja -t deps`), so nothing is guessed. LibTorch headers cost ~20 s per translation unit on
 the CI machine; docs/architecture.md ("Where LibTorch is included") lists each with its reason.
 
-Usage: scripts/count-torch-tus.py [BUILD_DIR] [--list]
+Usage: scripts/count-torch-tus.py [BUILD_DIR] [--list] [--max N]
+  --max N   exit 1 when more than N translation units include LibTorch (CTest torch_translation_units:
+            a new one is a decision, recorded with its reason in docs/architecture.md)
 """
 import os
 import re
@@ -36,8 +38,17 @@ def torch_units(build):
 
 
 def main():
-    args = [a for a in sys.argv[1:] if not a.startswith("--")]
+    argv = sys.argv[1:]
+    most = None
+    if "--max" in argv:
+        i = argv.index("--max")
+        most = int(argv[i + 1])
+        del argv[i:i + 2]
+    args = [a for a in argv if not a.startswith("--")]
     build = args[0] if args else "build"
+    if not os.path.exists(os.path.join(build, "build.ninja")):
+        print(f"{build} is not a Ninja build tree: no dependency records to count from (skipped)")
+        return 77  # CTest's SKIP_RETURN_CODE
     units = torch_units(build)
     with_torch = sorted(s for s, h in units.items() if h)
     by_dir = {}
@@ -45,7 +56,11 @@ def main():
         by_dir.setdefault(os.path.dirname(s), []).append(os.path.basename(s))
     print(f"{len(with_torch)} of {len(units)} translation units include LibTorch headers")
     for d in sorted(by_dir):
-        print(f"  {d}/: {len(by_dir[d])}" + (f" ({', '.join(sorted(by_dir[d]))})" if "--list" in sys.argv else ""))
+        print(f"  {d}/: {len(by_dir[d])}" + (f" ({', '.join(sorted(by_dir[d]))})" if "--list" in argv else ""))
+    if most is not None and len(with_torch) > most:
+        print(f"{len(with_torch)} include LibTorch, over the {most} docs/architecture.md justifies: keep LibTorch out of the new "
+              f"ones, or record why they need it (docs/architecture.md, \"Where LibTorch is included\") and raise --max")
+        return 1
     return 0
 
 

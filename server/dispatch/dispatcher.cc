@@ -1,6 +1,8 @@
 #include "server/dispatch/dispatcher.h"
 
 #include <algorithm>
+#include <cstdio>
+#include <cstdlib>
 #include <utility>
 
 #include "absl/strings/numbers.h"
@@ -64,6 +66,28 @@ absl::Status DispatchOptions::Validate() const {
   return absl::OkStatus();
 }
 
+const char* Dispatcher::PhaseName(Phase p) {
+  switch (p) {
+    case Phase::kRunning: return "running";
+    case Phase::kStopping: return "stopping";
+    case Phase::kRestarting: return "restarting";
+    case Phase::kRecovering: return "recovering";
+  }
+  return "?";
+}
+
+void Dispatcher::MoveLocked(int64_t id, ActiveJob& job, Phase to) {
+  const Phase from = job.phase;
+  // The diagram in dispatcher.h; staying where one is, is always allowed.
+  const bool allowed = from == to || to == Phase::kStopping || (to == Phase::kRunning && from != Phase::kStopping) ||
+                       (to == Phase::kRestarting && from != Phase::kRecovering);
+  if (!allowed) {
+    std::fprintf(stderr, "mapd: dispatcher bug: job %lld moved from %s to %s\n", static_cast<long long>(id), PhaseName(from), PhaseName(to));
+    std::abort();
+  }
+  job.phase = to;
+}
+
 Dispatcher::Dispatcher(JobManager* jobs, WorkerRegistry* workers, DispatchOptions options, PlanJobFn plan)
     : jobs_(jobs), workers_(workers), options_(std::move(options)), plan_(std::move(plan)) {}
 
@@ -85,7 +109,7 @@ void Dispatcher::RecoverOrphans() {
                               recovered.status().message(), "; its ranks were stopped (a restarted coordinator does not adopt running ranks) — submit it again"));
       continue;
     }
-    const std::string why = absl::StrCat("the coordinator restarted; restarting from the checkpoint of step ", recovered->committed_step,
+    const std::string why = absl::StrCat("the coordinator restarted; restarting from the checkpoint of step ", recovered->checkpoints.committed(),
                                          " (restart ", recovered->restarts, " of at most ", options_.max_restarts,
                                          ") once no worker runs the job's earlier ranks");
     auto noted = job.state() == v1::RUNNING ? jobs_->Transition(job.id(), v1::RESTARTING, why) : jobs_->Note(job.id(), why);
@@ -112,10 +136,10 @@ absl::StatusOr<Dispatcher::ActiveJob> Dispatcher::RecoverJob(const v1::Job& job)
   ActiveJob active;
   active.spec = job.spec();
   active.plan = std::make_shared<const RunnablePlan>(*std::move(plan));
-  active.stopping = active.restarting = active.recovered = true;
+  active.phase = Phase::kRecovering;
   active.restarts = restarts;
-  active.committed_step = meta->step();
-  active.last_step = meta->step();
+  active.checkpoints.Committed(meta->step());
+  active.progress.last_step = meta->step();
   return active;
 }
 
@@ -177,8 +201,8 @@ absl::Status Dispatcher::PlaceLocked(int64_t id, ActiveJob& job, int64_t resume_
   std::vector<std::pair<std::string, std::vector<std::string>>> order(free.begin(), free.end());
   std::stable_sort(order.begin(), order.end(), [](const auto& a, const auto& b) { return a.second.size() > b.second.size(); });
   job.parts.clear();
-  job.stopping = job.restarting = false;
-  job.checkpoints.clear();
+  MoveLocked(id, job, Phase::kRunning);
+  job.checkpoints.NewAttempt();
   int next_rank = 0;
   for (const auto& [worker_id, devices] : order) {
     if (next_rank == ranks) break;
@@ -268,7 +292,7 @@ bool Dispatcher::TryStart(const v1::Job& job) {
 }
 
 void Dispatcher::TryResumeLocked(int64_t id, ActiveJob& job) {
-  const int64_t from = job.committed_step;
+  const int64_t from = job.checkpoints.committed();
   if (auto st = PlaceLocked(id, job, from); !st.ok()) {  // (parts unchanged: they have all ended)
     if (!job.told_waiting) {
       job.told_waiting = true;
@@ -277,36 +301,35 @@ void Dispatcher::TryResumeLocked(int64_t id, ActiveJob& job) {
     return;
   }
   job.told_waiting = false;
-  job.recovered = false;
   job.held_by.clear();
-  job.last_step = from;
+  job.progress.last_step = from;
   auto running = jobs_->Transition(id, v1::RUNNING, absl::StrCat("resumed from the checkpoint of step ", from, " on ", Where(job)),
                                    [&](v1::Job& j) { j.set_attempt(job.restarts); });
   if (!running.ok()) {  // cancelled meanwhile
-    job.stopping = true;
+    MoveLocked(id, job, Phase::kStopping);
     for (Part& p : job.parts) p.finished = true;
   }
 }
 
 void Dispatcher::LoseLocked(int64_t id, ActiveJob& job, const std::string& why) {
-  const bool can_restart = !options_.checkpoint_dir.empty() && job.committed_step > 0 && job.restarts < options_.max_restarts;
+  const int64_t committed = job.checkpoints.committed();
+  const bool can_restart = !options_.checkpoint_dir.empty() && committed > 0 && job.restarts < options_.max_restarts;
   if (!can_restart) {
     FailLocked(id, job,
                absl::StrCat(why, options_.checkpoint_dir.empty() ? ""
-                                 : job.committed_step == 0 ? " (no checkpoint committed yet to restart from)"
+                                 : committed == 0 ? " (no checkpoint committed yet to restart from)"
                                                            : absl::StrCat(" (restarted ", job.restarts, " time(s) already)")));
     return;
   }
-  job.stopping = true;
-  job.restarting = true;
+  MoveLocked(id, job, Phase::kRestarting);
   ++job.restarts;  // the next attempt's number
   (void)jobs_->Transition(id, v1::RESTARTING,
-                          absl::StrCat(why, "; restarting from the checkpoint of step ", job.committed_step, " (restart ",
+                          absl::StrCat(why, "; restarting from the checkpoint of step ", committed, " (restart ",
                                        job.restarts, " of at most ", options_.max_restarts, ")"));
 }
 
 void Dispatcher::FailLocked(int64_t id, ActiveJob& job, const std::string& why) {
-  job.stopping = true;
+  MoveLocked(id, job, Phase::kStopping);
   MarkFailed(jobs_, id, why);
 }
 
@@ -326,7 +349,7 @@ void Dispatcher::ReapLocked() {
       continue;
     }
     if (!it->second.failure.empty()) SettleFailureLocked(it->first, it->second);
-    if (it->second.restarting) {
+    if (it->second.restarting()) {
       ++it;
     } else {
       it = active_.erase(it);
@@ -353,13 +376,17 @@ void Dispatcher::Watch() {
     for (auto& [id, job] : active_) {
       auto j = jobs_->Get(id);
       const bool finished = j.ok() && IsFinished(j->state());  // cancelled by the user
-      if (finished) job.stopping = true, job.restarting = false, job.failure.clear(), job.lost.clear();
+      if (finished) {
+        MoveLocked(id, job, Phase::kStopping);
+        job.failure.clear();
+        job.lost.clear();
+      }
       for (Part& part : job.parts) {
         if (part.finished || state[part.worker_id] == v1::ALIVE) continue;
         part.finished = true;  // nothing to wait for from a lost worker
         const std::string why = absl::StrCat("worker ", part.worker_id, " was lost (its lease ran out) while running rank ",
                                              RankRange(part.assignment), "; the other ranks were stopped");
-        if (!job.stopping) {
+        if (!job.stopping()) {
           LoseLocked(id, job, why);
         } else if (!job.failure.empty() && job.lost.empty()) {
           job.lost = why;  // the reported failure was (likely) this loss's doing: settled in ReapLocked
@@ -369,7 +396,8 @@ void Dispatcher::Watch() {
     ReapLocked();
     // Jobs whose ranks have all stopped after a lost worker: placed again when devices allow.
     for (auto& [id, job] : active_) {
-      if (job.restarting && job.parts_ended() && (!job.recovered || RecoveredMayResumeLocked(job))) TryResumeLocked(id, job);
+      const bool may_resume = job.phase == Phase::kRestarting || (job.phase == Phase::kRecovering && RecoveredMayResumeLocked(job));
+      if (may_resume && job.parts_ended()) TryResumeLocked(id, job);
     }
     for (auto it = told_waiting_.begin(); it != told_waiting_.end();) {
       auto j = jobs_->Get(*it);
@@ -384,7 +412,7 @@ void Dispatcher::OnHeartbeat(const std::string& worker_id, const std::vector<int
   for (auto& [id, job] : active_) {
     // A job recovered after a coordinator restart waits for the ranks of its earlier attempt
     // (told to stop below: no part of it runs there yet).
-    if (job.recovered) {
+    if (job.phase == Phase::kRecovering) {
       if (runs.count(id)) {
         job.held_by.insert(worker_id);
       } else {
@@ -393,7 +421,7 @@ void Dispatcher::OnHeartbeat(const std::string& worker_id, const std::vector<int
     }
     for (Part& part : job.parts) {
       if (part.worker_id != worker_id || part.finished) continue;
-      if (job.stopping) {
+      if (job.stopping()) {
         out->add_cancel_job_ids(id);
         if (!runs.count(id)) part.finished = true;  // never started there, or already ended
       } else if (!runs.count(id) && (HasRankZero(part.assignment) || !part.assignment.store_address().empty())) {
@@ -431,7 +459,7 @@ absl::StatusOr<v1::ReportResponse> Dispatcher::OnReport(const v1::ReportRequest&
   if (report.attempt() != job.restarts) {
     // From the attempt before a restart: its ranks are to stop (and their end lets the job be
     // placed again).
-    if (job.restarting && report.finished()) part->finished = true;
+    if (job.restarting() && report.finished()) part->finished = true;
     v1::ReportResponse out;
     out.set_cancel(true);
     ReapLocked();
@@ -444,23 +472,18 @@ absl::StatusOr<v1::ReportResponse> Dispatcher::OnReport(const v1::ReportRequest&
     }
   }
   const v1::RankAssignment& a = part->assignment;
-  const bool was_stopping = job.stopping;
+  const bool was_stopping = job.stopping();
   for (const v1::RankStep& s : report.steps()) {
-    job.worst_peak_bytes = std::max(job.worst_peak_bytes, s.peak_bytes());
-    if (s.rank() != 0) continue;
-    if (!job.first_loss_seen) job.first_loss = s.loss(), job.first_loss_seen = true;
-    job.last_step = s.step();
-    job.last_loss = s.loss();
-    if (job.stopping) continue;
+    if (!job.progress.Add(s) || job.stopping()) continue;
     JobProgress p;
     p.step = s.step();
     p.loss = s.loss();
     p.items_per_second = s.seconds() > 0 ? static_cast<double>(a.items_per_step()) / s.seconds() : 0;
-    p.peak_bytes = job.worst_peak_bytes;
+    p.peak_bytes = job.progress.worst_peak_bytes;
     (void)jobs_->ReportProgress(id, p);
   }
-  if (report.checkpoint_step() > 0 && !job.stopping &&
-      ++job.checkpoints[report.checkpoint_step()] == static_cast<int>(job.parts.size())) {
+  if (report.checkpoint_step() > 0 && !job.stopping() &&
+      job.checkpoints.Written(report.checkpoint_step(), static_cast<int>(job.parts.size()))) {
     const int64_t step = report.checkpoint_step();
     if (options_.checkpoint_dir.empty()) {
       (void)jobs_->Note(id, absl::StrCat("checkpoint: step ", step, " committed on every worker"));
@@ -470,7 +493,7 @@ absl::StatusOr<v1::ReportResponse> Dispatcher::OnReport(const v1::ReportRequest&
       if (auto st = CommitCheckpointStep(JobCheckpointDir(id), meta); !st.ok()) {
         (void)jobs_->Note(id, absl::StrCat("checkpoint: step ", step, " not committed: ", st.message()));
       } else {
-        job.committed_step = step;
+        job.checkpoints.Committed(step);
         (void)jobs_->Note(id, absl::StrCat("checkpoint: step ", step, " committed to ", CheckpointStepDir(JobCheckpointDir(id), step)));
       }
     }
@@ -478,21 +501,22 @@ absl::StatusOr<v1::ReportResponse> Dispatcher::OnReport(const v1::ReportRequest&
   v1::ReportResponse out;
   if (report.finished() && !part->finished) {
     part->finished = true;
-    if (report.code() != 0 && !job.stopping) {
+    if (report.code() != 0 && !job.stopping()) {
       // Stop the other parts; FAILED or RESTARTING once they have ended (SettleFailureLocked).
-      job.stopping = true;
+      MoveLocked(id, job, Phase::kStopping);
       job.failure = absl::StrCat("worker ", report.worker_id(), ": ", report.error());
       if (!job.parts_ended()) (void)jobs_->Note(id, absl::StrCat(job.failure, "; stopping the other ranks"));
-    } else if (!job.stopping && job.parts_ended()) {
-      job.stopping = true;
+    } else if (!job.stopping() && job.parts_ended()) {
+      MoveLocked(id, job, Phase::kStopping);
+      const JobProgressStats& p = job.progress;
       (void)jobs_->Transition(id, v1::SUCCEEDED,
-                              absl::StrFormat("trained %d steps on %d rank(s): loss %.4f -> %.4f; worst rank's peak %s", job.last_step,
-                                              job.spec.ranks(), job.first_loss, job.last_loss, FormatBytes(job.worst_peak_bytes)));
+                              absl::StrFormat("trained %d steps on %d rank(s): loss %.4f -> %.4f; worst rank's peak %s", p.last_step,
+                                              job.spec.ranks(), p.first_loss, p.last_loss, FormatBytes(p.worst_peak_bytes)));
     }
   }
   // A finished report is told whether the job was stopping before it came (its ranks were then
   // stopped, or failed because their peers were); a running one whether to stop now.
-  out.set_cancel(report.finished() ? was_stopping : job.stopping);
+  out.set_cancel(report.finished() ? was_stopping : job.stopping());
   ReapLocked();
   return out;
 }

@@ -53,6 +53,7 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "proto/mapd/v1/workers.pb.h"
+#include "server/dispatch/job_tracking.h"
 #include "server/jobs/job_manager.h"
 #include "server/jobs/job_planner.h"
 #include "server/workers/worker_registry.h"
@@ -105,12 +106,23 @@ class Dispatcher {
     v1::RankAssignment assignment;
     bool finished = false;  // its ranks have ended (reported), or its worker was lost
   };
+  // Where a job the dispatcher runs is. MoveLocked is the one place it changes:
+  //   (placed) ──────────────────────────────────────────────► kRunning
+  //   kRunning ── succeeded, failed, a failure reported, cancelled ─► kStopping (parts end; dropped)
+  //   kRunning | kStopping ── a worker lost, a checkpoint to resume ─► kRestarting (parts end;
+  //                                                                    placed again → kRunning)
+  //   (a coordinator restart, a checkpoint to resume) ────────────► kRecovering (the previous
+  //        coordinator's ranks end and a lease passes; placed again → kRunning)
+  //   kRestarting | kRecovering ── cancelled by the user ──────────► kStopping
+  enum class Phase { kRunning, kStopping, kRestarting, kRecovering };
+  static const char* PhaseName(Phase p);
   struct ActiveJob {
     v1::JobSpec spec;
     std::shared_ptr<const RunnablePlan> plan;  // kept to place the job again after a lost worker
     std::vector<Part> parts;
-    bool stopping = false;         // finished in the manager, or restarting: waiting for the parts to end
-    bool restarting = false;       // RESTARTING: once its parts have ended, placed again
+    Phase phase = Phase::kRunning;
+    bool stopping() const { return phase != Phase::kRunning; }  // no new assignments; parts told to stop
+    bool restarting() const { return phase == Phase::kRestarting || phase == Phase::kRecovering; }
     bool told_waiting = false;     // its wait to resume has an event
     // The first rank failure a worker reported while the job ran ("worker w-2: rank 2 exited
     // ..."), and a worker lost after it. The job's fate waits until every part has ended: a
@@ -119,17 +131,12 @@ class Dispatcher {
     // worker's, so the job restarts like any other lost-worker job rather than failing.
     std::string failure;
     std::string lost;
-    // Resumed after a coordinator restart and not placed yet: it waits until the workers that
-    // still list its earlier ranks (`held_by`) have stopped them.
-    bool recovered = false;
+    // kRecovering: the workers that still list the job's earlier ranks (it waits until they
+    // have stopped them).
     std::set<std::string> held_by;
     int restarts = 0;
-    int64_t committed_step = 0;    // the last checkpoint committed on the shared storage
-    int64_t worst_peak_bytes = 0;  // over every rank's steps so far
-    bool first_loss_seen = false;
-    double first_loss = 0, last_loss = 0;
-    int64_t last_step = 0;
-    std::map<int64_t, int> checkpoints;  // step → parts that wrote it
+    JobProgressStats progress;
+    CheckpointTracker checkpoints;
     bool parts_ended() const {
       for (const Part& p : parts) {
         if (!p.finished) return false;
@@ -147,6 +154,8 @@ class Dispatcher {
   // A recovered job may be placed: a lease period has passed since this coordinator's first
   // round and no ALIVE worker lists its earlier ranks.
   bool RecoveredMayResumeLocked(const ActiveJob& job) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The job's one phase change (above); a move the diagram has not is a bug in the dispatcher.
+  void MoveLocked(int64_t id, ActiveJob& job, Phase to) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Starts `job` if devices allow; false when it must wait.
   bool TryStart(const v1::Job& job);
   // The first failure of a running job: FAILED with `why`, the other parts stopped.

@@ -7,15 +7,24 @@
 //   fake_rank garbage RANK      bytes that are no event stream
 //   fake_rank record RANK FILE INDEX [STORE]  appends "INDEX [STORE]" to FILE, then as ok (hosting
 //                                            the store without STORE)
+//   fake_rank _rank --run-dir D --rank R [--cuda-device K] [--store H:P]   as `mapctl _rank`: reads
+//       D/job.pb, reports StoreReady (rank 0 without --store), job.steps steps, a checkpoint shard
+//       every job.checkpoint_every steps (and after the last), and writes its argv to
+//       D/argv_R.txt; MAPD_FAULT=fail:R makes rank R fail after its first step
 #include <unistd.h>
 
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
+#include <functional>
 #include <string>
 #include <thread>
 
+#include "common/checkpoint/checkpoint_commit.h"
+#include "common/file_io.h"
+#include "worker/launch/rank_command.h"
 #include "worker/launch/rank_events.h"
 
 namespace {
@@ -35,9 +44,48 @@ void Step(int rank, int64_t s) {
   });
 }
 
+// `mapctl _rank`'s command line (worker/launch/rank_command.h), run as a rank of a launch would.
+int RankCommand(int argc, char** argv) {
+  std::string dir, store;
+  int rank = -1;
+  std::string args;
+  for (int i = 2; i + 1 < argc; i += 2) {
+    const std::string flag = argv[i], value = argv[i + 1];
+    if (flag == "--run-dir") dir = value;
+    if (flag == "--rank") rank = std::atoi(value.c_str());
+    if (flag == "--store") store = value;
+  }
+  for (int i = 1; i < argc; ++i) args += std::string(argv[i]) + (i + 1 < argc ? " " : "\n");
+  if (!mapd::WriteStringToFileAtomic(dir + "/argv_" + std::to_string(rank) + ".txt", args).ok()) return 4;
+  auto job = mapd::ReadRankJob(dir);
+  if (!job.ok() || !mapd::ReadRankProgram(dir, rank).ok()) {
+    std::fprintf(stderr, "error: rank %d: cannot read its run directory [DATA_LOSS]\n", rank);
+    return 1;
+  }
+  if (store.empty() && rank == 0) Emit(rank, [](mapd::v1::RankEvent& e) { e.mutable_store_ready()->set_port(4242); });
+  const char* fault = std::getenv("MAPD_FAULT");
+  for (int64_t s = 1; s <= job->steps(); ++s) {
+    Step(rank, s);
+    if (fault != nullptr && std::string(fault) == "fail:" + std::to_string(rank)) {
+      std::fprintf(stderr, "error: rank %d: out of memory [RESOURCE_EXHAUSTED]\n", rank);
+      return 1;
+    }
+    const int64_t every = job->checkpoint_every();
+    if (every > 0 && !job->checkpoint_dir().empty() && (s % every == 0 || s == job->steps())) {
+      const std::string tmp = mapd::CheckpointStepDir(job->checkpoint_dir(), s) + ".tmp";
+      std::filesystem::create_directories(tmp);
+      if (!mapd::WriteStringToFileAtomic(tmp + "/rank_" + std::to_string(rank) + ".pb", "shard").ok()) return 4;
+      Emit(rank, [&](mapd::v1::RankEvent& e) { e.mutable_checkpoint_written()->set_step(s); });
+    }
+  }
+  Emit(rank, [](mapd::v1::RankEvent& e) { e.mutable_done()->set_peak_bytes(100); });
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
+  if (argc >= 2 && std::string(argv[1]) == "_rank") return RankCommand(argc, argv);
   if (argc < 3) return 2;
   const std::string mode = argv[1];
   const int rank = std::atoi(argv[2]);

@@ -1,15 +1,99 @@
 #include "worker/dist/reference_check.h"
 
-#include <ATen/ATen.h>
-
 #include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
 #include <unordered_map>
 
 #include "absl/strings/str_cat.h"
-#include "worker/runtime/parameters.h"
-#include "worker/runtime/torch_types.h"
+#include "absl/strings/str_join.h"
+#include "planner/ir/dtype.h"
 
 namespace mapd {
+
+namespace {
+
+// A tensor's values, row-major, as doubles (its raw little-endian bytes decoded by dtype), and
+// its shape. No LibTorch: the check reads what ranks and one device wrote.
+struct Values {
+  std::vector<int64_t> shape;
+  std::vector<double> data;
+};
+
+double HalfToDouble(uint16_t h) {
+  const int sign = h >> 15, exponent = (h >> 10) & 0x1f, mantissa = h & 0x3ff;
+  double v;
+  if (exponent == 0) v = std::ldexp(mantissa, -24);                       // subnormal
+  else if (exponent == 31) v = mantissa ? NAN : INFINITY;
+  else v = std::ldexp(1024 + mantissa, exponent - 25);
+  return sign ? -v : v;
+}
+
+template <typename T>
+double Read(const char* p) {
+  T v;
+  std::memcpy(&v, p, sizeof(T));
+  return static_cast<double>(v);
+}
+
+absl::StatusOr<Values> Decode(const v1::TensorData& d) {
+  Values out;
+  out.shape.assign(d.type().shape().begin(), d.type().shape().end());
+  int64_t n = 1;
+  for (int64_t s : out.shape) n *= s;
+  const v1::DType dtype = d.type().dtype();
+  const int64_t size = DTypeSize(dtype);
+  if (size <= 0 || static_cast<int64_t>(d.data().size()) != n * size) {
+    return absl::DataLossError(absl::StrCat("tensor '", d.name(), "' has ", d.data().size(), " bytes; [", absl::StrJoin(out.shape, ","),
+                                            "] of ", v1::DType_Name(dtype), " needs ", n * size));
+  }
+  out.data.resize(n);
+  const char* p = d.data().data();
+  for (int64_t i = 0; i < n; ++i, p += size) {
+    switch (dtype) {
+      case v1::FLOAT32: out.data[i] = Read<float>(p); break;
+      case v1::FLOAT64: out.data[i] = Read<double>(p); break;
+      case v1::BFLOAT16: {
+        const uint32_t bits = static_cast<uint32_t>(static_cast<uint16_t>(Read<uint16_t>(p))) << 16;
+        float f;
+        std::memcpy(&f, &bits, 4);
+        out.data[i] = f;
+        break;
+      }
+      case v1::FLOAT16: out.data[i] = HalfToDouble(static_cast<uint16_t>(Read<uint16_t>(p))); break;
+      case v1::INT64: out.data[i] = Read<int64_t>(p); break;
+      case v1::INT32: out.data[i] = Read<int32_t>(p); break;
+      case v1::INT16: out.data[i] = Read<int16_t>(p); break;
+      case v1::INT8: out.data[i] = Read<int8_t>(p); break;
+      case v1::UINT8: case v1::BOOL: out.data[i] = Read<uint8_t>(p); break;
+      default: return absl::InvalidArgumentError(absl::StrCat("tensor '", d.name(), "' has no dtype"));
+    }
+  }
+  return out;
+}
+
+std::string Describe(const std::vector<int64_t>& shape) { return absl::StrCat("[", absl::StrJoin(shape, ", "), "]"); }
+
+// max |block − want's window at `start`| / max(1, max |window|), walking the block row-major.
+double WindowDifference(const Values& block, const Values& want, const std::vector<int64_t>& start) {
+  const size_t rank = block.shape.size();
+  std::vector<int64_t> index(rank, 0);
+  double diff = 0, scale = 1;
+  for (size_t i = 0; i < block.data.size(); ++i) {
+    int64_t at = 0;
+    for (size_t k = 0; k < rank; ++k) at = at * want.shape[k] + start[k] + index[k];
+    scale = std::max(scale, std::abs(want.data[at]));
+    diff = std::max(diff, std::abs(block.data[i] - want.data[at]));
+    for (size_t k = rank; k-- > 0;) {  // the next index, last dimension fastest
+      if (++index[k] < block.shape[k]) break;
+      index[k] = 0;
+    }
+  }
+  return diff / scale;
+}
+
+}  // namespace
 
 absl::StatusOr<BlockDifference> WorstBlockDifference(const std::vector<v1::RankProgram>& programs,
                                                      const std::vector<v1::RankCheckpoint>& finals,
@@ -17,11 +101,11 @@ absl::StatusOr<BlockDifference> WorstBlockDifference(const std::vector<v1::RankP
   if (programs.size() != finals.size()) {
     return absl::InvalidArgumentError(absl::StrCat(programs.size(), " programs but ", finals.size(), " ranks' final blocks"));
   }
-  std::unordered_map<std::string, at::Tensor> one_device;
+  std::unordered_map<std::string, Values> one_device;
   for (const v1::TensorData& d : reference) {
-    auto t = TensorFromProto(d);
-    if (!t.ok()) return t.status();
-    one_device[d.name()] = t->to(at::kDouble);
+    auto v = Decode(d);
+    if (!v.ok()) return v.status();
+    one_device[d.name()] = *std::move(v);
   }
   BlockDifference worst;
   for (size_t r = 0; r < programs.size(); ++r) {
@@ -34,24 +118,22 @@ absl::StatusOr<BlockDifference> WorstBlockDifference(const std::vector<v1::RankP
         return absl::InvalidArgumentError(absl::StrCat("rank ", r, "'s final block of '", d.name(), "' has no ",
                                                        shard == shards.end() ? "place in its program" : "single-device tensor"));
       }
-      auto block = TensorFromProto(d);
+      auto block = Decode(d);
       if (!block.ok()) return block.status();
-      at::Tensor want = expected->second;
-      const auto& start = shard->second->offsets().start();
-      if (want.dim() != block->dim() || start.size() != block->dim()) {
-        return absl::InvalidArgumentError(absl::StrCat("rank ", r, "'s block of '", d.name(), "' is ", DescribeTensor(*block),
-                                                       "; one device's tensor is ", DescribeTensor(want)));
+      const Values& want = expected->second;
+      const std::vector<int64_t> start(shard->second->offsets().start().begin(), shard->second->offsets().start().end());
+      if (want.shape.size() != block->shape.size() || start.size() != block->shape.size()) {
+        return absl::InvalidArgumentError(absl::StrCat("rank ", r, "'s block of '", d.name(), "' is ", Describe(block->shape),
+                                                       "; one device's tensor is ", Describe(want.shape)));
       }
-      for (int64_t k = 0; k < block->dim(); ++k) {
-        if (start[k] + block->size(k) > want.size(k)) {
-          return absl::InvalidArgumentError(absl::StrCat("rank ", r, "'s block of '", d.name(), "' (", DescribeTensor(*block),
-                                                         ") does not fit one device's ", DescribeTensor(want)));
+      for (size_t k = 0; k < block->shape.size(); ++k) {
+        if (start[k] < 0 || start[k] + block->shape[k] > want.shape[k]) {
+          return absl::InvalidArgumentError(absl::StrCat("rank ", r, "'s block of '", d.name(), "' (", Describe(block->shape),
+                                                         ") does not fit one device's ", Describe(want.shape)));
         }
-        want = want.narrow(k, start[k], block->size(k));
       }
-      if (want.numel() == 0) continue;
-      const double scale = std::max(1.0, want.abs().max().item<double>());
-      const double diff = (block->to(at::kDouble) - want).abs().max().item<double>() / scale;
+      if (block->data.empty()) continue;
+      const double diff = WindowDifference(*block, want, start);
       ++worst.blocks;
       if (worst.parameter.empty() || diff > worst.relative) {
         worst.relative = diff;

@@ -1,0 +1,146 @@
+// A mapd-worker's JobRunner against stand-in ranks (fake_rank's `_rank` mode): the run directory
+// and the ranks' command lines, rank 0's store address reported, steps and checkpoints reported
+// and committed on the worker, metrics, and failures. No LibTorch, no coordinator.
+#include "worker/daemon/job_runner.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "common/checkpoint/checkpoint_commit.h"
+#include "common/file_io.h"
+#include "worker/launch/rank_command.h"
+
+namespace mapd {
+namespace {
+
+using ::testing::HasSubstr;
+
+class JobRunnerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = ::testing::TempDir() + "/job_runner_" + std::to_string(getpid()) + "_" +
+           ::testing::UnitTest::GetInstance()->current_test_info()->name();
+    std::filesystem::remove_all(dir_);
+    options_.work_dir = dir_;
+    options_.rank_program = MAPD_BINARY_DIR "/tests/worker/fake_rank";
+    options_.rank_timeout_seconds = 10;
+    options_.advertise_host = "10.0.0.9";
+    DeclareJobMetrics(&metrics_);
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+
+  // Job 7's ranks `ranks` of a 2-rank mesh: 4 steps, a checkpoint every 2.
+  static v1::RankAssignment Assignment(std::vector<int> ranks) {
+    v1::RankAssignment a;
+    a.set_job_id(7);
+    a.add_mesh(2);
+    a.mutable_graph()->set_name("g");
+    for (int r : ranks) {
+      a.add_ranks(r);
+      a.add_devices("cpu:" + std::to_string(r));
+      a.add_programs()->set_rank(r);
+    }
+    a.set_steps(4);
+    a.set_optimizer("sgd");
+    a.set_lr(0.1);
+    a.set_data("synthetic");
+    a.set_checkpoint_every(2);
+    a.set_items_per_step(10);
+    a.set_plan("mesh 2, layout 0123456789abcdef");
+    return a;
+  }
+
+  // Runs the assignment to its end; the reports it sent.
+  std::vector<v1::ReportRequest> Run(const v1::RankAssignment& a) {
+    std::vector<v1::ReportRequest> reports;
+    std::mutex mu;
+    JobRunner runner(a, options_, [&](const v1::ReportRequest& r) {
+      std::lock_guard<std::mutex> lock(mu);
+      reports.push_back(r);
+      return false;
+    }, &metrics_);
+    runner.Start();
+    for (int i = 0; i < 400 && !runner.done(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    EXPECT_TRUE(runner.done());
+    std::lock_guard<std::mutex> lock(mu);
+    return reports;
+  }
+
+  std::string dir_;
+  JobRunnerOptions options_;
+  MetricsRegistry metrics_;
+};
+
+TEST_F(JobRunnerTest, RankZeroHostsTheStoreAndStepsAndCheckpointsAreReported) {
+  const auto reports = Run(Assignment({0, 1}));
+  ASSERT_FALSE(reports.empty());
+  std::vector<std::string> stores;
+  std::vector<int64_t> rank0_steps, checkpoints;
+  for (const auto& r : reports) {
+    EXPECT_EQ(r.job_id(), 7);
+    if (!r.store_address().empty()) stores.push_back(r.store_address());
+    for (const auto& s : r.steps()) {
+      if (s.rank() == 0) rank0_steps.push_back(s.step());
+    }
+    if (r.checkpoint_step() > 0) checkpoints.push_back(r.checkpoint_step());
+  }
+  // Where rank 0's store listens, on this worker's advertised host, reported once.
+  EXPECT_EQ(stores, std::vector<std::string>{"10.0.0.9:4242"});
+  EXPECT_EQ(rank0_steps, (std::vector<int64_t>{1, 2, 3, 4}));
+  EXPECT_EQ(checkpoints, (std::vector<int64_t>{2, 4}));
+  EXPECT_TRUE(reports.back().finished());
+  EXPECT_EQ(reports.back().code(), 0) << reports.back().error();
+  // The run directory and the one command line: rank 0 hosts, rank 1 is given its address.
+  const std::string run = dir_ + "/job-7";
+  EXPECT_EQ(ReadRankJob(run)->steps(), 4);
+  EXPECT_EQ(ReadRankJob(run)->local_host(), "10.0.0.9");
+  EXPECT_EQ(*ReadFileToString(run + "/argv_0.txt"), "_rank --run-dir " + run + " --rank 0\n");
+  EXPECT_EQ(*ReadFileToString(run + "/argv_1.txt"), "_rank --run-dir " + run + " --rank 1 --store 10.0.0.9:4242\n");
+  // Without shared storage the worker commits its own ranks' shards.
+  auto meta = ReadLatestCheckpoint(run + "/checkpoints");
+  ASSERT_TRUE(meta.ok()) << meta.status();
+  EXPECT_EQ(meta->step(), 4);
+  EXPECT_EQ(meta->plan(), "mesh 2, layout 0123456789abcdef");
+  EXPECT_TRUE(std::filesystem::exists(run + "/checkpoints/step-00000002/rank_1.pb"));
+  EXPECT_THAT(metrics_.Encode(), HasSubstr("mapd_worker_step{job_id=\"7\",rank=\"0\"} 4"));
+  EXPECT_THAT(metrics_.Encode(), HasSubstr("mapd_worker_jobs_total{outcome=\"succeeded\"} 1"));
+}
+
+TEST_F(JobRunnerTest, WithoutRankZeroTheRanksJoinTheStoreTheCoordinatorNamed) {
+  v1::RankAssignment a = Assignment({1});
+  a.set_store_address("10.0.0.1:29500");
+  const auto reports = Run(a);
+  ASSERT_FALSE(reports.empty());
+  EXPECT_EQ(reports.back().code(), 0) << reports.back().error();
+  EXPECT_EQ(*ReadFileToString(dir_ + "/job-7/argv_1.txt"), "_rank --run-dir " + dir_ + "/job-7 --rank 1 --store 10.0.0.1:29500\n");
+  for (const auto& r : reports) EXPECT_TRUE(r.store_address().empty());
+  // Neither rank 0 nor an address: refused, naming why.
+  a.clear_store_address();
+  a.set_attempt(1);
+  const auto refused = Run(a);
+  ASSERT_FALSE(refused.empty());
+  EXPECT_EQ(refused.back().code(), static_cast<int>(absl::StatusCode::kInvalidArgument));
+  EXPECT_THAT(refused.back().error(), HasSubstr("neither rank 0 nor the address of its rendezvous store"));
+}
+
+TEST_F(JobRunnerTest, AFailedRankEndsThePartWithItsCodeAndWords) {
+  setenv("MAPD_FAULT", "fail:1", 1);
+  const auto reports = Run(Assignment({0, 1}));
+  unsetenv("MAPD_FAULT");
+  ASSERT_FALSE(reports.empty());
+  EXPECT_TRUE(reports.back().finished());
+  EXPECT_EQ(reports.back().code(), static_cast<int>(absl::StatusCode::kResourceExhausted));
+  EXPECT_THAT(reports.back().error(), HasSubstr("rank 1 exited with status 1: error: rank 1: out of memory"));
+  EXPECT_THAT(metrics_.Encode(), HasSubstr("mapd_worker_jobs_total{outcome=\"failed\"} 1"));
+}
+
+}  // namespace
+}  // namespace mapd
