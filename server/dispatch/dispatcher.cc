@@ -88,6 +88,16 @@ void Dispatcher::MoveLocked(int64_t id, ActiveJob& job, Phase to) {
   job.phase = to;
 }
 
+void Dispatcher::RunEffects() {
+  absl::MutexLock order(&effects_mu_);  // one batch at a time, in the order they were queued
+  std::vector<std::function<void()>> run;
+  {
+    absl::MutexLock lock(&mu_);
+    run.swap(effects_);
+  }
+  for (auto& effect : run) effect();
+}
+
 Dispatcher::Dispatcher(JobManager* jobs, WorkerRegistry* workers, DispatchOptions options, PlanJobFn plan)
     : jobs_(jobs), workers_(workers), options_(std::move(options)), plan_(std::move(plan)) {}
 
@@ -254,7 +264,7 @@ bool Dispatcher::TryStart(const v1::Job& job) {
     absl::MutexLock lock(&mu_);
     const int free = Count(FreeDevicesLocked(JobDeviceKind(spec), spec.memory_per_device()));
     if (free < spec.ranks()) {
-      if (told_waiting_.insert(job.id()).second) (void)jobs_->Note(job.id(), WaitingMessage(spec, free));
+      if (told_waiting_.insert(job.id()).second) Defer([this, id = job.id(), why = WaitingMessage(spec, free)] { (void)jobs_->Note(id, why); });
       return false;
     }
   }
@@ -265,29 +275,31 @@ bool Dispatcher::TryStart(const v1::Job& job) {
     return true;
   }
   absl::MutexLock lock(&mu_);
-  told_waiting_.erase(job.id());
+  const int64_t id = job.id();
+  told_waiting_.erase(id);
   ActiveJob active;
   active.spec = spec;
   active.plan = std::make_shared<const RunnablePlan>(*std::move(plan));
-  if (auto st = PlaceLocked(job.id(), active, 0); !st.ok()) {
+  if (auto st = PlaceLocked(id, active, 0); !st.ok()) {
+    const std::string why(st.message());
     if (st.code() == absl::StatusCode::kFailedPrecondition) {  // devices went away while planning (a lost worker)
-      (void)jobs_->Transition(job.id(), v1::PENDING, absl::StrCat("back in the queue: ", st.message()));
+      Defer([this, id, why] { (void)jobs_->Transition(id, v1::PENDING, absl::StrCat("back in the queue: ", why)); });
       return false;
     }
-    MarkFailed(jobs_, job.id(), std::string(st.message()));
+    Defer([this, id, why] { MarkFailed(jobs_, id, why); });
     return true;
   }
   const int64_t peak = active.plan->predicted_peak_bytes;
   const std::string summary = active.plan->summary;
-  auto running = jobs_->Transition(job.id(), v1::RUNNING,
-                                   absl::StrCat("running on ", Where(active), "; plan: ", summary, "; ", FormatBytes(peak),
-                                                " per rank predicted"),
-                                   [&](v1::Job& j) {
-                                     j.set_plan_summary(summary);
-                                     j.set_predicted_peak_bytes(peak);
-                                   });
-  if (!running.ok()) return true;  // cancelled while planning
-  active_[job.id()] = std::move(active);
+  const std::string message = absl::StrCat("running on ", Where(active), "; plan: ", summary, "; ", FormatBytes(peak), " per rank predicted");
+  // Cancelled while planning: the transition fails, and Watch stops the job as any cancelled one.
+  Defer([this, id, message, summary, peak] {
+    (void)jobs_->Transition(id, v1::RUNNING, message, [&](v1::Job& j) {
+      j.set_plan_summary(summary);
+      j.set_predicted_peak_bytes(peak);
+    });
+  });
+  active_[id] = std::move(active);
   return true;
 }
 
@@ -296,19 +308,17 @@ void Dispatcher::TryResumeLocked(int64_t id, ActiveJob& job) {
   if (auto st = PlaceLocked(id, job, from); !st.ok()) {  // (parts unchanged: they have all ended)
     if (!job.told_waiting) {
       job.told_waiting = true;
-      (void)jobs_->Note(id, absl::StrCat(st.message(), " (to resume from step ", from, ")"));
+      Defer([this, id, why = absl::StrCat(st.message(), " (to resume from step ", from, ")")] { (void)jobs_->Note(id, why); });
     }
     return;
   }
   job.told_waiting = false;
   job.held_by.clear();
   job.progress.last_step = from;
-  auto running = jobs_->Transition(id, v1::RUNNING, absl::StrCat("resumed from the checkpoint of step ", from, " on ", Where(job)),
-                                   [&](v1::Job& j) { j.set_attempt(job.restarts); });
-  if (!running.ok()) {  // cancelled meanwhile
-    MoveLocked(id, job, Phase::kStopping);
-    for (Part& p : job.parts) p.finished = true;
-  }
+  // Cancelled meanwhile: the transition fails, and Watch stops the job as any cancelled one.
+  Defer([this, id, attempt = job.restarts, message = absl::StrCat("resumed from the checkpoint of step ", from, " on ", Where(job))] {
+    (void)jobs_->Transition(id, v1::RUNNING, message, [&](v1::Job& j) { j.set_attempt(attempt); });
+  });
 }
 
 void Dispatcher::LoseLocked(int64_t id, ActiveJob& job, const std::string& why) {
@@ -323,14 +333,15 @@ void Dispatcher::LoseLocked(int64_t id, ActiveJob& job, const std::string& why) 
   }
   MoveLocked(id, job, Phase::kRestarting);
   ++job.restarts;  // the next attempt's number
-  (void)jobs_->Transition(id, v1::RESTARTING,
-                          absl::StrCat(why, "; restarting from the checkpoint of step ", committed, " (restart ",
-                                       job.restarts, " of at most ", options_.max_restarts, ")"));
+  Defer([this, id, message = absl::StrCat(why, "; restarting from the checkpoint of step ", committed, " (restart ", job.restarts,
+                                          " of at most ", options_.max_restarts, ")")] {
+    (void)jobs_->Transition(id, v1::RESTARTING, message);
+  });
 }
 
 void Dispatcher::FailLocked(int64_t id, ActiveJob& job, const std::string& why) {
   MoveLocked(id, job, Phase::kStopping);
-  MarkFailed(jobs_, id, why);
+  Defer([this, id, why] { MarkFailed(jobs_, id, why); });
 }
 
 void Dispatcher::SettleFailureLocked(int64_t id, ActiveJob& job) {
@@ -364,7 +375,10 @@ void Dispatcher::Tick() {
 
 void Dispatcher::StartPending() {
   if (!orphans_checked_) return;  // the previous coordinator's jobs first: they hold checkpoints
-  for (const v1::Job& job : jobs_->Pending()) TryStart(job);
+  for (const v1::Job& job : jobs_->Pending()) {
+    TryStart(job);
+    RunEffects();
+  }
 }
 
 void Dispatcher::Watch() {
@@ -404,10 +418,18 @@ void Dispatcher::Watch() {
       it = (!j.ok() || j->state() != v1::PENDING) ? told_waiting_.erase(it) : std::next(it);
     }
   }
+  RunEffects();
 }
 
 void Dispatcher::OnHeartbeat(const std::string& worker_id, const std::vector<int64_t>& running, v1::HeartbeatResponse* out) {
-  absl::MutexLock lock(&mu_);
+  {
+    absl::MutexLock lock(&mu_);
+    HeartbeatLocked(worker_id, running, out);
+  }
+  RunEffects();
+}
+
+void Dispatcher::HeartbeatLocked(const std::string& worker_id, const std::vector<int64_t>& running, v1::HeartbeatResponse* out) {
   const std::set<int64_t> runs(running.begin(), running.end());
   for (auto& [id, job] : active_) {
     // A job recovered after a coordinator restart waits for the ranks of its earlier attempt
@@ -442,7 +464,16 @@ void Dispatcher::OnHeartbeat(const std::string& worker_id, const std::vector<int
 }
 
 absl::StatusOr<v1::ReportResponse> Dispatcher::OnReport(const v1::ReportRequest& report) {
-  absl::MutexLock lock(&mu_);
+  absl::StatusOr<v1::ReportResponse> out;
+  {
+    absl::MutexLock lock(&mu_);
+    out = ReportLocked(report);
+  }
+  RunEffects();
+  return out;
+}
+
+absl::StatusOr<v1::ReportResponse> Dispatcher::ReportLocked(const v1::ReportRequest& report) {
   auto it = active_.find(report.job_id());
   Part* part = nullptr;
   if (it != active_.end()) {
@@ -480,22 +511,27 @@ absl::StatusOr<v1::ReportResponse> Dispatcher::OnReport(const v1::ReportRequest&
     p.loss = s.loss();
     p.items_per_second = s.seconds() > 0 ? static_cast<double>(a.items_per_step()) / s.seconds() : 0;
     p.peak_bytes = job.progress.worst_peak_bytes;
-    (void)jobs_->ReportProgress(id, p);
+    Defer([this, id, p] { (void)jobs_->ReportProgress(id, p); });
   }
   if (report.checkpoint_step() > 0 && !job.stopping() &&
       job.checkpoints.Written(report.checkpoint_step(), static_cast<int>(job.parts.size()))) {
     const int64_t step = report.checkpoint_step();
     if (options_.checkpoint_dir.empty()) {
-      (void)jobs_->Note(id, absl::StrCat("checkpoint: step ", step, " committed on every worker"));
+      Defer([this, id, step] { (void)jobs_->Note(id, absl::StrCat("checkpoint: step ", step, " committed on every worker")); });
     } else {
-      // Every rank's shard is on the shared storage: commit the step (checkpoint_commit.h).
-      const v1::CheckpointMeta meta = CheckpointMetaFor(step, job.spec.ranks(), job.plan->mesh, job.plan->checkpoint_plan);
-      if (auto st = CommitCheckpointStep(JobCheckpointDir(id), meta); !st.ok()) {
-        (void)jobs_->Note(id, absl::StrCat("checkpoint: step ", step, " not committed: ", st.message()));
-      } else {
-        job.checkpoints.Committed(step);
-        (void)jobs_->Note(id, absl::StrCat("checkpoint: step ", step, " committed to ", CheckpointStepDir(JobCheckpointDir(id), step)));
-      }
+      // Every rank's shard is on the shared storage: commit the step (checkpoint_commit.h),
+      // outside the lock; the job resumes from it once it is recorded.
+      Defer([this, id, attempt = job.restarts, dir = JobCheckpointDir(id),
+             meta = CheckpointMetaFor(step, job.spec.ranks(), job.plan->mesh, job.plan->checkpoint_plan)] {
+        const absl::Status st = CommitCheckpointStep(dir, meta);
+        if (st.ok()) {
+          absl::MutexLock lock(&mu_);
+          auto it = active_.find(id);
+          if (it != active_.end() && it->second.restarts == attempt) it->second.checkpoints.Committed(meta.step());
+        }
+        (void)jobs_->Note(id, st.ok() ? absl::StrCat("checkpoint: step ", meta.step(), " committed to ", CheckpointStepDir(dir, meta.step()))
+                                      : absl::StrCat("checkpoint: step ", meta.step(), " not committed: ", st.message()));
+      });
     }
   }
   v1::ReportResponse out;
@@ -505,13 +541,14 @@ absl::StatusOr<v1::ReportResponse> Dispatcher::OnReport(const v1::ReportRequest&
       // Stop the other parts; FAILED or RESTARTING once they have ended (SettleFailureLocked).
       MoveLocked(id, job, Phase::kStopping);
       job.failure = absl::StrCat("worker ", report.worker_id(), ": ", report.error());
-      if (!job.parts_ended()) (void)jobs_->Note(id, absl::StrCat(job.failure, "; stopping the other ranks"));
+      if (!job.parts_ended()) Defer([this, id, why = absl::StrCat(job.failure, "; stopping the other ranks")] { (void)jobs_->Note(id, why); });
     } else if (!job.stopping() && job.parts_ended()) {
       MoveLocked(id, job, Phase::kStopping);
       const JobProgressStats& p = job.progress;
-      (void)jobs_->Transition(id, v1::SUCCEEDED,
-                              absl::StrFormat("trained %d steps on %d rank(s): loss %.4f -> %.4f; worst rank's peak %s", p.last_step,
-                                              job.spec.ranks(), p.first_loss, p.last_loss, FormatBytes(p.worst_peak_bytes)));
+      Defer([this, id, message = absl::StrFormat("trained %d steps on %d rank(s): loss %.4f -> %.4f; worst rank's peak %s", p.last_step,
+                                                 job.spec.ranks(), p.first_loss, p.last_loss, FormatBytes(p.worst_peak_bytes))] {
+        (void)jobs_->Transition(id, v1::SUCCEEDED, message);
+      });
     }
   }
   // A finished report is told whether the job was stopping before it came (its ranks were then

@@ -37,7 +37,12 @@
 // do are told to stop them). Otherwise they FAIL saying why (a restarted coordinator does not
 // adopt running ranks: they are told to stop).
 //
-// Thread-safe; lock order: the dispatcher's mutex, then the job manager's and the registry's.
+// Thread-safe. The job store's writes (events, progress, state changes) and the shared-storage
+// checkpoint commit are queued under the dispatcher's mutex (Defer) and run after it is released
+// (RunEffects), one batch at a time in the order queued — so a heartbeat never waits for SQLite
+// or a shared filesystem. A checkpoint step counts for a restart once its commit has run: a
+// worker lost in the moment between (microseconds) restarts from the step before. Lock order:
+// the effects' mutex, then the dispatcher's, then the job manager's and the registry's.
 #ifndef MAPD_SERVER_DISPATCH_DISPATCHER_H_
 #define MAPD_SERVER_DISPATCH_DISPATCHER_H_
 
@@ -154,6 +159,12 @@ class Dispatcher {
   // A recovered job may be placed: a lease period has passed since this coordinator's first
   // round and no ALIVE worker lists its earlier ranks.
   bool RecoveredMayResumeLocked(const ActiveJob& job) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void HeartbeatLocked(const std::string& worker_id, const std::vector<int64_t>& running, v1::HeartbeatResponse* out)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::StatusOr<v1::ReportResponse> ReportLocked(const v1::ReportRequest& report) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Queues a write to the job store or shared storage for RunEffects (above).
+  void Defer(std::function<void()> effect) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { effects_.push_back(std::move(effect)); }
+  void RunEffects() ABSL_LOCKS_EXCLUDED(mu_, effects_mu_);
   // The job's one phase change (above); a move the diagram has not is a bug in the dispatcher.
   void MoveLocked(int64_t id, ActiveJob& job, Phase to) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Starts `job` if devices allow; false when it must wait.
@@ -189,7 +200,9 @@ class Dispatcher {
   WorkerRegistry* workers_;
   DispatchOptions options_;
   PlanJobFn plan_;
+  absl::Mutex effects_mu_ ABSL_ACQUIRED_BEFORE(mu_);
   mutable absl::Mutex mu_;
+  std::vector<std::function<void()>> effects_ ABSL_GUARDED_BY(mu_);
   std::map<int64_t, ActiveJob> active_ ABSL_GUARDED_BY(mu_);
   std::set<int64_t> told_waiting_ ABSL_GUARDED_BY(mu_);  // pending jobs whose wait has an event
   std::atomic<bool> orphans_checked_{false};  // set by Watch once it has recovered them
