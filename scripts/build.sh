@@ -3,6 +3,7 @@
 #   MAPD_BUILD_DIR  build folder (default: build)
 #   MAPD_JOBS       parallel compile jobs (default: 2 — LibTorch headers are heavy)
 #   MAPD_WITH_CUDA  auto|on|off (default: auto)
+#   MAPD_WITH_TORCH auto|on|off (default: auto; off builds mapd, mapd-worker and the planner only)
 #   MAPD_BUILD_TYPE CMake build type (default: RelWithDebInfo)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -13,6 +14,7 @@ if command -v ninja >/dev/null 2>&1; then GENERATOR=(-G Ninja); fi
 if [[ ! -f "$BUILD_DIR/CMakeCache.txt" ]]; then
   cmake -S . -B "$BUILD_DIR" "${GENERATOR[@]}" \
     -DCMAKE_BUILD_TYPE="${MAPD_BUILD_TYPE:-RelWithDebInfo}" \
-    -DMAPD_WITH_CUDA="${MAPD_WITH_CUDA:-auto}"
+    -DMAPD_WITH_CUDA="${MAPD_WITH_CUDA:-auto}" \
+    -DMAPD_WITH_TORCH="${MAPD_WITH_TORCH:-auto}"
 fi
 cmake --build "$BUILD_DIR" -j "$JOBS" "$@"
