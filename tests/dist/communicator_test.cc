@@ -7,6 +7,7 @@
 #include <ATen/ATen.h>
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <thread>
 
 #include "worker/device/device_info.h"
@@ -103,6 +104,38 @@ TEST(Communicator, NcclWithoutTheBackendOrAGpuIsAClearError) {
   EXPECT_EQ(groups.status().code(), NcclBackendBuilt() ? absl::StatusCode::kUnavailable : absl::StatusCode::kUnimplemented)
       << groups.status();
   EXPECT_NE(groups.status().message().find("axis 0"), std::string::npos) << groups.status();
+}
+
+// The last rendezvous: rank 0 (whose process hosts the store) waits until every rank says it is
+// done, so it never takes the store away from a rank still using it; a rank that never comes is
+// a deadline naming how many are missing.
+TEST(Rendezvous, RankZeroWaitsAtTheEndForEveryRank) {
+  auto server = StoreServer::Start("127.0.0.1", 0);
+  ASSERT_TRUE(server.ok()) << server.status();
+  RendezvousOptions ro;
+  ro.port = (*server)->port();
+  ro.timeout = std::chrono::milliseconds(5000);
+  std::atomic<bool> zero_returned{false};
+  absl::Status zero_status;
+  std::thread zero([&] {
+    zero_status = FinishRendezvous(ro, 0, 3);
+    zero_returned = true;
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  EXPECT_FALSE(zero_returned) << "rank 0 left before ranks 1 and 2 were done";
+  for (int rank = 1; rank < 3; ++rank) {
+    EXPECT_TRUE(FinishRendezvous(ro, rank, 3).ok());
+  }
+  zero.join();
+  EXPECT_TRUE(zero_status.ok()) << zero_status;
+
+  auto other = StoreServer::Start("127.0.0.1", 0);
+  ASSERT_TRUE(other.ok());
+  ro.port = (*other)->port();
+  ro.timeout = std::chrono::milliseconds(1500);  // enough for c10d to connect (300 ms was not, here)
+  const absl::Status alone = FinishRendezvous(ro, 0, 2);
+  EXPECT_EQ(alone.code(), absl::StatusCode::kDeadlineExceeded) << alone;
+  EXPECT_NE(alone.message().find("1 rank(s) did not finish"), std::string::npos) << alone;
 }
 
 }  // namespace
