@@ -1,6 +1,5 @@
 #include "planner/graph/verifier.h"
 
-#include <functional>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -31,36 +30,48 @@ struct Def {
   const v1::TensorType* type = nullptr;
 };
 
-// Finds a cycle through node `start` in the producer graph; returns its node names.
-std::vector<std::string> FindCycle(const v1::Graph& g, const std::unordered_map<std::string, Def>& defs,
-                                   int start) {
-  std::vector<int> state(g.nodes_size(), 0);  // 0 new, 1 on stack, 2 done
-  std::vector<int> stack;
-  std::vector<std::string> cycle;
-  std::function<bool(int)> dfs = [&](int n) -> bool {
-    state[n] = 1;
-    stack.push_back(n);
-    for (const auto& in : g.nodes(n).inputs()) {
-      auto it = defs.find(in);
-      if (it == defs.end() || it->second.node < 0) continue;
-      const int p = it->second.node;
-      if (state[p] == 1) {
-        bool on = false;
-        for (int s : stack) {
-          if (s == p) on = true;
-          if (on) cycle.push_back(g.nodes(s).name());
-        }
-        cycle.push_back(g.nodes(p).name());
-        return true;
-      }
-      if (state[p] == 0 && dfs(p)) return true;
+// Finds a cycle through node `start` in the producer graph; returns its node names. Iterative
+// (an explicit stack of (node, next input)): a graph's depth is the client's to choose, and a
+// hundred thousand nodes in reverse order must not overflow the call stack.
+std::vector<std::string> FindCycle(const v1::Graph& g, const std::unordered_map<std::string, Def>& defs, int start) {
+  std::vector<int> state(g.nodes_size(), 0);  // 0 new, 1 on the path, 2 done
+  std::vector<std::pair<int, int>> path;      // (node, index of the next input to follow)
+  state[start] = 1;
+  path.push_back({start, 0});
+  while (!path.empty()) {
+    auto& [n, next] = path.back();
+    if (next == g.nodes(n).inputs_size()) {
+      state[n] = 2;
+      path.pop_back();
+      continue;
     }
-    stack.pop_back();
-    state[n] = 2;
-    return false;
-  };
-  dfs(start);
-  return cycle;
+    auto it = defs.find(g.nodes(n).inputs(next++));
+    if (it == defs.end() || it->second.node < 0) continue;
+    const int p = it->second.node;
+    if (state[p] == 1) {  // back on the path: the cycle is the path from p on, and p again
+      std::vector<std::string> cycle;
+      bool on = false;
+      for (const auto& [m, unused] : path) {
+        on = on || m == p;
+        if (on) cycle.push_back(g.nodes(m).name());
+      }
+      cycle.push_back(g.nodes(p).name());
+      return cycle;
+    }
+    if (state[p] == 0) {
+      state[p] = 1;
+      path.push_back({p, 0});
+    }
+  }
+  return {};
+}
+
+// "a -> b -> c -> a", or its first and last names around a count when it is long.
+std::string DescribeCycle(const std::vector<std::string>& cycle) {
+  constexpr size_t kShown = 8;
+  if (cycle.size() <= 2 * kShown) return absl::StrJoin(cycle, " -> ");
+  return absl::StrCat(absl::StrJoin(cycle.begin(), cycle.begin() + kShown, " -> "), " -> ... (", cycle.size() - 2 * kShown,
+                      " more) -> ", absl::StrJoin(cycle.end() - kShown, cycle.end(), " -> "));
 }
 
 }  // namespace
@@ -148,7 +159,7 @@ absl::Status VerifyGraph(const v1::Graph& g, const OpRegistry& registry) {
       if (d.node >= n) {
         auto cycle = FindCycle(g, defs, n);
         if (!cycle.empty()) {
-          return Invalid(absl::StrCat("the graph has a cycle: ", absl::StrJoin(cycle, " -> ")));
+          return Invalid(absl::StrCat("the graph has a cycle: ", DescribeCycle(cycle)));
         }
         return Invalid(absl::StrCat("node '", node.name(), "' reads value '", in, "' defined by the later node '",
                                     g.nodes(d.node).name(), "'; nodes must be in topological order"));

@@ -4,6 +4,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "planner/graph/builder.h"
 #include "planner/graph/loss.h"
 
@@ -87,6 +89,34 @@ TEST(Verifier, CycleIsReportedWithItsNodes) {
   // linear reads relu's output, relu reads linear's: a cycle.
   g.mutable_nodes(0)->set_inputs(0, "relu");
   EXPECT_THAT(VerifyMessage(g), HasSubstr("the graph has a cycle: linear -> relu -> linear"));
+}
+
+// A chain of 100,000 relus: a client's graph may be as deep as it likes, and the order and cycle
+// checks must not recurse once per node (a stack overflow took the coordinator down).
+v1::Graph DeepChain(int nodes) {
+  GraphBuilder b("deep");
+  std::string h = b.Input("x", {v1::FLOAT32, {4}});
+  for (int i = 0; i < nodes; ++i) h = b.Op("relu", {h});
+  b.Output(h);
+  auto g = b.Build();
+  EXPECT_TRUE(g.ok()) << g.status();
+  return *g;
+}
+
+TEST(Verifier, AHundredThousandNodesInReverseOrderAreRefusedNotRecursedInto) {
+  v1::Graph g = DeepChain(100000);
+  EXPECT_EQ(VerifyMessage(g), "ok");
+  std::reverse(g.mutable_nodes()->begin(), g.mutable_nodes()->end());
+  EXPECT_THAT(VerifyMessage(g), HasSubstr("nodes must be in topological order"));
+}
+
+TEST(Verifier, ALongCycleIsNamedByItsEnds) {
+  v1::Graph g = DeepChain(100000);
+  g.mutable_nodes(0)->set_inputs(0, g.nodes(g.nodes_size() - 1).outputs(0));  // the first reads the last
+  const std::string message = VerifyMessage(g);
+  EXPECT_THAT(message, HasSubstr("the graph has a cycle: "));
+  EXPECT_THAT(message, HasSubstr(" more) -> "));
+  EXPECT_LT(message.size(), 2000u) << message.size();
 }
 
 TEST(Verifier, OutOfOrderWithoutCycle) {
