@@ -12,6 +12,9 @@
 //   plan_bench --production  the foundation-model workloads at production batches (bf16, 80 GiB
 //                         H100s, micro-batches chosen): search time against 5 s, MAP against the
 //                         best fitting baseline — the table in docs/planner.md.
+//   plan_bench --pipelines  the pipeline workloads (gpt3-175b on 1024 A100s, llama2-70b on 512
+//                         and llama3-70b on 1024 H100s, bf16, 80 GiB): search time against 5 s,
+//                         MAP against the fastest fitting Megatron TP × PP × DP or TP × DP plan.
 //   plan_bench --sweep    the budget sweep of docs/planner.md: llama2-7b (8 × 4096 tokens) and
 //                         gpt2-xl (32 × 1024) on 8 H100s as memory per device shrinks from 80
 //                         to 12 GiB — MAP's plan (mesh, ZeRO stage, recomputed layers), its step
@@ -311,9 +314,82 @@ int Production() {
   return failures;
 }
 
+// The pipeline issue's workloads (docs/planner.md, "Pipeline stages"): bf16, 80 GiB devices,
+// stage counts and micro-batches chosen. Per workload: the whole search's wall time against 5 s,
+// MAP's plan, and the fastest fitting Megatron plan — TP × PP × DP, or TP × DP without stages —
+// over MAP's. Fails a workload that does not fit, takes 5 s or more, or loses to one.
+int Pipelines() {
+  struct Workload {
+    const char* spec;
+    int64_t devices;
+    const char* device_type;
+  };
+  const Workload workloads[] = {{"gpt3-175b:batch=1536,seq=2048", 1024, "a100-80g"},
+                                {"llama2-70b:batch=1024,seq=4096", 512, "h100-80g"},
+                                {"llama3-70b:batch=512,seq=8192", 1024, "h100-80g"}};
+  std::printf("| workload | devices | search | / 5 s | MAP plan | MAP step | MAP peak | fastest fitting Megatron | its step | it / MAP |\n");
+  std::printf("|---|---|---|---|---|---|---|---|---|---|\n");
+  int failures = 0;
+  for (const Workload& w : workloads) {
+    auto fp32 = TrainingGraph(w.spec);
+    if (!fp32.ok()) return 1;
+    mapd::PlannerOptions o = Options(w.devices, 80);
+    o.cluster.device_type = w.device_type;
+    o.profile.precision = mapd::Precision::kBf16Mixed;
+    o.pipeline_stages = 0;  // auto
+    const auto start = std::chrono::steady_clock::now();
+    auto graph = mapd::GraphAtPrecision(*fp32, o.profile.precision);
+    if (!graph.ok()) return 1;
+    auto r = mapd::SearchPlan(*graph, o);
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    if (!r.ok()) {
+      std::printf("| %s | %lld | error: %s |\n", w.spec, static_cast<long long>(w.devices), std::string(r.status().message()).c_str());
+      ++failures;
+      continue;
+    }
+    const bool fits = r->fits || r->pipeline.has_value();
+    const double step = r->pipeline ? r->pipeline->step_seconds : r->plan.cost.step_seconds;
+    std::string plan = "no plan fits", peak = "-";
+    if (r->pipeline) {
+      const mapd::PipelinePlan& p = *r->pipeline;
+      plan = absl::StrFormat("%d stages x mesh %s, %lld micro-batches, bubble %.1f%%", p.stages, absl::StrJoin(p.stage_mesh, "x"),
+                             static_cast<long long>(p.micro_batches), 100 * p.bubble_fraction);
+      peak = mapd::FormatBytes(static_cast<int64_t>(p.peak_bytes));
+    } else if (r->fits) {
+      plan = absl::StrFormat("%s, %lld micro-batches", Describe(r->plan), static_cast<long long>(r->plan.micro_batches));
+      peak = mapd::FormatBytes(static_cast<int64_t>(r->plan.cost.peak_bytes()));
+    }
+    std::string base_name = "none fits";
+    double base_step = 0;
+    for (const mapd::PipelinePlan& b : r->pipeline_baselines) {
+      if (b.applicable && b.fits && (base_step == 0 || b.step_seconds < base_step)) {
+        base_step = b.step_seconds;
+        base_name = absl::StrFormat("%s, %lld micro-batches", b.name, static_cast<long long>(b.micro_batches));
+      }
+    }
+    for (const mapd::PlanCandidate& b : r->baselines) {
+      if (b.applicable && b.fits && b.name.rfind("Megatron", 0) == 0 && (base_step == 0 || b.cost.step_seconds < base_step)) {
+        base_step = b.cost.step_seconds;
+        base_name = absl::StrFormat("%s, %lld micro-batches", b.name, static_cast<long long>(b.micro_batches));
+      }
+    }
+    const bool slower = base_step > 0 && fits && base_step < step * (1 - 1e-9);
+    failures += !fits || seconds >= 5 || slower;
+    std::printf("| %s | %lld %s | %.2f s | %.2f | %s | %.0f ms | %s | %s | %s | %s |\n", w.spec, static_cast<long long>(w.devices),
+                w.device_type, seconds, seconds / 5, plan.c_str(), step * 1e3, peak.c_str(), base_name.c_str(),
+                base_step > 0 ? absl::StrFormat("%.0f ms", base_step * 1e3).c_str() : "-",
+                base_step > 0 && fits ? absl::StrFormat("%.2f", base_step / step).c_str() : "-");
+    std::fflush(stdout);
+  }
+  std::printf("\n%d of %zu workloads fail (no fit, search >= 5 s, or slower than a fitting Megatron plan)\n", failures,
+              sizeof(workloads) / sizeof(workloads[0]));
+  return failures;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
+  if (argc > 1 && std::strcmp(argv[1], "--pipelines") == 0) return Pipelines() == 0 ? 0 : 1;
   if (argc > 1 && std::strcmp(argv[1], "--production") == 0) return Production() == 0 ? 0 : 1;
   if (argc > 1 && std::strcmp(argv[1], "--sweep") == 0) return Sweep() == 0 ? 0 : 1;
   if (argc > 1 && std::strcmp(argv[1], "--targets") == 0) return Targets() == 0 ? 0 : 1;

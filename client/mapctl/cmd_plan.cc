@@ -58,6 +58,59 @@ nlohmann::json CandidateJson(const Graph& graph, const PlanCandidate& c, int64_t
   return j;
 }
 
+nlohmann::json StageJson(const StagePlan& s) {
+  return {{"layers", {s.first_name, s.last_name}},
+          {"first_layer", s.first_layer},
+          {"end_layer", s.end_layer},
+          {"mesh", s.plan.mesh},
+          {"zero_stage", s.plan.zero_stage},
+          {"micro_batches_in_flight", s.in_flight},
+          {"recomputed_layers", s.plan.recomputed_layers.size()},
+          {"predicted_pass_seconds", s.pass_seconds},
+          {"predicted_once_seconds", s.once_seconds},
+          {"predicted_send_seconds", s.send_seconds},
+          {"predicted_peak_bytes", static_cast<int64_t>(s.plan.cost.peak_bytes())},
+          {"fits", s.plan.fits}};
+}
+
+nlohmann::json PipelineJson(const PipelinePlan& p, int64_t global_batch) {
+  nlohmann::json j = {{"name", p.name},
+                      {"pipeline_stages", p.stages},
+                      {"stage_mesh", p.stage_mesh},
+                      {"micro_batches", p.micro_batches},
+                      {"micro_batch_size", p.micro_batches > 0 ? global_batch / p.micro_batches : global_batch},
+                      {"schedule", p.schedule},
+                      {"applicable", p.applicable},
+                      {"fits", p.fits}};
+  if (!p.applicable) {
+    j["note"] = p.note;
+    return j;
+  }
+  j["predicted_step_seconds"] = p.step_seconds;
+  j["predicted_peak_bytes"] = static_cast<int64_t>(p.peak_bytes);
+  j["bubble_fraction"] = p.bubble_fraction;
+  j["stages"] = nlohmann::json::array();
+  for (const StagePlan& s : p.stage_plans) j["stages"].push_back(StageJson(s));
+  return j;
+}
+
+// "h.0-h.11" (a stage's layers).
+std::string StageLayers(const StagePlan& s) {
+  return s.first_name == s.last_name ? s.first_name : absl::StrCat(s.first_name, "-", s.last_name);
+}
+
+// The stages of a pipeline plan, one row each.
+void PrintStages(const PipelinePlan& p) {
+  Table t({"STAGE", "LAYERS", "MESH", "ZERO", "RECOMPUTED", "IN FLIGHT", "PASS", "SEND", "ONCE", "PEAK/DEVICE", "FITS"});
+  for (size_t i = 0; i < p.stage_plans.size(); ++i) {
+    const StagePlan& s = p.stage_plans[i];
+    t.Row({std::to_string(i), StageLayers(s), MeshString(s.plan.mesh), std::to_string(s.plan.zero_stage),
+           std::to_string(s.plan.recomputed_layers.size()), std::to_string(s.in_flight), Ms(s.pass_seconds),
+           Ms(s.send_seconds), Ms(s.once_seconds), Bytes(s.plan.cost.peak_bytes()), s.plan.fits ? "yes" : "no"});
+  }
+  t.Print(std::cout);
+}
+
 // "layers.1, layers.2, …, layers.28" — the first and last few of a long list.
 std::string LayerList(const std::vector<std::string>& layers) {
   if (layers.size() <= 6) return absl::StrJoin(layers, ", ");
@@ -81,6 +134,15 @@ absl::StatusOr<int64_t> ParseMicroBatches(const std::string& text) {
   return m;
 }
 
+absl::StatusOr<int> ParsePipelineStages(const std::string& text) {
+  if (text == "auto") return 0;
+  int p = 0;
+  if (!absl::SimpleAtoi(text, &p) || p < 1) {
+    return absl::InvalidArgumentError(absl::StrCat("--pipeline-stages ", text, ": use auto or a positive count (1: no stages)"));
+  }
+  return p;
+}
+
 absl::StatusOr<int> ParseZeroStage(const std::string& text, int highest) {
   if (text == "auto") return -1;
   if (text.size() == 1 && text[0] >= '0' && text[0] - '0' <= highest) return text[0] - '0';
@@ -90,145 +152,14 @@ absl::StatusOr<int> ParseZeroStage(const std::string& text, int highest) {
                                                  highest < 3 ? " (stage 3 is not built in the runtime)" : ""));
 }
 
-int RunPlan(const PlanArgs& args) {
-  PlannerOptions options;
-  options.cluster.devices = args.devices;
-  if (!args.mesh.empty()) {
-    auto mesh = ParseMesh(args.mesh);
-    if (!mesh.ok()) return ReportError(mesh.status());
-    options.cluster.mesh = *mesh;
-  }
-  options.cluster.device_type = args.device_type;
-  options.cluster.gpus_per_node = args.gpus_per_node;
-  if (!args.memory_per_device.empty()) {
-    auto bytes = ParseBytes(args.memory_per_device);
-    if (!bytes.ok()) return ReportError(bytes.status());
-    options.cluster.memory_per_device = *bytes;
-  }
-  auto opt = ParseOptimizer(args.optimizer);
-  if (!opt.ok()) return ReportError(opt.status());
-  options.profile.optimizer = *opt;
-  auto precision = ResolvePrecision(args.precision, args.device_type);
-  if (!precision.ok()) return ReportError(precision.status());
-  options.profile.precision = *precision;
-  auto zero = ParseZeroStage(args.zero, 3);
-  if (!zero.ok()) return ReportError(zero.status());
-  options.zero_stage = *zero;
-  options.recompute = args.recompute != "off";
-  auto micro = ParseMicroBatches(args.micro_batches);
-  if (!micro.ok()) return ReportError(micro.status());
-  options.micro_batches = *micro;
-  options.time_limit_seconds = args.time_limit;
-  options.relative_gap = args.gap;
-  if (auto st = options.Validate(); !st.ok()) return ReportError(st);
-  if (auto c = MakeCluster(options.cluster); !c.ok()) return ReportError(c.status());
-
-  auto trainable = LoadTrainingGraph(args.model.model, args.model.inputs, args.batch_size, args.seq_len, args.loss);
-  if (!trainable.ok()) return ReportError(trainable.status());
-  auto loaded = Graph::Create(*std::move(trainable));
-  if (!loaded.ok()) return ReportError(loaded.status());
-  // bf16: the search plans the mixed-precision graph, which a saved plan carries.
-  auto graph = GraphAtPrecision(*loaded, options.profile.precision);
-  if (!graph.ok()) return ReportError(graph.status());
-
-  auto result = SearchPlan(*graph, options);
-  if (!result.ok()) return ReportError(result.status());
-  const PlanCandidate& plan = result->plan;
-  const Cluster& cluster = result->cluster;
-
-  if (!args.dump_request.empty()) {
-    if (auto st = WriteStringToFileAtomic(args.dump_request, plan.request.SerializeAsString()); !st.ok()) {
-      return ReportError(st);
-    }
-  }
-  if (!args.report.empty()) {
-    PlanReportInfo info{graph->name(), args.devices > 0 ? args.devices : cluster.num_devices(), cluster.device.name,
-                        static_cast<double>(cluster.memory_per_device)};
-    if (auto st = WriteStringToFileAtomic(args.report, RenderPlanHtml(*graph, *result, info)); !st.ok()) {
-      return ReportError(st);
-    }
-  }
-  if (!result->fits) {
-    return ReportError(absl::FailedPreconditionError(absl::StrFormat(
-        "no plan fits %s per device: the least memory any plan searched needs is %s per device "
-        "(mesh shapes %s, ZeRO %s, micro-batches %s); give each device at least that (--memory-per-device), use more "
-        "devices, or a smaller batch",
-        FormatBytes(cluster.memory_per_device), Bytes(result->min_memory_bytes),
-        options.cluster.mesh.empty() ? "all 1-D and 2-D" : MeshString(options.cluster.mesh),
-        options.zero_stage < 0 ? "up to stage 3" : absl::StrCat("stage ", options.zero_stage),
-        absl::StrJoin(result->micro_batch_counts, ", "))));
-  }
-  if (!args.save.empty()) {
-    if (auto st = WriteStringToFileAtomic(args.save, ToPlanProto(*graph, *result, options).SerializeAsString()); !st.ok()) {
-      return ReportError(st);
-    }
-  }
-
+// The plan without stages: its layers' strategies, mesh, memory and communication.
+void PrintFlatPlan(const Graph& g, const PlanResult& r, const PlannerOptions& options) {
+  const Graph* graph = &g;
+  const PlanResult* result = &r;
+  const PlanCandidate& plan = r.plan;
+  const Cluster& cluster = r.cluster;
   const ChoiceCost& cost = plan.cost;
-  const int sequence_parallel_norms = SequenceParallelNorms(*graph, plan.strategies);
-  if (args.format == "json") {
-    nlohmann::json j;
-    j["model"] = graph->name();
-    j["device"] = cluster.device.name;
-    j["devices"] = cluster.num_devices();
-    j["mesh"] = plan.mesh;
-    j["zero_stage"] = plan.zero_stage;
-    j["global_batch"] = result->global_batch;
-    j["micro_batches"] = plan.micro_batches;
-    j["micro_batch_size"] = plan.micro_batches > 0 ? result->global_batch / plan.micro_batches : result->global_batch;
-    j["micro_batch_counts_searched"] = result->micro_batch_counts;
-    if (!result->micro_batch_note.empty()) j["micro_batch_note"] = result->micro_batch_note;
-    if (!result->adopted_note.empty()) j["adopted_note"] = result->adopted_note;
-    j["precision"] = PrecisionName(options.profile.precision);
-    j["sequence_parallel"] = sequence_parallel_norms > 0;
-    j["sequence_parallel_norms"] = sequence_parallel_norms;
-    j["memory_per_device"] = cluster.memory_per_device;
-    j["fits"] = result->fits;
-    j["predicted_step_seconds"] = cost.step_seconds;
-    j["predicted_compute_seconds"] = cost.compute_seconds;
-    j["predicted_communication_seconds"] = cost.comm_seconds;
-    j["predicted_recompute_seconds"] = cost.recompute_seconds;
-    j["recomputed_layers"] = plan.recomputed_layers;
-    j["predicted_peak_bytes"] = static_cast<int64_t>(cost.peak_bytes());
-    j["memory_breakdown"] = {{"parameters", static_cast<int64_t>(cost.parameter_bytes)},
-                             {"gradients", static_cast<int64_t>(cost.gradient_bytes)},
-                             {"optimizer_states", static_cast<int64_t>(cost.optimizer_bytes)},
-                             {"activations", static_cast<int64_t>(cost.activation_bytes + cost.recompute_bytes)},
-                             {"gathered_parameters", static_cast<int64_t>(cost.fixed_bytes)}};
-    nlohmann::json comm;
-    for (int k = 0; k < 4; ++k) comm[CollectiveName(static_cast<CollectiveKind>(k))] = static_cast<int64_t>(cost.comm_bytes[k]);
-    j["communication_bytes"] = comm;
-    j["solve_seconds"] = result->search_seconds;
-    j["solver_status"] = v1::SolverResponse::Status_Name(plan.solver_status);
-    j["decisions"] = plan.decisions;
-    j["meshes_solved"] = result->meshes_solved;
-    j["meshes_pruned"] = result->meshes_pruned;
-    j["alternatives"] = nlohmann::json::array();
-    for (const auto& a : result->alternatives) j["alternatives"].push_back(CandidateJson(*graph, a, result->global_batch));
-    j["pruned"] = nlohmann::json::array();
-    for (const auto& p : result->pruned) {
-      j["pruned"].push_back({{"mesh", p.mesh}, {"lower_bound_step_seconds", p.cost.step_seconds}, {"note", p.note}});
-    }
-    j["baselines"] = nlohmann::json::array();
-    for (const auto& b : result->baselines) j["baselines"].push_back(CandidateJson(*graph, b, result->global_batch));
-    j["layers"] = nlohmann::json::array();
-    for (const LayerSummary& r : SummarizeLayers(*graph, plan.strategies)) {
-      j["layers"].push_back({{"layer", r.layer},
-                             {"op", graph->node(r.node).op()},
-                             {"strategy", r.words},
-                             {"placements", plan.strategies[r.node].PlacementsString()},
-                             {"count", r.count}});
-    }
-    j["nodes"] = nlohmann::json::array();
-    for (int n = 0; n < graph->num_nodes(); ++n) {
-      const Strategy& s = plan.strategies[n];
-      j["nodes"].push_back({{"node", graph->node(n).name()}, {"op", graph->node(n).op()}, {"strategy", s.ToString()},
-                            {"placements", s.PlacementsString()}});
-    }
-    std::cout << j.dump(2) << "\n";
-    return kExitOk;
-  }
-
+  const int sequence_parallel_norms = SequenceParallelNorms(g, plan.strategies);
   Table layers({"LAYER", "OP", "STRATEGY", "COUNT"});
   for (const LayerSummary& r : SummarizeLayers(*graph, plan.strategies)) {
     layers.Row({r.layer, graph->node(r.node).op(), r.words, std::to_string(r.count)});
@@ -281,6 +212,213 @@ int RunPlan(const PlanArgs& args) {
       result->search_seconds, result->meshes_solved, result->meshes_pruned,
       v1::SolverResponse::Status_Name(plan.solver_status), plan.decisions, graph->num_nodes());
 
+}
+
+int RunPlan(const PlanArgs& args) {
+  PlannerOptions options;
+  options.cluster.devices = args.devices;
+  if (!args.mesh.empty()) {
+    auto mesh = ParseMesh(args.mesh);
+    if (!mesh.ok()) return ReportError(mesh.status());
+    options.cluster.mesh = *mesh;
+  }
+  options.cluster.device_type = args.device_type;
+  options.cluster.gpus_per_node = args.gpus_per_node;
+  if (!args.memory_per_device.empty()) {
+    auto bytes = ParseBytes(args.memory_per_device);
+    if (!bytes.ok()) return ReportError(bytes.status());
+    options.cluster.memory_per_device = *bytes;
+  }
+  auto opt = ParseOptimizer(args.optimizer);
+  if (!opt.ok()) return ReportError(opt.status());
+  options.profile.optimizer = *opt;
+  auto precision = ResolvePrecision(args.precision, args.device_type);
+  if (!precision.ok()) return ReportError(precision.status());
+  options.profile.precision = *precision;
+  auto zero = ParseZeroStage(args.zero, 3);
+  if (!zero.ok()) return ReportError(zero.status());
+  options.zero_stage = *zero;
+  options.recompute = args.recompute != "off";
+  auto micro = ParseMicroBatches(args.micro_batches);
+  if (!micro.ok()) return ReportError(micro.status());
+  options.micro_batches = *micro;
+  auto stages = ParsePipelineStages(args.pipeline_stages);
+  if (!stages.ok()) return ReportError(stages.status());
+  options.pipeline_stages = *stages;
+  // A saved plan is one to run, and running pipeline stages is not built yet: auto then searches
+  // without stages (pinning N ≥ 2 with --save is refused below).
+  if (!args.save.empty() && args.pipeline_stages == "auto") options.pipeline_stages = 1;
+  options.time_limit_seconds = args.time_limit;
+  options.relative_gap = args.gap;
+  if (auto st = options.Validate(); !st.ok()) return ReportError(st);
+  if (auto c = MakeCluster(options.cluster); !c.ok()) return ReportError(c.status());
+
+  auto trainable = LoadTrainingGraph(args.model.model, args.model.inputs, args.batch_size, args.seq_len, args.loss);
+  if (!trainable.ok()) return ReportError(trainable.status());
+  auto loaded = Graph::Create(*std::move(trainable));
+  if (!loaded.ok()) return ReportError(loaded.status());
+  // bf16: the search plans the mixed-precision graph, which a saved plan carries.
+  auto graph = GraphAtPrecision(*loaded, options.profile.precision);
+  if (!graph.ok()) return ReportError(graph.status());
+
+  auto result = SearchPlan(*graph, options);
+  if (!result.ok()) return ReportError(result.status());
+  const PlanCandidate& plan = result->plan;
+  const Cluster& cluster = result->cluster;
+
+  if (!args.dump_request.empty()) {
+    if (auto st = WriteStringToFileAtomic(args.dump_request, plan.request.SerializeAsString()); !st.ok()) {
+      return ReportError(st);
+    }
+  }
+  if (!args.report.empty()) {
+    PlanReportInfo info{graph->name(), args.devices > 0 ? args.devices : cluster.num_devices(), cluster.device.name,
+                        static_cast<double>(cluster.memory_per_device)};
+    if (auto st = WriteStringToFileAtomic(args.report, RenderPlanHtml(*graph, *result, info)); !st.ok()) {
+      return ReportError(st);
+    }
+  }
+  const PipelinePlan* pipeline = result->pipeline ? &*result->pipeline : nullptr;
+  if (!result->fits && pipeline == nullptr) {
+    return ReportError(absl::FailedPreconditionError(absl::StrFormat(
+        "no plan fits %s per device: the least memory any plan searched needs is %s per device "
+        "(mesh shapes %s, ZeRO %s, micro-batches %s); give each device at least that (--memory-per-device), use more "
+        "devices, or a smaller batch",
+        FormatBytes(cluster.memory_per_device), Bytes(result->min_memory_bytes),
+        options.cluster.mesh.empty() ? "all 1-D and 2-D" : MeshString(options.cluster.mesh),
+        options.zero_stage < 0 ? "up to stage 3" : absl::StrCat("stage ", options.zero_stage),
+        absl::StrJoin(result->micro_batch_counts, ", "))));
+  }
+  if (!args.save.empty() && pipeline != nullptr) {
+    return ReportError(absl::UnimplementedError(absl::StrCat(
+        "the plan has ", pipeline->stages, " pipeline stages, and saving and running pipeline plans is not built yet; "
+        "use --pipeline-stages 1 to save the best plan without stages")));
+  }
+  if (!args.save.empty()) {
+    if (auto st = WriteStringToFileAtomic(args.save, ToPlanProto(*graph, *result, options).SerializeAsString()); !st.ok()) {
+      return ReportError(st);
+    }
+  }
+
+  const ChoiceCost& cost = plan.cost;
+  const int sequence_parallel_norms = SequenceParallelNorms(*graph, plan.strategies);
+  const double chosen_step = pipeline != nullptr ? pipeline->step_seconds : cost.step_seconds;
+  if (args.format == "json" && pipeline != nullptr) {
+    nlohmann::json j = PipelineJson(*pipeline, result->global_batch);
+    // The keys a plan without stages has, for the pipeline as a whole.
+    std::vector<std::string> recomputed;
+    int zero = 0;
+    for (const StagePlan& st : pipeline->stage_plans) {
+      recomputed.insert(recomputed.end(), st.plan.recomputed_layers.begin(), st.plan.recomputed_layers.end());
+      zero = std::max(zero, st.plan.zero_stage);
+    }
+    j["mesh"] = pipeline->stage_mesh;
+    j["zero_stage"] = zero;
+    j["recomputed_layers"] = recomputed;
+    j["micro_batch_counts_searched"] = result->micro_batch_counts;
+    j["model"] = graph->name();
+    j["device"] = cluster.device.name;
+    j["devices"] = pipeline->devices();
+    j["global_batch"] = result->global_batch;
+    j["precision"] = PrecisionName(options.profile.precision);
+    j["memory_per_device"] = cluster.memory_per_device;
+    j["solve_seconds"] = result->search_seconds;
+    j["without_stages"] = CandidateJson(*graph, plan, result->global_batch);
+    j["pipelines"] = nlohmann::json::array();
+    for (const auto& p : result->pipelines) j["pipelines"].push_back(PipelineJson(p, result->global_batch));
+    j["pipeline_baselines"] = nlohmann::json::array();
+    for (const auto& b : result->pipeline_baselines) j["pipeline_baselines"].push_back(PipelineJson(b, result->global_batch));
+    j["baselines"] = nlohmann::json::array();
+    for (const auto& b : result->baselines) j["baselines"].push_back(CandidateJson(*graph, b, result->global_batch));
+    std::cout << j.dump(2) << "\n";
+    return kExitOk;
+  }
+  if (args.format == "json") {
+    nlohmann::json j;
+    j["model"] = graph->name();
+    j["pipeline_stages"] = 1;
+    j["device"] = cluster.device.name;
+    j["devices"] = cluster.num_devices();
+    j["mesh"] = plan.mesh;
+    j["zero_stage"] = plan.zero_stage;
+    j["global_batch"] = result->global_batch;
+    j["micro_batches"] = plan.micro_batches;
+    j["micro_batch_size"] = plan.micro_batches > 0 ? result->global_batch / plan.micro_batches : result->global_batch;
+    j["micro_batch_counts_searched"] = result->micro_batch_counts;
+    if (!result->micro_batch_note.empty()) j["micro_batch_note"] = result->micro_batch_note;
+    if (!result->adopted_note.empty()) j["adopted_note"] = result->adopted_note;
+    j["precision"] = PrecisionName(options.profile.precision);
+    j["sequence_parallel"] = sequence_parallel_norms > 0;
+    j["sequence_parallel_norms"] = sequence_parallel_norms;
+    j["memory_per_device"] = cluster.memory_per_device;
+    j["fits"] = result->fits;
+    j["predicted_step_seconds"] = cost.step_seconds;
+    j["predicted_compute_seconds"] = cost.compute_seconds;
+    j["predicted_communication_seconds"] = cost.comm_seconds;
+    j["predicted_recompute_seconds"] = cost.recompute_seconds;
+    j["recomputed_layers"] = plan.recomputed_layers;
+    j["predicted_peak_bytes"] = static_cast<int64_t>(cost.peak_bytes());
+    j["memory_breakdown"] = {{"parameters", static_cast<int64_t>(cost.parameter_bytes)},
+                             {"gradients", static_cast<int64_t>(cost.gradient_bytes)},
+                             {"optimizer_states", static_cast<int64_t>(cost.optimizer_bytes)},
+                             {"activations", static_cast<int64_t>(cost.activation_bytes + cost.recompute_bytes)},
+                             {"gathered_parameters", static_cast<int64_t>(cost.fixed_bytes)}};
+    nlohmann::json comm;
+    for (int k = 0; k < 4; ++k) comm[CollectiveName(static_cast<CollectiveKind>(k))] = static_cast<int64_t>(cost.comm_bytes[k]);
+    j["communication_bytes"] = comm;
+    j["solve_seconds"] = result->search_seconds;
+    j["solver_status"] = v1::SolverResponse::Status_Name(plan.solver_status);
+    j["decisions"] = plan.decisions;
+    j["meshes_solved"] = result->meshes_solved;
+    j["meshes_pruned"] = result->meshes_pruned;
+    j["alternatives"] = nlohmann::json::array();
+    for (const auto& a : result->alternatives) j["alternatives"].push_back(CandidateJson(*graph, a, result->global_batch));
+    j["pruned"] = nlohmann::json::array();
+    for (const auto& p : result->pruned) {
+      j["pruned"].push_back({{"mesh", p.mesh}, {"lower_bound_step_seconds", p.cost.step_seconds}, {"note", p.note}});
+    }
+    j["baselines"] = nlohmann::json::array();
+    for (const auto& b : result->baselines) j["baselines"].push_back(CandidateJson(*graph, b, result->global_batch));
+    j["pipelines"] = nlohmann::json::array();
+    for (const auto& p : result->pipelines) j["pipelines"].push_back(PipelineJson(p, result->global_batch));
+    j["pipeline_baselines"] = nlohmann::json::array();
+    for (const auto& b : result->pipeline_baselines) j["pipeline_baselines"].push_back(PipelineJson(b, result->global_batch));
+    if (!result->pipeline_note.empty()) j["pipeline_note"] = result->pipeline_note;
+    j["layers"] = nlohmann::json::array();
+    for (const LayerSummary& r : SummarizeLayers(*graph, plan.strategies)) {
+      j["layers"].push_back({{"layer", r.layer},
+                             {"op", graph->node(r.node).op()},
+                             {"strategy", r.words},
+                             {"placements", plan.strategies[r.node].PlacementsString()},
+                             {"count", r.count}});
+    }
+    j["nodes"] = nlohmann::json::array();
+    for (int n = 0; n < graph->num_nodes(); ++n) {
+      const Strategy& s = plan.strategies[n];
+      j["nodes"].push_back({{"node", graph->node(n).name()}, {"op", graph->node(n).op()}, {"strategy", s.ToString()},
+                            {"placements", s.PlacementsString()}});
+    }
+    std::cout << j.dump(2) << "\n";
+    return kExitOk;
+  }
+
+  if (pipeline != nullptr) {
+    PrintStages(*pipeline);
+    std::cout << "\nPipeline:     " << pipeline->stages << " stages, " << pipeline->schedule << ", each on "
+              << MeshString(pipeline->stage_mesh) << " " << cluster.device.name << " ("
+              << pipeline->devices() / pipeline->stages << " devices)\n"
+              << "Micro-batches: " << MicroBatchesString(pipeline->micro_batches, result->global_batch)
+              << " samples per step, streamed through the stages\n"
+              << "Step time:    " << Ms(pipeline->step_seconds) << " predicted (bubble "
+              << absl::StrFormat("%.1f%%", 100 * pipeline->bubble_fraction) << " of the stages' time; without stages "
+              << (result->fits ? Ms(cost.step_seconds) : std::string("nothing fits")) << ")\n"
+              << "Memory:       " << Bytes(pipeline->peak_bytes) << " per device predicted at the fullest stage, of "
+              << FormatBytes(cluster.memory_per_device) << "\n"
+              << absl::StrFormat("Search:       %.2f s; %d (stages, mesh, micro-batches) solved, %d pruned by their lower bound\n",
+                                 result->search_seconds, result->pipeline_configs_solved, result->pipeline_configs_pruned);
+  } else {
+    PrintFlatPlan(*graph, *result, options);
+  }
   std::cout << "\nMesh shapes (MAP's best on each):\n";
   Table alts({"MESH", "ZERO", "MICRO-BATCHES", "RECOMPUTED", "STEP", "PEAK/DEVICE", "FITS"});
   for (const auto& a : result->alternatives) {
@@ -299,9 +437,27 @@ int RunPlan(const PlanArgs& args) {
       continue;
     }
     base.Row({b.name, MeshString(b.mesh), MicroBatchesString(b.micro_batches, result->global_batch), Ms(b.cost.step_seconds),
-              Bytes(b.cost.peak_bytes()), b.fits ? "yes" : "no", absl::StrFormat("%.2fx", b.cost.step_seconds / cost.step_seconds)});
+              Bytes(b.cost.peak_bytes()), b.fits ? "yes" : "no", absl::StrFormat("%.2fx", b.cost.step_seconds / chosen_step)});
   }
   base.Print(std::cout);
+  if (!result->pipelines.empty() || !result->pipeline_baselines.empty()) {
+    std::cout << "\nPipeline stages (MAP's best per stage count), and Megatron TP x PP x DP (same cost model):\n";
+    Table pipes({"PLAN", "STAGES x MESH", "MICRO-BATCHES", "STEP", "BUBBLE", "PEAK/DEVICE", "FITS", "MAP SPEEDUP"});
+    for (const auto* list : {&result->pipelines, &result->pipeline_baselines}) {
+      for (const PipelinePlan& p : *list) {
+        if (!p.applicable) {
+          pipes.Row({p.name, p.MeshString(), "-", "-", "-", "-", "n/a", p.note});
+          continue;
+        }
+        pipes.Row({p.name, p.MeshString(), MicroBatchesString(p.micro_batches, result->global_batch), Ms(p.step_seconds),
+                   absl::StrFormat("%.1f%%", 100 * p.bubble_fraction), Bytes(p.peak_bytes), p.fits ? "yes" : "no",
+                   absl::StrFormat("%.2fx", p.step_seconds / chosen_step)});
+      }
+    }
+    pipes.Print(std::cout);
+  } else if (!result->pipeline_note.empty()) {
+    std::cout << "\nPipeline stages: not searched (" << result->pipeline_note << ")\n";
+  }
   if (!args.save.empty()) std::cout << "\nSaved the plan to " << args.save << "\n";
   if (!args.report.empty()) std::cout << "Wrote the report to " << args.report << "\n";
   return kExitOk;

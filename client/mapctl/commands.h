@@ -108,6 +108,7 @@ struct PlanArgs {
   std::string recompute = "auto"; // auto (the search may checkpoint layers) | off
   std::string precision = "auto"; // auto (bf16 on GPU device types) | fp32 | bf16 (mixed: fp32 master weights and states)
   std::string micro_batches = "auto";  // auto | N (passes per step, gradients accumulated)
+  std::string pipeline_stages = "auto";  // auto | N (1: no stages)
   std::string save;               // plan.pb
   std::string report;             // plan.html
   std::string format = "table";
@@ -115,6 +116,8 @@ struct PlanArgs {
 
 // "auto" → 0 (the search chooses), else a positive count; INVALID_ARGUMENT naming the flag.
 absl::StatusOr<int64_t> ParseMicroBatches(const std::string& text);
+// "auto" → 0 (the search chooses), else a positive stage count; INVALID_ARGUMENT naming the flag.
+absl::StatusOr<int> ParsePipelineStages(const std::string& text);
 
 // The coordinator's address and token (flags, else MAPD_ADDRESS / MAPD_TOKEN), and output format.
 struct JobArgs {

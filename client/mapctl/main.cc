@@ -166,6 +166,10 @@ int main(int argc, char** argv) {
   plan->add_option("--micro-batches", plan_args.micro_batches,
                    "Forward/backward passes per step, gradients accumulated: auto (the search chooses among the divisors of the global batch) | N")
       ->capture_default_str();
+  plan->add_option("--pipeline-stages", plan_args.pipeline_stages,
+                   "Pipeline stages over the layers (1F1B, each stage on devices/N devices): auto (the search also tries "
+                   "every N dividing the devices, up to the layers) | N (1: none)")
+      ->capture_default_str();
   plan->add_option("--save", plan_args.save, "Save the plan (proto, with its graph) to this file");
   plan->add_option("--report", plan_args.report, "Write a self-contained HTML report (SVG) to this file");
   plan->add_option("-o,--output", plan_args.format, "Output format")->check(CLI::IsMember({"table", "json"}))->capture_default_str();

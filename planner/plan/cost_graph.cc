@@ -82,11 +82,13 @@ StrategyCost CostStrategy(const PreparedNode& pn, const Strategy& s, const Clust
           AddCollective(c, CollectiveKind::kAllReduce, m * local, m * ar);
         } else if (co.zero_stage == 0) {
           AddCollective(c, CollectiveKind::kAllReduce, local, std::max(0.0, ar - link.alpha));
+          c.once_seconds += std::max(0.0, ar - link.alpha);
         } else {
           const double half = std::max(0.0, ar - link.alpha) / 2;  // one reduce-scatter or all-gather
           const double scatters = co.zero_stage >= 2 ? m : 1, gathers = co.zero_stage == 3 ? 2 * m : 1;
           AddCollective(c, CollectiveKind::kReduceScatter, scatters * local, scatters * half);
           AddCollective(c, CollectiveKind::kAllGather, gathers * local, gathers * half);
+          c.once_seconds += (co.zero_stage >= 2 ? 0 : half) + (co.zero_stage == 3 ? 0 : half);
         }
       }
     }
@@ -108,6 +110,7 @@ StrategyCost CostStrategy(const PreparedNode& pn, const Strategy& s, const Clust
   for (int o : pn.saved.outputs) {
     c.activation_bytes += pn.saved_output_charge[o] * static_cast<double>(LocalBytes(pn.out[o], s.outputs[o], cluster));
   }
+  c.activation_bytes *= static_cast<double>(co.activations_in_flight);
   return c;
 }
 
@@ -132,6 +135,10 @@ absl::Status CostGraphOptions::Validate() const {
   }
   if (micro_batches < 1) {
     return absl::InvalidArgumentError(absl::StrCat("micro_batches is ", micro_batches, "; a step has at least one"));
+  }
+  if (activations_in_flight < 1 || activations_in_flight > micro_batches) {
+    return absl::InvalidArgumentError(absl::StrCat("activations_in_flight is ", activations_in_flight,
+                                                   "; it counts micro-batches alive at once, 1 to ", micro_batches));
   }
   return absl::OkStatus();
 }
@@ -162,6 +169,7 @@ absl::StatusOr<CostGraph> BuildCostGraph(const Graph& graph, const std::vector<s
   }
   CostGraph cg;
   cg.micro_batches = cost_options.micro_batches;
+  cg.activations_in_flight = cost_options.activations_in_flight;
   cg.layer_keys = layer_keys != nullptr ? std::move(layer_keys) : LayerKeys(graph);
   const double passes = static_cast<double>(cost_options.micro_batches);
   cg.zero_stage = cost_options.zero_stage;
@@ -304,6 +312,7 @@ absl::StatusOr<CostGraph> RestrictStrategies(const CostGraph& cg, const Graph& g
   }
   out.edge_ports = cg.edge_ports;
   out.micro_batches = cg.micro_batches;
+  out.activations_in_flight = cg.activations_in_flight;
   out.layer_keys = cg.layer_keys;
   out.fixed_at_stage = cg.fixed_at_stage;
   out.zero_stage = cg.zero_stage;
@@ -371,6 +380,7 @@ absl::StatusOr<ChoiceCost> CostChoice(const Graph& graph, const Cluster& cluster
     const StrategyCost& s = cg.costs[n][choice[n]];
     c.compute_seconds += s.compute_seconds;
     c.comm_seconds += s.comm_seconds;
+    c.once_seconds += s.once_seconds;
     for (int k = 0; k < 4; ++k) c.comm_bytes[k] += s.comm_bytes[k];
     c.parameter_bytes += s.parameter_bytes;
     c.gradient_bytes += s.gradient_bytes;

@@ -48,6 +48,11 @@ struct CostGraphOptions {
   // whole parameters and gradients live), so it is ZeRO 1 in the search. Memory: one
   // micro-batch's activations; parameters, gradients and states as the stage keeps them.
   int64_t micro_batches = 1;
+  // Micro-batches whose activations are alive at once: 1 when each pass's backward follows its
+  // forward; a pipeline stage i of p under 1F1B keeps min(p − i, m) (DESIGN §6b). Activation
+  // bytes (and what recomputing a layer saves) count this many times; a layer made again in
+  // backward is one micro-batch's.
+  int64_t activations_in_flight = 1;
 
   absl::Status Validate() const;
 };
@@ -61,6 +66,9 @@ struct StrategyCost {
   double forward_seconds = 0;  // its forward part (what recomputation runs again)
   double comm_seconds = 0;     // the node's own collectives (gradient all-reduce, ZeRO gathers)
   std::array<double, 4> comm_bytes{};  // by CollectiveKind, bytes each device sends/receives (B)
+  // The part of comm_seconds paid once a step, not once per micro-batch: the parameter
+  // gradients' reduction after the last backward (a pipeline overlaps the rest with its passes).
+  double once_seconds = 0;
   double parameter_bytes = 0, gradient_bytes = 0, optimizer_bytes = 0, activation_bytes = 0;
 
   double seconds() const { return compute_seconds + comm_seconds; }
@@ -106,6 +114,7 @@ struct CostGraph {
   std::vector<SharedList<StrategyCost>> costs;    // per graph node, per strategy
   std::vector<EdgePort> edge_ports;               // per request edge
   int64_t micro_batches = 1;                      // passes per step (CostGraphOptions)
+  int64_t activations_in_flight = 1;              // CostGraphOptions
   // Per graph node, its name without layer indices (FoldRepeatedLayers' key), shared by the cost
   // graphs of one graph.
   std::shared_ptr<const std::vector<std::string>> layer_keys;
@@ -165,6 +174,7 @@ struct ChoiceCost {
   double step_seconds = 0;     // the ILP's objective for the choice
   double compute_seconds = 0;
   double comm_seconds = 0;     // node collectives + resharding
+  double once_seconds = 0;     // of which paid once a step (StrategyCost::once_seconds)
   std::array<double, 4> comm_bytes{};  // by CollectiveKind, per device
   double parameter_bytes = 0, gradient_bytes = 0, optimizer_bytes = 0, activation_bytes = 0;
   double fixed_bytes = 0;      // the request's fixed part (ZeRO-3's gathered parameters)

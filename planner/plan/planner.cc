@@ -16,8 +16,10 @@
 #include "absl/strings/str_join.h"
 #include "planner/graph/mixed_precision.h"
 #include "planner/plan/baselines.h"
+#include "planner/plan/cost_graph_cache.h"
 #include "planner/plan/describe.h"
 #include "planner/plan/micro_batch.h"
+#include "planner/plan/pipeline_search.h"
 #include "planner/plan/prepared_graph.h"
 #include "planner/plan/recompute_groups.h"
 #include "planner/solver/strategy_solver.h"
@@ -44,6 +46,12 @@ absl::Status PlannerOptions::Validate() const {
   }
   if (micro_batches < 0) {
     return absl::InvalidArgumentError(absl::StrCat("micro-batches must be auto (0) or at least 1, not ", micro_batches));
+  }
+  if (pipeline_stages < 0) {
+    return absl::InvalidArgumentError(absl::StrCat("pipeline stages must be auto (0) or at least 1, not ", pipeline_stages));
+  }
+  if (pipeline_depth < 1) {
+    return absl::InvalidArgumentError(absl::StrCat("pipeline_depth is ", pipeline_depth, "; a stage keeps at least one micro-batch"));
   }
   if (!(time_limit_seconds > 0)) {
     return absl::InvalidArgumentError(absl::StrCat("the solver time limit must be positive, not ", time_limit_seconds));
@@ -96,8 +104,8 @@ absl::StatusOr<Solved> Solve(const Graph& graph, const CostGraph& cg, double bud
   Solved s;
   s.response = *std::move(resp);
   // MAPD_TRACE=1: one line per ILP on stderr (docs/planner.md).
-  static const bool trace = getenv("MAPD_TRACE") != nullptr;
-  if (trace) {
+  static const bool trace_env = getenv("MAPD_TRACE") != nullptr;
+  if (trace_env && options.trace) {
     std::string groups;
     for (int g = 0; g < folded.request.recompute_size(); ++g) {
       absl::StrAppend(&groups, ", ", folded.request.recompute(g).name(), ": ",
@@ -129,96 +137,6 @@ double MinMemory(const Graph& graph, const CostGraph& cg, const Cluster* recompu
   if (recompute_on != nullptr) AddRecomputeGroups(graph, *recompute_on, cg, &folded);
   return LeastMemory(folded.request);
 }
-
-// Builds and caches, per micro-batch count, the graph of one micro-batch, and cost graphs per
-// (mesh, ZeRO stage, micro-batch count); links come from the cluster options.
-class CostGraphCache {
- public:
-  CostGraphCache(const Graph& graph, const PlannerOptions& options) : graph_(graph), options_(options) {}
-
-  absl::StatusOr<const Cluster*> ClusterFor(const std::vector<int64_t>& mesh) {
-    auto it = clusters_.find(mesh);
-    if (it != clusters_.end()) return it->second.get();
-    ClusterOptions co = options_.cluster;
-    co.mesh = mesh;
-    co.devices = 0;
-    auto c = MakeCluster(co);
-    if (!c.ok()) return c.status();
-    return (clusters_[mesh] = std::make_unique<Cluster>(*std::move(c))).get();
-  }
-
-  // The graph of one of `m` micro-batches (the graph itself for 1).
-  absl::StatusOr<const Graph*> GraphFor(int64_t m) {
-    if (m == 1) return &graph_;
-    auto it = micro_.find(m);
-    if (it != micro_.end()) return it->second.get();
-    auto g = MicroBatchGraph(graph_, m);
-    if (!g.ok()) return g.status();
-    return (micro_[m] = std::make_unique<Graph>(*std::move(g))).get();
-  }
-
-  // The micro-batch graph's prepared nodes and batch labels (for the baselines' families).
-  struct Facts {
-    std::vector<std::unique_ptr<PreparedNode>> prepared;
-    BatchInfo batch;
-    std::shared_ptr<const std::vector<std::string>> layer_keys;
-  };
-  absl::StatusOr<const Facts*> FactsFor(int64_t m) {
-    auto it = facts_.find(m);
-    if (it != facts_.end()) return it->second.get();
-    auto graph = GraphFor(m);
-    if (!graph.ok()) return graph.status();
-    auto f = std::make_unique<Facts>();
-    auto prepared = PrepareNodes(**graph);
-    if (!prepared.ok()) return prepared.status();
-    f->prepared = *std::move(prepared);
-    auto batch = FindBatch(**graph, f->prepared);
-    if (!batch.ok()) return batch.status();
-    f->batch = *std::move(batch);
-    f->layer_keys = LayerKeys(**graph);
-    return (facts_[m] = std::move(f)).get();
-  }
-
-  absl::StatusOr<const CostGraph*> Get(const std::vector<int64_t>& mesh, int stage, int64_t m = 1) {
-    auto key = std::make_tuple(mesh, stage, m);
-    auto it = graphs_.find(key);
-    if (it != graphs_.end()) return it->second.get();
-    auto cluster = ClusterFor(mesh);
-    if (!cluster.ok()) return cluster.status();
-    auto graph = GraphFor(m);
-    if (!graph.ok()) return graph.status();
-    auto facts = FactsFor(m);
-    if (!facts.ok()) return facts.status();
-    ProfileOptions po = options_.profile;
-    po.device = (*cluster)->device;
-    CostGraphOptions cgo;
-    cgo.zero_stage = stage;
-    cgo.micro_batches = m;
-    const auto start = Clock::now();
-    // Another stage of a cost graph built already: its strategies and edges are the same.
-    absl::StatusOr<CostGraph> cg = absl::NotFoundError("");
-    for (int z = 0; z < 4 && !cg.ok(); ++z) {
-      auto built = graphs_.find(std::make_tuple(mesh, z, m));
-      if (built != graphs_.end()) cg = AtZeroStage(*built->second, stage);
-    }
-    if (!cg.ok()) cg = BuildCostGraph(**graph, (*facts)->prepared, **cluster, po, cgo, (*facts)->layer_keys);
-    if (!cg.ok()) return cg.status();
-    build_seconds_ += std::chrono::duration<double>(Clock::now() - start).count();
-    return (graphs_[key] = std::make_unique<CostGraph>(*std::move(cg))).get();
-  }
-
-  double build_seconds() const { return build_seconds_; }
-  size_t built() const { return graphs_.size(); }
-
- private:
-  const Graph& graph_;
-  const PlannerOptions& options_;
-  std::map<std::vector<int64_t>, std::unique_ptr<Cluster>> clusters_;
-  std::map<int64_t, std::unique_ptr<Graph>> micro_;
-  std::map<int64_t, std::unique_ptr<Facts>> facts_;
-  std::map<std::tuple<std::vector<int64_t>, int, int64_t>, std::unique_ptr<CostGraph>> graphs_;
-  double build_seconds_ = 0;
-};
 
 absl::Status Fill(PlanCandidate& c, const Graph& graph, const Cluster& cluster, const CostGraph& cg,
                   const Solved& s, double budget) {
@@ -428,9 +346,10 @@ absl::StatusOr<PlanCandidate> SolveBaseline(const PlannerOptions& options, CostG
 
 // The micro-batch counts to search: the pinned one (checked), or every divisor of the batch.
 absl::StatusOr<std::vector<int64_t>> MicroBatchCounts(const Graph& graph, const PlannerOptions& options,
-                                                      PlanResult& result) {
-  auto mb = AnalyzeMicroBatching(graph);
-  if (!mb.ok()) return mb.status();
+                                                      CostGraphCache& cache, PlanResult& result) {
+  auto analysis = cache.Analysis();
+  if (!analysis.ok()) return analysis.status();
+  const MicroBatching* mb = *analysis;
   result.global_batch = mb->batch;
   if (!mb->possible()) result.micro_batch_note = mb->refusal;
   if (options.micro_batches == 0) return mb->Counts();
@@ -446,6 +365,60 @@ absl::StatusOr<std::vector<int64_t>> MicroBatchCounts(const Graph& graph, const 
   return std::vector<int64_t>{options.micro_batches};
 }
 
+// The cache a search uses: the caller's (of the same graph), or one of its own in `own`; set to
+// the options' pipeline depth.
+absl::StatusOr<CostGraphCache*> CacheFor(const Graph& graph, const PlannerOptions& options, CostGraphCache* shared,
+                                         std::unique_ptr<CostGraphCache>& own) {
+  if (shared == nullptr) {
+    own = std::make_unique<CostGraphCache>(graph, options.cluster, options.profile);
+    shared = own.get();
+  } else if (&shared->graph() != &graph) {
+    return absl::InvalidArgumentError("a cost-graph cache of another graph");
+  }
+  shared->set_pipeline_depth(options.pipeline_depth);
+  return shared;
+}
+
+}  // namespace
+
+absl::StatusOr<PlanCandidate> SolveMegatronStage(const Graph& graph, const PlannerOptions& options, int64_t tp,
+                                                 CostGraphCache* shared_cache) {
+  if (auto st = options.Validate(); !st.ok()) return st;
+  auto base = MakeCluster(options.cluster);
+  if (!base.ok()) return base.status();
+  const int64_t devices = base->num_devices();
+  if (tp < 1 || devices % tp != 0 || options.micro_batches < 1) {
+    return absl::InvalidArgumentError(absl::StrCat("a Megatron stage of TP=", tp, " on ", devices, " devices at ",
+                                                   options.micro_batches, " micro-batches"));
+  }
+  const int64_t dp = devices / tp;
+  BaselineSpec spec;
+  spec.mesh = base->mesh;
+  spec.data_degree = dp;
+  // With the distributed optimizer (ZeRO-1 over dp) and sequence parallelism, as the flat baselines.
+  if (dp > 1 && tp > 1) {
+    spec.roles = {AxisRole::kData, AxisRole::kTensor};
+    spec.zero_stage = 1;
+  } else if (tp > 1) {
+    spec.roles = {AxisRole::kTensor};
+  } else {
+    spec.roles = {AxisRole::kData};
+    spec.zero_stage = dp > 1 ? 1 : 0;
+  }
+  if (spec.roles.size() != spec.mesh.size()) {
+    return absl::InvalidArgumentError(absl::StrCat("a Megatron stage of TP=", tp, " x DP=", dp, " needs the mesh ",
+                                                   dp > 1 && tp > 1 ? absl::StrCat(dp, "x", tp) : absl::StrCat(devices),
+                                                   ", not ", base->MeshString()));
+  }
+  std::unique_ptr<CostGraphCache> own_cache;
+  auto cache_or = CacheFor(graph, options, shared_cache, own_cache);
+  if (!cache_or.ok()) return cache_or.status();
+  CostGraphCache& cache = **cache_or;
+  return SolveBaselineAt(options, cache, spec, options.micro_batches, static_cast<double>(base->memory_per_device));
+}
+
+namespace {
+
 struct Pair {  // a mesh shape and a micro-batch count, with its unconstrained optimum
   std::vector<int64_t> mesh;
   int64_t m = 1;
@@ -456,7 +429,7 @@ struct Pair {  // a mesh shape and a micro-batch count, with its unconstrained o
 
 }  // namespace
 
-absl::StatusOr<PlanResult> SearchPlan(const Graph& graph, const PlannerOptions& options) {
+absl::StatusOr<PlanResult> SearchPlan(const Graph& graph, const PlannerOptions& options, CostGraphCache* shared_cache) {
   const auto start = Clock::now();
   if (auto st = options.Validate(); !st.ok()) return st;
   if (options.profile.precision == Precision::kBf16Mixed && !IsBf16Mixed(graph.proto())) {
@@ -468,12 +441,16 @@ absl::StatusOr<PlanResult> SearchPlan(const Graph& graph, const PlannerOptions& 
   if (!base.ok()) return base.status();
   const double budget = static_cast<double>(base->memory_per_device);
   const int64_t devices = base->num_devices();
-  CostGraphCache cache(graph, options);
+  std::unique_ptr<CostGraphCache> own_cache;
+  auto cache_or = CacheFor(graph, options, shared_cache, own_cache);
+  if (!cache_or.ok()) return cache_or.status();
+  CostGraphCache& cache = **cache_or;
   PlanResult result;
-  auto counts = MicroBatchCounts(graph, options, result);
+  auto counts = MicroBatchCounts(graph, options, cache, result);
   if (!counts.ok()) return counts.status();
   result.micro_batch_counts = *counts;
-  static const bool trace = getenv("MAPD_TRACE") != nullptr;
+  static const bool trace_env = getenv("MAPD_TRACE") != nullptr;
+  const bool trace = trace_env && options.trace;
   auto lap = [&](const char* what) {
     if (trace) {
       std::fprintf(stderr, "mapd plan: %s at %.3f s (%zu cost graphs built in %.3f s)\n", what,
@@ -516,7 +493,7 @@ absl::StatusOr<PlanResult> SearchPlan(const Graph& graph, const PlannerOptions& 
   std::stable_sort(order.begin(), order.end(), [](const Pair& a, const Pair& b) { return a.bound() < b.bound(); });
   lap("bounds");
 
-  double best = std::numeric_limits<double>::infinity();
+  double best = options.objective_cutoff > 0 ? options.objective_cutoff : std::numeric_limits<double>::infinity();
   std::map<std::vector<int64_t>, PlanCandidate> best_of_mesh;  // MAP's best per mesh shape
   std::vector<bool> done(order.size(), false);
   auto keep = [&](PlanCandidate cand) {
@@ -660,6 +637,15 @@ absl::StatusOr<PlanResult> SearchPlan(const Graph& graph, const PlannerOptions& 
     if (a.zero_stage != b.zero_stage) return a.zero_stage < b.zero_stage;
     return a.micro_batches < b.micro_batches;
   });
+  if (result.alternatives.empty() && options.objective_cutoff > 0) {
+    // Nothing faster than the cutoff: not a plan anyone asked for.
+    result.plan.name = "MAP";
+    result.plan.applicable = false;
+    result.plan.note = "pruned: nothing faster than the cutoff fits";
+    result.fits = false;
+    result.search_seconds = std::chrono::duration<double>(Clock::now() - start).count();
+    return result;
+  }
   if (result.alternatives.empty()) {
     return absl::InternalError("the search kept no plan: every mesh shape was pruned without one to compare with");
   }
@@ -669,7 +655,7 @@ absl::StatusOr<PlanResult> SearchPlan(const Graph& graph, const PlannerOptions& 
   if (!winner.ok()) return winner.status();
   result.cluster = **winner;
 
-  if (!result.fits) {
+  if (!result.fits && options.least_memory) {
     // The least memory any searched plan needs: every node at its smallest strategy, with the
     // most memory-saving ZeRO stage allowed and the most micro-batches searched.
     const int stage = options.zero_stage >= 0 ? options.zero_stage : options.max_zero_stage;
@@ -725,6 +711,10 @@ absl::StatusOr<PlanResult> SearchPlan(const Graph& graph, const PlannerOptions& 
     auto adopted = cache.ClusterFor(result.plan.mesh);
     if (!adopted.ok()) return adopted.status();
     result.cluster = **adopted;
+  }
+  if (options.pipeline_stages != 1) {
+    if (auto st = SearchPipelines(graph, options, *counts, result); !st.ok()) return st;
+    lap("pipeline stages");
   }
   result.search_seconds = std::chrono::duration<double>(Clock::now() - start).count();
   return result;

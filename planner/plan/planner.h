@@ -15,6 +15,8 @@
 #ifndef MAPD_PLANNER_PLAN_PLANNER_H_
 #define MAPD_PLANNER_PLAN_PLANNER_H_
 
+#include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -27,6 +29,8 @@
 #include "proto/mapd/v1/solver.pb.h"
 
 namespace mapd {
+
+class CostGraphCache;
 
 struct PlannerOptions {
   // Devices, mesh, device type, memory budget, links. An empty mesh means: search every 1-D
@@ -58,6 +62,23 @@ struct PlannerOptions {
   // error. 1 by default (what `mapctl run` and jobs ask for unless told); `mapctl plan` passes
   // auto.
   int64_t micro_batches = 1;
+  // Pipeline stages (DESIGN §6b, pipeline_search.h): 1 plans the whole model on every device
+  // (what `mapctl run` and jobs execute today); N ≥ 2 cuts its layers into N stages of
+  // devices/N devices each; 0 (auto, `mapctl plan`'s default) searches 1 and every N that
+  // divides the devices and is at most the number of layers.
+  int pipeline_stages = 1;
+  // Set by the pipeline search for one stage's plan: stage i of p keeps the activations of
+  // min(p − i, m) micro-batches under 1F1B; this is p − i (1: not a pipeline stage).
+  int64_t pipeline_depth = 1;
+  // With MAPD_TRACE set: a line per ILP and per phase of the search on stderr (docs/planner.md).
+  // The pipeline search turns it off in its stages' own searches.
+  bool trace = true;
+  // 0: none. Otherwise only plans faster than this many seconds a step are wanted (the pipeline
+  // search's best so far, for its stages): when none fits, the result does not fit.
+  double objective_cutoff = 0;
+  // When nothing fits, also find the least memory any plan searched needs (for the error that
+  // says how much to give); the pipeline search's stages do without.
+  bool least_memory = true;
 
   absl::Status Validate() const;
 };
@@ -80,6 +101,38 @@ struct PlanCandidate {
   v1::SolverRequest request;   // the (folded) ILP whose answer this is, for dumping and replay
 };
 
+// One pipeline stage of a pipeline plan (DESIGN §6b, pipeline_search.h).
+struct StagePlan {
+  int first_layer = 0, end_layer = 0;   // the layers [first, end) of the graph's sequence
+  std::string first_name, last_name;    // "h.0", "h.11"
+  int64_t in_flight = 1;                // micro-batches of activations it keeps (1F1B: min(p − i, m))
+  std::shared_ptr<const Graph> graph;   // the stage's graph (stages.h); `plan.strategies` are its nodes'
+  PlanCandidate plan;                   // its intra-op plan on its submesh: mesh, ZeRO, strategies, recompute, cost
+  double pass_seconds = 0;   // one micro-batch's forward and backward here, the sends to the next stage included
+  double once_seconds = 0;   // once a step: its gradient reduction, and a tied weight's sum with the other end
+  double send_seconds = 0;   // per micro-batch: its activations to the next stage and their gradients back
+};
+
+// A plan that cuts the layers into stages, each on its own devices, streaming micro-batches.
+struct PipelinePlan {
+  std::string name = "MAP";            // or "Megatron TP=8 x PP=8 x DP=16"
+  bool applicable = true;
+  std::string note;                    // why not applicable
+  int stages = 1;
+  std::vector<int64_t> stage_mesh;     // every stage's intra-op mesh
+  int64_t micro_batches = 1;
+  std::string schedule = "1F1B";
+  std::vector<StagePlan> stage_plans;
+  // Σ pass + (m − 1) · max pass + max once (DESIGN §6b).
+  double step_seconds = 0;
+  // The share of the stages' time idle in the fill and drain: 1 − m·Σ pass / (p · pipeline time).
+  double bubble_fraction = 0;
+  double peak_bytes = 0;               // the largest stage's predicted peak per device
+  bool fits = false;                   // every stage fits its budget
+  int64_t devices() const;
+  std::string MeshString() const;      // "8 stages x 16x8"
+};
+
 struct PlanResult {
   Cluster cluster;                        // the winning mesh (links included)
   PlanCandidate plan;                     // the fastest MAP plan that fits (if `fits`)
@@ -98,6 +151,15 @@ struct PlanResult {
   // Non-empty when a fitting baseline (a plan of the same space) was faster than the search's
   // own best — possible within the accepted gap — and became the plan: what happened.
   std::string adopted_note;
+  // With pipeline stages searched (PlannerOptions::pipeline_stages ≠ 1): MAP's best pipeline
+  // per stage count (fitting first, fastest first) and the Megatron TP × PP × DP baselines.
+  std::vector<PipelinePlan> pipelines;
+  std::vector<PipelinePlan> pipeline_baselines;
+  // Set when a pipeline plan fits and is faster than `plan`: it is then MAP's plan, and `plan`
+  // stays the best without stages.
+  std::optional<PipelinePlan> pipeline;
+  std::string pipeline_note;               // why no stages were searched, when asked for auto
+  int pipeline_configs_solved = 0, pipeline_configs_pruned = 0;
   double search_seconds = 0;              // wall time of the whole search
   // (mesh shape, micro-batch count) pairs searched under the budget; skipped by their bound.
   int meshes_solved = 0, meshes_pruned = 0;
@@ -110,9 +172,19 @@ std::vector<std::vector<int64_t>> MeshShapes(int64_t devices, int max_axes);
 // The plan as saved by `mapctl plan --save`: the graph, the mesh and every node's placements.
 v1::Plan ToPlanProto(const Graph& graph, const PlanResult& result, const PlannerOptions& options);
 
+// One stage of a Megatron TP × PP × DP baseline: the Megatron TP × DP family (baselines.h) on
+// `graph` with the options' pinned mesh ({dp, tp}, {tp} or {dp}: `tp` says which axis is tensor
+// parallel) and micro-batch count — its fastest plan under the budget, or with every repeated
+// layer recomputed when only that fits (`fits` false when neither does).
+// `cache` (optional) is the graph's cost-graph cache, shared between searches of one graph.
+absl::StatusOr<PlanCandidate> SolveMegatronStage(const Graph& graph, const PlannerOptions& options, int64_t tp,
+                                                 CostGraphCache* cache = nullptr);
+
 // Errors: the options' validation; a graph the cost model cannot cost (unknown op, an op
 // without a sharding rule). A plan that does not fit is not an error: `fits` is false.
-absl::StatusOr<PlanResult> SearchPlan(const Graph& graph, const PlannerOptions& options);
+// `cache` (optional): the graph's cost graphs, kept between searches of one graph (the
+// pipeline search's stages); without it the search builds its own.
+absl::StatusOr<PlanResult> SearchPlan(const Graph& graph, const PlannerOptions& options, CostGraphCache* cache = nullptr);
 
 }  // namespace mapd
 

@@ -5,6 +5,7 @@
 #include <unordered_set>
 
 #include "absl/strings/str_cat.h"
+#include "planner/plan/stages.h"
 
 namespace mapd {
 
@@ -25,6 +26,8 @@ absl::StatusOr<std::vector<std::unique_ptr<PreparedNode>>> PrepareNodes(const Gr
   const v1::Graph& p = graph.proto();
   std::unordered_map<std::string, bool> rg;  // value → needs a gradient
   for (const auto& par : p.parameters()) rg[par.name()] = par.trainable();
+  // A pipeline stage's input sent by the stage before needs its gradient sent back (stages.h).
+  for (const auto& in : p.inputs()) rg[in.name()] = in.role() == kActivationRole;
   std::unordered_set<std::string> params_counted;
   // Storage of every value (a view's is its base's) and the storages already saved: a tensor
   // saved by several nodes, or several views of one storage, is held once (as the profiler's

@@ -100,9 +100,11 @@ std::vector<std::vector<std::string>> AddRecomputeGroups(const Graph& graph, con
                 LocalBytes(graph.TypeOf(node.outputs(o)), cg.strategies[rep][k].outputs[o], cluster));
           }
         }
-        m->add_saved(copies * (c.activation_bytes - held));
+        // Each micro-batch in flight keeps its checkpoint; one layer at a time is made again.
+        const double in_flight = static_cast<double>(cg.activations_in_flight);
+        m->add_saved(copies * (c.activation_bytes - in_flight * held));
         m->add_seconds(copies * c.forward_seconds);
-        m->add_rematerialized(copies * c.activation_bytes);
+        m->add_rematerialized(copies * c.activation_bytes / in_flight);
       }
     }
     // Resharding inside a layer runs again when it recomputes (between layers it does not: the

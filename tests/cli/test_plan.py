@@ -126,7 +126,8 @@ def test_plan_micro_batches_are_chosen_pinned_or_refused():
     # search runs it in micro-batches; pinned to 1 it does not fit; a count that does not divide
     # the batch, or a malformed one, is refused naming the flag.
     spec = "gpt2:layers=4,hidden=32,heads=4,vocab=64,seq=64,batch=8"
-    common = ("--devices", "4", "--device-type", "cpu", "--memory-per-device", "1MiB", "--recompute", "off")
+    common = ("--devices", "4", "--device-type", "cpu", "--memory-per-device", "1MiB", "--recompute", "off",
+              "--pipeline-stages", "1")
     auto = json.loads(run_mapctl("plan", spec, *common, "-o", "json", check=0).stdout)
     assert auto["fits"] and auto["micro_batches"] > 1 and auto["recomputed_layers"] == []
     one = run_mapctl("plan", spec, *common, "--micro-batches", "1", check=1)
@@ -151,3 +152,34 @@ def test_plan_reports_sequence_parallelism():
     dp = json.loads(run_mapctl("plan", "gpt2:layers=2,hidden=64,heads=4,vocab=64,seq=8,batch=8", "--mesh", "8",
                                "--device-type", "cpu", "-o", "json", check=0).stdout)
     assert dp["sequence_parallel"] is False and dp["sequence_parallel_norms"] == 0, dp["sequence_parallel_norms"]
+
+
+def test_plan_pipeline_stages_table_json_and_refusals():
+    # Two stages pinned on 4 CPU devices: the table lists the stages; the JSON has the stages, the
+    # schedule, the bubble, and a step that is the 1F1B formula of its stages (docs/planner.md,
+    # "Pipeline stages"); stage counts that cannot be are refused naming the flag and why.
+    spec = "gpt2:layers=4,hidden=32,heads=4,vocab=64,seq=64,batch=8"
+    common = ("--devices", "4", "--device-type", "cpu", "--memory-per-device", "1MiB", "--recompute", "off")
+    r = json.loads(run_mapctl("plan", spec, *common, "--pipeline-stages", "2", "-o", "json", check=0).stdout)
+    assert r["pipeline_stages"] == 2 and r["schedule"] == "1F1B" and r["devices"] == 4, r
+    stages, m = r["stages"], r["micro_batches"]
+    assert [s["first_layer"] for s in stages] == [0, stages[0]["end_layer"]] and stages[-1]["end_layer"] == 4, stages
+    assert [s["micro_batches_in_flight"] for s in stages] == [min(2, m), 1], stages
+    passes = [s["predicted_pass_seconds"] for s in stages]
+    step = sum(passes) + (m - 1) * max(passes) + max(s["predicted_once_seconds"] for s in stages)
+    assert abs(r["predicted_step_seconds"] - step) <= 1e-9 * step, (r["predicted_step_seconds"], step)
+    assert 0 < r["bubble_fraction"] < 1 and r["predicted_peak_bytes"] <= 1 << 20, r
+    assert r["predicted_peak_bytes"] == max(s["predicted_peak_bytes"] for s in stages)
+    table = run_mapctl("plan", spec, *common, "--pipeline-stages", "2", check=0).stdout
+    assert "Pipeline:     2 stages, 1F1B, each on 2 cpu (2 devices)" in table, table
+    assert re.search(r"^0\s+h\.0", table, re.M) and "Megatron TP=1 x PP=2 x DP=2" in table, table
+    flat = json.loads(run_mapctl("plan", spec, *common, "--pipeline-stages", "1", "-o", "json", check=0).stdout)
+    assert flat["pipeline_stages"] == 1 and flat["pipelines"] == [] and "nodes" in flat, flat.keys()
+    odd = run_mapctl("plan", spec, *common, "--pipeline-stages", "3", check=1)
+    assert "3 pipeline stages do not divide 4 devices" in odd.stderr, odd.stderr
+    many = run_mapctl("plan", spec, "--devices", "8", "--device-type", "cpu", "--pipeline-stages", "8", check=1)
+    assert "8 pipeline stages for 4 layers" in many.stderr, many.stderr
+    junk = run_mapctl("plan", spec, *common, "--pipeline-stages", "some")
+    assert junk.returncode != 0 and "--pipeline-stages some" in junk.stderr, junk.stderr
+    saved = run_mapctl("plan", spec, *common, "--pipeline-stages", "2", "--save", "/dev/null", check=1)
+    assert "running pipeline plans is not built yet" in saved.stderr, saved.stderr

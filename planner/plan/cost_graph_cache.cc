@@ -1,0 +1,85 @@
+#include "planner/plan/cost_graph_cache.h"
+
+#include <algorithm>
+#include <chrono>
+
+#include "planner/plan/micro_batch.h"
+
+namespace mapd {
+
+absl::StatusOr<const Cluster*> CostGraphCache::ClusterFor(const std::vector<int64_t>& mesh) {
+  auto it = clusters_.find(mesh);
+  if (it != clusters_.end()) return it->second.get();
+  ClusterOptions co = cluster_;
+  co.mesh = mesh;
+  co.devices = 0;
+  auto c = MakeCluster(co);
+  if (!c.ok()) return c.status();
+  return (clusters_[mesh] = std::make_unique<Cluster>(*std::move(c))).get();
+}
+
+absl::StatusOr<const MicroBatching*> CostGraphCache::Analysis() {
+  if (analysis_ == nullptr) {
+    auto mb = AnalyzeMicroBatching(graph_);
+    if (!mb.ok()) return mb.status();
+    analysis_ = std::make_unique<MicroBatching>(*std::move(mb));
+  }
+  return analysis_.get();
+}
+
+absl::StatusOr<const Graph*> CostGraphCache::GraphFor(int64_t m) {
+  if (m == 1) return &graph_;
+  auto it = micro_.find(m);
+  if (it != micro_.end()) return it->second.get();
+  auto g = MicroBatchGraph(graph_, m);
+  if (!g.ok()) return g.status();
+  return (micro_[m] = std::make_unique<Graph>(*std::move(g))).get();
+}
+
+absl::StatusOr<const CostGraphCache::Facts*> CostGraphCache::FactsFor(int64_t m) {
+  auto it = facts_.find(m);
+  if (it != facts_.end()) return it->second.get();
+  auto graph = GraphFor(m);
+  if (!graph.ok()) return graph.status();
+  auto f = std::make_unique<Facts>();
+  auto prepared = PrepareNodes(**graph);
+  if (!prepared.ok()) return prepared.status();
+  f->prepared = *std::move(prepared);
+  auto batch = FindBatch(**graph, f->prepared);
+  if (!batch.ok()) return batch.status();
+  f->batch = *std::move(batch);
+  f->layer_keys = LayerKeys(**graph);
+  return (facts_[m] = std::move(f)).get();
+}
+
+absl::StatusOr<const CostGraph*> CostGraphCache::Get(const std::vector<int64_t>& mesh, int stage, int64_t m) {
+  const int64_t in_flight = std::min(depth_, m);
+  auto key = std::make_tuple(mesh, stage, m, in_flight);
+  auto it = graphs_.find(key);
+  if (it != graphs_.end()) return it->second.get();
+  auto cluster = ClusterFor(mesh);
+  if (!cluster.ok()) return cluster.status();
+  auto graph = GraphFor(m);
+  if (!graph.ok()) return graph.status();
+  auto facts = FactsFor(m);
+  if (!facts.ok()) return facts.status();
+  ProfileOptions po = profile_;
+  po.device = (*cluster)->device;
+  CostGraphOptions cgo;
+  cgo.zero_stage = stage;
+  cgo.micro_batches = m;
+  cgo.activations_in_flight = in_flight;
+  const auto start = std::chrono::steady_clock::now();
+  // Another stage of a cost graph built already: its strategies and edges are the same.
+  absl::StatusOr<CostGraph> cg = absl::NotFoundError("");
+  for (int z = 0; z < 4 && !cg.ok(); ++z) {
+    auto built = graphs_.find(std::make_tuple(mesh, z, m, in_flight));
+    if (built != graphs_.end()) cg = AtZeroStage(*built->second, stage);
+  }
+  if (!cg.ok()) cg = BuildCostGraph(**graph, (*facts)->prepared, **cluster, po, cgo, (*facts)->layer_keys);
+  if (!cg.ok()) return cg.status();
+  build_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return (graphs_[key] = std::make_unique<CostGraph>(*std::move(cg))).get();
+}
+
+}  // namespace mapd

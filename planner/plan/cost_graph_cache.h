@@ -1,0 +1,79 @@
+// The cost graphs one search builds, memoised: per micro-batch count the graph of one
+// micro-batch (micro_batch.h) with its prepared nodes and batch labels, and per (mesh, ZeRO
+// stage, micro-batch count, micro-batches in flight) its cost graph (cost_graph.h). Another ZeRO
+// stage of a cost graph built already shares its strategies and edges (AtZeroStage).
+//
+// One cache serves every search of one graph: the planner's own, and the pipeline search's many
+// searches of one stage graph (on other submeshes, at other depths, MAP's and the baselines').
+#ifndef MAPD_PLANNER_PLAN_COST_GRAPH_CACHE_H_
+#define MAPD_PLANNER_PLAN_COST_GRAPH_CACHE_H_
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "planner/ir/graph.h"
+#include "planner/plan/baselines.h"
+#include "planner/plan/cost_graph.h"
+#include "planner/plan/micro_batch.h"
+#include "planner/plan/prepared_graph.h"
+#include "planner/profile/profile_options.h"
+#include "planner/sharding/cluster.h"
+
+namespace mapd {
+
+class CostGraphCache {
+ public:
+  // `cluster` gives the device type, budget and links (its mesh is replaced per request);
+  // `profile` the optimizer and precision. The graph must outlive the cache.
+  CostGraphCache(const Graph& graph, const ClusterOptions& cluster, const ProfileOptions& profile)
+      : graph_(graph), cluster_(cluster), profile_(profile) {}
+
+  const Graph& graph() const { return graph_; }
+
+  // The micro-batches a pipeline stage keeps at once is min(depth, m) (CostGraphOptions::
+  // activations_in_flight); Get uses the depth set here (1: not a pipeline stage).
+  void set_pipeline_depth(int64_t depth) { depth_ = depth; }
+
+  absl::StatusOr<const Cluster*> ClusterFor(const std::vector<int64_t>& mesh);
+
+  // Whether and how the graph splits into micro-batches (AnalyzeMicroBatching), once.
+  absl::StatusOr<const MicroBatching*> Analysis();
+
+  // The graph of one of `m` micro-batches (the graph itself for 1).
+  absl::StatusOr<const Graph*> GraphFor(int64_t m);
+
+  // The micro-batch graph's prepared nodes and batch labels (for the baselines' families).
+  struct Facts {
+    std::vector<std::unique_ptr<PreparedNode>> prepared;
+    BatchInfo batch;
+    std::shared_ptr<const std::vector<std::string>> layer_keys;
+  };
+  absl::StatusOr<const Facts*> FactsFor(int64_t m);
+
+  absl::StatusOr<const CostGraph*> Get(const std::vector<int64_t>& mesh, int stage, int64_t m = 1);
+
+  double build_seconds() const { return build_seconds_; }
+  size_t built() const { return graphs_.size(); }
+
+ private:
+  const Graph& graph_;
+  const ClusterOptions cluster_;
+  const ProfileOptions profile_;
+  int64_t depth_ = 1;
+  std::unique_ptr<MicroBatching> analysis_;
+  std::map<std::vector<int64_t>, std::unique_ptr<Cluster>> clusters_;
+  std::map<int64_t, std::unique_ptr<Graph>> micro_;
+  std::map<int64_t, std::unique_ptr<Facts>> facts_;
+  // (mesh, ZeRO stage, micro-batches, in flight)
+  std::map<std::tuple<std::vector<int64_t>, int, int64_t, int64_t>, std::unique_ptr<CostGraph>> graphs_;
+  double build_seconds_ = 0;
+};
+
+}  // namespace mapd
+
+#endif  // MAPD_PLANNER_PLAN_COST_GRAPH_CACHE_H_

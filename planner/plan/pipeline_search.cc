@@ -1,0 +1,639 @@
+#include "planner/plan/pipeline_search.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <limits>
+#include <map>
+#include <memory>
+#include <optional>
+#include <tuple>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "common/bytes.h"
+#include "planner/plan/cost_graph_cache.h"
+#include "planner/plan/stages.h"
+#include "planner/sharding/collectives.h"
+
+namespace mapd {
+
+int64_t PipelinePlan::devices() const {
+  int64_t n = stages;
+  for (int64_t d : stage_mesh) n *= d;
+  return n;
+}
+
+std::string PipelinePlan::MeshString() const { return absl::StrCat(stages, " stages x ", absl::StrJoin(stage_mesh, "x")); }
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+// One stage's plan on one submesh at one micro-batch count and depth, memoised.
+struct StageSolve {
+  PlanCandidate plan;
+  bool fits = false;
+  double pass_seconds = 0;  // per micro-batch, without the send
+  double once_seconds = 0;
+  double send_seconds = 0;  // to the next stage and back (0 for the last)
+  double u() const { return fits ? pass_seconds + send_seconds : kInf; }
+};
+
+// Builds stage graphs and solves them, memoised on what their cost depends on: whether the stage
+// holds the prologue or the epilogue, the kinds of its layers, the micro-batches it keeps, the
+// submesh, the micro-batch count and the plan family (MAP's search, or a Megatron TP degree).
+class StageSolver {
+ public:
+  // `coarse`: stages solved within a looser gap, for exploring (StageOptions).
+  StageSolver(const Graph& graph, const LayerSequence& seq, const PlannerOptions& options, bool coarse)
+      : graph_(graph), seq_(seq), options_(options), coarse_(coarse) {
+    std::map<std::string, int> ids;
+    for (const std::string& k : seq.layer_kind) kind_id_.push_back(ids.emplace(k, static_cast<int>(ids.size())).first->second);
+  }
+
+  int layers() const { return seq_.num_layers(); }
+
+  // A graph of the stage [a, b) — of its kind: the memoised one may hold other layers alike.
+  absl::StatusOr<std::shared_ptr<const Graph>> GraphOfKind(int a, int b) {
+    const std::string key = KindKey(a, b);
+    auto it = graphs_.find(key);
+    if (it != graphs_.end()) return it->second;
+    auto g = StageGraph(graph_, seq_, a, b);
+    if (!g.ok()) return g.status();
+    return graphs_[key] = std::make_shared<const Graph>(*std::move(g));
+  }
+
+  // tp 0: MAP's search on the stage; tp ≥ 1: the Megatron family with that tensor degree.
+  // With `cutoff` > 0 (MAP's search only), a stage whose plan alone is no faster than it (a
+  // step is at least any stage's m passes and its once-a-step part) does not fit: cutoffs only
+  // fall as the search goes, so an answer memoised under a higher one stays right.
+  absl::StatusOr<const StageSolve*> Solve(int a, int b, int64_t depth, const std::vector<int64_t>& mesh, int64_t m,
+                                          int64_t tp = 0, double cutoff = 0) {
+    depth = std::min(depth, m);
+    auto key = std::make_tuple(KindKey(a, b), depth, mesh, m, tp);
+    auto it = solves_.find(key);
+    if (it != solves_.end()) return it->second.get();
+    auto g = GraphOfKind(a, b);
+    if (!g.ok()) return g.status();
+    PlannerOptions o = StageOptions(mesh, m, depth);
+    if (tp == 0 && std::isfinite(cutoff)) o.objective_cutoff = cutoff;
+    auto s = std::make_unique<StageSolve>();
+    CostGraphCache* cache = CacheOf(a, b, **g);
+    if (tp == 0) {
+      auto r = SearchPlan(**g, o, cache);
+      if (!r.ok()) return r.status();
+      s->plan = r->plan;
+      s->fits = r->fits;
+    } else {
+      auto c = SolveMegatronStage(**g, o, tp, cache);
+      if (!c.ok()) return c.status();
+      s->plan = *std::move(c);
+      s->fits = s->plan.applicable && s->plan.fits;
+    }
+    ++solved_;
+    if (s->plan.applicable) {
+      s->once_seconds = s->plan.cost.once_seconds;
+      s->pass_seconds = (s->plan.cost.step_seconds - s->once_seconds) / static_cast<double>(m);
+      if (b < layers()) {
+        auto send = SendSeconds(**g, s->plan, mesh);
+        if (!send.ok()) return send.status();
+        s->send_seconds = *send;
+      }
+    }
+    return (solves_[key] = std::move(s)).get();
+  }
+
+  // Of one middle layer alone on `mesh`, unconstrained (0 when the sequence has no middle layer):
+  // U1, the least per-micro-batch time, and C1, the least whole objective (m passes and the
+  // once-a-step part) — lower bounds on any layer's share of a stage's pass and objective.
+  struct LayerCost {
+    double pass = 0, objective = 0;
+  };
+  absl::StatusOr<LayerCost> LayerBound(const std::vector<int64_t>& mesh, int64_t m) {
+    auto key = std::make_pair(mesh, m);
+    auto it = bounds_.find(key);
+    if (it != bounds_.end()) return it->second;
+    LayerCost least{layers() >= 3 ? kInf : 0, layers() >= 3 ? kInf : 0};
+    std::map<int, bool> seen;
+    for (int l = 1; l + 1 < layers(); ++l) {
+      if (!seen.emplace(kind_id_[l], true).second) continue;
+      auto g = GraphOfKind(l, l + 1);
+      if (!g.ok()) return g.status();
+      PlannerOptions o = StageOptions(mesh, m, 1);
+      o.cluster.memory_per_device = int64_t{1} << 60;  // unconstrained
+      o.zero_stage = options_.zero_stage;
+      auto r = SearchPlan(**g, o, CacheOf(l, l + 1, **g));
+      if (!r.ok()) return r.status();
+      least.pass = std::min(least.pass, (r->plan.cost.step_seconds - r->plan.cost.once_seconds) / static_cast<double>(m));
+      least.objective = std::min(least.objective, r->plan.cost.step_seconds);
+    }
+    return bounds_[key] = least;
+  }
+
+  int solved() const { return solved_; }
+
+  // The link between consecutive stages' devices: across nodes when a stage fills whole nodes.
+  AxisLink StageLink(int64_t stage_devices) const {
+    auto [intra, inter] = DefaultLinks(options_.cluster.device_type);
+    const ClusterOptions& c = options_.cluster;
+    const bool across = stage_devices >= c.gpus_per_node;
+    AxisLink link = across ? inter : intra;
+    const double alpha = across ? c.inter_alpha : c.intra_alpha, beta = across ? c.inter_beta : c.intra_beta;
+    if (alpha >= 0) link.alpha = alpha;
+    if (beta >= 0) link.beta = beta;
+    link.inter_node = across;
+    return link;
+  }
+
+  PlannerOptions StageOptions(const std::vector<int64_t>& mesh, int64_t m, int64_t depth) const {
+    PlannerOptions o = options_;
+    o.cluster.mesh = mesh;
+    o.cluster.devices = 0;
+    o.micro_batches = m;
+    o.pipeline_stages = 1;
+    o.pipeline_depth = depth;
+    o.baselines = false;
+    o.trace = false;
+    o.least_memory = false;
+    if (coarse_) {
+      // Exploring: the Lagrangian's answers within 5%, CBC barely (the winner is solved again exactly).
+      o.relative_gap = std::max(options_.relative_gap, 0.05);
+      o.time_limit_seconds = std::min(options_.time_limit_seconds, 0.05);
+    }
+    return o;
+  }
+
+ private:
+  CostGraphCache* CacheOf(int a, int b, const Graph& g) {
+    auto& cache = caches_[KindKey(a, b)];
+    if (cache == nullptr) cache = std::make_unique<CostGraphCache>(g, options_.cluster, options_.profile);
+    return cache.get();
+  }
+
+  std::string KindKey(int a, int b) const {
+    std::string key = absl::StrCat(a == 0 ? "P" : "-", b == layers() ? "E" : "-");
+    for (int l = a; l < b; ++l) absl::StrAppend(&key, ",", kind_id_[l]);
+    // Ranges of one kind differ in their layers' names only; a first layer may be set apart by
+    // what it reads (LLaMA's rotary tables), so its kind is its own.
+    return key;
+  }
+
+  // The stage's outputs sent on, and their gradients back, per micro-batch, as the plan
+  // produces them.
+  absl::StatusOr<double> SendSeconds(const Graph& g, const PlanCandidate& plan, const std::vector<int64_t>& mesh) {
+    ClusterOptions co = options_.cluster;
+    co.mesh = mesh;
+    co.devices = 0;
+    auto cluster = MakeCluster(co);
+    if (!cluster.ok()) return cluster.status();
+    const AxisLink link = StageLink(cluster->num_devices());
+    double seconds = 0;
+    for (const std::string& out : g.proto().outputs()) {
+      const ValueInfo* vi = g.FindValue(out);
+      if (vi == nullptr || vi->def != ValueDef::kNode || vi->index >= static_cast<int>(plan.strategies.size())) continue;
+      const Strategy& s = plan.strategies[vi->index];
+      const double bytes = static_cast<double>(LocalBytes(vi->type, s.outputs[vi->output_index], *cluster));
+      const ValueInfo* original = graph_.FindValue(out);
+      const bool grad = original != nullptr && original->def == ValueDef::kNode && seq_.node_needs_grad[original->index] &&
+                        IsFloating(vi->type.dtype);
+      seconds += (link.alpha + bytes * link.beta) * (grad ? 2 : 1);
+    }
+    return seconds;
+  }
+
+  const Graph& graph_;
+  const LayerSequence& seq_;
+  const PlannerOptions& options_;
+  const bool coarse_;
+  std::vector<int> kind_id_;
+  std::map<std::string, std::shared_ptr<const Graph>> graphs_;
+  std::map<std::string, std::unique_ptr<CostGraphCache>> caches_;  // per stage graph
+  std::map<std::tuple<std::string, int64_t, std::vector<int64_t>, int64_t, int64_t>, std::unique_ptr<StageSolve>> solves_;
+  std::map<std::pair<std::vector<int64_t>, int64_t>, LayerCost> bounds_;
+  int solved_ = 0;
+};
+
+// Stage i of p: its depth (micro-batches in flight under 1F1B) as costed — every middle stage at
+// stage 1's, which bounds them all.
+int64_t CostedDepth(int i, int p) { return i == 0 ? p : (i == p - 1 ? 1 : p - 1); }
+
+struct Partition {
+  std::vector<int> ends;  // per stage: its end layer
+  double step_seconds = kInf;
+};
+
+// T of a choice of stage solves (pipeline_search.h).
+double StepSeconds(const std::vector<const StageSolve*>& stages, int64_t m) {
+  double sum = 0, slowest = 0, once = 0;
+  for (const StageSolve* s : stages) {
+    sum += s->u();
+    slowest = std::max(slowest, s->u());
+    once = std::max(once, s->once_seconds);
+  }
+  return sum + static_cast<double>(m - 1) * slowest + once;
+}
+
+// The best cut of the layers into p stages on `mesh` with m micro-batches: Alpa's threshold
+// dynamic programme over stage lengths within one layer of L/p.
+// `layer_bound` is U1 (a lower bound on any layer's share of a stage's pass); a triple whose
+// first stage alone shows that no cut can beat `cutoff` (T ≥ m·u_0 + g_0 + (L − k_0)·U1) is given up
+// before the other stages are solved.
+absl::StatusOr<Partition> BestPartition(StageSolver& solver, int p, const std::vector<int64_t>& mesh, int64_t m,
+                                        double cutoff, double layer_bound) {
+  const int L = solver.layers();
+  const int kmin = std::max(1, L / p - 1), kmax = std::min(L - (p - 1), (L + p - 1) / p + 1);
+  // u(i, a, k) for every reachable stage, solved once per kind.
+  std::map<std::tuple<int, int, int>, const StageSolve*> u;  // (stage, first layer, length)
+  std::vector<double> thresholds;
+  std::vector<std::vector<bool>> reach(p + 1, std::vector<bool>(L + 1, false));
+  reach[0][0] = true;
+  for (int i = 0; i < p; ++i) {
+    for (int a = 0; a <= L; ++a) {
+      if (!reach[i][a]) continue;
+      for (int k = kmin; k <= kmax; ++k) {
+        const int b = a + k;
+        const int left = p - i - 1;  // stages after this one, each at least kmin and at most kmax layers
+        if (b > L || L - b < left * kmin || L - b > left * kmax || (i == p - 1 && b != L)) continue;
+        auto s = solver.Solve(a, b, CostedDepth(i, p), mesh, m, 0, cutoff);
+        if (!s.ok()) return s.status();
+        if (!(*s)->fits) continue;
+        u[{i, a, k}] = *s;
+        if (i == 0 && static_cast<double>(m) * (*s)->u() + (*s)->once_seconds + (L - k) * layer_bound >= cutoff) continue;
+        reach[i + 1][b] = true;
+        thresholds.push_back((*s)->u());
+      }
+    }
+    if (std::none_of(reach[i + 1].begin(), reach[i + 1].end(), [](bool r) { return r; })) return Partition{};
+  }
+  if (!reach[p][L]) return Partition{};
+  std::sort(thresholds.begin(), thresholds.end());
+  thresholds.erase(std::unique(thresholds.begin(), thresholds.end()), thresholds.end());
+  Partition best;
+  for (double t : thresholds) {
+    // F[i][l]: least Σ u over i stages covering layers [0, l) with every u ≤ t.
+    std::vector<std::vector<double>> F(p + 1, std::vector<double>(L + 1, kInf));
+    std::vector<std::vector<int>> from(p + 1, std::vector<int>(L + 1, -1));
+    F[0][0] = 0;
+    for (int i = 0; i < p; ++i) {
+      for (int a = 0; a <= L; ++a) {
+        if (!std::isfinite(F[i][a])) continue;
+        for (int k = kmin; k <= kmax; ++k) {
+          auto it = u.find({i, a, k});
+          if (it == u.end() || it->second->u() > t) continue;
+          const double v = F[i][a] + it->second->u();
+          if (v < F[i + 1][a + k]) {
+            F[i + 1][a + k] = v;
+            from[i + 1][a + k] = a;
+          }
+        }
+      }
+    }
+    if (!std::isfinite(F[p][L])) continue;
+    Partition cand;
+    cand.ends.assign(p, L);
+    std::vector<const StageSolve*> chosen(p);
+    for (int i = p, l = L; i > 0; --i) {
+      const int a = from[i][l];
+      cand.ends[i - 1] = l;
+      chosen[i - 1] = u.at({i - 1, a, l - a});
+      l = a;
+    }
+    cand.step_seconds = StepSeconds(chosen, m);
+    if (cand.step_seconds < best.step_seconds) best = std::move(cand);
+  }
+  return best;
+}
+
+// The pipeline plan of a cut, its stages' graphs and plans at their own depths.
+// With `real_graphs`, each stage's graph holds its own layers (for the plan that is kept); else
+// it is the memoised graph of its kind.
+absl::StatusOr<PipelinePlan> Assemble(StageSolver& solver, const Graph& graph, const LayerSequence& seq, int p,
+                                      const std::vector<int64_t>& mesh, int64_t m, const std::vector<int>& ends,
+                                      int64_t tp, const std::string& name, bool real_graphs = false) {
+  PipelinePlan plan;
+  plan.name = name;
+  plan.stages = p;
+  plan.stage_mesh = mesh;
+  plan.micro_batches = m;
+  plan.fits = true;
+  std::vector<const StageSolve*> chosen;
+  for (int i = 0, a = 0; i < p; a = ends[i], ++i) {
+    auto s = solver.Solve(a, ends[i], CostedDepth(i, p), mesh, m, tp);
+    if (!s.ok()) return s.status();
+    absl::StatusOr<std::shared_ptr<const Graph>> g = absl::UnknownError("");
+    if (real_graphs) {
+      auto own = StageGraph(graph, seq, a, ends[i]);
+      if (!own.ok()) return own.status();
+      g = std::make_shared<const Graph>(*std::move(own));
+    } else {
+      g = solver.GraphOfKind(a, ends[i]);
+    }
+    if (!g.ok()) return g.status();
+    StagePlan st;
+    st.first_layer = a;
+    st.end_layer = ends[i];
+    st.first_name = seq.layers[a];
+    st.last_name = seq.layers[ends[i] - 1];
+    st.in_flight = std::min<int64_t>(p - i, m);
+    st.graph = *std::move(g);
+    st.plan = (*s)->plan;
+    st.pass_seconds = (*s)->pass_seconds + (*s)->send_seconds;
+    st.once_seconds = (*s)->once_seconds;
+    st.send_seconds = (*s)->send_seconds;
+    // A middle stage was costed at stage 1's depth; its own keeps fewer micro-batches.
+    const int64_t costed = std::min<int64_t>(CostedDepth(i, p), m);
+    if (costed > st.in_flight) {
+      const double per = st.plan.cost.activation_bytes / static_cast<double>(costed);
+      st.plan.cost.activation_bytes = per * static_cast<double>(st.in_flight);
+    }
+    plan.fits = plan.fits && (*s)->fits;
+    plan.peak_bytes = std::max(plan.peak_bytes, st.plan.cost.peak_bytes());
+    chosen.push_back(*s);
+    plan.stage_plans.push_back(std::move(st));
+  }
+  // A weight read by the first and the last stage (tied embedding and LM head): its gradient
+  // summed between them once a step.
+  if (p >= 2) {
+    const Graph& first = *plan.stage_plans.front().graph;
+    const Graph& last = *plan.stage_plans.back().graph;
+    const AxisLink link = solver.StageLink(plan.devices() / p);
+    double tie = 0;
+    for (const std::string& name : SharedParameters(first, last)) {
+      const v1::Parameter* par = first.FindParameter(name);
+      if (par == nullptr || !par->trainable()) continue;
+      const double bytes = static_cast<double>(TensorType::FromProto(par->type()).NumBytes()) /
+                           static_cast<double>(std::max<int64_t>(1, plan.devices() / p));
+      tie += CollectiveSeconds(CollectiveKind::kAllReduce, static_cast<int64_t>(bytes), 2, link);
+    }
+    plan.stage_plans.front().once_seconds += tie;
+    plan.stage_plans.back().once_seconds += tie;
+  }
+  double sum = 0, slowest = 0, once = 0;
+  for (const StagePlan& s : plan.stage_plans) {
+    sum += s.pass_seconds;
+    slowest = std::max(slowest, s.pass_seconds);
+    once = std::max(once, s.once_seconds);
+  }
+  const double pipeline = sum + static_cast<double>(m - 1) * slowest;
+  plan.step_seconds = pipeline + once;
+  plan.bubble_fraction = pipeline > 0 ? 1 - static_cast<double>(m) * sum / (static_cast<double>(p) * pipeline) : 0;
+  return plan;
+}
+
+// The stage counts searched: the pinned one, or every 2 ≤ p ≤ L dividing the devices.
+absl::StatusOr<std::vector<int>> StageCounts(const PlannerOptions& options, int64_t devices, int layers) {
+  if (options.pipeline_stages >= 2) {
+    const int p = options.pipeline_stages;
+    if (devices % p != 0) {
+      return absl::InvalidArgumentError(absl::StrCat(p, " pipeline stages do not divide ", devices,
+                                                     " devices; every stage has as many devices"));
+    }
+    if (p > layers) {
+      return absl::InvalidArgumentError(absl::StrCat(p, " pipeline stages for ", layers, " layers: a stage holds at least one layer"));
+    }
+    return std::vector<int>{p};
+  }
+  std::vector<int> out;
+  for (int p = 2; p <= layers && p <= devices; ++p) {
+    if (devices % p == 0) out.push_back(p);
+  }
+  return out;
+}
+
+bool Faster(const PipelinePlan& a, const PipelinePlan& b) {
+  if (a.fits != b.fits) return a.fits;
+  return a.fits ? a.step_seconds < b.step_seconds : a.peak_bytes < b.peak_bytes;
+}
+
+// Megatron TP × PP × DP: equal stages (PP divides the layers), each stage Megatron TP × DP,
+// tuned as people tune it: the fewest micro-batches (at least PP) at which every stage fits
+// without recomputation — else with every layer recomputed — found by bisection (a stage's
+// activations only shrink as micro-batches grow), then 2× and 4× as many for a smaller bubble;
+// the fastest of those.
+absl::StatusOr<PipelinePlan> MegatronPipeline(StageSolver& solver, const Graph& graph, const LayerSequence& seq, int pp,
+                                              int64_t tp, int64_t dp, const std::vector<int64_t>& counts, int64_t batch) {
+  const int L = seq.num_layers();
+  const std::string name = absl::StrCat("Megatron TP=", tp, " x PP=", pp, dp > 1 ? absl::StrCat(" x DP=", dp) : "");
+  const std::vector<int64_t> mesh = dp > 1 && tp > 1 ? std::vector<int64_t>{dp, tp} : std::vector<int64_t>{dp * tp};
+  std::vector<int> ends;
+  for (int i = 1; i <= pp; ++i) ends.push_back(i * L / pp);
+  std::vector<int64_t> ms;  // the counts whose micro-batch splits over dp (the family's)
+  for (int64_t m : counts) {
+    if (m >= pp && batch % m == 0 && (batch / m) % dp == 0) ms.push_back(m);
+  }
+  enum class Fit { kNotApplicable, kNo, kRecomputed, kPlain };
+  std::map<int64_t, Fit> memo;
+  // How every stage fits at m (the first, which keeps the most micro-batches, solved first).
+  auto fit = [&](int64_t m) -> absl::StatusOr<Fit> {
+    auto it = memo.find(m);
+    if (it != memo.end()) return it->second;
+    Fit f = Fit::kPlain;
+    for (int i : {0, pp - 1, pp > 2 ? 1 : -1}) {
+      if (i < 0) continue;
+      auto s = solver.Solve(i == 0 ? 0 : ends[i - 1], ends[i], CostedDepth(i, pp), mesh, m, tp);
+      if (!s.ok()) return s.status();
+      if (!(*s)->plan.applicable) {
+        f = Fit::kNotApplicable;
+        break;
+      }
+      if (!(*s)->fits) {
+        f = Fit::kNo;
+        break;
+      }
+      if (!(*s)->plan.recomputed_layers.empty()) f = Fit::kRecomputed;
+    }
+    return memo[m] = f;
+  };
+  // The first count in ms at which fit(m) ≥ want (assumed monotone), or ms.size().
+  auto first_at_least = [&](Fit want) -> absl::StatusOr<size_t> {
+    size_t lo = 0, hi = ms.size();
+    while (lo < hi) {
+      const size_t mid = (lo + hi) / 2;
+      auto f = fit(ms[mid]);
+      if (!f.ok()) return f.status();
+      if (*f >= want) hi = mid;
+      else lo = mid + 1;
+    }
+    return lo;
+  };
+  if (ms.empty()) {
+    PipelinePlan na;
+    na.name = name;
+    na.stages = pp;
+    na.stage_mesh = mesh;
+    na.applicable = false;
+    na.note = absl::StrCat("no micro-batch count of at least ", pp, " leaves a micro-batch that splits over ", dp,
+                           " data-parallel devices");
+    return na;
+  }
+  for (Fit want : {Fit::kPlain, Fit::kRecomputed}) {
+    auto first = first_at_least(want);
+    if (!first.ok()) return first.status();
+    if (*first == ms.size()) continue;
+    std::optional<PipelinePlan> best;
+    for (size_t i = *first; i < ms.size() && ms[i] <= 4 * ms[*first]; ++i) {
+      if (ms[i] != ms[*first] && ms[i] != 2 * ms[*first] && ms[i] != 4 * ms[*first]) continue;
+      auto f = fit(ms[i]);
+      if (!f.ok()) return f.status();
+      if (*f < want) continue;
+      auto plan = Assemble(solver, graph, seq, pp, mesh, ms[i], ends, tp, *f == Fit::kPlain ? name : name + " + full recompute");
+      if (!plan.ok()) return plan.status();
+      if (!best || plan->step_seconds < best->step_seconds) best = *std::move(plan);
+    }
+    if (best) return *best;
+  }
+  // Nothing fits: the family at its most micro-batches, reported as not fitting.
+  return Assemble(solver, graph, seq, pp, mesh, ms.back(), ends, tp, name);
+}
+
+}  // namespace
+
+absl::Status SearchPipelines(const Graph& graph, const PlannerOptions& options, const std::vector<int64_t>& counts,
+                             PlanResult& result) {
+  const auto start = Clock::now();
+  const bool trace = getenv("MAPD_TRACE") != nullptr && options.trace;
+  auto seq = FindLayerSequence(graph);
+  if (!seq.ok()) {
+    if (options.pipeline_stages >= 2) return seq.status();
+    result.pipeline_note = std::string(seq.status().message());
+    return absl::OkStatus();
+  }
+  auto base = MakeCluster(options.cluster);
+  if (!base.ok()) return base.status();
+  const int64_t devices = base->num_devices();
+  if (!options.cluster.mesh.empty()) {
+    if (options.pipeline_stages >= 2) {
+      return absl::InvalidArgumentError("--mesh pins the whole mesh; with --pipeline-stages give --devices instead");
+    }
+    result.pipeline_note = "a pinned mesh plans without pipeline stages";
+    return absl::OkStatus();
+  }
+  auto stage_counts = StageCounts(options, devices, seq->num_layers());
+  if (!stage_counts.ok()) return stage_counts.status();
+  StageSolver solver(graph, *seq, options, /*coarse=*/true);
+  StageSolver exact(graph, *seq, options, /*coarse=*/false);
+
+  // Every (p, submesh, m) with its lower bound, searched from the lowest up.
+  struct Config {
+    int p;
+    std::vector<int64_t> mesh;
+    int64_t m;
+    double bound;
+    double layer_bound;  // U1
+  };
+  std::vector<Config> configs;
+  for (int p : *stage_counts) {
+    for (const auto& mesh : MeshShapes(devices / p, options.max_mesh_axes)) {
+      for (int64_t m : counts) {
+        if (m < p) continue;  // more than half of every stage idle
+        auto one = solver.LayerBound(mesh, m);
+        if (!one.ok()) return one.status();
+        // Some stage holds k* ≥ ⌈L/p⌉ layers: T ≥ (m·u* + g*) + Σ_{others} u ≥ k*·C1 + (L − k*)·U1.
+        const int L = seq->num_layers(), most = (L + p - 1) / p;
+        configs.push_back({p, mesh, m, most * one->objective + (L - most) * one->pass, one->pass});
+      }
+    }
+  }
+  std::stable_sort(configs.begin(), configs.end(), [](const Config& a, const Config& b) { return a.bound < b.bound; });
+  if (trace) {
+    std::fprintf(stderr, "mapd plan: pipeline bounds of %zu (stages, mesh, micro-batches) at %.3f s\n", configs.size(),
+                 std::chrono::duration<double>(Clock::now() - start).count());
+  }
+  double best = result.fits ? result.plan.cost.step_seconds : kInf;
+  std::map<int, PipelinePlan> best_of_p;
+  for (const Config& c : configs) {
+    if (c.bound >= best * (1 - options.relative_gap)) {
+      ++result.pipeline_configs_pruned;
+      continue;
+    }
+    ++result.pipeline_configs_solved;
+    auto part = BestPartition(solver, c.p, c.mesh, c.m, best, c.layer_bound);
+    if (!part.ok()) return part.status();
+    if (!std::isfinite(part->step_seconds)) continue;
+    auto plan = Assemble(solver, graph, *seq, c.p, c.mesh, c.m, part->ends, 0, "MAP");
+    if (!plan.ok()) return plan.status();
+    if (trace) {
+      std::fprintf(stderr, "mapd plan: pipeline %s m %lld bound %.4g: %s %.4g s/step\n", plan->MeshString().c_str(),
+                   static_cast<long long>(c.m), c.bound, plan->fits ? "fits" : "-", plan->step_seconds);
+    }
+    if (plan->fits) best = std::min(best, plan->step_seconds);
+    auto it = best_of_p.find(c.p);
+    if (it == best_of_p.end() || Faster(*plan, it->second)) best_of_p[c.p] = *std::move(plan);
+  }
+  // The best cut per stage count, its stages solved again at the accepted gap.
+  for (auto& [p, plan] : best_of_p) {
+    std::vector<int> ends;
+    for (const StagePlan& s : plan.stage_plans) ends.push_back(s.end_layer);
+    auto refined = Assemble(exact, graph, *seq, p, plan.stage_mesh, plan.micro_batches, ends, 0, "MAP", /*real_graphs=*/true);
+    if (!refined.ok()) return refined.status();
+    result.pipelines.push_back(*std::move(refined));
+  }
+  std::stable_sort(result.pipelines.begin(), result.pipelines.end(), Faster);
+  if (trace) {
+    std::fprintf(stderr, "mapd plan: pipelines at %.3f s (%d configurations solved, %d pruned, %d stage solves)\n",
+                 std::chrono::duration<double>(Clock::now() - start).count(), result.pipeline_configs_solved,
+                 result.pipeline_configs_pruned, solver.solved());
+  }
+
+  if (options.baselines) {
+    for (int pp : *stage_counts) {
+      if (seq->num_layers() % pp != 0) continue;
+      const int64_t n = devices / pp;
+      for (int64_t tp = 1; tp <= n; ++tp) {
+        if (n % tp != 0) continue;
+        auto b = MegatronPipeline(exact, graph, *seq, pp, tp, n / tp, counts, result.global_batch);
+        if (!b.ok()) return b.status();
+        result.pipeline_baselines.push_back(*std::move(b));
+      }
+    }
+    if (trace) {
+      std::fprintf(stderr, "mapd plan: pipeline baselines at %.3f s (%d stage solves)\n",
+                   std::chrono::duration<double>(Clock::now() - start).count(), exact.solved());
+    }
+  }
+  // The Megatron pipelines are plans of MAP's space (equal cuts, restricted strategies): one that
+  // fits and is faster than the search's best becomes MAP's pipeline, and the note says so.
+  const PipelinePlan* faster = nullptr;
+  for (const PipelinePlan& b : result.pipeline_baselines) {
+    if (!b.applicable || !b.fits) continue;
+    const bool beats = result.pipelines.empty() || !result.pipelines.front().fits ||
+                       b.step_seconds < result.pipelines.front().step_seconds * (1 - 1e-12);
+    if (beats && (faster == nullptr || b.step_seconds < faster->step_seconds)) faster = &b;
+  }
+  if (faster != nullptr && (options.pipeline_stages < 2 || faster->stages == options.pipeline_stages)) {
+    std::vector<int> ends;
+    for (const StagePlan& s : faster->stage_plans) ends.push_back(s.end_layer);
+    // The same cut and strategies, with the stages' own graphs.
+    int64_t tp = faster->stage_mesh.back();
+    if (faster->stage_mesh.size() == 1 && faster->name.find("TP=1 ") != std::string::npos) tp = 1;
+    auto adopted = Assemble(exact, graph, *seq, faster->stages, faster->stage_mesh, faster->micro_batches, ends, tp,
+                            "MAP", /*real_graphs=*/true);
+    if (!adopted.ok()) return adopted.status();
+    result.pipeline_note = absl::StrCat("the baseline '", faster->name, "', a pipeline of the same space, is faster than "
+                                        "the search's own best pipeline and became MAP's");
+    result.pipelines.insert(result.pipelines.begin(), *std::move(adopted));
+  }
+  if (!result.pipelines.empty() && result.pipelines.front().fits &&
+      (options.pipeline_stages >= 2 || !result.fits || result.pipelines.front().step_seconds < result.plan.cost.step_seconds)) {
+    result.pipeline = result.pipelines.front();
+  }
+  if (options.pipeline_stages >= 2 && !result.pipeline) {
+    const int p = options.pipeline_stages;
+    if (configs.empty()) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          p, " pipeline stages need at least ", p, " micro-batches, and none of the counts searched (",
+          absl::StrJoin(counts, ", "), ") is: give a global batch of at least ", p, ", or fewer stages"));
+    }
+    return absl::FailedPreconditionError(absl::StrCat("no plan with ", p, " pipeline stages of ", devices / p,
+                                                      " devices fits ", FormatBytes(base->memory_per_device),
+                                                      " per device; use more devices or stages, a smaller batch, or "
+                                                      "--pipeline-stages auto"));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace mapd
