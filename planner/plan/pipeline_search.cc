@@ -9,6 +9,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <string>
 #include <tuple>
 
 #include "absl/strings/str_cat.h"
@@ -135,6 +136,12 @@ class StageSolver {
   }
 
   int solved() const { return solved_; }
+  // Seconds spent building the stages' cost graphs (MAPD_TRACE).
+  double build_seconds() const {
+    double total = 0;
+    for (const auto& [key, cache] : caches_) total += cache->build_seconds();
+    return total;
+  }
 
   // The link between consecutive stages' devices: across nodes when a stage fills whole nodes.
   AxisLink StageLink(int64_t stage_devices) const {
@@ -157,12 +164,16 @@ class StageSolver {
     o.pipeline_stages = 1;
     o.pipeline_depth = depth;
     o.baselines = false;
-    o.trace = false;
+    static const bool trace_stages = getenv("MAPD_TRACE") != nullptr && std::string(getenv("MAPD_TRACE")) == "2";
+    o.trace = trace_stages;  // MAPD_TRACE=2: the stages' searches too
     o.least_memory = false;
     if (coarse_) {
-      // Exploring: the Lagrangian's answers within 5%, CBC barely (the winner is solved again exactly).
+      // Exploring: the Lagrangian's answers within 5%, CBC barely (the cuts kept are solved again).
       o.relative_gap = std::max(options_.relative_gap, 0.05);
-      o.time_limit_seconds = std::min(options_.time_limit_seconds, 0.05);
+      o.time_limit_seconds = std::min(options_.time_limit_seconds, 0.01);
+    } else {
+      // The cuts kept and the baselines: at the accepted gap, CBC for at most a quarter second an ILP.
+      o.time_limit_seconds = std::min(options_.time_limit_seconds, 0.25);
     }
     return o;
   }
@@ -574,9 +585,9 @@ absl::Status SearchPipelines(const Graph& graph, const PlannerOptions& options, 
   }
   std::stable_sort(result.pipelines.begin(), result.pipelines.end(), Faster);
   if (trace) {
-    std::fprintf(stderr, "mapd plan: pipelines at %.3f s (%d configurations solved, %d pruned, %d stage solves)\n",
-                 std::chrono::duration<double>(Clock::now() - start).count(), result.pipeline_configs_solved,
-                 result.pipeline_configs_pruned, solver.solved());
+    std::fprintf(stderr, "mapd plan: pipelines at %.3f s (%d configurations solved, %d pruned, %d stage solves, "
+                 "cost graphs built in %.3f s)\n", std::chrono::duration<double>(Clock::now() - start).count(),
+                 result.pipeline_configs_solved, result.pipeline_configs_pruned, solver.solved(), solver.build_seconds());
   }
 
   if (options.baselines) {
@@ -591,8 +602,8 @@ absl::Status SearchPipelines(const Graph& graph, const PlannerOptions& options, 
       }
     }
     if (trace) {
-      std::fprintf(stderr, "mapd plan: pipeline baselines at %.3f s (%d stage solves)\n",
-                   std::chrono::duration<double>(Clock::now() - start).count(), exact.solved());
+      std::fprintf(stderr, "mapd plan: pipeline baselines at %.3f s (%d stage solves, cost graphs built in %.3f s)\n",
+                   std::chrono::duration<double>(Clock::now() - start).count(), exact.solved(), exact.build_seconds());
     }
   }
   // The Megatron pipelines are plans of MAP's space (equal cuts, restricted strategies): one that

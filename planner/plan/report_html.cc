@@ -9,6 +9,7 @@
 #include "absl/strings/str_join.h"
 #include "common/bytes.h"
 #include "planner/plan/describe.h"
+#include "planner/plan/schedule_svg.h"
 
 namespace mapd {
 
@@ -170,6 +171,26 @@ td.axes{white-space:nowrap}.chip{display:inline-block;width:16px;height:16px;bor
 </style></head><body>
 )";
   absl::StrAppend(&h, "<h1>MAP plan for ", HtmlEscape(info.model), " on ", info.devices, " × ", HtmlEscape(info.device_type), "</h1>\n");
+  if (result.pipeline) {
+    // The plan has stages: what each holds and keeps, and the schedule drawn.
+    const PipelinePlan& pp = *result.pipeline;
+    absl::StrAppend(&h, "<h2>Pipeline stages: the plan</h2>\n<p>", pp.stages, " stages, ", HtmlEscape(pp.schedule), ", each on ",
+                    Mesh(pp.stage_mesh), " devices; ", pp.micro_batches, " micro-batches; predicted step ",
+                    Ms(pp.step_seconds), " (bubble ", absl::StrFormat("%.1f%%", 100 * pp.bubble_fraction),
+                    "); the fullest stage ", Size(pp.peak_bytes), " per device",
+                    result.fits ? absl::StrCat("; without stages ", Ms(cost.step_seconds), " (below)") : "", ".</p>\n");
+    h += "<table id=\"stages\"><tr><th>Stage</th><th>Layers</th><th>Mesh</th><th>ZeRO</th><th>Recomputed</th><th>In flight</th>"
+         "<th>Pass</th><th>Send</th><th>Once a step</th><th>Peak / device</th></tr>";
+    for (size_t i = 0; i < pp.stage_plans.size(); ++i) {
+      const StagePlan& s = pp.stage_plans[i];
+      absl::StrAppend(&h, "<tr><td>", i, "</td><td>", HtmlEscape(s.first_name), " – ", HtmlEscape(s.last_name), "</td><td>",
+                      Mesh(s.plan.mesh), "</td><td>", s.plan.zero_stage, "</td><td>", s.plan.recomputed_layers.size(), "</td><td>",
+                      s.in_flight, "</td><td>", Ms(s.pass_seconds), "</td><td>", Ms(s.send_seconds), "</td><td>",
+                      Ms(s.once_seconds), "</td><td>", Size(s.plan.cost.peak_bytes()), "</td></tr>");
+    }
+    absl::StrAppend(&h, "</table>\n<h2>Schedule</h2>\n", ScheduleSvg(pp), "\n");
+    h += "<h2>Without stages</h2>\n<p>The best plan without pipeline stages, for comparison, and the baselines.</p>\n";
+  }
   absl::StrAppend(&h, "<table class=\"kv\" id=\"summary\">");
   auto kv = [&](const std::string& k, const std::string& v) { absl::StrAppend(&h, "<tr><td>", k, "</td><td>", v, "</td></tr>"); };
   kv("Mesh", Mesh(plan.mesh));

@@ -183,3 +183,28 @@ def test_plan_pipeline_stages_table_json_and_refusals():
     assert junk.returncode != 0 and "--pipeline-stages some" in junk.stderr, junk.stderr
     saved = run_mapctl("plan", spec, *common, "--pipeline-stages", "2", "--save", "/dev/null", check=1)
     assert "running pipeline plans is not built yet" in saved.stderr, saved.stderr
+
+
+def test_plan_report_draws_the_pipeline_schedule_in_headless_chromium(tmp_path):
+    # A two-stage plan's report: the stages' table and the 1F1B timeline (forward slots blue,
+    # backward orange) at the top of the page, drawn by Debian's headless Chromium.
+    report = tmp_path / "pipeline.html"
+    run_mapctl("plan", "gpt2:layers=4,hidden=32,heads=4,vocab=64,seq=64,batch=8", "--devices", "4", "--device-type", "cpu",
+               "--memory-per-device", "1MiB", "--recompute", "off", "--pipeline-stages", "2", "--report", str(report), check=0)
+    html = report.read_text()
+    assert "<script" not in html.lower()
+    for element in ('id="stages"', 'id="schedule"', 'id="summary"', 'id="memory"'):
+        assert element in html, element
+    # 2 stages x 4 micro-batches x (forward, backward), and the legend.
+    schedule = html[html.index('<svg id="schedule"'):]
+    schedule = schedule[:schedule.index("</svg>")]
+    assert schedule.count("<rect") == 2 * 4 * 2 + 2, schedule.count("<rect")
+    chromium = shutil.which("chromium")
+    assert chromium, "Debian's chromium is needed (scripts/install-deps.sh installs it)"
+    png = tmp_path / "pipeline.png"
+    subprocess.run([chromium, "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+                    "--hide-scrollbars", "--window-size=1200,480", f"--screenshot={png}", report.as_uri()],
+                   capture_output=True, timeout=120, check=True, cwd=tmp_path)
+    # Only the timeline is coloured in the page's top 480 pixels.
+    assert _pixels(png, (0x4e, 0x79, 0xa7)) > 8 * 20 * 20, "forward slots missing"
+    assert _pixels(png, (0xf2, 0x8e, 0x2b)) > 8 * 20 * 40, "backward slots missing"

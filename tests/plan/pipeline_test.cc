@@ -4,7 +4,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <set>
+#include <tuple>
 
 #include "common/bytes.h"
 #include "planner/graph/builder.h"
@@ -12,6 +14,7 @@
 #include "planner/graph/verifier.h"
 #include "planner/plan/cost_graph.h"
 #include "planner/plan/planner.h"
+#include "planner/plan/schedule_svg.h"
 #include "planner/plan/stages.h"
 #include "tests/common/zoo_training_graph.h"
 
@@ -239,6 +242,60 @@ TEST(PipelineSearch, StagesThatCannotBeAreRefusedNamingWhy) {
   PlannerOptions negative = CpuOptions(4, 2, "1GiB");
   negative.pipeline_stages = -1;
   EXPECT_EQ(negative.Validate().code(), absl::StatusCode::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace mapd
+
+namespace mapd {
+namespace {
+
+TEST(Schedule, OneFOneBOfEqualStagesTakesMPlusPMinusOnePasses) {
+  const int p = 4;
+  const int64_t m = 6;
+  const std::vector<double> passes(p, 3.0);
+  const std::vector<ScheduleSlot> slots = OneFOneBSchedule(passes, m);
+  ASSERT_EQ(slots.size(), static_cast<size_t>(2 * p * m));
+  double makespan = 0;
+  std::map<std::tuple<int, int64_t, bool>, const ScheduleSlot*> at;
+  for (const ScheduleSlot& s : slots) {
+    makespan = std::max(makespan, s.end);
+    at[{s.stage, s.micro_batch, s.backward}] = &s;
+    EXPECT_DOUBLE_EQ(s.end - s.start, s.backward ? 2.0 : 1.0);
+  }
+  EXPECT_DOUBLE_EQ(makespan, (m + p - 1) * 3.0);
+  for (int i = 0; i < p; ++i) {
+    int64_t in_flight = 0, most = 0;
+    double busy_until = 0;
+    for (const ScheduleSlot& s : slots) {
+      if (s.stage != i) continue;
+      EXPECT_GE(s.start, busy_until - 1e-12);  // one slot at a time, in order
+      busy_until = s.end;
+      in_flight += s.backward ? -1 : 1;
+      most = std::max(most, in_flight);
+      const int64_t j = s.micro_batch;
+      if (!s.backward && i > 0) EXPECT_GE(s.start, at.at({i - 1, j, false})->end - 1e-12);
+      if (s.backward && i + 1 < p) EXPECT_GE(s.start, at.at({i + 1, j, true})->end - 1e-12);
+      if (s.backward) EXPECT_GE(s.start, at.at({i, j, false})->end - 1e-12);
+    }
+    EXPECT_EQ(most, std::min<int64_t>(p - i, m)) << "stage " << i;  // what the planner charges
+  }
+}
+
+TEST(Schedule, TheDrawnTimelineHasEverySlotOrSaysHowManyItShows) {
+  PipelinePlan plan;
+  plan.stages = 2;
+  plan.micro_batches = 3;
+  plan.stage_plans.resize(2);
+  plan.stage_plans[0].pass_seconds = 0.003;
+  plan.stage_plans[1].pass_seconds = 0.006;
+  const std::string svg = ScheduleSvg(plan);
+  EXPECT_EQ(svg.rfind("<svg id=\"schedule\"", 0), 0u);
+  size_t rects = 0;
+  for (size_t at = svg.find("<rect"); at != std::string::npos; at = svg.find("<rect", at + 1)) ++rects;
+  EXPECT_EQ(rects, 2u * 2 * 3 + 2);  // every slot and the two legend squares
+  const std::string few = ScheduleSvg(plan, 4);
+  EXPECT_NE(few.find("the first 1 drawn"), std::string::npos) << few;
 }
 
 }  // namespace
