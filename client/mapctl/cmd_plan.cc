@@ -246,7 +246,7 @@ int RunPlan(const PlanArgs& args) {
   if (!stages.ok()) return ReportError(stages.status());
   options.pipeline_stages = *stages;
   // A saved plan is one to run, and running pipeline stages is not built yet: auto then searches
-  // without stages (pinning N ≥ 2 with --save is refused below).
+  // without stages (a plan with N ≥ 2 pinned is saved; `mapctl run --plan` refuses it for now).
   if (!args.save.empty() && args.pipeline_stages == "auto") options.pipeline_stages = 1;
   options.time_limit_seconds = args.time_limit;
   options.relative_gap = args.gap;
@@ -288,11 +288,6 @@ int RunPlan(const PlanArgs& args) {
         options.cluster.mesh.empty() ? "all 1-D and 2-D" : MeshString(options.cluster.mesh),
         options.zero_stage < 0 ? "up to stage 3" : absl::StrCat("stage ", options.zero_stage),
         absl::StrJoin(result->micro_batch_counts, ", "))));
-  }
-  if (!args.save.empty() && pipeline != nullptr) {
-    return ReportError(absl::UnimplementedError(absl::StrCat(
-        "the plan has ", pipeline->stages, " pipeline stages, and saving and running pipeline plans is not built yet; "
-        "use --pipeline-stages 1 to save the best plan without stages")));
   }
   if (!args.save.empty()) {
     if (auto st = WriteStringToFileAtomic(args.save, ToPlanProto(*graph, *result, options).SerializeAsString()); !st.ok()) {

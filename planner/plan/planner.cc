@@ -720,26 +720,14 @@ absl::StatusOr<PlanResult> SearchPlan(const Graph& graph, const PlannerOptions& 
   return result;
 }
 
-v1::Plan ToPlanProto(const Graph& graph, const PlanResult& result, const PlannerOptions& options) {
-  v1::Plan plan;
-  plan.set_model(graph.name());
-  *plan.mutable_graph() = graph.proto();
-  for (int64_t d : result.plan.mesh) plan.add_mesh(d);
-  plan.set_device_type(result.cluster.device.name);
-  plan.set_memory_per_device(result.cluster.memory_per_device);
-  plan.set_gpus_per_node(result.cluster.gpus_per_node);
-  plan.set_zero_stage(result.plan.zero_stage);
-  plan.set_micro_batches(result.plan.micro_batches);
-  plan.set_global_batch(result.global_batch);
-  plan.set_sequence_parallel_norms(SequenceParallelNorms(graph, result.plan.strategies));
-  plan.set_optimizer(OptimizerName(options.profile.optimizer));
-  plan.set_precision(PrecisionName(options.profile.precision));
-  plan.set_predicted_step_seconds(result.plan.cost.step_seconds);
-  plan.set_predicted_peak_bytes(result.plan.cost.peak_bytes());
-  for (const std::string& layer : result.plan.recomputed_layers) plan.add_recomputed_layers(layer);
-  for (int n = 0; n < graph.num_nodes() && n < static_cast<int>(result.plan.strategies.size()); ++n) {
-    const Strategy& s = result.plan.strategies[n];
-    v1::NodeStrategy* ns = plan.add_nodes();
+namespace {
+
+// Every node's strategy as the saved plan writes it.
+void AddNodeStrategies(const Graph& graph, const std::vector<Strategy>& strategies,
+                       google::protobuf::RepeatedPtrField<v1::NodeStrategy>* out) {
+  for (int n = 0; n < graph.num_nodes() && n < static_cast<int>(strategies.size()); ++n) {
+    const Strategy& s = strategies[n];
+    v1::NodeStrategy* ns = out->Add();
     ns->set_node(graph.node(n).name());
     for (const Placement& p : s.inputs) ns->add_input_placements(p.empty() ? "" : PlacementToString(p));
     for (const Placement& p : s.outputs) ns->add_output_placements(PlacementToString(p));
@@ -749,6 +737,58 @@ v1::Plan ToPlanProto(const Graph& graph, const PlanResult& result, const Planner
     for (char l : s.axis_label) labels.push_back(l == 0 ? '.' : l);
     ns->set_axis_labels(labels);
   }
+}
+
+}  // namespace
+
+v1::Plan ToPlanProto(const Graph& graph, const PlanResult& result, const PlannerOptions& options) {
+  v1::Plan plan;
+  plan.set_model(graph.name());
+  *plan.mutable_graph() = graph.proto();
+  plan.set_device_type(result.cluster.device.name);
+  plan.set_memory_per_device(result.cluster.memory_per_device);
+  plan.set_gpus_per_node(result.cluster.gpus_per_node);
+  plan.set_global_batch(result.global_batch);
+  plan.set_optimizer(OptimizerName(options.profile.optimizer));
+  plan.set_precision(PrecisionName(options.profile.precision));
+  if (result.pipeline) {
+    const PipelinePlan& pp = *result.pipeline;
+    for (int64_t d : pp.stage_mesh) plan.add_mesh(d);
+    plan.set_micro_batches(pp.micro_batches);
+    plan.set_predicted_step_seconds(pp.step_seconds);
+    plan.set_predicted_peak_bytes(pp.peak_bytes);
+    plan.set_pipeline_stages(pp.stages);
+    plan.set_schedule(pp.schedule);
+    plan.set_bubble_fraction(pp.bubble_fraction);
+    int zero = 0, norms = 0;
+    for (const StagePlan& s : pp.stage_plans) {
+      v1::PipelineStage* st = plan.add_stages();
+      st->set_first_layer(s.first_layer);
+      st->set_end_layer(s.end_layer);
+      st->set_first_layer_name(s.first_name);
+      st->set_last_layer_name(s.last_name);
+      st->set_micro_batches_in_flight(s.in_flight);
+      st->set_zero_stage(s.plan.zero_stage);
+      for (const std::string& layer : s.plan.recomputed_layers) st->add_recomputed_layers(layer);
+      AddNodeStrategies(*s.graph, s.plan.strategies, st->mutable_nodes());
+      st->set_predicted_pass_seconds(s.pass_seconds);
+      st->set_predicted_once_seconds(s.once_seconds);
+      st->set_predicted_peak_bytes(s.plan.cost.peak_bytes());
+      zero = std::max(zero, s.plan.zero_stage);
+      norms += SequenceParallelNorms(*s.graph, s.plan.strategies);
+    }
+    plan.set_zero_stage(zero);
+    plan.set_sequence_parallel_norms(norms);
+    return plan;
+  }
+  for (int64_t d : result.plan.mesh) plan.add_mesh(d);
+  plan.set_zero_stage(result.plan.zero_stage);
+  plan.set_micro_batches(result.plan.micro_batches);
+  plan.set_sequence_parallel_norms(SequenceParallelNorms(graph, result.plan.strategies));
+  plan.set_predicted_step_seconds(result.plan.cost.step_seconds);
+  plan.set_predicted_peak_bytes(result.plan.cost.peak_bytes());
+  for (const std::string& layer : result.plan.recomputed_layers) plan.add_recomputed_layers(layer);
+  AddNodeStrategies(graph, result.plan.strategies, plan.mutable_nodes());
   return plan;
 }
 

@@ -181,8 +181,24 @@ def test_plan_pipeline_stages_table_json_and_refusals():
     assert "8 pipeline stages for 4 layers" in many.stderr, many.stderr
     junk = run_mapctl("plan", spec, *common, "--pipeline-stages", "some")
     assert junk.returncode != 0 and "--pipeline-stages some" in junk.stderr, junk.stderr
-    saved = run_mapctl("plan", spec, *common, "--pipeline-stages", "2", "--save", "/dev/null", check=1)
-    assert "running pipeline plans is not built yet" in saved.stderr, saved.stderr
+
+
+
+def test_plan_saves_a_pipeline_plan_that_run_refuses_for_now(tmp_path):
+    # A two-stage plan saved: each stage with its layers and its graph's strategies (protoc decodes
+    # it); running it is not built yet, and `mapctl run --plan` says so (docs/planner.md).
+    spec = "gpt2:layers=4,hidden=32,heads=4,vocab=64,seq=64,batch=8"
+    plan = tmp_path / "pipeline.pb"
+    run_mapctl("plan", spec, "--devices", "4", "--device-type", "cpu", "--memory-per-device", "1MiB", "--recompute", "off",
+               "--pipeline-stages", "2", "--save", str(plan), check=0)
+    proto_dir = os.path.join(SOURCE_DIR, "proto")
+    with open(plan, "rb") as f:
+        text = subprocess.run(["protoc", f"-I{proto_dir}", "--decode=mapd.v1.Plan", "mapd/v1/plan.proto"], stdin=f,
+                              capture_output=True, check=True, timeout=60).stdout.decode()
+    assert "pipeline_stages: 2" in text and 'schedule: "1F1B"' in text and text.count("stages {") == 2, text[-2000:]
+    assert 'first_layer_name: "h.0"' in text and "end_layer: 4" in text, text[-2000:]
+    ran = run_mapctl("run", "--plan", str(plan), "--steps", "1", check=None)
+    assert ran.returncode != 0 and "running pipeline plans is not built yet" in ran.stderr, ran.stderr
 
 
 def test_plan_report_draws_the_pipeline_schedule_in_headless_chromium(tmp_path):
