@@ -160,7 +160,8 @@ std::shared_ptr<const std::vector<std::string>> LayerKeys(const Graph& graph) {
 absl::StatusOr<CostGraph> BuildCostGraph(const Graph& graph, const std::vector<std::unique_ptr<PreparedNode>>& prepared_nodes,
                                          const Cluster& cluster, const ProfileOptions& options,
                                          const CostGraphOptions& cost_options,
-                                         std::shared_ptr<const std::vector<std::string>> layer_keys) {
+                                         std::shared_ptr<const std::vector<std::string>> layer_keys,
+                                         CostGraphMemo* memo) {
   if (auto st = cost_options.Validate(); !st.ok()) return st;
   const auto* prepared = &prepared_nodes;
   const v1::Graph& p = graph.proto();
@@ -198,6 +199,20 @@ absl::StatusOr<CostGraph> BuildCostGraph(const Graph& graph, const std::vector<s
       *sn->mutable_memory() = cg.request.nodes(it->second).memory();
       continue;
     }
+    const std::string memo_key = memo != nullptr ? absl::StrCat(pn.signature, "#", cost_options.activations_in_flight) : "";
+    if (memo != nullptr) {
+      auto known = memo->nodes.find(memo_key);
+      if (known != memo->nodes.end()) {  // costed in another graph of this mesh
+        cg.strategies[n] = known->second.strategies;
+        cg.costs_at_stage[n] = known->second.costs;
+        cg.costs[n] = cg.costs_at_stage[n][cost_options.zero_stage];
+        for (const StrategyCost& c : cg.costs[n]) {
+          sn->add_cost(c.seconds());
+          sn->add_memory(c.memory());
+        }
+        continue;
+      }
+    }
     auto strategies = GenerateStrategies(*pn.def, pn.ctx(), cluster.mesh);
     if (!strategies.ok()) return strategies.status();
     std::array<std::vector<StrategyCost>, 4> costs;
@@ -213,6 +228,7 @@ absl::StatusOr<CostGraph> BuildCostGraph(const Graph& graph, const std::vector<s
     cg.strategies[n] = SharedList<Strategy>(*std::move(strategies));
     for (int z = 0; z < 4; ++z) cg.costs_at_stage[n][z] = SharedList<StrategyCost>(std::move(costs[z]));
     cg.costs[n] = cg.costs_at_stage[n][cost_options.zero_stage];
+    if (memo != nullptr) memo->nodes[memo_key] = {cg.strategies[n], cg.costs_at_stage[n]};
   }
 
   // Edges: producer output → consumer input. Memoised on (producer, output, consumer, input)
@@ -245,6 +261,15 @@ absl::StatusOr<CostGraph> BuildCostGraph(const Graph& graph, const std::vector<s
         cg.edge_costs.push_back(cg.edge_costs[it->second]);
         continue;
       }
+      std::tuple<std::string, int, std::string, int, bool> memo_key;
+      if (memo != nullptr) {
+        memo_key = std::make_tuple((*prepared)[src]->signature, out, (*prepared)[n]->signature, i, grad);
+        auto known = memo->edges.find(memo_key);
+        if (known != memo->edges.end()) {
+          cg.edge_costs.push_back(known->second);
+          continue;
+        }
+      }
       std::vector<double> costs;
       costs.reserve(cg.strategies[src].size() * cg.strategies[n].size());
       for (const Strategy& ps : cg.strategies[src]) {
@@ -254,6 +279,7 @@ absl::StatusOr<CostGraph> BuildCostGraph(const Graph& graph, const std::vector<s
         }
       }
       cg.edge_costs.push_back(SharedList<double>(std::move(costs)));
+      if (memo != nullptr) memo->edges.emplace(std::move(memo_key), cg.edge_costs.back());
     }
   }
   cg.request.set_memory_budget(static_cast<double>(cluster.memory_per_device));
@@ -275,11 +301,29 @@ absl::StatusOr<CostGraph> RestrictStrategies(const CostGraph& cg, const Graph& g
   std::vector<std::vector<int>> kept(nodes);  // per node: the old indices kept
   out.strategies.resize(nodes);
   out.costs.resize(nodes);
+  // Alike nodes (one strategy list and cost row) with one mask share the restricted lists too.
+  std::map<std::tuple<const void*, const void*, std::vector<bool>>, int> restricted;  // → first node
   for (int n = 0; n < nodes; ++n) {
     const auto& old = cg.request.nodes(n);
     v1::SolverNode* sn = out.request.add_nodes();
     sn->set_name(old.name());
     sn->set_multiplicity(old.multiplicity());
+    auto [seen, fresh] = restricted.emplace(std::make_tuple(cg.strategies[n].id(), cg.costs[n].id(), allowed[n]), n);
+    if (!fresh && cg.strategies[n].id() != nullptr) {
+      const int first = seen->second;
+      kept[n] = kept[first];
+      out.strategies[n] = out.strategies[first];
+      out.costs[n] = out.costs[first];
+      for (int k : kept[n]) {
+        sn->add_cost(old.cost(k));
+        sn->add_memory(old.memory(k));
+      }
+      if (kept[n].empty()) {
+        return absl::FailedPreconditionError(absl::StrCat("node '", graph.node(n).name(), "' (", graph.node(n).op(),
+                                                          ") has no strategy of this kind on the mesh"));
+      }
+      continue;
+    }
     std::vector<Strategy> strategies;
     std::vector<StrategyCost> costs;
     for (int k = 0; k < old.cost_size(); ++k) {
@@ -297,12 +341,20 @@ absl::StatusOr<CostGraph> RestrictStrategies(const CostGraph& cg, const Graph& g
                                                         ") has no strategy of this kind on the mesh"));
     }
   }
+  // Alike edges between alike restricted nodes share their restricted matrix.
+  std::map<std::tuple<const void*, const void*, const void*>, int> restricted_edges;  // → first edge
   for (int ei = 0; ei < cg.request.edges_size(); ++ei) {
     const auto& e = cg.request.edges(ei);
     v1::SolverEdge* ne = out.request.add_edges();
     ne->set_src(e.src());
     ne->set_dst(e.dst());
     ne->set_multiplicity(e.multiplicity());
+    auto [seen, fresh] = restricted_edges.emplace(
+        std::make_tuple(cg.edge_costs[ei].id(), out.strategies[e.src()].id(), out.strategies[e.dst()].id()), ei);
+    if (!fresh && cg.edge_costs[ei].id() != nullptr) {
+      out.edge_costs.push_back(out.edge_costs[seen->second]);
+      continue;
+    }
     const int kd = cg.request.nodes(e.dst()).cost_size();
     std::vector<double> costs;
     for (int i : kept[e.src()]) {

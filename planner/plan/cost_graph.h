@@ -15,6 +15,9 @@
 #define MAPD_PLANNER_PLAN_COST_GRAPH_H_
 
 #include <array>
+#include <map>
+#include <tuple>
+#include <unordered_map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -91,6 +94,8 @@ class SharedList {
   const T& operator[](size_t i) const { return (*items_)[i]; }
   size_t size() const { return items_ ? items_->size() : 0; }
   bool empty() const { return size() == 0; }
+  // Lists copied from one another share this (nullptr for an empty one).
+  const void* id() const { return items_.get(); }
   typename std::vector<T>::const_iterator begin() const { return items_ ? items_->begin() : Empty().begin(); }
   typename std::vector<T>::const_iterator end() const { return items_ ? items_->end() : Empty().end(); }
 
@@ -132,6 +137,21 @@ struct CostGraph {
   v1::SolverRequest SolverRequest() const;
 };
 
+// What BuildCostGraph computes per kind of node and of edge, kept between the cost graphs of one
+// mesh and micro-batch count that are built from different graphs of alike nodes (the pipeline
+// search's stage graphs: the same layers in other ranges, at other depths): a node signature's
+// strategies with their costs at every ZeRO stage (per micro-batches in flight), and an edge
+// kind's resharding seconds. The caller keeps one memo per (cluster, options, micro-batches).
+struct CostGraphMemo {
+  struct NodeEntry {
+    SharedList<Strategy> strategies;
+    std::array<SharedList<StrategyCost>, 4> costs;  // per ZeRO stage
+  };
+  std::unordered_map<std::string, NodeEntry> nodes;  // signature "#" in flight
+  // (producer signature, output, consumer signature, input, gradient flows back)
+  std::map<std::tuple<std::string, int, std::string, int, bool>, SharedList<double>> edges;
+};
+
 // The layer-free names of a graph's nodes (LayerFreeName), for BuildCostGraph to share.
 std::shared_ptr<const std::vector<std::string>> LayerKeys(const Graph& graph);
 
@@ -162,7 +182,8 @@ struct PreparedNode;
 absl::StatusOr<CostGraph> BuildCostGraph(const Graph& graph, const std::vector<std::unique_ptr<PreparedNode>>& prepared,
                                          const Cluster& cluster, const ProfileOptions& options,
                                          const CostGraphOptions& cost_options = {},
-                                         std::shared_ptr<const std::vector<std::string>> layer_keys = nullptr);
+                                         std::shared_ptr<const std::vector<std::string>> layer_keys = nullptr,
+                                         CostGraphMemo* memo = nullptr);
 
 // Keeps, per node, only the strategies `allowed[node][k]` marks (a node with none allowed is
 // FAILED_PRECONDITION naming it); edges keep the matching rows and columns.

@@ -19,19 +19,21 @@ absl::StatusOr<const Cluster*> CostGraphCache::ClusterFor(const std::vector<int6
 }
 
 absl::StatusOr<const MicroBatching*> CostGraphCache::Analysis() {
-  if (analysis_ == nullptr) {
-    auto mb = AnalyzeMicroBatching(graph_);
-    if (!mb.ok()) return mb.status();
-    analysis_ = std::make_unique<MicroBatching>(*std::move(mb));
+  if (batcher_ == nullptr) {
+    auto b = MicroBatcher::Create(graph_);
+    if (!b.ok()) return b.status();
+    batcher_ = std::make_unique<MicroBatcher>(*std::move(b));
   }
-  return analysis_.get();
+  return &batcher_->info();
 }
 
 absl::StatusOr<const Graph*> CostGraphCache::GraphFor(int64_t m) {
   if (m == 1) return &graph_;
   auto it = micro_.find(m);
   if (it != micro_.end()) return it->second.get();
-  auto g = MicroBatchGraph(graph_, m);
+  auto analysis = Analysis();
+  if (!analysis.ok()) return analysis.status();
+  auto g = batcher_->Make(m);
   if (!g.ok()) return g.status();
   return (micro_[m] = std::make_unique<Graph>(*std::move(g))).get();
 }
@@ -76,7 +78,10 @@ absl::StatusOr<const CostGraph*> CostGraphCache::Get(const std::vector<int64_t>&
     auto built = graphs_.find(std::make_tuple(mesh, z, m, in_flight));
     if (built != graphs_.end()) cg = AtZeroStage(*built->second, stage);
   }
-  if (!cg.ok()) cg = BuildCostGraph(**graph, (*facts)->prepared, **cluster, po, cgo, (*facts)->layer_keys);
+  if (!cg.ok()) {
+    cg = BuildCostGraph(**graph, (*facts)->prepared, **cluster, po, cgo, (*facts)->layer_keys,
+                        memos_ != nullptr ? memos_->For(mesh, m) : nullptr);
+  }
   if (!cg.ok()) return cg.status();
   build_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return (graphs_[key] = std::make_unique<CostGraph>(*std::move(cg))).get();

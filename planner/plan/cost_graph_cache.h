@@ -26,12 +26,24 @@
 
 namespace mapd {
 
+// Cost-graph memos (cost_graph.h) per (mesh, micro-batch count), for the caches of several
+// graphs of alike nodes planned on one cluster with one set of options.
+class CostGraphMemos {
+ public:
+  CostGraphMemo* For(const std::vector<int64_t>& mesh, int64_t m) { return &memos_[{mesh, m}]; }
+
+ private:
+  std::map<std::pair<std::vector<int64_t>, int64_t>, CostGraphMemo> memos_;
+};
+
 class CostGraphCache {
  public:
   // `cluster` gives the device type, budget and links (its mesh is replaced per request);
-  // `profile` the optimizer and precision. The graph must outlive the cache.
-  CostGraphCache(const Graph& graph, const ClusterOptions& cluster, const ProfileOptions& profile)
-      : graph_(graph), cluster_(cluster), profile_(profile) {}
+  // `profile` the optimizer and precision. The graph must outlive the cache; so must `memos`
+  // (optional: shared with other graphs' caches of the same cluster and options).
+  CostGraphCache(const Graph& graph, const ClusterOptions& cluster, const ProfileOptions& profile,
+                 CostGraphMemos* memos = nullptr)
+      : graph_(graph), cluster_(cluster), profile_(profile), memos_(memos) {}
 
   const Graph& graph() const { return graph_; }
 
@@ -64,8 +76,9 @@ class CostGraphCache {
   const Graph& graph_;
   const ClusterOptions cluster_;
   const ProfileOptions profile_;
+  CostGraphMemos* const memos_;
   int64_t depth_ = 1;
-  std::unique_ptr<MicroBatching> analysis_;
+  std::unique_ptr<MicroBatcher> batcher_;  // the graph analysed once (Analysis)
   std::map<std::vector<int64_t>, std::unique_ptr<Cluster>> clusters_;
   std::map<int64_t, std::unique_ptr<Graph>> micro_;
   std::map<int64_t, std::unique_ptr<Facts>> facts_;

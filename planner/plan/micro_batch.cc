@@ -66,8 +66,29 @@ absl::StatusOr<MicroBatching> AnalyzeMicroBatching(const Graph& graph) {
 
 absl::StatusOr<Graph> MicroBatchGraph(const Graph& graph, int64_t micro_batches) {
   if (micro_batches == 1) return graph;
+  auto batcher = MicroBatcher::Create(graph);
+  if (!batcher.ok()) return batcher.status();
+  return batcher->Make(micro_batches);
+}
+
+absl::StatusOr<MicroBatcher> MicroBatcher::Create(const Graph& graph) {
   auto a = Analyze(graph);
   if (!a.ok()) return a.status();
+  MicroBatcher b;
+  b.graph_ = &graph;
+  b.info_ = std::move(a->info);
+  b.batch_ = std::make_shared<const BatchInfo>(std::move(a->batch));
+  return b;
+}
+
+absl::StatusOr<Graph> MicroBatcher::Make(int64_t micro_batches) const {
+  const Graph& graph = *graph_;
+  if (micro_batches == 1) return graph;
+  struct {
+    const MicroBatching& info;
+    const BatchInfo& batch;
+  } analysis{info_, *batch_};
+  const auto* a = &analysis;
   if (micro_batches < 1 || (a->info.batch > 0 && a->info.batch % micro_batches != 0)) {
     return absl::InvalidArgumentError(absl::StrCat(micro_batches, " micro-batches do not divide the global batch of ",
                                                    a->info.batch, "; give a divisor of it"));

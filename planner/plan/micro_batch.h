@@ -12,6 +12,7 @@
 #define MAPD_PLANNER_PLAN_MICRO_BATCH_H_
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -45,6 +46,23 @@ absl::StatusOr<MicroBatching> AnalyzeMicroBatching(const Graph& graph);
 // does not divide the batch; FAILED_PRECONDITION (with the reason) for a graph that cannot be
 // micro-batched, or one where the divided shapes do not verify (naming the node).
 absl::StatusOr<Graph> MicroBatchGraph(const Graph& graph, int64_t micro_batches);
+
+struct BatchInfo;
+// MicroBatchGraph for several counts of one graph, the graph analysed once (the graph must
+// outlive it).
+class MicroBatcher {
+ public:
+  static absl::StatusOr<MicroBatcher> Create(const Graph& graph);
+  const MicroBatching& info() const { return info_; }
+  // As MicroBatchGraph(graph, micro_batches).
+  absl::StatusOr<Graph> Make(int64_t micro_batches) const;
+
+ private:
+  MicroBatcher() = default;
+  const Graph* graph_ = nullptr;
+  MicroBatching info_;
+  std::shared_ptr<const BatchInfo> batch_;
+};
 
 }  // namespace mapd
 

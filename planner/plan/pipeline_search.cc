@@ -181,7 +181,7 @@ class StageSolver {
  private:
   CostGraphCache* CacheOf(int a, int b, const Graph& g) {
     auto& cache = caches_[KindKey(a, b)];
-    if (cache == nullptr) cache = std::make_unique<CostGraphCache>(g, options_.cluster, options_.profile);
+    if (cache == nullptr) cache = std::make_unique<CostGraphCache>(g, options_.cluster, options_.profile, &memos_);
     return cache.get();
   }
 
@@ -222,6 +222,7 @@ class StageSolver {
   const bool coarse_;
   std::vector<int> kind_id_;
   std::map<std::string, std::shared_ptr<const Graph>> graphs_;
+  CostGraphMemos memos_;  // shared by the stage graphs' caches (declared first: they use it)
   std::map<std::string, std::unique_ptr<CostGraphCache>> caches_;  // per stage graph
   std::map<std::tuple<std::string, int64_t, std::vector<int64_t>, int64_t, int64_t>, std::unique_ptr<StageSolve>> solves_;
   std::map<std::pair<std::vector<int64_t>, int64_t>, LayerCost> bounds_;
@@ -269,7 +270,11 @@ absl::StatusOr<Partition> BestPartition(StageSolver& solver, int p, const std::v
         const int b = a + k;
         const int left = p - i - 1;  // stages after this one, each at least kmin and at most kmax layers
         if (b > L || L - b < left * kmin || L - b > left * kmax || (i == p - 1 && b != L)) continue;
-        auto s = solver.Solve(a, b, CostedDepth(i, p), mesh, m, 0, cutoff);
+        // T ≥ m·pass + g of this stage + Σ of the others' passes ≥ its objective + (L − k)·U1: a
+        // stage plan no faster than the cutoff less the others' least share cannot be in a better one.
+        const double stage_cutoff = cutoff - (L - k) * layer_bound;
+        if (std::isfinite(cutoff) && stage_cutoff <= 0) continue;
+        auto s = solver.Solve(a, b, CostedDepth(i, p), mesh, m, 0, stage_cutoff);
         if (!s.ok()) return s.status();
         if (!(*s)->fits) continue;
         u[{i, a, k}] = *s;
