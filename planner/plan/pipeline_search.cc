@@ -442,14 +442,15 @@ absl::StatusOr<PipelinePlan> MegatronPipeline(StageSolver& solver, const Graph& 
     if (m >= pp && batch % m == 0 && (batch / m) % dp == 0) ms.push_back(m);
   }
   enum class Fit { kNotApplicable, kNo, kRecomputed, kPlain };
-  std::map<int64_t, Fit> memo;
-  // How every stage fits at m (the first, which keeps the most micro-batches, solved first).
-  auto fit = [&](int64_t m) -> absl::StatusOr<Fit> {
-    auto it = memo.find(m);
+  std::map<std::pair<int64_t, bool>, Fit> memo;
+  // How every stage fits at m (the first, which keeps the most micro-batches, solved first), or
+  // with `first_only` the first stage alone.
+  auto fit = [&](int64_t m, bool first_only = false) -> absl::StatusOr<Fit> {
+    auto it = memo.find({m, first_only});
     if (it != memo.end()) return it->second;
     Fit f = Fit::kPlain;
     for (int i : {0, pp - 1, pp > 2 ? 1 : -1}) {
-      if (i < 0) continue;
+      if (i < 0 || (first_only && i != 0)) continue;
       auto s = solver.Solve(i == 0 ? 0 : ends[i - 1], ends[i], CostedDepth(i, pp), mesh, m, tp);
       if (!s.ok()) return s.status();
       if (!(*s)->plan.applicable) {
@@ -462,17 +463,23 @@ absl::StatusOr<PipelinePlan> MegatronPipeline(StageSolver& solver, const Graph& 
       }
       if (!(*s)->plan.recomputed_layers.empty()) f = Fit::kRecomputed;
     }
-    return memo[m] = f;
+    return memo[{m, first_only}] = f;
   };
-  // The first count in ms at which fit(m) ≥ want (assumed monotone), or ms.size().
+  // The first count in ms at which fit(m) ≥ want (assumed monotone), or ms.size(): bisection on
+  // the first stage alone (it keeps the most micro-batches), then on up until every stage does.
   auto first_at_least = [&](Fit want) -> absl::StatusOr<size_t> {
     size_t lo = 0, hi = ms.size();
     while (lo < hi) {
       const size_t mid = (lo + hi) / 2;
-      auto f = fit(ms[mid]);
+      auto f = fit(ms[mid], /*first_only=*/true);
       if (!f.ok()) return f.status();
       if (*f >= want) hi = mid;
       else lo = mid + 1;
+    }
+    for (; lo < ms.size(); ++lo) {
+      auto f = fit(ms[lo]);
+      if (!f.ok()) return f.status();
+      if (*f >= want) break;
     }
     return lo;
   };
