@@ -8,7 +8,9 @@ namespace {
 
 // A tensor made from attributes (zeros_like(x), torch.zeros(B, ...), randn_like) that a batched
 // node reads with the batch label carries the batch too: its dimension there is batch-sized,
-// and a micro-batch (or a data-parallel device) makes its share of it.
+// and a micro-batch (or a data-parallel device) makes its share of it. So does a size-1
+// dimension broadcast to the batch (ViT's class token expanded to [B, 1, h] and concatenated
+// with the patches).
 void MarkBatchedCreations(const Graph& graph, const std::vector<std::unique_ptr<PreparedNode>>& prepared,
                           const v1::Node& node, const ShardingRule& rule, char label, BatchInfo* info) {
   for (int i = 0; i < node.inputs_size() && i < static_cast<int>(rule.inputs.size()); ++i) {
@@ -17,9 +19,13 @@ void MarkBatchedCreations(const Graph& graph, const std::vector<std::unique_ptr<
     const ValueInfo* v = graph.FindValue(in);
     if (v == nullptr || v->def != ValueDef::kNode) continue;
     const PreparedNode& producer = *prepared[v->index];
-    if (!producer.def->traits.creation || !producer.def->sharding) continue;
     const size_t d = rule.inputs[i].find(label);
-    if (d == std::string::npos || v->type.shape[d] != info->batch) continue;
+    if (d == std::string::npos || d >= v->type.shape.size() || v->type.shape[d] != info->batch) continue;
+    const v1::Node& made_by = graph.node(v->index);
+    const bool broadcast = made_by.op() == "expand" && !made_by.inputs(0).empty() &&
+                           !info->value_dim.count(made_by.inputs(0)) && d < producer.in[0].shape.size() &&
+                           producer.in[0].shape.size() == v->type.shape.size() && producer.in[0].shape[d] == 1;
+    if (!(producer.def->traits.creation || broadcast) || !producer.def->sharding) continue;
     auto made = producer.def->sharding(producer.ctx());
     if (!made.ok() || made->outputs.empty() || d >= made->outputs[0].size()) continue;
     info->value_dim[in] = static_cast<int>(d);

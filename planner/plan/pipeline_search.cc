@@ -124,13 +124,10 @@ class StageSolver {
       if (!seen.emplace(kind_id_[l], true).second) continue;
       auto g = GraphOfKind(l, l + 1);
       if (!g.ok()) return g.status();
-      PlannerOptions o = StageOptions(mesh, m, 1);
-      o.cluster.memory_per_device = int64_t{1} << 60;  // unconstrained
-      o.zero_stage = options_.zero_stage;
-      auto r = SearchPlan(**g, o, CacheOf(l, l + 1, **g));
+      auto r = SolveUnconstrained(**g, StageOptions(mesh, m, 1), CacheOf(l, l + 1, **g));
       if (!r.ok()) return r.status();
-      least.pass = std::min(least.pass, (r->plan.cost.step_seconds - r->plan.cost.once_seconds) / static_cast<double>(m));
-      least.objective = std::min(least.objective, r->plan.cost.step_seconds);
+      least.pass = std::min(least.pass, (r->objective - r->once_seconds) / static_cast<double>(m));
+      least.objective = std::min(least.objective, r->objective);
     }
     return bounds_[key] = least;
   }

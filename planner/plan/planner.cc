@@ -381,6 +381,25 @@ absl::StatusOr<CostGraphCache*> CacheFor(const Graph& graph, const PlannerOption
 
 }  // namespace
 
+absl::StatusOr<FreeOptimum> SolveUnconstrained(const Graph& graph, const PlannerOptions& options, CostGraphCache* shared_cache) {
+  if (auto st = options.Validate(); !st.ok()) return st;
+  if (options.cluster.mesh.empty() || options.micro_batches < 1) {
+    return absl::InvalidArgumentError("the unconstrained optimum is of a pinned mesh and micro-batch count");
+  }
+  std::unique_ptr<CostGraphCache> own_cache;
+  auto cache_or = CacheFor(graph, options, shared_cache, own_cache);
+  if (!cache_or.ok()) return cache_or.status();
+  CostGraphCache& cache = **cache_or;
+  auto free = SolveFree(options, cache, options.cluster.mesh, options.micro_batches);
+  if (!free.ok()) return free.status();
+  auto cg = cache.Get(options.cluster.mesh, std::max(options.zero_stage, 0), options.micro_batches);
+  if (!cg.ok()) return cg.status();
+  FreeOptimum out;
+  out.objective = free->response.objective();
+  for (size_t n = 0; n < free->choice.size(); ++n) out.once_seconds += (**cg).costs[n][free->choice[n]].once_seconds;
+  return out;
+}
+
 absl::StatusOr<PlanCandidate> SolveMegatronStage(const Graph& graph, const PlannerOptions& options, int64_t tp,
                                                  CostGraphCache* shared_cache) {
   if (auto st = options.Validate(); !st.ok()) return st;

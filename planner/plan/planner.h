@@ -176,6 +176,15 @@ v1::Plan ToPlanProto(const Graph& graph, const PlanResult& result, const Planner
 // `graph` with the options' pinned mesh ({dp, tp}, {tp} or {dp}: `tp` says which axis is tensor
 // parallel) and micro-batch count — its fastest plan under the budget, or with every repeated
 // layer recomputed when only that fits (`fits` false when neither does).
+// The plan of `graph` on the options' pinned mesh and micro-batch count with no memory limit,
+// at the lowest ZeRO stage allowed: a lower bound on every plan there (higher stages only add
+// seconds). `once_seconds`: the part of it paid once a step. For the pipeline search's bounds.
+struct FreeOptimum {
+  double objective = 0, once_seconds = 0;
+};
+absl::StatusOr<FreeOptimum> SolveUnconstrained(const Graph& graph, const PlannerOptions& options,
+                                               CostGraphCache* cache = nullptr);
+
 // `cache` (optional) is the graph's cost-graph cache, shared between searches of one graph.
 absl::StatusOr<PlanCandidate> SolveMegatronStage(const Graph& graph, const PlannerOptions& options, int64_t tp,
                                                  CostGraphCache* cache = nullptr);

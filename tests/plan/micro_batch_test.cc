@@ -75,6 +75,24 @@ TEST(MicroBatch, BatchSizedCreationsAreDivided) {
   EXPECT_EQ(micro->TypeOf(combine).ToString(), "f32[2,16,4]");
 }
 
+TEST(MicroBatch, ATokenBroadcastToTheBatchIsDivided) {
+  // ViT's class token: a [1, 1, h] parameter expanded to [B, 1, h] and concatenated with the
+  // patches — the expand's target follows the micro-batch (it did not, and ViTs could not be
+  // micro-batched: "cat: input 1 [32,196,768] differs from input 0 [64,1,768]").
+  const Graph g = Zoo("vit-base:layers=1,hidden=32,heads=4,patch=16,image=32,classes=10,batch=8");
+  auto micro = MicroBatchGraph(g, 4);
+  ASSERT_TRUE(micro.ok()) << micro.status();
+  int expands = 0;
+  for (int n = 0; n < micro->num_nodes(); ++n) {
+    const v1::Node& node = micro->node(n);
+    if (node.op() != "expand") continue;
+    ++expands;
+    EXPECT_EQ(micro->TypeOf(node.outputs(0)).shape[0], 2) << node.name();
+    EXPECT_EQ(node.attrs().at("shape").ints().values(0), 2) << node.name();
+  }
+  EXPECT_EQ(expands, 1);
+}
+
 TEST(MicroBatch, CountsThatDoNotDivideAndBatchNormsAreRefused) {
   const Graph g = Zoo(kGpt);
   EXPECT_EQ(MicroBatchGraph(g, 3).status().code(), absl::StatusCode::kInvalidArgument);
