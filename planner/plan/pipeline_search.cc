@@ -13,6 +13,7 @@
 #include <tuple>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "common/bytes.h"
 #include "planner/plan/cost_graph_cache.h"
@@ -329,6 +330,7 @@ absl::StatusOr<PipelinePlan> Assemble(StageSolver& solver, const Graph& graph, c
                                       int64_t tp, const std::string& name, bool real_graphs = false) {
   PipelinePlan plan;
   plan.name = name;
+  plan.tensor_parallel = tp;
   plan.stages = p;
   plan.stage_mesh = mesh;
   plan.micro_batches = m;
@@ -483,6 +485,7 @@ absl::StatusOr<PipelinePlan> MegatronPipeline(StageSolver& solver, const Graph& 
   if (ms.empty()) {
     PipelinePlan na;
     na.name = name;
+    na.tensor_parallel = tp;
     na.stages = pp;
     na.stage_mesh = mesh;
     na.applicable = false;
@@ -510,12 +513,107 @@ absl::StatusOr<PipelinePlan> MegatronPipeline(StageSolver& solver, const Graph& 
   return Assemble(solver, graph, seq, pp, mesh, ms.back(), ends, tp, name);
 }
 
+// Every (p, submesh, m) with its lower bound (pipeline_search.h), lowest first.
+struct Config {
+  int p;
+  std::vector<int64_t> mesh;
+  int64_t m;
+  double bound;
+  double layer_bound;  // U1
+};
+
+absl::StatusOr<std::vector<Config>> Bounds(StageSolver& solver, const PlannerOptions& options, const std::vector<int>& stage_counts,
+                                           const std::vector<int64_t>& counts, int64_t devices) {
+  std::vector<Config> configs;
+  const int L = solver.layers();
+  for (int p : stage_counts) {
+    for (const auto& mesh : MeshShapes(devices / p, options.max_mesh_axes)) {
+      for (int64_t m : counts) {
+        if (m < p) continue;  // more than half of every stage idle
+        auto one = solver.LayerBound(mesh, m);
+        if (!one.ok()) return one.status();
+        // Some stage holds k* ≥ ⌈L/p⌉ layers: T ≥ (m·u* + g*) + Σ_{others} u ≥ k*·C1 + (L − k*)·U1.
+        const int most = (L + p - 1) / p;
+        configs.push_back({p, mesh, m, most * one->objective + (L - most) * one->pass, one->pass});
+      }
+    }
+  }
+  std::stable_sort(configs.begin(), configs.end(), [](const Config& a, const Config& b) { return a.bound < b.bound; });
+  return configs;
+}
+
+std::vector<int> EndsOf(const PipelinePlan& plan) {
+  std::vector<int> ends;
+  for (const StagePlan& s : plan.stage_plans) ends.push_back(s.end_layer);
+  return ends;
+}
+
+// MAP's best pipeline per stage count: the triples from the lowest bound up, each cut by the
+// dynamic programme with coarse stage solves, pruned at the best plan so far (the one without
+// stages to begin with); the best cut per count solved again exactly, with its stages' graphs.
+absl::Status Explore(StageSolver& solver, StageSolver& exact, const Graph& graph, const LayerSequence& seq,
+                     const PlannerOptions& options, const std::vector<Config>& configs, PlanResult& result, bool trace) {
+  double best = result.fits ? result.plan.cost.step_seconds : kInf;
+  std::map<int, PipelinePlan> best_of_p;
+  for (const Config& c : configs) {
+    if (c.bound >= best * (1 - options.relative_gap)) {
+      ++result.pipeline_configs_pruned;
+      continue;
+    }
+    ++result.pipeline_configs_solved;
+    auto part = BestPartition(solver, c.p, c.mesh, c.m, best, c.layer_bound);
+    if (!part.ok()) return part.status();
+    if (!std::isfinite(part->step_seconds)) continue;
+    auto plan = Assemble(solver, graph, seq, c.p, c.mesh, c.m, part->ends, 0, "MAP");
+    if (!plan.ok()) return plan.status();
+    if (trace) {
+      std::fprintf(stderr, "mapd plan: pipeline %s m %lld bound %.4g: %s %.4g s/step\n", plan->MeshString().c_str(),
+                   static_cast<long long>(c.m), c.bound, plan->fits ? "fits" : "-", plan->step_seconds);
+    }
+    if (plan->fits) best = std::min(best, plan->step_seconds);
+    auto it = best_of_p.find(c.p);
+    if (it == best_of_p.end() || Faster(*plan, it->second)) best_of_p[c.p] = *std::move(plan);
+  }
+  for (auto& [p, plan] : best_of_p) {
+    auto refined = Assemble(exact, graph, seq, p, plan.stage_mesh, plan.micro_batches, EndsOf(plan), 0, "MAP", /*real_graphs=*/true);
+    if (!refined.ok()) return refined.status();
+    result.pipelines.push_back(*std::move(refined));
+  }
+  std::stable_sort(result.pipelines.begin(), result.pipelines.end(), Faster);
+  return absl::OkStatus();
+}
+
+// The Megatron pipelines are plans of MAP's space (equal cuts, restricted strategies): one that
+// fits and is faster than the search's best becomes MAP's pipeline, and the note says so.
+absl::Status AdoptFasterBaseline(StageSolver& exact, const Graph& graph, const LayerSequence& seq, const PlannerOptions& options,
+                                 PlanResult& result) {
+  const PipelinePlan* faster = nullptr;
+  for (const PipelinePlan& b : result.pipeline_baselines) {
+    if (!b.applicable || !b.fits || (options.pipeline_stages >= 2 && b.stages != options.pipeline_stages)) continue;
+    const bool beats = result.pipelines.empty() || !result.pipelines.front().fits ||
+                       b.step_seconds < result.pipelines.front().step_seconds * (1 - 1e-12);
+    if (beats && (faster == nullptr || b.step_seconds < faster->step_seconds)) faster = &b;
+  }
+  if (faster == nullptr) return absl::OkStatus();
+  // The same cut and strategies, with the stages' own graphs.
+  auto adopted = Assemble(exact, graph, seq, faster->stages, faster->stage_mesh, faster->micro_batches, EndsOf(*faster),
+                          faster->tensor_parallel, "MAP", /*real_graphs=*/true);
+  if (!adopted.ok()) return adopted.status();
+  result.pipeline_note = absl::StrCat("the baseline '", faster->name, "', a pipeline of the same space, is faster than "
+                                      "the search's own best pipeline and became MAP's");
+  result.pipelines.insert(result.pipelines.begin(), *std::move(adopted));
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::Status SearchPipelines(const Graph& graph, const PlannerOptions& options, const std::vector<int64_t>& counts,
                              PlanResult& result) {
   const auto start = Clock::now();
   const bool trace = getenv("MAPD_TRACE") != nullptr && options.trace;
+  auto lap = [&](const std::string& what) {
+    if (trace) std::fprintf(stderr, "mapd plan: %s at %.3f s\n", what.c_str(), std::chrono::duration<double>(Clock::now() - start).count());
+  };
   auto seq = FindLayerSequence(graph);
   if (!seq.ok()) {
     if (options.pipeline_stages >= 2) return seq.status();
@@ -537,68 +635,12 @@ absl::Status SearchPipelines(const Graph& graph, const PlannerOptions& options, 
   StageSolver solver(graph, *seq, options, /*coarse=*/true);
   StageSolver exact(graph, *seq, options, /*coarse=*/false);
 
-  // Every (p, submesh, m) with its lower bound, searched from the lowest up.
-  struct Config {
-    int p;
-    std::vector<int64_t> mesh;
-    int64_t m;
-    double bound;
-    double layer_bound;  // U1
-  };
-  std::vector<Config> configs;
-  for (int p : *stage_counts) {
-    for (const auto& mesh : MeshShapes(devices / p, options.max_mesh_axes)) {
-      for (int64_t m : counts) {
-        if (m < p) continue;  // more than half of every stage idle
-        auto one = solver.LayerBound(mesh, m);
-        if (!one.ok()) return one.status();
-        // Some stage holds k* ≥ ⌈L/p⌉ layers: T ≥ (m·u* + g*) + Σ_{others} u ≥ k*·C1 + (L − k*)·U1.
-        const int L = seq->num_layers(), most = (L + p - 1) / p;
-        configs.push_back({p, mesh, m, most * one->objective + (L - most) * one->pass, one->pass});
-      }
-    }
-  }
-  std::stable_sort(configs.begin(), configs.end(), [](const Config& a, const Config& b) { return a.bound < b.bound; });
-  if (trace) {
-    std::fprintf(stderr, "mapd plan: pipeline bounds of %zu (stages, mesh, micro-batches) at %.3f s\n", configs.size(),
-                 std::chrono::duration<double>(Clock::now() - start).count());
-  }
-  double best = result.fits ? result.plan.cost.step_seconds : kInf;
-  std::map<int, PipelinePlan> best_of_p;
-  for (const Config& c : configs) {
-    if (c.bound >= best * (1 - options.relative_gap)) {
-      ++result.pipeline_configs_pruned;
-      continue;
-    }
-    ++result.pipeline_configs_solved;
-    auto part = BestPartition(solver, c.p, c.mesh, c.m, best, c.layer_bound);
-    if (!part.ok()) return part.status();
-    if (!std::isfinite(part->step_seconds)) continue;
-    auto plan = Assemble(solver, graph, *seq, c.p, c.mesh, c.m, part->ends, 0, "MAP");
-    if (!plan.ok()) return plan.status();
-    if (trace) {
-      std::fprintf(stderr, "mapd plan: pipeline %s m %lld bound %.4g: %s %.4g s/step\n", plan->MeshString().c_str(),
-                   static_cast<long long>(c.m), c.bound, plan->fits ? "fits" : "-", plan->step_seconds);
-    }
-    if (plan->fits) best = std::min(best, plan->step_seconds);
-    auto it = best_of_p.find(c.p);
-    if (it == best_of_p.end() || Faster(*plan, it->second)) best_of_p[c.p] = *std::move(plan);
-  }
-  // The best cut per stage count, its stages solved again at the accepted gap.
-  for (auto& [p, plan] : best_of_p) {
-    std::vector<int> ends;
-    for (const StagePlan& s : plan.stage_plans) ends.push_back(s.end_layer);
-    auto refined = Assemble(exact, graph, *seq, p, plan.stage_mesh, plan.micro_batches, ends, 0, "MAP", /*real_graphs=*/true);
-    if (!refined.ok()) return refined.status();
-    result.pipelines.push_back(*std::move(refined));
-  }
-  std::stable_sort(result.pipelines.begin(), result.pipelines.end(), Faster);
-  if (trace) {
-    std::fprintf(stderr, "mapd plan: pipelines at %.3f s (%d configurations solved, %d pruned, %d stage solves, "
-                 "cost graphs built in %.3f s)\n", std::chrono::duration<double>(Clock::now() - start).count(),
-                 result.pipeline_configs_solved, result.pipeline_configs_pruned, solver.solved(), solver.build_seconds());
-  }
-
+  auto configs = Bounds(solver, options, *stage_counts, counts, devices);
+  if (!configs.ok()) return configs.status();
+  lap(absl::StrCat("pipeline bounds of ", configs->size(), " (stages, mesh, micro-batches)"));
+  if (auto st = Explore(solver, exact, graph, *seq, options, *configs, result, trace); !st.ok()) return st;
+  lap(absl::StrFormat("pipelines (%d configurations solved, %d pruned, %d stage solves, cost graphs built in %.3f s)",
+                      result.pipeline_configs_solved, result.pipeline_configs_pruned, solver.solved(), solver.build_seconds()));
   if (options.baselines) {
     for (int pp : *stage_counts) {
       if (seq->num_layers() % pp != 0) continue;
@@ -610,40 +652,16 @@ absl::Status SearchPipelines(const Graph& graph, const PlannerOptions& options, 
         result.pipeline_baselines.push_back(*std::move(b));
       }
     }
-    if (trace) {
-      std::fprintf(stderr, "mapd plan: pipeline baselines at %.3f s (%d stage solves, cost graphs built in %.3f s)\n",
-                   std::chrono::duration<double>(Clock::now() - start).count(), exact.solved(), exact.build_seconds());
-    }
+    lap(absl::StrFormat("pipeline baselines (%d stage solves, cost graphs built in %.3f s)", exact.solved(), exact.build_seconds()));
   }
-  // The Megatron pipelines are plans of MAP's space (equal cuts, restricted strategies): one that
-  // fits and is faster than the search's best becomes MAP's pipeline, and the note says so.
-  const PipelinePlan* faster = nullptr;
-  for (const PipelinePlan& b : result.pipeline_baselines) {
-    if (!b.applicable || !b.fits) continue;
-    const bool beats = result.pipelines.empty() || !result.pipelines.front().fits ||
-                       b.step_seconds < result.pipelines.front().step_seconds * (1 - 1e-12);
-    if (beats && (faster == nullptr || b.step_seconds < faster->step_seconds)) faster = &b;
-  }
-  if (faster != nullptr && (options.pipeline_stages < 2 || faster->stages == options.pipeline_stages)) {
-    std::vector<int> ends;
-    for (const StagePlan& s : faster->stage_plans) ends.push_back(s.end_layer);
-    // The same cut and strategies, with the stages' own graphs.
-    int64_t tp = faster->stage_mesh.back();
-    if (faster->stage_mesh.size() == 1 && faster->name.find("TP=1 ") != std::string::npos) tp = 1;
-    auto adopted = Assemble(exact, graph, *seq, faster->stages, faster->stage_mesh, faster->micro_batches, ends, tp,
-                            "MAP", /*real_graphs=*/true);
-    if (!adopted.ok()) return adopted.status();
-    result.pipeline_note = absl::StrCat("the baseline '", faster->name, "', a pipeline of the same space, is faster than "
-                                        "the search's own best pipeline and became MAP's");
-    result.pipelines.insert(result.pipelines.begin(), *std::move(adopted));
-  }
+  if (auto st = AdoptFasterBaseline(exact, graph, *seq, options, result); !st.ok()) return st;
   if (!result.pipelines.empty() && result.pipelines.front().fits &&
       (options.pipeline_stages >= 2 || !result.fits || result.pipelines.front().step_seconds < result.plan.cost.step_seconds)) {
     result.pipeline = result.pipelines.front();
   }
   if (options.pipeline_stages >= 2 && !result.pipeline) {
     const int p = options.pipeline_stages;
-    if (configs.empty()) {
+    if (configs->empty()) {
       return absl::FailedPreconditionError(absl::StrCat(
           p, " pipeline stages need at least ", p, " micro-batches, and none of the counts searched (",
           absl::StrJoin(counts, ", "), ") is: give a global batch of at least ", p, ", or fewer stages"));

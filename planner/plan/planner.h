@@ -116,6 +116,7 @@ struct StagePlan {
 // A plan that cuts the layers into stages, each on its own devices, streaming micro-batches.
 struct PipelinePlan {
   std::string name = "MAP";            // or "Megatron TP=8 x PP=8 x DP=16"
+  int64_t tensor_parallel = 0;         // a Megatron pipeline's TP degree (0: MAP's search)
   bool applicable = true;
   std::string note;                    // why not applicable
   int stages = 1;
