@@ -236,15 +236,20 @@ struct Partition {
   double step_seconds = kInf;
 };
 
-// T of a choice of stage solves (pipeline_search.h).
-double StepSeconds(const std::vector<const StageSolve*>& stages, int64_t m) {
+// T and the bubble (pipeline_search.h) of the stages' passes u_i and once-a-step parts g_i.
+struct PipelineTime {
+  double step_seconds = 0, bubble_fraction = 0;
+};
+PipelineTime TimeOf(const std::vector<double>& passes, const std::vector<double>& onces, int64_t m) {
   double sum = 0, slowest = 0, once = 0;
-  for (const StageSolve* s : stages) {
-    sum += s->u();
-    slowest = std::max(slowest, s->u());
-    once = std::max(once, s->once_seconds);
+  for (double u : passes) {
+    sum += u;
+    slowest = std::max(slowest, u);
   }
-  return sum + static_cast<double>(m - 1) * slowest + once;
+  for (double g : onces) once = std::max(once, g);
+  const double pipeline = sum + static_cast<double>(m - 1) * slowest;
+  const double p = static_cast<double>(passes.size());
+  return {pipeline + once, pipeline > 0 ? 1 - static_cast<double>(m) * sum / (p * pipeline) : 0};
 }
 
 // The best cut of the layers into p stages on `mesh` with m micro-batches: Alpa's threshold
@@ -309,14 +314,16 @@ absl::StatusOr<Partition> BestPartition(StageSolver& solver, int p, const std::v
     if (!std::isfinite(F[p][L])) continue;
     Partition cand;
     cand.ends.assign(p, L);
-    std::vector<const StageSolve*> chosen(p);
+    std::vector<double> passes(p), onces(p);
     for (int i = p, l = L; i > 0; --i) {
       const int a = from[i][l];
       cand.ends[i - 1] = l;
-      chosen[i - 1] = u.at({i - 1, a, l - a});
+      const StageSolve* chosen = u.at({i - 1, a, l - a});
+      passes[i - 1] = chosen->u();
+      onces[i - 1] = chosen->once_seconds;
       l = a;
     }
-    cand.step_seconds = StepSeconds(chosen, m);
+    cand.step_seconds = TimeOf(passes, onces, m).step_seconds;
     if (cand.step_seconds < best.step_seconds) best = std::move(cand);
   }
   return best;
@@ -335,7 +342,6 @@ absl::StatusOr<PipelinePlan> Assemble(StageSolver& solver, const Graph& graph, c
   plan.stage_mesh = mesh;
   plan.micro_batches = m;
   plan.fits = true;
-  std::vector<const StageSolve*> chosen;
   for (int i = 0, a = 0; i < p; a = ends[i], ++i) {
     auto s = solver.Solve(a, ends[i], CostedDepth(i, p), mesh, m, tp);
     if (!s.ok()) return s.status();
@@ -367,7 +373,6 @@ absl::StatusOr<PipelinePlan> Assemble(StageSolver& solver, const Graph& graph, c
     }
     plan.fits = plan.fits && (*s)->fits;
     plan.peak_bytes = std::max(plan.peak_bytes, st.plan.cost.peak_bytes());
-    chosen.push_back(*s);
     plan.stage_plans.push_back(std::move(st));
   }
   // A weight read by the first and the last stage (tied embedding and LM head): its gradient
@@ -387,15 +392,14 @@ absl::StatusOr<PipelinePlan> Assemble(StageSolver& solver, const Graph& graph, c
     plan.stage_plans.front().once_seconds += tie;
     plan.stage_plans.back().once_seconds += tie;
   }
-  double sum = 0, slowest = 0, once = 0;
+  std::vector<double> passes, onces;
   for (const StagePlan& s : plan.stage_plans) {
-    sum += s.pass_seconds;
-    slowest = std::max(slowest, s.pass_seconds);
-    once = std::max(once, s.once_seconds);
+    passes.push_back(s.pass_seconds);
+    onces.push_back(s.once_seconds);
   }
-  const double pipeline = sum + static_cast<double>(m - 1) * slowest;
-  plan.step_seconds = pipeline + once;
-  plan.bubble_fraction = pipeline > 0 ? 1 - static_cast<double>(m) * sum / (static_cast<double>(p) * pipeline) : 0;
+  const PipelineTime time = TimeOf(passes, onces, m);
+  plan.step_seconds = time.step_seconds;
+  plan.bubble_fraction = time.bubble_fraction;
   return plan;
 }
 
