@@ -126,7 +126,7 @@ absl::Status FillSpecFromYaml(const std::string& file, SubmitArgs& a) {
   if (!y.IsMap()) return absl::InvalidArgumentError(absl::StrCat("-f ", file, ": a job file is a mapping of fields (model, steps, ranks, ...)"));
   static const std::set<std::string> known = {"model", "inputs", "loss", "name", "steps", "ranks", "mesh", "device", "device_type",
                                               "memory_per_device", "optimizer", "lr", "data", "zero", "recompute", "micro_batches", "precision",
-                                              "checkpoint_every", "seed"};
+                                              "pipeline_stages", "checkpoint_every", "seed"};
   try {
     for (const auto& kv : y) {
       const std::string key = kv.first.as<std::string>();
@@ -151,6 +151,7 @@ absl::Status FillSpecFromYaml(const std::string& file, SubmitArgs& a) {
     if (y["recompute"]) a.recompute = y["recompute"].as<std::string>();
     if (y["micro_batches"]) a.micro_batches = y["micro_batches"].as<std::string>();
     if (y["precision"]) a.precision = y["precision"].as<std::string>();
+    if (y["pipeline_stages"]) a.pipeline_stages = y["pipeline_stages"].as<std::string>();
     if (y["checkpoint_every"]) a.checkpoint_every = y["checkpoint_every"].as<int64_t>();
     if (y["seed"]) a.seed = y["seed"].as<uint64_t>();
   } catch (const YAML::Exception& e) {
@@ -210,6 +211,7 @@ int RunSubmit(SubmitArgs a) {
   spec.set_zero(a.zero);
   spec.set_recompute(a.recompute);
   spec.set_micro_batches(a.micro_batches);
+  spec.set_pipeline_stages(a.pipeline_stages);
   spec.set_precision(a.precision);
   spec.set_checkpoint_every(a.checkpoint_every);
   spec.set_seed(a.seed);

@@ -245,9 +245,6 @@ int RunPlan(const PlanArgs& args) {
   auto stages = ParsePipelineStages(args.pipeline_stages);
   if (!stages.ok()) return ReportError(stages.status());
   options.pipeline_stages = *stages;
-  // A saved plan is one to run, and running pipeline stages is not built yet: auto then searches
-  // without stages (a plan with N ≥ 2 pinned is saved; `mapctl run --plan` refuses it for now).
-  if (!args.save.empty() && args.pipeline_stages == "auto") options.pipeline_stages = 1;
   options.time_limit_seconds = args.time_limit;
   options.relative_gap = args.gap;
   if (auto st = options.Validate(); !st.ok()) return ReportError(st);

@@ -66,7 +66,12 @@ absl::StatusOr<PlanRequest> RunPlanRequest(const RunArgs& args, int64_t micro_ba
   auto zero = ParseZeroStage(args.zero, o.max_zero_stage);
   if (!zero.ok()) return zero.status();
   o.zero_stage = *zero;
-  o.micro_batches = micro_batches;
+  auto stages = ParsePipelineStages(args.pipeline_stages);
+  if (!stages.ok()) return stages.status();
+  o.pipeline_stages = *stages;
+  // A pipeline streams at least as many micro-batches as it has stages: with stages, one pass a
+  // step (the default) means the planner's choice.
+  o.micro_batches = *stages != 1 && micro_batches == 1 ? 0 : micro_batches;
   if (auto st = request.Validate(); !st.ok()) return st;
   return request;
 }
@@ -87,11 +92,12 @@ absl::StatusOr<RunnablePlan> SavedPlan(const RunArgs& args, const PlanRequest& r
     return absl::InvalidArgumentError(absl::StrCat("--micro-batches ", micro_batches, " but ", args.plan, " is planned for ", saved_micro,
                                                    "; drop --micro-batches or plan again with it"));
   }
-  int64_t devices = 1;
+  int64_t devices = std::max(1, plan.pipeline_stages());
   for (int64_t d : plan.mesh()) devices *= d;
   if (args.ranks > 1 && args.ranks != devices) {
-    return absl::InvalidArgumentError(absl::StrCat("--ranks ", args.ranks, " but the plan's mesh ", absl::StrJoin(plan.mesh(), "x"), " has ",
-                                                   devices, " devices; drop --ranks or make them agree"));
+    return absl::InvalidArgumentError(absl::StrCat("--ranks ", args.ranks, " but the plan's mesh ", absl::StrJoin(plan.mesh(), "x"),
+                                                   plan.pipeline_stages() > 1 ? absl::StrCat(" on each of ", plan.pipeline_stages(), " stages") : "",
+                                                   " has ", devices, " devices; drop --ranks or make them agree"));
   }
   return SavedPlanToRun(plan, request, absl::StrCat("saved plan ", args.plan));
 }
@@ -153,8 +159,7 @@ int RunOnRanks(const RunArgs& args) {
   if (!plan.ok()) return ReportError(plan.status());
   auto graph = Graph::Create(plan->graph);
   if (!graph.ok()) return ReportError(graph.status());
-  int world = 1;
-  for (int64_t d : plan->mesh) world *= static_cast<int>(d);
+  const int world = plan->world();
   if (args.device == "cuda") {
     auto inv = QueryCuda();
     if (!inv.ok()) {
@@ -202,8 +207,13 @@ int RunOnRanks(const RunArgs& args) {
   if (auto st = WriteRunDirectory(dir.string(), plan->graph, job, ranks, rank_programs); !st.ok()) return ReportError(st);
 
   if (args.format != "json") {
-    std::cout << "Training on " << world << " ranks (mesh " << absl::StrJoin(plan->mesh, "x") << ") under " << plan->name << ": " << plan->summary
-              << "\n";
+    std::cout << "Training on " << world << " ranks ("
+              << (plan->pipeline_stages > 1 ? absl::StrCat(plan->pipeline_stages, " pipeline stages, each on mesh ") : "mesh ")
+              << absl::StrJoin(plan->mesh, "x") << ") under " << plan->name << ": " << plan->summary << "\n";
+    for (size_t s = 0; s < plan->stages.size(); ++s) {
+      std::cout << "  stage " << s << ": " << plan->stages[s] << " on ranks " << s * (world / plan->pipeline_stages) << "-"
+                << (s + 1) * (world / plan->pipeline_stages) - 1 << "\n";
+    }
     if (!recompute.empty()) std::cout << "Recomputing in backward: " << absl::StrJoin(recompute, ", ") << "\n";
     if (plan->micro_batches > 1) {
       std::cout << "Micro-batches: " << plan->micro_batches << " passes per step, gradients accumulated and applied once\n";
@@ -337,7 +347,12 @@ int RunOnRanks(const RunArgs& args) {
     nlohmann::json j = {{"model", graph->name()}, {"ranks", world}, {"mesh", plan->mesh}, {"plan", absl::StrCat(plan->name, ": ", plan->summary)},
                         {"steps", steps}, {"seconds", total}, {"predicted_peak_bytes", static_cast<int64_t>(plan->planner_peak_bytes)},
                         {"per_rank", per_rank}, {"zero_stage", plan->zero_stage}, {"micro_batches", plan->micro_batches}, {"recomputed_layers", recompute},
-                        {"precision", PrecisionName(plan->precision)}};
+                        {"precision", PrecisionName(plan->precision)}, {"pipeline_stages", plan->pipeline_stages}};
+    if (plan->pipeline_stages > 1) {
+      j["stages"] = plan->stages;
+      j["schedule"] = "1F1B";
+      j["bubble_fraction"] = plan->bubble_fraction;
+    }
     if (args.check_reference) {
       j["reference_max_relative_loss_difference"] = worst;
       j["reference_max_parameter_difference"] = params.relative;

@@ -62,6 +62,7 @@ struct RunArgs {
   std::string zero = "auto";         // ZeRO stage for `--strategy map`: auto | 0 | 1 | 2
   std::string recompute = "auto";    // activation checkpointing: auto (the plan's) | off | all | LAYER,LAYER...
   std::string micro_batches = "1";   // passes per step, gradients accumulated: 1 | N | auto (the planner's choice)
+  std::string pipeline_stages = "1"; // 1 | N | auto: the layers cut into stages (1F1B)
   std::string precision = "auto";    // auto (bf16 on GPU device types, fp32 on cpu) | fp32 | bf16
   std::string memory_per_device;     // the planner's budget
   bool check_reference = false;      // also train on one process and compare
@@ -146,6 +147,7 @@ struct SubmitArgs {
   std::string recompute = "auto";
   std::string micro_batches = "1";  // auto | N
   std::string precision = "auto";   // auto | fp32 | bf16
+  std::string pipeline_stages = "1";  // 1 | N | auto
   int64_t checkpoint_every = 0;
   uint64_t seed = 0;
 };

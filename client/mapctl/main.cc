@@ -117,6 +117,10 @@ int main(int argc, char** argv) {
                   "Forward/backward passes per step on slices of the batch, gradients accumulated and applied once: 1 | N | auto "
                   "(the planner chooses; runs on ranks)")
       ->capture_default_str();
+  run->add_option("--pipeline-stages", run_args.pipeline_stages,
+                  "Pipeline stages with --ranks: 1 (none) | N (the layers cut into N stages, each on ranks/N ranks, micro-batches "
+                  "streamed through them by 1F1B; give --micro-batches N or auto) | auto (the planner decides)")
+      ->capture_default_str();
   run->add_option("--precision", run_args.precision, "auto (bf16 on GPU device types, fp32 on cpu) | fp32 | bf16 (mixed: bf16 weights, activations and gradients; fp32 master weights, optimizer states and loss)")->capture_default_str();
   run->add_option("--memory-per-device", run_args.memory_per_device, "Memory per rank, e.g. 1GiB: the planner's budget, and a cap each rank enforces (an allocation past it fails, naming the rank and the bytes)");
   run->add_flag("--check-reference", run_args.check_reference, "Also train on one process and compare the losses");
@@ -212,6 +216,9 @@ int main(int argc, char** argv) {
   submit->add_option("--recompute", submit_args.recompute, "auto | off | all | LAYER,...")->capture_default_str();
   submit->add_option("--micro-batches", submit_args.micro_batches,
                      "Passes per step, gradients accumulated and applied once: 1 | N | auto (the planner chooses)")
+      ->capture_default_str();
+  submit->add_option("--pipeline-stages", submit_args.pipeline_stages,
+                     "1 (no stages) | N (the layers cut into N stages of ranks/N devices, 1F1B; micro-batches 1 then means auto) | auto")
       ->capture_default_str();
   submit->add_option("--precision", submit_args.precision, "auto (bf16 on GPU device types, fp32 on cpu) | fp32 | bf16 (mixed: bf16 weights, activations and gradients; fp32 master weights, optimizer states and loss)")->capture_default_str();
   submit->add_option("--checkpoint-every", submit_args.checkpoint_every, "Steps between checkpoints (0: at the end)");

@@ -89,7 +89,40 @@ absl::StatusOr<Graph> LocalGraph(const Graph& global, const v1::RankProgram& pro
       *v->mutable_type() = c.output_types(o);
     }
   }
-  local.add_outputs(program.loss());
+  if (!program.loss().empty()) {
+    local.add_outputs(program.loss());
+  } else {
+    // A pipeline stage before the last: its backward starts from the gradients of what it sends,
+    // profiled as the backward of a scalar that sums them (whose gradient is one of each sent
+    // value's size, as the received ones are).
+    std::string total;
+    for (int k = 0; k < program.outputs_size(); ++k) {
+      const v1::Shard& out = program.outputs(k);
+      auto add_scalar = [&](const std::string& op, std::vector<std::string> inputs, const std::string& name) {
+        v1::Node* node = local.add_nodes();
+        node->set_name(name);
+        node->set_op(op);
+        for (auto& in : inputs) node->add_inputs(in);
+        node->add_outputs(name);
+        v1::Value* v = local.add_values();
+        v->set_name(name);
+        v->mutable_type()->set_dtype(out.local_type().dtype());
+      };
+      const std::string sum = absl::StrCat("pipeline.sent_sum.", k);
+      add_scalar("sum", {out.name()}, sum);
+      if (total.empty()) {
+        total = sum;
+      } else {
+        const std::string next = absl::StrCat("pipeline.sent_total.", k);
+        add_scalar("add", {total, sum}, next);
+        total = next;
+      }
+    }
+    if (total.empty()) return absl::InvalidArgumentError("the program has neither a loss nor outputs");
+    local.add_outputs(total);
+    // The values sent stay with their pass until its backward (outputs are pinned).
+    for (const v1::Shard& out : program.outputs()) local.add_outputs(out.name());
+  }
   for (const auto& u : g.buffer_updates()) *local.add_buffer_updates() = u;
   return Graph::Create(std::move(local));
 }

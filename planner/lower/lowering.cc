@@ -60,8 +60,9 @@ bool MultiAxisSplit(const Placement& p) {
 
 class Lowerer {
  public:
-  Lowerer(const Graph& graph, const std::vector<int64_t>& mesh, const std::vector<Strategy>& strategies, int rank)
-      : graph_(graph), mesh_(mesh), strategies_(strategies), coords_(RankCoords(mesh, rank)) {
+  Lowerer(const Graph& graph, const std::vector<int64_t>& mesh, const std::vector<Strategy>& strategies, int rank,
+          const std::map<std::string, Placement>& held_inputs)
+      : graph_(graph), mesh_(mesh), strategies_(strategies), held_inputs_(held_inputs), coords_(RankCoords(mesh, rank)) {
     program_.set_rank(rank);
     for (int64_t d : mesh) program_.add_mesh(d);
     for (int64_t c : coords_) program_.add_coords(c);
@@ -92,6 +93,10 @@ class Lowerer {
         if (p[a].kind == Kind::kPartial) program_.add_loss_partial_axes(static_cast<int>(a));
       }
     }
+    for (const std::string& out : graph_.proto().outputs()) {
+      const auto& [placement, local] = available_.at(out).front();
+      if (auto st = Describe(out, placement, local, program_.add_outputs()); !st.ok()) return st;
+    }
     return program_;
   }
 
@@ -114,17 +119,13 @@ class Lowerer {
       for (auto& a : held) {
         if (a.kind == Kind::kPartial) a = AxisPlacement::R();
       }
-      const TensorType& t = graph_.TypeOf(name);
-      auto local = LocalShape(t.shape, held, mesh_);
-      if (!local.ok()) return local.status();
-      auto start = BlockStart(t.shape, held, mesh_, coords_);
-      if (!start.ok()) return start.status();
-      shard->set_name(name);
-      shard->set_placement(PlacementToString(held));
-      *shard->mutable_local_type() = ToProto(TensorType{t.dtype, *local});
-      for (int64_t s : *start) shard->mutable_offsets()->add_start(s);
+      // Unless it is given (an activation another stage sends, as that stage holds it).
+      if (auto given = held_inputs_.find(name); given != held_inputs_.end()) held = given->second;
+      if (held.size() != mesh_.size()) {
+        return absl::InvalidArgumentError(absl::StrCat("input '", name, "' held ", PlacementToString(held), " on a ", mesh_.size(), "-axis mesh"));
+      }
       available_[name].push_back({held, name});
-      return absl::OkStatus();
+      return Describe(name, held, name, shard);
     };
     for (const auto& p : graph_.proto().parameters()) {
       if (auto st = place(p.name(), program_.add_parameters()); !st.ok()) return st;
@@ -132,6 +133,20 @@ class Lowerer {
     for (const auto& in : graph_.proto().inputs()) {
       if (auto st = place(in.name(), program_.add_inputs()); !st.ok()) return st;
     }
+    return absl::OkStatus();
+  }
+
+  // The shard of `value` held at `held` under the local name `local`.
+  absl::Status Describe(const std::string& value, const Placement& held, const std::string& local_name, v1::Shard* shard) {
+    const TensorType& t = graph_.TypeOf(value);
+    auto local = LocalShape(t.shape, held, mesh_);
+    if (!local.ok()) return local.status();
+    auto start = BlockStart(t.shape, held, mesh_, coords_);
+    if (!start.ok()) return start.status();
+    shard->set_name(local_name);
+    shard->set_placement(PlacementToString(held));
+    *shard->mutable_local_type() = ToProto(TensorType{t.dtype, *local});
+    for (int64_t s : *start) shard->mutable_offsets()->add_start(s);
     return absl::OkStatus();
   }
 
@@ -315,6 +330,7 @@ class Lowerer {
   const Graph& graph_;
   const std::vector<int64_t>& mesh_;
   const std::vector<Strategy>& strategies_;
+  const std::map<std::string, Placement>& held_inputs_;
   std::vector<int64_t> coords_;
   v1::RankProgram program_;
   std::unordered_map<std::string, std::vector<std::pair<Placement, std::string>>> available_;
@@ -327,6 +343,14 @@ class Lowerer {
 
 absl::StatusOr<v1::RankProgram> LowerForRank(const Graph& graph, const std::vector<int64_t>& mesh,
                                              const std::vector<Strategy>& strategies, int rank, int zero_stage) {
+  LowerOptions options;
+  options.zero_stage = zero_stage;
+  return LowerForRank(graph, mesh, strategies, rank, options);
+}
+
+absl::StatusOr<v1::RankProgram> LowerForRank(const Graph& graph, const std::vector<int64_t>& mesh,
+                                             const std::vector<Strategy>& strategies, int rank, const LowerOptions& options) {
+  const int zero_stage = options.zero_stage;
   if (zero_stage < 0 || zero_stage > 3) {
     return absl::InvalidArgumentError(absl::StrCat("ZeRO stage ", zero_stage, " does not exist; use 0, 1, 2 or 3"));
   }
@@ -342,7 +366,10 @@ absl::StatusOr<v1::RankProgram> LowerForRank(const Graph& graph, const std::vect
   if (static_cast<int>(strategies.size()) != graph.num_nodes()) {
     return absl::InvalidArgumentError(absl::StrCat(strategies.size(), " strategies for ", graph.num_nodes(), " nodes"));
   }
-  auto program = Lowerer(graph, mesh, strategies, rank).Run();
+  for (const auto& [name, placement] : options.held_inputs) {
+    if (graph.FindValue(name) == nullptr) return absl::InvalidArgumentError(absl::StrCat("held input '", name, "' is not in the graph"));
+  }
+  auto program = Lowerer(graph, mesh, strategies, rank, options.held_inputs).Run();
   if (program.ok()) program->set_zero_stage(zero_stage);
   return program;
 }

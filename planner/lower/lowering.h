@@ -17,6 +17,8 @@
 #ifndef MAPD_PLANNER_LOWER_LOWERING_H_
 #define MAPD_PLANNER_LOWER_LOWERING_H_
 
+#include <map>
+#include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -35,6 +37,16 @@ namespace mapd {
 // follows from the program (zero.h).
 absl::StatusOr<v1::RankProgram> LowerForRank(const Graph& graph, const std::vector<int64_t>& mesh,
                                              const std::vector<Strategy>& strategies, int rank, int zero_stage = 0);
+
+struct LowerOptions {
+  int zero_stage = 0;  // 0–3, recorded in the program (zero.h says which parameters it shards)
+  // Graph inputs held in the given placement (Partial allowed) rather than in their first
+  // consumer's: a pipeline stage's received activations, held as the sending stage made them
+  // (the consumers' re-layouts follow, as for any value).
+  std::map<std::string, Placement> held_inputs;
+};
+absl::StatusOr<v1::RankProgram> LowerForRank(const Graph& graph, const std::vector<int64_t>& mesh,
+                                             const std::vector<Strategy>& strategies, int rank, const LowerOptions& options);
 
 // The strategies a saved plan stands for (placements and per-axis labels of every node).
 absl::StatusOr<std::vector<Strategy>> StrategiesFromPlan(const v1::Plan& plan, const Graph& graph);

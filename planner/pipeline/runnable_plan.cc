@@ -6,9 +6,12 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/match.h"
 #include "common/bytes.h"
 #include "planner/lower/lowering.h"
+#include "planner/lower/pipeline_lowering.h"
 #include "planner/profile/device_profile.h"
+#include "planner/plan/stages.h"
 #include "planner/profile/profiler.h"
 
 namespace mapd {
@@ -26,18 +29,25 @@ std::string Describe(const std::vector<int64_t>& mesh, int zero_stage, size_t re
                       precision == Precision::kBf16Mixed ? ", bf16" : "");
 }
 
-// "mesh 4, ZeRO-2, layout 5f0c8e1a2b3d4c6e": FNV-1a over every node's placements.
-std::string CheckpointPlan(const RunnablePlan& p) {
-  uint64_t h = 0xCBF29CE484222325ull;
-  for (const Strategy& s : p.strategies) {
+// FNV-1a over every node's placements, continuing from `h`.
+uint64_t HashPlacements(const std::vector<Strategy>& strategies, uint64_t h = 0xCBF29CE484222325ull) {
+  for (const Strategy& s : strategies) {
     for (unsigned char c : s.PlacementsString() + ";") {
       h ^= c;
       h *= 0x100000001B3ull;
     }
   }
-  return absl::StrCat("mesh ", absl::StrJoin(p.mesh, "x"), p.zero_stage > 0 ? absl::StrCat(", ZeRO-", p.zero_stage) : "",
-                      p.precision == Precision::kBf16Mixed ? ", bf16" : "", ", layout ", absl::Hex(h, absl::kZeroPad16));
+  return h;
 }
+
+// "mesh 4, ZeRO-2, layout 5f0c8e1a2b3d4c6e" ("2 stages x mesh 2, ..." for a pipeline; its layout
+// hashes every stage's placements, in order).
+std::string CheckpointPlan(const RunnablePlan& p, uint64_t layout) {
+  return absl::StrCat(p.pipeline_stages > 1 ? absl::StrCat(p.pipeline_stages, " stages (", absl::StrJoin(p.stages, ", "), ") x ") : "",
+                      "mesh ", absl::StrJoin(p.mesh, "x"), p.zero_stage > 0 ? absl::StrCat(", ZeRO-", p.zero_stage) : "",
+                      p.precision == Precision::kBf16Mixed ? ", bf16" : "", ", layout ", absl::Hex(layout, absl::kZeroPad16));
+}
+std::string CheckpointPlan(const RunnablePlan& p) { return CheckpointPlan(p, HashPlacements(p.strategies)); }
 
 // MAP's plan, searched again under a lower budget while a rank's program does not fit it.
 struct FittingPlan {
@@ -50,7 +60,7 @@ absl::StatusOr<FittingPlan> SearchFittingPlan(const Graph& graph, PlannerOptions
   if (!r.ok()) return r.status();
   FittingPlan out;
   const int64_t budget = o.cluster.memory_per_device;
-  for (int attempt = 0; budget > 0 && r->fits && attempt < 4; ++attempt) {
+  for (int attempt = 0; budget > 0 && r->fits && !r->pipeline && attempt < 4; ++attempt) {
     const PlanCandidate& p = r->plan;
     const std::vector<std::string> recompute = LayersToRecompute(recompute_mode, p.recomputed_layers, graph);
     auto lowered = LowerAndPredict(graph, p.mesh, p.strategies, p.zero_stage, recompute, o.cluster.device_type, o.profile, p.micro_batches);
@@ -113,9 +123,81 @@ absl::Status AddModelFlops(const Graph& graph, const PlanRequest& request, Runna
   return absl::OkStatus();
 }
 
+// FAILED_PRECONDITION when stages were pinned (N ≥ 2) and no pipeline of N stages fits.
+absl::Status NoPipelineError(const PlanResult& r, const PlannerOptions& o) {
+  std::string why = r.pipeline_note;
+  for (const PipelinePlan& p : r.pipelines) {
+    if (p.stages == o.pipeline_stages) {
+      why = absl::StrFormat("the best needs %s per device", FormatBytes(static_cast<int64_t>(p.peak_bytes)));
+    }
+  }
+  return absl::FailedPreconditionError(absl::StrCat("no plan with ", o.pipeline_stages, " pipeline stages fits ",
+                                                    FormatBytes(o.cluster.memory_per_device), " per device",
+                                                    why.empty() ? "" : absl::StrCat(" (", why, ")"),
+                                                    "; give more memory, or another --pipeline-stages"));
+}
+
 }  // namespace
 
+absl::StatusOr<RunnablePlan> PipelineToRun(const Graph& graph, const PlanRequest& request, const PipelinePlan& p) {
+  RunnablePlan out;
+  out.graph = graph.proto();
+  out.precision = request.planner.profile.precision;
+  out.mesh = p.stage_mesh;
+  out.pipeline_stages = p.stages;
+  out.micro_batches = p.micro_batches;
+  out.bubble_fraction = p.bubble_fraction;
+  out.planner_peak_bytes = p.peak_bytes;
+  out.name = absl::StartsWith(p.name, "Megatron") ? p.name : "MAP's plan";  // a baseline adopted is MAP's
+  std::vector<StageToLower> stages;
+  uint64_t layout = HashPlacements({});
+  for (const StagePlan& sp : p.stage_plans) {
+    if (sp.graph == nullptr || static_cast<int>(sp.plan.strategies.size()) != sp.graph->num_nodes()) {
+      return absl::InternalError(absl::StrCat("pipeline stage ", sp.first_name, "-", sp.last_name, " has no graph of its strategies"));
+    }
+    StageToLower st;
+    st.graph = sp.graph;
+    st.first_layer = sp.first_layer;
+    st.end_layer = sp.end_layer;
+    st.strategies = sp.plan.strategies;
+    st.zero_stage = sp.plan.zero_stage;
+    st.recompute = LayersToRecompute(request.recompute, sp.plan.recomputed_layers, *sp.graph);
+    out.zero_stage = std::max(out.zero_stage, st.zero_stage);
+    out.recompute.insert(out.recompute.end(), st.recompute.begin(), st.recompute.end());
+    out.stages.push_back(sp.first_name == sp.last_name ? sp.first_name : absl::StrCat(sp.first_name, "-", sp.last_name));
+    layout = HashPlacements(st.strategies, layout);
+    stages.push_back(std::move(st));
+  }
+  auto lowered = LowerPipelineAndPredict(stages, p.stage_mesh, p.micro_batches, request.planner.cluster.device_type, request.planner.profile);
+  if (!lowered.ok()) return Named(lowered.status(), "lowering the pipeline");
+  out.lowered = *std::move(lowered);
+  out.predicted_peak_bytes = out.lowered.WorstPeak();
+  const int64_t budget = request.planner.cluster.memory_per_device;
+  if (budget > 0 && out.predicted_peak_bytes > budget) {
+    int worst = 0;
+    for (size_t r = 0; r < out.lowered.predicted.size(); ++r) {
+      if (out.lowered.predicted[r].peak_bytes > out.lowered.predicted[worst].peak_bytes) worst = static_cast<int>(r);
+    }
+    return absl::FailedPreconditionError(absl::StrFormat(
+        "the %d-stage pipeline plan needs %s on rank %d (stage %d) as its program profiles, over the %s per rank; give more memory "
+        "per rank, more ranks, or another --pipeline-stages",
+        p.stages, FormatBytes(out.predicted_peak_bytes), worst, worst / std::max(1, out.world() / p.stages), FormatBytes(budget)));
+  }
+  out.summary = absl::StrCat(p.stages, " stages x ", Describe(out.mesh, out.zero_stage, out.recompute.size(), out.micro_batches, out.precision),
+                             absl::StrFormat(", 1F1B (bubble %.0f%%), %.1f ms/step predicted", 100 * p.bubble_fraction, p.step_seconds * 1e3));
+  out.checkpoint_plan = CheckpointPlan(out, layout);
+  if (auto st = AddModelFlops(graph, request, &out); !st.ok()) return st;
+  return out;
+}
+
 absl::Status PlanRequest::Validate() const {
+  if (planner.pipeline_stages != 1 && !planner.cluster.mesh.empty()) {
+    return absl::InvalidArgumentError("--mesh with --pipeline-stages: a pipeline's stages choose their own mesh; drop one of them");
+  }
+  if (strategy != "map" && planner.pipeline_stages != 1) {
+    return absl::InvalidArgumentError(absl::StrCat("--pipeline-stages with --strategy ", strategy,
+                                                   ": pipeline stages come with MAP's plan (--strategy map)"));
+  }
   if (strategy != "map" && strategy != "dp" && strategy != "tp") {
     return absl::InvalidArgumentError(absl::StrCat("--strategy ", strategy, ": use map, dp or tp"));
   }
@@ -123,7 +205,7 @@ absl::Status PlanRequest::Validate() const {
 }
 
 int RunnablePlan::world() const {
-  int w = 1;
+  int w = std::max(1, pipeline_stages);
   for (int64_t d : mesh) w *= static_cast<int>(d);
   return w;
 }
@@ -151,6 +233,8 @@ absl::StatusOr<RunnablePlan> PlanToRun(const Graph& graph, const PlanRequest& re
     return FittingPlan{*std::move(searched), std::nullopt};
   }();
   if (!fitting.ok()) return Named(fitting.status(), "planning");
+  if (fitting->result.pipeline) return PipelineToRun(graph, request, *fitting->result.pipeline);
+  if (o.pipeline_stages > 1) return NoPipelineError(fitting->result, o);
   auto chosen = Pick(fitting->result, request);
   if (!chosen.ok()) return chosen.status();
   const PlanCandidate& c = **chosen;
@@ -178,14 +262,59 @@ absl::StatusOr<RunnablePlan> PlanToRun(const Graph& graph, const PlanRequest& re
   return out;
 }
 
-absl::StatusOr<RunnablePlan> SavedPlanToRun(const v1::Plan& plan, const PlanRequest& request, const std::string& name) {
-  if (plan.pipeline_stages() > 1) {
-    return absl::UnimplementedError(absl::StrCat(
-        "the plan has ", plan.pipeline_stages(), " pipeline stages, and running pipeline plans is not built yet (the "
-        "planner searches stages; docs/planner.md, \"Pipeline stages\"); save one with --pipeline-stages 1 to run it"));
+namespace {
+
+// A saved pipeline plan: its stages' graphs made again from the training graph, their
+// strategies read back, and run as PipelineToRun runs one just searched.
+absl::StatusOr<RunnablePlan> SavedPipelineToRun(const v1::Plan& plan, const Graph& graph, const PlanRequest& request,
+                                                const std::string& name) {
+  auto sequence = FindLayerSequence(graph);
+  if (!sequence.ok()) return sequence.status();
+  PipelinePlan pp;
+  pp.stages = plan.pipeline_stages();
+  pp.stage_mesh.assign(plan.mesh().begin(), plan.mesh().end());
+  pp.micro_batches = std::max<int64_t>(1, plan.micro_batches());
+  pp.step_seconds = plan.predicted_step_seconds();
+  pp.bubble_fraction = plan.bubble_fraction();
+  pp.peak_bytes = plan.predicted_peak_bytes();
+  if (plan.stages_size() != pp.stages) {
+    return absl::InvalidArgumentError(absl::StrCat("the plan has ", pp.stages, " pipeline stages but describes ", plan.stages_size()));
   }
+  for (const v1::PipelineStage& st : plan.stages()) {
+    StagePlan sp;
+    sp.first_layer = st.first_layer();
+    sp.end_layer = st.end_layer();
+    sp.first_name = st.first_layer_name();
+    sp.last_name = st.last_layer_name();
+    auto stage_graph = StageGraph(graph, *sequence, st.first_layer(), st.end_layer());
+    if (!stage_graph.ok()) return stage_graph.status();
+    sp.graph = std::make_shared<const Graph>(*std::move(stage_graph));
+    v1::Plan stage_plan;  // what StrategiesFromPlan reads: the mesh and the stage graph's nodes
+    *stage_plan.mutable_mesh() = plan.mesh();
+    *stage_plan.mutable_nodes() = st.nodes();
+    auto strategies = StrategiesFromPlan(stage_plan, *sp.graph);
+    if (!strategies.ok()) return Named(strategies.status(), absl::StrCat("stage ", sp.first_name, "-", sp.last_name));
+    sp.plan.strategies = *std::move(strategies);
+    sp.plan.mesh = pp.stage_mesh;
+    sp.plan.zero_stage = st.zero_stage();
+    sp.plan.recomputed_layers.assign(st.recomputed_layers().begin(), st.recomputed_layers().end());
+    pp.stage_plans.push_back(std::move(sp));
+  }
+  PlanRequest at_precision = request;
+  auto precision = ParsePrecision(plan.precision().empty() ? "fp32" : plan.precision());
+  if (!precision.ok()) return precision.status();
+  at_precision.planner.profile.precision = *precision;
+  auto out = PipelineToRun(graph, at_precision, pp);
+  if (out.ok()) out->name = name;
+  return out;
+}
+
+}  // namespace
+
+absl::StatusOr<RunnablePlan> SavedPlanToRun(const v1::Plan& plan, const PlanRequest& request, const std::string& name) {
   auto graph = Graph::Create(plan.graph());
   if (!graph.ok()) return graph.status();
+  if (plan.pipeline_stages() > 1) return SavedPipelineToRun(plan, *graph, request, name);
   auto strategies = StrategiesFromPlan(plan, *graph);
   if (!strategies.ok()) return strategies.status();
   RunnablePlan out;

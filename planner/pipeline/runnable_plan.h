@@ -42,7 +42,13 @@ struct PlanRequest {
 struct RunnablePlan {
   v1::Graph graph;                     // the training graph (bf16 plans: the mixed-precision graph)
   Precision precision = Precision::kFp32;
-  std::vector<int64_t> mesh;
+  std::vector<int64_t> mesh;           // with pipeline stages: every stage's mesh
+  // > 1: the layers cut into this many stages, each on its own `mesh` of ranks, micro-batches
+  // streamed through them by 1F1B (DESIGN §6b); `lowered` holds the stages' programs in global
+  // rank order (stage-major) and `strategies` is empty (each stage has its own).
+  int pipeline_stages = 1;
+  double bubble_fraction = 0;          // the pipeline's predicted idle share
+  std::vector<std::string> stages;     // per stage: "h.0-h.1" (its layers)
   std::vector<Strategy> strategies;    // per graph node
   int zero_stage = 0;
   int64_t micro_batches = 1;           // passes per step
@@ -61,12 +67,17 @@ struct RunnablePlan {
   StepItems items;                     // per step, for throughput
   double model_flops_per_step = 0;     // forward + backward of the whole model
   double device_peak_flops = 0;        // one device's (the device type's), for MFU
-  int world() const;
+  int world() const;  // every rank of every stage
 };
 
 // Plans `graph` for ranks. FAILED_PRECONDITION when no plan fits the budget (NothingFitsError)
 // or the chosen baseline does not apply.
 absl::StatusOr<RunnablePlan> PlanToRun(const Graph& graph, const PlanRequest& request);
+
+// A pipeline plan (MAP's, or a Megatron TP × PP × DP baseline of PlanResult) made runnable:
+// every stage lowered for every rank of its mesh (pipeline_lowering.h) and profiled; under a
+// budget, FAILED_PRECONDITION when a rank's program needs more.
+absl::StatusOr<RunnablePlan> PipelineToRun(const Graph& graph, const PlanRequest& request, const PipelinePlan& plan);
 
 // A saved plan (`mapctl plan --save`) made runnable: its graph, mesh and strategies lowered and
 // profiled on `request.planner`'s device type with its optimizer; `request.recompute` as above

@@ -554,10 +554,11 @@ std::vector<int> EndsOf(const PipelinePlan& plan) {
 
 // MAP's best pipeline per stage count: the triples from the lowest bound up, each cut by the
 // dynamic programme with coarse stage solves, pruned at the best plan so far (the one without
-// stages to begin with); the best cut per count solved again exactly, with its stages' graphs.
+// stages to begin with, unless the stage count is pinned); the best cut per count solved again exactly, with its stages' graphs.
 absl::Status Explore(StageSolver& solver, StageSolver& exact, const Graph& graph, const LayerSequence& seq,
                      const PlannerOptions& options, const std::vector<Config>& configs, PlanResult& result, bool trace) {
-  double best = result.fits ? result.plan.cost.step_seconds : kInf;
+  // Pinned stages want the best pipeline of that count even when the plan without stages is faster.
+  double best = result.fits && options.pipeline_stages < 2 ? result.plan.cost.step_seconds : kInf;
   std::map<int, PipelinePlan> best_of_p;
   for (const Config& c : configs) {
     if (c.bound >= best * (1 - options.relative_gap)) {
@@ -594,6 +595,11 @@ absl::Status AdoptFasterBaseline(StageSolver& exact, const Graph& graph, const L
   const PipelinePlan* faster = nullptr;
   for (const PipelinePlan& b : result.pipeline_baselines) {
     if (!b.applicable || !b.fits || (options.pipeline_stages >= 2 && b.stages != options.pipeline_stages)) continue;
+    // What the user pinned holds for an adopted baseline too (its ZeRO-1, its micro-batches).
+    if (options.micro_batches > 0 && b.micro_batches != options.micro_batches) continue;
+    bool other_zero = false;
+    for (const StagePlan& st : b.stage_plans) other_zero |= options.zero_stage >= 0 && st.plan.zero_stage != options.zero_stage;
+    if (other_zero) continue;
     const bool beats = result.pipelines.empty() || !result.pipelines.front().fits ||
                        b.step_seconds < result.pipelines.front().step_seconds * (1 - 1e-12);
     if (beats && (faster == nullptr || b.step_seconds < faster->step_seconds)) faster = &b;

@@ -50,6 +50,11 @@ struct ProfileOptions {
   // parameter's gradient (under ZeRO 2–3 its shard) is live from the start, and the pass's
   // contributions are added into it.
   bool gradients_accumulated = false;
+  // Pipeline stages under 1F1B (DESIGN §6b): the activations of this many micro-batches are alive
+  // at once — the pass profiled and passes_in_flight − 1 earlier ones awaiting their backward,
+  // each keeping what a pass holds at the end of its forward (saved tensors and the live values,
+  // the ones it sends among them) throughout the pass profiled.
+  int64_t passes_in_flight = 1;
 
   absl::Status Validate() const { return device.Validate(); }
 };

@@ -515,9 +515,15 @@ absl::StatusOr<ProfileReport> Simulator::Run() {
   report_.options = opt_;
   SetUpValues();
   if (auto st = Forward(); !st.ok()) return st;
+  // 1F1B's earlier micro-batches, each holding what this one holds now, alive throughout.
+  const MemoryBreakdown& end_of_forward = ledger_.current();
+  const int64_t in_flight = std::max<int64_t>(0, opt_.passes_in_flight - 1) *
+                            (end_of_forward.saved_activations + end_of_forward.transients);
   Backward();
   OptimizerStep();
   Summarise();
+  report_.predicted_peak_bytes += in_flight;
+  report_.peak_breakdown.saved_activations += in_flight;
   return std::move(report_);
 }
 

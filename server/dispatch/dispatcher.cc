@@ -227,6 +227,9 @@ absl::Status Dispatcher::PlaceLocked(int64_t id, ActiveJob& job, int64_t resume_
       a.add_predicted_peak_bytes(plan.lowered.predicted[next_rank].peak_bytes);
       a.add_predicted_step_seconds(plan.lowered.predicted[next_rank].step_seconds());
     }
+    // The job's world mesh: a pipeline's stages are its outermost axis (every rank's program says
+    // where it stands; stage s holds ranks s·(ranks/stages) on, placed in order).
+    if (plan.pipeline_stages > 1) a.add_mesh(plan.pipeline_stages);
     for (int64_t d : plan.mesh) a.add_mesh(d);
     *a.mutable_graph() = plan.graph;
     // store_address stays empty until rank 0 (in the first part) reports where it hosts the store.

@@ -58,6 +58,14 @@ absl::StatusOr<PlanRequest> JobPlanRequest(const v1::JobSpec& spec) {
   } else if (!spec.micro_batches().empty() && !absl::SimpleAtoi(spec.micro_batches(), &o.micro_batches)) {
     return absl::InvalidArgumentError(absl::StrCat("micro_batches '", spec.micro_batches(), "' is not auto or a count"));
   }
+  // ValidateJobSpec checked it too: auto, or a count. A pipeline streams at least as many
+  // micro-batches as it has stages: one pass a step then means the planner's choice.
+  if (spec.pipeline_stages() == "auto") {
+    o.pipeline_stages = 0;
+  } else if (!spec.pipeline_stages().empty() && !absl::SimpleAtoi(spec.pipeline_stages(), &o.pipeline_stages)) {
+    return absl::InvalidArgumentError(absl::StrCat("pipeline_stages '", spec.pipeline_stages(), "' is not auto or a count"));
+  }
+  if (o.pipeline_stages != 1 && o.micro_batches == 1) o.micro_batches = 0;
   o.baselines = false;
   return request;
 }

@@ -1,5 +1,6 @@
 #include "server/jobs/job_spec.h"
 
+#include <algorithm>
 #include <set>
 #include <string>
 
@@ -39,6 +40,13 @@ absl::Status ValidateJobSpec(const v1::JobSpec& s) {
       return bad("micro_batches '", s.micro_batches(), "' is not auto or a count from 1 to ", int64_t{1} << 20);
     }
   }
+  if (!s.pipeline_stages().empty() && s.pipeline_stages() != "auto") {
+    int p = 0;
+    if (!absl::SimpleAtoi(s.pipeline_stages(), &p) || p < 1 || p > std::max(1, s.ranks())) {
+      return bad("pipeline_stages '", s.pipeline_stages(), "' is not auto or a count from 1 to ranks (", s.ranks(), ")");
+    }
+    if (p > 1 && s.mesh_size() > 0) return bad("a mesh and pipeline_stages ", p, ": a pipeline's stages choose their own mesh; drop one");
+  }
   static const std::set<std::string> precisions = {"", "auto", "fp32", "bf16"};
   if (!precisions.count(s.precision())) return bad("precision '", s.precision(), "' is not one of auto, fp32, bf16");
   const std::string& d = s.data();
@@ -63,6 +71,7 @@ v1::JobSpec WithDefaults(v1::JobSpec s) {
   if (s.recompute().empty()) s.set_recompute("auto");
   if (s.micro_batches().empty()) s.set_micro_batches("1");
   if (s.precision().empty()) s.set_precision("auto");
+  if (s.pipeline_stages().empty()) s.set_pipeline_stages("1");
   return s;
 }
 

@@ -282,9 +282,7 @@ def test_a_job_whose_worker_is_lost_resumes_from_its_checkpoint(tmp_path):
     trains on exactly as it would have (the same losses after the checkpoint)."""
     gpt = "gpt2:layers=2,hidden=32,heads=2,vocab=256,seq=16,batch=4"
     ckpt = tmp_path / "checkpoints"
-    proc, port = start_mapd(tmp_path / "jobs.db", "--lease-seconds", "1.5", "--heartbeat-seconds", "0.25",
-                            "--checkpoint-dir", str(ckpt))
-    env = {"MAPD_ADDRESS": f"127.0.0.1:{port}", "MAPD_TOKEN": TOKEN}
+    proc, env = start_checkpointing_mapd(tmp_path, ckpt)
     workers = []
     try:
         workers = [start_worker(env, tmp_path, name) for name in ("alpha", "beta", "gamma")]
@@ -293,22 +291,60 @@ def test_a_job_whose_worker_is_lost_resumes_from_its_checkpoint(tmp_path):
         committed, kill_step, events = wait_past_a_checkpoint(env, 1)
         first_placement = next(e["message"] for e in events if e["message"].startswith("running on"))
         assert "w-1 (rank 0-1), w-2 (rank 2-3)" in first_placement, first_placement
-        workers[1][0].kill()  # beta: ranks 2-3
-        workers[1][0].wait()
-        r = mapctl(env, "watch", "1", check=None)
-        assert r.returncode == 0, r.stdout + r.stderr
-        events = json.loads(mapctl(env, "logs", "1", "-o", "json", check=0).stdout)
-        messages = [e["message"] for e in events]
-        restarting = [m for m in messages if "restarting from the checkpoint of step" in m]
-        assert len(restarting) == 1 and "worker w-2 was lost" in restarting[0], messages
-        resumed_from = int(restarting[0].split("checkpoint of step ")[1].split()[0])
-        assert resumed_from >= committed[-1] and resumed_from % 10 == 0, (restarting, committed)
-        assert any(f"resumed from the checkpoint of step {resumed_from} on w-1 (rank 0-1), w-3 (rank 2-3)" in m for m in messages), messages
-        assert events[-1]["state"] == "SUCCEEDED" and "trained 60 steps" in messages[-1], messages[-1]
+        kill_beta_and_expect_a_resume(env, workers, committed, kill_step)
         assert (ckpt / "job-1" / "LATEST").read_text() == "60"
-        assert_resumed_steps_repeat(events, 60, resumed_from, committed[-1], kill_step)
     finally:
         stop_all(proc, workers)
+
+
+def test_a_pipeline_job_runs_across_two_workers_and_resumes_when_one_is_lost(tmp_path):
+    """pipeline_stages 2: the coordinator plans two stages of two ranks, one on each worker (the
+    stages' ranks placed in order), the ranks stream micro-batches through them by 1F1B; a killed
+    worker's pipeline job resumes from its last checkpoint on the devices left and trains on as
+    it would have."""
+    gpt = "gpt2:layers=2,hidden=32,heads=2,vocab=256,seq=16,batch=4"
+    ckpt = tmp_path / "checkpoints"
+    proc, env = start_checkpointing_mapd(tmp_path, ckpt)
+    workers = []
+    try:
+        workers = [start_worker(env, tmp_path, name) for name in ("alpha", "beta", "gamma")]
+        mapctl(env, "submit", gpt, "--ranks", "4", "--steps", "60", "--checkpoint-every", "10", "--pipeline-stages", "2",
+               "--optimizer", "momentum", "--lr", "0.05", check=0)
+        committed, kill_step, events = wait_past_a_checkpoint(env, 1)
+        messages = [e["message"] for e in events]
+        assert any("2 stages x mesh 2" in m and "1F1B" in m for m in messages), messages
+        first_placement = next(m for m in messages if m.startswith("running on"))
+        assert "w-1 (rank 0-1), w-2 (rank 2-3)" in first_placement, first_placement  # a stage per worker
+        kill_beta_and_expect_a_resume(env, workers, committed, kill_step)  # beta holds stage 1
+        bad = mapctl(env, "submit", gpt, "--ranks", "4", "--steps", "3", "--pipeline-stages", "5")
+        assert bad.returncode != 0 and "pipeline_stages '5' is not auto or a count from 1 to ranks (4)" in bad.stderr, bad.stderr
+    finally:
+        stop_all(proc, workers)
+
+
+def kill_beta_and_expect_a_resume(env, workers, committed, kill_step):
+    """Kills worker beta (w-2, ranks 2-3) of job 1 (60 steps, a checkpoint every 10); the job must
+    restart once from a committed checkpoint on w-1 and w-3, succeed, and repeat the steps after
+    that checkpoint with the same losses."""
+    workers[1][0].kill()
+    workers[1][0].wait()
+    r = mapctl(env, "watch", "1", check=None)
+    assert r.returncode == 0, r.stdout + r.stderr
+    events = json.loads(mapctl(env, "logs", "1", "-o", "json", check=0).stdout)
+    messages = [e["message"] for e in events]
+    restarting = [m for m in messages if "restarting from the checkpoint of step" in m]
+    assert len(restarting) == 1 and "worker w-2 was lost" in restarting[0], messages
+    resumed_from = int(restarting[0].split("checkpoint of step ")[1].split()[0])
+    assert resumed_from >= committed[-1] and resumed_from % 10 == 0, (restarting, committed)
+    assert any(f"resumed from the checkpoint of step {resumed_from} on w-1 (rank 0-1), w-3 (rank 2-3)" in m for m in messages), messages
+    assert events[-1]["state"] == "SUCCEEDED" and "trained 60 steps" in messages[-1], messages[-1]
+    assert_resumed_steps_repeat(events, 60, resumed_from, committed[-1], kill_step)
+
+
+def start_checkpointing_mapd(tmp_path, ckpt):
+    """mapd with short leases and checkpoints on `ckpt` (storage it shares with its workers)."""
+    proc, port = start_mapd(tmp_path / "jobs.db", "--lease-seconds", "1.5", "--heartbeat-seconds", "0.25", "--checkpoint-dir", str(ckpt))
+    return proc, {"MAPD_ADDRESS": f"127.0.0.1:{port}", "MAPD_TOKEN": TOKEN}
 
 
 def wait_past_a_checkpoint(env, job):

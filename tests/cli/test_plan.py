@@ -184,9 +184,9 @@ def test_plan_pipeline_stages_table_json_and_refusals():
 
 
 
-def test_plan_saves_a_pipeline_plan_that_run_refuses_for_now(tmp_path):
+def test_plan_saves_a_pipeline_plan_that_runs(tmp_path):
     # A two-stage plan saved: each stage with its layers and its graph's strategies (protoc decodes
-    # it); running it is not built yet, and `mapctl run --plan` says so (docs/planner.md).
+    # it); `mapctl run --plan` runs it on 4 ranks, as one process would (docs/runtime.md).
     spec = "gpt2:layers=4,hidden=32,heads=4,vocab=64,seq=64,batch=8"
     plan = tmp_path / "pipeline.pb"
     run_mapctl("plan", spec, "--devices", "4", "--device-type", "cpu", "--memory-per-device", "1MiB", "--recompute", "off",
@@ -197,8 +197,13 @@ def test_plan_saves_a_pipeline_plan_that_run_refuses_for_now(tmp_path):
                               capture_output=True, check=True, timeout=60).stdout.decode()
     assert "pipeline_stages: 2" in text and 'schedule: "1F1B"' in text and text.count("stages {") == 2, text[-2000:]
     assert 'first_layer_name: "h.0"' in text and "end_layer: 4" in text, text[-2000:]
-    ran = run_mapctl("run", "--plan", str(plan), "--steps", "1", check=None)
-    assert ran.returncode != 0 and "running pipeline plans is not built yet" in ran.stderr, ran.stderr
+    ran = run_mapctl("run", "--plan", str(plan), "--steps", "3", "--optimizer", "momentum", "--lr", "0.1", "--check-reference",
+                     "-o", "json", check=0)
+    r = json.loads(ran.stdout)
+    assert r["pipeline_stages"] == 2 and r["ranks"] == 4 and r["plan"].startswith(f"saved plan {plan}: 2 stages x"), r["plan"]
+    assert r["reference_max_relative_loss_difference"] < 1e-5 and r["reference_max_parameter_difference"] < 1e-5, r
+    wrong = run_mapctl("run", "--plan", str(plan), "--ranks", "2", "--steps", "1", check=None)
+    assert wrong.returncode != 0 and "on each of 2 stages has 4 devices" in wrong.stderr, wrong.stderr
 
 
 def test_plan_report_draws_the_pipeline_schedule_in_headless_chromium(tmp_path):

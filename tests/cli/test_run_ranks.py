@@ -291,6 +291,40 @@ def _alive(pid):
         return False
 
 
+def test_pipeline_stages_reproduce_one_process_and_their_memory():
+    """--pipeline-stages N: the layers cut into N stages, each on ranks/N ranks, micro-batches
+    streamed through them by 1F1B over Gloo point-to-point — a GPT whose embedding is tied to its
+    LM head (the tied gradient summed between the first and last stage) and a LLaMA: the losses
+    and every final parameter block of one process within 1e-5, each rank's measured peak within
+    10% of its program's prediction, and stage i's peak falling with its micro-batches in flight
+    (4 − i on 4 stages)."""
+    gpt4 = "gpt2:layers=4,hidden=32,heads=4,vocab=64,seq=8,batch=8"
+    llama4 = "llama2-7b:layers=4,hidden=32,heads=4,kv_heads=2,ffn=64,vocab=64,seq=8,batch=8"
+    for model, extra in ((gpt4, ("--pipeline-stages", "2")), (gpt4, ("--pipeline-stages", "4")),
+                         (llama4, ("--pipeline-stages", "2", "--zero", "2")), (llama4, ("--pipeline-stages", "4", "--recompute", "all"))):
+        r = _json_run(model, *TRAIN, "--ranks", "4", "--micro-batches", "4", *extra, "--check-reference")
+        stages = int(extra[1])
+        assert r["pipeline_stages"] == stages and len(r["stages"]) == stages and r["schedule"] == "1F1B", r
+        assert r["ranks"] == 4 and r["micro_batches"] == 4 and 0 < r["bubble_fraction"] < 1, r
+        assert r["reference_max_relative_loss_difference"] < 1e-5, (extra, r)
+        assert r["reference_max_parameter_difference"] < 1e-5, (extra, r)
+        _assert_matches_one_process_and_prediction(r, (model, extra))
+        if stages == 4 and "--recompute" not in extra:
+            peaks = [p["measured_peak_bytes"] for p in sorted(r["per_rank"], key=lambda p: p["rank"])]
+            predicted = [p["predicted_peak_bytes"] for p in sorted(r["per_rank"], key=lambda p: p["rank"])]
+            assert peaks == sorted(peaks, reverse=True) and predicted == sorted(predicted, reverse=True), (peaks, predicted)
+    # Without --micro-batches a pipeline takes the planner's count (at least one per stage).
+    r = _json_run(gpt4, *TRAIN, "--ranks", "4", "--pipeline-stages", "2")
+    assert r["pipeline_stages"] == 2 and r["micro_batches"] >= 2, r
+    # Stages that cannot be are refused, saying why.
+    bad = run_mapctl("run", gpt4, "--ranks", "4", "--pipeline-stages", "2", "--strategy", "dp", "--steps", "1")
+    assert bad.returncode == 1 and "pipeline stages come with MAP's plan" in bad.stderr, bad.stderr
+    bad = run_mapctl("run", gpt4, "--ranks", "4", "--pipeline-stages", "3", "--steps", "1")
+    assert bad.returncode == 1 and "3 pipeline stages do not divide 4 devices" in bad.stderr, bad.stderr
+    bad = run_mapctl("run", gpt4, "--ranks", "4", "--pipeline-stages", "x", "--steps", "1")
+    assert bad.returncode == 1 and "--pipeline-stages x: use auto or a positive count" in bad.stderr, bad.stderr
+
+
 def test_ranks_die_with_their_launcher():
     """A killed launcher (here `mapctl run`; a killed mapd-worker alike) takes its ranks with it, so
     none is left holding its peers in a collective. Rank 0 hangs before step 2 and rank 1 waits

@@ -16,6 +16,7 @@
 #include "planner/lower/recompute.h"
 #include "planner/lower/zero.h"
 #include "planner/plan/micro_batch.h"
+#include "tests/dist/one_device.h"
 #include "tests/dist/test_plans.h"
 #include "worker/dist/gloo_communicator.h"
 #include "worker/dist/rank_trainer.h"
@@ -25,51 +26,6 @@
 namespace mapd {
 namespace {
 
-constexpr int kSteps = 10;
-
-// SGD with momentum: AdamW would turn rounding noise into full steps for parameters whose
-// gradient is zero analytically (GPT-2's key bias: softmax ignores a constant added to every
-// key), so N ranks summing in another order would drift by lr per step there (seen: 4e-4 after
-// 10 steps at lr 1e-2) while every loss still matched.
-OptimizerOptions Sgd(double lr = 0.1) {
-  OptimizerOptions o;
-  o.kind = OptimizerOptions::Kind::kSgd;
-  o.lr = lr;
-  o.momentum = 0.9;
-  return o;
-}
-
-struct Reference {
-  std::vector<TensorMap> batches;
-  std::vector<double> losses;
-  std::unordered_map<std::string, at::Tensor> final_params;
-};
-
-// `repeat`: every step trains on the first batch (a model that cannot learn random labels
-// across batches still fits one).
-Reference SingleDevice(const Graph& g, const OptimizerOptions& optimizer = Sgd(), bool repeat = false) {
-  Reference ref;
-  DataOptions data;
-  data.seed = 11;
-  auto source = MakeDataSource(g.proto(), data, c10::Device(c10::kCPU));
-  EXPECT_TRUE(source.ok()) << source.status();
-  TrainerOptions to;
-  to.executor.seed = 5;
-  to.optimizer = optimizer;
-  auto trainer = Trainer::Create(g.proto(), to);
-  EXPECT_TRUE(trainer.ok()) << trainer.status();
-  for (int s = 0; s < kSteps; ++s) {
-    auto batch = (*source)->Next();
-    EXPECT_TRUE(batch.ok());
-    ref.batches.push_back(repeat && s > 0 ? ref.batches.front() : *batch);
-    auto r = (*trainer)->Step(ref.batches.back());
-    EXPECT_TRUE(r.ok()) << r.status();
-    ref.losses.push_back(r->loss);
-  }
-  for (const auto& [name, t] : (*trainer)->executor().parameters().Trainable()) ref.final_params[name] = t.detach().clone();
-  return ref;
-}
-
 // Runs the plan on mesh.size() ranks (threads) and checks them against the reference.
 // With `micro_batches` > 1 the strategies are the micro-batch graph's (micro_batch.h), the
 // programs are lowered from it, and each step runs that many passes.
@@ -78,72 +34,27 @@ void ExpectSameAsOneDevice(const Graph& g, const std::vector<int64_t>& mesh, con
                            bool recompute = false, int64_t micro_batches = 1, double tolerance = 1e-4) {
   auto micro = MicroBatchGraph(g, micro_batches);
   ASSERT_TRUE(micro.ok()) << micro.status();
-  auto server = StoreServer::Start("127.0.0.1", 0);
-  ASSERT_TRUE(server.ok()) << server.status();
   int world = 1;
   for (int64_t d : mesh) world *= static_cast<int>(d);
-  std::vector<std::vector<double>> losses(world);
-  std::vector<std::string> errors(world);
-  std::vector<std::vector<std::pair<std::string, at::Tensor>>> params(world);
+  std::vector<RankOutcome> ranks;
   std::vector<v1::RankProgram> programs(world);
-  std::vector<std::thread> threads;
-  for (int rank = 0; rank < world; ++rank) {
-    threads.emplace_back([&, rank] {
-      at::set_num_threads(1);
-      RendezvousOptions ro;
-      ro.port = (*server)->port();
-      ro.timeout = std::chrono::milliseconds(60000);
-      auto groups = ConnectMeshGroups(ro, mesh, rank);
-      if (!groups.ok()) return void(errors[rank] = groups.status().ToString());
-      auto program = LowerForRank(*micro, mesh, strategies, rank, zero_stage);
-      if (!program.ok()) return void(errors[rank] = program.status().ToString());
-      program->set_micro_batches(micro_batches);
-      if (recompute) {
-        if (auto st = MarkRecompute(*micro, RepeatedLayers(*micro), &*program); !st.ok()) return void(errors[rank] = st.ToString());
-        if (program->recompute_size() == 0) return void(errors[rank] = "no recompute segment");
-      }
-      programs[rank] = *program;
-      std::vector<Communicator*> raw;
-      for (auto& c : *groups) raw.push_back(c.get());
-      RankTrainerOptions o;
-      o.seed = 5;
-      o.optimizer = optimizer;
-      auto trainer = RankTrainer::Create(g, *program, raw, o);
-      if (!trainer.ok()) return void(errors[rank] = trainer.status().ToString());
-      for (int s = 0; s < kSteps; ++s) {
-        auto r = (*trainer)->Step(ref.batches[s]);
-        if (!r.ok()) return void(errors[rank] = r.status().ToString());
-        losses[rank].push_back(r->loss);
-      }
-      auto blocks = (*trainer)->Blocks();  // ZeRO-3 gathers its blocks
-      if (!blocks.ok()) return void(errors[rank] = blocks.status().ToString());
-      params[rank] = *std::move(blocks);
-    });
-  }
-  for (auto& t : threads) t.join();
-  for (int rank = 0; rank < world; ++rank) {
-    ASSERT_TRUE(errors[rank].empty()) << "rank " << rank << ": " << errors[rank];
-    ASSERT_EQ(losses[rank].size(), static_cast<size_t>(kSteps));
-    for (int s = 0; s < kSteps; ++s) {
-      EXPECT_NEAR(losses[rank][s], ref.losses[s], tolerance * std::abs(ref.losses[s])) << "rank " << rank << " step " << s + 1;
+  RunRanksOnThreads(world, [&](int) { return mesh; }, [&](int rank, std::vector<Communicator*> groups, RankOutcome& out) {
+    auto program = LowerForRank(*micro, mesh, strategies, rank, zero_stage);
+    if (!program.ok()) return void(out.error = program.status().ToString());
+    program->set_micro_batches(micro_batches);
+    if (recompute) {
+      if (auto st = MarkRecompute(*micro, RepeatedLayers(*micro), &*program); !st.ok()) return void(out.error = st.ToString());
+      if (program->recompute_size() == 0) return void(out.error = "no recompute segment");
     }
-    // Every parameter block equals the same block of the single-device parameters.
-    for (const auto& [name, local] : params[rank]) {
-      const v1::Shard* shard = nullptr;
-      for (const auto& s : programs[rank].parameters()) {
-        if (s.name() == name) shard = &s;
-      }
-      ASSERT_NE(shard, nullptr) << name;
-      at::Tensor expected = ref.final_params.at(name);
-      for (int d = 0; d < shard->local_type().shape_size(); ++d) {
-        expected = expected.narrow(d, shard->offsets().start(d), shard->local_type().shape(d));
-      }
-      const double scale = std::max(1.0, expected.abs().max().item<double>());
-      EXPECT_LE((local - expected).abs().max().item<double>(), tolerance * scale)
-          << "rank " << rank << " " << name << " worst at flat index " << (local - expected).abs().flatten().argmax().item<int64_t>()
-          << " of " << local.numel();
-    }
-  }
+    programs[rank] = *program;
+    RankTrainerOptions o;
+    o.seed = 5;
+    o.optimizer = optimizer;
+    auto trainer = RankTrainer::Create(g, *program, groups, o);
+    if (!trainer.ok()) return void(out.error = trainer.status().ToString());
+    TrainLikeTheReference(**trainer, ref, out);
+  }, ranks);
+  ExpectRanksMatch(programs, ranks, ref, tolerance);
 }
 
 class Equivalence : public ::testing::TestWithParam<const char*> {};

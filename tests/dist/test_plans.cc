@@ -5,6 +5,7 @@
 #include "planner/graph/builder.h"
 #include "planner/graph/loss.h"
 #include "planner/graph/verifier.h"
+#include "planner/pipeline/runnable_plan.h"
 #include "planner/plan/planner.h"
 #include "planner/zoo/zoo.h"
 
@@ -44,6 +45,35 @@ std::vector<Strategy> PlanStrategies(const Graph& graph, const std::vector<int64
   }
   ADD_FAILURE() << "no baseline " << family;
   return {};
+}
+
+absl::StatusOr<PipelinePrograms> PipelinePlanToRun(const Graph& graph, int64_t devices, int stages, int64_t micro_batches,
+                                               int64_t tensor_parallel, int zero_stage, const std::string& recompute) {
+  PlanRequest request;
+  PlannerOptions& o = request.planner;
+  o.cluster.devices = devices;
+  o.cluster.memory_per_device = int64_t{1} << 30;
+  o.zero_stage = zero_stage;
+  o.pipeline_stages = stages;
+  o.micro_batches = micro_batches;
+  request.recompute = recompute;
+  auto r = SearchPlan(graph, o);
+  if (!r.ok()) return r.status();
+  const PipelinePlan* chosen = nullptr;
+  if (tensor_parallel == 0) {
+    if (r->pipeline) chosen = &*r->pipeline;
+    for (const PipelinePlan& p : r->pipelines) {
+      if (chosen == nullptr && p.stages == stages && p.fits) chosen = &p;
+    }
+  } else {
+    for (const PipelinePlan& p : r->pipeline_baselines) {
+      if (p.stages == stages && p.tensor_parallel == tensor_parallel && p.applicable && p.micro_batches == micro_batches) chosen = &p;
+    }
+  }
+  if (chosen == nullptr) return absl::NotFoundError(absl::StrCat("no pipeline of ", stages, " stages (TP ", tensor_parallel, ")"));
+  auto run = PipelineToRun(graph, request, *chosen);
+  if (!run.ok()) return run.status();
+  return PipelinePrograms{run->lowered.programs, absl::StrCat(run->name, ": ", run->summary)};
 }
 
 }  // namespace mapd

@@ -10,12 +10,20 @@
 
 #include <ATen/core/Tensor.h>
 
+#include <memory>
 #include <string>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 
 namespace mapd {
+
+// A send under way: Wait() returns once the peer has the tensor (which the send keeps alive).
+class PendingSend {
+ public:
+  virtual ~PendingSend() = default;
+  virtual absl::Status Wait() = 0;
+};
 
 class Communicator {
  public:
@@ -34,6 +42,13 @@ class Communicator {
   // received are concatenated along `concat_dim` in rank order.
   virtual absl::StatusOr<at::Tensor> AllToAll(const at::Tensor& local, int64_t split_dim, int64_t concat_dim) = 0;
   virtual absl::Status Barrier() = 0;
+
+  // Point-to-point, between two ranks of the group (pipeline stages): Send returns at once (so
+  // two ranks may each send before they receive); Recv blocks until `t` — whose shape and dtype
+  // the receiver knows — holds what `peer` sent with the same `tag` (≥ 0). Messages with one tag
+  // between one pair arrive in the order sent.
+  virtual absl::StatusOr<std::unique_ptr<PendingSend>> Send(const at::Tensor& t, int peer, int tag) = 0;
+  virtual absl::Status Recv(at::Tensor& t, int peer, int tag) = 0;
 };
 
 }  // namespace mapd

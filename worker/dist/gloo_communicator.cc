@@ -62,6 +62,27 @@ class TcpStoreServer : public StoreServer {
 // collectives that only move data.
 at::Tensor AsBits(const at::Tensor& t) { return t.scalar_type() == at::kBFloat16 ? t.view(at::kHalf) : t; }
 
+class GlooPendingSend : public PendingSend {
+ public:
+  GlooPendingSend(c10::intrusive_ptr<c10d::Work> work, std::vector<at::Tensor> tensors, std::string group)
+      : work_(std::move(work)), tensors_(std::move(tensors)), group_(std::move(group)) {}
+  absl::Status Wait() override {
+    if (!work_) return absl::OkStatus();
+    try {
+      WaitAndRelease(std::move(work_));
+      tensors_.clear();
+      return absl::OkStatus();
+    } catch (const std::exception& e) {
+      return FromTorch(group_, "send", e);
+    }
+  }
+
+ private:
+  c10::intrusive_ptr<c10d::Work> work_;
+  std::vector<at::Tensor> tensors_;  // what is sent, alive until it has gone
+  std::string group_;
+};
+
 class GlooCommunicator : public Communicator {
  public:
   GlooCommunicator(c10::intrusive_ptr<c10d::ProcessGroupGloo> pg, std::string name)
@@ -131,7 +152,38 @@ class GlooCommunicator : public Communicator {
     }
   }
 
+  absl::StatusOr<std::unique_ptr<PendingSend>> Send(const at::Tensor& t, int peer, int tag) override {
+    if (auto st = CheckPeer(peer, tag); !st.ok()) return st;
+    try {
+      std::vector<at::Tensor> v{AsBits(t.contiguous())};
+      auto work = pg_->send(v, peer, tag);
+      return std::unique_ptr<PendingSend>(new GlooPendingSend(std::move(work), std::move(v), name_));
+    } catch (const std::exception& e) {
+      return FromTorch(name_, "send", e);
+    }
+  }
+
+  absl::Status Recv(at::Tensor& t, int peer, int tag) override {
+    if (auto st = CheckPeer(peer, tag); !st.ok()) return st;
+    if (!t.is_contiguous()) return absl::InvalidArgumentError(absl::StrCat(name_, ": receiving into a non-contiguous tensor"));
+    try {
+      std::vector<at::Tensor> v{AsBits(t)};
+      WaitAndRelease(pg_->recv(v, peer, tag));
+      return absl::OkStatus();
+    } catch (const std::exception& e) {
+      return FromTorch(name_, "receive", e);
+    }
+  }
+
  private:
+  absl::Status CheckPeer(int peer, int tag) const {
+    if (peer < 0 || peer >= size() || peer == rank() || tag < 0) {
+      return absl::InvalidArgumentError(absl::StrCat(name_, ": no point-to-point from group rank ", rank(), " to ", peer, " (tag ", tag,
+                                                     ") in a group of ", size()));
+    }
+    return absl::OkStatus();
+  }
+
   c10::intrusive_ptr<c10d::ProcessGroupGloo> pg_;
   std::string name_;
 };

@@ -117,7 +117,17 @@ class NcclCommunicator : public Communicator {
     return AllReduceSum(one);
   }
 
+  // Pipeline stages' point-to-point needs sends that return before the peer receives (1F1B has
+  // both neighbours send at once); this backend stages every transfer synchronously, so they
+  // are not offered yet.
+  absl::StatusOr<std::unique_ptr<PendingSend>> Send(const at::Tensor&, int, int) override { return NotBuilt(); }
+  absl::Status Recv(at::Tensor&, int, int) override { return NotBuilt(); }
+
  private:
+  absl::Status NotBuilt() const {
+    return absl::UnimplementedError(absl::StrCat(name_, ": point-to-point transfers (pipeline stages) over NCCL are not built yet; ",
+                                                 "run pipeline plans on --device cpu (Gloo)"));
+  }
   absl::Status Cuda(const char* what, cudaError_t e) const {
     if (e == cudaSuccess) return absl::OkStatus();
     return absl::UnavailableError(absl::StrCat(name_, ": ", what, " on cuda:", device_, " failed: ", cudaGetErrorString(e)));

@@ -19,6 +19,7 @@
 #include "common/file_io.h"
 #include "planner/ir/serialize.h"
 #include "worker/dist/gloo_communicator.h"
+#include "worker/dist/pipeline_rank.h"
 #include "worker/dist/rank_trainer.h"
 #include "worker/dist/timed_communicator.h"
 #include "worker/launch/rank_command.h"
@@ -105,6 +106,95 @@ absl::StatusOr<RendezvousOptions> JoinRendezvous(const RankProcessOptions& o, co
   return ro;
 }
 
+// What a rank's training loop uses besides its trainer.
+struct RankContext {
+  const RankProcessOptions& options;
+  const v1::RankJob& job;
+  const LocalTrainingOptions& training;
+  const Graph& graph;                  // the whole training graph (its batches)
+  EventChannel& events;
+  CountingCpuAllocator& memory;
+  CollectiveStats& collectives;
+  const RendezvousOptions& rendezvous;
+  int world = 1;
+};
+
+// The steps, checkpoints and final blocks of a rank: a RankTrainer, or a PipelineRank (the same
+// calls).
+template <typename RankT>
+absl::Status TrainRank(RankT& trainer, RankContext& c) {
+  const RankProcessOptions& o = c.options;
+  // Every rank draws the same global batches (the single-device run's) and keeps its block.
+  auto source = MakeSource(c.graph.proto(), c.training, c10::Device(c10::kCPU));
+  if (!source.ok()) return source.status();
+  int64_t first = 1;
+  const int64_t resume_step = c.job.resume_step();
+  const std::string& checkpoint_dir = c.job.checkpoint_dir();
+  if (resume_step > 0) {
+    auto bytes = ReadFileToString(absl::StrCat(CheckpointStepDir(checkpoint_dir, resume_step), "/rank_", o.rank, ".pb"));
+    if (!bytes.ok()) return bytes.status();
+    v1::RankCheckpoint checkpoint;
+    if (!checkpoint.ParseFromString(*bytes)) return absl::DataLossError(absl::StrCat("rank ", o.rank, "'s checkpoint does not parse"));
+    if (auto st = trainer.Restore(checkpoint); !st.ok()) return st;
+    for (int64_t s = 0; s < resume_step; ++s) {  // the batches already trained on
+      if (auto b = (*source)->Next(); !b.ok()) return b.status();
+    }
+    first = resume_step + 1;
+  }
+  int64_t peak = 0;
+  for (int64_t s = first; s <= c.training.steps; ++s) {
+    // Progress before the step too: a rank that never begins a step the others began is the
+    // one they are waiting for.
+    MaybeFault(o.rank, s);
+    if (auto st = c.events.Emit(o.rank, [&](v1::RankEvent& e) { e.mutable_step_begun()->set_step(s); }); !st.ok()) return st;
+    absl::StatusOr<RankTrainer::LocalBatch> blocks = absl::UnknownError("no batch");
+    {
+      // The global batch, released once this rank's blocks are taken (the step holds these).
+      auto batch = (*source)->Next();
+      if (!batch.ok()) return batch.status();
+      blocks = trainer.TakeBlocks(*batch);
+      if (!blocks.ok()) return blocks.status();
+    }
+    c.memory.ResetPeak();
+    c.collectives.clear();
+    auto r = trainer.Step(*blocks);
+    if (!r.ok()) return r.status();
+    peak = std::max(peak, c.memory.peak_bytes());
+    auto done = c.events.Emit(o.rank, [&](v1::RankEvent& e) {
+      v1::StepDone* d = e.mutable_step_done();
+      d->set_step(s);
+      d->set_loss(r->loss);
+      d->set_seconds(r->seconds);
+      d->set_peak_bytes(c.memory.peak_bytes());
+      d->set_live_bytes(c.memory.live_bytes());
+      for (const auto& [kind, use] : c.collectives) {
+        v1::CollectiveUse& u = (*d->mutable_collectives())[kind];
+        u.set_seconds(use.seconds);
+        u.set_bytes(use.bytes);
+      }
+    });
+    if (!done.ok()) return done;
+    if (c.job.checkpoint_every() > 0 && !checkpoint_dir.empty() && (s % c.job.checkpoint_every() == 0 || s == c.training.steps)) {
+      auto checkpoint = trainer.Save();
+      if (!checkpoint.ok()) return checkpoint.status();
+      checkpoint->set_step(s);
+      const std::string tmp = CheckpointStepDir(checkpoint_dir, s) + ".tmp";
+      std::error_code ec;
+      std::filesystem::create_directories(tmp, ec);
+      if (ec) return absl::InternalError(absl::StrCat("cannot make ", tmp, ": ", ec.message()));
+      if (auto st = WriteStringToFileAtomic(absl::StrCat(tmp, "/rank_", o.rank, ".pb"), checkpoint->SerializeAsString()); !st.ok()) return st;
+      if (auto st = c.events.Emit(o.rank, [&](v1::RankEvent& e) { e.mutable_checkpoint_written()->set_step(s); }); !st.ok()) return st;
+    }
+  }
+  if (c.job.write_final_parameters()) {
+    auto checkpoint = trainer.Save();
+    if (!checkpoint.ok()) return checkpoint.status();
+    if (auto st = WriteStringToFileAtomic(FinalParametersPath(o.run_dir, o.rank), checkpoint->SerializeAsString()); !st.ok()) return st;
+  }
+  if (auto st = FinishRendezvous(c.rendezvous, o.rank, c.world); !st.ok()) return st;
+  return c.events.Emit(o.rank, [&](v1::RankEvent& e) { e.mutable_done()->set_peak_bytes(peak); });
+}
+
 }  // namespace
 
 absl::Status RunRankJob(const RankProcessOptions& o) {
@@ -121,11 +211,17 @@ absl::Status RunRankJob(const RankProcessOptions& o) {
   if (!graph.ok()) return graph.status();
   auto program = ReadRankProgram(o.run_dir, o.rank);
   if (!program.ok()) return program.status();
+  // A pipeline stage's rank joins the world mesh [stages] + its stage's mesh (pipeline_rank.h).
+  const bool pipeline = program->pipeline().stages() > 1;
+  if (pipeline && PipelineGlobalRank(*program) != o.rank) {
+    return absl::InvalidArgumentError(absl::StrCat("rank ", o.rank, " was given stage ", program->pipeline().stage(), "'s rank ",
+                                                   program->rank(), "'s program (global rank ", PipelineGlobalRank(*program), ")"));
+  }
 
   std::unique_ptr<StoreServer> hosted;
   auto ro = JoinRendezvous(o, *job, events, &hosted);
   if (!ro.ok()) return ro.status();
-  const std::vector<int64_t> mesh(program->mesh().begin(), program->mesh().end());
+  const std::vector<int64_t> mesh = pipeline ? PipelineWorldMesh(*program) : std::vector<int64_t>(program->mesh().begin(), program->mesh().end());
   auto groups = ConnectMeshGroups(*ro, mesh, o.rank);
   if (!groups.ok()) return groups.status();
   // Each step reports its time and bytes in collectives, by kind.
@@ -135,83 +231,22 @@ absl::Status RunRankJob(const RankProcessOptions& o) {
     g = TimeCollectives(std::move(g), &collectives);
     raw.push_back(g.get());
   }
+  int64_t world = 1;
+  for (int64_t d : mesh) world *= d;
+  RankContext context{o, *job, *training, *graph, events, memory, collectives, *ro, static_cast<int>(world)};
 
   RankTrainerOptions to;
   to.seed = training->seed;
   to.optimizer = MakeOptimizerOptions(*training);
+  auto named = [&](const absl::Status& st) { return absl::Status(st.code(), absl::StrCat("rank ", o.rank, ": ", st.message())); };
+  if (pipeline) {
+    auto rank = PipelineRank::Create(*graph, *program, raw, to);
+    if (!rank.ok()) return named(rank.status());
+    return TrainRank(**rank, context);
+  }
   auto trainer = RankTrainer::Create(*graph, *program, raw, to);
-  if (!trainer.ok()) return absl::Status(trainer.status().code(), absl::StrCat("rank ", o.rank, ": ", trainer.status().message()));
-  // Every rank draws the same global batches (the single-device run's) and keeps its block.
-  auto source = MakeSource(graph->proto(), *training, c10::Device(c10::kCPU));
-  if (!source.ok()) return source.status();
-  int64_t first = 1;
-  const int64_t resume_step = job->resume_step();
-  const std::string& checkpoint_dir = job->checkpoint_dir();
-  if (resume_step > 0) {
-    auto bytes = ReadFileToString(absl::StrCat(CheckpointStepDir(checkpoint_dir, resume_step), "/rank_", o.rank, ".pb"));
-    if (!bytes.ok()) return bytes.status();
-    v1::RankCheckpoint c;
-    if (!c.ParseFromString(*bytes)) return absl::DataLossError(absl::StrCat("rank ", o.rank, "'s checkpoint does not parse"));
-    if (auto st = (*trainer)->Restore(c); !st.ok()) return st;
-    for (int64_t s = 0; s < resume_step; ++s) {  // the batches already trained on
-      if (auto b = (*source)->Next(); !b.ok()) return b.status();
-    }
-    first = resume_step + 1;
-  }
-  int64_t peak = 0;
-  for (int64_t s = first; s <= training->steps; ++s) {
-    // Progress before the step too: a rank that never begins a step the others began is the
-    // one they are waiting for.
-    MaybeFault(o.rank, s);
-    if (auto st = events.Emit(o.rank, [&](v1::RankEvent& e) { e.mutable_step_begun()->set_step(s); }); !st.ok()) return st;
-    absl::StatusOr<RankTrainer::LocalBatch> blocks = absl::UnknownError("no batch");
-    {
-      // The global batch, released once this rank's blocks are taken (the step holds these).
-      auto batch = (*source)->Next();
-      if (!batch.ok()) return batch.status();
-      blocks = (*trainer)->TakeBlocks(*batch);
-      if (!blocks.ok()) return blocks.status();
-    }
-    memory.ResetPeak();
-    collectives.clear();
-    auto r = (*trainer)->Step(*blocks);
-    if (!r.ok()) return r.status();
-    peak = std::max(peak, memory.peak_bytes());
-    auto done = events.Emit(o.rank, [&](v1::RankEvent& e) {
-      v1::StepDone* d = e.mutable_step_done();
-      d->set_step(s);
-      d->set_loss(r->loss);
-      d->set_seconds(r->seconds);
-      d->set_peak_bytes(memory.peak_bytes());
-      d->set_live_bytes(memory.live_bytes());
-      for (const auto& [kind, c] : collectives) {
-        v1::CollectiveUse& use = (*d->mutable_collectives())[kind];
-        use.set_seconds(c.seconds);
-        use.set_bytes(c.bytes);
-      }
-    });
-    if (!done.ok()) return done;
-    if (job->checkpoint_every() > 0 && !checkpoint_dir.empty() && (s % job->checkpoint_every() == 0 || s == training->steps)) {
-      auto c = (*trainer)->Save();
-      if (!c.ok()) return c.status();
-      c->set_step(s);
-      const std::string tmp = CheckpointStepDir(checkpoint_dir, s) + ".tmp";
-      std::error_code ec;
-      std::filesystem::create_directories(tmp, ec);
-      if (ec) return absl::InternalError(absl::StrCat("cannot make ", tmp, ": ", ec.message()));
-      if (auto st = WriteStringToFileAtomic(absl::StrCat(tmp, "/rank_", o.rank, ".pb"), c->SerializeAsString()); !st.ok()) return st;
-      if (auto st = events.Emit(o.rank, [&](v1::RankEvent& e) { e.mutable_checkpoint_written()->set_step(s); }); !st.ok()) return st;
-    }
-  }
-  if (job->write_final_parameters()) {
-    auto c = (*trainer)->Save();
-    if (!c.ok()) return c.status();
-    if (auto st = WriteStringToFileAtomic(FinalParametersPath(o.run_dir, o.rank), c->SerializeAsString()); !st.ok()) return st;
-  }
-  int64_t world = 1;
-  for (int64_t d : mesh) world *= d;
-  if (auto st = FinishRendezvous(*ro, o.rank, static_cast<int>(world)); !st.ok()) return st;
-  return events.Emit(o.rank, [&](v1::RankEvent& e) { e.mutable_done()->set_peak_bytes(peak); });
+  if (!trainer.ok()) return named(trainer.status());
+  return TrainRank(**trainer, context);
 }
 
 }  // namespace mapd

@@ -230,6 +230,8 @@ absl::StatusOr<std::unique_ptr<RankTrainer>> RankTrainer::Create(Graph graph, v1
   }
   last.erase(t->program_.loss());
   for (const auto& u : t->graph_.proto().buffer_updates()) last.erase(u.value());
+  for (const v1::Shard& out : t->program_.outputs()) last.erase(out.name());  // a pipeline stage sends them after
+  for (const v1::StageTransfer& r : t->program_.pipeline().receives()) t->received_.insert(r.value());
   t->release_.resize(ins.size());
   for (const auto& [name, i] : last) {
     if (!t->leaves_.count(name)) t->release_[i].push_back(name);
@@ -326,6 +328,7 @@ absl::StatusOr<std::unique_ptr<RankTrainer>> RankTrainer::Create(Graph graph, v1
   std::set<std::string> kept_after;  // the loss and buffer updates are read "after" the program
   kept_after.insert(t->program_.loss());
   for (const auto& u : t->graph_.proto().buffer_updates()) kept_after.insert(u.value());
+  for (const v1::Shard& out : t->program_.outputs()) kept_after.insert(out.name());
   for (int s = 0; s < t->program_.recompute_size(); ++s) {
     const v1::RecomputeSegment& seg = t->program_.recompute(s);
     if (seg.first() < 0 || seg.last() < seg.first() || seg.last() >= t->program_.instructions_size()) {
@@ -536,7 +539,11 @@ absl::Status RankTrainer::RunSegment(int s, Env& env, at::Generator& generator) 
   return absl::OkStatus();
 }
 
-absl::StatusOr<double> RankTrainer::RunPass(const TensorMap& blocks, double loss_scale, Env& env) {
+absl::StatusOr<RankTrainer::Pass> RankTrainer::Forward(const TensorMap& blocks, int64_t index) {
+  Pass pass;
+  pass.index = index;
+  pass_ = index;
+  Env& env = pass.env;
   env = leaves_;
   for (const auto& [name, block] : blocks) env[name] = block;
   // Dropout draws as one device does: a generator seeded like the single-device trainer's for
@@ -568,14 +575,19 @@ absl::StatusOr<double> RankTrainer::RunPass(const TensorMap& blocks, double loss
   if (program_.instructions_size() > 0) {
     for (const std::string& name : release_[program_.instructions_size() - 1]) env.erase(name);
   }
-  auto loss_it = env.find(program_.loss());
-  if (loss_it == env.end()) return absl::InternalError("the program's loss was not computed");
+  return pass;
+}
+
+absl::StatusOr<double> RankTrainer::BackwardFromLoss(Pass& pass) {
+  pass_ = pass.index;  // a recomputed segment's dropout keeps this pass's slice
+  auto loss_it = pass.env.find(program_.loss());
+  if (program_.loss().empty() || loss_it == pass.env.end()) return absl::InternalError("the program's loss was not computed");
   at::Tensor loss = loss_it->second;
   try {
-    if (loss_scale == 1) {
+    if (pass_loss_scale_ == 1) {
       loss.backward();
     } else {
-      (loss * loss_scale).backward();
+      (loss * pass_loss_scale_).backward();
     }
   } catch (const std::exception& e) {
     return TorchError(absl::StatusCode::kUnavailable, absl::StrCat("backward on rank ", program_.rank()), e);
@@ -585,6 +597,25 @@ absl::StatusOr<double> RankTrainer::RunPass(const TensorMap& blocks, double loss
     if (auto st = groups_.at(a)->AllReduceSum(global_loss); !st.ok()) return st;
   }
   return global_loss.item<double>();
+}
+
+absl::Status RankTrainer::Backward(Pass& pass, const std::vector<std::string>& outputs, const std::vector<at::Tensor>& grads) {
+  pass_ = pass.index;
+  torch::autograd::variable_list with_grad, their_grads;
+  for (size_t k = 0; k < outputs.size() && k < grads.size(); ++k) {
+    auto it = pass.env.find(outputs[k]);
+    if (it == pass.env.end()) return absl::InternalError(absl::StrCat("the pass has no value '", outputs[k], "' to backpropagate from"));
+    if (!it->second.requires_grad() || !grads[k].defined()) continue;
+    with_grad.push_back(it->second);
+    their_grads.push_back(grads[k]);
+  }
+  if (with_grad.empty()) return absl::OkStatus();
+  try {
+    torch::autograd::backward(with_grad, their_grads);
+  } catch (const std::exception& e) {
+    return TorchError(absl::StatusCode::kUnavailable, absl::StrCat("backward on rank ", program_.rank()), e);
+  }
+  return absl::OkStatus();
 }
 
 absl::StatusOr<RankTrainer::LocalBatch> RankTrainer::TakeBlocks(const TensorMap& global_batch) const {
@@ -607,6 +638,7 @@ absl::StatusOr<RankTrainer::LocalBatch> RankTrainer::TakeBlocks(const TensorMap&
       batch = &slice;
     }
     for (const v1::Shard& shard : program_.inputs()) {
+      if (received_.count(shard.name())) continue;  // another stage sends it
       auto it = batch->find(shard.name());
       if (it == batch->end()) return absl::InvalidArgumentError(absl::StrCat("the batch has no input '", shard.name(), "'"));
       auto block = Block(it->second, shard);
@@ -628,14 +660,28 @@ absl::StatusOr<StepResult> RankTrainer::Step(const LocalBatch& batch) {
     return absl::InvalidArgumentError(absl::StrCat("a step of ", micro_batches_, " micro-batches was given ", batch.size()));
   }
   const auto start = std::chrono::steady_clock::now();
-  Env env;
+  Pass pass;
   double loss_sum = 0;
-  for (pass_ = 0; pass_ < micro_batches_; ++pass_) {
-    auto loss = RunPass(batch[pass_], pass_loss_scale_, env);
+  for (int64_t k = 0; k < micro_batches_; ++k) {
+    pass = Pass();  // the previous pass's values go before this one runs
+    auto forward = Forward(batch[k], k);
+    if (!forward.ok()) return forward.status();
+    pass = *std::move(forward);
+    auto loss = BackwardFromLoss(pass);
     if (!loss.ok()) return loss.status();
     loss_sum += pass_loss_scale_ * *loss;
   }
   pass_ = 0;
+  if (auto st = ReduceGradients(); !st.ok()) return st;
+  if (auto st = ApplyGradients({}, pass); !st.ok()) return st;
+  StepResult r;
+  r.step = steps_;
+  r.loss = loss_sum;
+  r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return r;
+}
+
+absl::Status RankTrainer::ReduceGradients() {
   // The deferred reductions: each accumulated gradient all-reduced over its chain's axes.
   for (const auto& [i, axes] : deferred_) {
     at::Tensor grad = trainable_[i].second.mutable_grad();
@@ -655,6 +701,68 @@ absl::StatusOr<StepResult> RankTrainer::Step(const LocalBatch& batch) {
       full.mutable_grad() = at::Tensor();
     }
   }
+  return absl::OkStatus();
+}
+
+at::Tensor* RankTrainer::UpdateGradient(const std::string& name) {
+  for (auto& [n, p] : updated_) {
+    if (n == name) return p.grad().defined() ? &p.mutable_grad() : nullptr;
+  }
+  return nullptr;
+}
+
+absl::StatusOr<at::Tensor> RankTrainer::WholeGradient(const std::string& name) const {
+  size_t i = 0;
+  while (i < trainable_.size() && trainable_[i].first != name) ++i;
+  if (i == trainable_.size()) return absl::InvalidArgumentError(absl::StrCat("'", name, "' is not a trainable parameter of this rank"));
+  const at::Tensor& update = updated_[i].second;
+  const at::Tensor grad = update.grad().defined() ? update.grad() : at::zeros_like(update);
+  at::NoGradGuard no_grad;
+  at::Tensor whole = grad;
+  if (zero_of_[i] >= 0) {  // the rank's ZeRO shard: the block back from every shard first
+    auto block = GatherShards(grad, zero_[zero_of_[i]], groups_, trainable_[i].second.sizes());
+    if (!block.ok()) return block.status();
+    whole = *std::move(block);
+  }
+  const v1::Shard* shard = nullptr;
+  for (const v1::Shard& s : program_.parameters()) {
+    if (s.name() == name) shard = &s;
+  }
+  auto placement = ParsePlacement(shard->placement());
+  if (!placement.ok()) return placement.status();
+  // Blocks of a dimension split by several axes are in mixed radix, the first axis outermost:
+  // gathered innermost axis first.
+  for (int a = static_cast<int>(placement->size()) - 1; a >= 0; --a) {
+    if ((*placement)[a].kind != AxisPlacement::Kind::kShard) continue;
+    auto gathered = groups_.at(a)->AllGather(whole, (*placement)[a].dim);
+    if (!gathered.ok()) return gathered.status();
+    whole = *std::move(gathered);
+  }
+  return whole;
+}
+
+absl::Status RankTrainer::SetWholeGradient(const std::string& name, const at::Tensor& whole) {
+  size_t i = 0;
+  while (i < trainable_.size() && trainable_[i].first != name) ++i;
+  if (i == trainable_.size()) return absl::InvalidArgumentError(absl::StrCat("'", name, "' is not a trainable parameter of this rank"));
+  for (const v1::Shard& s : program_.parameters()) {
+    if (s.name() != name) continue;
+    auto block = Block(whole, s);
+    if (!block.ok()) return block.status();
+    at::NoGradGuard no_grad;
+    updated_[i].second.mutable_grad() = zero_of_[i] >= 0 ? FlatShard(*block, zero_[zero_of_[i]]) : *block;
+    return absl::OkStatus();
+  }
+  return absl::InternalError(absl::StrCat("no shard of '", name, "'"));
+}
+
+void RankTrainer::CountHeldBy(const std::string& name, double holders) {
+  for (size_t i = 0; i < updated_.size(); ++i) {
+    if (updated_[i].first == name) copies_[i] *= holders;
+  }
+}
+
+absl::Status RankTrainer::ApplyGradients(const std::vector<Communicator*>& more_norm_groups, const Pass& last) {
   if (max_grad_norm_ > 0) {
     // As clip_grad_norm_ on one device: the L2 norm of every gradient, over all shards (a block
     // held by several ranks counted once), then every gradient scaled by min(1, max/(norm+1e-6)).
@@ -663,7 +771,9 @@ absl::StatusOr<StepResult> RankTrainer::Step(const LocalBatch& batch) {
       const at::Tensor& g = updated_[i].second.grad();
       if (g.defined()) sumsq += g.to(at::kDouble).pow(2).sum() / copies_[i];
     }
-    for (Communicator* group : groups_) {
+    std::vector<Communicator*> norm_groups = groups_;
+    norm_groups.insert(norm_groups.end(), more_norm_groups.begin(), more_norm_groups.end());
+    for (Communicator* group : norm_groups) {
       if (auto st = group->AllReduceSum(sumsq); !st.ok()) return st;
     }
     const double total = std::sqrt(sumsq.item<double>());
@@ -689,9 +799,9 @@ absl::StatusOr<StepResult> RankTrainer::Step(const LocalBatch& batch) {
   }
   // Buffer updates (batch norm's running statistics): the new value into the rank's block.
   for (const auto& u : graph_.proto().buffer_updates()) {
-    auto value = env.find(u.value());
+    auto value = last.env.find(u.value());
     auto buffer = leaves_.find(u.buffer());
-    if (value == env.end() || buffer == leaves_.end()) continue;
+    if (value == last.env.end() || buffer == leaves_.end()) continue;
     if (!value->second.sizes().equals(buffer->second.sizes())) {
       return absl::UnimplementedError(absl::StrCat("buffer '", u.buffer(), "' is held ", DescribeTensor(buffer->second), " but its update '",
                                                    u.value(), "' is ", DescribeTensor(value->second),
@@ -700,11 +810,8 @@ absl::StatusOr<StepResult> RankTrainer::Step(const LocalBatch& batch) {
     at::NoGradGuard no_grad;
     buffer->second.copy_(value->second.detach());
   }
-  StepResult r;
-  r.step = ++steps_;
-  r.loss = loss_sum;
-  r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  return r;
+  ++steps_;
+  return absl::OkStatus();
 }
 
 }  // namespace mapd

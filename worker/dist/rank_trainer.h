@@ -28,6 +28,7 @@
 #define MAPD_WORKER_DIST_RANK_TRAINER_H_
 
 #include <memory>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -65,6 +66,40 @@ class RankTrainer {
   absl::StatusOr<StepResult> Step(const LocalBatch& batch);
   absl::StatusOr<StepResult> Step(const TensorMap& global_batch);
 
+  // A step pass by pass, as a pipeline stage takes it (pipeline_rank.h): the forward of each
+  // pass, its backward — from the loss, or from the gradients of the values the stage sends —
+  // in any order the schedule wants, then the gradients reduced and applied once. Step is
+  // Forward + BackwardFromLoss for each pass, then ReduceGradients and ApplyGradients.
+  using Env = std::unordered_map<std::string, at::Tensor>;
+  struct Pass {
+    int64_t index = 0;  // which micro-batch of the step
+    Env env;            // its values (what backward and the sends need)
+  };
+  // `blocks`: this rank's blocks of the pass's inputs (TakeBlocks, and what other stages sent).
+  absl::StatusOr<Pass> Forward(const TensorMap& blocks, int64_t index);
+  // Backward from the pass's loss times the pass's loss scale; the pass's global loss (unscaled).
+  absl::StatusOr<double> BackwardFromLoss(Pass& pass);
+  // Backward from the gradients `grads` of the pass's values `outputs` (local names).
+  absl::Status Backward(Pass& pass, const std::vector<std::string>& outputs, const std::vector<at::Tensor>& grads);
+  // The loss scale of a pass (1/m when the loss averages over the batch).
+  double pass_loss_scale() const { return pass_loss_scale_; }
+  // After the passes: the deferred reductions of accumulated gradients, ZeRO-1's shards taken.
+  absl::Status ReduceGradients();
+  // The gradient the optimizer will apply to trainable `name` (its ZeRO shard's, or the block's),
+  // after ReduceGradients; nullptr when it has none.
+  at::Tensor* UpdateGradient(const std::string& name);
+  // The whole gradient of trainable `name` after ReduceGradients, gathered from the stage's ranks
+  // (a collective on the axes its block or ZeRO shard is split over: every rank calls it), and
+  // this rank's part of a whole gradient put back as the one the optimizer applies.
+  absl::StatusOr<at::Tensor> WholeGradient(const std::string& name) const;
+  absl::Status SetWholeGradient(const std::string& name, const at::Tensor& whole);
+  // `name` is held, with the same gradient, by `holders` ranks more than its placement says (a
+  // weight tied across pipeline stages): the gradient norm counts it once.
+  void CountHeldBy(const std::string& name, double holders);
+  // Clipping (its norm summed over this rank's axis groups and `more_norm_groups`), the optimizer
+  // step, ZeRO's blocks put back together, buffer updates from `last`'s values; the step counted.
+  absl::Status ApplyGradients(const std::vector<Communicator*>& more_norm_groups, const Pass& last);
+
   // This rank's blocks of the trainable parameters (name, tensor), in graph order. Under ZeRO-3
   // a block's storage exists only while in use: Blocks() gathers them (a collective: every rank
   // of the parameters' data-parallel groups calls it at the same point).
@@ -79,12 +114,7 @@ class RankTrainer {
   absl::Status Restore(const v1::RankCheckpoint& checkpoint);
 
  private:
-  using Env = std::unordered_map<std::string, at::Tensor>;
   explicit RankTrainer(Graph graph) : graph_(std::move(graph)) {}
-  // One forward and backward on `blocks` (this rank's blocks of one micro-batch), backward from
-  // the loss times `loss_scale`; returns the pass's global loss (unscaled) and leaves its values
-  // in `env` (for buffer updates).
-  absl::StatusOr<double> RunPass(const TensorMap& blocks, double loss_scale, Env& env);
   // Runs instruction `index` on the tensors of `env` (its outputs are added); dropout draws
   // from `generator`.
   absl::Status RunInstruction(int index, Env& env, at::Generator& generator) const;
@@ -145,6 +175,7 @@ class RankTrainer {
   std::vector<double> copies_;   // per trainable block: how many ranks hold the same block (or shard)
   uint64_t seed_ = 0;
   int64_t steps_ = 0;
+  std::set<std::string> received_;  // a pipeline stage's inputs other stages send (not in the batch)
 };
 
 }  // namespace mapd

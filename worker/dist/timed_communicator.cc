@@ -29,6 +29,13 @@ class TimedCommunicator : public Communicator {
   absl::Status Barrier() override {
     return Timed("barrier", at::Tensor(), [&] { return inner_->Barrier(); });
   }
+  // A send is timed to its start (the wait is the receiver's business); a receive while it waits.
+  absl::StatusOr<std::unique_ptr<PendingSend>> Send(const at::Tensor& t, int peer, int tag) override {
+    return Timed("send", t, [&] { return inner_->Send(t, peer, tag); });
+  }
+  absl::Status Recv(at::Tensor& t, int peer, int tag) override {
+    return Timed("recv", t, [&] { return inner_->Recv(t, peer, tag); });
+  }
 
  private:
   template <typename F>

@@ -16,7 +16,7 @@ struct CollectiveTotals {
   double seconds = 0;
   double bytes = 0;
 };
-// By kind: "all_reduce", "all_gather", "reduce_scatter", "all_to_all", "barrier".
+// By kind: "all_reduce", "all_gather", "reduce_scatter", "all_to_all", "barrier", "send", "recv".
 using CollectiveStats = std::map<std::string, CollectiveTotals>;
 
 // `stats` must outlive the communicator.
