@@ -82,8 +82,12 @@ nlohmann::json PipelineJson(const PipelinePlan& p, int64_t global_batch) {
                       {"schedule", p.schedule},
                       {"applicable", p.applicable},
                       {"fits", p.fits}};
-  if (!p.applicable) {
+  if (!p.applicable || p.pruned) {
     j["note"] = p.note;
+    if (p.pruned) {
+      j["pruned"] = true;
+      j["lower_bound_step_seconds"] = p.step_seconds;
+    }
     return j;
   }
   j["predicted_step_seconds"] = p.step_seconds;
@@ -437,8 +441,9 @@ int RunPlan(const PlanArgs& args) {
     Table pipes({"PLAN", "STAGES x MESH", "MICRO-BATCHES", "STEP", "BUBBLE", "PEAK/DEVICE", "FITS", "MAP SPEEDUP"});
     for (const auto* list : {&result->pipelines, &result->pipeline_baselines}) {
       for (const PipelinePlan& p : *list) {
-        if (!p.applicable) {
-          pipes.Row({p.name, p.MeshString(), "-", "-", "-", "-", "n/a", p.note});
+        if (!p.applicable || p.pruned) {
+          pipes.Row({p.name, p.MeshString(), "-", p.pruned ? absl::StrCat(">= ", Ms(p.step_seconds)) : "-", "-", "-",
+                     p.pruned ? "pruned" : "n/a", p.note});
           continue;
         }
         pipes.Row({p.name, p.MeshString(), MicroBatchesString(p.micro_batches, result->global_batch), Ms(p.step_seconds),

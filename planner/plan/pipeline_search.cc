@@ -546,6 +546,78 @@ absl::StatusOr<std::vector<Config>> Bounds(StageSolver& solver, const PlannerOpt
   return configs;
 }
 
+// The Megatron TP × PP × DP pipelines (every PP dividing the layers and the devices, every TP
+// dividing a stage's devices), from the lowest lower bound up. A configuration's bound is the
+// least of MAP's bounds for its (PP, submesh {DP, TP}, m) over the micro-batch counts it may
+// take: its stages are plans of MAP's space on that submesh, so no choice of m makes it faster.
+// Once it reaches the fastest fitting Megatron plan found so far — with stages, or without
+// (result.baselines) — it is not solved and is listed as pruned: the fastest Megatron plan is
+// still exact, and so is the comparison with MAP's. The bounds come from stage solves within
+// the exploring gap (5%): a configuration is pruned only when its bound less that gap reaches it.
+absl::Status SolveMegatronPipelines(StageSolver& exact, const Graph& graph, const LayerSequence& seq, const PlannerOptions& options,
+                                    const std::vector<int>& stage_counts, const std::vector<Config>& configs,
+                                    const std::vector<int64_t>& counts, int64_t devices, PlanResult& result) {
+  std::map<std::tuple<int, std::vector<int64_t>, int64_t>, double> bound_of;
+  for (const Config& c : configs) bound_of[{c.p, c.mesh, c.m}] = c.bound;
+  struct Candidate {
+    int pp;
+    int64_t tp, dp;
+    double bound;
+  };
+  std::vector<Candidate> candidates;
+  const int64_t batch = result.global_batch;
+  for (int pp : stage_counts) {
+    if (seq.num_layers() % pp != 0) continue;
+    const int64_t n = devices / pp;
+    for (int64_t tp = 1; tp <= n; ++tp) {
+      if (n % tp != 0) continue;
+      const int64_t dp = n / tp;
+      const std::vector<int64_t> mesh = dp > 1 && tp > 1 ? std::vector<int64_t>{dp, tp} : std::vector<int64_t>{n};
+      double bound = kInf;
+      bool known = true;  // every count it may take has a bound
+      for (int64_t m : counts) {
+        if (m < pp || batch % m != 0 || (batch / m) % dp != 0) continue;
+        auto it = bound_of.find({pp, mesh, m});
+        if (it == bound_of.end()) known = false;
+        else bound = std::min(bound, it->second);
+      }
+      candidates.push_back({pp, tp, dp, known ? bound : 0.0});
+    }
+  }
+  std::stable_sort(candidates.begin(), candidates.end(), [](const Candidate& a, const Candidate& b) { return a.bound < b.bound; });
+  double fastest = kInf;
+  std::string fastest_name;
+  for (const PlanCandidate& b : result.baselines) {
+    if (b.applicable && b.fits && b.name.rfind("Megatron", 0) == 0 && b.cost.step_seconds < fastest) {
+      fastest = b.cost.step_seconds;
+      fastest_name = b.name;
+    }
+  }
+  for (const Candidate& c : candidates) {
+    const double exploring_gap = std::max(options.relative_gap, 0.05);
+    if (options.prune_pipeline_baselines && std::isfinite(c.bound) && c.bound * (1 - exploring_gap) >= fastest) {
+      PipelinePlan pruned;
+      pruned.name = absl::StrCat("Megatron TP=", c.tp, " x PP=", c.pp, c.dp > 1 ? absl::StrCat(" x DP=", c.dp) : "");
+      pruned.tensor_parallel = c.tp;
+      pruned.stages = c.pp;
+      pruned.stage_mesh = c.dp > 1 && c.tp > 1 ? std::vector<int64_t>{c.dp, c.tp} : std::vector<int64_t>{c.dp * c.tp};
+      pruned.pruned = true;
+      pruned.step_seconds = c.bound;
+      pruned.note = absl::StrFormat("not solved: at least %.4g s a step, and '%s' takes %.4g s", c.bound, fastest_name, fastest);
+      result.pipeline_baselines.push_back(std::move(pruned));
+      continue;
+    }
+    auto b = MegatronPipeline(exact, graph, seq, c.pp, c.tp, c.dp, counts, batch);
+    if (!b.ok()) return b.status();
+    if (b->applicable && b->fits && b->step_seconds < fastest) {
+      fastest = b->step_seconds;
+      fastest_name = b->name;
+    }
+    result.pipeline_baselines.push_back(*std::move(b));
+  }
+  return absl::OkStatus();
+}
+
 std::vector<int> EndsOf(const PipelinePlan& plan) {
   std::vector<int> ends;
   for (const StagePlan& s : plan.stage_plans) ends.push_back(s.end_layer);
@@ -652,16 +724,7 @@ absl::Status SearchPipelines(const Graph& graph, const PlannerOptions& options, 
   lap(absl::StrFormat("pipelines (%d configurations solved, %d pruned, %d stage solves, cost graphs built in %.3f s)",
                       result.pipeline_configs_solved, result.pipeline_configs_pruned, solver.solved(), solver.build_seconds()));
   if (options.baselines) {
-    for (int pp : *stage_counts) {
-      if (seq->num_layers() % pp != 0) continue;
-      const int64_t n = devices / pp;
-      for (int64_t tp = 1; tp <= n; ++tp) {
-        if (n % tp != 0) continue;
-        auto b = MegatronPipeline(exact, graph, *seq, pp, tp, n / tp, counts, result.global_batch);
-        if (!b.ok()) return b.status();
-        result.pipeline_baselines.push_back(*std::move(b));
-      }
-    }
+    if (auto st = SolveMegatronPipelines(exact, graph, *seq, options, *stage_counts, *configs, counts, devices, result); !st.ok()) return st;
     lap(absl::StrFormat("pipeline baselines (%d stage solves, cost graphs built in %.3f s)", exact.solved(), exact.build_seconds()));
   }
   if (auto st = AdoptFasterBaseline(exact, graph, *seq, options, result); !st.ok()) return st;

@@ -56,6 +56,9 @@ struct PlannerOptions {
   double relative_gap = 0.01;
   // Also cost the baselines (they are always reported by `mapctl plan`).
   bool baselines = true;
+  // Megatron pipelines whose lower bound reaches the fastest fitting Megatron plan found are not
+  // solved (listed as pruned, pipeline_search.h); false solves every one (for tests).
+  bool prune_pipeline_baselines = true;
   // Micro-batches per step (DESIGN §6a, micro_batch.h): 0 lets the search choose among the
   // divisors of the global batch; N ≥ 1 pins it (1: the whole batch in one pass). A graph that
   // cannot be micro-batched (a batch norm) is searched at 1 on auto; pinning N > 1 for it is an
@@ -130,6 +133,9 @@ struct PipelinePlan {
   double bubble_fraction = 0;
   double peak_bytes = 0;               // the largest stage's predicted peak per device
   bool fits = false;                   // every stage fits its budget
+  // A Megatron pipeline not solved: its lower bound (`step_seconds`) already reaches the fastest
+  // fitting Megatron plan found (`note` says which), so it cannot be the fastest.
+  bool pruned = false;
   int64_t devices() const;
   std::string MeshString() const;      // "8 stages x 16x8"
 };

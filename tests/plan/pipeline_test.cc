@@ -227,6 +227,45 @@ TEST(PipelineSearch, AutoIsNeverSlowerThanAFittingMegatronPipelineOrThePlanWitho
   }
 }
 
+TEST(PipelineSearch, MegatronPipelinesPrunedByTheirBoundAreNeverTheFastest) {
+  // 8 devices, 16 layers: PP 2, 4, 8 with TP 1 to 8/PP — some pruned by their lower bound, which
+  // must be below what solving them gives, and the fastest Megatron plan must be the same.
+  const Graph g = ZooTrainingGraph("gpt2:layers=16,hidden=32,heads=4,vocab=64,seq=64,batch=16");
+  PlannerOptions o = CpuOptions(8, 0, "64MiB");
+  auto pruned = SearchPlan(g, o);
+  ASSERT_TRUE(pruned.ok()) << pruned.status();
+  o.prune_pipeline_baselines = false;
+  auto all = SearchPlan(g, o);
+  ASSERT_TRUE(all.ok()) << all.status();
+  std::map<std::string, const PipelinePlan*> solved;
+  for (const PipelinePlan& b : all->pipeline_baselines) {
+    EXPECT_FALSE(b.pruned) << b.name;
+    solved[b.name] = &b;
+  }
+  auto fastest = [](const PlanResult& r) {
+    double best = 1e300;
+    for (const PipelinePlan& b : r.pipeline_baselines) {
+      if (b.applicable && b.fits && !b.pruned) best = std::min(best, b.step_seconds);
+    }
+    for (const PlanCandidate& b : r.baselines) {
+      if (b.applicable && b.fits && b.name.rfind("Megatron", 0) == 0) best = std::min(best, b.cost.step_seconds);
+    }
+    return best;
+  };
+  int pruned_count = 0;
+  for (const PipelinePlan& b : pruned->pipeline_baselines) {
+    ASSERT_TRUE(solved.count(b.name)) << b.name;
+    if (!b.pruned) continue;
+    ++pruned_count;
+    const PipelinePlan& real = *solved[b.name];
+    if (real.applicable) EXPECT_LE(b.step_seconds, real.step_seconds * (1 + 1e-9)) << b.name << ": the bound is over the plan";
+    EXPECT_GE(b.step_seconds, fastest(*pruned)) << b.name;
+  }
+  EXPECT_GT(pruned_count, 0);
+  EXPECT_EQ(pruned->pipeline_baselines.size(), all->pipeline_baselines.size());
+  EXPECT_DOUBLE_EQ(fastest(*pruned), fastest(*all));
+}
+
 TEST(PipelineSearch, StagesThatCannotBeAreRefusedNamingWhy) {
   const Graph g = ZooTrainingGraph(kGpt);
   auto odd = SearchPlan(g, CpuOptions(4, 3, "1GiB"));
