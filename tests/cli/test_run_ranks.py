@@ -291,7 +291,7 @@ def _alive(pid):
         return False
 
 
-def test_pipeline_stages_reproduce_one_process_and_their_memory():
+def test_pipeline_stages_reproduce_one_process_and_their_memory(tmp_path):
     """--pipeline-stages N: the layers cut into N stages, each on ranks/N ranks, micro-batches
     streamed through them by 1F1B over Gloo point-to-point — a GPT whose embedding is tied to its
     LM head (the tied gradient summed between the first and last stage) and a LLaMA: the losses
@@ -313,6 +313,17 @@ def test_pipeline_stages_reproduce_one_process_and_their_memory():
             peaks = [p["measured_peak_bytes"] for p in sorted(r["per_rank"], key=lambda p: p["rank"])]
             predicted = [p["predicted_peak_bytes"] for p in sorted(r["per_rank"], key=lambda p: p["rank"])]
             assert peaks == sorted(peaks, reverse=True) and predicted == sorted(predicted, reverse=True), (peaks, predicted)
+    # A crashed stage's run resumes from the last checkpoint (each rank's own stage's blocks and
+    # optimizer state) with the uninterrupted losses.
+    pp = ("--ranks", "4", "--pipeline-stages", "2", "--micro-batches", "4", "--steps", "10", "--optimizer", "adamw", "--lr", "0.01")
+    full = _json_run(gpt4, *pp)
+    ckpt = tmp_path / "ckpt"
+    r = run_mapctl("run", gpt4, *pp, "--checkpoint-dir", str(ckpt), "--checkpoint-every", "5", env_extra={"MAPD_FAULT": "crash:2:8"})
+    assert r.returncode == 1 and "rank 2 was killed" in r.stderr, r.stderr
+    resumed = _json_run(gpt4, *pp, "--resume", str(ckpt))
+    assert [s["step"] for s in resumed["steps"]] == [6, 7, 8, 9, 10]
+    for a, b in zip(full["steps"][5:], resumed["steps"]):
+        assert abs(a["loss"] - b["loss"]) <= 1e-6 * abs(a["loss"]), (a, b)
     # Without --micro-batches a pipeline takes the planner's count (at least one per stage).
     r = _json_run(gpt4, *TRAIN, "--ranks", "4", "--pipeline-stages", "2")
     assert r["pipeline_stages"] == 2 and r["micro_batches"] >= 2, r
