@@ -157,6 +157,10 @@ int RunOnRanks(const RunArgs& args) {
   }
   auto plan = ChoosePlan(args);
   if (!plan.ok()) return ReportError(plan.status());
+  if (plan->pipeline_stages > 1 && args.device == "cuda") {
+    return ReportError(absl::UnimplementedError(
+        "--device cuda with pipeline stages: NCCL point-to-point transfers are not built yet; run pipeline plans on --device cpu (Gloo)"));
+  }
   auto graph = Graph::Create(plan->graph);
   if (!graph.ok()) return ReportError(graph.status());
   const int world = plan->world();

@@ -46,6 +46,9 @@ absl::Status ValidateJobSpec(const v1::JobSpec& s) {
       return bad("pipeline_stages '", s.pipeline_stages(), "' is not auto or a count from 1 to ranks (", s.ranks(), ")");
     }
     if (p > 1 && s.mesh_size() > 0) return bad("a mesh and pipeline_stages ", p, ": a pipeline's stages choose their own mesh; drop one");
+    if (p > 1 && s.device() == "cuda") {
+      return bad("pipeline_stages ", p, " on device cuda: NCCL point-to-point transfers are not built yet; use device cpu");
+    }
   }
   static const std::set<std::string> precisions = {"", "auto", "fp32", "bf16"};
   if (!precisions.count(s.precision())) return bad("precision '", s.precision(), "' is not one of auto, fp32, bf16");

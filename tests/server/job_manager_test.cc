@@ -30,6 +30,7 @@ TEST(JobManager, SubmitValidatesAndQueues) {
   EXPECT_EQ(job->spec().optimizer(), "adamw");  // defaults filled in
   EXPECT_EQ(job->spec().micro_batches(), "1");
   EXPECT_EQ(job->spec().precision(), "auto");
+  EXPECT_EQ(job->spec().pipeline_stages(), "1");
   EXPECT_EQ(job->spec().name(), Spec().model());
   EXPECT_EQ((*m)->NextPending()->id(), 1);
   // Bad specs: INVALID_ARGUMENT naming the field; nothing queued.
@@ -47,6 +48,10 @@ TEST(JobManager, SubmitValidatesAndQueues) {
       {[](v1::JobSpec& s) { s.set_micro_batches("0"); }, "micro_batches '0'"},
       {[](v1::JobSpec& s) { s.set_micro_batches("two"); }, "micro_batches 'two'"},
       {[](v1::JobSpec& s) { s.set_precision("fp8"); }, "precision 'fp8'"},
+      {[](v1::JobSpec& s) { s.set_pipeline_stages("0"); }, "pipeline_stages '0' is not auto or a count from 1 to ranks (2)"},
+      {[](v1::JobSpec& s) { s.set_pipeline_stages("3"); }, "pipeline_stages '3'"},
+      {[](v1::JobSpec& s) { s.set_pipeline_stages("2"), s.add_mesh(2); }, "a mesh and pipeline_stages 2"},
+      {[](v1::JobSpec& s) { s.set_pipeline_stages("2"), s.set_device("cuda"); }, "pipeline_stages 2 on device cuda"},
       {[](v1::JobSpec& s) { s.set_data("s3://bucket"); }, "data 's3://bucket'"},
   };
   for (const Case& c : cases) {
