@@ -133,6 +133,32 @@ class StageSolver {
     return bounds_[key] = least;
   }
 
+  // The same for a Megatron TP stage of `tp` on `mesh`: one middle layer as the Megatron family
+  // runs it, without a budget (so without recomputation) — lower bounds on any Megatron stage's
+  // layer there, tighter than LayerBound's (the family's strategies only). 0 when the family does
+  // not apply, or the sequence has no middle layer.
+  absl::StatusOr<LayerCost> MegatronLayerBound(const std::vector<int64_t>& mesh, int64_t m, int64_t tp) {
+    auto key = std::make_tuple(mesh, m, tp);
+    auto it = megatron_bounds_.find(key);
+    if (it != megatron_bounds_.end()) return it->second;
+    LayerCost least{layers() >= 3 ? kInf : 0, layers() >= 3 ? kInf : 0};
+    std::map<int, bool> seen;
+    for (int l = 1; l + 1 < layers(); ++l) {
+      if (!seen.emplace(kind_id_[l], true).second) continue;
+      auto g = GraphOfKind(l, l + 1);
+      if (!g.ok()) return g.status();
+      PlannerOptions o = StageOptions(mesh, m, 1);
+      o.cluster.memory_per_device = std::numeric_limits<int64_t>::max() / 4;  // no budget
+      o.recompute = false;
+      auto c = SolveMegatronStage(**g, o, tp, CacheOf(l, l + 1, **g));
+      if (!c.ok()) return c.status();
+      if (!c->applicable) return megatron_bounds_[key] = LayerCost{0, 0};
+      least.pass = std::min(least.pass, (c->cost.step_seconds - c->cost.once_seconds) / static_cast<double>(m));
+      least.objective = std::min(least.objective, c->cost.step_seconds);
+    }
+    return megatron_bounds_[key] = least;
+  }
+
   int solved() const { return solved_; }
   // Seconds spent building the stages' cost graphs (MAPD_TRACE).
   double build_seconds() const {
@@ -223,6 +249,7 @@ class StageSolver {
   CostGraphMemos memos_;  // shared by the stage graphs' caches (declared first: they use it)
   std::map<std::string, std::unique_ptr<CostGraphCache>> caches_;  // per stage graph
   std::map<std::tuple<std::string, int64_t, std::vector<int64_t>, int64_t, int64_t>, std::unique_ptr<StageSolve>> solves_;
+  std::map<std::tuple<std::vector<int64_t>, int64_t, int64_t>, LayerCost> megatron_bounds_;
   std::map<std::pair<std::vector<int64_t>, int64_t>, LayerCost> bounds_;
   int solved_ = 0;
 };
@@ -546,14 +573,46 @@ absl::StatusOr<std::vector<Config>> Bounds(StageSolver& solver, const PlannerOpt
   return configs;
 }
 
+// A Megatron TP × PP × DP pipeline not solved, with its lower bound.
+PipelinePlan Pruned(int pp, int64_t tp, int64_t dp, double bound, const std::string& fastest_name, double fastest) {
+  PipelinePlan pruned;
+  pruned.name = absl::StrCat("Megatron TP=", tp, " x PP=", pp, dp > 1 ? absl::StrCat(" x DP=", dp) : "");
+  pruned.tensor_parallel = tp;
+  pruned.stages = pp;
+  pruned.stage_mesh = dp > 1 && tp > 1 ? std::vector<int64_t>{dp, tp} : std::vector<int64_t>{dp * tp};
+  pruned.pruned = true;
+  pruned.step_seconds = bound;
+  pruned.note = absl::StrFormat("not solved: at least %.4g s a step, and '%s' takes %.4g s", bound, fastest_name, fastest);
+  return pruned;
+}
+
+// A lower bound on the Megatron TP × PP × DP pipeline over the micro-batch counts it may take,
+// from its family's own middle layer (MegatronLayerBound): some stage holds L/PP layers, so
+// T ≥ (L/PP)·C1 + (L − L/PP)·U1, as for MAP's (pipeline_search.h). 0 when none is known.
+absl::StatusOr<double> MegatronBound(StageSolver& solver, int pp, int64_t tp, int64_t dp, const std::vector<int64_t>& counts,
+                                     int64_t batch) {
+  const int L = solver.layers();
+  const std::vector<int64_t> mesh = dp > 1 && tp > 1 ? std::vector<int64_t>{dp, tp} : std::vector<int64_t>{dp * tp};
+  double bound = kInf;
+  for (int64_t m : counts) {
+    if (m < pp || batch % m != 0 || (batch / m) % dp != 0) continue;
+    auto one = solver.MegatronLayerBound(mesh, m, tp);
+    if (!one.ok()) return one.status();
+    bound = std::min(bound, (L / pp) * one->objective + (L - L / pp) * one->pass);
+  }
+  return std::isfinite(bound) ? bound : 0.0;
+}
+
 // The Megatron TP × PP × DP pipelines (every PP dividing the layers and the devices, every TP
 // dividing a stage's devices), from the lowest lower bound up. A configuration's bound is the
 // least of MAP's bounds for its (PP, submesh {DP, TP}, m) over the micro-batch counts it may
 // take: its stages are plans of MAP's space on that submesh, so no choice of m makes it faster.
 // Once it reaches the fastest fitting Megatron plan found so far — with stages, or without
 // (result.baselines) — it is not solved and is listed as pruned: the fastest Megatron plan is
-// still exact, and so is the comparison with MAP's. The bounds come from stage solves within
-// the exploring gap (5%): a configuration is pruned only when its bound less that gap reaches it.
+// still exact, and so is the comparison with MAP's. Before one is solved, a tighter bound from
+// the family's own middle layer (MegatronBound) may prune it too. The bounds come from stage
+// solves within the exploring gap (5%): a configuration is pruned only when its bound less that
+// gap reaches it.
 absl::Status SolveMegatronPipelines(StageSolver& exact, const Graph& graph, const LayerSequence& seq, const PlannerOptions& options,
                                     const std::vector<int>& stage_counts, const std::vector<Config>& configs,
                                     const std::vector<int64_t>& counts, int64_t devices, PlanResult& result) {
@@ -596,16 +655,17 @@ absl::Status SolveMegatronPipelines(StageSolver& exact, const Graph& graph, cons
   for (const Candidate& c : candidates) {
     const double exploring_gap = std::max(options.relative_gap, 0.05);
     if (options.prune_pipeline_baselines && std::isfinite(c.bound) && c.bound * (1 - exploring_gap) >= fastest) {
-      PipelinePlan pruned;
-      pruned.name = absl::StrCat("Megatron TP=", c.tp, " x PP=", c.pp, c.dp > 1 ? absl::StrCat(" x DP=", c.dp) : "");
-      pruned.tensor_parallel = c.tp;
-      pruned.stages = c.pp;
-      pruned.stage_mesh = c.dp > 1 && c.tp > 1 ? std::vector<int64_t>{c.dp, c.tp} : std::vector<int64_t>{c.dp * c.tp};
-      pruned.pruned = true;
-      pruned.step_seconds = c.bound;
-      pruned.note = absl::StrFormat("not solved: at least %.4g s a step, and '%s' takes %.4g s", c.bound, fastest_name, fastest);
-      result.pipeline_baselines.push_back(std::move(pruned));
+      result.pipeline_baselines.push_back(Pruned(c.pp, c.tp, c.dp, c.bound, fastest_name, fastest));
       continue;
+    }
+    if (options.prune_pipeline_baselines && std::isfinite(fastest)) {
+      // Before solving it: the bound from the family's own layer, over the counts it may take.
+      auto tighter = MegatronBound(exact, c.pp, c.tp, c.dp, counts, batch);
+      if (!tighter.ok()) return tighter.status();
+      if (*tighter * (1 - exploring_gap) >= fastest) {
+        result.pipeline_baselines.push_back(Pruned(c.pp, c.tp, c.dp, *tighter, fastest_name, fastest));
+        continue;
+      }
     }
     auto b = MegatronPipeline(exact, graph, seq, c.pp, c.tp, c.dp, counts, batch);
     if (!b.ok()) return b.status();

@@ -57,6 +57,7 @@ absl::StatusOr<PipelinePrograms> PipelinePlanToRun(const Graph& graph, int64_t d
   o.pipeline_stages = stages;
   o.micro_batches = micro_batches;
   request.recompute = recompute;
+  o.prune_pipeline_baselines = false;  // the Megatron pipeline asked for is solved even when slower
   auto r = SearchPlan(graph, o);
   if (!r.ok()) return r.status();
   const PipelinePlan* chosen = nullptr;
@@ -67,7 +68,9 @@ absl::StatusOr<PipelinePrograms> PipelinePlanToRun(const Graph& graph, int64_t d
     }
   } else {
     for (const PipelinePlan& p : r->pipeline_baselines) {
-      if (p.stages == stages && p.tensor_parallel == tensor_parallel && p.applicable && p.micro_batches == micro_batches) chosen = &p;
+      if (p.stages == stages && p.tensor_parallel == tensor_parallel && p.applicable && !p.pruned && p.micro_batches == micro_batches) {
+        chosen = &p;
+      }
     }
   }
   if (chosen == nullptr) return absl::NotFoundError(absl::StrCat("no pipeline of ", stages, " stages (TP ", tensor_parallel, ")"));
