@@ -88,6 +88,156 @@ absl::StatusOr<std::map<std::string, std::pair<int, int>>> TiedWeights(const std
   return tied;
 }
 
+// Lowers the stages in order (a stage's received activations take the placement its sender's
+// program gives them), rank by rank.
+class PipelineLowerer {
+ public:
+  PipelineLowerer(const std::vector<StageToLower>& stages, const std::vector<int64_t>& stage_mesh, int64_t micro_batches,
+                  Transfers transfers, std::map<std::string, std::pair<int, int>> tied, Cluster cluster, ProfileOptions profile)
+      : stages_(stages), mesh_(stage_mesh), micro_batches_(micro_batches), transfers_(std::move(transfers)), tied_(std::move(tied)),
+        cluster_(std::move(cluster)), profile_(std::move(profile)), programs_(stages.size()) {
+    for (int64_t d : stage_mesh) stage_ranks_ *= static_cast<int>(d);
+  }
+
+  absl::StatusOr<LoweredPlan> Run() {
+    LoweredPlan out;
+    for (int s = 0; s < static_cast<int>(stages_.size()); ++s) {
+      std::optional<Graph> micro;
+      if (micro_batches_ > 1) {
+        auto g = MicroBatchGraph(*stages_[s].graph, micro_batches_);
+        if (!g.ok()) return g.status();
+        micro = *std::move(g);
+      }
+      const Graph& lowered = micro ? *micro : *stages_[s].graph;
+      for (int r = 0; r < stage_ranks_; ++r) {
+        auto program = LowerRank(s, r, lowered);
+        if (!program.ok()) return absl::Status(program.status().code(), absl::StrCat("stage ", s, ": ", program.status().message()));
+        auto predicted = PredictRank(lowered, *program, cluster_, profile_);
+        if (!predicted.ok()) return absl::Status(predicted.status().code(), absl::StrCat("stage ", s, ": ", predicted.status().message()));
+        out.predicted.push_back(*predicted);
+        programs_[s].push_back(*std::move(program));
+      }
+      // Within a stage every group's ranks issue the same collectives in the same order.
+      if (auto st = VerifyCollectiveOrder(programs_[s], mesh_); !st.ok()) return st;
+    }
+    MarkTiedLayouts();
+    for (auto& stage : programs_) {
+      for (auto& program : stage) out.programs.push_back(std::move(program));
+    }
+    return out;
+  }
+
+ private:
+  // Rank r of stage s: its program, lowered with its received activations held as sent.
+  absl::StatusOr<v1::RankProgram> LowerRank(int s, int r, const Graph& lowered) {
+    const StageToLower& stage = stages_[s];
+    LowerOptions lo;
+    lo.zero_stage = stage.zero_stage;
+    for (const auto& in : lowered.proto().inputs()) {
+      auto sent = SentShard(in.name(), r);
+      if (!sent.ok()) return sent.status();
+      if (*sent == nullptr) continue;
+      auto held = ParsePlacement((*sent)->placement());
+      if (!held.ok()) return held.status();
+      lo.held_inputs[in.name()] = *held;
+    }
+    auto program = LowerForRank(lowered, mesh_, stage.strategies, r, lo);
+    if (!program.ok()) return program.status();
+    if (micro_batches_ > 1) program->set_micro_batches(micro_batches_);
+    if (!stage.recompute.empty()) {
+      if (auto st = MarkRecompute(lowered, stage.recompute, &*program); !st.ok()) return st;
+    }
+    if (s + 1 < static_cast<int>(stages_.size())) {  // only the last stage computes the loss
+      program->clear_loss();
+      program->clear_loss_partial_axes();
+    }
+    if (auto st = SetRole(s, r, lowered, *program); !st.ok()) return st;
+    return program;
+  }
+
+  // How the producing stage's rank r holds `value` (nullptr: no stage sends it, it is data).
+  absl::StatusOr<const v1::Shard*> SentShard(const std::string& value, int r) const {
+    auto it = transfers_.producer.find(value);
+    if (it == transfers_.producer.end()) return nullptr;
+    const v1::Shard* sent = FindShard(programs_[it->second][r].outputs(), value);
+    if (sent == nullptr) return absl::InternalError(absl::StrCat("stage ", it->second, " does not output '", value, "'"));
+    return sent;
+  }
+
+  absl::Status SetRole(int s, int r, const Graph& lowered, v1::RankProgram& program) const {
+    const int p = static_cast<int>(stages_.size());
+    v1::PipelineRole* role = program.mutable_pipeline();
+    role->set_stage(s);
+    role->set_stages(p);
+    role->set_first_layer(stages_[s].first_layer);
+    role->set_end_layer(stages_[s].end_layer);
+    role->set_stage_ranks(stage_ranks_);
+    role->set_schedule("1F1B");
+    role->set_stage_graph_nodes(stages_[s].graph->num_nodes());
+    for (const auto& in : lowered.proto().inputs()) {
+      auto sent = SentShard(in.name(), r);
+      if (!sent.ok()) return sent.status();
+      if (*sent == nullptr) continue;
+      const v1::Shard* mine = FindShard(program.inputs(), in.name());
+      const int from = transfers_.producer.at(in.name());
+      if (mine == nullptr || mine->local_type().SerializeAsString() != (*sent)->local_type().SerializeAsString()) {
+        return absl::InternalError(absl::StrCat("stage ", s, " rank ", r, " receives '", in.name(), "' in another shape than stage ", from,
+                                                " sends it"));
+      }
+      AddTransfer(role->add_receives(), in.name(), from, transfers_.tag.at({in.name(), s}), in.role() == kActivationRole);
+    }
+    for (const std::string& value : lowered.proto().outputs()) {
+      auto consumers = transfers_.consumers.find(value);
+      if (s + 1 == p || consumers == transfers_.consumers.end()) continue;  // the last stage's are the loss
+      for (int consumer : consumers->second) {
+        bool gradient = false;
+        for (const auto& in : stages_[consumer].graph->proto().inputs()) gradient |= in.name() == value && in.role() == kActivationRole;
+        AddTransfer(role->add_sends(), value, consumer, transfers_.tag.at({value, consumer}), gradient);
+      }
+    }
+    for (const auto& [name, pair] : tied_) {
+      if (pair.first != s && pair.second != s) continue;
+      v1::TiedParameter* t = role->add_tied();
+      t->set_name(name);
+      t->set_peer_stage(pair.first == s ? pair.second : pair.first);
+    }
+    return absl::OkStatus();
+  }
+
+  static void AddTransfer(v1::StageTransfer* t, const std::string& value, int peer, int tag, bool gradient) {
+    t->set_value(value);
+    t->set_peer_stage(peer);
+    t->set_tag(tag);
+    t->set_gradient(gradient);
+  }
+
+  // Each tied weight's two ends: block against block when every rank's two programs hold it alike.
+  void MarkTiedLayouts() {
+    for (const auto& [name, pair] : tied_) {
+      for (int r = 0; r < stage_ranks_; ++r) {
+        v1::RankProgram& a = programs_[pair.first][r];
+        v1::RankProgram& b = programs_[pair.second][r];
+        const bool same = SameLayout(name, a, b);
+        for (v1::RankProgram* p : {&a, &b}) {
+          for (v1::TiedParameter& t : *p->mutable_pipeline()->mutable_tied()) {
+            if (t.name() == name) t.set_same_layout(same);
+          }
+        }
+      }
+    }
+  }
+
+  const std::vector<StageToLower>& stages_;
+  const std::vector<int64_t>& mesh_;
+  const int64_t micro_batches_;
+  const Transfers transfers_;
+  const std::map<std::string, std::pair<int, int>> tied_;
+  const Cluster cluster_;
+  const ProfileOptions profile_;
+  int stage_ranks_ = 1;
+  std::vector<std::vector<v1::RankProgram>> programs_;  // per stage, per rank
+};
+
 }  // namespace
 
 absl::StatusOr<LoweredPlan> LowerPipelineAndPredict(const std::vector<StageToLower>& stages, const std::vector<int64_t>& stage_mesh,
@@ -95,8 +245,6 @@ absl::StatusOr<LoweredPlan> LowerPipelineAndPredict(const std::vector<StageToLow
   const int p = static_cast<int>(stages.size());
   if (p < 2) return absl::InvalidArgumentError(absl::StrCat("a pipeline of ", p, " stage(s): lower it as a whole model"));
   if (micro_batches < 1) return absl::InvalidArgumentError(absl::StrCat(micro_batches, " micro-batches"));
-  int stage_ranks = 1;
-  for (int64_t d : stage_mesh) stage_ranks *= static_cast<int>(d);
   auto transfers = FindTransfers(stages);
   if (!transfers.ok()) return transfers.status();
   auto tied = TiedWeights(stages);
@@ -108,108 +256,7 @@ absl::StatusOr<LoweredPlan> LowerPipelineAndPredict(const std::vector<StageToLow
   if (!cluster.ok()) return cluster.status();
   ProfileOptions po = profile;
   po.timeline = false;
-
-  std::vector<std::vector<v1::RankProgram>> programs(p);
-  LoweredPlan out;
-  for (int s = 0; s < p; ++s) {
-    const StageToLower& stage = stages[s];
-    std::optional<Graph> micro;
-    if (micro_batches > 1) {
-      auto g = MicroBatchGraph(*stage.graph, micro_batches);
-      if (!g.ok()) return g.status();
-      micro = *std::move(g);
-    }
-    const Graph& lowered = micro ? *micro : *stage.graph;
-    for (int r = 0; r < stage_ranks; ++r) {
-      // Received activations held as their sender (rank r of the producing stage) holds them.
-      LowerOptions lo;
-      lo.zero_stage = stage.zero_stage;
-      for (const auto& in : lowered.proto().inputs()) {
-        auto it = transfers->producer.find(in.name());
-        if (it == transfers->producer.end()) continue;
-        const v1::Shard* sent = FindShard(programs[it->second][r].outputs(), in.name());
-        if (sent == nullptr) return absl::InternalError(absl::StrCat("stage ", it->second, " does not output '", in.name(), "'"));
-        auto held = ParsePlacement(sent->placement());
-        if (!held.ok()) return held.status();
-        lo.held_inputs[in.name()] = *held;
-      }
-      auto program = LowerForRank(lowered, stage_mesh, stage.strategies, r, lo);
-      if (!program.ok()) return absl::Status(program.status().code(), absl::StrCat("stage ", s, ": ", program.status().message()));
-      if (micro_batches > 1) program->set_micro_batches(micro_batches);
-      if (!stage.recompute.empty()) {
-        if (auto st = MarkRecompute(lowered, stage.recompute, &*program); !st.ok()) return st;
-      }
-      if (s + 1 < p) {  // only the last stage computes the loss
-        program->clear_loss();
-        program->clear_loss_partial_axes();
-      }
-      v1::PipelineRole* role = program->mutable_pipeline();
-      role->set_stage(s);
-      role->set_stages(p);
-      role->set_first_layer(stage.first_layer);
-      role->set_end_layer(stage.end_layer);
-      role->set_stage_ranks(stage_ranks);
-      role->set_schedule("1F1B");
-      role->set_stage_graph_nodes(stage.graph->num_nodes());
-      for (const auto& in : lowered.proto().inputs()) {
-        auto it = transfers->producer.find(in.name());
-        if (it == transfers->producer.end()) continue;
-        const v1::Shard* mine = FindShard(program->inputs(), in.name());
-        const v1::Shard* sent = FindShard(programs[it->second][r].outputs(), in.name());
-        if (mine == nullptr || mine->local_type().SerializeAsString() != sent->local_type().SerializeAsString()) {
-          return absl::InternalError(absl::StrCat("stage ", s, " rank ", r, " receives '", in.name(), "' in another shape than stage ",
-                                                  it->second, " sends it"));
-        }
-        v1::StageTransfer* t = role->add_receives();
-        t->set_value(in.name());
-        t->set_peer_stage(it->second);
-        t->set_tag(transfers->tag.at({in.name(), s}));
-        t->set_gradient(in.role() == kActivationRole);
-      }
-      if (s + 1 < p) {
-        for (const std::string& value : lowered.proto().outputs()) {
-          for (int consumer : transfers->consumers[value]) {
-            const Graph& reader = *stages[consumer].graph;
-            bool gradient = false;
-            for (const auto& in : reader.proto().inputs()) gradient |= in.name() == value && in.role() == kActivationRole;
-            v1::StageTransfer* t = role->add_sends();
-            t->set_value(value);
-            t->set_peer_stage(consumer);
-            t->set_tag(transfers->tag.at({value, consumer}));
-            t->set_gradient(gradient);
-          }
-        }
-      }
-      for (const auto& [name, pair] : *tied) {
-        if (pair.first != s && pair.second != s) continue;
-        v1::TiedParameter* t = role->add_tied();
-        t->set_name(name);
-        t->set_peer_stage(pair.first == s ? pair.second : pair.first);
-      }
-      auto predicted = PredictRank(lowered, *program, *cluster, po);
-      if (!predicted.ok()) return absl::Status(predicted.status().code(), absl::StrCat("stage ", s, ": ", predicted.status().message()));
-      out.predicted.push_back(*predicted);
-      programs[s].push_back(*std::move(program));
-    }
-    // Within a stage every group's ranks issue the same collectives in the same order.
-    if (auto st = VerifyCollectiveOrder(programs[s], stage_mesh); !st.ok()) return st;
-  }
-  for (const auto& [name, pair] : *tied) {
-    for (int r = 0; r < stage_ranks; ++r) {
-      v1::RankProgram& a = programs[pair.first][r];
-      v1::RankProgram& b = programs[pair.second][r];
-      const bool same = SameLayout(name, a, b);
-      for (v1::RankProgram* p : {&a, &b}) {
-        for (v1::TiedParameter& t : *p->mutable_pipeline()->mutable_tied()) {
-          if (t.name() == name) t.set_same_layout(same);
-        }
-      }
-    }
-  }
-  for (auto& stage : programs) {
-    for (auto& program : stage) out.programs.push_back(std::move(program));
-  }
-  return out;
+  return PipelineLowerer(stages, stage_mesh, micro_batches, *std::move(transfers), *std::move(tied), *std::move(cluster), po).Run();
 }
 
 }  // namespace mapd
