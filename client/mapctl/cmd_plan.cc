@@ -98,17 +98,12 @@ nlohmann::json PipelineJson(const PipelinePlan& p, int64_t global_batch) {
   return j;
 }
 
-// "h.0-h.11" (a stage's layers).
-std::string StageLayers(const StagePlan& s) {
-  return s.first_name == s.last_name ? s.first_name : absl::StrCat(s.first_name, "-", s.last_name);
-}
-
 // The stages of a pipeline plan, one row each.
 void PrintStages(const PipelinePlan& p) {
   Table t({"STAGE", "LAYERS", "MESH", "ZERO", "RECOMPUTED", "IN FLIGHT", "PASS", "SEND", "ONCE", "PEAK/DEVICE", "FITS"});
   for (size_t i = 0; i < p.stage_plans.size(); ++i) {
     const StagePlan& s = p.stage_plans[i];
-    t.Row({std::to_string(i), StageLayers(s), MeshString(s.plan.mesh), std::to_string(s.plan.zero_stage),
+    t.Row({std::to_string(i), s.LayerRange(), MeshString(s.plan.mesh), std::to_string(s.plan.zero_stage),
            std::to_string(s.plan.recomputed_layers.size()), std::to_string(s.in_flight), Ms(s.pass_seconds),
            Ms(s.send_seconds), Ms(s.once_seconds), Bytes(s.plan.cost.peak_bytes()), s.plan.fits ? "yes" : "no"});
   }

@@ -95,27 +95,28 @@ absl::StatusOr<Graph> LocalGraph(const Graph& global, const v1::RankProgram& pro
     // A pipeline stage before the last: its backward starts from the gradients of what it sends,
     // profiled as the backward of a scalar that sums them (whose gradient is one of each sent
     // value's size, as the received ones are).
+    auto add_scalar = [&](const std::string& op, const std::vector<std::string>& inputs, const std::string& name, v1::DType dtype) {
+      v1::Node* node = local.add_nodes();
+      node->set_name(name);
+      node->set_op(op);
+      for (const std::string& in : inputs) node->add_inputs(in);
+      node->add_outputs(name);
+      v1::Value* v = local.add_values();
+      v->set_name(name);
+      v->mutable_type()->set_dtype(dtype);
+    };
     std::string total;
     for (int k = 0; k < program.outputs_size(); ++k) {
       const v1::Shard& out = program.outputs(k);
-      auto add_scalar = [&](const std::string& op, std::vector<std::string> inputs, const std::string& name) {
-        v1::Node* node = local.add_nodes();
-        node->set_name(name);
-        node->set_op(op);
-        for (auto& in : inputs) node->add_inputs(in);
-        node->add_outputs(name);
-        v1::Value* v = local.add_values();
-        v->set_name(name);
-        v->mutable_type()->set_dtype(out.local_type().dtype());
-      };
+      const v1::DType dtype = out.local_type().dtype();
       const std::string sum = absl::StrCat("pipeline.sent_sum.", k);
-      add_scalar("sum", {out.name()}, sum);
-      if (total.empty()) {
-        total = sum;
-      } else {
+      add_scalar("sum", {out.name()}, sum, dtype);
+      if (!total.empty()) {
         const std::string next = absl::StrCat("pipeline.sent_total.", k);
-        add_scalar("add", {total, sum}, next);
+        add_scalar("add", {total, sum}, next, dtype);
         total = next;
+      } else {
+        total = sum;
       }
     }
     if (total.empty()) return absl::InvalidArgumentError("the program has neither a loss nor outputs");

@@ -110,30 +110,24 @@ absl::StatusOr<RankPrediction> PredictRank(const Graph& global, const v1::RankPr
   // computes and reduces its activations' gradients.
   const double passes = static_cast<double>(std::max<int64_t>(1, program.micro_batches()));
   o.gradients_accumulated = passes > 1;
-  auto report = ProfileTrainingStep(*local, o);
-  if (!report.ok()) return report.status();
   // A pipeline stage under 1F1B (one_f_one_b.h) keeps w = min(stages − stage, m) micro-batches in
   // flight. Its first backward runs with w in flight and no gradient made yet; the later ones with
-  // the gradients accumulated and w in flight (m − 1 when the forwards are done by then: m = w).
-  // The peak is the larger.
+  // the gradients accumulated and w in flight (w − 1 when the forwards are done by then: m = w).
+  // The report profiles a later pass (the only one for m = 1); the peak is the larger of the two.
   const v1::PipelineRole& role = program.pipeline();
+  const int64_t m = static_cast<int64_t>(passes);
+  const int64_t w = role.stages() > 1 ? std::min<int64_t>(role.stages() - role.stage(), m) : 1;
+  o.passes_in_flight = m > w || m == 1 ? w : w - 1;
+  auto report = ProfileTrainingStep(*local, o);
+  if (!report.ok()) return report.status();
   int64_t peak = report->predicted_peak_bytes;
-  if (role.stages() > 1) {
-    const int64_t m = static_cast<int64_t>(passes);
-    const int64_t w = std::min<int64_t>(role.stages() - role.stage(), m);
+  if (role.stages() > 1 && m > 1) {
     ProfileOptions first = o;
     first.gradients_accumulated = false;
     first.passes_in_flight = w;
     auto first_pass = ProfileTrainingStep(*local, first);
     if (!first_pass.ok()) return first_pass.status();
-    peak = first_pass->predicted_peak_bytes;
-    if (m > 1) {
-      ProfileOptions later = o;
-      later.passes_in_flight = m > w ? w : w - 1;
-      auto later_pass = ProfileTrainingStep(*local, later);
-      if (!later_pass.ok()) return later_pass.status();
-      peak = std::max(peak, later_pass->predicted_peak_bytes);
-    }
+    peak = std::max(peak, first_pass->predicted_peak_bytes);
   }
   auto comm = CommunicationSeconds(program, cluster);
   if (!comm.ok()) return comm.status();

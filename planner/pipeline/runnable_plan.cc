@@ -153,7 +153,7 @@ absl::StatusOr<RunnablePlan> PipelineToRun(const Graph& graph, const PlanRequest
   uint64_t layout = HashPlacements({});
   for (const StagePlan& sp : p.stage_plans) {
     if (sp.graph == nullptr || static_cast<int>(sp.plan.strategies.size()) != sp.graph->num_nodes()) {
-      return absl::InternalError(absl::StrCat("pipeline stage ", sp.first_name, "-", sp.last_name, " has no graph of its strategies"));
+      return absl::InternalError(absl::StrCat("pipeline stage ", sp.LayerRange(), " has no graph of its strategies"));
     }
     StageToLower st;
     st.graph = sp.graph;
@@ -164,7 +164,7 @@ absl::StatusOr<RunnablePlan> PipelineToRun(const Graph& graph, const PlanRequest
     st.recompute = LayersToRecompute(request.recompute, sp.plan.recomputed_layers, *sp.graph);
     out.zero_stage = std::max(out.zero_stage, st.zero_stage);
     out.recompute.insert(out.recompute.end(), st.recompute.begin(), st.recompute.end());
-    out.stages.push_back(sp.first_name == sp.last_name ? sp.first_name : absl::StrCat(sp.first_name, "-", sp.last_name));
+    out.stages.push_back(sp.LayerRange());
     layout = HashPlacements(st.strategies, layout);
     stages.push_back(std::move(st));
   }
@@ -265,7 +265,8 @@ absl::StatusOr<RunnablePlan> PlanToRun(const Graph& graph, const PlanRequest& re
 namespace {
 
 // A saved pipeline plan: its stages' graphs made again from the training graph, their
-// strategies read back, and run as PipelineToRun runs one just searched.
+// strategies read back, and run as PipelineToRun runs one just searched. `request` is at the
+// plan's precision.
 absl::StatusOr<RunnablePlan> SavedPipelineToRun(const v1::Plan& plan, const Graph& graph, const PlanRequest& request,
                                                 const std::string& name) {
   auto sequence = FindLayerSequence(graph);
@@ -293,18 +294,14 @@ absl::StatusOr<RunnablePlan> SavedPipelineToRun(const v1::Plan& plan, const Grap
     *stage_plan.mutable_mesh() = plan.mesh();
     *stage_plan.mutable_nodes() = st.nodes();
     auto strategies = StrategiesFromPlan(stage_plan, *sp.graph);
-    if (!strategies.ok()) return Named(strategies.status(), absl::StrCat("stage ", sp.first_name, "-", sp.last_name));
+    if (!strategies.ok()) return Named(strategies.status(), absl::StrCat("stage ", sp.LayerRange()));
     sp.plan.strategies = *std::move(strategies);
     sp.plan.mesh = pp.stage_mesh;
     sp.plan.zero_stage = st.zero_stage();
     sp.plan.recomputed_layers.assign(st.recomputed_layers().begin(), st.recomputed_layers().end());
     pp.stage_plans.push_back(std::move(sp));
   }
-  PlanRequest at_precision = request;
-  auto precision = ParsePrecision(plan.precision().empty() ? "fp32" : plan.precision());
-  if (!precision.ok()) return precision.status();
-  at_precision.planner.profile.precision = *precision;
-  auto out = PipelineToRun(graph, at_precision, pp);
+  auto out = PipelineToRun(graph, request, pp);
   if (out.ok()) out->name = name;
   return out;
 }
@@ -314,13 +311,16 @@ absl::StatusOr<RunnablePlan> SavedPipelineToRun(const v1::Plan& plan, const Grap
 absl::StatusOr<RunnablePlan> SavedPlanToRun(const v1::Plan& plan, const PlanRequest& request, const std::string& name) {
   auto graph = Graph::Create(plan.graph());
   if (!graph.ok()) return graph.status();
-  if (plan.pipeline_stages() > 1) return SavedPipelineToRun(plan, *graph, request, name);
+  // The plan's precision is the one every prediction and the model FLOPs are made at.
+  auto precision = ParsePrecision(plan.precision().empty() ? "fp32" : plan.precision());
+  if (!precision.ok()) return precision.status();
+  PlanRequest at_precision = request;
+  at_precision.planner.profile.precision = *precision;
+  if (plan.pipeline_stages() > 1) return SavedPipelineToRun(plan, *graph, at_precision, name);
   auto strategies = StrategiesFromPlan(plan, *graph);
   if (!strategies.ok()) return strategies.status();
   RunnablePlan out;
   out.graph = plan.graph();
-  auto precision = ParsePrecision(plan.precision().empty() ? "fp32" : plan.precision());
-  if (!precision.ok()) return precision.status();
   out.precision = *precision;
   out.mesh.assign(plan.mesh().begin(), plan.mesh().end());
   out.strategies = *std::move(strategies);
@@ -332,16 +332,12 @@ absl::StatusOr<RunnablePlan> SavedPlanToRun(const v1::Plan& plan, const PlanRequ
   out.name = name;
   out.summary = absl::StrCat(Describe(out.mesh, out.zero_stage, out.recompute.size(), out.micro_batches, out.precision),
                              absl::StrFormat(", %.1f ms/step predicted", plan.predicted_step_seconds() * 1e3));
-  ProfileOptions po = request.planner.profile;
-  po.precision = out.precision;
-  auto lowered = LowerAndPredict(*graph, out.mesh, out.strategies, out.zero_stage, out.recompute, request.planner.cluster.device_type, po,
-                                 out.micro_batches);
+  auto lowered = LowerAndPredict(*graph, out.mesh, out.strategies, out.zero_stage, out.recompute, request.planner.cluster.device_type,
+                                 at_precision.planner.profile, out.micro_batches);
   if (!lowered.ok()) return Named(lowered.status(), "lowering");
   out.lowered = *std::move(lowered);
   out.predicted_peak_bytes = out.lowered.WorstPeak();
   out.checkpoint_plan = CheckpointPlan(out);
-  PlanRequest at_precision = request;
-  at_precision.planner.profile.precision = out.precision;
   if (auto st = AddModelFlops(*graph, at_precision, &out); !st.ok()) return st;
   return out;
 }

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <functional>
 #include <limits>
 #include <map>
 #include <memory>
@@ -27,6 +28,8 @@ int64_t PipelinePlan::devices() const {
   for (int64_t d : stage_mesh) n *= d;
   return n;
 }
+
+std::string StagePlan::LayerRange() const { return first_name == last_name ? first_name : absl::StrCat(first_name, "-", last_name); }
 
 std::string PipelinePlan::MeshString() const { return absl::StrCat(stages, " stages x ", absl::StrJoin(stage_mesh, "x")); }
 
@@ -119,18 +122,13 @@ class StageSolver {
     auto key = std::make_pair(mesh, m);
     auto it = bounds_.find(key);
     if (it != bounds_.end()) return it->second;
-    LayerCost least{layers() >= 3 ? kInf : 0, layers() >= 3 ? kInf : 0};
-    std::map<int, bool> seen;
-    for (int l = 1; l + 1 < layers(); ++l) {
-      if (!seen.emplace(kind_id_[l], true).second) continue;
-      auto g = GraphOfKind(l, l + 1);
-      if (!g.ok()) return g.status();
-      auto r = SolveUnconstrained(**g, StageOptions(mesh, m, 1), CacheOf(l, l + 1, **g));
+    auto least = LeastMiddleLayer(m, [&](const Graph& g, CostGraphCache* cache) -> absl::StatusOr<std::optional<LayerObjective>> {
+      auto r = SolveUnconstrained(g, StageOptions(mesh, m, 1), cache);
       if (!r.ok()) return r.status();
-      least.pass = std::min(least.pass, (r->objective - r->once_seconds) / static_cast<double>(m));
-      least.objective = std::min(least.objective, r->objective);
-    }
-    return bounds_[key] = least;
+      return LayerObjective{r->objective, r->once_seconds};
+    });
+    if (!least.ok()) return least.status();
+    return bounds_[key] = *least;
   }
 
   // The same for a Megatron TP stage of `tp` on `mesh`: one middle layer as the Megatron family
@@ -141,22 +139,17 @@ class StageSolver {
     auto key = std::make_tuple(mesh, m, tp);
     auto it = megatron_bounds_.find(key);
     if (it != megatron_bounds_.end()) return it->second;
-    LayerCost least{layers() >= 3 ? kInf : 0, layers() >= 3 ? kInf : 0};
-    std::map<int, bool> seen;
-    for (int l = 1; l + 1 < layers(); ++l) {
-      if (!seen.emplace(kind_id_[l], true).second) continue;
-      auto g = GraphOfKind(l, l + 1);
-      if (!g.ok()) return g.status();
+    auto least = LeastMiddleLayer(m, [&](const Graph& g, CostGraphCache* cache) -> absl::StatusOr<std::optional<LayerObjective>> {
       PlannerOptions o = StageOptions(mesh, m, 1);
       o.cluster.memory_per_device = std::numeric_limits<int64_t>::max() / 4;  // no budget
       o.recompute = false;
-      auto c = SolveMegatronStage(**g, o, tp, CacheOf(l, l + 1, **g));
+      auto c = SolveMegatronStage(g, o, tp, cache);
       if (!c.ok()) return c.status();
-      if (!c->applicable) return megatron_bounds_[key] = LayerCost{0, 0};
-      least.pass = std::min(least.pass, (c->cost.step_seconds - c->cost.once_seconds) / static_cast<double>(m));
-      least.objective = std::min(least.objective, c->cost.step_seconds);
-    }
-    return megatron_bounds_[key] = least;
+      if (!c->applicable) return std::nullopt;
+      return LayerObjective{c->cost.step_seconds, c->cost.once_seconds};
+    });
+    if (!least.ok()) return least.status();
+    return megatron_bounds_[key] = *least;
   }
 
   int solved() const { return solved_; }
@@ -238,6 +231,29 @@ class StageSolver {
       seconds += (link.alpha + bytes * link.beta) * (grad ? 2 : 1);
     }
     return seconds;
+  }
+
+  // A layer's whole objective (m passes and the once-a-step part) and that part.
+  struct LayerObjective {
+    double objective = 0, once = 0;
+  };
+  // The least LayerCost over the kinds of the middle layers, each costed by `cost` on its own
+  // one-layer graph; 0 when the sequence has no middle layer or `cost` gives none (nullopt).
+  absl::StatusOr<LayerCost> LeastMiddleLayer(
+      int64_t m, const std::function<absl::StatusOr<std::optional<LayerObjective>>(const Graph&, CostGraphCache*)>& cost) {
+    LayerCost least{layers() >= 3 ? kInf : 0, layers() >= 3 ? kInf : 0};
+    std::map<int, bool> seen;
+    for (int l = 1; l + 1 < layers(); ++l) {
+      if (!seen.emplace(kind_id_[l], true).second) continue;
+      auto g = GraphOfKind(l, l + 1);
+      if (!g.ok()) return g.status();
+      auto c = cost(**g, CacheOf(l, l + 1, **g));
+      if (!c.ok()) return c.status();
+      if (!c->has_value()) return LayerCost{0, 0};
+      least.pass = std::min(least.pass, ((*c)->objective - (*c)->once) / static_cast<double>(m));
+      least.objective = std::min(least.objective, (*c)->objective);
+    }
+    return least;
   }
 
   const Graph& graph_;
@@ -455,22 +471,38 @@ bool Faster(const PipelinePlan& a, const PipelinePlan& b) {
   return a.fits ? a.step_seconds < b.step_seconds : a.peak_bytes < b.peak_bytes;
 }
 
+// One Megatron TP × PP × DP configuration.
+struct MegatronConfig {
+  int pp = 1;
+  int64_t tp = 1, dp = 1;
+  std::string Name() const { return absl::StrCat("Megatron TP=", tp, " x PP=", pp, dp > 1 ? absl::StrCat(" x DP=", dp) : ""); }
+  // A stage's mesh: {DP, TP}, or 1-D when either is 1.
+  std::vector<int64_t> StageMesh() const { return dp > 1 && tp > 1 ? std::vector<int64_t>{dp, tp} : std::vector<int64_t>{dp * tp}; }
+  // The micro-batch counts of `counts` it may take: at least PP, each micro-batch splitting over DP.
+  std::vector<int64_t> Counts(const std::vector<int64_t>& counts, int64_t batch) const {
+    std::vector<int64_t> ms;
+    for (int64_t m : counts) {
+      if (m >= pp && batch % m == 0 && (batch / m) % dp == 0) ms.push_back(m);
+    }
+    return ms;
+  }
+};
+
 // Megatron TP × PP × DP: equal stages (PP divides the layers), each stage Megatron TP × DP,
 // tuned as people tune it: the fewest micro-batches (at least PP) at which every stage fits
 // without recomputation — else with every layer recomputed — found by bisection (a stage's
 // activations only shrink as micro-batches grow), then 2× and 4× as many for a smaller bubble;
 // the fastest of those.
-absl::StatusOr<PipelinePlan> MegatronPipeline(StageSolver& solver, const Graph& graph, const LayerSequence& seq, int pp,
-                                              int64_t tp, int64_t dp, const std::vector<int64_t>& counts, int64_t batch) {
+absl::StatusOr<PipelinePlan> MegatronPipeline(StageSolver& solver, const Graph& graph, const LayerSequence& seq,
+                                              const MegatronConfig& config, const std::vector<int64_t>& counts, int64_t batch) {
   const int L = seq.num_layers();
-  const std::string name = absl::StrCat("Megatron TP=", tp, " x PP=", pp, dp > 1 ? absl::StrCat(" x DP=", dp) : "");
-  const std::vector<int64_t> mesh = dp > 1 && tp > 1 ? std::vector<int64_t>{dp, tp} : std::vector<int64_t>{dp * tp};
+  const int pp = config.pp;
+  const int64_t tp = config.tp, dp = config.dp;
+  const std::string name = config.Name();
+  const std::vector<int64_t> mesh = config.StageMesh();
   std::vector<int> ends;
   for (int i = 1; i <= pp; ++i) ends.push_back(i * L / pp);
-  std::vector<int64_t> ms;  // the counts whose micro-batch splits over dp (the family's)
-  for (int64_t m : counts) {
-    if (m >= pp && batch % m == 0 && (batch / m) % dp == 0) ms.push_back(m);
-  }
+  const std::vector<int64_t> ms = config.Counts(counts, batch);  // the family's
   enum class Fit { kNotApplicable, kNo, kRecomputed, kPlain };
   std::map<std::pair<int64_t, bool>, Fit> memo;
   // How every stage fits at m (the first, which keeps the most micro-batches, solved first), or
@@ -574,12 +606,12 @@ absl::StatusOr<std::vector<Config>> Bounds(StageSolver& solver, const PlannerOpt
 }
 
 // A Megatron TP × PP × DP pipeline not solved, with its lower bound.
-PipelinePlan Pruned(int pp, int64_t tp, int64_t dp, double bound, const std::string& fastest_name, double fastest) {
+PipelinePlan Pruned(const MegatronConfig& config, double bound, const std::string& fastest_name, double fastest) {
   PipelinePlan pruned;
-  pruned.name = absl::StrCat("Megatron TP=", tp, " x PP=", pp, dp > 1 ? absl::StrCat(" x DP=", dp) : "");
-  pruned.tensor_parallel = tp;
-  pruned.stages = pp;
-  pruned.stage_mesh = dp > 1 && tp > 1 ? std::vector<int64_t>{dp, tp} : std::vector<int64_t>{dp * tp};
+  pruned.name = config.Name();
+  pruned.tensor_parallel = config.tp;
+  pruned.stages = config.pp;
+  pruned.stage_mesh = config.StageMesh();
   pruned.pruned = true;
   pruned.step_seconds = bound;
   pruned.note = absl::StrFormat("not solved: at least %.4g s a step, and '%s' takes %.4g s", bound, fastest_name, fastest);
@@ -589,16 +621,14 @@ PipelinePlan Pruned(int pp, int64_t tp, int64_t dp, double bound, const std::str
 // A lower bound on the Megatron TP × PP × DP pipeline over the micro-batch counts it may take,
 // from its family's own middle layer (MegatronLayerBound): some stage holds L/PP layers, so
 // T ≥ (L/PP)·C1 + (L − L/PP)·U1, as for MAP's (pipeline_search.h). 0 when none is known.
-absl::StatusOr<double> MegatronBound(StageSolver& solver, int pp, int64_t tp, int64_t dp, const std::vector<int64_t>& counts,
+absl::StatusOr<double> MegatronBound(StageSolver& solver, const MegatronConfig& config, const std::vector<int64_t>& counts,
                                      int64_t batch) {
-  const int L = solver.layers();
-  const std::vector<int64_t> mesh = dp > 1 && tp > 1 ? std::vector<int64_t>{dp, tp} : std::vector<int64_t>{dp * tp};
+  const int L = solver.layers(), most = L / config.pp;
   double bound = kInf;
-  for (int64_t m : counts) {
-    if (m < pp || batch % m != 0 || (batch / m) % dp != 0) continue;
-    auto one = solver.MegatronLayerBound(mesh, m, tp);
+  for (int64_t m : config.Counts(counts, batch)) {
+    auto one = solver.MegatronLayerBound(config.StageMesh(), m, config.tp);
     if (!one.ok()) return one.status();
-    bound = std::min(bound, (L / pp) * one->objective + (L - L / pp) * one->pass);
+    bound = std::min(bound, most * one->objective + (L - most) * one->pass);
   }
   return std::isfinite(bound) ? bound : 0.0;
 }
@@ -619,9 +649,8 @@ absl::Status SolveMegatronPipelines(StageSolver& exact, const Graph& graph, cons
   std::map<std::tuple<int, std::vector<int64_t>, int64_t>, double> bound_of;
   for (const Config& c : configs) bound_of[{c.p, c.mesh, c.m}] = c.bound;
   struct Candidate {
-    int pp;
-    int64_t tp, dp;
-    double bound;
+    MegatronConfig config;
+    double bound;  // 0: unknown
   };
   std::vector<Candidate> candidates;
   const int64_t batch = result.global_batch;
@@ -630,17 +659,15 @@ absl::Status SolveMegatronPipelines(StageSolver& exact, const Graph& graph, cons
     const int64_t n = devices / pp;
     for (int64_t tp = 1; tp <= n; ++tp) {
       if (n % tp != 0) continue;
-      const int64_t dp = n / tp;
-      const std::vector<int64_t> mesh = dp > 1 && tp > 1 ? std::vector<int64_t>{dp, tp} : std::vector<int64_t>{n};
+      const MegatronConfig config{pp, tp, n / tp};
       double bound = kInf;
       bool known = true;  // every count it may take has a bound
-      for (int64_t m : counts) {
-        if (m < pp || batch % m != 0 || (batch / m) % dp != 0) continue;
-        auto it = bound_of.find({pp, mesh, m});
+      for (int64_t m : config.Counts(counts, batch)) {
+        auto it = bound_of.find({pp, config.StageMesh(), m});
         if (it == bound_of.end()) known = false;
         else bound = std::min(bound, it->second);
       }
-      candidates.push_back({pp, tp, dp, known ? bound : 0.0});
+      candidates.push_back({config, known ? bound : 0.0});
     }
   }
   std::stable_sort(candidates.begin(), candidates.end(), [](const Candidate& a, const Candidate& b) { return a.bound < b.bound; });
@@ -652,22 +679,23 @@ absl::Status SolveMegatronPipelines(StageSolver& exact, const Graph& graph, cons
       fastest_name = b.name;
     }
   }
+  const double exploring_gap = std::max(options.relative_gap, 0.05);
+  const bool prune = options.prune_pipeline_baselines;
   for (const Candidate& c : candidates) {
-    const double exploring_gap = std::max(options.relative_gap, 0.05);
-    if (options.prune_pipeline_baselines && std::isfinite(c.bound) && c.bound * (1 - exploring_gap) >= fastest) {
-      result.pipeline_baselines.push_back(Pruned(c.pp, c.tp, c.dp, c.bound, fastest_name, fastest));
+    if (prune && std::isfinite(c.bound) && c.bound * (1 - exploring_gap) >= fastest) {
+      result.pipeline_baselines.push_back(Pruned(c.config, c.bound, fastest_name, fastest));
       continue;
     }
-    if (options.prune_pipeline_baselines && std::isfinite(fastest)) {
+    if (prune && std::isfinite(fastest)) {
       // Before solving it: the bound from the family's own layer, over the counts it may take.
-      auto tighter = MegatronBound(exact, c.pp, c.tp, c.dp, counts, batch);
+      auto tighter = MegatronBound(exact, c.config, counts, batch);
       if (!tighter.ok()) return tighter.status();
       if (*tighter * (1 - exploring_gap) >= fastest) {
-        result.pipeline_baselines.push_back(Pruned(c.pp, c.tp, c.dp, *tighter, fastest_name, fastest));
+        result.pipeline_baselines.push_back(Pruned(c.config, *tighter, fastest_name, fastest));
         continue;
       }
     }
-    auto b = MegatronPipeline(exact, graph, seq, c.pp, c.tp, c.dp, counts, batch);
+    auto b = MegatronPipeline(exact, graph, seq, c.config, counts, batch);
     if (!b.ok()) return b.status();
     if (b->applicable && b->fits && b->step_seconds < fastest) {
       fastest = b->step_seconds;

@@ -114,6 +114,7 @@ struct StagePlan {
   double pass_seconds = 0;   // one micro-batch's forward and backward here, the sends to the next stage included
   double once_seconds = 0;   // once a step: its gradient reduction, and a tied weight's sum with the other end
   double send_seconds = 0;   // per micro-batch: its activations to the next stage and their gradients back
+  std::string LayerRange() const;  // "h.0-h.11", or "h.3" for one layer
 };
 
 // A plan that cuts the layers into stages, each on its own devices, streaming micro-batches.

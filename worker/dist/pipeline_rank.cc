@@ -56,6 +56,7 @@ absl::StatusOr<std::unique_ptr<PipelineRank>> PipelineRank::Create(const Graph& 
   r->role_ = role;
   r->micro_batches_ = std::max<int64_t>(1, program.micro_batches());
   r->schedule_ = OneFOneBSchedule(role.stage(), role.stages(), r->micro_batches_);
+  if (const char* trace = std::getenv("MAPD_PIPELINE_TRACE"); trace != nullptr) r->trace_path_ = trace;
   std::vector<Communicator*> stage_groups(groups.begin() + 1, groups.end());
   auto trainer = RankTrainer::Create(*std::move(stage_graph), std::move(program), std::move(stage_groups), options);
   if (!trainer.ok()) return trainer.status();
@@ -136,6 +137,17 @@ absl::Status PipelineRank::RunBackward(int64_t k) {
   return absl::OkStatus();
 }
 
+void PipelineRank::Trace(const PassAction& a) const {
+  if (trace_path_.empty()) return;
+  FILE* f = std::fopen(trace_path_.c_str(), "a");
+  if (f == nullptr) return;  // a debugging aid: a path that cannot be written traces nothing
+  const CountingCpuAllocator& memory = CountingCpuAllocator::Install();
+  std::fprintf(f, "stage %d rank %d: %s%lld done, live %lld peak %lld\n", role_.stage(), program().rank(), a.forward ? "F" : "B",
+               static_cast<long long>(a.micro_batch), static_cast<long long>(memory.live_bytes()),
+               static_cast<long long>(memory.peak_bytes()));
+  std::fclose(f);
+}
+
 absl::Status PipelineRank::WaitForSends() {
   for (auto& s : sends_) {
     if (auto st = s->Wait(); !st.ok()) return st;
@@ -183,13 +195,7 @@ absl::StatusOr<StepResult> PipelineRank::Step(const RankTrainer::LocalBatch& bat
   loss_sum_ = 0;
   for (const PassAction& a : schedule_) {
     auto st = a.forward ? RunForward(a.micro_batch, batch[a.micro_batch]) : RunBackward(a.micro_batch);
-    if (const char* trace = std::getenv("MAPD_PIPELINE_TRACE"); trace != nullptr) {
-      FILE* f = std::fopen(trace, "a");
-      std::fprintf(f, "stage %d rank %d: %s%lld done, live %lld peak %lld\n", role_.stage(), program().rank(), a.forward ? "F" : "B",
-                   static_cast<long long>(a.micro_batch), static_cast<long long>(CountingCpuAllocator::Install().live_bytes()),
-                   static_cast<long long>(CountingCpuAllocator::Install().peak_bytes()));
-      std::fclose(f);
-    }
+    Trace(a);
     if (!st.ok()) {
       return absl::Status(st.code(), absl::StrCat("stage ", role_.stage(), ", ", a.forward ? "forward" : "backward", " of micro-batch ",
                                                   a.micro_batch, ": ", st.message()));

@@ -18,6 +18,7 @@
 
 #include <memory>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -57,6 +58,9 @@ class PipelineRank {
   absl::Status RunBackward(int64_t k);
   absl::Status SumTiedGradients();
   absl::Status WaitForSends();
+  // MAPD_PIPELINE_TRACE=FILE: a line per pass appended to FILE (stage, rank, pass, live and peak
+  // bytes of the counting allocator).
+  void Trace(const PassAction& a) const;
   // The local type's empty tensor of the value `name` of `shards` (inputs or outputs).
   absl::StatusOr<at::Tensor> EmptyLike(const google::protobuf::RepeatedPtrField<v1::Shard>& shards, const std::string& name) const;
   int Tag(const v1::StageTransfer& t, int64_t k) const { return static_cast<int>(t.tag() * micro_batches_ + k); }
@@ -66,6 +70,7 @@ class PipelineRank {
   v1::PipelineRole role_;
   int64_t micro_batches_ = 1;
   std::vector<PassAction> schedule_;
+  std::string trace_path_;  // MAPD_PIPELINE_TRACE, read once
   // Per micro-batch of the step under way: its values, and the activations it received.
   std::vector<std::optional<RankTrainer::Pass>> passes_;
   std::vector<std::vector<at::Tensor>> received_;

@@ -704,17 +704,27 @@ absl::Status RankTrainer::ReduceGradients() {
   return absl::OkStatus();
 }
 
-at::Tensor* RankTrainer::UpdateGradient(const std::string& name) {
-  for (auto& [n, p] : updated_) {
-    if (n == name) return p.grad().defined() ? &p.mutable_grad() : nullptr;
+absl::StatusOr<RankTrainer::TrainableShard> RankTrainer::FindTrainable(const std::string& name) const {
+  for (size_t i = 0; i < trainable_.size(); ++i) {
+    if (trainable_[i].first != name) continue;
+    for (const v1::Shard& s : program_.parameters()) {
+      if (s.name() == name) return TrainableShard{i, &s};
+    }
   }
-  return nullptr;
+  return absl::InvalidArgumentError(absl::StrCat("'", name, "' is not a trainable parameter of this rank"));
+}
+
+at::Tensor* RankTrainer::UpdateGradient(const std::string& name) {
+  auto t = FindTrainable(name);
+  if (!t.ok()) return nullptr;
+  at::Tensor& update = updated_[t->index].second;
+  return update.grad().defined() ? &update.mutable_grad() : nullptr;
 }
 
 absl::StatusOr<at::Tensor> RankTrainer::WholeGradient(const std::string& name) const {
-  size_t i = 0;
-  while (i < trainable_.size() && trainable_[i].first != name) ++i;
-  if (i == trainable_.size()) return absl::InvalidArgumentError(absl::StrCat("'", name, "' is not a trainable parameter of this rank"));
+  auto t = FindTrainable(name);
+  if (!t.ok()) return t.status();
+  const size_t i = t->index;
   const at::Tensor& update = updated_[i].second;
   const at::Tensor grad = update.grad().defined() ? update.grad() : at::zeros_like(update);
   at::NoGradGuard no_grad;
@@ -724,11 +734,7 @@ absl::StatusOr<at::Tensor> RankTrainer::WholeGradient(const std::string& name) c
     if (!block.ok()) return block.status();
     whole = *std::move(block);
   }
-  const v1::Shard* shard = nullptr;
-  for (const v1::Shard& s : program_.parameters()) {
-    if (s.name() == name) shard = &s;
-  }
-  auto placement = ParsePlacement(shard->placement());
+  auto placement = ParsePlacement(t->shard->placement());
   if (!placement.ok()) return placement.status();
   // Blocks of a dimension split by several axes are in mixed radix, the first axis outermost:
   // gathered innermost axis first.
@@ -742,24 +748,18 @@ absl::StatusOr<at::Tensor> RankTrainer::WholeGradient(const std::string& name) c
 }
 
 absl::Status RankTrainer::SetWholeGradient(const std::string& name, const at::Tensor& whole) {
-  size_t i = 0;
-  while (i < trainable_.size() && trainable_[i].first != name) ++i;
-  if (i == trainable_.size()) return absl::InvalidArgumentError(absl::StrCat("'", name, "' is not a trainable parameter of this rank"));
-  for (const v1::Shard& s : program_.parameters()) {
-    if (s.name() != name) continue;
-    auto block = Block(whole, s);
-    if (!block.ok()) return block.status();
-    at::NoGradGuard no_grad;
-    updated_[i].second.mutable_grad() = zero_of_[i] >= 0 ? FlatShard(*block, zero_[zero_of_[i]]) : *block;
-    return absl::OkStatus();
-  }
-  return absl::InternalError(absl::StrCat("no shard of '", name, "'"));
+  auto t = FindTrainable(name);
+  if (!t.ok()) return t.status();
+  auto block = Block(whole, *t->shard);
+  if (!block.ok()) return block.status();
+  at::NoGradGuard no_grad;
+  const int z = zero_of_[t->index];
+  updated_[t->index].second.mutable_grad() = z >= 0 ? FlatShard(*block, zero_[z]) : *block;
+  return absl::OkStatus();
 }
 
 void RankTrainer::CountHeldBy(const std::string& name, double holders) {
-  for (size_t i = 0; i < updated_.size(); ++i) {
-    if (updated_[i].first == name) copies_[i] *= holders;
-  }
+  if (auto t = FindTrainable(name); t.ok()) copies_[t->index] *= holders;
 }
 
 absl::Status RankTrainer::ApplyGradients(const std::vector<Communicator*>& more_norm_groups, const Pass& last) {

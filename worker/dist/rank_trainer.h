@@ -132,6 +132,13 @@ class RankTrainer {
   std::vector<SegmentIo> segments_;    // per program.recompute()
   std::vector<int> segment_at_;        // per instruction: the segment starting there, or -1
   absl::StatusOr<at::Tensor> Block(const at::Tensor& global, const v1::Shard& shard) const;
+  // Trainable `name`: its index in trainable_ (and updated_, copies_, zero_of_) and its shard in
+  // the program. INVALID_ARGUMENT when this rank holds no such trainable parameter.
+  struct TrainableShard {
+    size_t index;
+    const v1::Shard* shard;
+  };
+  absl::StatusOr<TrainableShard> FindTrainable(const std::string& name) const;
   // This rank's block of the dropout noise one device draws for `node` (throws on a mismatch).
   at::Tensor DropoutNoiseBlock(const v1::Node& node, const v1::Compute& c, const at::Tensor& like, double p,
                                at::Generator& generator) const;
