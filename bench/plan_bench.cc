@@ -32,6 +32,7 @@
 #include <string>
 #include <vector>
 
+#include "common/allocator.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "common/bytes.h"
@@ -389,6 +390,7 @@ int Pipelines() {
 }  // namespace
 
 int main(int argc, char** argv) {
+  mapd::RetainFreedMemory();  // planning frees and reuses cost graphs by the hundred
   if (argc > 1 && std::strcmp(argv[1], "--pipelines") == 0) return Pipelines() == 0 ? 0 : 1;
   if (argc > 1 && std::strcmp(argv[1], "--production") == 0) return Production() == 0 ? 0 : 1;
   if (argc > 1 && std::strcmp(argv[1], "--sweep") == 0) return Sweep() == 0 ? 0 : 1;

@@ -13,6 +13,7 @@
 
 #include <set>
 
+#include "common/allocator.h"
 #include "CLI/CLI.hpp"
 #include "server/api/server.h"
 
@@ -60,6 +61,7 @@ bool ApplyConfig(const std::string& file, CLI::App& app) {
 }
 
 int main(int argc, char** argv) {
+  mapd::RetainFreedMemory();  // planning frees and reuses cost graphs by the hundred
   CLI::App app{"mapd: the MAP coordinator — takes training jobs over gRPC, plans them and runs them on mapd-workers"};
   mapd::ServerOptions o;
   std::string token_file, config;

@@ -3,6 +3,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "common/allocator.h"
 #include "client/mapctl/commands.h"
 
 namespace {
@@ -15,6 +16,7 @@ constexpr const char* kModelHelp =
 }  // namespace
 
 int main(int argc, char** argv) {
+  mapd::RetainFreedMemory();  // planning frees and reuses cost graphs by the hundred
   using namespace mapd::cli;
   CLI::App app{"mapctl — plan and run PyTorch training across devices with MAP (Memory-aware Automated Parallelism)"};
   app.set_version_flag("--version", "mapctl 0.1.0");

@@ -6,11 +6,13 @@
 #include <cstdio>
 #include <cstdlib>
 #include <functional>
+#include <future>
 #include <limits>
 #include <map>
 #include <memory>
 #include <optional>
 #include <string>
+#include <thread>
 #include <tuple>
 
 #include "absl/strings/str_cat.h"
@@ -713,19 +715,22 @@ std::vector<int> EndsOf(const PipelinePlan& plan) {
 }
 
 // MAP's best pipeline per stage count: the triples from the lowest bound up, each cut by the
-// dynamic programme with coarse stage solves, pruned at the best plan so far (the one without
-// stages to begin with, unless the stage count is pinned); the best cut per count solved again exactly, with its stages' graphs.
-absl::Status Explore(StageSolver& solver, StageSolver& exact, const Graph& graph, const LayerSequence& seq,
-                     const PlannerOptions& options, const std::vector<Config>& configs, PlanResult& result, bool trace) {
-  // Pinned stages want the best pipeline of that count even when the plan without stages is faster.
-  double best = result.fits && options.pipeline_stages < 2 ? result.plan.cost.step_seconds : kInf;
+// dynamic programme with coarse stage solves, pruned at the best plan so far (`cutoff`, the plan
+// without stages, to begin with); `best_of_p` gets each count's best cut (solved again exactly
+// by the caller, with its stages' graphs).
+struct Explored {
   std::map<int, PipelinePlan> best_of_p;
+  int solved = 0, pruned = 0;  // configurations
+};
+absl::Status Explore(StageSolver& solver, const Graph& graph, const LayerSequence& seq, const PlannerOptions& options,
+                     const std::vector<Config>& configs, double cutoff, bool trace, Explored& out) {
+  double best = cutoff;
   for (const Config& c : configs) {
     if (c.bound >= best * (1 - options.relative_gap)) {
-      ++result.pipeline_configs_pruned;
+      ++out.pruned;
       continue;
     }
-    ++result.pipeline_configs_solved;
+    ++out.solved;
     auto part = BestPartition(solver, c.p, c.mesh, c.m, best, c.layer_bound);
     if (!part.ok()) return part.status();
     if (!std::isfinite(part->step_seconds)) continue;
@@ -736,15 +741,9 @@ absl::Status Explore(StageSolver& solver, StageSolver& exact, const Graph& graph
                    static_cast<long long>(c.m), c.bound, plan->fits ? "fits" : "-", plan->step_seconds);
     }
     if (plan->fits) best = std::min(best, plan->step_seconds);
-    auto it = best_of_p.find(c.p);
-    if (it == best_of_p.end() || Faster(*plan, it->second)) best_of_p[c.p] = *std::move(plan);
+    auto it = out.best_of_p.find(c.p);
+    if (it == out.best_of_p.end() || Faster(*plan, it->second)) out.best_of_p[c.p] = *std::move(plan);
   }
-  for (auto& [p, plan] : best_of_p) {
-    auto refined = Assemble(exact, graph, seq, p, plan.stage_mesh, plan.micro_batches, EndsOf(plan), 0, "MAP", /*real_graphs=*/true);
-    if (!refined.ok()) return refined.status();
-    result.pipelines.push_back(*std::move(refined));
-  }
-  std::stable_sort(result.pipelines.begin(), result.pipelines.end(), Faster);
   return absl::OkStatus();
 }
 
@@ -777,58 +776,154 @@ absl::Status AdoptFasterBaseline(StageSolver& exact, const Graph& graph, const L
 
 }  // namespace
 
-absl::Status SearchPipelines(const Graph& graph, const PlannerOptions& options, const std::vector<int64_t>& counts,
-                             PlanResult& result) {
-  const auto start = Clock::now();
-  const bool trace = getenv("MAPD_TRACE") != nullptr && options.trace;
-  auto lap = [&](const std::string& what) {
+// What the task holds: the layer sequence, the two stage solvers (coarse for the bounds and the
+// exploration, exact for the Megatron pipelines and the kept cuts) and what each step made.
+// `coarse` is used only by the exploring thread while it runs, `exact` only by the caller.
+struct PipelineSearchTask::State {
+  State(const Graph& g, const PlannerOptions& o, std::vector<int64_t> c, LayerSequence s)
+      : graph(g), options(o), counts(std::move(c)), seq(std::move(s)), coarse(graph, seq, options, true),
+        exact(graph, seq, options, false) {}
+  const Graph& graph;
+  const PlannerOptions options;
+  const std::vector<int64_t> counts;
+  const LayerSequence seq;
+  StageSolver coarse, exact;
+  std::vector<int> stage_counts;
+  int64_t devices = 0, memory_per_device = 0;
+  bool trace = false;
+  Clock::time_point start;
+  absl::Status bound_status, explore_status;
+  std::vector<Config> configs;
+  Explored explored;
+
+  void Lap(const std::string& what) const {
     if (trace) std::fprintf(stderr, "mapd plan: %s at %.3f s\n", what.c_str(), std::chrono::duration<double>(Clock::now() - start).count());
-  };
+  }
+  void Bound() {
+    auto c = Bounds(coarse, options, stage_counts, counts, devices);
+    if (!c.ok()) {
+      bound_status = c.status();
+      return;
+    }
+    configs = *std::move(c);
+    Lap(absl::StrCat("pipeline bounds of ", configs.size(), " (stages, mesh, micro-batches)"));
+  }
+  void ExploreBelow(double cutoff) {
+    explore_status = Explore(coarse, graph, seq, options, configs, cutoff, trace, explored);
+    Lap(absl::StrFormat("pipelines explored (%d configurations solved, %d pruned, %d stage solves, cost graphs built in %.3f s)",
+                        explored.solved, explored.pruned, coarse.solved(), coarse.build_seconds()));
+  }
+};
+
+absl::StatusOr<std::unique_ptr<PipelineSearchTask>> PipelineSearchTask::Start(const Graph& graph, const PlannerOptions& options,
+                                                                            const std::vector<int64_t>& counts) {
+  std::unique_ptr<PipelineSearchTask> task(new PipelineSearchTask());
   auto seq = FindLayerSequence(graph);
   if (!seq.ok()) {
     if (options.pipeline_stages >= 2) return seq.status();
-    result.pipeline_note = std::string(seq.status().message());
-    return absl::OkStatus();
+    task->skipped_note_ = std::string(seq.status().message());
+    return task;
   }
   auto base = MakeCluster(options.cluster);
   if (!base.ok()) return base.status();
-  const int64_t devices = base->num_devices();
   if (!options.cluster.mesh.empty()) {
     if (options.pipeline_stages >= 2) {
       return absl::InvalidArgumentError("--mesh pins the whole mesh; with --pipeline-stages give --devices instead");
     }
-    result.pipeline_note = "a pinned mesh plans without pipeline stages";
+    task->skipped_note_ = "a pinned mesh plans without pipeline stages";
+    return task;
+  }
+  auto stage_counts = StageCounts(options, base->num_devices(), seq->num_layers());
+  if (!stage_counts.ok()) return stage_counts.status();
+  task->state_ = std::make_unique<State>(graph, options, counts, *std::move(seq));
+  State& st = *task->state_;
+  st.stage_counts = *std::move(stage_counts);
+  st.devices = base->num_devices();
+  st.memory_per_device = base->memory_per_device;
+  st.trace = getenv("MAPD_TRACE") != nullptr && options.trace;
+  st.start = Clock::now();
+  if (options.threads >= 2 && std::thread::hardware_concurrency() >= 2) {
+    PipelineSearchTask* self = task.get();
+    self->cutoff_future_ = self->cutoff_.get_future();
+    self->bounded_future_ = self->bounded_.get_future();
+    self->thread_ = std::thread([self] {
+      State& st = *self->state_;
+      st.Bound();
+      self->bounded_.set_value();
+      const double below = self->cutoff_future_.get();
+      if (std::isnan(below) || !st.bound_status.ok()) return;  // cancelled, or nothing to explore
+      st.ExploreBelow(below);
+    });
+  }
+  return task;
+}
+
+void PipelineSearchTask::ExploreBelow(double seconds) {
+  if (state_ == nullptr || cutoff_set_) return;
+  cutoff_set_ = true;
+  if (thread_.joinable()) {
+    cutoff_.set_value(seconds);
+    return;
+  }
+  // No second core: the same steps, here.
+  state_->Bound();
+  if (state_->bound_status.ok()) state_->ExploreBelow(seconds);
+}
+
+PipelineSearchTask::~PipelineSearchTask() {
+  if (thread_.joinable()) {
+    if (!cutoff_set_) cutoff_.set_value(std::numeric_limits<double>::quiet_NaN());
+    thread_.join();
+  }
+}
+
+absl::Status PipelineSearchTask::Finish(PlanResult& result) {
+  if (state_ == nullptr) {
+    result.pipeline_note = skipped_note_;
     return absl::OkStatus();
   }
-  auto stage_counts = StageCounts(options, devices, seq->num_layers());
-  if (!stage_counts.ok()) return stage_counts.status();
-  StageSolver solver(graph, *seq, options, /*coarse=*/true);
-  StageSolver exact(graph, *seq, options, /*coarse=*/false);
-
-  auto configs = Bounds(solver, options, *stage_counts, counts, devices);
-  if (!configs.ok()) return configs.status();
-  lap(absl::StrCat("pipeline bounds of ", configs->size(), " (stages, mesh, micro-batches)"));
-  if (auto st = Explore(solver, exact, graph, *seq, options, *configs, result, trace); !st.ok()) return st;
-  lap(absl::StrFormat("pipelines (%d configurations solved, %d pruned, %d stage solves, cost graphs built in %.3f s)",
-                      result.pipeline_configs_solved, result.pipeline_configs_pruned, solver.solved(), solver.build_seconds()));
-  if (options.baselines) {
-    if (auto st = SolveMegatronPipelines(exact, graph, *seq, options, *stage_counts, *configs, counts, devices, result); !st.ok()) return st;
-    lap(absl::StrFormat("pipeline baselines (%d stage solves, cost graphs built in %.3f s)", exact.solved(), exact.build_seconds()));
+  if (!cutoff_set_) return absl::InternalError("the pipeline search was finished before it was given the plan without stages");
+  State& st = *state_;
+  const PlannerOptions& options = st.options;
+  if (thread_.joinable()) {
+    bounded_future_.wait();  // the Megatron pipelines need the bounds (and `exact` is this thread's)
   }
-  if (auto st = AdoptFasterBaseline(exact, graph, *seq, options, result); !st.ok()) return st;
+  if (!st.bound_status.ok()) return st.bound_status;
+  if (options.baselines) {
+    if (auto s = SolveMegatronPipelines(st.exact, st.graph, st.seq, options, st.stage_counts, st.configs, st.counts, st.devices,
+                                        result);
+        !s.ok()) {
+      return s;
+    }
+    st.Lap(absl::StrFormat("pipeline baselines (%d stage solves, cost graphs built in %.3f s)", st.exact.solved(),
+                           st.exact.build_seconds()));
+  }
+  if (thread_.joinable()) thread_.join();
+  if (!st.explore_status.ok()) return st.explore_status;
+  result.pipeline_configs_solved = st.explored.solved;
+  result.pipeline_configs_pruned = st.explored.pruned;
+  // Each stage count's best cut solved again at the accepted gap, with its stages' own graphs.
+  for (auto& [p, plan] : st.explored.best_of_p) {
+    auto refined = Assemble(st.exact, st.graph, st.seq, p, plan.stage_mesh, plan.micro_batches, EndsOf(plan), 0, "MAP",
+                            /*real_graphs=*/true);
+    if (!refined.ok()) return refined.status();
+    result.pipelines.push_back(*std::move(refined));
+  }
+  std::stable_sort(result.pipelines.begin(), result.pipelines.end(), Faster);
+  if (auto s = AdoptFasterBaseline(st.exact, st.graph, st.seq, options, result); !s.ok()) return s;
   if (!result.pipelines.empty() && result.pipelines.front().fits &&
       (options.pipeline_stages >= 2 || !result.fits || result.pipelines.front().step_seconds < result.plan.cost.step_seconds)) {
     result.pipeline = result.pipelines.front();
   }
   if (options.pipeline_stages >= 2 && !result.pipeline) {
     const int p = options.pipeline_stages;
-    if (configs->empty()) {
+    if (st.configs.empty()) {
       return absl::FailedPreconditionError(absl::StrCat(
           p, " pipeline stages need at least ", p, " micro-batches, and none of the counts searched (",
-          absl::StrJoin(counts, ", "), ") is: give a global batch of at least ", p, ", or fewer stages"));
+          absl::StrJoin(st.counts, ", "), ") is: give a global batch of at least ", p, ", or fewer stages"));
     }
-    return absl::FailedPreconditionError(absl::StrCat("no plan with ", p, " pipeline stages of ", devices / p,
-                                                      " devices fits ", FormatBytes(base->memory_per_device),
+    return absl::FailedPreconditionError(absl::StrCat("no plan with ", p, " pipeline stages of ", st.devices / p,
+                                                      " devices fits ", FormatBytes(st.memory_per_device),
                                                       " per device; use more devices or stages, a smaller batch, or "
                                                       "--pipeline-stages auto"));
   }

@@ -42,6 +42,10 @@
 #ifndef MAPD_PLANNER_PLAN_PIPELINE_SEARCH_H_
 #define MAPD_PLANNER_PLAN_PIPELINE_SEARCH_H_
 
+#include <future>
+#include <memory>
+#include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -50,12 +54,43 @@
 namespace mapd {
 
 // Searches pipeline plans for `graph` (options.pipeline_stages 0: every stage count 2 ≤ p ≤ L
-// dividing the devices; N: only N) over the micro-batch counts `counts`, and fills `result`'s
-// pipelines, pipeline_baselines (Megatron TP × PP × DP), and `pipeline` when the best fitting
-// pipeline beats `result.plan` (or, pinned, whenever one fits). A graph without a layer sequence
-// is an error when stages are pinned and a note on auto.
-absl::Status SearchPipelines(const Graph& graph, const PlannerOptions& options, const std::vector<int64_t>& counts,
-                             PlanResult& result);
+// dividing the devices; N: only N) over the micro-batch counts `counts`, beside the planner's
+// search without stages, in three steps:
+//   Start         the (p, M, m) lower bounds (the coarse stage solver)
+//   ExploreBelow  MAP's pipelines, pruned below the plan without stages (the coarse solver)
+//   Finish        the Megatron TP × PP × DP pipelines, pruned below the plans without stages'
+//                 baselines (the exact solver), then each stage count's best cut solved again
+//                 exactly; fills `result`'s pipelines, pipeline_baselines and `pipeline` when the
+//                 best fitting pipeline beats `result.plan` (or, pinned, whenever one fits).
+// With two cores (PlannerOptions::threads), the bounds and the exploration run on a second
+// thread while the caller finishes its own search and its baselines, and the Megatron pipelines
+// are solved while the exploration goes on: each step reads only what the sequential order
+// gives it, so the result is the same on one core or two. A graph without a layer sequence is an
+// error when stages are pinned and a note on auto.
+class PipelineSearchTask {
+ public:
+  static absl::StatusOr<std::unique_ptr<PipelineSearchTask>> Start(const Graph& graph, const PlannerOptions& options,
+                                                                 const std::vector<int64_t>& counts);
+  // The step seconds of the plan without stages (infinity when none fits, or stages are pinned):
+  // the exploration prunes below it. Once; Finish needs it.
+  void ExploreBelow(double seconds);
+  // `result` holds the plan without stages and its baselines.
+  absl::Status Finish(PlanResult& result);
+  // A task not finished is cancelled; its thread is joined.
+  ~PipelineSearchTask();
+
+ private:
+  PipelineSearchTask() = default;
+  struct State;
+  std::unique_ptr<State> state_;  // null: not searched (skipped_note_ says why)
+  std::string skipped_note_;
+  std::thread thread_;            // the bounds and the exploration, when two cores are used
+  std::promise<double> cutoff_;   // ExploreBelow's seconds (NaN: cancelled)
+  std::future<double> cutoff_future_;
+  std::promise<void> bounded_;    // the bounds are made
+  std::future<void> bounded_future_;
+  bool cutoff_set_ = false;
+};
 
 }  // namespace mapd
 

@@ -53,6 +53,9 @@ absl::Status PlannerOptions::Validate() const {
   if (pipeline_depth < 1) {
     return absl::InvalidArgumentError(absl::StrCat("pipeline_depth is ", pipeline_depth, "; a stage keeps at least one micro-batch"));
   }
+  if (threads < 1 || threads > 2) {
+    return absl::InvalidArgumentError(absl::StrCat("threads is ", threads, "; the search uses 1 or 2"));
+  }
   if (!(time_limit_seconds > 0)) {
     return absl::InvalidArgumentError(absl::StrCat("the solver time limit must be positive, not ", time_limit_seconds));
   }
@@ -468,6 +471,13 @@ absl::StatusOr<PlanResult> SearchPlan(const Graph& graph, const PlannerOptions& 
   auto counts = MicroBatchCounts(graph, options, cache, result);
   if (!counts.ok()) return counts.status();
   result.micro_batch_counts = *counts;
+  // Pipeline stages: their bounds made beside this search (pipeline_search.h).
+  std::unique_ptr<PipelineSearchTask> pipelines;
+  if (options.pipeline_stages != 1) {
+    auto task = PipelineSearchTask::Start(graph, options, *counts);
+    if (!task.ok()) return task.status();
+    pipelines = *std::move(task);
+  }
   static const bool trace_env = getenv("MAPD_TRACE") != nullptr;
   const bool trace = trace_env && options.trace;
   auto lap = [&](const char* what) {
@@ -693,6 +703,12 @@ absl::StatusOr<PlanResult> SearchPlan(const Graph& graph, const PlannerOptions& 
     }
   }
   lap("least memory");
+  // MAP's pipelines are explored below the plan without stages (pinned stages want the best
+  // pipeline of that count even when it is slower), while the baselines are costed here.
+  if (pipelines) {
+    pipelines->ExploreBelow(result.fits && options.pipeline_stages < 2 ? result.plan.cost.step_seconds
+                                                                       : std::numeric_limits<double>::infinity());
+  }
 
   if (options.baselines) {
     for (const BaselineSpec& spec : BaselineSpecs(devices)) {
@@ -731,8 +747,8 @@ absl::StatusOr<PlanResult> SearchPlan(const Graph& graph, const PlannerOptions& 
     if (!adopted.ok()) return adopted.status();
     result.cluster = **adopted;
   }
-  if (options.pipeline_stages != 1) {
-    if (auto st = SearchPipelines(graph, options, *counts, result); !st.ok()) return st;
+  if (pipelines) {
+    if (auto st = pipelines->Finish(result); !st.ok()) return st;
     lap("pipeline stages");
   }
   result.search_seconds = std::chrono::duration<double>(Clock::now() - start).count();

@@ -82,6 +82,10 @@ struct PlannerOptions {
   // When nothing fits, also find the least memory any plan searched needs (for the error that
   // says how much to give); the pipeline search's stages do without.
   bool least_memory = true;
+  // Threads the search may use, 1 or 2: with 2 (and a second core), the pipeline search's
+  // bounds and exploration run beside the search without stages (pipeline_search.h); the plan is
+  // the same either way.
+  int threads = 2;
 
   absl::Status Validate() const;
 };

@@ -266,6 +266,44 @@ TEST(PipelineSearch, MegatronPipelinesPrunedByTheirBoundAreNeverTheFastest) {
   EXPECT_DOUBLE_EQ(fastest(*pruned), fastest(*all));
 }
 
+TEST(PipelineSearch, OneThreadAndTwoGiveTheSameResult) {
+  // With two threads the pipeline search's bounds and exploration run beside the search without
+  // stages; each step reads what the sequential order gives it, so nothing may differ.
+  // (At 2 MiB with recomputation: some (stages, mesh, micro-batches) solved, others pruned, and a
+  // pipeline chosen over the plan without stages.)
+  const Graph g = ZooTrainingGraph("gpt2:layers=8,hidden=64,heads=4,vocab=64,seq=128,batch=16");
+  PlannerOptions o = CpuOptions(8, 0, "2MiB");
+  o.recompute = true;
+  o.threads = 1;
+  auto one = SearchPlan(g, o);
+  ASSERT_TRUE(one.ok()) << one.status();
+  o.threads = 2;
+  auto two = SearchPlan(g, o);
+  ASSERT_TRUE(two.ok()) << two.status();
+  EXPECT_EQ(one->pipeline_configs_solved, two->pipeline_configs_solved);
+  EXPECT_EQ(one->pipeline_configs_pruned, two->pipeline_configs_pruned);
+  EXPECT_GT(one->pipeline_configs_solved, 0);
+  EXPECT_GT(one->pipeline_configs_pruned, 0);
+  ASSERT_TRUE(one->pipeline.has_value());
+  ASSERT_TRUE(two->pipeline.has_value());
+  {
+    EXPECT_EQ(one->pipeline->MeshString(), two->pipeline->MeshString());
+    EXPECT_EQ(one->pipeline->micro_batches, two->pipeline->micro_batches);
+    EXPECT_DOUBLE_EQ(one->pipeline->step_seconds, two->pipeline->step_seconds);
+  }
+  EXPECT_DOUBLE_EQ(one->plan.cost.step_seconds, two->plan.cost.step_seconds);
+  auto listed = [](const PlanResult& r) {
+    std::vector<std::tuple<std::string, bool, double>> out;
+    for (const PipelinePlan& p : r.pipelines) out.emplace_back(p.MeshString(), p.fits, p.step_seconds);
+    for (const PipelinePlan& b : r.pipeline_baselines) out.emplace_back(b.name, b.pruned, b.step_seconds);
+    return out;
+  };
+  EXPECT_EQ(listed(*one), listed(*two));
+  PlannerOptions bad = o;
+  bad.threads = 3;
+  EXPECT_EQ(bad.Validate().code(), absl::StatusCode::kInvalidArgument);
+}
+
 TEST(PipelineSearch, StagesThatCannotBeAreRefusedNamingWhy) {
   const Graph g = ZooTrainingGraph(kGpt);
   auto odd = SearchPlan(g, CpuOptions(4, 3, "1GiB"));
