@@ -116,15 +116,14 @@ StrategyCost CostStrategy(const PreparedNode& pn, const Strategy& s, const Clust
 
 // Forward resharding of a value from producer to consumer placement, plus the gradient's way
 // back when the value needs one.
-absl::StatusOr<Reshard> EdgeReshard(const TensorType& type, const Placement& produced, const Placement& consumed,
-                                    bool needs_grad, const Cluster& cluster) {
-  auto fwd = ReshardCost(type, produced, consumed, cluster);
-  if (!fwd.ok() || !needs_grad) return fwd;
-  auto bwd = ReshardCost(type, consumed, produced, cluster);
-  if (!bwd.ok()) return bwd.status();
-  fwd->seconds += bwd->seconds;
-  fwd->collectives.insert(fwd->collectives.end(), bwd->collectives.begin(), bwd->collectives.end());
-  return fwd;
+// The seconds of resharding an edge's value forward and, when its gradient flows back, the
+// other way (ReshardSeconds); negative where either cannot be.
+double EdgeSeconds(const TensorType& type, const Placement& produced, const Placement& consumed, bool needs_grad,
+                   const Cluster& cluster) {
+  const double fwd = ReshardSeconds(type, produced, consumed, cluster);
+  if (fwd < 0 || !needs_grad) return fwd;
+  const double bwd = ReshardSeconds(type, consumed, produced, cluster);
+  return bwd < 0 ? -1 : fwd + bwd;
 }
 
 }  // namespace
@@ -274,8 +273,8 @@ absl::StatusOr<CostGraph> BuildCostGraph(const Graph& graph, const std::vector<s
       costs.reserve(cg.strategies[src].size() * cg.strategies[n].size());
       for (const Strategy& ps : cg.strategies[src]) {
         for (const Strategy& cs : cg.strategies[n]) {
-          auto r = EdgeReshard(vi->type, ps.outputs[out], cs.inputs[i], grad, cluster);
-          costs.push_back(r.ok() ? passes * r->seconds : kImpossible);
+          const double seconds = EdgeSeconds(vi->type, ps.outputs[out], cs.inputs[i], grad, cluster);
+          costs.push_back(seconds >= 0 ? passes * seconds : kImpossible);
         }
       }
       cg.edge_costs.push_back(SharedList<double>(std::move(costs)));

@@ -128,8 +128,8 @@ std::vector<std::vector<std::string>> AddRecomputeGroups(const Graph& graph, con
       re->set_edge(fe);
       for (const Strategy& ps : cg.strategies[port.src]) {
         for (const Strategy& cs : cg.strategies[port.dst]) {
-          auto r = ReshardCost(type, ps.outputs[port.output], cs.inputs[port.input], cluster);
-          re->add_seconds(r.ok() ? share * r->seconds : 0.0);
+          const double seconds = ReshardSeconds(type, ps.outputs[port.output], cs.inputs[port.input], cluster);
+          re->add_seconds(seconds >= 0 ? share * seconds : 0.0);
         }
       }
     }

@@ -4,6 +4,45 @@
 
 namespace mapd {
 
+namespace {
+
+// The elements per device of `shape` with axis b placed as placement(b) (LocalShape's count:
+// the same checks, in the same order); -1 where LocalShape fails.
+template <typename PlacementOf>
+int64_t LocalElements(const Shape& shape, const std::vector<int64_t>& mesh, const PlacementOf& placement) {
+  constexpr size_t kMaxRank = 16;
+  if (shape.size() > kMaxRank) {
+    Placement p;
+    for (size_t b = 0; b < mesh.size(); ++b) p.push_back(placement(b));
+    auto local = LocalShape(shape, p, mesh);
+    return local.ok() ? NumElements(*local) : -1;
+  }
+  int64_t local[kMaxRank];
+  const int rank = static_cast<int>(shape.size());
+  for (int d = 0; d < rank; ++d) local[d] = shape[d];
+  for (size_t b = 0; b < mesh.size(); ++b) {
+    const AxisPlacement ap = placement(b);
+    if (ap.kind != AxisPlacement::Kind::kShard) continue;
+    if (ap.dim < 0 || ap.dim >= rank || local[ap.dim] % mesh[b] != 0) return -1;
+    local[ap.dim] /= mesh[b];
+  }
+  int64_t n = 1;
+  for (int d = 0; d < rank; ++d) n *= local[d];
+  return n;
+}
+
+// The reshard's collective on one axis, if any (P→R, P→S, S→R, S→S).
+std::optional<CollectiveKind> AxisCollective(AxisPlacement::Kind from, AxisPlacement::Kind to) {
+  using K = AxisPlacement::Kind;
+  if (from == K::kPartial && to == K::kReplicate) return CollectiveKind::kAllReduce;
+  if (from == K::kPartial && to == K::kShard) return CollectiveKind::kReduceScatter;
+  if (from == K::kShard && to == K::kReplicate) return CollectiveKind::kAllGather;
+  if (from == K::kShard && to == K::kShard) return CollectiveKind::kAllToAll;
+  return std::nullopt;
+}
+
+}  // namespace
+
 const char* CollectiveName(CollectiveKind k) {
   switch (k) {
     case CollectiveKind::kAllReduce: return "all-reduce";
@@ -47,14 +86,7 @@ absl::StatusOr<Reshard> ReshardCost(const TensorType& type, const Placement& fro
     auto group_shape = LocalShape(type.shape, others, cluster.mesh);
     if (!group_shape.ok()) return group_shape.status();
     const int64_t bytes = NumElements(*group_shape) * DTypeSize(type.dtype);
-    const auto kFrom = current[a].kind, kTo = to[a].kind;
-    using K = AxisPlacement::Kind;
-    std::optional<CollectiveKind> kind;
-    if (kFrom == K::kPartial && kTo == K::kReplicate) kind = CollectiveKind::kAllReduce;
-    else if (kFrom == K::kPartial && kTo == K::kShard) kind = CollectiveKind::kReduceScatter;
-    else if (kFrom == K::kShard && kTo == K::kReplicate) kind = CollectiveKind::kAllGather;
-    else if (kFrom == K::kShard && kTo == K::kShard) kind = CollectiveKind::kAllToAll;
-    if (kind) {
+    if (const auto kind = AxisCollective(current[a].kind, to[a].kind)) {
       const double s = CollectiveSeconds(*kind, bytes, cluster.mesh[a], cluster.links[a]);
       r.collectives.push_back({*kind, a, bytes, s});
       r.seconds += s;
@@ -62,6 +94,29 @@ absl::StatusOr<Reshard> ReshardCost(const TensorType& type, const Placement& fro
     current[a] = to[a];
   }
   return r;
+}
+
+double ReshardSeconds(const TensorType& type, const Placement& from, const Placement& to, const Cluster& cluster) {
+  const size_t axes = cluster.mesh.size();
+  if (from.size() != axes || to.size() != axes) return -1;
+  if (LocalElements(type.shape, cluster.mesh, [&](size_t b) { return from[b]; }) < 0 ||
+      LocalElements(type.shape, cluster.mesh, [&](size_t b) { return to[b]; }) < 0) {
+    return -1;
+  }
+  // As ReshardCost: axis a's group holds the tensor as the other axes shard it then — those
+  // before a already turned to `to`, those after still as `from`.
+  double seconds = 0;
+  for (size_t a = 0; a < axes; ++a) {
+    if (from[a] == to[a]) continue;
+    const int64_t elements = LocalElements(type.shape, cluster.mesh, [&](size_t b) {
+      return b < a ? to[b] : (b == a ? AxisPlacement::R() : from[b]);
+    });
+    if (elements < 0) return -1;
+    if (const auto kind = AxisCollective(from[a].kind, to[a].kind)) {
+      seconds += CollectiveSeconds(*kind, elements * DTypeSize(type.dtype), cluster.mesh[a], cluster.links[a]);
+    }
+  }
+  return seconds;
 }
 
 }  // namespace mapd

@@ -44,6 +44,9 @@ struct Reshard {
 // that does not divide is FAILED_PRECONDITION.
 absl::StatusOr<Reshard> ReshardCost(const TensorType& type, const Placement& from, const Placement& to,
                                     const Cluster& cluster);
+// ReshardCost's seconds alone, computed without allocating (the cost graph's inner loop: every
+// pair of a producer's and a consumer's strategies); negative where ReshardCost is an error.
+double ReshardSeconds(const TensorType& type, const Placement& from, const Placement& to, const Cluster& cluster);
 
 }  // namespace mapd
 

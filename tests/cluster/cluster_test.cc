@@ -125,5 +125,48 @@ TEST(Collectives, ReshardingTwoAxesSeesTheOtherAxisSharding) {
   EXPECT_EQ(both->collectives[0].bytes, t.NumBytes());
 }
 
+TEST(Collectives, ReshardSecondsAreReshardCostsSecondsForEveryPairOfPlacements) {
+  // The cost graph's allocation-free path must agree with ReshardCost exactly, errors included:
+  // every pair of R/P/S(0)/S(1)/S(2) placements on a 2x4 and a 3x2x2 mesh, tensors that do and
+  // do not divide, and a placement of the wrong length.
+  for (const std::vector<int64_t>& mesh : {std::vector<int64_t>{2, 4}, std::vector<int64_t>{3, 2, 2}}) {
+    ClusterOptions o;
+    o.mesh = mesh;
+    auto c = MakeCluster(o);
+    ASSERT_TRUE(c.ok());
+    std::vector<Placement> all = {{}};
+    for (size_t a = 0; a < mesh.size(); ++a) {
+      std::vector<Placement> next;
+      for (const Placement& p : all) {
+        for (AxisPlacement ap : {AxisPlacement::R(), AxisPlacement::P(), AxisPlacement::S(0), AxisPlacement::S(1), AxisPlacement::S(2)}) {
+          Placement q = p;
+          q.push_back(ap);
+          next.push_back(q);
+        }
+      }
+      all = std::move(next);
+    }
+    int compared = 0, errors = 0;
+    for (const TensorType& t : {TensorType{v1::FLOAT32, {24, 16, 6}}, TensorType{v1::BFLOAT16, {12, 8}}, TensorType{v1::FLOAT32, {5, 7, 9}}}) {
+      for (const Placement& from : all) {
+        for (const Placement& to : all) {
+          auto cost = ReshardCost(t, from, to, *c);
+          const double seconds = ReshardSeconds(t, from, to, *c);
+          if (cost.ok()) {
+            EXPECT_EQ(seconds, cost->seconds) << PlacementToString(from) << " -> " << PlacementToString(to);
+          } else {
+            EXPECT_LT(seconds, 0) << PlacementToString(from) << " -> " << PlacementToString(to);
+            ++errors;
+          }
+          ++compared;
+        }
+      }
+    }
+    EXPECT_GT(errors, 0);
+    EXPECT_GT(compared - errors, 0);
+    EXPECT_LT(ReshardSeconds(TensorType{v1::FLOAT32, {8}}, Placement{AxisPlacement::R()}, all.front(), *c), 0);
+  }
+}
+
 }  // namespace
 }  // namespace mapd
