@@ -537,7 +537,11 @@ Lagrangian SolveLagrangian(const v1::SolverRequest& r) {
 // group: for a fixed choice the seconds and memory are affine in the count, so the Lagrangian
 // L_ρ(λ) — a minimum of affine functions of ρ — is concave in ρ, and its least over [a, b] is at
 // an end: min_ρ OPT_ρ ≥ min(L_a(λ), L_b(λ)) for every λ ≥ 0. The best λ is found by bisection on
-// the slope of that concave minimum; it stops once the bound reaches `enough`.
+// the slope of that concave minimum; it stops once the bound reaches `enough`, or once it cannot:
+// with λ_lo (slope s_lo > 0) and λ_hi (slope s_hi ≤ 0) bracketing the maximum, concavity puts g
+// under both tangents, g(λ) ≤ min(g(λ_lo) + s_lo (λ − λ_lo), g(λ_hi) + s_hi (λ − λ_hi)), whose
+// peak (where they cross) caps every later bound. The caller only compares the bound with
+// `enough`, so stopping there changes no decision.
 double IntervalBound(const v1::SolverRequest& at_a, const v1::SolverRequest& at_b, double enough) {
   const double budget = at_a.memory_budget();
   v1::SolverRequest pa = at_a, pb = at_b;
@@ -556,17 +560,44 @@ double IntervalBound(const v1::SolverRequest& at_a, const v1::SolverRequest& at_
   double slope = 0;
   best = std::max(best, g(0, &slope));
   if (slope <= 0 || best >= enough) return best;  // the unconstrained optimum fits (or suffices)
+  // g and its slope at each end of the bracket (at 0 as just found).
   double lo = 0, hi = std::max(1e-30, ObjectiveOf(at_a, std::vector<int>(at_a.nodes_size(), 0)) / std::max(1.0, budget));
+  double g_lo = best, s_lo = slope, g_hi = 0, s_hi = 0;
+  bool bracketed = false;
   for (int i = 0; i < 60; ++i) {  // a λ at which the slope turns negative
-    best = std::max(best, g(hi, &slope));
-    if (slope <= 0 || best >= enough) break;
+    const double at = g(hi, &slope);
+    best = std::max(best, at);
+    if (best >= enough) return best;
+    if (slope <= 0) {
+      g_hi = at;
+      s_hi = slope;
+      bracketed = std::isfinite(at) && std::isfinite(g_lo);
+      break;
+    }
     lo = hi;
+    g_lo = at;
+    s_lo = slope;
     hi *= 4;
   }
   for (int i = 0; i < 20 && best < enough; ++i) {
+    if (bracketed && s_lo > s_hi) {
+      const double cross = (g_hi - g_lo + s_lo * lo - s_hi * hi) / (s_lo - s_hi);
+      const double cap = g_lo + s_lo * (std::clamp(cross, lo, hi) - lo);
+      if (cap < enough - 1e-9 * std::abs(enough)) break;  // no λ in the bracket reaches it
+    }
     const double mid = 0.5 * (lo + hi);
-    best = std::max(best, g(mid, &slope));
-    (slope > 0 ? lo : hi) = mid;
+    const double at = g(mid, &slope);
+    best = std::max(best, at);
+    bracketed = bracketed && std::isfinite(at);  // an unproven relaxation gives no tangent
+    if (slope > 0) {
+      lo = mid;
+      g_lo = at;
+      s_lo = slope;
+    } else {
+      hi = mid;
+      g_hi = at;
+      s_hi = slope;
+    }
   }
   return best;
 }
