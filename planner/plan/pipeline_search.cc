@@ -1,6 +1,7 @@
 #include "planner/plan/pipeline_search.h"
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -155,6 +156,16 @@ class StageSolver {
   }
 
   int solved() const { return solved_; }
+  // Frees what the solver memoised (the plans it returned stay valid: they own their copies and
+  // share their graphs), so that the thread that used it pays for it.
+  void Release() {
+    solves_.clear();
+    caches_.clear();  // before the memos they use
+    graphs_.clear();
+    memos_ = CostGraphMemos();
+    bounds_.clear();
+    megatron_bounds_.clear();
+  }
   // Seconds spent building the stages' cost graphs (MAPD_TRACE).
   double build_seconds() const {
     double total = 0;
@@ -723,9 +734,11 @@ struct Explored {
   int solved = 0, pruned = 0;  // configurations
 };
 absl::Status Explore(StageSolver& solver, const Graph& graph, const LayerSequence& seq, const PlannerOptions& options,
-                     const std::vector<Config>& configs, double cutoff, bool trace, Explored& out) {
+                     const std::vector<Config>& configs, double cutoff, bool trace, const std::atomic<bool>& cancelled,
+                     Explored& out) {
   double best = cutoff;
   for (const Config& c : configs) {
+    if (cancelled.load()) return absl::CancelledError("the pipeline search was abandoned");
     if (c.bound >= best * (1 - options.relative_gap)) {
       ++out.pruned;
       continue;
@@ -793,6 +806,7 @@ struct PipelineSearchTask::State {
   bool trace = false;
   Clock::time_point start;
   absl::Status bound_status, explore_status;
+  std::atomic<bool> cancelled{false};  // the task was dropped unfinished: stop exploring
   std::vector<Config> configs;
   Explored explored;
 
@@ -809,9 +823,10 @@ struct PipelineSearchTask::State {
     Lap(absl::StrCat("pipeline bounds of ", configs.size(), " (stages, mesh, micro-batches)"));
   }
   void ExploreBelow(double cutoff) {
-    explore_status = Explore(coarse, graph, seq, options, configs, cutoff, trace, explored);
+    explore_status = Explore(coarse, graph, seq, options, configs, cutoff, trace, cancelled, explored);
     Lap(absl::StrFormat("pipelines explored (%d configurations solved, %d pruned, %d stage solves, cost graphs built in %.3f s)",
                         explored.solved, explored.pruned, coarse.solved(), coarse.build_seconds()));
+    coarse.Release();  // the explored plans keep what they need; freed here, beside the caller's work
   }
 };
 
@@ -872,6 +887,7 @@ void PipelineSearchTask::ExploreBelow(double seconds) {
 
 PipelineSearchTask::~PipelineSearchTask() {
   if (thread_.joinable()) {
+    state_->cancelled = true;
     if (!cutoff_set_) cutoff_.set_value(std::numeric_limits<double>::quiet_NaN());
     thread_.join();
   }

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <map>
 #include <set>
 #include <tuple>
@@ -13,6 +14,7 @@
 #include "planner/graph/loss.h"
 #include "planner/graph/verifier.h"
 #include "planner/plan/cost_graph.h"
+#include "planner/plan/pipeline_search.h"
 #include "planner/plan/planner.h"
 #include "planner/plan/schedule_svg.h"
 #include "planner/plan/stages.h"
@@ -302,6 +304,37 @@ TEST(PipelineSearch, OneThreadAndTwoGiveTheSameResult) {
   PlannerOptions bad = o;
   bad.threads = 3;
   EXPECT_EQ(bad.Validate().code(), absl::StatusCode::kInvalidArgument);
+}
+
+TEST(PipelineSearch, ATaskDroppedUnfinishedStopsAndFinishWantsThePlanWithoutStages) {
+  // The planner drops its task on any error of its own search: before the plan without stages is
+  // known (the thread waits for it), or while exploring (the thread stops at the next triple).
+  const Graph g = ZooTrainingGraph("gpt2:layers=8,hidden=64,heads=4,vocab=64,seq=128,batch=16");
+  PlannerOptions o = CpuOptions(8, 0, "2MiB");
+  o.recompute = true;
+  const std::vector<int64_t> counts = {1, 2, 4, 8, 16};
+  for (int threads : {1, 2}) {
+    o.threads = threads;
+    {
+      auto waiting = PipelineSearchTask::Start(g, o, counts);
+      ASSERT_TRUE(waiting.ok()) << waiting.status();
+      PlanResult r;
+      const absl::Status early = (*waiting)->Finish(r);
+      EXPECT_EQ(early.code(), absl::StatusCode::kInternal) << early;
+    }  // dropped while waiting for the plan without stages
+    {
+      auto exploring = PipelineSearchTask::Start(g, o, counts);
+      ASSERT_TRUE(exploring.ok()) << exploring.status();
+      (*exploring)->ExploreBelow(std::numeric_limits<double>::infinity());
+    }  // dropped while (or after) exploring
+    auto whole = PipelineSearchTask::Start(g, o, counts);
+    ASSERT_TRUE(whole.ok()) << whole.status();
+    (*whole)->ExploreBelow(std::numeric_limits<double>::infinity());
+    PlanResult r;
+    r.global_batch = 16;
+    ASSERT_TRUE((*whole)->Finish(r).ok());
+    EXPECT_FALSE(r.pipelines.empty()) << "threads " << threads;
+  }
 }
 
 TEST(PipelineSearch, StagesThatCannotBeAreRefusedNamingWhy) {
