@@ -25,6 +25,8 @@ rm -rf "$OUT" && mkdir -p "$OUT"
 cat README.md docs/*.md > "$OUT/corpus.txt"
 # A fresh token only this user can read.
 (umask 077 && head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n' > "$OUT/token")
+# The workers' own token: a client's cannot register a worker.
+(umask 077 && head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n' > "$OUT/worker-token")
 
 PIDS=()
 cleanup() {
@@ -45,7 +47,7 @@ wait_for() {
 
 step "Starting the coordinator: mapd (SQLite store, bearer token, checkpoints, /metrics)"
 "$MAPD" --listen 127.0.0.1:0 --metrics-listen 127.0.0.1:0 --store "$OUT/jobs.db" --token-file "$OUT/token" \
-  --checkpoint-dir "$OUT/checkpoints" > "$OUT/mapd.log" 2>&1 &
+  --worker-token-file "$OUT/worker-token" --checkpoint-dir "$OUT/checkpoints" > "$OUT/mapd.log" 2>&1 &
 PIDS+=($!); MAPD_PID=$!
 PORT=$(wait_for "$OUT/mapd.log" "serving on port" 's/.*serving on port \([0-9]*\).*/\1/p')
 COORD_METRICS=$(wait_for "$OUT/mapd.log" "metrics on" 's/.*metrics on \(http[^ ]*\).*/\1/p')
@@ -56,7 +58,7 @@ step "Starting two workers: mapd-worker, 2 CPU devices each"
 WORKER_PIDS=()
 for name in worker-a worker-b; do
   "$WORKER" --cpu-devices 2 --memory-per-device 1GiB --hostname "$name" --metrics-listen 127.0.0.1:0 \
-    --work-dir "$OUT/$name" > "$OUT/$name.log" 2>&1 &
+    --token-file "$OUT/worker-token" --work-dir "$OUT/$name" > "$OUT/$name.log" 2>&1 &
   PIDS+=($!); WORKER_PIDS+=($!)
   wait_for "$OUT/$name.log" "registered as" 's/.*\(registered as [^ ]*\).*/\1/p' > /dev/null
 done

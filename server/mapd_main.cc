@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <csignal>
+#include <cstdlib>
 #include <filesystem>
 #include <iostream>
 #include <thread>
@@ -14,6 +15,7 @@
 #include <set>
 
 #include "common/allocator.h"
+#include "common/bytes.h"
 #include "CLI/CLI.hpp"
 #include "server/api/server.h"
 
@@ -45,7 +47,7 @@ bool ApplyConfig(const std::string& file, CLI::App& app) {
       opt = app.get_option(flag);
     } catch (const CLI::OptionNotFound&) {
       std::cerr << "mapd: --config " << file << ": unknown setting '" << key
-                << "'; settings are listen, store, token_file, tls_cert, tls_key, metrics_listen, lease_seconds, heartbeat_seconds, checkpoint_dir, max_restarts [INVALID_ARGUMENT]\n";
+                << "'; settings are listen, store, token_file, worker_token_file, tls_cert, tls_key, metrics_listen, lease_seconds, heartbeat_seconds, checkpoint_dir, max_restarts, max_devices_per_worker, max_device_memory, max_workers, lost_worker_retention_seconds [INVALID_ARGUMENT]\n";
       return false;
     }
     if (opt->count() > 0 || flag == "--config") continue;  // the command line wins
@@ -68,7 +70,11 @@ int main(int argc, char** argv) {
   app.add_option("--config", config, "YAML file of these settings (listen, store, token_file, ...); flags given here win");
   app.add_option("--listen", o.listen, "host:port to serve on (port 0: any free port, printed)")->capture_default_str();
   app.add_option("--store", o.store_path, "SQLite database of jobs and events (WAL); empty: in memory");
-  app.add_option("--token-file", token_file, "File whose first line is the bearer token (else $MAPD_TOKEN)");
+  app.add_option("--token-file", token_file, "File whose first line is the clients' bearer token (else $MAPD_TOKEN)");
+  std::string worker_token_file;
+  app.add_option("--worker-token-file", worker_token_file,
+                 "File whose first line is the workers' bearer token, not the clients' (else $MAPD_WORKER_TOKEN; neither: no "
+                 "worker is taken)");
   app.add_option("--tls-cert", o.tls_cert_file, "PEM certificate (with --tls-key) for TLS");
   app.add_option("--tls-key", o.tls_key_file, "PEM private key (with --tls-cert)");
   o.metrics_listen = "127.0.0.1:9464";
@@ -86,8 +92,23 @@ int main(int argc, char** argv) {
                  "checkpoints go there and a job whose worker is lost resumes from its last one (default: none — workers keep "
                  "their own and such a job fails)");
   app.add_option("--max-restarts", o.dispatch_options.max_restarts, "Times a job may resume after lost workers")->capture_default_str();
+  app.add_option("--max-devices-per-worker", o.registrations.max_devices_per_worker,
+                 "Devices one worker may register (more is refused)")->capture_default_str();
+  std::string max_device_memory = "4TiB";
+  app.add_option("--max-device-memory", max_device_memory, "Memory one registered device may state (more is refused)")
+      ->capture_default_str();
+  app.add_option("--max-workers", o.registrations.max_workers, "Worker registrations kept, alive and lost")->capture_default_str();
+  app.add_option("--lost-worker-retention-seconds", o.registrations.lost_retention_seconds,
+                 "A lost worker's registration is dropped this long after its lease ran out")
+      ->capture_default_str();
   CLI11_PARSE(app, argc, argv);
   if (!config.empty() && !ApplyConfig(config, app)) return 1;
+  if (auto bytes = mapd::ParseBytes(max_device_memory); !bytes.ok() || *bytes <= 0) {
+    std::cerr << "mapd: --max-device-memory " << max_device_memory << ": give a size such as 80GiB or 4TiB [INVALID_ARGUMENT]\n";
+    return 1;
+  } else {
+    o.registrations.max_device_memory_bytes = *bytes;
+  }
   if (!o.dispatch_options.checkpoint_dir.empty()) {
     std::error_code ec;
     std::filesystem::create_directories(o.dispatch_options.checkpoint_dir, ec);
@@ -103,6 +124,17 @@ int main(int argc, char** argv) {
     return 1;
   }
   o.token = *token;
+  if (!worker_token_file.empty() || std::getenv("MAPD_WORKER_TOKEN") != nullptr) {
+    auto worker_token = mapd::LoadToken(worker_token_file, "MAPD_WORKER_TOKEN", "--worker-token-file");
+    if (!worker_token.ok()) {
+      std::cerr << "mapd: " << worker_token.status().message() << " [" << absl::StatusCodeToString(worker_token.status().code()) << "]\n";
+      return 1;
+    }
+    o.worker_token = *worker_token;
+  } else {
+    std::cerr << "mapd: warning: no workers' token (--worker-token-file or MAPD_WORKER_TOKEN): no worker can register, so jobs "
+                 "stay queued\n";
+  }
   auto server = mapd::MapdServer::Start(o);
   if (!server.ok()) {
     std::cerr << "mapd: " << server.status().message() << " [" << absl::StatusCodeToString(server.status().code()) << "]\n";

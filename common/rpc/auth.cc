@@ -22,11 +22,12 @@ bool SameSecret(const std::string& a, const std::string& b) {
 }  // namespace
 
 grpc::Status TokenAuth::Check(const grpc::ServerContext& context) const {
+  if (token_.empty()) return grpc::Status(grpc::StatusCode::UNAUTHENTICATED, when_unset_);
   const auto& md = context.client_metadata();
   auto it = md.find("authorization");
   if (it == md.end()) {
     return grpc::Status(grpc::StatusCode::UNAUTHENTICATED,
-                        "no authorization metadata: send 'authorization: Bearer <token>' (mapctl: --token or MAPD_TOKEN)");
+                        absl::StrCat("no authorization metadata: send 'authorization: Bearer <token>' (", how_to_send_, ")"));
   }
   const std::string value(it->second.data(), it->second.size());
   const std::string prefix = "Bearer ";
@@ -36,19 +37,19 @@ grpc::Status TokenAuth::Check(const grpc::ServerContext& context) const {
   return grpc::Status::OK;
 }
 
-absl::StatusOr<std::string> LoadToken(const std::string& file) {
+absl::StatusOr<std::string> LoadToken(const std::string& file, const char* env, const char* flag) {
   std::string token;
   if (!file.empty()) {
     std::ifstream in(file);
     if (!in) return absl::NotFoundError(absl::StrCat("cannot read the token file ", file));
     std::getline(in, token);
-  } else if (const char* env = std::getenv("MAPD_TOKEN")) {
-    token = env;
+  } else if (const char* value = std::getenv(env)) {
+    token = value;
   }
   token = std::string(absl::StripAsciiWhitespace(token));
   if (token.empty()) {
     return absl::FailedPreconditionError(
-        "no token: give --token-file FILE or set MAPD_TOKEN (every RPC but health needs it)");
+        absl::StrCat("no token: give ", flag, " FILE or set ", env, " (every RPC but health needs one)"));
   }
   return token;
 }

@@ -15,17 +15,23 @@ namespace mapd {
 
 class TokenAuth {
  public:
-  explicit TokenAuth(std::string token) : token_(std::move(token)) {}
+  // `how_to_send`: what the caller's program takes the token from (for the error without one);
+  // `when_unset`: the answer to every call when `token` is empty (nothing is let in then).
+  explicit TokenAuth(std::string token, std::string how_to_send = "mapctl: --token or MAPD_TOKEN",
+                     std::string when_unset = "this coordinator has no token for these calls")
+      : token_(std::move(token)), how_to_send_(std::move(how_to_send)), when_unset_(std::move(when_unset)) {}
   // OK, or UNAUTHENTICATED saying what is missing (never echoing what was sent).
   grpc::Status Check(const grpc::ServerContext& context) const;
 
  private:
-  std::string token_;
+  std::string token_, how_to_send_, when_unset_;
 };
 
-// The token: the first line of `file` when given, else $MAPD_TOKEN. FAILED_PRECONDITION when
-// neither gives one (the coordinator does not run open); NOT_FOUND for a missing file.
-absl::StatusOr<std::string> LoadToken(const std::string& file);
+// The token: the first line of `file` when given, else the environment variable `env`.
+// FAILED_PRECONDITION when neither gives one (the coordinator does not run open), naming `flag`
+// and `env`; NOT_FOUND for a missing file.
+absl::StatusOr<std::string> LoadToken(const std::string& file, const char* env = "MAPD_TOKEN",
+                                      const char* flag = "--token-file");
 
 // A client's call: the bearer token, and a deadline `timeout_seconds` from now (none if <= 0).
 void AuthorizeCall(grpc::ClientContext& context, const std::string& token, double timeout_seconds);

@@ -27,7 +27,12 @@ absl::Status ServerOptions::Validate() const {
     return absl::InvalidArgumentError(absl::StrCat("--listen '", listen, "': give host:port (port 0 picks a free one)"));
   }
   if (token.empty()) return absl::FailedPreconditionError("no token: give --token-file FILE or set MAPD_TOKEN");
+  if (!worker_token.empty() && worker_token == token) {
+    return absl::InvalidArgumentError("the workers' token is the clients' token: give workers a token of their own "
+                                      "(--worker-token-file), so that no client can pose as a worker");
+  }
   if (auto st = lease.Validate(); !st.ok()) return st;
+  if (auto st = registrations.Validate(); !st.ok()) return st;
   if (auto st = dispatch_options.Validate(); !st.ok()) return st;
   if (dispatch_period_seconds <= 0) return absl::InvalidArgumentError("the dispatch period must be positive");
   if (tls_cert_file.empty() != tls_key_file.empty()) {
@@ -79,9 +84,13 @@ absl::StatusOr<std::unique_ptr<MapdServer>> MapdServer::Start(const ServerOption
   s->auth_ = std::make_unique<TokenAuth>(options.token);
   s->job_service_ = std::make_unique<JobServiceImpl>(s->jobs_.get(), s->auth_.get());
   s->planner_service_ = std::make_unique<PlannerServiceImpl>(s->auth_.get());
-  s->workers_ = std::make_unique<WorkerRegistry>(options.lease, SystemClock());
+  s->workers_ = std::make_unique<WorkerRegistry>(options.lease, SystemClock(), options.registrations);
   s->dispatcher_ = std::make_unique<Dispatcher>(s->jobs_.get(), s->workers_.get(), options.dispatch_options);
-  s->worker_service_ = std::make_unique<WorkerServiceImpl>(s->workers_.get(), s->dispatcher_.get(), s->auth_.get());
+  s->worker_auth_ = std::make_unique<TokenAuth>(
+      options.worker_token, "mapd-worker: --token-file or MAPD_WORKER_TOKEN, the coordinator's worker token",
+      "this coordinator takes no workers: start mapd with --worker-token-file (or MAPD_WORKER_TOKEN)");
+  s->worker_service_ = std::make_unique<WorkerServiceImpl>(s->workers_.get(), s->dispatcher_.get(), s->worker_auth_.get(),
+                                                           s->auth_.get());
 
   std::shared_ptr<grpc::ServerCredentials> creds = grpc::InsecureServerCredentials();
   if (!options.tls_cert_file.empty()) {

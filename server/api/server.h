@@ -29,12 +29,19 @@ struct ServerOptions {
   std::string listen = "127.0.0.1:7070";
   // The SQLite database of jobs and events (WAL mode); empty: in memory (lost on exit).
   std::string store_path;
-  // The bearer token every RPC but health must carry (required: see LoadToken).
+  // The bearer token every client RPC must carry (jobs, plans, listing workers; required: see
+  // LoadToken).
   std::string token;
+  // The bearer token workers' calls must carry (Register, Heartbeat, Report): a credential of
+  // their own, so that a client cannot pose as a worker. Empty: this coordinator takes no
+  // workers (every such call is UNAUTHENTICATED). Must differ from `token`.
+  std::string worker_token;
   // PEM files; both or neither. Without them the server speaks plaintext.
   std::string tls_cert_file, tls_key_file;
   // Workers' leases and heartbeat period (worker_registry.h).
   LeaseOptions lease;
+  // What a worker's registration may claim, and how many are kept (worker_registry.h).
+  RegistrationLimits registrations;
   // Plan each submitted job before queueing it (admission.h); off: queue every valid spec.
   bool admit = true;
   // host:port of the Prometheus /metrics endpoint (port 0: a free one); empty: no endpoint.
@@ -66,7 +73,7 @@ class MapdServer {
   MapdServer() = default;
   std::unique_ptr<JobStore> store_;
   std::unique_ptr<JobManager> jobs_;
-  std::unique_ptr<TokenAuth> auth_;
+  std::unique_ptr<TokenAuth> auth_, worker_auth_;
   std::unique_ptr<JobServiceImpl> job_service_;
   std::unique_ptr<PlannerServiceImpl> planner_service_;
   std::unique_ptr<WorkerRegistry> workers_;

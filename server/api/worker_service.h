@@ -12,9 +12,10 @@ namespace mapd {
 
 class WorkerServiceImpl final : public v1::WorkerService::Service {
  public:
-  // Everything given must outlive the service.
-  WorkerServiceImpl(WorkerRegistry* workers, Dispatcher* dispatcher, const TokenAuth* auth)
-      : workers_(workers), dispatcher_(dispatcher), auth_(auth) {}
+  // Everything given must outlive the service. Workers' calls (Register, Heartbeat, Report)
+  // are checked with `worker_auth`, the listing of workers (a client's) with `client_auth`.
+  WorkerServiceImpl(WorkerRegistry* workers, Dispatcher* dispatcher, const TokenAuth* worker_auth, const TokenAuth* client_auth)
+      : workers_(workers), dispatcher_(dispatcher), worker_auth_(worker_auth), client_auth_(client_auth) {}
 
   grpc::Status Register(grpc::ServerContext* ctx, const v1::RegisterWorkerRequest* req, v1::RegisterWorkerResponse* out) override;
   grpc::Status Heartbeat(grpc::ServerContext* ctx, const v1::HeartbeatRequest* req, v1::HeartbeatResponse* out) override;
@@ -24,7 +25,8 @@ class WorkerServiceImpl final : public v1::WorkerService::Service {
  private:
   WorkerRegistry* workers_;
   Dispatcher* dispatcher_;
-  const TokenAuth* auth_;
+  const TokenAuth* worker_auth_;
+  const TokenAuth* client_auth_;
 };
 
 }  // namespace mapd

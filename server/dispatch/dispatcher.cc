@@ -16,6 +16,9 @@ namespace mapd {
 
 namespace {
 
+// The most rank steps one report may carry (workers send theirs at least every 256, job_runner.cc).
+constexpr int kMaxStepsPerReport = 4096;
+
 // "2-3" or "2".
 std::string RankRange(const v1::RankAssignment& a) {
   if (a.ranks().empty()) return "";
@@ -499,6 +502,16 @@ absl::StatusOr<v1::ReportResponse> Dispatcher::ReportLocked(const v1::ReportRequ
     ReapLocked();
     return out;
   }
+  // Nothing of a report that no rank of this job could send is taken.
+  if (report.steps_size() > kMaxStepsPerReport) {
+    return absl::InvalidArgumentError(absl::StrCat("a report of ", report.steps_size(), " steps; workers send at most ",
+                                                   kMaxStepsPerReport, " at once"));
+  }
+  if (report.checkpoint_step() > job.spec.steps()) {
+    // No rank of this job writes such a step: a forged or broken report, not counted.
+    return absl::InvalidArgumentError(absl::StrCat("checkpoint step ", report.checkpoint_step(), " of job ", id,
+                                                   ", which trains ", job.spec.steps(), " steps"));
+  }
   if (!report.store_address().empty() && HasRankZero(part->assignment)) {
     if (auto st = CheckStoreAddress(report.store_address()); !st.ok()) return st;
     for (Part& p : job.parts) {
@@ -508,7 +521,7 @@ absl::StatusOr<v1::ReportResponse> Dispatcher::ReportLocked(const v1::ReportRequ
   const v1::RankAssignment& a = part->assignment;
   const bool was_stopping = job.stopping();
   for (const v1::RankStep& s : report.steps()) {
-    if (!job.progress.Add(s) || job.stopping()) continue;
+    if (!job.progress.Add(s, job.spec.steps()) || job.stopping()) continue;
     JobProgress p;
     p.step = s.step();
     p.loss = s.loss();
@@ -516,8 +529,9 @@ absl::StatusOr<v1::ReportResponse> Dispatcher::ReportLocked(const v1::ReportRequ
     p.peak_bytes = job.progress.worst_peak_bytes;
     Defer([this, id, p] { (void)jobs_->ReportProgress(id, p); });
   }
+  const int part_index = static_cast<int>(part - job.parts.data());
   if (report.checkpoint_step() > 0 && !job.stopping() &&
-      job.checkpoints.Written(report.checkpoint_step(), static_cast<int>(job.parts.size()))) {
+      job.checkpoints.Written(report.checkpoint_step(), part_index, static_cast<int>(job.parts.size()))) {
     const int64_t step = report.checkpoint_step();
     if (options_.checkpoint_dir.empty()) {
       Defer([this, id, step] { (void)jobs_->Note(id, absl::StrCat("checkpoint: step ", step, " committed on every worker")); });

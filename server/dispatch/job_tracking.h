@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <map>
+#include <set>
 
 #include "proto/mapd/v1/workers.pb.h"
 
@@ -19,10 +20,12 @@ struct JobProgressStats {
   double first_loss = 0, last_loss = 0;
   int64_t last_step = 0;
 
-  // Adds one rank's step; true when it is rank 0's (the job's progress).
-  bool Add(const v1::RankStep& s) {
+  // Adds one rank's step of a job of `steps` steps; true when it is rank 0's next (the job's
+  // progress). A step outside 1..steps, or one of rank 0's not after its last, is not counted.
+  bool Add(const v1::RankStep& s, int64_t steps) {
+    if (s.step() < 1 || s.step() > steps || s.peak_bytes() < 0) return false;
     worst_peak_bytes = std::max(worst_peak_bytes, s.peak_bytes());
-    if (s.rank() != 0) return false;
+    if (s.rank() != 0 || s.step() <= last_step) return false;
     if (!first_loss_seen) first_loss = s.loss(), first_loss_seen = true;
     last_step = s.step();
     last_loss = s.loss();
@@ -30,19 +33,29 @@ struct JobProgressStats {
   }
 };
 
-// Checkpoint steps: how many of the job's parts (workers) wrote each, and the last committed.
+// Checkpoint steps: which of the job's parts (workers) wrote each, and the last committed.
 class CheckpointTracker {
  public:
-  // One part's shards of `step` are written; true when that makes all `parts` parts' (once).
-  bool Written(int64_t step, int parts) { return ++written_[step] == parts; }
-  void Committed(int64_t step) { committed_ = std::max(committed_, step); }
+  // Part `part` (0 ≤ part < parts) wrote its shards of `step`; true when that makes every part's
+  // — each part counted once, however often it says so, and only for a step after the last
+  // committed (steps only move forward).
+  bool Written(int64_t step, int part, int parts) {
+    if (step <= committed_ || part < 0 || part >= parts) return false;
+    std::set<int>& by = written_[step];
+    const bool fresh = by.insert(part).second;
+    return fresh && static_cast<int>(by.size()) == parts;
+  }
+  void Committed(int64_t step) {
+    committed_ = std::max(committed_, step);
+    written_.erase(written_.begin(), written_.upper_bound(committed_));  // nothing at or before it commits again
+  }
   int64_t committed() const { return committed_; }
   // A new attempt: steps written by the earlier one no longer count (committed ones do).
   void NewAttempt() { written_.clear(); }
 
  private:
-  std::map<int64_t, int> written_;  // step → parts that wrote it
-  int64_t committed_ = 0;           // the last step committed on the shared storage
+  std::map<int64_t, std::set<int>> written_;  // step → the parts that wrote it
+  int64_t committed_ = 0;                     // the last step committed on the shared storage
 };
 
 }  // namespace mapd

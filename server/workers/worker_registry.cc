@@ -16,7 +16,19 @@ absl::Status LeaseOptions::Validate() const {
   return absl::OkStatus();
 }
 
+absl::Status RegistrationLimits::Validate() const {
+  if (max_devices_per_worker < 1 || max_device_memory_bytes < 1 || max_workers < 1 || !(lost_retention_seconds >= 0)) {
+    return absl::InvalidArgumentError(absl::StrCat("registration limits: ", max_devices_per_worker, " devices per worker, ",
+                                                   max_device_memory_bytes, " bytes per device, ", max_workers, " workers, ",
+                                                   lost_retention_seconds, " s of retention; each must be positive"));
+  }
+  return absl::OkStatus();
+}
+
 namespace {
+// Longest names a registration may carry (a DNS name; a device name like "cuda:7"; host:port).
+constexpr size_t kMaxHostname = 253, kMaxDeviceName = 64, kMaxMetricsAddress = 300;
+
 // "w-12" → 12; -1 for anything else.
 int64_t NumberOf(const std::string& id) {
   int64_t n = -1;
@@ -29,13 +41,32 @@ absl::StatusOr<v1::RegisterWorkerResponse> WorkerRegistry::Register(const v1::Re
   if (r.devices_size() == 0) {
     return absl::InvalidArgumentError(absl::StrCat("worker on '", r.hostname(), "' registers no device; give at least one (cpu or cuda:N)"));
   }
+  if (r.hostname().size() > kMaxHostname || r.metrics_address().size() > kMaxMetricsAddress) {
+    return absl::InvalidArgumentError(absl::StrCat("a registration's hostname is at most ", kMaxHostname,
+                                                   " characters and its metrics address ", kMaxMetricsAddress));
+  }
+  if (r.devices_size() > limits_.max_devices_per_worker) {
+    return absl::InvalidArgumentError(absl::StrCat("worker on '", r.hostname(), "' registers ", r.devices_size(),
+                                                   " devices; this coordinator takes at most ", limits_.max_devices_per_worker,
+                                                   " per worker (mapd --max-devices-per-worker)"));
+  }
   for (const auto& d : r.devices()) {
-    if (d.name().empty() || d.memory_bytes() <= 0) {
-      return absl::InvalidArgumentError(absl::StrCat("worker on '", r.hostname(), "': device '", d.name(), "' with ",
-                                                     d.memory_bytes(), " bytes; give a name and its memory"));
+    if (d.name().empty() || d.name().size() > kMaxDeviceName || d.memory_bytes() <= 0) {
+      return absl::InvalidArgumentError(absl::StrCat("worker on '", r.hostname(), "': a device with ", d.memory_bytes(),
+                                                     " bytes and a name of ", d.name().size(),
+                                                     " characters; give a name (at most ", kMaxDeviceName, ") and its memory"));
+    }
+    if (d.memory_bytes() > limits_.max_device_memory_bytes) {
+      return absl::InvalidArgumentError(absl::StrCat("worker on '", r.hostname(), "': device '", d.name(), "' states ",
+                                                     d.memory_bytes(), " bytes; this coordinator believes at most ",
+                                                     limits_.max_device_memory_bytes, " per device (mapd --max-device-memory)"));
     }
   }
   absl::MutexLock lock(&mu_);
+  if (static_cast<int>(workers_.size()) >= limits_.max_workers && !DropLongestLostLocked()) {
+    return absl::ResourceExhaustedError(absl::StrCat(limits_.max_workers, " workers are registered and alive, the most this "
+                                                     "coordinator keeps (mapd --max-workers); try again when one is lost"));
+  }
   const double now = clock_->NowUnixSeconds();
   v1::Worker w;
   w.set_id(absl::StrCat("w-", next_));
@@ -65,7 +96,8 @@ absl::Status WorkerRegistry::CheckSession(const std::string& id, const std::stri
 absl::Status WorkerRegistry::CheckSessionLocked(const std::string& id, const std::string& session) const {
   auto it = sessions_.find(NumberOf(id));
   if (it == sessions_.end()) return absl::NotFoundError(absl::StrCat("no worker '", id, "'; register again"));
-  if (!session.empty() && session != it->second) {
+  if (session.empty()) return absl::NotFoundError(absl::StrCat("a call as worker '", id, "' without its session; register first"));
+  if (session != it->second) {
     return absl::NotFoundError(absl::StrCat("worker id '", id, "' belongs to another registration now (the coordinator restarted?); register again"));
   }
   return absl::OkStatus();
@@ -89,13 +121,35 @@ std::vector<std::string> WorkerRegistry::ExpireLeases() {
   absl::MutexLock lock(&mu_);
   const double now = clock_->NowUnixSeconds();
   std::vector<std::string> lost;
-  for (auto& [n, w] : workers_) {
-    if (w.state() == v1::ALIVE && now - w.last_heartbeat_unix_seconds() > options_.lease_seconds) {
+  for (auto it = workers_.begin(); it != workers_.end();) {
+    v1::Worker& w = it->second;
+    const double silent = now - w.last_heartbeat_unix_seconds();
+    if (w.state() == v1::ALIVE && silent > options_.lease_seconds) {
       w.set_state(v1::LOST);
       lost.push_back(w.id());
     }
+    if (w.state() == v1::LOST && silent > options_.lease_seconds + limits_.lost_retention_seconds) {
+      sessions_.erase(it->first);
+      it = workers_.erase(it);
+    } else {
+      ++it;
+    }
   }
   return lost;
+}
+
+bool WorkerRegistry::DropLongestLostLocked() {
+  auto longest = workers_.end();
+  for (auto it = workers_.begin(); it != workers_.end(); ++it) {
+    if (it->second.state() != v1::LOST) continue;
+    if (longest == workers_.end() || it->second.last_heartbeat_unix_seconds() < longest->second.last_heartbeat_unix_seconds()) {
+      longest = it;
+    }
+  }
+  if (longest == workers_.end()) return false;
+  sessions_.erase(longest->first);
+  workers_.erase(longest);
+  return true;
 }
 
 std::vector<v1::Worker> WorkerRegistry::List() const {

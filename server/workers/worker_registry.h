@@ -25,20 +25,34 @@ struct LeaseOptions {
   absl::Status Validate() const;
 };
 
+// What a registration may claim and how many are kept (operator settings; docs/coordinator.md
+// "Security model"). A worker's devices are what jobs are placed on, so a registration stating
+// more than the operator allows is refused rather than believed.
+struct RegistrationLimits {
+  int max_devices_per_worker = 64;                        // devices one registration may list
+  int64_t max_device_memory_bytes = int64_t{4} << 40;     // memory one device may state (4 TiB)
+  int max_workers = 4096;                                 // registrations kept, alive and lost
+  double lost_retention_seconds = 3600;                   // a LOST registration is dropped after this
+  absl::Status Validate() const;
+};
+
 class WorkerRegistry {
  public:
   // `clock` must outlive the registry.
-  WorkerRegistry(const LeaseOptions& options, Clock* clock) : options_(options), clock_(clock) {}
+  WorkerRegistry(const LeaseOptions& options, Clock* clock, const RegistrationLimits& limits = {})
+      : options_(options), limits_(limits), clock_(clock) {}
 
-  // INVALID_ARGUMENT for a registration without devices or with a device of no memory.
+  // INVALID_ARGUMENT for a registration without devices, with a device of no memory, or over
+  // the limits (devices, memory per device, name lengths); RESOURCE_EXHAUSTED when
+  // `max_workers` registrations are alive (lost ones make room: the longest lost first).
   absl::StatusOr<v1::RegisterWorkerResponse> Register(const v1::RegisterWorkerRequest& request);
-  // NOT_FOUND (unknown id, or `session` not the registration's: the id now names another
-  // worker) or FAILED_PRECONDITION (LOST): register again. An empty `session` is not checked.
-  absl::StatusOr<v1::HeartbeatResponse> Heartbeat(const std::string& worker_id, const std::string& session = "");
-  // NOT_FOUND when `worker_id` is unknown or `session` is not its registration's (empty: not
-  // checked).
+  // NOT_FOUND (unknown id, or `session` missing or not the registration's: the id now names
+  // another worker) or FAILED_PRECONDITION (LOST): register again.
+  absl::StatusOr<v1::HeartbeatResponse> Heartbeat(const std::string& worker_id, const std::string& session);
+  // NOT_FOUND when `worker_id` is unknown or `session` is missing or not its registration's.
   absl::Status CheckSession(const std::string& worker_id, const std::string& session) const;
-  // Marks every worker whose lease ran out LOST; returns their ids (newly lost only).
+  // Marks every worker whose lease ran out LOST, and drops those lost longer than
+  // `lost_retention_seconds`; returns the ids newly lost.
   std::vector<std::string> ExpireLeases();
   std::vector<v1::Worker> List() const;  // by registration order
   const LeaseOptions& lease() const { return options_; }
@@ -47,7 +61,11 @@ class WorkerRegistry {
  private:
   absl::Status CheckSessionLocked(const std::string& worker_id, const std::string& session) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
+  // Drops the LOST registration lost longest (its id is never given again); false when none is.
+  bool DropLongestLostLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
   LeaseOptions options_;
+  RegistrationLimits limits_;
   Clock* clock_;
   mutable absl::Mutex mu_;
   std::map<int64_t, v1::Worker> workers_ ABSL_GUARDED_BY(mu_);  // by number

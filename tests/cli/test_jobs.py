@@ -11,13 +11,15 @@ from conftest import run_mapctl
 MAPD = os.environ.get("MAPD", "")
 MAPD_WORKER = os.environ.get("MAPD_WORKER", "")
 TOKEN = "cli-test-token"
+WORKER_TOKEN = "cli-test-worker-token"  # workers have a credential of their own
 GPT = "gpt2:layers=2,hidden=32,heads=4,vocab=64,seq=8,batch=4"
 
 
 def start_mapd(store, *flags, listen="127.0.0.1:0"):
     assert MAPD and os.path.exists(MAPD), "set MAPD to the mapd binary (ctest does)"
     proc = subprocess.Popen([MAPD, "--listen", listen, "--metrics-listen", "127.0.0.1:0", "--store", str(store), *flags],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=dict(os.environ, MAPD_TOKEN=TOKEN))
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env=dict(os.environ, MAPD_TOKEN=TOKEN, MAPD_WORKER_TOKEN=WORKER_TOKEN))
     line = proc.stdout.readline()
     assert "serving on port" in line, line + proc.stderr.read()
     return proc, int(line.split("serving on port ")[1].split()[0])
@@ -144,7 +146,8 @@ def stop_all(proc, workers):
 def start_worker(env, tmp, name, *flags):
     w = subprocess.Popen([MAPD_WORKER, "--cpu-devices", "2", "--memory-per-device", str(1 << 30), "--hostname", name,
                           "--metrics-listen", "127.0.0.1:0", "--work-dir", str(tmp / name), *flags],
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=dict(os.environ, **env))
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                         env=dict(os.environ, **env, MAPD_WORKER_TOKEN=WORKER_TOKEN))
     metrics_line = w.stdout.readline()
     assert "metrics on http://" in metrics_line, metrics_line + w.stderr.read()
     registered = w.stdout.readline()
@@ -263,7 +266,7 @@ def test_jobs_run_on_two_workers_are_cancelled_and_fail_when_a_worker_is_lost(tm
 
 def test_a_worker_offers_only_devices_it_has(tmp_path):
     """GPUs asked of a worker on a machine (or build) without them: a clear error, exit 1."""
-    env = dict(os.environ, MAPD_TOKEN=TOKEN, MAPD_ADDRESS="127.0.0.1:1")
+    env = dict(os.environ, MAPD_WORKER_TOKEN=WORKER_TOKEN, MAPD_ADDRESS="127.0.0.1:1")
     try:
         r = subprocess.run([MAPD_WORKER, "--cuda-devices", "1", "--work-dir", str(tmp_path), "--metrics-listen", ""],
                            capture_output=True, text=True, env=env, timeout=20)

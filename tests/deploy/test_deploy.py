@@ -33,7 +33,7 @@ def test_prometheus_configs_pass_promtool(tmp_path):
 
 def served_families(tmp_path):
     """The metric families a running mapd and mapd-worker declare (from their # TYPE lines)."""
-    env = dict(os.environ, MAPD_TOKEN=TOKEN)
+    env = dict(os.environ, MAPD_TOKEN=TOKEN, MAPD_WORKER_TOKEN=TOKEN + "-workers")
     mapd = subprocess.Popen([BINARIES["mapd"], "--listen", "127.0.0.1:0", "--metrics-listen", "127.0.0.1:0"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
     worker = None

@@ -3,6 +3,8 @@
 #include "server/dispatch/dispatcher.h"
 
 #include <gtest/gtest.h>
+
+#include <map>
 #include <unistd.h>
 
 #include <algorithm>
@@ -59,10 +61,12 @@ class DispatcherTest : public ::testing::Test {
       d->set_name(kind + ":" + std::to_string(i));
       d->set_memory_bytes(1 << 30);
     }
-    return workers_->Register(r)->worker_id();
+    auto registered = workers_->Register(r);
+    sessions_[registered->worker_id()] = registered->session();
+    return registered->worker_id();
   }
   v1::HeartbeatResponse Beat(const std::string& worker, std::vector<int64_t> running = {}) {
-    auto out = workers_->Heartbeat(worker);
+    auto out = workers_->Heartbeat(worker, sessions_[worker]);
     EXPECT_TRUE(out.ok());
     dispatcher_->OnHeartbeat(worker, running, &*out);
     return *out;
@@ -132,6 +136,7 @@ class DispatcherTest : public ::testing::Test {
   std::unique_ptr<WorkerRegistry> workers_;
   std::unique_ptr<Dispatcher> dispatcher_;
   std::string checkpoint_dir_;  // UseCheckpointDir's
+  std::map<std::string, std::string> sessions_;  // worker id → its registration's session
 };
 
 TEST_F(DispatcherTest, PlacesConsecutiveRanksOnTheWorkersWithMostFreeDevicesFirst) {
@@ -481,6 +486,57 @@ TEST_F(DispatcherTest, ARestartedCoordinatorResumesRunningJobsFromTheirCheckpoin
   EXPECT_EQ(hb.assignments(0).attempt(), 1);
   EXPECT_EQ(hb.assignments(0).resume_step(), 5);
   EXPECT_EQ(hb.assignments(0).checkpoint_dir(), dir + "/job-1");
+}
+
+}  // namespace
+}  // namespace mapd
+
+namespace mapd {
+namespace {
+
+TEST_F(DispatcherTest, ForgedCheckpointAndStepReportsCountForNothing) {
+  // Probes of issue 18: a report committing checkpoint step 99999999; one worker saying twice
+  // that it wrote a step of a two-worker job; a step again after it was committed; a report of
+  // 20,000 steps; steps outside the job or not after rank 0's last.
+  const std::string dir = UseCheckpointDir("dispatcher_forged");
+  const std::string w1 = AddWorker(1), w2 = AddWorker(1);
+  StartCheckpointedJob();
+  v1::ReportRequest far;
+  far.set_worker_id(w1);
+  far.set_job_id(1);
+  far.set_checkpoint_step(99999999);
+  const auto refused = dispatcher_->OnReport(far);
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(refused.status().message().find("which trains 10 steps"), std::string::npos) << refused.status();
+  ReportCheckpoint({w1, w1}, 1, 5);  // one part of two, however often
+  EXPECT_FALSE(std::filesystem::exists(dir + "/job-1/step-00000005"));
+  ReportCheckpoint({w2}, 1, 5);
+  EXPECT_TRUE(std::filesystem::exists(dir + "/job-1/step-00000005/meta.pb"));
+  const size_t events = Messages(1).size();
+  ReportCheckpoint({w1, w2}, 1, 5);  // committed already: steps only move forward
+  EXPECT_EQ(Messages(1).size(), events);
+  v1::ReportRequest flood;
+  flood.set_worker_id(w1);
+  flood.set_job_id(1);
+  for (int s = 1; s <= 20000; ++s) {
+    v1::RankStep* step = flood.add_steps();
+    step->set_rank(0);
+    step->set_step(s);
+  }
+  EXPECT_EQ(dispatcher_->OnReport(flood).status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(Messages(1).size(), events);
+  v1::ReportRequest odd;
+  odd.set_worker_id(w1);
+  odd.set_job_id(1);
+  for (int64_t s : {3, 3, 2, 11, -1, 4}) {  // 3, then a repeat, a step back, past the end, negative; 4
+    v1::RankStep* step = odd.add_steps();
+    step->set_rank(0);
+    step->set_step(s);
+    step->set_loss(static_cast<double>(s));
+  }
+  ASSERT_TRUE(dispatcher_->OnReport(odd).ok());
+  EXPECT_EQ(Messages(1).size(), events + 2);  // steps 3 and 4
+  EXPECT_EQ(jobs_->Get(1)->step(), 4);
 }
 
 }  // namespace

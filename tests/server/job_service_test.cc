@@ -319,6 +319,13 @@ TEST(ServerOptions, RefusesToRunOpenOrHalfTls) {
   o.tls_cert_file.clear();
   o.listen = "nonsense";
   EXPECT_EQ(o.Validate().code(), absl::StatusCode::kInvalidArgument);
+  o.listen = "127.0.0.1:0";
+  o.worker_token = "t";  // workers and clients sharing one credential
+  const absl::Status shared = o.Validate();
+  EXPECT_EQ(shared.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(shared.message().find("--worker-token-file"), std::string::npos) << shared;
+  o.worker_token = "w";
+  EXPECT_TRUE(o.Validate().ok());
 }
 
 }  // namespace

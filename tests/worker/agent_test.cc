@@ -23,6 +23,7 @@ namespace {
 using ::testing::HasSubstr;
 
 constexpr const char* kToken = "agent-test-token";
+constexpr const char* kWorkerToken = "agent-test-worker-token";
 
 struct Worker {
   MetricsRegistry metrics;
@@ -35,6 +36,7 @@ TEST(WorkerAgent, TwoWorkersRunAJobWhoseRanksMeetOnRankZerosStore) {
   ServerOptions o;
   o.listen = "127.0.0.1:0";
   o.token = kToken;
+  o.worker_token = kWorkerToken;
   o.lease.heartbeat_seconds = 0.1;
   o.lease.lease_seconds = 5;
   o.dispatch_period_seconds = 0.05;
@@ -47,7 +49,7 @@ TEST(WorkerAgent, TwoWorkersRunAJobWhoseRanksMeetOnRankZerosStore) {
   for (int w = 0; w < 2; ++w) {
     AgentOptions a;
     a.coordinator = "127.0.0.1:" + std::to_string((*server)->port());
-    a.token = kToken;
+    a.token = kWorkerToken;
     a.hostname = "worker-" + std::to_string(w);
     v1::Device d;
     d.set_name("cpu:0");

@@ -15,7 +15,7 @@ namespace mapd {
 
 absl::Status AgentOptions::Validate() const {
   if (coordinator.empty()) return absl::InvalidArgumentError("no coordinator: give --coordinator host:port or set MAPD_ADDRESS");
-  if (token.empty()) return absl::FailedPreconditionError("no token: give --token-file FILE or set MAPD_TOKEN (the coordinator's)");
+  if (token.empty()) return absl::FailedPreconditionError("no token: give --token-file FILE or set MAPD_WORKER_TOKEN (the coordinator's workers' token)");
   if (devices.empty()) return absl::InvalidArgumentError("no devices to offer: give --cpu-devices or --cuda-devices");
   if (metrics_retention_seconds < 0) {
     return absl::InvalidArgumentError(absl::StrCat("--metrics-retention ", metrics_retention_seconds, ": give 0 seconds or more"));

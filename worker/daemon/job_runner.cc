@@ -102,8 +102,10 @@ void JobRunner::OnStep(int rank, const v1::StepDone& d) {
     metrics_->Add("mapd_worker_collective_seconds_total", by_kind, c.seconds());
     metrics_->Add("mapd_worker_collective_bytes_total", by_kind, c.bytes());
   }
-  // Rank 0's steps are the job's progress: report them as they come; the others' ride along.
-  if (rank == 0) Send(pending_);
+  // Rank 0's steps are the job's progress: report them as they come; the others' ride along,
+  // or go on their own every 256 (a worker without rank 0; the coordinator takes at most 4096 a
+  // report).
+  if (rank == 0 || pending_.steps_size() >= 256) Send(pending_);
 }
 
 void JobRunner::OnEvent(int index, const v1::RankEvent& e) {

@@ -3,7 +3,7 @@
 // _rank` processes), reports their progress, commits their checkpoints, and serves /metrics
 // (docs/coordinator.md).
 //
-//   MAPD_TOKEN=secret mapd-worker --coordinator 127.0.0.1:7070 --cpu-devices 2
+//   MAPD_WORKER_TOKEN=secret mapd-worker --coordinator 127.0.0.1:7070 --cpu-devices 2
 #include <unistd.h>
 
 #include <csignal>
@@ -61,7 +61,8 @@ int main(int argc, char** argv) {
   o.hostname = host;
   if (const char* a = std::getenv("MAPD_ADDRESS")) o.coordinator = a;
   app.add_option("--coordinator", o.coordinator, "mapd's host:port (default $MAPD_ADDRESS)");
-  app.add_option("--token-file", token_file, "File whose first line is the coordinator's token (else $MAPD_TOKEN)");
+  app.add_option("--token-file", token_file,
+                 "File whose first line is the coordinator's workers' token — not the clients' (else $MAPD_WORKER_TOKEN)");
   mapd::DeviceOptions devices;
   app.add_option("--cpu-devices", devices.cpu_devices, "CPU ranks this worker offers (Gloo)")->capture_default_str();
   std::string cpu_memory;
@@ -87,7 +88,7 @@ int main(int argc, char** argv) {
                  "Seconds a finished job's series (job_id=...) stay on /metrics before they are dropped")
       ->capture_default_str();
   CLI11_PARSE(app, argc, argv);
-  auto token = mapd::LoadToken(token_file);
+  auto token = mapd::LoadToken(token_file, "MAPD_WORKER_TOKEN");
   if (!token.ok()) {
     std::cerr << "mapd-worker: " << token.status().message() << " [" << absl::StatusCodeToString(token.status().code()) << "]\n";
     return 1;
