@@ -58,7 +58,7 @@ step "Starting two workers: mapd-worker, 2 CPU devices each"
 WORKER_PIDS=()
 for name in worker-a worker-b; do
   "$WORKER" --cpu-devices 2 --memory-per-device 1GiB --hostname "$name" --metrics-listen 127.0.0.1:0 \
-    --token-file "$OUT/worker-token" --work-dir "$OUT/$name" > "$OUT/$name.log" 2>&1 &
+    --token-file "$OUT/worker-token" --data-root "$OUT" --work-dir "$OUT/$name" > "$OUT/$name.log" 2>&1 &
   PIDS+=($!); WORKER_PIDS+=($!)
   wait_for "$OUT/$name.log" "registered as" 's/.*\(registered as [^ ]*\).*/\1/p' > /dev/null
 done
@@ -69,7 +69,7 @@ step "The plan MAP finds for $MODEL on 4 CPU ranks with $BUDGET each"
 
 step "mapctl submit: $STEPS steps on 4 ranks, byte-level on this repository's docs, $BUDGET per rank"
 "$MAPCTL" submit "$MODEL" --ranks 4 --steps "$STEPS" --memory-per-device "$BUDGET" --device-type cpu \
-  --data "text:$OUT/corpus.txt" --lr 3e-3 --checkpoint-every 50 --name demo-gpt
+  --data "text:corpus.txt" --lr 3e-3 --checkpoint-every 50 --name demo-gpt
 
 step "mapctl watch 1   (the coordinator plans it, places 2 ranks on each worker; they train)"
 "$MAPCTL" watch 1

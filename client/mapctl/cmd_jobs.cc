@@ -161,17 +161,6 @@ absl::Status FillSpecFromYaml(const std::string& file, SubmitArgs& a) {
   return absl::OkStatus();
 }
 
-// text:FILE / tokens:FILE name files on the workers; a relative path that exists here is made
-// absolute, so workers on this machine (started elsewhere) find it.
-std::string AbsoluteDataPath(const std::string& data) {
-  const size_t colon = data.find(':');
-  if (colon == std::string::npos || data == "synthetic") return data;
-  const std::string path = data.substr(colon + 1);
-  std::error_code ec;
-  if (path.empty() || path[0] == '/' || !std::filesystem::exists(path, ec)) return data;
-  return data.substr(0, colon + 1) + std::filesystem::absolute(path, ec).string();
-}
-
 }  // namespace
 
 int RunSubmit(SubmitArgs a) {
@@ -189,6 +178,8 @@ int RunSubmit(SubmitArgs a) {
   } else {
     auto graph = LoadTrainingGraph(a.model.model, a.model.inputs, 0, 0, a.loss);
     if (!graph.ok()) return ReportError(graph.status());
+    // The coordinator takes no file paths: the model's weights travel in the graph.
+    if (auto st = InlineParameterData(*graph); !st.ok()) return ReportError(st);
     *spec.mutable_graph() = *std::move(graph);
   }
   spec.set_steps(a.steps);
@@ -207,7 +198,7 @@ int RunSubmit(SubmitArgs a) {
   }
   spec.set_optimizer(a.optimizer);
   spec.set_lr(a.lr);
-  spec.set_data(AbsoluteDataPath(a.data));
+  spec.set_data(a.data);  // text:FILE / tokens:FILE: relative to the workers' --data-root, as given
   spec.set_zero(a.zero);
   spec.set_recompute(a.recompute);
   spec.set_micro_batches(a.micro_batches);

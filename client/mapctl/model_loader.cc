@@ -78,4 +78,18 @@ absl::StatusOr<v1::Graph> LoadTrainingGraph(const std::string& model, const std:
   return WithTrainingLoss(std::move(graph), kind);
 }
 
+absl::Status InlineParameterData(v1::Graph& graph) {
+  ArchiveScope archives;  // each archive loaded once
+  for (v1::Parameter& p : *graph.mutable_parameters()) {
+    if (!p.has_data() || p.data().source().empty()) continue;
+    auto data = LoadParameterData(p);
+    if (!data.ok()) return data.status();
+    v1::DataRef* ref = p.mutable_data();
+    ref->set_inline_data(std::string(data->bytes.begin(), data->bytes.end()));
+    ref->clear_source();
+    if (data->bytes.empty()) ref->set_key("constant:inline");  // no bytes: still read inline
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace mapd::cli

@@ -21,6 +21,10 @@ absl::StatusOr<v1::Graph> LoadModel(const std::string& model, const std::vector<
 absl::StatusOr<v1::Graph> LoadTrainingGraph(const std::string& model, const std::vector<std::string>& input_specs,
                                             int64_t batch_size, int64_t seq_len, const std::string& loss);
 
+// The values of every parameter the graph reads from a TorchScript archive, carried in the graph
+// instead (DataRef.inline_data): what is sent to a coordinator names no files on this machine.
+absl::Status InlineParameterData(v1::Graph& graph);
+
 }  // namespace mapd::cli
 
 #endif  // MAPD_CLIENT_MAPCTL_MODEL_LOADER_H_

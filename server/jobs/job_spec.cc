@@ -7,8 +7,36 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "planner/profile/device_profile.h"
 
 namespace mapd {
+
+namespace {
+
+bool InCatalogue(const std::string& device_type) {
+  for (const DeviceProfile& p : DeviceCatalogue()) {
+    if (p.name == device_type) return true;
+  }
+  return false;
+}
+
+// text:FILE and tokens:FILE name a file under the workers' --data-root: relative, without '..'
+// and bounded, so that a job cannot read what the operator did not put there.
+absl::Status CheckDataFile(const std::string& data) {
+  const size_t colon = data.find(':');
+  if (colon == std::string::npos) return absl::OkStatus();
+  const std::string file = data.substr(colon + 1);
+  bool parent = false;
+  for (absl::string_view part : absl::StrSplit(file, '/')) parent = parent || part == "..";
+  if (file.empty() || file.size() > 1024 || file[0] == '/' || parent || file.find('\0') != std::string::npos) {
+    return absl::InvalidArgumentError(absl::StrCat("data '", data.substr(0, colon), ":", file.substr(0, 200),
+                                                   "': give a file relative to the workers' --data-root, without '..'"));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
 
 absl::Status ValidateJobSpec(const v1::JobSpec& s) {
   auto bad = [](auto&&... parts) { return absl::InvalidArgumentError(absl::StrCat(parts...)); };
@@ -55,6 +83,21 @@ absl::Status ValidateJobSpec(const v1::JobSpec& s) {
   const std::string& d = s.data();
   if (!d.empty() && d != "synthetic" && d.rfind("text:", 0) != 0 && d.rfind("tokens:", 0) != 0) {
     return bad("data '", d, "' is not synthetic, text:FILE or tokens:FILE");
+  }
+  if (auto st = CheckDataFile(d); !st.ok()) return st;
+  if (!s.device_type().empty() && !InCatalogue(s.device_type())) {
+    std::vector<std::string> names;
+    for (const DeviceProfile& p : DeviceCatalogue()) names.push_back(p.name);
+    return bad("device_type '", s.device_type().substr(0, 64), "' is not one of this coordinator's: ", absl::StrJoin(names, ", "),
+               " (a calibrated profile file is for mapctl on your own machine)");
+  }
+  if (s.has_graph()) {
+    for (const v1::Parameter& p : s.graph().parameters()) {
+      if (p.has_data() && !p.data().source().empty()) {
+        return bad("parameter '", p.name().substr(0, 200), "' of the submitted graph reads its values from a file: a graph "
+                   "sent to the coordinator names no files (its parameters are initialised by rule or carry their data)");
+      }
+    }
   }
   if (!s.device().empty() && s.device() != "cpu" && s.device() != "cuda") {
     return bad("device '", s.device(), "' is not cpu or cuda (the devices workers offer)");

@@ -43,6 +43,19 @@ def mapctl(env, *args, check=None):
     return run_mapctl(*args, check=check, env_extra=env)
 
 
+def test_a_torchscript_model_is_submitted_with_its_weights_and_no_file_path(coordinator, models):
+    """The coordinator takes no file paths (issue 18): `mapctl submit model.pt` sends the model's
+    weights inside the graph, and the job is admitted."""
+    tmp, env = coordinator
+    d, _ = models
+    r = mapctl(env, "submit", str(d / "nanogpt_trace_train.pt"), "--input", "idx:i64[2,16]", "--ranks", "1", "--steps", "2",
+               "-o", "json", check=0)
+    job = json.loads(r.stdout)
+    assert job["state"] == "PENDING", job
+    text = json.dumps(job)
+    assert str(d) not in text and "nanogpt_trace_train.pt" not in text.replace(job["spec"].get("name", ""), ""), text[:2000]
+
+
 def test_submit_list_get_cancel_watch_logs(coordinator):
     tmp, env = coordinator
     r = mapctl(env, "submit", GPT, "--ranks", "2", "--steps", "20", check=0)
@@ -190,16 +203,16 @@ def test_jobs_run_on_two_workers_are_cancelled_and_fail_when_a_worker_is_lost(tm
     the loss falls; a running job is cancelled; a worker killed mid-job fails its job."""
     import pathlib
     import time
-    text_file = pathlib.Path(__file__).resolve().parents[2] / "README.md"
+    repo = pathlib.Path(__file__).resolve().parents[2]  # the workers' --data-root: the job reads README.md there
     gpt = "gpt2:layers=2,hidden=32,heads=2,vocab=256,seq=16,batch=4"
     proc, port = start_mapd(tmp_path / "jobs.db", "--lease-seconds", "2", "--heartbeat-seconds", "0.25")
     coordinator_metrics = proc.stdout.readline().split("metrics on ")[1].strip()
     env = {"MAPD_ADDRESS": f"127.0.0.1:{port}", "MAPD_TOKEN": TOKEN}
     workers = []
     try:
-        workers = [start_worker(env, tmp_path, name) for name in ("alpha", "beta")]
+        workers = [start_worker(env, tmp_path, name, "--data-root", str(repo)) for name in ("alpha", "beta")]
         # 1. A job on both workers succeeds, and its loss falls.
-        mapctl(env, "submit", gpt, "--ranks", "4", "--steps", "40", "--data", f"text:{text_file}", check=0)
+        mapctl(env, "submit", gpt, "--ranks", "4", "--steps", "40", "--data", "text:README.md", check=0)
         r = mapctl(env, "watch", "1", check=None)
         assert r.returncode == 0, r.stdout + r.stderr
         events = json.loads(mapctl(env, "logs", "1", "-o", "json", check=0).stdout)

@@ -53,6 +53,20 @@ TEST(JobManager, SubmitValidatesAndQueues) {
       {[](v1::JobSpec& s) { s.set_pipeline_stages("2"), s.add_mesh(2); }, "a mesh and pipeline_stages 2"},
       {[](v1::JobSpec& s) { s.set_pipeline_stages("2"), s.set_device("cuda"); }, "pipeline_stages 2 on device cuda"},
       {[](v1::JobSpec& s) { s.set_data("s3://bucket"); }, "data 's3://bucket'"},
+      // Probes of issue 18: files named by clients.
+      {[](v1::JobSpec& s) { s.set_data("text:/etc/passwd"); }, "relative to the workers' --data-root"},
+      {[](v1::JobSpec& s) { s.set_data("text:../../../../etc/passwd"); }, "without '..'"},
+      {[](v1::JobSpec& s) { s.set_data("tokens:a/../../b"); }, "without '..'"},
+      {[](v1::JobSpec& s) { s.set_device_type("/etc/shadow"); }, "device_type '/etc/shadow' is not one of this coordinator's"},
+      {[](v1::JobSpec& s) { s.set_device_type("/dev/zero"); }, "is not one of this coordinator's: cpu,"},
+      {[](v1::JobSpec& s) { s.set_device_type("profile.json"); }, "a calibrated profile file is for mapctl"},
+      {[](v1::JobSpec& s) {
+         s.clear_model();
+         v1::Parameter* p = s.mutable_graph()->add_parameters();
+         p->set_name("w");
+         p->mutable_data()->set_source("/root/secret.pt");
+       },
+       "parameter 'w' of the submitted graph reads its values from a file"},
   };
   for (const Case& c : cases) {
     v1::JobSpec s = Spec();

@@ -1,5 +1,7 @@
 #include "worker/daemon/job_runner.h"
 
+#include "worker/daemon/job_data.h"
+
 #include <algorithm>
 #include <cstdlib>
 #include <iostream>
@@ -121,7 +123,7 @@ void JobRunner::OnEvent(int index, const v1::RankEvent& e) {
   }
 }
 
-v1::RankJob JobRunner::RankJobOf() const {
+absl::StatusOr<v1::RankJob> JobRunner::RankJobOf() const {
   const v1::RankAssignment& a = assignment_;
   v1::RankJob job;
   job.set_steps(a.steps());
@@ -131,7 +133,11 @@ v1::RankJob JobRunner::RankJobOf() const {
   // --data synthetic | text:FILE | tokens:FILE
   const size_t colon = a.data().find(':');
   job.set_data(a.data().substr(0, colon));
-  if (colon != std::string::npos) job.set_data_path(a.data().substr(colon + 1));
+  if (colon != std::string::npos) {
+    auto path = ResolveJobData(options_.data_root, a.data().substr(colon + 1));
+    if (!path.ok()) return path.status();
+    job.set_data_path(*path);
+  }
   job.set_device(!a.devices().empty() && a.devices(0).rfind("cuda:", 0) == 0 ? "cuda" : "cpu");
   job.set_memory_cap(a.memory_cap());
   job.set_timeout_seconds(options_.rank_timeout_seconds);
@@ -162,7 +168,9 @@ void JobRunner::Run() {
   std::vector<int> ranks(a.ranks().begin(), a.ranks().end());
   std::vector<const v1::RankProgram*> programs;
   for (const v1::RankProgram& p : a.programs()) programs.push_back(&p);
-  if (auto st = WriteRunDirectory(dir_, a.graph(), RankJobOf(), ranks, programs); !st.ok()) return finish(st);
+  auto job = RankJobOf();
+  if (!job.ok()) return finish(job.status());
+  if (auto st = WriteRunDirectory(dir_, a.graph(), *job, ranks, programs); !st.ok()) return finish(st);
   for (int i = 0; i < local; ++i) {
     const Labels labels = {{"job_id", std::to_string(a.job_id())}, {"rank", std::to_string(a.ranks(i))}};
     if (i < a.predicted_peak_bytes_size()) metrics_->Set("mapd_worker_predicted_peak_bytes", labels, static_cast<double>(a.predicted_peak_bytes(i)));

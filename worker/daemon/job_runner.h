@@ -19,6 +19,7 @@
 #include <string>
 #include <thread>
 
+#include "absl/status/statusor.h"
 #include "common/metrics/metrics.h"
 #include "proto/mapd/v1/rank_job.pb.h"
 #include "proto/mapd/v1/workers.pb.h"
@@ -32,6 +33,9 @@ struct JobRunnerOptions {
   // The address other machines reach this worker's ranks at (the rendezvous store rank 0 hosts,
   // Gloo's transport).
   std::string advertise_host = "127.0.0.1";
+  // Jobs' data files (text:FILE, tokens:FILE) are resolved under it and nowhere else (job_data.h);
+  // empty: jobs here train on synthetic data only.
+  std::string data_root;
 };
 
 // Sends a report to the coordinator; true when the coordinator says to stop the ranks.
@@ -58,7 +62,8 @@ class JobRunner {
   void OnEvent(int index, const v1::RankEvent& event);
   void OnStep(int rank, const v1::StepDone& step);
   void OnCheckpoint(int64_t step);
-  v1::RankJob RankJobOf() const;  // what each of this worker's ranks runs
+  // What each of this worker's ranks runs; PERMISSION_DENIED for data outside the data root.
+  absl::StatusOr<v1::RankJob> RankJobOf() const;
   void Send(v1::ReportRequest& report);
 
   v1::RankAssignment assignment_;

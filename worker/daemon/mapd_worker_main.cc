@@ -78,6 +78,9 @@ int main(int argc, char** argv) {
   app.add_option("--tls-ca", o.tls_ca_file, "PEM roots to check a TLS coordinator with (default: plaintext)");
   o.runner.work_dir = (std::filesystem::temp_directory_path() / ("mapd-worker-" + std::to_string(getpid()))).string();
   app.add_option("--work-dir", o.runner.work_dir, "Where ranks' files and checkpoints go (job-<id>/ per job)")->capture_default_str();
+  app.add_option("--data-root", o.runner.data_root,
+                 "Directory jobs' data files (text:FILE, tokens:FILE) are read from, and nothing outside it (default: none — "
+                 "jobs here train on synthetic data only)");
   o.runner.rank_program = FindRankProgram();
   app.add_option("--rank-program", o.runner.rank_program, "The mapctl that runs ranks (default: beside mapd-worker, or on PATH)")
       ->capture_default_str();
