@@ -1,5 +1,8 @@
 #include "common/file_io.h"
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -23,21 +26,46 @@ absl::StatusOr<std::string> ReadFileToString(const std::string& path) {
   return ss.str();
 }
 
+absl::Status SyncDirectory(const std::string& dir) {
+  const int fd = open(dir.empty() ? "." : dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) return absl::InternalError(absl::StrCat("cannot open directory '", dir, "': ", std::strerror(errno)));
+  const int rc = fsync(fd);
+  const int err = errno;
+  close(fd);
+  if (rc != 0) return absl::InternalError(absl::StrCat("cannot sync directory '", dir, "': ", std::strerror(err)));
+  return absl::OkStatus();
+}
+
 absl::Status WriteStringToFileAtomic(const std::string& path, const std::string& data) {
   const std::string tmp = absl::StrCat(path, ".tmp");
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) return absl::PermissionDeniedError(absl::StrCat("cannot write '", tmp, "': ", std::strerror(errno)));
-    out.write(data.data(), static_cast<std::streamsize>(data.size()));
-    out.flush();
-    if (!out) return absl::InternalError(absl::StrCat("error writing '", tmp, "'"));
+  // Written, flushed to the device, then renamed over `path` and the directory synced: after a
+  // crash the file is the old one or the whole new one (checkpoints depend on it).
+  const int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+  if (fd < 0) return absl::PermissionDeniedError(absl::StrCat("cannot write '", tmp, "': ", std::strerror(errno)));
+  size_t done = 0;
+  while (done < data.size()) {
+    const ssize_t n = write(fd, data.data() + done, data.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      const int err = errno;
+      close(fd);
+      std::remove(tmp.c_str());
+      return absl::InternalError(absl::StrCat("error writing '", tmp, "': ", std::strerror(err)));
+    }
+    done += static_cast<size_t>(n);
+  }
+  if (fsync(fd) != 0 || close(fd) != 0) {
+    const int err = errno;
+    std::remove(tmp.c_str());
+    return absl::InternalError(absl::StrCat("error writing '", tmp, "': ", std::strerror(err)));
   }
   if (std::rename(tmp.c_str(), path.c_str()) != 0) {
     const int err = errno;
     std::remove(tmp.c_str());
     return absl::InternalError(absl::StrCat("cannot rename '", tmp, "' to '", path, "': ", std::strerror(err)));
   }
-  return absl::OkStatus();
+  const size_t slash = path.rfind('/');
+  return SyncDirectory(slash == std::string::npos ? "." : (slash == 0 ? "/" : path.substr(0, slash)));
 }
 
 }  // namespace mapd

@@ -13,8 +13,13 @@ namespace mapd {
 // INTERNAL on a read error; each message names the path (and the errno text).
 absl::StatusOr<std::string> ReadFileToString(const std::string& path);
 
-// Writes PATH.tmp, then renames it over `path`: readers see the old file or the whole new one.
+// Writes PATH.tmp and flushes it to the device (fsync), renames it over `path` and syncs the
+// directory: readers — and a machine restarted after a crash — see the old file or the whole new
+// one.
 absl::Status WriteStringToFileAtomic(const std::string& path, const std::string& data);
+
+// Flushes a directory's entries (a rename into it, a new file) to the device.
+absl::Status SyncDirectory(const std::string& dir);
 
 }  // namespace mapd
 

@@ -2,6 +2,7 @@
 // SIGTERM, then shuts down gracefully (running calls get a few seconds).
 //
 //   MAPD_TOKEN=secret mapd --listen 127.0.0.1:7070 --store /var/lib/mapd/jobs.db
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <csignal>
@@ -102,6 +103,8 @@ int main(int argc, char** argv) {
                  "A lost worker's registration is dropped this long after its lease ran out")
       ->capture_default_str();
   CLI11_PARSE(app, argc, argv);
+  // The store (jobs' specs and events) and committed checkpoints are this user's alone.
+  umask(077);
   if (!config.empty() && !ApplyConfig(config, app)) return 1;
   if (auto bytes = mapd::ParseBytes(max_device_memory); !bytes.ok() || *bytes <= 0) {
     std::cerr << "mapd: --max-device-memory " << max_device_memory << ": give a size such as 80GiB or 4TiB [INVALID_ARGUMENT]\n";

@@ -24,6 +24,9 @@ absl::Status CommitCheckpointStep(const std::string& dir, const v1::CheckpointMe
   if (auto st = WriteStringToFileAtomic(final_dir + ".tmp/meta.pb", meta.SerializeAsString()); !st.ok()) return st;
   std::filesystem::rename(final_dir + ".tmp", final_dir, ec);
   if (ec) return absl::InternalError(absl::StrCat("cannot commit ", final_dir, ": ", ec.message()));
+  // The step directory's entry on the device before LATEST names it (its files were synced as
+  // they were written).
+  if (auto st = SyncDirectory(dir); !st.ok()) return st;
   return WriteStringToFileAtomic(dir + "/LATEST", std::to_string(meta.step()));
 }
 

@@ -8,8 +8,16 @@ grpc::Status ToGrpcStatus(const absl::Status& status) {
 }
 
 bool IsTransient(const grpc::Status& status) {
-  return status.error_code() == grpc::StatusCode::UNAVAILABLE || status.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED ||
-         status.error_code() == grpc::StatusCode::CANCELLED;
+  switch (status.error_code()) {
+    case grpc::StatusCode::UNAVAILABLE:
+    case grpc::StatusCode::DEADLINE_EXCEEDED:
+    case grpc::StatusCode::CANCELLED:
+    case grpc::StatusCode::RESOURCE_EXHAUSTED:
+    case grpc::StatusCode::ABORTED:
+      return true;
+    default:
+      return false;
+  }
 }
 
 absl::Status FromGrpcStatus(const grpc::Status& status) {

@@ -12,8 +12,10 @@ namespace mapd {
 grpc::Status ToGrpcStatus(const absl::Status& status);
 absl::Status FromGrpcStatus(const grpc::Status& status);
 
-// A failure worth retrying: the other side is not up (yet), did not answer in time, or shut
-// down with the call in flight (CANCELLED: a coordinator restarting).
+// A failure worth retrying: the other side is not up (yet), did not answer in time, shut down
+// with the call in flight (CANCELLED: a coordinator restarting), is busy (RESOURCE_EXHAUSTED:
+// its threads or streams all taken) or gave up on a conflict (ABORTED). A worker never ends on
+// one of these.
 bool IsTransient(const grpc::Status& status);
 
 // A handler's answer: the value into `out`, or the error.

@@ -12,15 +12,30 @@ namespace {
 
 absl::Status Invalid(const std::string& msg) { return absl::InvalidArgumentError(msg); }
 
+// Bounds on any one tensor (graphs come from clients): beyond them no device holds it, and the
+// products of its sizes (elements, bytes, FLOPs) would overflow 64 bits.
+constexpr int kMaxRank = 16;
+constexpr int64_t kMaxElements = int64_t{1} << 48;  // 256 Ti elements: 1 PiB of fp32
+
 absl::Status CheckType(const v1::TensorType& t, const std::string& what) {
   if (t.dtype() == v1::DTYPE_UNSPECIFIED || !v1::DType_IsValid(t.dtype())) {
     return Invalid(absl::StrCat(what, " has no valid dtype"));
   }
+  if (t.shape_size() > kMaxRank) {
+    return Invalid(absl::StrCat(what, " has ", t.shape_size(), " dimensions; a tensor has at most ", kMaxRank));
+  }
+  int64_t elements = 1;
   for (int64_t d : t.shape()) {
     if (d < 0) {
       return Invalid(absl::StrCat(what, " has a negative dimension in ",
                                   TensorType::FromProto(t).ToString()));
     }
+    // elements · d ≤ kMaxElements, checked without forming the product.
+    if (d > 0 && elements > kMaxElements / d) {
+      return Invalid(absl::StrCat(what, " of shape ", TensorType::FromProto(t).ToString(), " has more than 2^48 elements; ",
+                                  "no device holds it (smaller sizes)"));
+    }
+    elements *= d;
   }
   return absl::OkStatus();
 }

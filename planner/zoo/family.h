@@ -50,7 +50,7 @@ struct TransformerSizes {
 inline TransformerSizes ReadTransformerSizes(ModelOptions& o) {
   TransformerSizes s;
   s.batch = o.Size("batch");
-  s.layers = o.Size("layers");
+  s.layers = o.Layers("layers");
   s.hidden = o.Size("hidden");
   s.heads = o.Size("heads");
   s.ffn = o.SizeOr("ffn", 4 * s.hidden);

@@ -9,7 +9,7 @@ namespace {
 
 absl::Status BuildMlp(ModelOptions& o, GraphBuilder& b) {
   const int64_t batch = o.Size("batch"), in = o.Size("in"), hidden = o.Size("hidden");
-  const int64_t layers = o.Size("layers"), out = o.Size("out");
+  const int64_t layers = o.Layers("layers"), out = o.Size("out");
   const DType dtype = o.FloatDType("dtype");
   if (!o.status().ok()) return o.status();
 

@@ -84,6 +84,15 @@ int64_t ModelOptions::Size(const std::string& key) {
   return n;
 }
 
+int64_t ModelOptions::Layers(const std::string& key) {
+  const int64_t n = Size(key);
+  if (n > kMaxLayers) {
+    Fail(absl::StrCat("option ", key, "=", n, " must be between 1 and ", kMaxLayers, " layers"));
+    return 1;
+  }
+  return n;
+}
+
 int64_t ModelOptions::SizeOr(const std::string& key, int64_t auto_value) {
   const std::string* v = Find(key);
   if (v != nullptr && *v == "auto") return auto_value;

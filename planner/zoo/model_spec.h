@@ -38,6 +38,9 @@ class ModelOptions {
 
   // An integer in [1, kMaxSize].
   int64_t Size(const std::string& key);
+  // A count of repeated layers, in [1, kMaxLayers]: the graph grows with it, and a spec of a few
+  // bytes ("layers=1000000") must not make one of gigabytes.
+  int64_t Layers(const std::string& key);
   // As Size, but the value "auto" gives `auto_value` (e.g. ffn = 4*hidden when not set).
   int64_t SizeOr(const std::string& key, int64_t auto_value);
   // A positive, finite number.
@@ -54,6 +57,8 @@ class ModelOptions {
 
   // Sizes above this would overflow int64 element counts of activations (B*T*V and alike).
   static constexpr int64_t kMaxSize = int64_t{1} << 20;
+  // The deepest published transformers have 96-126 layers.
+  static constexpr int64_t kMaxLayers = 512;
 
  private:
   const std::string* Find(const std::string& key);

@@ -1,5 +1,6 @@
 #include "server/jobs/job_manager.h"
 
+#include <algorithm>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -156,6 +157,14 @@ absl::StatusOr<v1::Job> JobManager::ReportProgress(int64_t id, const JobProgress
   v1::Job job = it->second;
   job.set_step(p.step);
   job.set_loss(p.loss);
+  // A job's history holds at most about kMaxProgressEvents steps: every stride-th, the first and
+  // the last. The others only move the job's step and loss (Get, List), not its events.
+  const int64_t steps = std::max<int64_t>(1, job.spec().steps());
+  const int64_t stride = (steps + kMaxProgressEvents - 1) / kMaxProgressEvents;
+  if (p.step != 1 && p.step != steps && p.step % stride != 0) {
+    it->second = std::move(job);
+    return it->second;
+  }
   v1::JobEvent event;
   event.set_message(absl::StrCat("step ", p.step));
   event.set_step(p.step);

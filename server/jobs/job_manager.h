@@ -77,8 +77,11 @@ class JobManager {
   // An event that leaves the state as it is ("waiting for 4 devices", "checkpoint: step 10");
   // FAILED_PRECONDITION for a finished job.
   absl::StatusOr<v1::Job> Note(int64_t id, const std::string& message);
-  // A step finished (RUNNING only).
+  // A step finished (RUNNING only). The job's step and loss move every time; an event is recorded
+  // for at most about kMaxProgressEvents of its steps (every stride-th, the first and the last),
+  // so that a long job's history stays bounded.
   absl::StatusOr<v1::Job> ReportProgress(int64_t id, const JobProgress& progress);
+  static constexpr int64_t kMaxProgressEvents = 1000;
 
   // Blocks until the job has an event after `after_seq` or `timeout_seconds` pass; returns them
   // (empty on timeout). For Watch streams.

@@ -14,6 +14,10 @@ namespace mapd {
 
 namespace {
 
+// What one job may ask for (docs/coordinator.md "Security model").
+constexpr size_t kMaxName = 256, kMaxModelSpec = 1024;
+constexpr int64_t kMaxSteps = int64_t{1} << 40, kMaxRanks = 1 << 16;
+
 bool InCatalogue(const std::string& device_type) {
   for (const DeviceProfile& p : DeviceCatalogue()) {
     if (p.name == device_type) return true;
@@ -43,12 +47,22 @@ absl::Status ValidateJobSpec(const v1::JobSpec& s) {
   if (s.model().empty() == !s.has_graph()) {
     return bad("give the model as a zoo spec (model) or as a graph, not ", s.model().empty() ? "neither" : "both");
   }
-  if (s.steps() <= 0) return bad("steps is ", s.steps(), "; give a positive number of steps");
-  if (s.ranks() <= 0) return bad("ranks is ", s.ranks(), "; give how many devices to train on (> 0)");
+  if (s.name().size() > kMaxName) return bad("the job's name has ", s.name().size(), " characters; give at most ", kMaxName);
+  if (s.model().size() > kMaxModelSpec) return bad("the model spec has ", s.model().size(), " characters; give at most ", kMaxModelSpec);
+  if (s.steps() <= 0 || s.steps() > kMaxSteps) return bad("steps is ", s.steps(), "; give a number of steps from 1 to ", kMaxSteps);
+  if (s.ranks() <= 0 || s.ranks() > kMaxRanks) {
+    return bad("ranks is ", s.ranks(), "; give how many devices to train on, from 1 to ", kMaxRanks);
+  }
   if (s.mesh_size() > 0) {
+    if (s.mesh_size() > 8) return bad("mesh has ", s.mesh_size(), " axes; give at most 8");
     int64_t devices = 1;
     for (int64_t d : s.mesh()) {
       if (d < 1) return bad("mesh ", absl::StrJoin(s.mesh(), "x"), " has an axis of size ", d);
+      // The product is at most ranks at every step: it cannot wrap around.
+      if (d > s.ranks() || devices > s.ranks() / d) {
+        return bad("mesh ", absl::StrJoin(s.mesh(), "x"), " has more devices than ranks (", s.ranks(),
+                   "); make them agree or drop the mesh");
+      }
       devices *= d;
     }
     if (devices != s.ranks()) {

@@ -9,11 +9,25 @@
 #include "common/bytes.h"
 #include "common/checkpoint/checkpoint_commit.h"
 #include "common/file_io.h"
+#include "common/rpc/grpc_status.h"
 
 namespace mapd {
 namespace {
 
 using ::testing::HasSubstr;
+
+TEST(GrpcStatus, AWorkerRetriesABusyOrRestartingCoordinatorAndStopsOnlyOnRealRefusals) {
+  // Probe of issue 18: 500 idle Watch streams took the coordinator's threads, and a worker's
+  // heartbeat answered RESOURCE_EXHAUSTED made it exit for good.
+  for (grpc::StatusCode code : {grpc::StatusCode::UNAVAILABLE, grpc::StatusCode::DEADLINE_EXCEEDED, grpc::StatusCode::CANCELLED,
+                                grpc::StatusCode::RESOURCE_EXHAUSTED, grpc::StatusCode::ABORTED}) {
+    EXPECT_TRUE(mapd::IsTransient(grpc::Status(code, ""))) << code;
+  }
+  for (grpc::StatusCode code : {grpc::StatusCode::OK, grpc::StatusCode::UNAUTHENTICATED, grpc::StatusCode::PERMISSION_DENIED,
+                                grpc::StatusCode::INVALID_ARGUMENT, grpc::StatusCode::UNIMPLEMENTED, grpc::StatusCode::NOT_FOUND}) {
+    EXPECT_FALSE(mapd::IsTransient(grpc::Status(code, ""))) << code;
+  }
+}
 
 TEST(Bytes, ParsesBinaryAndDecimalUnitsInAnyCase) {
   EXPECT_EQ(*ParseBytes("80GiB"), 80LL << 30);

@@ -13,6 +13,7 @@ namespace mapd {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 v1::Graph Mlp() {
   GraphBuilder b("mlp");
@@ -108,6 +109,23 @@ TEST(Verifier, AHundredThousandNodesInReverseOrderAreRefusedNotRecursedInto) {
   EXPECT_EQ(VerifyMessage(g), "ok");
   std::reverse(g.mutable_nodes()->begin(), g.mutable_nodes()->end());
   EXPECT_THAT(VerifyMessage(g), HasSubstr("nodes must be in topological order"));
+}
+
+TEST(Verifier, TensorsBeyondAnyDeviceAreRefusedBeforeTheirSizesOverflow) {
+  // Probe of issue 18: an input of 2^40 x 2^40 (2^80 elements: its byte count wraps 64 bits)
+  // was admitted as fitting in 0-8 bytes.
+  v1::Graph g = Mlp();
+  auto* shape = g.mutable_inputs(0)->mutable_type()->mutable_shape();
+  shape->Set(0, int64_t{1} << 40);
+  shape->Set(1, int64_t{1} << 40);
+  EXPECT_THAT(VerifyMessage(g), HasSubstr("has more than 2^48 elements"));
+  v1::Graph deep = Mlp();
+  for (int i = 0; i < 20; ++i) deep.mutable_inputs(0)->mutable_type()->add_shape(1);
+  EXPECT_THAT(VerifyMessage(deep), HasSubstr("dimensions; a tensor has at most 16"));
+  // Sizes whose product is exactly the bound's neighbourhood but no more are fine to verify.
+  v1::Graph big = Mlp();
+  big.mutable_inputs(0)->mutable_type()->mutable_shape()->Set(0, int64_t{1} << 30);
+  EXPECT_THAT(VerifyMessage(big), Not(HasSubstr("2^48")));
 }
 
 TEST(Verifier, ALongCycleIsNamedByItsEnds) {

@@ -42,7 +42,14 @@ TEST(JobManager, SubmitValidatesAndQueues) {
       {[](v1::JobSpec& s) { s.set_steps(0); }, "steps is 0"},
       {[](v1::JobSpec& s) { s.set_ranks(-1); }, "ranks is -1"},
       {[](v1::JobSpec& s) { s.clear_model(); }, "not neither"},
-      {[](v1::JobSpec& s) { s.add_mesh(3); }, "mesh 3 has 3 devices but ranks is 2"},
+      {[](v1::JobSpec& s) { s.add_mesh(3); }, "mesh 3 has more devices than ranks (2)"},
+      {[](v1::JobSpec& s) { s.add_mesh(1); }, "mesh 1 has 1 devices but ranks is 2"},
+      // Probes of issue 18: sizes that overflow, names of megabytes.
+      {[](v1::JobSpec& s) { s.set_ranks(4), s.add_mesh(int64_t{1} << 32), s.add_mesh(int64_t{1} << 32); }, "has more devices than ranks (4)"},
+      {[](v1::JobSpec& s) { s.set_name(std::string(3 << 20, 'n')); }, "the job's name has 3145728 characters; give at most 256"},
+      {[](v1::JobSpec& s) { s.set_model(std::string(5000, 'g')); }, "the model spec has 5000 characters"},
+      {[](v1::JobSpec& s) { s.set_ranks(1 << 20); }, "from 1 to 65536"},
+      {[](v1::JobSpec& s) { s.set_steps(int64_t{1} << 62); }, "give a number of steps from 1 to"},
       {[](v1::JobSpec& s) { s.set_optimizer("lamb"); }, "optimizer 'lamb'"},
       {[](v1::JobSpec& s) { s.set_zero("4"); }, "zero '4'"},
       {[](v1::JobSpec& s) { s.set_micro_batches("0"); }, "micro_batches '0'"},
@@ -140,6 +147,33 @@ TEST(JobManager, ALifeAndItsHistorySurviveARestart) {
   EXPECT_EQ((*m)->Submit(Spec())->id(), 3);
   ASSERT_TRUE((*m)->Transition(id, v1::SUCCEEDED, "done").ok());
   EXPECT_EQ((*m)->Get(42).status().code(), absl::StatusCode::kNotFound);
+}
+
+TEST(JobManager, ALongJobsHistoryKeepsAboutAThousandSteps) {
+  // Probe of issue 18: one report of 20,000 steps wrote 20,000 events. A 20,000-step job reports
+  // each step: its step and loss follow every one, its history keeps every 20th.
+  auto store = NewMemoryJobStore();
+  FakeClock clock;
+  auto m = JobManager::Create(store.get(), &clock);
+  ASSERT_TRUE(m.ok()) << m.status();
+  v1::JobSpec spec = Spec();
+  spec.set_steps(20000);
+  ASSERT_TRUE((*m)->Submit(spec).ok());
+  ASSERT_TRUE((*m)->Transition(1, v1::PLANNING, "planning").ok());
+  ASSERT_TRUE((*m)->Transition(1, v1::RUNNING, "running").ok());
+  const size_t before = (*m)->Events(1)->size();
+  for (int64_t s = 1; s <= 20000; ++s) {
+    JobProgress p;
+    p.step = s;
+    p.loss = 1.0 / static_cast<double>(s);
+    auto job = (*m)->ReportProgress(1, p);
+    ASSERT_TRUE(job.ok()) << job.status();
+    ASSERT_EQ(job->step(), s);
+  }
+  EXPECT_EQ((*m)->Get(1)->step(), 20000);
+  const auto events = *(*m)->Events(1);
+  EXPECT_EQ(events.size() - before, 1001u);  // step 1, then every 20th to 20,000
+  EXPECT_EQ(events.back().step(), 20000);
 }
 
 TEST(JobManager, WatchersWakeOnNewEvents) {

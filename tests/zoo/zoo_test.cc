@@ -293,6 +293,16 @@ void ExpectInvalid(const std::string& spec, const std::string& fragment) {
   EXPECT_THAT(std::string(st.message()), HasSubstr(fragment)) << spec;
 }
 
+TEST(ZooTest, AModelWhoseTensorsNoDeviceHoldsDoesNotVerify) {
+  // Probe of issue 18: gpt2 at a million tokens by a million sequences was planned as fitting in
+  // a few bytes (its attention scores' byte count wrapped 64 bits).
+  auto proto = BuildZooModel("gpt2:seq=1048576,batch=1048576");
+  ASSERT_TRUE(proto.ok()) << proto.status();
+  auto graph = MakeVerifiedGraph(*std::move(proto));
+  ASSERT_FALSE(graph.ok());
+  EXPECT_THAT(std::string(graph.status().message()), ::testing::HasSubstr("has more than 2^48 elements"));
+}
+
 TEST(ZooTest, RejectsBadSpecsWithUsefulMessages) {
   ExpectInvalid("gpt5", "unknown zoo model 'gpt5'");
   ExpectInvalid("gpt5", "llama2-70b");  // lists the known models
@@ -301,6 +311,8 @@ TEST(ZooTest, RejectsBadSpecsWithUsefulMessages) {
   ExpectInvalid("gpt2:heads=abc", "heads=abc is not an integer");
   ExpectInvalid("gpt2:heads=abc", "zoo spec 'gpt2:heads=abc'");
   ExpectInvalid("gpt2:layers=0", "layers=0 must be between 1 and");
+  ExpectInvalid("gpt2:layers=2000", "layers=2000 must be between 1 and 512 layers");  // a 40-byte spec, a huge graph
+  ExpectInvalid("mlp:layers=100000", "layers=100000 must be between 1 and 512 layers");
   ExpectInvalid("gpt2:layers=-3", "layers=-3");
   ExpectInvalid("gpt2:seq=99999999999", "seq=99999999999");
   ExpectInvalid("gpt2:hidden=100", "hidden=100 is not divisible by heads=12");

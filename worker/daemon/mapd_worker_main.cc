@@ -4,6 +4,7 @@
 // (docs/coordinator.md).
 //
 //   MAPD_WORKER_TOKEN=secret mapd-worker --coordinator 127.0.0.1:7070 --cpu-devices 2
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <csignal>
@@ -76,8 +77,9 @@ int main(int argc, char** argv) {
                  "(default: 127.0.0.1 when the coordinator is on loopback, else --hostname)");
   app.add_option("--metrics-listen", metrics_listen, "host:port of this worker's /metrics (port 0: any; empty: none)")->capture_default_str();
   app.add_option("--tls-ca", o.tls_ca_file, "PEM roots to check a TLS coordinator with (default: plaintext)");
-  o.runner.work_dir = (std::filesystem::temp_directory_path() / ("mapd-worker-" + std::to_string(getpid()))).string();
-  app.add_option("--work-dir", o.runner.work_dir, "Where ranks' files and checkpoints go (job-<id>/ per job)")->capture_default_str();
+  app.add_option("--work-dir", o.runner.work_dir,
+                 "Where ranks' files and checkpoints go (job-<id>/ per job; default: a fresh private directory under the "
+                 "system's temporary one, mkdtemp)");
   app.add_option("--data-root", o.runner.data_root,
                  "Directory jobs' data files (text:FILE, tokens:FILE) are read from, and nothing outside it (default: none — "
                  "jobs here train on synthetic data only)");
@@ -91,6 +93,18 @@ int main(int argc, char** argv) {
                  "Seconds a finished job's series (job_id=...) stay on /metrics before they are dropped")
       ->capture_default_str();
   CLI11_PARSE(app, argc, argv);
+  // What this worker writes (run directories, checkpoint shards) is its user's alone.
+  umask(077);
+  if (o.runner.work_dir.empty()) {
+    // Not a predictable path: a directory made fresh, 0700, that no one else can have prepared.
+    std::string pattern = (std::filesystem::temp_directory_path() / "mapd-worker-XXXXXX").string();
+    if (mkdtemp(pattern.data()) == nullptr) {
+      std::cerr << "mapd-worker: cannot make a work directory under " << std::filesystem::temp_directory_path()
+                << "; give --work-dir [FAILED_PRECONDITION]\n";
+      return 1;
+    }
+    o.runner.work_dir = pattern;
+  }
   auto token = mapd::LoadToken(token_file, "MAPD_WORKER_TOKEN");
   if (!token.ok()) {
     std::cerr << "mapd-worker: " << token.status().message() << " [" << absl::StatusCodeToString(token.status().code()) << "]\n";
