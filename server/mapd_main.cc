@@ -48,7 +48,7 @@ bool ApplyConfig(const std::string& file, CLI::App& app) {
       opt = app.get_option(flag);
     } catch (const CLI::OptionNotFound&) {
       std::cerr << "mapd: --config " << file << ": unknown setting '" << key
-                << "'; settings are listen, store, token_file, worker_token_file, tls_cert, tls_key, metrics_listen, lease_seconds, heartbeat_seconds, checkpoint_dir, max_restarts, max_devices_per_worker, max_device_memory, max_workers, lost_worker_retention_seconds [INVALID_ARGUMENT]\n";
+                << "'; settings are listen, store, token_file, worker_token_file, tls_cert, tls_key, metrics_listen, lease_seconds, heartbeat_seconds, checkpoint_dir, max_restarts, max_devices_per_worker, max_device_memory, max_workers, lost_worker_retention_seconds, max_watch_streams, max_threads [INVALID_ARGUMENT]\n";
       return false;
     }
     if (opt->count() > 0 || flag == "--config") continue;  // the command line wins
@@ -97,6 +97,10 @@ int main(int argc, char** argv) {
                  "Devices one worker may register (more is refused)")->capture_default_str();
   std::string max_device_memory = "4TiB";
   app.add_option("--max-device-memory", max_device_memory, "Memory one registered device may state (more is refused)")
+      ->capture_default_str();
+  app.add_option("--max-watch-streams", o.max_watch_streams, "Watch streams (mapctl watch) open at once; more are refused")
+      ->capture_default_str();
+  app.add_option("--max-threads", o.max_threads, "Threads the gRPC server runs calls on (at least twice the watch streams)")
       ->capture_default_str();
   app.add_option("--max-workers", o.registrations.max_workers, "Worker registrations kept, alive and lost")->capture_default_str();
   app.add_option("--lost-worker-retention-seconds", o.registrations.lost_retention_seconds,

@@ -1,5 +1,7 @@
 #include "server/api/job_service.h"
 
+#include "absl/strings/str_cat.h"
+
 namespace mapd {
 
 grpc::Status JobServiceImpl::Submit(grpc::ServerContext* ctx, const v1::SubmitJobRequest* req, v1::Job* out) {
@@ -29,6 +31,15 @@ grpc::Status JobServiceImpl::Events(grpc::ServerContext* ctx, const v1::JobEvent
 grpc::Status JobServiceImpl::Watch(grpc::ServerContext* ctx, const v1::WatchJobRequest* req,
                                    grpc::ServerWriter<v1::JobEvent>* out) {
   if (auto st = auth_->Check(*ctx); !st.ok()) return st;
+  struct Slot {  // this stream's place among the open ones, given back however it ends
+    std::atomic<int>& open;
+    ~Slot() { --open; }
+  } slot{watch_streams_};
+  if (++watch_streams_ > max_watch_streams_) {
+    return grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED,
+                        absl::StrCat(max_watch_streams_, " watch streams are open, the most this coordinator serves (mapd "
+                                                         "--max-watch-streams); try again later, or poll with `mapctl get`"));
+  }
   int64_t after = req->after_seq();
   // Events as they come, in short waits so a client that goes away or a server shutting down
   // ends the stream promptly; the stream ends after the event that finishes the job.

@@ -5,6 +5,8 @@
 
 #include <grpcpp/grpcpp.h>
 
+#include <atomic>
+
 #include "absl/status/status.h"
 #include "common/rpc/auth.h"
 #include "common/rpc/grpc_status.h"
@@ -15,8 +17,11 @@ namespace mapd {
 
 class JobServiceImpl final : public v1::JobService::Service {
  public:
-  // `jobs` and `auth` must outlive the service.
-  JobServiceImpl(JobManager* jobs, const TokenAuth* auth) : jobs_(jobs), auth_(auth) {}
+  // `jobs` and `auth` must outlive the service. At most `max_watch_streams` Watch streams are
+  // open at once (each holds a server thread while it waits): one more is RESOURCE_EXHAUSTED,
+  // so that idle watchers cannot take the threads other calls need.
+  JobServiceImpl(JobManager* jobs, const TokenAuth* auth, int max_watch_streams = 64)
+      : jobs_(jobs), auth_(auth), max_watch_streams_(max_watch_streams) {}
 
   grpc::Status Submit(grpc::ServerContext* ctx, const v1::SubmitJobRequest* req, v1::Job* out) override;
   grpc::Status Get(grpc::ServerContext* ctx, const v1::GetJobRequest* req, v1::Job* out) override;
@@ -28,6 +33,8 @@ class JobServiceImpl final : public v1::JobService::Service {
  private:
   JobManager* jobs_;
   const TokenAuth* auth_;
+  const int max_watch_streams_;
+  std::atomic<int> watch_streams_{0};  // open now
 };
 
 }  // namespace mapd

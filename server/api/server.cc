@@ -33,6 +33,10 @@ absl::Status ServerOptions::Validate() const {
   }
   if (auto st = lease.Validate(); !st.ok()) return st;
   if (auto st = registrations.Validate(); !st.ok()) return st;
+  if (max_watch_streams < 1 || max_threads < 2 * max_watch_streams) {
+    return absl::InvalidArgumentError(absl::StrCat("--max-watch-streams ", max_watch_streams, " and --max-threads ", max_threads,
+                                                   ": give at least one watch stream and at least twice as many threads"));
+  }
   if (auto st = dispatch_options.Validate(); !st.ok()) return st;
   if (dispatch_period_seconds <= 0) return absl::InvalidArgumentError("the dispatch period must be positive");
   if (tls_cert_file.empty() != tls_key_file.empty()) {
@@ -82,7 +86,7 @@ absl::StatusOr<std::unique_ptr<MapdServer>> MapdServer::Start(const ServerOption
     });
   }
   s->auth_ = std::make_unique<TokenAuth>(options.token);
-  s->job_service_ = std::make_unique<JobServiceImpl>(s->jobs_.get(), s->auth_.get());
+  s->job_service_ = std::make_unique<JobServiceImpl>(s->jobs_.get(), s->auth_.get(), options.max_watch_streams);
   s->planner_service_ = std::make_unique<PlannerServiceImpl>(s->auth_.get());
   s->workers_ = std::make_unique<WorkerRegistry>(options.lease, SystemClock(), options.registrations);
   s->dispatcher_ = std::make_unique<Dispatcher>(s->jobs_.get(), s->workers_.get(), options.dispatch_options);
@@ -104,6 +108,9 @@ absl::StatusOr<std::unique_ptr<MapdServer>> MapdServer::Start(const ServerOption
   }
   grpc::EnableDefaultHealthCheckService(true);
   grpc::ServerBuilder builder;
+  grpc::ResourceQuota quota("mapd");
+  quota.SetMaxThreads(options.max_threads);
+  builder.SetResourceQuota(quota);
   builder.AddListeningPort(options.listen, creds, &s->port_);
   builder.RegisterService(s->job_service_.get());
   builder.RegisterService(s->planner_service_.get());

@@ -49,6 +49,11 @@ struct ServerOptions {
   // Running jobs on workers (dispatcher.h). Off: jobs stay queued (tests of the queue alone).
   bool dispatch = true;
   DispatchOptions dispatch_options;
+  // Watch streams open at once (job_service.h); one more is RESOURCE_EXHAUSTED.
+  int max_watch_streams = 64;
+  // The most threads the gRPC server runs calls on; with `max_watch_streams` well under it, idle
+  // watchers leave threads for every other call.
+  int max_threads = 512;
   // How often the dispatcher looks at the queue and the leases.
   double dispatch_period_seconds = 0.2;
 

@@ -196,6 +196,72 @@ TEST_F(JobServiceTest, JobsThatCouldNeverRunAreRefusedAtSubmission) {
   EXPECT_EQ(server->jobs().List().size(), 1u);
 }
 
+TEST_F(JobServiceTest, IdleWatchStreamsAreCappedAndOtherCallsAreStillServed) {
+  // Probe of issue 18: 500 idle Watch streams took every server thread; List was refused.
+  ServerOptions o;
+  o.listen = "127.0.0.1:0";
+  o.token = kToken;
+  o.dispatch = false;
+  o.max_watch_streams = 4;
+  o.max_threads = 16;
+  auto server = MapdServer::Start(o);
+  ASSERT_TRUE(server.ok()) << server.status();
+  auto jobs = v1::JobService::NewStub(Connect((*server)->port()));
+  auto submitted = (*server)->jobs().Submit(Spec());  // PENDING: its watchers wait
+  ASSERT_TRUE(submitted.ok());
+  v1::WatchJobRequest req;
+  req.set_id(submitted->id());
+  struct Watcher {
+    grpc::ClientContext ctx;
+    std::unique_ptr<grpc::ClientReader<v1::JobEvent>> reader;
+  };
+  std::vector<std::unique_ptr<Watcher>> open;
+  for (int i = 0; i < 4; ++i) {
+    auto w = std::make_unique<Watcher>();
+    Authorize(w->ctx);
+    w->reader = jobs->Watch(&w->ctx, req);
+    v1::JobEvent first;
+    ASSERT_TRUE(w->reader->Read(&first));  // the stream is open on the server
+    open.push_back(std::move(w));
+  }
+  {
+    grpc::ClientContext ctx;
+    Authorize(ctx);
+    auto reader = jobs->Watch(&ctx, req);
+    v1::JobEvent e;
+    EXPECT_FALSE(reader->Read(&e));
+    const grpc::Status st = reader->Finish();
+    EXPECT_EQ(st.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
+    EXPECT_NE(st.error_message().find("--max-watch-streams"), std::string::npos) << st.error_message();
+  }
+  for (int i = 0; i < 20; ++i) {  // other calls go on being answered
+    grpc::ClientContext ctx;
+    Authorize(ctx);
+    v1::ListJobsResponse list;
+    ASSERT_TRUE(jobs->List(&ctx, {}, &list).ok());
+    EXPECT_EQ(list.jobs_size(), 1);
+  }
+  // A watcher that leaves gives its place back.
+  open.back()->ctx.TryCancel();
+  open.pop_back();
+  bool again = false;
+  for (int attempt = 0; attempt < 50 && !again; ++attempt) {
+    grpc::ClientContext ctx;
+    Authorize(ctx);
+    auto reader = jobs->Watch(&ctx, req);
+    v1::JobEvent e;
+    again = reader->Read(&e);
+    ctx.TryCancel();
+    (void)reader->Finish();
+    if (!again) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  EXPECT_TRUE(again);
+  for (auto& w : open) w->ctx.TryCancel();
+  ServerOptions bad = o;
+  bad.max_threads = 6;  // under twice the watch streams
+  EXPECT_EQ(bad.Validate().code(), absl::StatusCode::kInvalidArgument);
+}
+
 TEST_F(JobServiceTest, WatchStreamsEventsUntilTheJobFinishes) {
   auto server = StartServer(Db());
   ASSERT_NE(server, nullptr);

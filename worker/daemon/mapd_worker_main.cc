@@ -138,9 +138,10 @@ int main(int argc, char** argv) {
     }
     exporter = *std::move(e);
     o.metrics_address = metrics_listen.substr(0, metrics_listen.rfind(':')) + ":" + std::to_string(exporter->port());
-    std::cout << "mapd-worker: metrics on http://" << o.metrics_address << "/metrics" << std::endl;
   }
-  mapd::WorkerAgent agent(o, &metrics);
+  mapd::WorkerAgent agent(o, &metrics);  // declares the job metric families
+  // Announced once every family is declared: a scrape right after the line sees them all.
+  if (exporter != nullptr) std::cout << "mapd-worker: metrics on http://" << o.metrics_address << "/metrics" << std::endl;
   g_agent = &agent;
   std::signal(SIGINT, OnSignal);
   std::signal(SIGTERM, OnSignal);
