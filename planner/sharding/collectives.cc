@@ -66,6 +66,35 @@ double CollectiveSeconds(CollectiveKind kind, int64_t group_bytes, int64_t devic
   return 0;
 }
 
+namespace {
+
+// The placement axis `a`'s group holds during a reshard from `from` to `to`, axis by axis,
+// outermost first: the axes before `a` already as `to`, `a` itself whole, those after still as
+// `from`.
+AxisPlacement DuringStep(const Placement& from, const Placement& to, size_t a, size_t b) {
+  return b < a ? to[b] : (b == a ? AxisPlacement::R() : from[b]);
+}
+
+// The collectives that turn `from` into `to` (placements of the mesh's length, each valid for
+// `type`), in the order they run: each(kind, axis, group bytes, seconds). Returns the first axis
+// whose group does not divide (DuringStep), or -1.
+template <typename Each>
+int ForEachReshardStep(const TensorType& type, const Placement& from, const Placement& to, const Cluster& cluster,
+                       const Each& each) {
+  for (size_t a = 0; a < cluster.mesh.size(); ++a) {
+    if (from[a] == to[a]) continue;
+    const int64_t elements = LocalElements(type.shape, cluster.mesh, [&](size_t b) { return DuringStep(from, to, a, b); });
+    if (elements < 0) return static_cast<int>(a);
+    if (const auto kind = AxisCollective(from[a].kind, to[a].kind)) {
+      const int64_t bytes = elements * DTypeSize(type.dtype);
+      each(*kind, static_cast<int>(a), bytes, CollectiveSeconds(*kind, bytes, cluster.mesh[a], cluster.links[a]));
+    }
+  }
+  return -1;
+}
+
+}  // namespace
+
 absl::StatusOr<Reshard> ReshardCost(const TensorType& type, const Placement& from, const Placement& to,
                                     const Cluster& cluster) {
   const int axes = cluster.num_axes();
@@ -76,22 +105,14 @@ absl::StatusOr<Reshard> ReshardCost(const TensorType& type, const Placement& fro
   if (auto s = LocalShape(type.shape, from, cluster.mesh); !s.ok()) return s.status();
   if (auto s = LocalShape(type.shape, to, cluster.mesh); !s.ok()) return s.status();
   Reshard r;
-  // Axis by axis, outermost first, tracking the placement reached so far: the bytes an axis's
-  // group handles are the tensor as sharded by the other axes at that moment.
-  Placement current = from;
-  for (int a = 0; a < axes; ++a) {
-    if (current[a] == to[a]) continue;
-    Placement others = current;
-    others[a] = AxisPlacement::R();
-    auto group_shape = LocalShape(type.shape, others, cluster.mesh);
-    if (!group_shape.ok()) return group_shape.status();
-    const int64_t bytes = NumElements(*group_shape) * DTypeSize(type.dtype);
-    if (const auto kind = AxisCollective(current[a].kind, to[a].kind)) {
-      const double s = CollectiveSeconds(*kind, bytes, cluster.mesh[a], cluster.links[a]);
-      r.collectives.push_back({*kind, a, bytes, s});
-      r.seconds += s;
-    }
-    current[a] = to[a];
+  const int failed = ForEachReshardStep(type, from, to, cluster, [&](CollectiveKind kind, int axis, int64_t bytes, double seconds) {
+    r.collectives.push_back({kind, axis, bytes, seconds});
+    r.seconds += seconds;
+  });
+  if (failed >= 0) {  // LocalShape says why
+    Placement during;
+    for (size_t b = 0; b < from.size(); ++b) during.push_back(DuringStep(from, to, static_cast<size_t>(failed), b));
+    return LocalShape(type.shape, during, cluster.mesh).status();
   }
   return r;
 }
@@ -103,20 +124,10 @@ double ReshardSeconds(const TensorType& type, const Placement& from, const Place
       LocalElements(type.shape, cluster.mesh, [&](size_t b) { return to[b]; }) < 0) {
     return -1;
   }
-  // As ReshardCost: axis a's group holds the tensor as the other axes shard it then — those
-  // before a already turned to `to`, those after still as `from`.
   double seconds = 0;
-  for (size_t a = 0; a < axes; ++a) {
-    if (from[a] == to[a]) continue;
-    const int64_t elements = LocalElements(type.shape, cluster.mesh, [&](size_t b) {
-      return b < a ? to[b] : (b == a ? AxisPlacement::R() : from[b]);
-    });
-    if (elements < 0) return -1;
-    if (const auto kind = AxisCollective(from[a].kind, to[a].kind)) {
-      seconds += CollectiveSeconds(*kind, elements * DTypeSize(type.dtype), cluster.mesh[a], cluster.links[a]);
-    }
-  }
-  return seconds;
+  const int failed =
+      ForEachReshardStep(type, from, to, cluster, [&](CollectiveKind, int, int64_t, double s) { seconds += s; });
+  return failed >= 0 ? -1 : seconds;
 }
 
 }  // namespace mapd
