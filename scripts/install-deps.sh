@@ -28,12 +28,14 @@ PACKAGES=(
   python3-grpcio python3-protobuf python3-pytest
   # torchvision's model zoo: the real-model suite (tests/import, scripts/torchvision-suite.py)
   python3-torchvision
-  # tests/deploy reads the Kubernetes manifests and Grafana provisioning
-  python3-yaml
+  # tests/deploy reads the Kubernetes manifests and Grafana provisioning, and makes TLS certificates
+  python3-yaml openssl
   # promtool checks the /metrics endpoints in the tests
   prometheus
   # C++ tests and benchmarks
   libgtest-dev libgmock-dev libbenchmark-dev
+  # the libFuzzer harnesses (fuzz/, tests/fuzz): clang with libFuzzer and its sanitizers
+  clang libfuzzer-14-dev
   # the plan report test renders the HTML in headless Chromium and reads the screenshot
   chromium python3-pil
 )

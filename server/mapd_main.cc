@@ -18,6 +18,7 @@
 #include "common/allocator.h"
 #include "common/bytes.h"
 #include "CLI/CLI.hpp"
+#include "planner/profile/device_profile.h"
 #include "server/api/server.h"
 
 namespace {
@@ -48,7 +49,7 @@ bool ApplyConfig(const std::string& file, CLI::App& app) {
       opt = app.get_option(flag);
     } catch (const CLI::OptionNotFound&) {
       std::cerr << "mapd: --config " << file << ": unknown setting '" << key
-                << "'; settings are listen, store, token_file, worker_token_file, tls_cert, tls_key, metrics_listen, lease_seconds, heartbeat_seconds, checkpoint_dir, max_restarts, max_devices_per_worker, max_device_memory, max_workers, lost_worker_retention_seconds, max_watch_streams, max_threads [INVALID_ARGUMENT]\n";
+                << "'; settings are listen, store, token_file, worker_token_file, tls_cert, tls_key, metrics_listen, lease_seconds, heartbeat_seconds, checkpoint_dir, max_restarts, max_devices_per_worker, max_device_memory, max_workers, lost_worker_retention_seconds, max_watch_streams, max_watch_streams_per_client, max_threads, max_concurrent_plans, plan_wait_seconds, job_retention_seconds, max_finished_jobs, keep_checkpoints, max_ranks, max_steps, max_graph_nodes, max_name_chars, max_model_spec_chars, max_message_bytes, device_profile_dir [INVALID_ARGUMENT]\n";
       return false;
     }
     if (opt->count() > 0 || flag == "--config") continue;  // the command line wins
@@ -93,6 +94,9 @@ int main(int argc, char** argv) {
                  "checkpoints go there and a job whose worker is lost resumes from its last one (default: none — workers keep "
                  "their own and such a job fails)");
   app.add_option("--max-restarts", o.dispatch_options.max_restarts, "Times a job may resume after lost workers")->capture_default_str();
+  app.add_option("--keep-checkpoints", o.dispatch_options.keep_checkpoints,
+                 "Committed checkpoint steps kept per job under --checkpoint-dir (older ones are deleted at each commit)")
+      ->capture_default_str();
   app.add_option("--max-devices-per-worker", o.registrations.max_devices_per_worker,
                  "Devices one worker may register (more is refused)")->capture_default_str();
   std::string max_device_memory = "4TiB";
@@ -100,11 +104,40 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--max-watch-streams", o.max_watch_streams, "Watch streams (mapctl watch) open at once; more are refused")
       ->capture_default_str();
-  app.add_option("--max-threads", o.max_threads, "Threads the gRPC server runs calls on (at least twice the watch streams)")
+  app.add_option("--max-watch-streams-per-client", o.max_watch_streams_per_client,
+                 "Watch streams one client host (address without port) may hold open; more are refused")
+      ->capture_default_str();
+  app.add_option("--max-threads", o.max_threads, "Threads the gRPC server runs its other calls on (a call finding none is RESOURCE_EXHAUSTED)")
+      ->capture_default_str();
+  app.add_option("--max-concurrent-plans", o.max_concurrent_plans,
+                 "Plan searches (submit, plan, profile) run at once; more calls wait for a place")
+      ->capture_default_str();
+  app.add_option("--plan-wait-seconds", o.plan_wait_seconds,
+                 "How long a call waits for a place among the plan searches before RESOURCE_EXHAUSTED")
+      ->capture_default_str();
+  app.add_option("--job-retention-seconds", o.retention.finished_job_seconds,
+                 "A finished job and its events are deleted this long after its last change (default 30 days)")
+      ->capture_default_str();
+  app.add_option("--max-finished-jobs", o.retention.max_finished_jobs,
+                 "Finished jobs kept; past it the longest-finished are deleted")
       ->capture_default_str();
   app.add_option("--max-workers", o.registrations.max_workers, "Worker registrations kept, alive and lost")->capture_default_str();
   app.add_option("--lost-worker-retention-seconds", o.registrations.lost_retention_seconds,
                  "A lost worker's registration is dropped this long after its lease ran out")
+      ->capture_default_str();
+  app.add_option("--max-ranks", o.spec_limits.max_ranks, "Ranks (devices) one job may ask for")->capture_default_str();
+  app.add_option("--max-steps", o.spec_limits.max_steps, "Steps one job may ask for")->capture_default_str();
+  app.add_option("--max-graph-nodes", o.spec_limits.max_graph_nodes,
+                 "Nodes (and parameters, and inputs) a submitted graph may have")
+      ->capture_default_str();
+  app.add_option("--max-name-chars", o.spec_limits.max_name_chars, "Characters of a job's name")->capture_default_str();
+  app.add_option("--max-model-spec-chars", o.spec_limits.max_model_spec_chars, "Characters of a zoo model spec")
+      ->capture_default_str();
+  std::string device_profile_dir;
+  app.add_option("--device-profile-dir", device_profile_dir,
+                 "Device profiles (mapctl calibrate's JSON files) jobs may name as device_type, beside the catalogue's");
+  std::string max_message = "256MiB";
+  app.add_option("--max-message-bytes", max_message, "The largest request read (a submitted graph with its weights inline)")
       ->capture_default_str();
   CLI11_PARSE(app, argc, argv);
   // The store (jobs' specs and events) and committed checkpoints are this user's alone.
@@ -115,6 +148,18 @@ int main(int argc, char** argv) {
     return 1;
   } else {
     o.registrations.max_device_memory_bytes = *bytes;
+  }
+  if (!device_profile_dir.empty()) {
+    if (auto st = mapd::AddOperatorProfiles(device_profile_dir); !st.ok()) {
+      std::cerr << "mapd: " << st << "\n";
+      return 1;
+    }
+  }
+  if (auto bytes = mapd::ParseBytes(max_message); !bytes.ok() || *bytes <= 0) {
+    std::cerr << "mapd: --max-message-bytes " << max_message << ": give a size such as 256MiB [INVALID_ARGUMENT]\n";
+    return 1;
+  } else {
+    o.max_message_bytes = *bytes;
   }
   if (!o.dispatch_options.checkpoint_dir.empty()) {
     std::error_code ec;

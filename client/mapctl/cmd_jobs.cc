@@ -5,11 +5,14 @@
 #include <unistd.h>
 #include <yaml-cpp/yaml.h>
 
+#include <algorithm>
+#include <chrono>
 #include <cstdlib>
 #include <ctime>
 #include <filesystem>
 #include <functional>
 #include <iostream>
+#include <thread>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -61,16 +64,30 @@ absl::StatusOr<Client> Connect(const JobArgs& a) {
   if (c.token.empty()) return absl::FailedPreconditionError("no token: give --token or set MAPD_TOKEN (the coordinator's)");
   auto creds = ClientCredentials(a.tls_ca);
   if (!creds.ok()) return creds.status();
-  auto channel = grpc::CreateChannel(address, *creds);
+  grpc::ChannelArguments args;
+  args.SetMaxReceiveMessageSize(256 << 20);  // Get answers a submitted graph whole, weights included
+  auto channel = grpc::CreateCustomChannel(address, *creds, args);
   c.stub = v1::JobService::NewStub(channel);
   c.workers = v1::WorkerService::NewStub(channel);
   return c;
 }
 
+// RESOURCE_EXHAUSTED is the coordinator refusing a call before doing anything (its threads or
+// plan searches all busy), so any call — a Submit too — is tried again: after 0.2 s, doubling
+// to 5 s, for about a minute in all.
 absl::Status Client::Call(const std::string& what, const std::function<grpc::Status(grpc::ClientContext*)>& rpc) const {
-  grpc::ClientContext ctx;
-  Prepare(ctx);
-  return FromGrpc(rpc(&ctx), what);
+  double wait = 0.2, waited = 0;
+  for (;;) {
+    grpc::ClientContext ctx;
+    Prepare(ctx);
+    const grpc::Status st = rpc(&ctx);
+    if (st.error_code() != grpc::StatusCode::RESOURCE_EXHAUSTED || waited >= 60) return FromGrpc(st, what);
+    std::cerr << "mapctl " << what << ": the coordinator is busy (" << st.error_message() << "); trying again in "
+              << wait << " s\n";
+    std::this_thread::sleep_for(std::chrono::duration<double>(wait));
+    waited += wait;
+    wait = std::min(wait * 2, 5.0);
+  }
 }
 
 absl::StatusOr<v1::Job> GetJob(const Client& client, int64_t id, const std::string& what) {
@@ -228,10 +245,17 @@ int RunSubmit(SubmitArgs a) {
 int RunJobs(const JobArgs& a) {
   auto client = Connect(a);
   if (!client.ok()) return ReportError(client.status());
-  v1::ListJobsResponse out;
-  if (auto st = client->Call("jobs", [&](grpc::ClientContext* ctx) { return client->stub->List(ctx, {}, &out); }); !st.ok()) {
-    return ReportError(st);
-  }
+  v1::ListJobsResponse out;  // every page's jobs
+  v1::ListJobsRequest req;
+  req.set_page_size(1000);
+  do {
+    v1::ListJobsResponse page;
+    if (auto st = client->Call("jobs", [&](grpc::ClientContext* ctx) { return client->stub->List(ctx, req, &page); }); !st.ok()) {
+      return ReportError(st);
+    }
+    for (v1::Job& job : *page.mutable_jobs()) *out.add_jobs() = std::move(job);
+    req.set_page_token(page.next_page_token());
+  } while (!req.page_token().empty());
   if (a.format == "json") {
     nlohmann::json j = nlohmann::json::array();
     for (const v1::Job& job : out.jobs()) {

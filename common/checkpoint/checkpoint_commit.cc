@@ -1,8 +1,10 @@
 #include "common/checkpoint/checkpoint_commit.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -16,7 +18,7 @@ std::string CheckpointStepDir(const std::string& dir, int64_t step) {
   return absl::StrCat(dir, "/", name);
 }
 
-absl::Status CommitCheckpointStep(const std::string& dir, const v1::CheckpointMeta& meta) {
+absl::Status CommitCheckpointStep(const std::string& dir, const v1::CheckpointMeta& meta, int keep_steps) {
   const std::string final_dir = CheckpointStepDir(dir, meta.step());
   std::error_code ec;
   std::filesystem::remove_all(final_dir, ec);
@@ -27,7 +29,41 @@ absl::Status CommitCheckpointStep(const std::string& dir, const v1::CheckpointMe
   // The step directory's entry on the device before LATEST names it (its files were synced as
   // they were written).
   if (auto st = SyncDirectory(dir); !st.ok()) return st;
-  return WriteStringToFileAtomic(dir + "/LATEST", std::to_string(meta.step()));
+  if (auto st = WriteStringToFileAtomic(dir + "/LATEST", std::to_string(meta.step())); !st.ok()) return st;
+  if (keep_steps > 0) {
+    // The commit stands whatever happens here: a step that could not be deleted costs space, not
+    // correctness, and the next commit tries again.
+    if (auto st = PruneCheckpointSteps(dir, meta.step(), keep_steps); !st.ok()) {
+      std::fprintf(stderr, "checkpoint %s: %s\n", dir.c_str(), std::string(st.message()).c_str());
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status PruneCheckpointSteps(const std::string& dir, int64_t latest, int keep_steps) {
+  std::vector<int64_t> committed;
+  std::vector<std::string> abandoned;
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
+    const std::string name = entry.path().filename().string();
+    long long step = 0;
+    int used = 0;
+    if (std::sscanf(name.c_str(), "step-%lld%n", &step, &used) != 1 || name.rfind("step-", 0) != 0) continue;
+    const std::string rest = name.substr(static_cast<size_t>(used));
+    if (rest.empty() && step <= latest) committed.push_back(step);
+    if (rest == ".tmp" && step < latest) abandoned.push_back(entry.path().string());
+  }
+  if (ec) return absl::InternalError(absl::StrCat("cannot list ", dir, ": ", ec.message()));
+  std::sort(committed.begin(), committed.end());
+  std::vector<std::string> doomed = abandoned;
+  for (size_t i = 0; i + static_cast<size_t>(keep_steps) < committed.size(); ++i) {
+    if (committed[i] != latest) doomed.push_back(CheckpointStepDir(dir, committed[i]));
+  }
+  for (const std::string& path : doomed) {
+    std::filesystem::remove_all(path, ec);
+    if (ec) return absl::InternalError(absl::StrCat("cannot delete the superseded checkpoint ", path, ": ", ec.message()));
+  }
+  return absl::OkStatus();
 }
 
 v1::CheckpointMeta CheckpointMetaFor(int64_t step, int world, const std::vector<int64_t>& mesh, const std::string& plan) {

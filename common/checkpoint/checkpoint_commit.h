@@ -18,8 +18,15 @@ namespace mapd {
 // The directory of a checkpoint step ("DIR/step-00000010"); ".tmp" appended while uncommitted.
 std::string CheckpointStepDir(const std::string& dir, int64_t step);
 
-// Commits step `meta.step()` under `dir` (the ranks' shards are in its .tmp directory).
-absl::Status CommitCheckpointStep(const std::string& dir, const v1::CheckpointMeta& meta);
+// Commits step `meta.step()` under `dir` (the ranks' shards are in its .tmp directory), then
+// keeps the newest `keep_steps` committed steps (0: every one; PruneCheckpointSteps). A step is
+// deleted only once a newer one is committed and named by LATEST.
+absl::Status CommitCheckpointStep(const std::string& dir, const v1::CheckpointMeta& meta, int keep_steps = 0);
+
+// Under `dir`, whose LATEST names step `latest`: deletes committed steps older than the newest
+// `keep_steps` (>= 1), and the uncommitted (.tmp) directories of steps before `latest` — writes
+// abandoned when a later step committed first. Steps after `latest` are never touched.
+absl::Status PruneCheckpointSteps(const std::string& dir, int64_t latest, int keep_steps);
 
 // The metadata a run commits with each step: the steps done, its world, mesh and plan (in words).
 v1::CheckpointMeta CheckpointMetaFor(int64_t step, int world, const std::vector<int64_t>& mesh, const std::string& plan);

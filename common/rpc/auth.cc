@@ -21,7 +21,7 @@ bool SameSecret(const std::string& a, const std::string& b) {
 
 }  // namespace
 
-grpc::Status TokenAuth::Check(const grpc::ServerContext& context) const {
+grpc::Status TokenAuth::Check(const grpc::ServerContextBase& context) const {
   if (token_.empty()) return grpc::Status(grpc::StatusCode::UNAUTHENTICATED, when_unset_);
   const auto& md = context.client_metadata();
   auto it = md.find("authorization");

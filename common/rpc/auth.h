@@ -21,7 +21,7 @@ class TokenAuth {
                      std::string when_unset = "this coordinator has no token for these calls")
       : token_(std::move(token)), how_to_send_(std::move(how_to_send)), when_unset_(std::move(when_unset)) {}
   // OK, or UNAUTHENTICATED saying what is missing (never echoing what was sent).
-  grpc::Status Check(const grpc::ServerContext& context) const;
+  grpc::Status Check(const grpc::ServerContextBase& context) const;  // sync and callback calls alike
 
  private:
   std::string token_, how_to_send_, when_unset_;

@@ -1,6 +1,7 @@
 #include "planner/ir/graph.h"
 
 #include <algorithm>
+#include <limits>
 #include <map>
 
 #include "absl/strings/str_cat.h"
@@ -87,21 +88,23 @@ const v1::Parameter* Graph::FindParameter(const std::string& name) const {
   return it == param_by_name_.end() ? nullptr : &proto_->parameters(it->second);
 }
 
-int64_t Graph::NumTrainableParameters() const {
+namespace {
+// The sum of the parameters' elements (`trainable_only`: of trainable ones), saturating at
+// INT64_MAX: each tensor is verified to hold at most 2^48 elements, but a graph may list many.
+int64_t SumParameterElements(const v1::Graph& g, bool trainable_only) {
   int64_t n = 0;
-  for (const auto& par : proto_->parameters()) {
-    if (par.trainable()) n += NumElements(Shape(par.type().shape().begin(), par.type().shape().end()));
+  for (const auto& par : g.parameters()) {
+    if (trainable_only && !par.trainable()) continue;
+    const int64_t elements = NumElements(Shape(par.type().shape().begin(), par.type().shape().end()));
+    if (__builtin_add_overflow(n, elements, &n)) return std::numeric_limits<int64_t>::max();
   }
   return n;
 }
+}  // namespace
 
-int64_t Graph::NumParameterElements() const {
-  int64_t n = 0;
-  for (const auto& par : proto_->parameters()) {
-    n += NumElements(Shape(par.type().shape().begin(), par.type().shape().end()));
-  }
-  return n;
-}
+int64_t Graph::NumTrainableParameters() const { return SumParameterElements(*proto_, true); }
+
+int64_t Graph::NumParameterElements() const { return SumParameterElements(*proto_, false); }
 
 std::vector<std::pair<std::string, int>> Graph::OpCounts() const {
   std::map<std::string, int> counts;

@@ -1,5 +1,9 @@
 #include "planner/profile/device_profile.h"
 
+#include <algorithm>
+#include <deque>
+#include <filesystem>
+
 #include <nlohmann/json.hpp>
 
 #include "absl/strings/str_cat.h"
@@ -79,10 +83,55 @@ absl::StatusOr<DeviceProfile> DeviceProfile::FromJson(const std::string& json) {
   return p;
 }
 
-absl::StatusOr<DeviceProfile> LoadDeviceProfile(const std::string& name_or_path) {
-  for (const auto& p : DeviceCatalogue()) {
-    if (p.name == name_or_path) return p;
+namespace {
+// The operator's profiles: written by AddOperatorProfiles at startup, read after; a deque so that
+// pointers handed out stay valid.
+std::deque<DeviceProfile>& OperatorProfiles() {
+  static auto* profiles = new std::deque<DeviceProfile>();
+  return *profiles;
+}
+}  // namespace
+
+absl::Status AddOperatorProfiles(const std::string& dir) {
+  std::error_code ec;
+  std::vector<std::filesystem::path> files;
+  for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
+    if (entry.path().extension() == ".json" && entry.is_regular_file()) files.push_back(entry.path());
   }
+  if (ec) return absl::NotFoundError(absl::StrCat("--device-profile-dir ", dir, ": ", ec.message()));
+  std::sort(files.begin(), files.end());
+  for (const auto& file : files) {
+    auto text = ReadFileToString(file.string());
+    if (!text.ok()) return text.status();
+    auto profile = DeviceProfile::FromJson(*text);
+    if (!profile.ok()) return absl::InvalidArgumentError(absl::StrCat(file.string(), ": ", profile.status().message()));
+    if (FindDeviceProfile(profile->name) != nullptr) {
+      return absl::InvalidArgumentError(absl::StrCat(file.string(), ": a device profile named '", profile->name,
+                                                     "' is already known; give it a name of its own"));
+    }
+    OperatorProfiles().push_back(*std::move(profile));
+  }
+  return absl::OkStatus();
+}
+
+std::vector<DeviceProfile> KnownDeviceProfiles() {
+  std::vector<DeviceProfile> all = DeviceCatalogue();
+  all.insert(all.end(), OperatorProfiles().begin(), OperatorProfiles().end());
+  return all;
+}
+
+const DeviceProfile* FindDeviceProfile(const std::string& name) {
+  for (const auto& p : DeviceCatalogue()) {
+    if (p.name == name) return &p;
+  }
+  for (const auto& p : OperatorProfiles()) {
+    if (p.name == name) return &p;
+  }
+  return nullptr;
+}
+
+absl::StatusOr<DeviceProfile> LoadDeviceProfile(const std::string& name_or_path) {
+  if (const DeviceProfile* known = FindDeviceProfile(name_or_path)) return *known;
   if (name_or_path.find('/') != std::string::npos || name_or_path.find(".json") != std::string::npos) {
     auto text = ReadFileToString(name_or_path);
     if (!text.ok()) return text.status();
@@ -91,7 +140,7 @@ absl::StatusOr<DeviceProfile> LoadDeviceProfile(const std::string& name_or_path)
     return p;
   }
   std::vector<std::string> names;
-  for (const auto& p : DeviceCatalogue()) names.push_back(p.name);
+  for (const auto& p : KnownDeviceProfiles()) names.push_back(p.name);
   return absl::InvalidArgumentError(absl::StrCat("unknown device type '", name_or_path, "': use one of ",
                                                  absl::StrJoin(names, ", "),
                                                  " or a JSON profile written by `mapctl calibrate`"));

@@ -33,7 +33,18 @@ struct DeviceProfile {
 
 // The built-in catalogue: cpu, a100-40g, a100-80g, h100-80g, h200-141g.
 const std::vector<DeviceProfile>& DeviceCatalogue();
-// A catalogue name, or a path to a JSON profile written by `mapctl calibrate`.
+
+// Profiles an operator adds to the catalogue (mapd --device-profile-dir): every *.json file in
+// `dir` (as `mapctl calibrate` writes them), known by its `name`. Called once at startup, before
+// any lookup; INVALID_ARGUMENT naming the file for one that does not parse or reuses a name.
+absl::Status AddOperatorProfiles(const std::string& dir);
+// Every profile a name may select: the catalogue's, then the operator's.
+std::vector<DeviceProfile> KnownDeviceProfiles();
+// The catalogue's or the operator's profile of that name — a name only, never a path (what a
+// coordinator's client may select); nullptr for none.
+const DeviceProfile* FindDeviceProfile(const std::string& name);
+
+// A known profile's name, or a path to a JSON profile written by `mapctl calibrate`.
 absl::StatusOr<DeviceProfile> LoadDeviceProfile(const std::string& name_or_path);
 
 }  // namespace mapd

@@ -1,11 +1,14 @@
 #include "server/api/job_service.h"
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 
 namespace mapd {
 
 grpc::Status JobServiceImpl::Submit(grpc::ServerContext* ctx, const v1::SubmitJobRequest* req, v1::Job* out) {
   if (auto st = auth_->Check(*ctx); !st.ok()) return st;
+  auto ticket = plans_->Enter(absl::FromChrono(ctx->deadline()));
+  if (!ticket.ok()) return ToGrpcStatus(ticket.status());
   return Reply(jobs_->Submit(req->spec()), out);
 }
 
@@ -14,9 +17,21 @@ grpc::Status JobServiceImpl::Get(grpc::ServerContext* ctx, const v1::GetJobReque
   return Reply(jobs_->Get(req->id()), out);
 }
 
-grpc::Status JobServiceImpl::List(grpc::ServerContext* ctx, const v1::ListJobsRequest*, v1::ListJobsResponse* out) {
+grpc::Status JobServiceImpl::List(grpc::ServerContext* ctx, const v1::ListJobsRequest* req, v1::ListJobsResponse* out) {
   if (auto st = auth_->Check(*ctx); !st.ok()) return st;
-  for (const v1::Job& job : jobs_->List()) *out->add_jobs() = job;
+  constexpr int kDefaultPage = 100, kMaxPage = 1000;
+  if (req->page_size() < 0 || req->page_size() > kMaxPage) {
+    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                        absl::StrCat("page_size ", req->page_size(), ": give 1..", kMaxPage, " (0 for ", kDefaultPage, ")"));
+  }
+  int64_t after_id = 0;
+  if (!req->page_token().empty() && (!absl::SimpleAtoi(req->page_token(), &after_id) || after_id < 0)) {
+    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                        "page_token: give the next_page_token of the previous page, or none for the first");
+  }
+  JobManager::Page page = jobs_->ListPage(after_id, req->page_size() == 0 ? kDefaultPage : req->page_size());
+  for (v1::Job& job : page.jobs) *out->add_jobs() = std::move(job);
+  if (page.more) out->set_next_page_token(std::to_string(out->jobs(out->jobs_size() - 1).id()));
   return grpc::Status::OK;
 }
 
@@ -28,35 +43,12 @@ grpc::Status JobServiceImpl::Events(grpc::ServerContext* ctx, const v1::JobEvent
   return grpc::Status::OK;
 }
 
-grpc::Status JobServiceImpl::Watch(grpc::ServerContext* ctx, const v1::WatchJobRequest* req,
-                                   grpc::ServerWriter<v1::JobEvent>* out) {
-  if (auto st = auth_->Check(*ctx); !st.ok()) return st;
-  struct Slot {  // this stream's place among the open ones, given back however it ends
-    std::atomic<int>& open;
-    ~Slot() { --open; }
-  } slot{watch_streams_};
-  if (++watch_streams_ > max_watch_streams_) {
-    return grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED,
-                        absl::StrCat(max_watch_streams_, " watch streams are open, the most this coordinator serves (mapd "
-                                                         "--max-watch-streams); try again later, or poll with `mapctl get`"));
-  }
-  int64_t after = req->after_seq();
-  // Events as they come, in short waits so a client that goes away or a server shutting down
-  // ends the stream promptly; the stream ends after the event that finishes the job.
-  while (!ctx->IsCancelled()) {
-    auto events = jobs_->WaitForEvents(req->id(), after, 0.5);
-    if (!events.ok()) return ToGrpcStatus(events.status());
-    for (const v1::JobEvent& e : *events) {
-      if (!out->Write(e)) return grpc::Status(grpc::StatusCode::CANCELLED, "the watcher went away");
-      after = e.seq();
-      if (IsFinished(e.state())) return grpc::Status::OK;
-    }
-    if (events->empty()) {
-      auto job = jobs_->Get(req->id());
-      if (job.ok() && IsFinished(job->state())) return grpc::Status::OK;  // finished before the watch began
-    }
-  }
-  return grpc::Status(grpc::StatusCode::CANCELLED, "the watch was cancelled");
+grpc::ServerWriteReactor<v1::JobEvent>* JobServiceImpl::Watch(grpc::CallbackServerContext* ctx,
+                                                              const v1::WatchJobRequest* req) {
+  if (auto st = auth_->Check(*ctx); !st.ok()) return RefusedWatch(st);
+  auto slot = watch_limits_.Acquire(ctx->peer());
+  if (!slot.ok()) return RefusedWatch(ToGrpcStatus(slot.status()));
+  return new WatchStream(jobs_, req->id(), req->after_seq(), *std::move(slot));
 }
 
 grpc::Status JobServiceImpl::Cancel(grpc::ServerContext* ctx, const v1::CancelJobRequest* req, v1::Job* out) {

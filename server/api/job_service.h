@@ -5,36 +5,39 @@
 
 #include <grpcpp/grpcpp.h>
 
-#include <atomic>
-
 #include "absl/status/status.h"
 #include "common/rpc/auth.h"
 #include "common/rpc/grpc_status.h"
 #include "proto/mapd/v1/job_service.grpc.pb.h"
+#include "server/api/plan_gate.h"
+#include "server/api/watch_stream.h"
 #include "server/jobs/job_manager.h"
 
 namespace mapd {
 
-class JobServiceImpl final : public v1::JobService::Service {
+// Watch is a callback stream (watch_stream.h: it holds no thread while it waits); the others are
+// sync calls on the server's bounded thread pool.
+class JobServiceImpl final : public v1::JobService::WithCallbackMethod_Watch<v1::JobService::Service> {
  public:
-  // `jobs` and `auth` must outlive the service. At most `max_watch_streams` Watch streams are
-  // open at once (each holds a server thread while it waits): one more is RESOURCE_EXHAUSTED,
-  // so that idle watchers cannot take the threads other calls need.
-  JobServiceImpl(JobManager* jobs, const TokenAuth* auth, int max_watch_streams = 64)
-      : jobs_(jobs), auth_(auth), max_watch_streams_(max_watch_streams) {}
+  // `jobs`, `auth` and `plans` must outlive the service; a Submit's admission holds a place of
+  // `plans`. At most `max_watch_streams` Watch streams are open at once,
+  // `max_watch_streams_per_client` from one client host: one more is RESOURCE_EXHAUSTED.
+  JobServiceImpl(JobManager* jobs, const TokenAuth* auth, PlanGate* plans, int max_watch_streams,
+                 int max_watch_streams_per_client)
+      : jobs_(jobs), auth_(auth), plans_(plans), watch_limits_(max_watch_streams, max_watch_streams_per_client) {}
 
   grpc::Status Submit(grpc::ServerContext* ctx, const v1::SubmitJobRequest* req, v1::Job* out) override;
   grpc::Status Get(grpc::ServerContext* ctx, const v1::GetJobRequest* req, v1::Job* out) override;
   grpc::Status List(grpc::ServerContext* ctx, const v1::ListJobsRequest* req, v1::ListJobsResponse* out) override;
-  grpc::Status Watch(grpc::ServerContext* ctx, const v1::WatchJobRequest* req, grpc::ServerWriter<v1::JobEvent>* out) override;
+  grpc::ServerWriteReactor<v1::JobEvent>* Watch(grpc::CallbackServerContext* ctx, const v1::WatchJobRequest* req) override;
   grpc::Status Events(grpc::ServerContext* ctx, const v1::JobEventsRequest* req, v1::JobEventsResponse* out) override;
   grpc::Status Cancel(grpc::ServerContext* ctx, const v1::CancelJobRequest* req, v1::Job* out) override;
 
  private:
   JobManager* jobs_;
   const TokenAuth* auth_;
-  const int max_watch_streams_;
-  std::atomic<int> watch_streams_{0};  // open now
+  PlanGate* plans_;
+  WatchLimits watch_limits_;
 };
 
 }  // namespace mapd

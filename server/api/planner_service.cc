@@ -17,9 +17,9 @@ struct Prepared {
   PlannerOptions options;
 };
 
-absl::StatusOr<Prepared> Prepare(v1::JobSpec spec) {
+absl::StatusOr<Prepared> Prepare(v1::JobSpec spec, const SpecLimits& limits) {
   if (spec.steps() == 0) spec.set_steps(1);
-  if (auto st = ValidateJobSpec(spec); !st.ok()) return st;
+  if (auto st = ValidateJobSpec(spec, limits); !st.ok()) return st;
   spec = WithDefaults(std::move(spec));
   auto graph = BuildJobGraph(spec);
   if (!graph.ok()) return graph.status();
@@ -28,8 +28,8 @@ absl::StatusOr<Prepared> Prepare(v1::JobSpec spec) {
   return Prepared{std::move(spec), *std::move(graph), request->planner};
 }
 
-absl::StatusOr<v1::ProfileResponse> ProfileSpec(const v1::JobSpec& request) {
-  auto p = Prepare(request);
+absl::StatusOr<v1::ProfileResponse> ProfileSpec(const v1::JobSpec& request, const SpecLimits& limits) {
+  auto p = Prepare(request, limits);
   if (!p.ok()) return p.status();
   auto device = LoadDeviceProfile(p->spec.device_type());
   if (!device.ok()) return device.status();
@@ -50,8 +50,8 @@ absl::StatusOr<v1::ProfileResponse> ProfileSpec(const v1::JobSpec& request) {
   return out;
 }
 
-absl::StatusOr<v1::PlanResponse> PlanSpec(const v1::JobSpec& request) {
-  auto p = Prepare(request);
+absl::StatusOr<v1::PlanResponse> PlanSpec(const v1::JobSpec& request, const SpecLimits& limits) {
+  auto p = Prepare(request, limits);
   if (!p.ok()) return p.status();
   auto result = SearchPlan(p->graph, p->options);
   if (!result.ok()) return result.status();
@@ -59,6 +59,7 @@ absl::StatusOr<v1::PlanResponse> PlanSpec(const v1::JobSpec& request) {
   out.set_fits(result->fits);
   out.set_search_seconds(result->search_seconds);
   if (result->fits) {
+    if (auto st = CheckPlausiblePeak(p->graph, p->spec.ranks(), result->plan.cost.peak_bytes()); !st.ok()) return st;
     *out.mutable_plan() = ToPlanProto(p->graph, *result, p->options);
     out.mutable_plan()->set_model(p->spec.model());
     out.set_summary(PlanSummary(result->plan, p->options.profile.precision));
@@ -72,12 +73,16 @@ absl::StatusOr<v1::PlanResponse> PlanSpec(const v1::JobSpec& request) {
 
 grpc::Status PlannerServiceImpl::Profile(grpc::ServerContext* ctx, const v1::ProfileRequest* req, v1::ProfileResponse* out) {
   if (auto st = auth_->Check(*ctx); !st.ok()) return st;
-  return Reply(ProfileSpec(req->spec()), out);
+  auto ticket = plans_->Enter(absl::FromChrono(ctx->deadline()));
+  if (!ticket.ok()) return ToGrpcStatus(ticket.status());
+  return Reply(ProfileSpec(req->spec(), limits_), out);
 }
 
 grpc::Status PlannerServiceImpl::Plan(grpc::ServerContext* ctx, const v1::PlanRequest* req, v1::PlanResponse* out) {
   if (auto st = auth_->Check(*ctx); !st.ok()) return st;
-  return Reply(PlanSpec(req->spec()), out);
+  auto ticket = plans_->Enter(absl::FromChrono(ctx->deadline()));
+  if (!ticket.ok()) return ToGrpcStatus(ticket.status());
+  return Reply(PlanSpec(req->spec(), limits_), out);
 }
 
 }  // namespace mapd

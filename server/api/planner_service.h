@@ -4,20 +4,26 @@
 #define MAPD_SERVER_API_PLANNER_SERVICE_H_
 
 #include "common/rpc/auth.h"
+#include "server/api/plan_gate.h"
+#include "server/jobs/job_spec.h"
 #include "proto/mapd/v1/planner_service.grpc.pb.h"
 
 namespace mapd {
 
 class PlannerServiceImpl final : public v1::PlannerService::Service {
  public:
-  // `auth` must outlive the service.
-  explicit PlannerServiceImpl(const TokenAuth* auth) : auth_(auth) {}
+  // `auth` and `plans` must outlive the service; each call holds a place of `plans`, and its spec
+  // is checked against `limits` as a submitted job's is.
+  PlannerServiceImpl(const TokenAuth* auth, PlanGate* plans, const SpecLimits& limits)
+      : auth_(auth), plans_(plans), limits_(limits) {}
 
   grpc::Status Profile(grpc::ServerContext* ctx, const v1::ProfileRequest* req, v1::ProfileResponse* out) override;
   grpc::Status Plan(grpc::ServerContext* ctx, const v1::PlanRequest* req, v1::PlanResponse* out) override;
 
  private:
   const TokenAuth* auth_;
+  PlanGate* plans_;
+  const SpecLimits limits_;
 };
 
 }  // namespace mapd

@@ -5,6 +5,7 @@
 #include <chrono>
 #include <map>
 #include <fstream>
+#include <iostream>
 #include <sstream>
 
 #include "absl/strings/str_cat.h"
@@ -32,11 +33,21 @@ absl::Status ServerOptions::Validate() const {
                                       "(--worker-token-file), so that no client can pose as a worker");
   }
   if (auto st = lease.Validate(); !st.ok()) return st;
-  if (auto st = registrations.Validate(); !st.ok()) return st;
-  if (max_watch_streams < 1 || max_threads < 2 * max_watch_streams) {
-    return absl::InvalidArgumentError(absl::StrCat("--max-watch-streams ", max_watch_streams, " and --max-threads ", max_threads,
-                                                   ": give at least one watch stream and at least twice as many threads"));
+  if (auto st = retention.Validate(); !st.ok()) return st;
+  if (auto st = spec_limits.Validate(); !st.ok()) return st;
+  if (max_message_bytes < (int64_t{1} << 20) || max_message_bytes > (int64_t{2} << 30) - 1) {
+    return absl::InvalidArgumentError(absl::StrCat("--max-message-bytes ", max_message_bytes, ": give 1MiB to 2GiB"));
   }
+  if (auto st = registrations.Validate(); !st.ok()) return st;
+  if (max_watch_streams < 1 || max_watch_streams_per_client < 1) {
+    return absl::InvalidArgumentError(absl::StrCat("--max-watch-streams ", max_watch_streams, " and --max-watch-streams-per-client ",
+                                                   max_watch_streams_per_client, ": give at least 1 of each"));
+  }
+  if (max_concurrent_plans < 1 || !(plan_wait_seconds >= 0)) {
+    return absl::InvalidArgumentError(absl::StrCat("--max-concurrent-plans ", max_concurrent_plans, " and --plan-wait-seconds ",
+                                                   plan_wait_seconds, ": give at least 1 plan and a wait of 0 or more"));
+  }
+  if (max_threads < 4) return absl::InvalidArgumentError(absl::StrCat("--max-threads ", max_threads, ": give at least 4"));
   if (auto st = dispatch_options.Validate(); !st.ok()) return st;
   if (dispatch_period_seconds <= 0) return absl::InvalidArgumentError("the dispatch period must be positive");
   if (tls_cert_file.empty() != tls_key_file.empty()) {
@@ -58,6 +69,7 @@ absl::StatusOr<std::unique_ptr<MapdServer>> MapdServer::Start(const ServerOption
   auto jobs = JobManager::Create(s->store_.get(), SystemClock());
   if (!jobs.ok()) return jobs.status();
   s->jobs_ = *std::move(jobs);
+  s->jobs_->SetSpecLimits(options.spec_limits);
   // Metrics (DESIGN §10): what the coordinator knows; steps, throughput and measured memory come
   // from the workers' endpoints.
   MetricsRegistry& m = s->metrics_;
@@ -86,8 +98,10 @@ absl::StatusOr<std::unique_ptr<MapdServer>> MapdServer::Start(const ServerOption
     });
   }
   s->auth_ = std::make_unique<TokenAuth>(options.token);
-  s->job_service_ = std::make_unique<JobServiceImpl>(s->jobs_.get(), s->auth_.get(), options.max_watch_streams);
-  s->planner_service_ = std::make_unique<PlannerServiceImpl>(s->auth_.get());
+  s->plans_ = std::make_unique<PlanGate>(options.max_concurrent_plans, absl::Seconds(options.plan_wait_seconds));
+  s->job_service_ = std::make_unique<JobServiceImpl>(s->jobs_.get(), s->auth_.get(), s->plans_.get(), options.max_watch_streams,
+                                                     options.max_watch_streams_per_client);
+  s->planner_service_ = std::make_unique<PlannerServiceImpl>(s->auth_.get(), s->plans_.get(), options.spec_limits);
   s->workers_ = std::make_unique<WorkerRegistry>(options.lease, SystemClock(), options.registrations);
   s->dispatcher_ = std::make_unique<Dispatcher>(s->jobs_.get(), s->workers_.get(), options.dispatch_options);
   s->worker_auth_ = std::make_unique<TokenAuth>(
@@ -110,6 +124,7 @@ absl::StatusOr<std::unique_ptr<MapdServer>> MapdServer::Start(const ServerOption
   grpc::ServerBuilder builder;
   grpc::ResourceQuota quota("mapd");
   quota.SetMaxThreads(options.max_threads);
+  builder.SetMaxReceiveMessageSize(static_cast<int>(options.max_message_bytes));
   builder.SetResourceQuota(quota);
   builder.AddListeningPort(options.listen, creds, &s->port_);
   builder.RegisterService(s->job_service_.get());
@@ -128,9 +143,16 @@ absl::StatusOr<std::unique_ptr<MapdServer>> MapdServer::Start(const ServerOption
   // Leases are checked four times per heartbeat period.
   const double period = options.lease.heartbeat_seconds / 4;
   MapdServer* raw = s.get();
-  s->lease_thread_ = std::thread([raw, period] {
+  s->lease_thread_ = std::thread([raw, period, retention = options.retention, prune_every = options.prune_period_seconds] {
+    absl::Time next_prune = absl::Now();
     do {
       raw->workers_->ExpireLeases();
+      if (absl::Now() >= next_prune) {
+        next_prune = absl::Now() + absl::Seconds(prune_every);
+        if (auto pruned = raw->jobs_->PruneFinished(retention); !pruned.ok()) {
+          std::cerr << "mapd: pruning finished jobs: " << pruned.status() << "\n";
+        }
+      }
     } while (!raw->stop_.WaitForNotificationWithTimeout(absl::Seconds(period)));
   });
   if (options.dispatch) {

@@ -49,11 +49,24 @@ struct ServerOptions {
   // Running jobs on workers (dispatcher.h). Off: jobs stay queued (tests of the queue alone).
   bool dispatch = true;
   DispatchOptions dispatch_options;
-  // Watch streams open at once (job_service.h); one more is RESOURCE_EXHAUSTED.
-  int max_watch_streams = 64;
-  // The most threads the gRPC server runs calls on; with `max_watch_streams` well under it, idle
-  // watchers leave threads for every other call.
+  // Watch streams open at once, in all and from one client host (watch_stream.h); one more is
+  // RESOURCE_EXHAUSTED. A stream holds no thread while it waits, only a little memory.
+  int max_watch_streams = 1024;
+  int max_watch_streams_per_client = 256;
+  // The most threads the gRPC server runs its other calls on; a call that finds none free is
+  // RESOURCE_EXHAUSTED (transient: mapctl and mapd-worker retry it).
   int max_threads = 512;
+  // Searches (Submit's admission, Plan, Profile) run at once; a call waits for a place at most
+  // `plan_wait_seconds` (or its deadline), then is RESOURCE_EXHAUSTED (plan_gate.h).
+  int max_concurrent_plans = 2;
+  // Finished jobs kept (job_manager.h), pruned every `prune_period_seconds` on the lease thread.
+  RetentionOptions retention;
+  // What a job (or a Plan/Profile request) may ask for (job_spec.h).
+  SpecLimits spec_limits;
+  // The largest request the server reads (a submitted graph with its weights inline).
+  int64_t max_message_bytes = int64_t{256} << 20;
+  double prune_period_seconds = 10;
+  double plan_wait_seconds = 60;
   // How often the dispatcher looks at the queue and the leases.
   double dispatch_period_seconds = 0.2;
 
@@ -70,6 +83,7 @@ class MapdServer {
   MetricsRegistry& metrics() { return metrics_; }
   JobManager& jobs() { return *jobs_; }
   WorkerRegistry& workers() { return *workers_; }
+  PlanGate& plans() { return *plans_; }
   // Stops taking calls, lets running ones finish for up to `grace_seconds`, then cancels them.
   void Shutdown(double grace_seconds = 5);
   void Wait();
@@ -79,6 +93,7 @@ class MapdServer {
   std::unique_ptr<JobStore> store_;
   std::unique_ptr<JobManager> jobs_;
   std::unique_ptr<TokenAuth> auth_, worker_auth_;
+  std::unique_ptr<PlanGate> plans_;
   std::unique_ptr<JobServiceImpl> job_service_;
   std::unique_ptr<PlannerServiceImpl> planner_service_;
   std::unique_ptr<WorkerRegistry> workers_;

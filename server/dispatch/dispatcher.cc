@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <iostream>
 #include <utility>
 
 #include "absl/strings/numbers.h"
@@ -63,6 +64,9 @@ absl::Status CheckStoreAddress(const std::string& address) {
 
 absl::Status DispatchOptions::Validate() const {
   if (max_restarts < 0) return absl::InvalidArgumentError(absl::StrCat("--max-restarts ", max_restarts, ": give 0 or more"));
+  if (keep_checkpoints < 1) {
+    return absl::InvalidArgumentError(absl::StrCat("--keep-checkpoints ", keep_checkpoints, ": give 1 or more (the last committed step is always kept)"));
+  }
   if (!checkpoint_dir.empty() && checkpoint_dir[0] != '/') {
     return absl::InvalidArgumentError(absl::StrCat("--checkpoint-dir ", checkpoint_dir, ": give an absolute path (workers use it as is)"));
   }
@@ -300,10 +304,10 @@ bool Dispatcher::TryStart(const v1::Job& job) {
   const std::string message = absl::StrCat("running on ", Where(active), "; plan: ", summary, "; ", FormatBytes(peak), " per rank predicted");
   // Cancelled while planning: the transition fails, and Watch stops the job as any cancelled one.
   Defer([this, id, message, summary, peak] {
-    (void)jobs_->Transition(id, v1::RUNNING, message, [&](v1::Job& j) {
+    StopIfUnrecorded(id, jobs_->Transition(id, v1::RUNNING, message, [&](v1::Job& j) {
       j.set_plan_summary(summary);
       j.set_predicted_peak_bytes(peak);
-    });
+    }).status());
   });
   active_[id] = std::move(active);
   return true;
@@ -323,7 +327,7 @@ void Dispatcher::TryResumeLocked(int64_t id, ActiveJob& job) {
   job.progress.last_step = from;
   // Cancelled meanwhile: the transition fails, and Watch stops the job as any cancelled one.
   Defer([this, id, attempt = job.restarts, message = absl::StrCat("resumed from the checkpoint of step ", from, " on ", Where(job))] {
-    (void)jobs_->Transition(id, v1::RUNNING, message, [&](v1::Job& j) { j.set_attempt(attempt); });
+    StopIfUnrecorded(id, jobs_->Transition(id, v1::RUNNING, message, [&](v1::Job& j) { j.set_attempt(attempt); }).status());
   });
 }
 
@@ -343,6 +347,20 @@ void Dispatcher::LoseLocked(int64_t id, ActiveJob& job, const std::string& why) 
                                           " of at most ", options_.max_restarts, ")")] {
     (void)jobs_->Transition(id, v1::RESTARTING, message);
   });
+}
+
+void Dispatcher::StopIfUnrecorded(int64_t id, const absl::Status& moved) {
+  // OK, or FAILED_PRECONDITION: cancelled meanwhile, and Watch stops the job as any cancelled one.
+  if (moved.ok() || moved.code() == absl::StatusCode::kFailedPrecondition) return;
+  // The store refused the write (a full disk, an I/O error): ranks must not run on a start no
+  // restart would know of. Stop them and fail the job; if that cannot be written either, the job
+  // stays PLANNING in the store, and a restarted coordinator queues it again.
+  std::cerr << "mapd: job " << id << ": its start could not be recorded: " << moved << "; stopping its ranks\n";
+  absl::MutexLock lock(&mu_);
+  auto it = active_.find(id);
+  if (it == active_.end() || it->second.stopping()) return;
+  FailLocked(id, it->second,
+             absl::StrCat("the coordinator could not record the job's start (", moved.message(), "); its ranks were stopped"));
 }
 
 void Dispatcher::FailLocked(int64_t id, ActiveJob& job, const std::string& why) {
@@ -540,7 +558,7 @@ absl::StatusOr<v1::ReportResponse> Dispatcher::ReportLocked(const v1::ReportRequ
       // outside the lock; the job resumes from it once it is recorded.
       Defer([this, id, attempt = job.restarts, dir = JobCheckpointDir(id),
              meta = CheckpointMetaFor(step, job.spec.ranks(), job.plan->mesh, job.plan->checkpoint_plan)] {
-        const absl::Status st = CommitCheckpointStep(dir, meta);
+        const absl::Status st = CommitCheckpointStep(dir, meta, options_.keep_checkpoints);
         if (st.ok()) {
           absl::MutexLock lock(&mu_);
           auto it = active_.find(id);

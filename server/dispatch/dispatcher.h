@@ -74,6 +74,9 @@ struct DispatchOptions {
   std::string checkpoint_dir;
   // How many times a job may resume after lost workers before it fails.
   int max_restarts = 3;
+  // Committed steps kept per job on that storage (mapd --keep-checkpoints): each commit deletes
+  // the steps older than the newest this many (never the one LATEST names).
+  int keep_checkpoints = 3;
   absl::Status Validate() const;
 };
 
@@ -171,6 +174,8 @@ class Dispatcher {
   bool TryStart(const v1::Job& job);
   // The first failure of a running job: FAILED with `why`, the other parts stopped.
   void FailLocked(int64_t id, ActiveJob& job, const std::string& why) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // After the move to RUNNING: when the store refused it, stops the job's ranks and fails it.
+  void StopIfUnrecorded(int64_t id, const absl::Status& moved) ABSL_LOCKS_EXCLUDED(mu_);
   // Once every part of a job with a reported failure has ended: RESTARTING (or FAILED) as for a
   // lost worker if one was lost meanwhile, FAILED with the reported failure otherwise.
   void SettleFailureLocked(int64_t id, ActiveJob& job) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

@@ -27,7 +27,10 @@ absl::StatusOr<std::unique_ptr<JobManager>> JobManager::Create(JobStore* store, 
   std::unique_ptr<JobManager> m(new JobManager(store, clock));
   auto jobs = store->LoadJobs();
   if (!jobs.ok()) return jobs.status();
+  auto deleted = store->MaxDeletedId();
+  if (!deleted.ok()) return deleted.status();
   absl::MutexLock lock(&m->mu_);
+  m->next_id_ = *deleted + 1;
   for (v1::Job& job : *jobs) {
     auto events = store->LoadEvents(job.id(), 0);
     if (!events.ok()) return events.status();
@@ -52,7 +55,7 @@ absl::StatusOr<v1::Job> JobManager::Record(v1::Job job, v1::JobEvent event) {
 }
 
 absl::StatusOr<v1::Job> JobManager::Submit(const v1::JobSpec& spec) {
-  if (auto st = ValidateJobSpec(spec); !st.ok()) return st;
+  if (auto st = ValidateJobSpec(spec, limits_); !st.ok()) return st;
   v1::Job job;
   *job.mutable_spec() = WithDefaults(spec);
   if (admission_) {
@@ -82,6 +85,54 @@ std::vector<v1::Job> JobManager::List() const {
   std::vector<v1::Job> out;
   for (const auto& [id, job] : jobs_) out.push_back(job);
   return out;
+}
+
+absl::Status RetentionOptions::Validate() const {
+  if (!(finished_job_seconds > 0) || max_finished_jobs < 0) {
+    return absl::InvalidArgumentError(absl::StrCat("--job-retention-seconds ", finished_job_seconds, " and --max-finished-jobs ",
+                                                   max_finished_jobs, ": give a positive time and a count of 0 or more"));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<int> JobManager::PruneFinished(const RetentionOptions& retention) {
+  absl::MutexLock lock(&mu_);
+  const double now = clock_->NowUnixSeconds();
+  std::vector<std::pair<double, int64_t>> finished;  // (last change, id)
+  for (const auto& [id, job] : jobs_) {
+    if (IsFinished(job.state())) finished.emplace_back(job.updated_unix_seconds(), id);
+  }
+  std::sort(finished.begin(), finished.end());
+  const size_t over = finished.size() > static_cast<size_t>(retention.max_finished_jobs)
+                          ? finished.size() - static_cast<size_t>(retention.max_finished_jobs) : 0;
+  int deleted = 0;
+  for (size_t i = 0; i < finished.size(); ++i) {
+    const auto [updated, id] = finished[i];
+    if (i >= over && now - updated < retention.finished_job_seconds) break;  // oldest first: the rest are kept
+    if (auto st = store_->Delete(id); !st.ok()) return st;
+    jobs_.erase(id);
+    last_seq_.erase(id);
+    ++deleted;
+  }
+  return deleted;
+}
+
+JobManager::Page JobManager::ListPage(int64_t after_id, int limit) const {
+  absl::MutexLock lock(&mu_);
+  Page page;
+  for (auto it = jobs_.upper_bound(after_id); it != jobs_.end(); ++it) {
+    if (static_cast<int>(page.jobs.size()) == limit) {
+      page.more = true;
+      break;
+    }
+    v1::Job& job = page.jobs.emplace_back(it->second);
+    if (job.spec().has_graph()) {
+      std::string name = job.spec().graph().name();
+      job.mutable_spec()->mutable_graph()->Clear();
+      job.mutable_spec()->mutable_graph()->set_name(std::move(name));
+    }
+  }
+  return page;
 }
 
 absl::StatusOr<std::vector<v1::JobEvent>> JobManager::Events(int64_t id, int64_t after_seq) const {

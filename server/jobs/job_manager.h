@@ -26,6 +26,7 @@
 #include "absl/synchronization/mutex.h"
 #include "common/clock.h"
 #include "proto/mapd/v1/jobs.pb.h"
+#include "server/jobs/job_spec.h"
 #include "server/store/job_store.h"
 
 namespace mapd {
@@ -46,6 +47,17 @@ struct JobProgress {
 // (admission.h): its error is the submission's, and nothing is stored.
 using AdmissionFn = std::function<absl::Status(const v1::JobSpec& spec, v1::Job& job)>;
 
+// How long finished jobs are kept (operator settings: mapd --job-retention-seconds,
+// --max-finished-jobs). Unfinished jobs are never deleted.
+struct RetentionOptions {
+  // A finished job (SUCCEEDED, FAILED, CANCELLED) and its events are deleted this long after
+  // its last change.
+  double finished_job_seconds = 30 * 24 * 3600.0;
+  // At most this many finished jobs are kept; past it, the longest-finished go first.
+  int max_finished_jobs = 10000;
+  absl::Status Validate() const;
+};
+
 class JobManager {
  public:
   // Reloads every job from `store` (which, like `clock`, must outlive the manager).
@@ -54,6 +66,8 @@ class JobManager {
   // Runs before a job is queued, outside the manager's lock (planning takes time). None: every
   // valid spec is queued.
   void SetAdmission(AdmissionFn admission) { admission_ = std::move(admission); }
+  // What a submitted spec may ask for (default: SpecLimits' defaults).
+  void SetSpecLimits(const SpecLimits& limits) { limits_ = limits; }
 
   // Validates, admits and queues a job (PENDING). INVALID_ARGUMENT for a bad spec, the
   // admission's error otherwise; nothing is stored for a refused job.
@@ -61,7 +75,18 @@ class JobManager {
   // NOT_FOUND for an unknown id.
   absl::StatusOr<v1::Job> Get(int64_t id) const;
   std::vector<v1::Job> List() const;  // by id
+
+  // At most `limit` jobs with ids after `after_id`, by id, each spec's graph reduced to its name;
+  // `more` says whether jobs follow the last one.
+  struct Page {
+    std::vector<v1::Job> jobs;
+    bool more = false;
+  };
+  Page ListPage(int64_t after_id, int limit) const;
   absl::StatusOr<std::vector<v1::JobEvent>> Events(int64_t id, int64_t after_seq = 0) const;
+  // Deletes the finished jobs `retention` no longer keeps, with their events; how many it deleted.
+  // A deleted job's id is never given again (JobStore::MaxDeletedId).
+  absl::StatusOr<int> PruneFinished(const RetentionOptions& retention);
   // The oldest PENDING job, if any.
   std::optional<v1::Job> NextPending() const;
   // Every PENDING job, oldest first.
@@ -98,6 +123,7 @@ class JobManager {
   mutable absl::Mutex mu_;
   std::map<int64_t, v1::Job> jobs_ ABSL_GUARDED_BY(mu_);
   std::map<int64_t, int64_t> last_seq_ ABSL_GUARDED_BY(mu_);
+  SpecLimits limits_;  // set before calls begin
   int64_t next_id_ ABSL_GUARDED_BY(mu_) = 1;
 };
 

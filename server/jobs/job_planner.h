@@ -22,6 +22,11 @@ absl::StatusOr<Graph> BuildJobGraph(const v1::JobSpec& spec);
 // optimizer, precision, ZeRO stage, micro-batches, recompute; MAP's plan, no baselines.
 absl::StatusOr<PlanRequest> JobPlanRequest(const v1::JobSpec& spec);
 
+// A fitting plan whose predicted peak per rank is below what the model's parameters take on each
+// rank — at one byte an element, sharded over every rank — is a planner bug (a wrapped product, a
+// lost term), not a plan: INTERNAL naming both figures, so that nothing is admitted on it.
+absl::Status CheckPlausiblePeak(const Graph& graph, int64_t ranks, double predicted_peak_bytes);
+
 // Plans the job for its ranks: FAILED_PRECONDITION when no plan fits the budget.
 absl::StatusOr<RunnablePlan> PlanJob(const v1::JobSpec& spec);
 

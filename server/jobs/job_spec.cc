@@ -14,17 +14,6 @@ namespace mapd {
 
 namespace {
 
-// What one job may ask for (docs/coordinator.md "Security model").
-constexpr size_t kMaxName = 256, kMaxModelSpec = 1024;
-constexpr int64_t kMaxSteps = int64_t{1} << 40, kMaxRanks = 1 << 16;
-
-bool InCatalogue(const std::string& device_type) {
-  for (const DeviceProfile& p : DeviceCatalogue()) {
-    if (p.name == device_type) return true;
-  }
-  return false;
-}
-
 // text:FILE and tokens:FILE name a file under the workers' --data-root: relative, without '..'
 // and bounded, so that a job cannot read what the operator did not put there.
 absl::Status CheckDataFile(const std::string& data) {
@@ -42,16 +31,44 @@ absl::Status CheckDataFile(const std::string& data) {
 
 }  // namespace
 
-absl::Status ValidateJobSpec(const v1::JobSpec& s) {
+absl::Status SpecLimits::Validate() const {
+  if (max_name_chars < 1 || max_model_spec_chars < 1 || max_steps < 1 || max_ranks < 1 || max_graph_nodes < 1) {
+    return absl::InvalidArgumentError(absl::StrCat("job limits: --max-name-chars ", max_name_chars, ", --max-model-spec-chars ",
+                                                   max_model_spec_chars, ", --max-steps ", max_steps, ", --max-ranks ", max_ranks,
+                                                   ", --max-graph-nodes ", max_graph_nodes, ": give at least 1 of each"));
+  }
+  if (max_ranks > (int64_t{1} << 31) - 1) {
+    return absl::InvalidArgumentError(absl::StrCat("--max-ranks ", max_ranks, ": give at most 2^31-1 (a job's ranks is an int32)"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ValidateJobSpec(const v1::JobSpec& s, const SpecLimits& limits) {
   auto bad = [](auto&&... parts) { return absl::InvalidArgumentError(absl::StrCat(parts...)); };
   if (s.model().empty() == !s.has_graph()) {
     return bad("give the model as a zoo spec (model) or as a graph, not ", s.model().empty() ? "neither" : "both");
   }
-  if (s.name().size() > kMaxName) return bad("the job's name has ", s.name().size(), " characters; give at most ", kMaxName);
-  if (s.model().size() > kMaxModelSpec) return bad("the model spec has ", s.model().size(), " characters; give at most ", kMaxModelSpec);
-  if (s.steps() <= 0 || s.steps() > kMaxSteps) return bad("steps is ", s.steps(), "; give a number of steps from 1 to ", kMaxSteps);
-  if (s.ranks() <= 0 || s.ranks() > kMaxRanks) {
-    return bad("ranks is ", s.ranks(), "; give how many devices to train on, from 1 to ", kMaxRanks);
+  if (static_cast<int64_t>(s.name().size()) > limits.max_name_chars) {
+    return bad("the job's name has ", s.name().size(), " characters; give at most ", limits.max_name_chars);
+  }
+  if (static_cast<int64_t>(s.model().size()) > limits.max_model_spec_chars) {
+    return bad("the model spec has ", s.model().size(), " characters; give at most ", limits.max_model_spec_chars);
+  }
+  if (s.has_graph()) {
+    const v1::Graph& g = s.graph();
+    for (const auto& [what, count] : {std::pair<const char*, int>{"nodes", g.nodes_size()}, {"parameters", g.parameters_size()},
+                                      {"inputs", g.inputs_size()}}) {
+      if (count > limits.max_graph_nodes) {
+        return bad("the graph has ", count, " ", what, "; this coordinator takes at most ", limits.max_graph_nodes,
+                   " (mapd --max-graph-nodes)");
+      }
+    }
+  }
+  if (s.steps() <= 0 || s.steps() > limits.max_steps) {
+    return bad("steps is ", s.steps(), "; give a number of steps from 1 to ", limits.max_steps);
+  }
+  if (s.ranks() <= 0 || s.ranks() > limits.max_ranks) {
+    return bad("ranks is ", s.ranks(), "; give how many devices to train on, from 1 to ", limits.max_ranks);
   }
   if (s.mesh_size() > 0) {
     if (s.mesh_size() > 8) return bad("mesh has ", s.mesh_size(), " axes; give at most 8");
@@ -99,11 +116,12 @@ absl::Status ValidateJobSpec(const v1::JobSpec& s) {
     return bad("data '", d, "' is not synthetic, text:FILE or tokens:FILE");
   }
   if (auto st = CheckDataFile(d); !st.ok()) return st;
-  if (!s.device_type().empty() && !InCatalogue(s.device_type())) {
+  if (!s.device_type().empty() && FindDeviceProfile(s.device_type()) == nullptr) {
     std::vector<std::string> names;
-    for (const DeviceProfile& p : DeviceCatalogue()) names.push_back(p.name);
+    for (const DeviceProfile& p : KnownDeviceProfiles()) names.push_back(p.name);
     return bad("device_type '", s.device_type().substr(0, 64), "' is not one of this coordinator's: ", absl::StrJoin(names, ", "),
-               " (a calibrated profile file is for mapctl on your own machine)");
+               " (a calibrated profile file is for mapctl on your own machine, or for the operator's mapd "
+               "--device-profile-dir)");
   }
   if (s.has_graph()) {
     for (const v1::Parameter& p : s.graph().parameters()) {

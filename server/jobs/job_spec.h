@@ -9,7 +9,18 @@
 
 namespace mapd {
 
-absl::Status ValidateJobSpec(const v1::JobSpec& spec);
+// What one job may ask for: the operator's settings (mapd --max-ranks, ...), with these defaults
+// (docs/coordinator.md "Security model").
+struct SpecLimits {
+  int64_t max_name_chars = 256;         // the job's name
+  int64_t max_model_spec_chars = 1024;  // a zoo spec string
+  int64_t max_steps = int64_t{1} << 40;
+  int64_t max_ranks = 1 << 16;
+  int64_t max_graph_nodes = 200000;     // a submitted graph's nodes (GPT-3 175B's training graph has ~10,000)
+  absl::Status Validate() const;
+};
+
+absl::Status ValidateJobSpec(const v1::JobSpec& spec, const SpecLimits& limits = SpecLimits{});
 
 // The spec with defaults filled in (name, device, device type, optimizer, lr, data, zero, recompute).
 v1::JobSpec WithDefaults(v1::JobSpec spec);

@@ -24,6 +24,11 @@ class JobStore {
   virtual absl::StatusOr<std::vector<v1::Job>> LoadJobs() const = 0;
   // A job's events with seq > after_seq, in order.
   virtual absl::StatusOr<std::vector<v1::JobEvent>> LoadEvents(int64_t job_id, int64_t after_seq) const = 0;
+  // Deletes a job and its events (one transaction), remembering its id as used.
+  virtual absl::Status Delete(int64_t job_id) = 0;
+  // The highest id ever deleted (0: none), so that a restarted coordinator never gives a deleted
+  // job's id — and its checkpoint directory, its workers' run directories — to a new one.
+  virtual absl::StatusOr<int64_t> MaxDeletedId() const = 0;
 };
 
 std::unique_ptr<JobStore> NewMemoryJobStore();

@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <map>
 #include <utility>
 
@@ -31,8 +32,16 @@ class MemoryJobStore : public JobStore {
     for (auto e = it->second.upper_bound(after_seq); e != it->second.end(); ++e) out.push_back(e->second);
     return out;
   }
+  absl::Status Delete(int64_t job_id) override {
+    jobs_.erase(job_id);
+    events_.erase(job_id);
+    max_deleted_ = std::max(max_deleted_, job_id);
+    return absl::OkStatus();
+  }
+  absl::StatusOr<int64_t> MaxDeletedId() const override { return max_deleted_; }
 
  private:
+  int64_t max_deleted_ = 0;
   std::map<int64_t, v1::Job> jobs_;
   std::map<int64_t, std::map<int64_t, v1::JobEvent>> events_;
 };

@@ -35,7 +35,8 @@ class SqliteJobStore : public JobStore {
     for (const char* sql : {"PRAGMA journal_mode=WAL", "PRAGMA synchronous=FULL",
                             "CREATE TABLE IF NOT EXISTS jobs (id INTEGER PRIMARY KEY, job BLOB NOT NULL)",
                             "CREATE TABLE IF NOT EXISTS events (job_id INTEGER NOT NULL, seq INTEGER NOT NULL, "
-                            "event BLOB NOT NULL, PRIMARY KEY (job_id, seq))"}) {
+                            "event BLOB NOT NULL, PRIMARY KEY (job_id, seq))",
+                            "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value INTEGER NOT NULL)"}) {
       if (auto st = Exec(sql); !st.ok()) return st;
     }
     return absl::OkStatus();
@@ -53,6 +54,32 @@ class SqliteJobStore : public JobStore {
       return st;
     }
     return Exec("COMMIT");
+  }
+
+  absl::Status Delete(int64_t job_id) override {
+    if (auto st = Exec("BEGIN IMMEDIATE"); !st.ok()) return st;
+    absl::Status st;
+    for (const char* sql : {"DELETE FROM events WHERE job_id = ?1", "DELETE FROM jobs WHERE id = ?1",
+                            "INSERT INTO meta (key, value) VALUES ('max_deleted_job_id', ?1) "
+                            "ON CONFLICT (key) DO UPDATE SET value = max(value, excluded.value)"}) {
+      if (st = Run(sql, job_id); !st.ok()) break;
+    }
+    if (!st.ok()) {
+      (void)Exec("ROLLBACK");
+      return st;
+    }
+    return Exec("COMMIT");
+  }
+
+  absl::StatusOr<int64_t> MaxDeletedId() const override {
+    const char* sql = "SELECT value FROM meta WHERE key = 'max_deleted_job_id'";
+    sqlite3_stmt* stmt = nullptr;
+    if (sqlite3_prepare_v2(db_, sql, -1, &stmt, nullptr) != SQLITE_OK) return Error(sql);
+    const int rc = sqlite3_step(stmt);
+    const int64_t value = rc == SQLITE_ROW ? sqlite3_column_int64(stmt, 0) : 0;
+    sqlite3_finalize(stmt);
+    if (rc != SQLITE_ROW && rc != SQLITE_DONE) return Error(sql);
+    return value;
   }
 
   absl::StatusOr<std::vector<v1::Job>> LoadJobs() const override {
@@ -83,6 +110,16 @@ class SqliteJobStore : public JobStore {
       return absl::InternalError(absl::StrCat("job store ", path_, ": ", sql, ": ", msg));
     }
     return absl::OkStatus();
+  }
+
+  // Runs a statement binding ?1 = a.
+  absl::Status Run(const char* sql, int64_t a) {
+    sqlite3_stmt* stmt = nullptr;
+    if (sqlite3_prepare_v2(db_, sql, -1, &stmt, nullptr) != SQLITE_OK) return Error(sql);
+    sqlite3_bind_int64(stmt, 1, a);
+    const int rc = sqlite3_step(stmt);
+    sqlite3_finalize(stmt);
+    return rc == SQLITE_DONE ? absl::OkStatus() : Error(sql);
   }
 
   // Runs an insert binding ?1 = a, ?2 = blob, ?3 = b.

@@ -1,4 +1,5 @@
 // The common layer: byte sizes, whole-file I/O and the checkpoint commit.
+#include <algorithm>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -94,6 +95,31 @@ TEST_F(CommonFiles, CommitsACheckpointStepAndPointsLatestAtIt) {
   EXPECT_EQ(ReadLatestCheckpoint(dir_)->step(), 10);
   ASSERT_TRUE(WriteStringToFileAtomic(dir_ + "/LATEST", "11").ok());  // names a step never committed
   EXPECT_EQ(ReadLatestCheckpoint(dir_).status().code(), absl::StatusCode::kDataLoss);
+}
+
+TEST_F(CommonFiles, OnlyTheNewestCheckpointStepsAreKeptAndNothingNotYetSuperseded) {
+  auto write_step = [&](int64_t step) {
+    std::filesystem::create_directories(CheckpointStepDir(dir_, step) + ".tmp");
+    ASSERT_TRUE(WriteStringToFileAtomic(CheckpointStepDir(dir_, step) + ".tmp/rank_0.pb", "shard").ok());
+  };
+  write_step(5);  // abandoned: never committed, and a later step is
+  for (int64_t step : {10, 20, 30, 40}) {
+    write_step(step);
+    if (step == 40) write_step(50);  // being written while 40 commits: not touched
+    v1::CheckpointMeta meta;
+    meta.set_step(step);
+    ASSERT_TRUE(CommitCheckpointStep(dir_, meta, /*keep_steps=*/2).ok());
+  }
+  std::vector<std::string> left;
+  for (const auto& e : std::filesystem::directory_iterator(dir_)) left.push_back(e.path().filename().string());
+  std::sort(left.begin(), left.end());
+  EXPECT_EQ(left, (std::vector<std::string>{"LATEST", "step-00000030", "step-00000040", "step-00000050.tmp"}));
+  EXPECT_EQ(ReadLatestCheckpoint(dir_)->step(), 40);
+  // keep 1 keeps LATEST's step; a step after LATEST (committed out of order by hand) is not touched.
+  ASSERT_TRUE(PruneCheckpointSteps(dir_, 40, 1).ok());
+  EXPECT_FALSE(std::filesystem::exists(CheckpointStepDir(dir_, 30)));
+  EXPECT_TRUE(std::filesystem::exists(CheckpointStepDir(dir_, 40)));
+  EXPECT_TRUE(std::filesystem::exists(CheckpointStepDir(dir_, 50) + ".tmp"));
 }
 
 }  // namespace

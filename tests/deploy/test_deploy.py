@@ -7,6 +7,7 @@ import pathlib
 import re
 import signal
 import subprocess
+import time
 import urllib.request
 
 import yaml
@@ -108,3 +109,88 @@ def test_the_kubernetes_manifests_use_flags_the_binaries_have():
                 assert env["POD_IP"]["valueFrom"]["fieldRef"]["fieldPath"] == "status.podIP", env
     # The workers see the checkpoints where the coordinator does.
     assert checkpoint_mounts["mapd"] == checkpoint_mounts["mapd-worker"] is not None, checkpoint_mounts
+
+
+def test_the_manifests_are_hardened():
+    """Issue 18: non-root, no privilege, limits, probes, TLS, pinned images, NetworkPolicies."""
+    docs = []
+    for path in sorted((DEPLOY / "k8s").glob("*.yaml")):
+        docs += [d for d in yaml.safe_load_all(path.read_text()) if d]
+    dockerfile = (DEPLOY / "Dockerfile").read_text()
+    users = re.findall(r"^USER\s+(\d+)", dockerfile, re.M)
+    assert users and users[-1] != "0", "the image runs as a user of its own"
+    for d in docs:
+        if d["kind"] != "Deployment":
+            continue
+        name = d["metadata"]["name"]
+        pod = d["spec"]["template"]["spec"]
+        assert pod["securityContext"]["runAsNonRoot"] is True, name
+        assert str(pod["securityContext"]["runAsUser"]) == users[-1], name
+        assert pod["securityContext"]["seccompProfile"]["type"] == "RuntimeDefault", name
+        assert pod.get("automountServiceAccountToken") is False, name
+        for c in pod["containers"]:
+            assert not c["image"].endswith(":latest") and ":" in c["image"], f"{name}: pin the image tag, not {c['image']}"
+            sc = c["securityContext"]
+            assert sc["allowPrivilegeEscalation"] is False and sc["readOnlyRootFilesystem"] is True, name
+            assert sc["capabilities"]["drop"] == ["ALL"], name
+            assert "memory" in c["resources"]["limits"], f"{name}: a memory limit"
+            assert "livenessProbe" in c, f"{name}: a liveness probe"
+            args = c["command"][1:]
+            # Tokens come from mounted secrets, never the command line.
+            assert not any(a.startswith("--token=") for a in args), name
+            mounts = {m["mountPath"] for m in c.get("volumeMounts", [])}
+            assert "/tmp" in mounts, f"{name}: a writable /tmp under a read-only root"
+            if c["command"][0] == "mapd":
+                assert "--tls-cert=/etc/mapd-tls/tls.crt" in args and "--tls-key=/etc/mapd-tls/tls.key" in args, args
+            if c["command"][0] == "mapd-worker":
+                assert "--tls-ca=/etc/mapd-tls/ca.crt" in args, args
+    policies = {d["metadata"]["name"]: d["spec"] for d in docs if d["kind"] == "NetworkPolicy"}
+    assert policies["default-deny-ingress"] == {"podSelector": {}, "policyTypes": ["Ingress"]}, policies
+    mapd_ports = [p["port"] for rule in policies["mapd"]["ingress"] for p in rule.get("ports", [])]
+    assert 7070 in mapd_ports, mapd_ports
+    # Ranks rendezvous and talk Gloo worker to worker on ephemeral ports: every port, from workers only.
+    worker_rules = policies["mapd-worker"]["ingress"]
+    assert any(r.get("from") == [{"podSelector": {"matchLabels": {"app": "mapd-worker"}}}] and "ports" not in r
+               for r in worker_rules), worker_rules
+
+
+def test_tls_as_the_manifests_set_it_up(tmp_path):
+    """deploy/README.md's certificate commands, mapd with --tls-cert/--tls-key, a worker and mapctl
+    checking it with --tls-ca (as k8s/mapd.yaml and k8s/workers.yaml do); plaintext is refused."""
+    def openssl(*args):
+        r = subprocess.run(["openssl", *args], cwd=tmp_path, capture_output=True, text=True)
+        assert r.returncode == 0, r.stderr
+    openssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=mapd-ca",
+            "-keyout", "ca.key", "-out", "ca.crt")
+    openssl("req", "-newkey", "rsa:2048", "-nodes", "-subj", "/CN=mapd.mapd.svc", "-keyout", "tls.key", "-out", "tls.csr")
+    (tmp_path / "san.ext").write_text("subjectAltName=DNS:mapd.mapd.svc,DNS:mapd.mapd.svc.cluster.local,DNS:localhost\n")
+    openssl("x509", "-req", "-in", "tls.csr", "-CA", "ca.crt", "-CAkey", "ca.key", "-CAcreateserial", "-days", "1",
+            "-out", "tls.crt", "-extfile", "san.ext")
+    env = dict(os.environ, MAPD_TOKEN=TOKEN, MAPD_WORKER_TOKEN=TOKEN + "-workers")
+    mapd = subprocess.Popen([BINARIES["mapd"], "--listen", "127.0.0.1:0", "--metrics-listen", "",
+                             "--tls-cert", str(tmp_path / "tls.crt"), "--tls-key", str(tmp_path / "tls.key")],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    worker = None
+    try:
+        port = int(mapd.stdout.readline().split("serving on port ")[1].split()[0])
+        worker = subprocess.Popen([BINARIES["mapd-worker"], "--coordinator", f"localhost:{port}",
+                                   "--tls-ca", str(tmp_path / "ca.crt"), "--cpu-devices", "1", "--metrics-listen", "",
+                                   "--work-dir", str(tmp_path / "work")],
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+        mapctl = [BINARIES["mapctl"], "workers", "--address", f"localhost:{port}", "--token", TOKEN]
+        listed = ""
+        for _ in range(50):
+            r = subprocess.run(mapctl + ["--tls-ca", str(tmp_path / "ca.crt")], capture_output=True, text=True)
+            assert r.returncode == 0, r.stderr
+            listed = r.stdout
+            if "ALIVE" in listed:
+                break
+            time.sleep(0.2)
+        assert "ALIVE" in listed, listed  # the worker registered over TLS, and mapctl listed it over TLS
+        plain = subprocess.run(mapctl, capture_output=True, text=True, timeout=60)
+        assert plain.returncode != 0, plain.stdout
+    finally:
+        for p in (worker, mapd):
+            if p is not None and p.poll() is None:
+                p.send_signal(signal.SIGTERM)
+                p.wait(timeout=20)

@@ -494,6 +494,49 @@ TEST_F(DispatcherTest, ARestartedCoordinatorResumesRunningJobsFromTheirCheckpoin
 namespace mapd {
 namespace {
 
+// A job store whose writes of one state fail, as a full disk would fail them.
+class FailingStore : public JobStore {
+ public:
+  explicit FailingStore(v1::JobState failing) : failing_(failing) {}
+  absl::Status Write(const v1::Job& job, const v1::JobEvent& event) override {
+    if (job.state() == failing_) return absl::ResourceExhaustedError("disk full");
+    return inner_->Write(job, event);
+  }
+  absl::StatusOr<std::vector<v1::Job>> LoadJobs() const override { return inner_->LoadJobs(); }
+  absl::StatusOr<std::vector<v1::JobEvent>> LoadEvents(int64_t id, int64_t after) const override {
+    return inner_->LoadEvents(id, after);
+  }
+  absl::Status Delete(int64_t id) override { return inner_->Delete(id); }
+  absl::StatusOr<int64_t> MaxDeletedId() const override { return inner_->MaxDeletedId(); }
+
+ private:
+  v1::JobState failing_;
+  std::unique_ptr<JobStore> inner_ = NewMemoryJobStore();
+};
+
+TEST_F(DispatcherTest, AStartTheStoreCannotRecordStopsTheJobsRanks) {
+  // Read in the code for issue 18: a failed write of the move to RUNNING left the job PLANNING
+  // while its ranks ran, unknown to any restart.
+  FailingStore store(v1::RUNNING);
+  auto jobs = JobManager::Create(&store, &clock_);
+  ASSERT_TRUE(jobs.ok());
+  Dispatcher dispatcher(jobs->get(), workers_.get(), DispatchOptions{}, FakePlan);
+  const std::string w = AddWorker(2);
+  ASSERT_TRUE((*jobs)->Submit(Spec(2)).ok());
+  dispatcher.Tick();
+  auto out = workers_->Heartbeat(w, sessions_[w]);
+  ASSERT_TRUE(out.ok());
+  dispatcher.OnHeartbeat(w, {1}, &*out);  // the worker started the ranks it was given
+  dispatcher.Tick();
+  out = workers_->Heartbeat(w, sessions_[w]);
+  dispatcher.OnHeartbeat(w, {1}, &*out);
+  EXPECT_EQ(std::count(out->cancel_job_ids().begin(), out->cancel_job_ids().end(), 1), 1) << "the ranks are told to stop";
+  auto job = (*jobs)->Get(1);
+  ASSERT_TRUE(job.ok());
+  EXPECT_EQ(job->state(), v1::FAILED);
+  EXPECT_NE(job->error().find("could not record the job's start (disk full)"), std::string::npos) << job->error();
+}
+
 TEST_F(DispatcherTest, ForgedCheckpointAndStepReportsCountForNothing) {
   // Probes of issue 18: a report committing checkpoint step 99999999; one worker saying twice
   // that it wrote a step of a two-worker job; a step again after it was committed; a report of

@@ -4,8 +4,14 @@
 #include "server/jobs/job_manager.h"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
+#include <filesystem>
 #include <thread>
+
+#include "common/file_io.h"
+#include "planner/profile/device_profile.h"
+#include "server/jobs/job_spec.h"
 
 namespace mapd {
 namespace {
@@ -86,6 +92,69 @@ TEST(JobManager, SubmitValidatesAndQueues) {
   EXPECT_EQ((*m)->List().size(), 1u);
 }
 
+TEST(JobManager, TheOperatorsLimitsBoundWhatAJobMayAskFor) {
+  auto store = NewMemoryJobStore();
+  FakeClock clock;
+  auto m = JobManager::Create(store.get(), &clock);
+  ASSERT_TRUE(m.ok());
+  SpecLimits limits;
+  limits.max_ranks = 4;
+  limits.max_steps = 100;
+  limits.max_graph_nodes = 3;
+  limits.max_name_chars = 8;
+  (*m)->SetSpecLimits(limits);
+  v1::JobSpec spec = Spec();
+  spec.set_ranks(8);
+  EXPECT_NE((*m)->Submit(spec).status().message().find("from 1 to 4"), std::string::npos);
+  spec = Spec();
+  spec.set_steps(101);
+  EXPECT_NE((*m)->Submit(spec).status().message().find("from 1 to 100"), std::string::npos);
+  spec = Spec();
+  spec.set_name("a-long-name");
+  EXPECT_NE((*m)->Submit(spec).status().message().find("give at most 8"), std::string::npos);
+  spec = Spec();
+  spec.clear_model();
+  for (int i = 0; i < 4; ++i) spec.mutable_graph()->add_nodes()->set_name("n" + std::to_string(i));
+  const absl::Status big = (*m)->Submit(spec).status();
+  EXPECT_EQ(big.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(big.message().find("the graph has 4 nodes; this coordinator takes at most 3 (mapd --max-graph-nodes)"),
+            std::string::npos) << big;
+  EXPECT_TRUE((*m)->Submit(Spec()).ok());  // within every limit
+  limits.max_ranks = 0;
+  EXPECT_EQ(limits.Validate().code(), absl::StatusCode::kInvalidArgument);
+}
+
+TEST(JobSpec, DeviceTypesAreNamesFromTheCatalogueOrTheOperatorsDirectory) {
+  const std::string dir = ::testing::TempDir() + "/mapd-profiles-" + std::to_string(getpid());
+  std::filesystem::create_directories(dir + "/good");
+  std::filesystem::create_directories(dir + "/bad");
+  std::filesystem::create_directories(dir + "/again");
+  DeviceProfile site = DeviceCatalogue().front();
+  site.name = "site-gpu-under-test";
+  site.source = "measured";
+  ASSERT_TRUE(WriteStringToFileAtomic(dir + "/good/site.json", site.ToJson()).ok());
+  ASSERT_TRUE(WriteStringToFileAtomic(dir + "/good/notes.txt", "not a profile").ok());  // not *.json: ignored
+  ASSERT_TRUE(WriteStringToFileAtomic(dir + "/bad/broken.json", "{").ok());
+  ASSERT_TRUE(WriteStringToFileAtomic(dir + "/again/h100.json", DeviceCatalogue().back().ToJson()).ok());
+  v1::JobSpec spec = Spec();
+  spec.set_device_type(site.name);
+  EXPECT_EQ(ValidateJobSpec(spec).code(), absl::StatusCode::kInvalidArgument);  // not known yet
+  ASSERT_TRUE(AddOperatorProfiles(dir + "/good").ok());
+  EXPECT_TRUE(ValidateJobSpec(spec).ok());
+  auto loaded = LoadDeviceProfile(site.name);
+  ASSERT_TRUE(loaded.ok());
+  EXPECT_EQ(loaded->source, "measured");
+  spec.set_device_type(dir + "/good/site.json");  // the file itself is still not a client's to name
+  EXPECT_EQ(ValidateJobSpec(spec).code(), absl::StatusCode::kInvalidArgument);
+  const absl::Status broken = AddOperatorProfiles(dir + "/bad");
+  EXPECT_EQ(broken.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(broken.message().find("broken.json"), std::string::npos) << broken;
+  const absl::Status twice = AddOperatorProfiles(dir + "/again");
+  EXPECT_NE(twice.message().find("already known"), std::string::npos) << twice;
+  EXPECT_EQ(AddOperatorProfiles(dir + "/missing").code(), absl::StatusCode::kNotFound);
+  std::filesystem::remove_all(dir);
+}
+
 TEST(JobManager, StateMachineHasItsEdgesAndNoOthers) {
   EXPECT_TRUE(IsAllowedTransition(v1::PENDING, v1::PLANNING));
   EXPECT_TRUE(IsAllowedTransition(v1::PLANNING, v1::RUNNING));
@@ -147,6 +216,54 @@ TEST(JobManager, ALifeAndItsHistorySurviveARestart) {
   EXPECT_EQ((*m)->Submit(Spec())->id(), 3);
   ASSERT_TRUE((*m)->Transition(id, v1::SUCCEEDED, "done").ok());
   EXPECT_EQ((*m)->Get(42).status().code(), absl::StatusCode::kNotFound);
+}
+
+TEST(JobManager, FinishedJobsAreDeletedByAgeAndCountAndTheirIdsNeverReturn) {
+  const std::string dir = ::testing::TempDir() + "/mapd-retention-" + std::to_string(getpid());
+  std::filesystem::create_directories(dir);
+  auto store = OpenSqliteJobStore(dir + "/jobs.db");
+  ASSERT_TRUE(store.ok()) << store.status();
+  FakeClock clock;
+  {
+    auto m = JobManager::Create(store->get(), &clock);
+    ASSERT_TRUE(m.ok());
+    for (int i = 0; i < 6; ++i) ASSERT_TRUE((*m)->Submit(Spec()).ok());  // jobs 1..6
+    ASSERT_TRUE((*m)->Cancel(1).ok());
+    ASSERT_TRUE((*m)->Cancel(2).ok());
+    clock.Advance(100);
+    ASSERT_TRUE((*m)->Cancel(3).ok());
+    ASSERT_TRUE((*m)->Cancel(4).ok());
+    clock.Advance(10);
+    ASSERT_TRUE((*m)->Cancel(6).ok());  // the highest id, finished last
+    RetentionOptions keep;
+    keep.finished_job_seconds = 50;  // 1 and 2 finished 110 s ago; 3, 4 and 6 10 s ago or less
+    keep.max_finished_jobs = 10;
+    auto pruned = (*m)->PruneFinished(keep);
+    ASSERT_TRUE(pruned.ok()) << pruned.status();
+    EXPECT_EQ(*pruned, 2);
+    EXPECT_EQ((*m)->Get(1).status().code(), absl::StatusCode::kNotFound);
+    EXPECT_EQ((*m)->Events(2).status().code(), absl::StatusCode::kNotFound);
+    keep.max_finished_jobs = 1;  // by count: the longest-finished go first, 6 stays
+    pruned = (*m)->PruneFinished(keep);
+    ASSERT_TRUE(pruned.ok());
+    EXPECT_EQ(*pruned, 2);
+    std::vector<int64_t> ids;
+    for (const v1::Job& job : (*m)->List()) ids.push_back(job.id());
+    EXPECT_EQ(ids, (std::vector<int64_t>{5, 6}));  // 5 is PENDING: never deleted
+    keep.max_finished_jobs = 0;
+    ASSERT_TRUE((*m)->PruneFinished(keep).ok());  // 6, the highest id, goes too
+    EXPECT_EQ((*m)->List().size(), 1u);
+  }
+  // Restarted over the same store: the deleted jobs stay deleted, and the next id is past every
+  // id ever given (6), not the highest kept (5).
+  auto m = JobManager::Create(store->get(), &clock);
+  ASSERT_TRUE(m.ok());
+  EXPECT_EQ((*m)->List().size(), 1u);
+  EXPECT_EQ((*m)->Submit(Spec())->id(), 7);
+  RetentionOptions bad;
+  bad.finished_job_seconds = 0;
+  EXPECT_EQ(bad.Validate().code(), absl::StatusCode::kInvalidArgument);
+  std::filesystem::remove_all(dir);
 }
 
 TEST(JobManager, ALongJobsHistoryKeepsAboutAThousandSteps) {

@@ -11,18 +11,29 @@
 #include "proto/mapd/v1/job_service.grpc.pb.h"
 #include "proto/mapd/v1/planner_service.grpc.pb.h"
 #include "server/api/server.h"
+#include "planner/ir/graph.h"
+#include "planner/zoo/zoo.h"
+#include "server/jobs/job_planner.h"
+#include "server/api/watch_stream.h"
 
 namespace mapd {
 namespace {
 
 constexpr const char* kToken = "test-token-123";
 
-std::unique_ptr<MapdServer> StartServer(const std::string& store) {
+// A coordinator on a free loopback port, its store in memory, without the dispatcher: these tests
+// move jobs along by hand (dispatcher_test.cc has the dispatcher).
+ServerOptions TestOptions() {
   ServerOptions o;
   o.listen = "127.0.0.1:0";
   o.token = kToken;
+  o.dispatch = false;
+  return o;
+}
+
+std::unique_ptr<MapdServer> StartServer(const std::string& store) {
+  ServerOptions o = TestOptions();
   o.store_path = store;
-  o.dispatch = false;  // these tests move jobs along by hand (dispatcher_test.cc has the dispatcher)
   auto s = MapdServer::Start(o);
   EXPECT_TRUE(s.ok()) << s.status();
   return s.ok() ? *std::move(s) : nullptr;
@@ -196,14 +207,33 @@ TEST_F(JobServiceTest, JobsThatCouldNeverRunAreRefusedAtSubmission) {
   EXPECT_EQ(server->jobs().List().size(), 1u);
 }
 
-TEST_F(JobServiceTest, IdleWatchStreamsAreCappedAndOtherCallsAreStillServed) {
-  // Probe of issue 18: 500 idle Watch streams took every server thread; List was refused.
-  ServerOptions o;
-  o.listen = "127.0.0.1:0";
-  o.token = kToken;
-  o.dispatch = false;
-  o.max_watch_streams = 4;
-  o.max_threads = 16;
+namespace {
+// An open Watch stream, its first event read (so it is open on the server).
+struct Watcher {
+  grpc::ClientContext ctx;
+  std::unique_ptr<grpc::ClientReader<v1::JobEvent>> reader;
+};
+
+// Opens a Watch on `req`; the status it ends with when it does not open.
+grpc::Status OpenWatch(v1::JobService::Stub& jobs, const v1::WatchJobRequest& req,
+                       std::vector<std::unique_ptr<Watcher>>& open) {
+  auto w = std::make_unique<Watcher>();
+  Authorize(w->ctx);
+  w->reader = jobs.Watch(&w->ctx, req);
+  v1::JobEvent first;
+  if (!w->reader->Read(&first)) return w->reader->Finish();
+  open.push_back(std::move(w));
+  return grpc::Status::OK;
+}
+}  // namespace
+
+TEST_F(JobServiceTest, IdleWatchStreamsHoldNoThreadAndAreCapped) {
+  // Probe of issue 18: 500 idle Watch streams took every server thread; List was refused. A
+  // stream now waits without a thread: 40 of them open on a server of 8 threads, List answered.
+  ServerOptions o = TestOptions();
+  o.max_watch_streams = 40;
+  o.max_watch_streams_per_client = 48;
+  o.max_threads = 8;
   auto server = MapdServer::Start(o);
   ASSERT_TRUE(server.ok()) << server.status();
   auto jobs = v1::JobService::NewStub(Connect((*server)->port()));
@@ -211,29 +241,11 @@ TEST_F(JobServiceTest, IdleWatchStreamsAreCappedAndOtherCallsAreStillServed) {
   ASSERT_TRUE(submitted.ok());
   v1::WatchJobRequest req;
   req.set_id(submitted->id());
-  struct Watcher {
-    grpc::ClientContext ctx;
-    std::unique_ptr<grpc::ClientReader<v1::JobEvent>> reader;
-  };
   std::vector<std::unique_ptr<Watcher>> open;
-  for (int i = 0; i < 4; ++i) {
-    auto w = std::make_unique<Watcher>();
-    Authorize(w->ctx);
-    w->reader = jobs->Watch(&w->ctx, req);
-    v1::JobEvent first;
-    ASSERT_TRUE(w->reader->Read(&first));  // the stream is open on the server
-    open.push_back(std::move(w));
-  }
-  {
-    grpc::ClientContext ctx;
-    Authorize(ctx);
-    auto reader = jobs->Watch(&ctx, req);
-    v1::JobEvent e;
-    EXPECT_FALSE(reader->Read(&e));
-    const grpc::Status st = reader->Finish();
-    EXPECT_EQ(st.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
-    EXPECT_NE(st.error_message().find("--max-watch-streams"), std::string::npos) << st.error_message();
-  }
+  for (int i = 0; i < 40; ++i) ASSERT_TRUE(OpenWatch(*jobs, req, open).ok()) << i;
+  const grpc::Status over = OpenWatch(*jobs, req, open);
+  EXPECT_EQ(over.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
+  EXPECT_NE(over.error_message().find("--max-watch-streams"), std::string::npos) << over.error_message();
   for (int i = 0; i < 20; ++i) {  // other calls go on being answered
     grpc::ClientContext ctx;
     Authorize(ctx);
@@ -241,25 +253,96 @@ TEST_F(JobServiceTest, IdleWatchStreamsAreCappedAndOtherCallsAreStillServed) {
     ASSERT_TRUE(jobs->List(&ctx, {}, &list).ok());
     EXPECT_EQ(list.jobs_size(), 1);
   }
-  // A watcher that leaves gives its place back.
+  // A watcher that leaves gives its place back (the server sees it within a poll interval).
   open.back()->ctx.TryCancel();
   open.pop_back();
   bool again = false;
   for (int attempt = 0; attempt < 50 && !again; ++attempt) {
-    grpc::ClientContext ctx;
-    Authorize(ctx);
-    auto reader = jobs->Watch(&ctx, req);
-    v1::JobEvent e;
-    again = reader->Read(&e);
-    ctx.TryCancel();
-    (void)reader->Finish();
+    again = OpenWatch(*jobs, req, open).ok();
     if (!again) std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
   EXPECT_TRUE(again);
   for (auto& w : open) w->ctx.TryCancel();
   ServerOptions bad = o;
-  bad.max_threads = 6;  // under twice the watch streams
+  bad.max_watch_streams_per_client = 0;
   EXPECT_EQ(bad.Validate().code(), absl::StatusCode::kInvalidArgument);
+}
+
+TEST_F(JobServiceTest, OneClientHostCannotTakeEveryWatchStream) {
+  ServerOptions o = TestOptions();
+  o.max_watch_streams = 100;
+  o.max_watch_streams_per_client = 3;
+  auto server = MapdServer::Start(o);
+  ASSERT_TRUE(server.ok()) << server.status();
+  auto jobs = v1::JobService::NewStub(Connect((*server)->port()));
+  auto submitted = (*server)->jobs().Submit(Spec());
+  ASSERT_TRUE(submitted.ok());
+  v1::WatchJobRequest req;
+  req.set_id(submitted->id());
+  std::vector<std::unique_ptr<Watcher>> open;
+  for (int i = 0; i < 3; ++i) ASSERT_TRUE(OpenWatch(*jobs, req, open).ok()) << i;
+  const grpc::Status over = OpenWatch(*jobs, req, open);
+  EXPECT_EQ(over.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
+  EXPECT_NE(over.error_message().find("from 127.0.0.1"), std::string::npos) << over.error_message();
+  EXPECT_NE(over.error_message().find("--max-watch-streams-per-client"), std::string::npos) << over.error_message();
+  for (auto& w : open) w->ctx.TryCancel();
+  EXPECT_EQ(WatchLimits::ClientOf("ipv4:10.0.0.7:51234"), "10.0.0.7");
+  EXPECT_EQ(WatchLimits::ClientOf("ipv6:[::1]:51234"), "[::1]");
+  EXPECT_EQ(WatchLimits::ClientOf("unix:/run/mapd.sock"), "unix:/run/mapd.sock");
+}
+
+TEST_F(JobServiceTest, ListIsPagedAndLeavesGraphsOut) {
+  auto server = StartServer(Db());
+  ASSERT_NE(server, nullptr);
+  auto jobs = v1::JobService::NewStub(Connect(server->port()));
+  auto graph = BuildZooModel("mlp:in=8,hidden=8,layers=1,out=2,batch=2");
+  ASSERT_TRUE(graph.ok()) << graph.status();
+  v1::JobSpec with_graph;
+  *with_graph.mutable_graph() = *graph;
+  with_graph.set_steps(3);
+  with_graph.set_ranks(1);
+  ASSERT_TRUE(server->jobs().Submit(with_graph).ok());
+  for (int i = 0; i < 4; ++i) ASSERT_TRUE(server->jobs().Submit(Spec()).ok());
+  v1::ListJobsRequest req;
+  req.set_page_size(2);
+  std::vector<int64_t> ids;
+  int pages = 0;
+  do {
+    grpc::ClientContext ctx;
+    Authorize(ctx);
+    v1::ListJobsResponse page;
+    ASSERT_TRUE(jobs->List(&ctx, req, &page).ok());
+    EXPECT_LE(page.jobs_size(), 2);
+    for (const v1::Job& job : page.jobs()) {
+      ids.push_back(job.id());
+      EXPECT_EQ(job.spec().graph().nodes_size(), 0) << "job " << job.id() << ": List carries no graph";
+    }
+    if (pages == 0) {
+      EXPECT_EQ(page.jobs(0).spec().graph().name(), graph->name());  // its name is kept
+    }
+    req.set_page_token(page.next_page_token());
+    ++pages;
+  } while (!req.page_token().empty() && pages < 10);
+  EXPECT_EQ(pages, 3);
+  EXPECT_EQ(ids, (std::vector<int64_t>{1, 2, 3, 4, 5}));
+  {
+    grpc::ClientContext ctx;
+    Authorize(ctx);
+    v1::GetJobRequest get;
+    get.set_id(1);
+    v1::Job job;
+    ASSERT_TRUE(jobs->Get(&ctx, get, &job).ok());
+    EXPECT_EQ(job.spec().graph().nodes_size(), graph->nodes_size());  // Get has the whole job
+  }
+  for (auto [size, token] : {std::pair<int, std::string>{1001, ""}, {-1, ""}, {10, "abc"}, {10, "-5"}}) {
+    grpc::ClientContext ctx;
+    Authorize(ctx);
+    v1::ListJobsRequest bad;
+    bad.set_page_size(size);
+    bad.set_page_token(token);
+    v1::ListJobsResponse out;
+    EXPECT_EQ(jobs->List(&ctx, bad, &out).error_code(), grpc::StatusCode::INVALID_ARGUMENT) << size << " " << token;
+  }
 }
 
 TEST_F(JobServiceTest, WatchStreamsEventsUntilTheJobFinishes) {
@@ -291,6 +374,59 @@ TEST_F(JobServiceTest, WatchStreamsEventsUntilTheJobFinishes) {
   EXPECT_EQ(seen.front().state(), v1::PENDING);
   EXPECT_EQ(seen[3].step(), 1);
   EXPECT_EQ(seen.back().state(), v1::SUCCEEDED);
+}
+
+TEST_F(JobServiceTest, PlanSearchesPastTheCapWaitThenAreRefused) {
+  ServerOptions o = TestOptions();
+  o.max_concurrent_plans = 1;
+  o.plan_wait_seconds = 1;
+  auto server = MapdServer::Start(o);
+  ASSERT_TRUE(server.ok()) << server.status();
+  auto channel = Connect((*server)->port());
+  auto planner = v1::PlannerService::NewStub(channel);
+  auto jobs = v1::JobService::NewStub(channel);
+  auto held = (*server)->plans().Enter();  // one search in flight: the cap
+  ASSERT_TRUE(held.ok());
+  v1::JobSpec spec = Spec();
+  {
+    grpc::ClientContext ctx;
+    Authorize(ctx);
+    v1::PlanRequest req;
+    *req.mutable_spec() = spec;
+    v1::PlanResponse out;
+    const grpc::Status st = planner->Plan(&ctx, req, &out);
+    EXPECT_EQ(st.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED) << st.error_message();
+    EXPECT_NE(st.error_message().find("--max-concurrent-plans"), std::string::npos) << st.error_message();
+  }
+  {
+    grpc::ClientContext ctx;
+    Authorize(ctx);
+    v1::SubmitJobRequest req;
+    *req.mutable_spec() = spec;
+    v1::Job out;
+    EXPECT_EQ(jobs->Submit(&ctx, req, &out).error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
+    EXPECT_TRUE((*server)->jobs().List().empty());  // refused before anything was stored
+  }
+  // A call waits for the place rather than failing at once: freed while it waits, it is served.
+  std::thread release([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    held->reset();
+  });
+  {
+    grpc::ClientContext ctx;
+    Authorize(ctx);
+    v1::PlanRequest req;
+    *req.mutable_spec() = spec;
+    v1::PlanResponse out;
+    const grpc::Status st = planner->Plan(&ctx, req, &out);
+    EXPECT_TRUE(st.ok()) << st.error_message();
+    EXPECT_TRUE(out.fits());
+  }
+  release.join();
+  EXPECT_EQ((*server)->plans().in_flight(), 0);
+  ServerOptions bad = o;
+  bad.max_concurrent_plans = 0;
+  EXPECT_EQ(bad.Validate().code(), absl::StatusCode::kInvalidArgument);
 }
 
 TEST_F(JobServiceTest, ThePlannerServiceProfilesAndPlansWithoutRunning) {
@@ -373,6 +509,19 @@ TEST_F(JobServiceTest, ARestartedCoordinatorListsEveryJobWithItsHistory) {
   ASSERT_TRUE(jobs->Events(&ectx, ereq, &events).ok());
   ASSERT_EQ(events.events_size(), 2);
   EXPECT_EQ(events.events(1).message(), "cancelled by the user");
+}
+
+TEST(JobPlanner, APlanPredictingLessThanTheParametersTakeIsABugNotAPlan) {
+  auto proto = BuildZooModel("mlp:in=64,hidden=64,layers=2,out=8,batch=4");
+  ASSERT_TRUE(proto.ok());
+  auto graph = Graph::Create(*proto);
+  ASSERT_TRUE(graph.ok());
+  const double parameters = static_cast<double>(graph->NumParameterElements());
+  EXPECT_TRUE(CheckPlausiblePeak(*graph, 2, parameters * 4).ok());  // f32 weights, one copy per rank
+  EXPECT_TRUE(CheckPlausiblePeak(*graph, 2, parameters / 2).ok());  // sharded, at one byte an element
+  const absl::Status wrapped = CheckPlausiblePeak(*graph, 2, 8);    // what a wrapped product predicted
+  EXPECT_EQ(wrapped.code(), absl::StatusCode::kInternal);
+  EXPECT_NE(wrapped.message().find("planner bug"), std::string::npos) << wrapped;
 }
 
 TEST(ServerOptions, RefusesToRunOpenOrHalfTls) {

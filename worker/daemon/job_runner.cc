@@ -13,6 +13,12 @@
 
 namespace mapd {
 
+namespace {
+// Committed steps a worker keeps of a job's checkpoints in its own work dir (without shared
+// storage): enough to resume from the last and the one before it.
+constexpr int kKeepCheckpointSteps = 3;
+}  // namespace
+
 void DeclareJobMetrics(MetricsRegistry* m) {
   for (auto st : {
            m->Gauge("mapd_worker_ranks_running", "Ranks of jobs running on this worker now."),
@@ -67,7 +73,8 @@ void JobRunner::OnCheckpoint(int64_t step) {
   // once every worker's are there; otherwise they are committed here.
   if (!shared_checkpoints_) {
     const std::vector<int64_t> mesh(a.mesh().begin(), a.mesh().end());
-    if (auto st = CommitCheckpointStep(checkpoint_dir_, CheckpointMetaFor(step, world_, mesh, a.plan())); !st.ok()) {
+    if (auto st = CommitCheckpointStep(checkpoint_dir_, CheckpointMetaFor(step, world_, mesh, a.plan()), kKeepCheckpointSteps);
+        !st.ok()) {
       std::cerr << "mapd-worker: job " << a.job_id() << ": checkpoint step " << step << " not committed: " << st.message() << "\n";
       return;
     }
