@@ -537,6 +537,33 @@ TEST_F(DispatcherTest, AStartTheStoreCannotRecordStopsTheJobsRanks) {
   EXPECT_NE(job->error().find("could not record the job's start (disk full)"), std::string::npos) << job->error();
 }
 
+TEST_F(DispatcherTest, AForgedFinishedReportFromAWorkerTheJobDoesNotRunOnIsRefused) {
+  // Probe of issue 18: a forged Report "finished, loss 0.0001" made the job SUCCEEDED and
+  // cancelled its real ranks. Without the worker's session it is NOT_FOUND at the worker service
+  // (WorkerRegistry.ACallWithoutTheSessionIsNotTheWorkers, WorkerService.AReportWithoutTheSession...);
+  // here, a registered worker with no part of the job.
+  const std::string w1 = AddWorker(2);
+  ASSERT_TRUE(jobs_->Submit(Spec(2)).ok());
+  dispatcher_->Tick();
+  ASSERT_EQ(State(1), v1::RUNNING);
+  const std::string stranger = AddWorker(1);
+  v1::ReportRequest forged;
+  forged.set_worker_id(stranger);
+  forged.set_job_id(1);
+  auto* step = forged.add_steps();
+  step->set_rank(0);
+  step->set_step(10);
+  step->set_loss(0.0001);
+  forged.set_finished(true);
+  const auto answer = dispatcher_->OnReport(forged);
+  EXPECT_EQ(answer.status().code(), absl::StatusCode::kNotFound) << answer.status();
+  dispatcher_->Tick();
+  EXPECT_EQ(State(1), v1::RUNNING);
+  EXPECT_EQ(jobs_->Get(1)->step(), 0);  // no progress taken from it
+  const v1::HeartbeatResponse hb = Beat(w1, {1});
+  EXPECT_EQ(hb.cancel_job_ids_size(), 0) << "the real ranks go on";
+}
+
 TEST_F(DispatcherTest, ForgedCheckpointAndStepReportsCountForNothing) {
   // Probes of issue 18: a report committing checkpoint step 99999999; one worker saying twice
   // that it wrote a step of a two-worker job; a step again after it was committed; a report of

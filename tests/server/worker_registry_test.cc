@@ -174,6 +174,19 @@ TEST(WorkerService, RegisterHeartbeatAndListOverGrpc) {
     ASSERT_TRUE(stub->Register(&ctx, Cpu("h"), &reg).ok());
   }
   {
+    // Probe of issue 18: a forged Report "finished" for w-1 without its session.
+    grpc::ClientContext ctx;
+    ctx.AddMetadata("authorization", "Bearer w");
+    v1::ReportRequest forged;
+    forged.set_worker_id(reg.worker_id());
+    forged.set_job_id(1);
+    forged.set_finished(true);
+    v1::ReportResponse out;
+    const grpc::Status st = stub->Report(&ctx, forged, &out);
+    EXPECT_EQ(st.error_code(), grpc::StatusCode::NOT_FOUND) << st.error_message();
+    EXPECT_NE(st.error_message().find("session"), std::string::npos) << st.error_message();
+  }
+  {
     // ...and a worker's token used to list the workers (a client's call).
     grpc::ClientContext ctx;
     ctx.AddMetadata("authorization", "Bearer w");
