@@ -207,7 +207,15 @@ int RunOnRanks(const RunArgs& args) {
   std::vector<int> ranks(world);
   std::vector<const v1::RankProgram*> rank_programs(world);
   for (int r = 0; r < world; ++r) ranks[r] = r, rank_programs[r] = &programs[r];
-  const v1::RankJob job = RankJobFor(*training, args, ckpt_dir, every, resume_step);
+  v1::RankJob job = RankJobFor(*training, args, ckpt_dir, every, resume_step);
+  if (args.gradient_buckets == "off" || args.gradient_buckets == "0") {
+    job.set_gradient_bucket_bytes(-1);
+  } else if (auto bytes = ParseBytes(args.gradient_buckets); bytes.ok() && *bytes > 0) {
+    job.set_gradient_bucket_bytes(*bytes);
+  } else {
+    return ReportError(absl::InvalidArgumentError(absl::StrCat("--gradient-buckets '", args.gradient_buckets,
+                                                               "': give a size such as 25MiB, or off")));
+  }
   if (auto st = WriteRunDirectory(dir.string(), plan->graph, job, ranks, rank_programs); !st.ok()) return ReportError(st);
 
   if (args.format != "json") {

@@ -66,6 +66,7 @@ struct RunArgs {
   std::string precision = "auto";    // auto (bf16 on GPU device types, fp32 on cpu) | fp32 | bf16
   std::string memory_per_device;     // the planner's budget
   bool check_reference = false;      // also train on one process and compare
+  std::string gradient_buckets = "25MiB";  // data-parallel gradient buckets' size; "off": none
   int64_t rank_timeout = 60;         // seconds a rank may stay silent (hung) or wait in a collective
   std::string checkpoint_dir;        // checkpoints of a multi-rank run
   int64_t checkpoint_every = 0;      // steps between checkpoints (0: at the end only, if a dir is given)

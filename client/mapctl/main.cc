@@ -126,6 +126,10 @@ int main(int argc, char** argv) {
   run->add_option("--precision", run_args.precision, "auto (bf16 on GPU device types, fp32 on cpu) | fp32 | bf16 (mixed: bf16 weights, activations and gradients; fp32 master weights, optimizer states and loss)")->capture_default_str();
   run->add_option("--memory-per-device", run_args.memory_per_device, "Memory per rank, e.g. 1GiB: the planner's budget, and a cap each rank enforces (an allocation past it fails, naming the rank and the bytes)");
   run->add_flag("--check-reference", run_args.check_reference, "Also train on one process and compare the losses");
+  run->add_option("--gradient-buckets", run_args.gradient_buckets,
+                  "With --ranks: data-parallel gradients all-reduced in buckets of this size as backward makes them, "
+                  "or off (one blocking all-reduce per parameter)")
+      ->capture_default_str();
   run->add_option("--rank-timeout", run_args.rank_timeout, "Seconds a rank may stay silent before the run is stopped")
       ->check(CLI::PositiveNumber)->capture_default_str();
   run->add_option("--checkpoint-dir", run_args.checkpoint_dir, "Write checkpoints of a multi-rank run here");

@@ -110,6 +110,7 @@ absl::StatusOr<RankPrediction> PredictRank(const Graph& global, const v1::RankPr
   // computes and reduces its activations' gradients.
   const double passes = static_cast<double>(std::max<int64_t>(1, program.micro_batches()));
   o.gradients_accumulated = passes > 1;
+  for (const ZeroParam& z : BucketedGradSyncs(program)) o.bucketed_gradients.insert(z.name);
   // A pipeline stage under 1F1B (one_f_one_b.h) keeps w = min(stages − stage, m) micro-batches in
   // flight. Its first backward runs with w in flight and no gradient made yet; the later ones with
   // the gradients accumulated and w in flight (w − 1 when the forwards are done by then: m = w).

@@ -39,6 +39,11 @@ std::vector<ZeroParam> ZeroParams(const v1::RankProgram& program);
 // instead of in each pass (`index`, `chunk` as for ZeRO over the chain's axes).
 std::vector<ZeroParam> GradSyncChains(const v1::RankProgram& program);
 
+// The chains whose all-reduce the runtime leaves to gradient buckets (worker/dist/grad_buckets.h):
+// data parallelism over one axis — a single GRAD_SYNC — under ZeRO 0 with one pass a step. Their
+// gradients live from the step's start, in the buckets (the profiler counts them so).
+std::vector<ZeroParam> BucketedGradSyncs(const v1::RankProgram& program);
+
 }  // namespace mapd
 
 #endif  // MAPD_PLANNER_LOWER_ZERO_H_

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <map>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -50,6 +51,10 @@ struct ProfileOptions {
   // parameter's gradient (under ZeRO 2–3 its shard) is live from the start, and the pass's
   // contributions are added into it.
   bool gradients_accumulated = false;
+  // Gradient buckets (the runtime's data parallelism, planner/lower/zero.h BucketedGradSyncs):
+  // these trainable parameters' gradients live from the step's start, in their buckets, and the
+  // gradient backward makes is copied in as it comes.
+  std::set<std::string> bucketed_gradients;
   // Pipeline stages under 1F1B (DESIGN §6b): the activations of this many micro-batches are alive
   // at once — the pass profiled and passes_in_flight − 1 earlier ones awaiting their backward,
   // each keeping what a pass holds at the end of its forward (saved tensors and the live values,

@@ -161,7 +161,7 @@ void Simulator::SetUpValues() {
     }
     report_.parameter_bytes += bytes;
     v.storage = ledger_.New(bytes, StorageKind::kParameter);
-    if (opt_.gradients_accumulated && par.trainable()) {
+    if ((opt_.gradients_accumulated || opt_.bucketed_gradients.count(par.name()) > 0) && par.trainable()) {
       // Accumulated over the earlier passes: the whole gradient, or its ZeRO-2/3 shard.
       const int64_t chunk = opt_.zero_stage >= 2 ? ZeroChunk(par.name(), v.type.NumElements()) : 0;
       v.grad = ledger_.New(chunk > 0 ? chunk * DTypeSize(v.type.dtype) : Bytes(v.type), StorageKind::kGradient);
@@ -408,7 +408,8 @@ void Simulator::Backward() {
           // accumulated parameter gradient reached through an identity (a deferred GRAD_SYNC,
           // ZeRO 0-1) is added in place from the consumer's gradient, which is already counted
           // (under ZeRO 2-3 the identity leads to a reduce-scatter, which copies).
-          if (opt_.gradients_accumulated && is_param && alias_grad && opt_.zero_stage <= 1) continue;
+          const bool preallocated = opt_.gradients_accumulated || opt_.bucketed_gradients.count(in) > 0;
+          if (preallocated && is_param && alias_grad && opt_.zero_stage <= 1) continue;
           const bool scattered = is_param && opt_.zero_stage >= 2 && ZeroChunk(in, v.type.NumElements()) > 0;
           ledger_.Transient(scattered ? ReduceScatterCopy(v.type) : Bytes(v.type));
           continue;

@@ -31,7 +31,8 @@ namespace {
 // programs are lowered from it, and each step runs that many passes.
 void ExpectSameAsOneDevice(const Graph& g, const std::vector<int64_t>& mesh, const std::vector<Strategy>& strategies,
                            const Reference& ref, const OptimizerOptions& optimizer = Sgd(), int zero_stage = 0,
-                           bool recompute = false, int64_t micro_batches = 1, double tolerance = 1e-4) {
+                           bool recompute = false, int64_t micro_batches = 1, double tolerance = 1e-4,
+                           int64_t bucket_bytes = RankTrainerOptions{}.bucket_bytes) {
   auto micro = MicroBatchGraph(g, micro_batches);
   ASSERT_TRUE(micro.ok()) << micro.status();
   int world = 1;
@@ -50,6 +51,7 @@ void ExpectSameAsOneDevice(const Graph& g, const std::vector<int64_t>& mesh, con
     RankTrainerOptions o;
     o.seed = 5;
     o.optimizer = optimizer;
+    o.bucket_bytes = bucket_bytes;
     auto trainer = RankTrainer::Create(g, *program, groups, o);
     if (!trainer.ok()) return void(out.error = trainer.status().ToString());
     TrainLikeTheReference(**trainer, ref, out);
@@ -68,6 +70,21 @@ TEST_P(Equivalence, DataParallelTensorParallel2x2AndThePlannersPlan) {
   for (const auto& [mesh, family] : plans) {
     SCOPED_TRACE(family + " on " + std::to_string(mesh.size()) + "-axis mesh");
     ExpectSameAsOneDevice(g, mesh, PlanStrategies(g, mesh, family), ref);
+  }
+}
+
+// Gradient buckets (grad_buckets.h) change no result: many small buckets (a few parameters each,
+// all-reduced while backward goes on), one bucket, and none (a blocking all-reduce per
+// parameter) give one device's losses and parameters, under data parallelism and on the
+// data-parallel axis of a 2x2 mesh.
+TEST(EquivalenceBuckets, SmallBucketsOneBucketAndNone) {
+  const Graph g = ZooTrainingGraph("gpt2:layers=2,hidden=32,heads=4,vocab=64,seq=8,batch=4");
+  const Reference ref = SingleDevice(g, Sgd(), /*repeat=*/true);
+  for (int64_t bucket_bytes : {int64_t{2048}, RankTrainerOptions{}.bucket_bytes, int64_t{0}}) {
+    SCOPED_TRACE("bucket bytes " + std::to_string(bucket_bytes));
+    ExpectSameAsOneDevice(g, {4}, PlanStrategies(g, {4}, "data parallel"), ref, Sgd(), 0, false, 1, 1e-5, bucket_bytes);
+    ExpectSameAsOneDevice(g, {2, 2}, PlanStrategies(g, {2, 2}, "Megatron TP=2 x DP=2"), ref, Sgd(), 0, false, 1, 1e-5,
+                          bucket_bytes);
   }
 }
 

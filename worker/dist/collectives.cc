@@ -133,7 +133,26 @@ struct GradSyncFn : torch::autograd::Function<GradSyncFn> {
   }
 };
 
+// A GRAD_SYNC whose all-reduce a gradient bucket does: the identity forward; backward hands the
+// gradient to its bucket and none to the parameter (GradBuckets::Finish sets the summed one).
+struct BucketedGradSyncFn : torch::autograd::Function<BucketedGradSyncFn> {
+  static at::Tensor forward(AutogradContext* ctx, const at::Tensor& x, GradBuckets* buckets, int64_t slot) {
+    ctx->saved_data["buckets"] = reinterpret_cast<int64_t>(buckets);
+    ctx->saved_data["slot"] = slot;
+    return x.clone();
+  }
+  static variable_list backward(AutogradContext* ctx, variable_list grad) {
+    auto* buckets = reinterpret_cast<GradBuckets*>(ctx->saved_data["buckets"].toInt());
+    if (grad[0].defined()) buckets->Ready(static_cast<int>(ctx->saved_data["slot"].toInt()), grad[0]);
+    return {at::Tensor(), at::Tensor(), at::Tensor()};
+  }
+};
+
 }  // namespace
+
+at::Tensor BucketedGradSync(const at::Tensor& x, GradBuckets* buckets, int slot) {
+  return BucketedGradSyncFn::apply(x, buckets, static_cast<int64_t>(slot));
+}
 
 absl::StatusOr<at::Tensor> ApplyCommunicate(const v1::Communicate& step, const at::Tensor& x, Communicator& group) {
   try {

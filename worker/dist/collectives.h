@@ -12,6 +12,7 @@
 #include "planner/lower/zero.h"
 #include "proto/mapd/v1/rank_program.pb.h"
 #include "worker/dist/communicator.h"
+#include "worker/dist/grad_buckets.h"
 
 namespace mapd {
 
@@ -50,6 +51,10 @@ absl::Status GatherBlock(const at::Tensor& block, const at::Tensor& shard, const
 void FreeBlock(const at::Tensor& block);
 // ZeRO-3's parameter in forward: gathers the block (GatherBlock) and gives its values; its
 // backward reduce-scatters the gradient into `shard` (a leaf), then frees the block.
+// A GRAD_SYNC done by gradient buckets (grad_buckets.h): the identity; in backward the gradient
+// goes to `buckets` as slot `slot`, and the parameter gets its sum from GradBuckets::Finish.
+at::Tensor BucketedGradSync(const at::Tensor& x, GradBuckets* buckets, int slot);
+
 at::Tensor ZeroGatheredParameter(const at::Tensor& shard, const at::Tensor& block, const ZeroParam* z,
                                  const std::vector<Communicator*>* groups);
 

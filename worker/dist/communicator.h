@@ -25,6 +25,14 @@ class PendingSend {
   virtual absl::Status Wait() = 0;
 };
 
+// A collective under way: Wait() returns once its result is in place (the collective keeps the
+// tensors it works on alive until then).
+class PendingCollective {
+ public:
+  virtual ~PendingCollective() = default;
+  virtual absl::Status Wait() = 0;
+};
+
 class Communicator {
  public:
   virtual ~Communicator() = default;
@@ -34,6 +42,10 @@ class Communicator {
 
   // t ← Σ over the group, in place.
   virtual absl::Status AllReduceSum(at::Tensor& t) = 0;
+  // The same, started and left to run while the caller goes on (gradient buckets overlap it with
+  // backward): `t` is not to be touched until Wait. Collectives on a group start in the same order
+  // on every rank of it, asynchronous or not. By default, the blocking AllReduceSum, done at once.
+  virtual absl::StatusOr<std::unique_ptr<PendingCollective>> AllReduceSumAsync(at::Tensor& t);
   // Every rank's `local`, concatenated along `dim` in rank order.
   virtual absl::StatusOr<at::Tensor> AllGather(const at::Tensor& local, int64_t dim) = 0;
   // Σ over the group of `full`, then this rank's chunk along `dim`.
@@ -50,6 +62,18 @@ class Communicator {
   virtual absl::StatusOr<std::unique_ptr<PendingSend>> Send(const at::Tensor& t, int peer, int tag) = 0;
   virtual absl::Status Recv(at::Tensor& t, int peer, int tag) = 0;
 };
+
+namespace internal {
+class DoneCollective final : public PendingCollective {
+ public:
+  absl::Status Wait() override { return absl::OkStatus(); }
+};
+}  // namespace internal
+
+inline absl::StatusOr<std::unique_ptr<PendingCollective>> Communicator::AllReduceSumAsync(at::Tensor& t) {
+  if (auto st = AllReduceSum(t); !st.ok()) return st;
+  return std::unique_ptr<PendingCollective>(new internal::DoneCollective());
+}
 
 }  // namespace mapd
 

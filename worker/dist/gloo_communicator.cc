@@ -83,6 +83,34 @@ class GlooPendingSend : public PendingSend {
   std::string group_;
 };
 
+// An all-reduce under way; a 16-bit tensor's sum is written back (rounded) from its fp32 copy.
+class PendingAllReduce : public PendingCollective {
+ public:
+  PendingAllReduce(c10::intrusive_ptr<c10d::Work> work, std::vector<at::Tensor> tensors, at::Tensor narrow_target,
+                   std::string group)
+      : work_(std::move(work)), tensors_(std::move(tensors)), narrow_target_(std::move(narrow_target)), group_(std::move(group)) {}
+  ~PendingAllReduce() override {
+    if (work_) (void)Wait();  // not left running on tensors about to go
+  }
+  absl::Status Wait() override {
+    if (!work_) return absl::OkStatus();
+    try {
+      WaitAndRelease(std::move(work_));
+      if (narrow_target_.defined()) narrow_target_.copy_(tensors_[0]);
+      tensors_.clear();
+      return absl::OkStatus();
+    } catch (const std::exception& e) {
+      return FromTorch(group_, "all-reduce", e);
+    }
+  }
+
+ private:
+  c10::intrusive_ptr<c10d::Work> work_;
+  std::vector<at::Tensor> tensors_;  // what is summed, alive until the sum is in place
+  at::Tensor narrow_target_;
+  std::string group_;
+};
+
 class GlooCommunicator : public Communicator {
  public:
   GlooCommunicator(c10::intrusive_ptr<c10d::ProcessGroupGloo> pg, std::string name)
@@ -100,6 +128,17 @@ class GlooCommunicator : public Communicator {
       WaitAndRelease(pg_->allreduce(v));
       if (narrow) t.copy_(v[0]);
       return absl::OkStatus();
+    } catch (const std::exception& e) {
+      return FromTorch(name_, "all-reduce", e);
+    }
+  }
+
+  absl::StatusOr<std::unique_ptr<PendingCollective>> AllReduceSumAsync(at::Tensor& t) override {
+    try {
+      const bool narrow = Is16BitFloat(t);
+      std::vector<at::Tensor> v{narrow ? t.to(at::kFloat) : t};
+      auto work = pg_->allreduce(v);
+      return std::unique_ptr<PendingCollective>(new PendingAllReduce(std::move(work), std::move(v), narrow ? t : at::Tensor(), name_));
     } catch (const std::exception& e) {
       return FromTorch(name_, "all-reduce", e);
     }

@@ -5,6 +5,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -238,6 +239,7 @@ absl::Status RunRankJob(const RankProcessOptions& o) {
   RankTrainerOptions to;
   to.seed = training->seed;
   to.optimizer = MakeOptimizerOptions(*training);
+  if (job->gradient_bucket_bytes() != 0) to.bucket_bytes = std::max<int64_t>(job->gradient_bucket_bytes(), 0);
   auto named = [&](const absl::Status& st) { return absl::Status(st.code(), absl::StrCat("rank ", o.rank, ": ", st.message())); };
   if (pipeline) {
     auto rank = PipelineRank::Create(*graph, *program, raw, to);

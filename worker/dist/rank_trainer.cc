@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstring>
+#include <map>
 #include <set>
 
 #include "absl/strings/str_cat.h"
@@ -323,6 +324,36 @@ absl::StatusOr<std::unique_ptr<RankTrainer>> RankTrainer::Create(Graph graph, v1
       t->deferred_.emplace_back(it->second, z.axes);
     }
   }
+  // Data parallelism over one axis, without ZeRO or micro-batches: each parameter's gradient goes
+  // to a bucket as backward makes it (grad_buckets.h).
+  t->bucket_of_step_.assign(t->program_.instructions_size(), {-1, -1});
+  if (options.bucket_bytes > 0) {
+    std::unordered_map<std::string, int> trainable_index;
+    for (size_t i = 0; i < t->trainable_.size(); ++i) trainable_index[t->trainable_[i].first] = static_cast<int>(i);
+    std::map<int, std::vector<std::pair<int, int>>> by_axis;  // axis → (its GRAD_SYNC instruction, trainable index)
+    for (const ZeroParam& z : BucketedGradSyncs(t->program_)) {
+      auto it = trainable_index.find(z.name);
+      if (it != trainable_index.end()) by_axis[z.axes[0]].emplace_back(z.grad_syncs[0], it->second);
+    }
+    for (auto& [axis, params] : by_axis) {
+      // The parameter used last in forward first: backward makes its gradient first.
+      std::sort(params.rbegin(), params.rend());
+      std::vector<at::Tensor> blocks;
+      std::vector<int> owners;
+      const int set = static_cast<int>(t->buckets_.size());
+      for (size_t slot = 0; slot < params.size(); ++slot) {
+        t->bucket_of_step_[params[slot].first] = {set, static_cast<int>(slot)};
+        blocks.push_back(t->trainable_[params[slot].second].second);
+        owners.push_back(params[slot].second);
+      }
+      try {  // the buckets are allocated here, under the rank's memory cap
+        t->buckets_.push_back(std::make_unique<GradBuckets>(t->groups_.at(axis), blocks, options.bucket_bytes));
+      } catch (const std::exception& e) {
+        return TorchError(absl::StatusCode::kResourceExhausted, absl::StrCat("gradient buckets on rank ", t->program_.rank()), e);
+      }
+      t->bucket_owners_.push_back(std::move(owners));
+    }
+  }
   // Recompute segments: what flows in and out of each.
   t->segment_at_.assign(t->program_.instructions_size(), -1);
   std::set<std::string> kept_after;  // the loss and buffer updates are read "after" the program
@@ -373,6 +404,14 @@ absl::Status RankTrainer::RunInstruction(int index, Env& env, at::Generator& gen
   const v1::Instruction& ins = program_.instructions(index);
   if (ins.has_communicate()) {
     const v1::Communicate& c = ins.communicate();
+    if (const auto [set, slot] = bucket_of_step_[index]; set >= 0) {  // its bucket all-reduces it
+      try {
+        env[c.output()] = BucketedGradSync(env.at(c.input()), buckets_[set].get(), slot);
+      } catch (const std::exception& e) {
+        return TorchError(absl::StatusCode::kInternal, absl::StrCat("'", c.input(), "' on rank ", program_.rank()), e);
+      }
+      return absl::OkStatus();
+    }
     if (deferred_step_[index]) {  // its all-reduce waits for the last pass (Step)
       env[c.output()] = env.at(c.input());
       return absl::OkStatus();
@@ -682,6 +721,12 @@ absl::StatusOr<StepResult> RankTrainer::Step(const LocalBatch& batch) {
 }
 
 absl::Status RankTrainer::ReduceGradients() {
+  // The buckets' all-reduces, started in backward: their sums become the parameters' gradients.
+  for (size_t k = 0; k < buckets_.size(); ++k) {
+    at::NoGradGuard no_grad;
+    auto st = buckets_[k]->Finish([&](int slot, at::Tensor sum) { trainable_[bucket_owners_[k][slot]].second.mutable_grad() = std::move(sum); });
+    if (!st.ok()) return st;
+  }
   // The deferred reductions: each accumulated gradient all-reduced over its chain's axes.
   for (const auto& [i, axes] : deferred_) {
     at::Tensor grad = trainable_[i].second.mutable_grad();

@@ -39,6 +39,7 @@
 #include "proto/mapd/v1/rank_program.pb.h"
 #include "planner/lower/zero.h"
 #include "worker/dist/communicator.h"
+#include "worker/dist/grad_buckets.h"
 #include "worker/runtime/optimizer.h"
 #include "worker/runtime/trainer.h"
 
@@ -47,6 +48,10 @@ namespace mapd {
 struct RankTrainerOptions {
   uint64_t seed = 0;  // the parameters' init seed (the same for every rank and plan)
   OptimizerOptions optimizer;
+  // Data parallelism over one mesh axis (no ZeRO, one pass a step): gradients all-reduced in
+  // buckets of about this many bytes, started as backward fills them (grad_buckets.h); 0: one
+  // blocking all-reduce per parameter, in backward. PyTorch DDP's default size.
+  int64_t bucket_bytes = int64_t{25} << 20;
 };
 
 class RankTrainer {
@@ -175,6 +180,11 @@ class RankTrainer {
   int64_t micro_batches_ = 1;
   std::vector<bool> deferred_step_;                 // per instruction: a GRAD_SYNC reduced after the passes instead
   std::vector<std::pair<int, std::vector<int>>> deferred_;  // (trainable index, axes) reduced after the passes
+  // Gradient buckets, one set per data-parallel axis; per instruction, the (set, slot) a
+  // GRAD_SYNC hands its gradient to, or (-1, -1); per set, each slot's trainable index.
+  std::vector<std::unique_ptr<GradBuckets>> buckets_;
+  std::vector<std::pair<int, int>> bucket_of_step_;
+  std::vector<std::vector<int>> bucket_owners_;
   std::unique_ptr<Graph> micro_graph_;
   double pass_loss_scale_ = 1;
   int64_t pass_ = 0;

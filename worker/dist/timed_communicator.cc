@@ -6,6 +6,21 @@ namespace mapd {
 
 namespace {
 
+class TimedPending : public PendingCollective {
+ public:
+  TimedPending(std::unique_ptr<PendingCollective> inner, CollectiveTotals* totals) : inner_(std::move(inner)), totals_(totals) {}
+  absl::Status Wait() override {
+    const auto start = std::chrono::steady_clock::now();
+    absl::Status st = inner_->Wait();
+    totals_->seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    return st;
+  }
+
+ private:
+  std::unique_ptr<PendingCollective> inner_;
+  CollectiveTotals* totals_;
+};
+
 class TimedCommunicator : public Communicator {
  public:
   TimedCommunicator(std::unique_ptr<Communicator> inner, CollectiveStats* stats) : inner_(std::move(inner)), stats_(stats) {}
@@ -16,6 +31,12 @@ class TimedCommunicator : public Communicator {
 
   absl::Status AllReduceSum(at::Tensor& t) override {
     return Timed("all_reduce", t, [&] { return inner_->AllReduceSum(t); });
+  }
+  // Timed while the rank waits on it: the start, and the Wait (what overlap leaves exposed).
+  absl::StatusOr<std::unique_ptr<PendingCollective>> AllReduceSumAsync(at::Tensor& t) override {
+    auto started = Timed("all_reduce", t, [&] { return inner_->AllReduceSumAsync(t); });
+    if (!started.ok()) return started.status();
+    return std::unique_ptr<PendingCollective>(new TimedPending(*std::move(started), &(*stats_)["all_reduce"]));
   }
   absl::StatusOr<at::Tensor> AllGather(const at::Tensor& local, int64_t dim) override {
     return Timed("all_gather", local, [&] { return inner_->AllGather(local, dim); });

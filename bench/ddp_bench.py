@@ -1,0 +1,139 @@
+#!/usr/bin/python3
+"""MAP's data parallelism against PyTorch DDP on this machine: the same model, seed, global batch,
+optimizer and threads, Gloo on CPU, run alternately; prints the median step time of each and
+their ratio (docs/runtime.md, "Against PyTorch DDP").
+
+Usage:  /usr/bin/python3 bench/ddp_bench.py [--mapctl build/client/mapctl/mapctl] [--ranks 2,4]
+                                            [--models gpt,resnet] [--steps 15] [--rounds 2]
+
+Each (model, ranks) cell runs `rounds` times DDP then MAP (`mapctl run MODEL.pt --ranks N
+--strategy dp`), `steps` steps each; the first `warmup` steps of a run are dropped and the median
+is over every other step of every round (>= 20 by default). Both sides train the model PyTorch
+traced: for MAP the TorchScript archive, for DDP the nn.Module it was traced from (dropout 0, so
+the work is the same); rank r of DDP trains on the r-th slice of the global batch, as MAP's data
+parallel ranks do. Threads: each rank cores/ranks intra-op threads on both sides (MAP's default;
+torch.set_num_threads for DDP). The ratio is MAP / DDP: under 1 means MAP is faster.
+"""
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+import torch
+import torch.distributed as dist
+import torch.multiprocessing as mp
+import torch.nn.functional as F
+
+sys.dont_write_bytecode = True
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "tests", "import", "models"))
+import nanogpt  # noqa: E402
+import resnet  # noqa: E402
+
+LR = 1e-3
+
+
+def make_model(name):
+    """(module, example global-batch input, input spec for mapctl, loss on (output, target))."""
+    torch.manual_seed(0)
+    if name == "gpt":
+        # The issue's nanoGPT: tied weights, biases, vocabulary 512, width 128, 2 layers, 8 x 64 tokens.
+        cfg = nanogpt.GPTConfig(block_size=64, vocab_size=512, n_layer=2, n_head=4, n_embd=128, dropout=0.0, bias=True)
+        model = nanogpt.GPT(cfg)
+        x = torch.randint(0, 512, (8, 64))
+        spec = {"name": "idx", "dtype": "int64", "shape": [8, 64]}
+        target = lambda b: torch.randint(0, 512, (b, 64))  # noqa: E731
+        loss = lambda out, t: F.cross_entropy(out.view(-1, out.size(-1)), t.view(-1))  # noqa: E731
+        make_input = lambda b: torch.randint(0, 512, (b, 64))  # noqa: E731
+    elif name == "resnet":
+        model = resnet.TinyResNet(num_classes=10, width=32)
+        x = torch.randn(16, 3, 32, 32)
+        spec = {"name": "x", "dtype": "float32", "shape": [16, 3, 32, 32]}
+        target = lambda b: torch.randint(0, 10, (b,))  # noqa: E731
+        loss = F.cross_entropy
+        make_input = lambda b: torch.randn(b, 3, 32, 32)  # noqa: E731
+    else:
+        raise SystemExit(f"unknown model {name}: give gpt or resnet")
+    model.train()
+    return model, x, spec, make_input, target, loss
+
+
+def save_archive(name, path):
+    model, x, spec, *_ = make_model(name)
+    traced = torch.jit.trace(model, (x,), check_trace=False)
+    torch.jit.save(traced, path, _extra_files={"mapd_inputs.json": json.dumps({"inputs": [spec]})})
+    return spec["shape"][0]
+
+
+def ddp_worker(rank, world, name, steps, threads, rdv, out):
+    torch.set_num_threads(threads)
+    dist.init_process_group("gloo", init_method=f"file://{rdv}", rank=rank, world_size=world)
+    model, x, _, make_input, target, loss_fn = make_model(name)
+    ddp = torch.nn.parallel.DistributedDataParallel(model)
+    opt = torch.optim.AdamW(ddp.parameters(), lr=LR, weight_decay=0.0)
+    local = x.shape[0] // world
+    torch.manual_seed(1 + rank)
+    times = []
+    for _ in range(steps):
+        inp, tgt = make_input(local), target(local)
+        start = time.perf_counter()
+        opt.zero_grad(set_to_none=True)
+        loss = loss_fn(ddp(inp), tgt)
+        loss.backward()
+        opt.step()
+        times.append(time.perf_counter() - start)
+    if rank == 0:
+        with open(out, "w") as f:
+            json.dump(times, f)
+    dist.destroy_process_group()
+
+
+def run_ddp(name, ranks, steps, threads):
+    with tempfile.TemporaryDirectory() as tmp:
+        out = os.path.join(tmp, "times.json")
+        mp.spawn(ddp_worker, args=(ranks, name, steps, threads, os.path.join(tmp, "rdv"), out), nprocs=ranks, join=True)
+        with open(out) as f:
+            return json.load(f)
+
+
+def run_map(mapctl, archive, ranks, steps):
+    r = subprocess.run([mapctl, "run", archive, "--ranks", str(ranks), "--strategy", "dp", "--steps", str(steps),
+                        "--lr", str(LR), "--log-every", "1", "-o", "json"], capture_output=True, text=True)
+    if r.returncode != 0:
+        raise SystemExit(f"mapctl run failed:\n{r.stderr}")
+    return [s["seconds"] for s in json.loads(r.stdout)["steps"]]
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--mapctl", default=os.path.join(HERE, "..", "build", "client", "mapctl", "mapctl"))
+    ap.add_argument("--ranks", default="2,4")
+    ap.add_argument("--models", default="gpt,resnet")
+    ap.add_argument("--steps", type=int, default=15)
+    ap.add_argument("--warmup", type=int, default=3)
+    ap.add_argument("--rounds", type=int, default=2)
+    a = ap.parse_args()
+    cores = os.cpu_count() or 1
+    print(f"| model | ranks | threads/rank | PyTorch DDP ms/step | MAP dp ms/step | MAP / DDP | steps timed (each) |")
+    print("|---|---|---|---|---|---|---|")
+    with tempfile.TemporaryDirectory() as tmp:
+        for name in a.models.split(","):
+            archive = os.path.join(tmp, f"{name}.pt")
+            save_archive(name, archive)
+            for ranks in [int(r) for r in a.ranks.split(",")]:
+                threads = max(1, cores // ranks)
+                ddp, ours = [], []
+                for _ in range(a.rounds):  # alternate, so that drift in the machine hits both alike
+                    ddp += run_ddp(name, ranks, a.steps, threads)[a.warmup:]
+                    ours += run_map(a.mapctl, archive, ranks, a.steps)[a.warmup:]
+                d, m = statistics.median(ddp), statistics.median(ours)
+                print(f"| {name} | {ranks} | {threads} | {d * 1e3:.1f} | {m * 1e3:.1f} | {m / d:.2f} | {len(ddp)} |",
+                      flush=True)
+
+
+if __name__ == "__main__":
+    main()
