@@ -54,10 +54,10 @@ absl::Status PruneCheckpointSteps(const std::string& dir, int64_t latest, int ke
     if (rest == ".tmp" && step < latest) abandoned.push_back(entry.path().string());
   }
   if (ec) return absl::InternalError(absl::StrCat("cannot list ", dir, ": ", ec.message()));
-  std::sort(committed.begin(), committed.end());
-  std::vector<std::string> doomed = abandoned;
-  for (size_t i = 0; i + static_cast<size_t>(keep_steps) < committed.size(); ++i) {
-    if (committed[i] != latest) doomed.push_back(CheckpointStepDir(dir, committed[i]));
+  std::sort(committed.begin(), committed.end());  // latest last: kept, as at least one step is
+  std::vector<std::string> doomed = std::move(abandoned);
+  for (size_t i = 0; i + static_cast<size_t>(std::max(keep_steps, 1)) < committed.size(); ++i) {
+    doomed.push_back(CheckpointStepDir(dir, committed[i]));
   }
   for (const std::string& path : doomed) {
     std::filesystem::remove_all(path, ec);

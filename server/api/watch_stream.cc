@@ -1,5 +1,7 @@
 #include "server/api/watch_stream.h"
 
+#include <utility>
+
 #include "absl/strings/str_cat.h"
 #include "common/rpc/grpc_status.h"
 
@@ -69,12 +71,11 @@ void WatchStream::Poll() {
   auto events = jobs_->WaitForEvents(id_, after_seq_, 0);  // in memory unless there are new events
   if (!events.ok()) return End(ToGrpcStatus(events.status()));
   pending_.insert(pending_.end(), events->begin(), events->end());
-  if (!polled_ && pending_.empty()) {
-    polled_ = true;
+  const bool first = !std::exchange(polled_, true);
+  if (first && pending_.empty()) {
     auto job = jobs_->Get(id_);
     if (job.ok() && IsFinished(job->state())) return End(grpc::Status::OK);  // finished before the watch began
   }
-  polled_ = true;
   WriteNextOrWait();
 }
 

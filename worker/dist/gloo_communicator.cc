@@ -119,20 +119,15 @@ class GlooCommunicator : public Communicator {
   int size() const override { return pg_->getSize(); }
   const std::string& name() const override { return name_; }
 
-  // Gloo (LibTorch 1.13) has no bf16: bf16 (and f16) tensors are summed in fp32 (an fp32 copy
-  // for the call, written back rounded) and moved by the other collectives as f16 bits.
+  // The blocking all-reduce is the asynchronous one waited for at once.
   absl::Status AllReduceSum(at::Tensor& t) override {
-    try {
-      const bool narrow = Is16BitFloat(t);
-      std::vector<at::Tensor> v{narrow ? t.to(at::kFloat) : t};
-      WaitAndRelease(pg_->allreduce(v));
-      if (narrow) t.copy_(v[0]);
-      return absl::OkStatus();
-    } catch (const std::exception& e) {
-      return FromTorch(name_, "all-reduce", e);
-    }
+    auto pending = AllReduceSumAsync(t);
+    if (!pending.ok()) return pending.status();
+    return (*pending)->Wait();
   }
 
+  // Gloo (LibTorch 1.13) has no bf16: bf16 (and f16) tensors are summed in fp32 (an fp32 copy
+  // for the call, written back rounded at Wait) and moved by the other collectives as f16 bits.
   absl::StatusOr<std::unique_ptr<PendingCollective>> AllReduceSumAsync(at::Tensor& t) override {
     try {
       const bool narrow = Is16BitFloat(t);

@@ -34,6 +34,10 @@ GradBuckets::GradBuckets(Communicator* group, const std::vector<at::Tensor>& par
   }
 }
 
+at::Tensor GradBuckets::SlotView(const Slot& s) {
+  return buckets_[s.bucket].flat.narrow(0, s.offset, s.numel).view(s.sizes);
+}
+
 void GradBuckets::Start(Bucket& b) {
   auto started = group_->AllReduceSumAsync(b.flat);
   if (!started.ok()) {
@@ -47,7 +51,7 @@ void GradBuckets::Ready(int slot, const at::Tensor& grad) {
   Slot& s = slots_.at(slot);
   Bucket& b = buckets_[s.bucket];
   if (s.ready || b.pending) throw std::logic_error("a gradient came twice in one step");
-  b.flat.narrow(0, s.offset, grad.numel()).view(grad.sizes()).copy_(grad);
+  SlotView(s).copy_(grad);
   s.ready = true;
   if (--b.missing == 0) Start(b);
 }
@@ -59,7 +63,7 @@ absl::Status GradBuckets::Finish(const std::function<void(int, at::Tensor)>& set
       // Gradients that did not come are summed as zeros (the slots of a step are rewritten whole).
       for (int slot : b.slots) {
         const Slot& s = slots_[slot];
-        if (!s.ready) b.flat.narrow(0, s.offset, s.numel).zero_();
+        if (!s.ready) SlotView(s).zero_();
       }
       try {
         Start(b);
@@ -75,9 +79,8 @@ absl::Status GradBuckets::Finish(const std::function<void(int, at::Tensor)>& set
   }
   for (size_t i = 0; i < slots_.size(); ++i) {
     Slot& s = slots_[i];
-    Bucket& b = buckets_[s.bucket];
     // A view into the bucket: the optimizer reads it before the next step's gradients overwrite it.
-    if (status.ok() && s.ready) set_grad(static_cast<int>(i), b.flat.narrow(0, s.offset, s.numel).view(s.sizes));
+    if (status.ok() && s.ready) set_grad(static_cast<int>(i), SlotView(s));
     s.ready = false;
   }
   for (Bucket& b : buckets_) b.missing = static_cast<int>(b.slots.size());

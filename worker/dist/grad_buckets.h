@@ -63,6 +63,7 @@ class GradBuckets {
     bool ready = false;               // its gradient came this step
   };
   void Start(Bucket& b);
+  at::Tensor SlotView(const Slot& s);  // the slot's part of its bucket, in the parameter's shape
 
   Communicator* group_;
   std::vector<Bucket> buckets_;
