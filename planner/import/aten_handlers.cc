@@ -274,7 +274,8 @@ Result RmsNorm(Importer& im, Node* n, const Args& a) {
   return One(im.Emit1(n, "rms_norm", {x, w}, Attrs().Ints("normalized_shape", shape).Float("eps", eps)));
 }
 
-// batch_norm in training mode yields the new running statistics, which replace the buffers.
+// batch_norm in training mode (batch_norm_stats, batch_norm_apply, batch_norm_running_stats)
+// yields the new running statistics, which replace the buffers.
 Result BatchNorm(Importer& im, Node* n, const Args& a) {
   MAPD_ASSIGN_OR_RETURN(std::string x, im.TensorArg(n, a, 0));
   MAPD_ASSIGN_OR_RETURN(std::string w, im.OptionalTensorArg(n, a, 1));
@@ -284,9 +285,26 @@ Result BatchNorm(Importer& im, Node* n, const Args& a) {
   MAPD_ASSIGN_OR_RETURN(bool training, im.BoolArg(n, a, 5));
   MAPD_ASSIGN_OR_RETURN(double momentum, im.DoubleArg(n, a, 6));
   MAPD_ASSIGN_OR_RETURN(double eps, im.DoubleArg(n, a, 7));
-  MAPD_ASSIGN_OR_RETURN(std::vector<AValue> outs,
-                        im.Emit(n, "batch_norm", {x, w, b, rm, rv},
-                                Attrs().Bool("training", training).Float("momentum", momentum).Float("eps", eps)));
+  std::vector<AValue> outs;
+  if (training) {
+    // Synchronised: per-channel sums, then the normalisation (ops_norm.cc), so a split batch
+    // all-reduces the sums rather than gathering the activations.
+    const TensorType* type = im.builder().TypeOf(x);
+    if (type == nullptr || type->shape.size() < 2) return im.Error(n, "batch_norm needs an input [N, C, ...]");
+    MAPD_ASSIGN_OR_RETURN(AValue stats, im.Emit1(n, "batch_norm_stats", {x}, Attrs()));
+    const int64_t count = type->NumElements() / std::max<int64_t>(type->shape[1], 1);
+    MAPD_ASSIGN_OR_RETURN(outs, im.Emit(n, "batch_norm_apply", {x, stats.tensor, w, b},
+                                        Attrs().Int("count", count).Float("eps", eps)));
+    if (!rm.empty() && !rv.empty()) {
+      MAPD_ASSIGN_OR_RETURN(std::vector<AValue> running,
+                            im.Emit(n, "batch_norm_running_stats", {stats.tensor, rm, rv},
+                                    Attrs().Int("count", count).Float("momentum", momentum)));
+      outs.insert(outs.end(), running.begin(), running.end());
+    }
+  } else {
+    MAPD_ASSIGN_OR_RETURN(outs, im.Emit(n, "batch_norm", {x, w, b, rm, rv},
+                                        Attrs().Bool("training", false).Float("momentum", momentum).Float("eps", eps)));
+  }
   if (outs.size() == 3) {
     im.builder().BufferUpdate(rm, outs[1].tensor);
     im.builder().BufferUpdate(rv, outs[2].tensor);

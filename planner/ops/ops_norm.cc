@@ -1,4 +1,5 @@
-// Normalisations: layer_norm, rms_norm, batch_norm, group_norm, softmax, log_softmax.
+// Normalisations: layer_norm, rms_norm, batch_norm (and its synchronised form, batch_norm_stats,
+// batch_norm_apply and batch_norm_running_stats), group_norm, softmax, log_softmax.
 #include <algorithm>
 
 #include "common/status_macros.h"
@@ -64,6 +65,71 @@ absl::StatusOr<Types> InferBatchNorm(const OpContext& ctx) {
   if (momentum < 0 || momentum > 1) return ctx.Error("momentum must be in [0, 1], got ", momentum);
   if (training && stats) return Types{x, ctx.input(3), ctx.input(4)};
   return Types{x};
+}
+
+// Synchronised batch norm (training mode) in three ops, so that a batch split across devices
+// needs only the per-channel statistics summed, not the activations gathered (as PyTorch's
+// SyncBatchNorm; docs/ops.md):
+//   stats = batch_norm_stats(x)                     [2, C] f64: per channel, the sum of x and of x²
+//   y = batch_norm_apply(x, stats, weight?, bias?)
+//   mean', var' = batch_norm_running_stats(stats, running_mean, running_var)
+// `count` is the number of values per channel the stats sum (N * spatial of the whole batch):
+// the mean is stats[0] / count and the biased variance stats[1] / count - mean². The sums are
+// f64 so that the variance loses nothing to the subtraction.
+absl::StatusOr<Types> InferBatchNormStats(const OpContext& ctx) {
+  MAPD_RETURN_IF_ERROR(ExpectRank(ctx, 0, 2, 64, "input"));
+  MAPD_RETURN_IF_ERROR(ExpectFloating(ctx, 0, "input"));
+  return Types{TensorType{v1::FLOAT64, {2, ctx.input(0).shape[1]}}};
+}
+
+// The stats input (input `i`) of C channels, and the op's `count` (> 1).
+absl::Status ExpectStats(const OpContext& ctx, int i, int64_t c) {
+  if (ctx.input(i).shape != Shape{2, c} || ctx.input(i).dtype != v1::FLOAT64) {
+    return ctx.Error("stats ", ctx.input(i).ToString(), " must be f64[2, ", c, "] (batch_norm_stats of the input)");
+  }
+  MAPD_ASSIGN_OR_RETURN(int64_t count, ctx.Int("count"));
+  if (count <= 1) return ctx.Error("training mode needs more than one value per channel, got count ", count);
+  return absl::OkStatus();
+}
+
+// Inputs from `first` on are per-channel [C] tensors, named by `names` (absent ones skipped).
+absl::Status ExpectPerChannel(const OpContext& ctx, int first, const std::vector<const char*>& names, int64_t c) {
+  for (size_t k = 0; k < names.size(); ++k) {
+    const int i = first + static_cast<int>(k);
+    if (ctx.has_input(i) && ctx.input(i).shape != Shape{c}) {
+      return ctx.Error(names[k], " ", ctx.input(i).ToString(), " must have shape [", c, "] (one per channel)");
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<Types> InferBatchNormApply(const OpContext& ctx) {
+  const TensorType& x = ctx.input(0);
+  MAPD_RETURN_IF_ERROR(ExpectRank(ctx, 0, 2, 64, "input"));
+  MAPD_RETURN_IF_ERROR(ExpectFloating(ctx, 0, "input"));
+  const int64_t c = x.shape[1];
+  MAPD_RETURN_IF_ERROR(ExpectStats(ctx, 1, c));
+  MAPD_RETURN_IF_ERROR(ExpectPerChannel(ctx, 2, {"weight", "bias"}, c));
+  MAPD_ASSIGN_OR_RETURN(int64_t count, ctx.Int("count"));
+  const int64_t per_channel = NumElements(x.shape) / std::max<int64_t>(c, 1);
+  if (count != per_channel) {
+    return ctx.Error("count ", count, " must be the values per channel of input ", x.ToString(), " (", per_channel, ")");
+  }
+  MAPD_ASSIGN_OR_RETURN(double eps, ctx.Float("eps", 1e-5));
+  if (eps < 0) return ctx.Error("eps must be non-negative, got ", eps);
+  return Types{x};
+}
+
+absl::StatusOr<Types> InferBatchNormRunningStats(const OpContext& ctx) {
+  if (ctx.input(1).rank() != 1) return ctx.Error("running_mean ", ctx.input(1).ToString(), " must be [C]");
+  const int64_t c = ctx.input(1).shape[0];
+  MAPD_RETURN_IF_ERROR(ExpectStats(ctx, 0, c));
+  MAPD_RETURN_IF_ERROR(ExpectPerChannel(ctx, 1, {"running_mean", "running_var"}, c));
+  MAPD_RETURN_IF_ERROR(ExpectFloating(ctx, 1, "running_mean"));
+  MAPD_RETURN_IF_ERROR(ExpectFloating(ctx, 2, "running_var"));
+  MAPD_ASSIGN_OR_RETURN(double momentum, ctx.Float("momentum", 0.1));
+  if (momentum < 0 || momentum > 1) return ctx.Error("momentum must be in [0, 1], got ", momentum);
+  return Types{ctx.input(1), ctx.input(2)};
 }
 
 // group_norm(x[N,C,...], weight?[C], bias?[C]): statistics per sample and group of
@@ -165,6 +231,33 @@ SavedSpec BatchNormSaved(const CostContext& c) {
   return s;
 }
 
+// batch_norm_stats reads x once (a var_mean pass); backward adds g0 + 2·x·g1 to x's gradient,
+// one input-sized temporary beside it.
+OpCost BatchNormStatsCost(const CostContext& c) {
+  OpCost cost = ElementwiseCost(3, 3)(c);
+  if (c.any_requires_grad()) cost.grad_workspace_bytes = c.op.input(0).NumBytes();
+  return cost;
+}
+
+// batch_norm_apply: one pass forward (x·a + b per channel); backward is ATen's batch-norm
+// backward (a reduction and the input's gradient) and per-channel arithmetic.
+OpCost BatchNormApplyCost(const CostContext& c) {
+  OpCost cost = ElementwiseCost(2, 6)(c);
+  if (c.any_requires_grad()) cost.grad_workspace_bytes = c.op.input(0).NumBytes();
+  return cost;
+}
+
+// batch_norm_apply keeps the input, the weight and the per-channel f64 mean and variance.
+// (batch_norm_running_stats has no gradient: the runtime computes it from the stats detached.)
+SavedSpec BatchNormApplySaved(const CostContext& c) {
+  SavedSpec s;
+  if (!c.any_requires_grad()) return s;
+  s.inputs = {0};
+  if (c.op.has_input(2)) s.inputs.push_back(2);
+  s.extra_bytes = 2 * c.op.input(0).shape[1] * 8;
+  return s;
+}
+
 // native_group_norm keeps the input, weight and per-(sample, group) mean and rstd in x's dtype.
 SavedSpec GroupNormSaved(const CostContext& c) {
   SavedSpec s;
@@ -225,6 +318,45 @@ absl::StatusOr<ShardingRule> ChannelNormSharding(const CostContext& c) {
   return r;
 }
 
+// batch_norm_stats: x[n, c, spatial...] -> [s, c]: a sum over n and the spatial dimensions, so
+// splitting them leaves each device a summand (Partial) that an all-reduce completes.
+// batch_norm_apply: per channel given the (replicated) stats; every dimension of x splits.
+// batch_norm_running_stats: per channel.
+absl::StatusOr<ShardingRule> BatchNormStatsSharding(const CostContext& c) {
+  ShardingRule r = EmptyRule(c);
+  LabelPool pool("ncs");
+  const std::string spatial = pool.Fresh(c.op.input(0).rank() - 2);
+  r.inputs[0] = "nc" + spatial;
+  r.outputs[0] = "sc";
+  r.linear_reduced = "n" + spatial;
+  r.unsplittable = "s";
+  MAPD_RETURN_IF_ERROR(pool.status());
+  return r;
+}
+
+absl::StatusOr<ShardingRule> BatchNormApplySharding(const CostContext& c) {
+  ShardingRule r = EmptyRule(c);
+  LabelPool pool("ncs");
+  const std::string spatial = pool.Fresh(c.op.input(0).rank() - 2);
+  r.inputs[0] = "nc" + spatial;
+  r.inputs[1] = "sc";
+  for (int i = 2; i < c.op.num_inputs(); ++i) {
+    if (c.op.has_input(i)) r.inputs[i] = "c";
+  }
+  r.outputs[0] = r.inputs[0];
+  r.unsplittable = "s";
+  MAPD_RETURN_IF_ERROR(pool.status());
+  return r;
+}
+
+absl::StatusOr<ShardingRule> BatchNormRunningStatsSharding(const CostContext& c) {
+  ShardingRule r = EmptyRule(c);
+  r.inputs = {"sc", "c", "c"};
+  r.outputs = {"c", "c"};
+  r.unsplittable = "s";
+  return r;
+}
+
 // softmax / log_softmax: the normalised dimension is unsplittable.
 absl::StatusOr<ShardingRule> SoftmaxSharding(const CostContext& c) {
   ShardingRule r = EmptyRule(c);
@@ -262,6 +394,26 @@ void RegisterNormOps(OpRegistry& r) {
           .Cost(BatchNormCost)
           .Saved(BatchNormSaved)
           .Sharding(ChannelNormSharding));
+  r.Add(Op("batch_norm_stats", "per-channel sums of x and x^2 over batch and spatial dims (f64 [2, C])")
+          .Inputs({{"x"}})
+          .Infer(InferBatchNormStats)
+          .Cost(BatchNormStatsCost)
+          .Saved(Saves({0}, {}))
+          .Sharding(BatchNormStatsSharding));
+  r.Add(Op("batch_norm_apply", "training batch norm: normalise x by the mean and variance batch_norm_stats summed")
+          .Inputs({{"x"}, {"stats"}, {"weight", true}, {"bias", true}})
+          .Attrs({{"count", AttrKind::kInt, true}, {"eps", AttrKind::kFloat}})
+          .Infer(InferBatchNormApply)
+          .Cost(BatchNormApplyCost)
+          .Saved(BatchNormApplySaved)
+          .Sharding(BatchNormApplySharding));
+  r.Add(Op("batch_norm_running_stats", "the new running mean and (unbiased) variance from batch_norm_stats")
+          .Inputs({{"stats"}, {"running_mean"}, {"running_var"}})
+          .Attrs({{"count", AttrKind::kInt, true}, {"momentum", AttrKind::kFloat}})
+          .Infer(InferBatchNormRunningStats)
+          .Cost(ElementwiseCost(6, 0))
+          .Saved(SavesNothing())
+          .Sharding(BatchNormRunningStatsSharding));
   r.Add(Op("group_norm", "normalise each sample over groups of num_groups channels (and the spatial dims)")
           .Inputs({{"x"}, {"weight", true}, {"bias", true}})
           .Attrs({{"num_groups", AttrKind::kInt, true}, {"eps", AttrKind::kFloat}})

@@ -39,10 +39,13 @@ absl::StatusOr<Analysis> Analyze(const Graph& graph) {
     const PreparedNode& pn = *(*prepared)[n];
     auto rule = pn.def->sharding(pn.ctx());
     if (!rule.ok()) return rule.status();
-    if (rule->IsUnsplittable(label)) {
+    // batch_norm_stats sums over the batch linearly, but what it feeds normalises the whole batch
+    // by those sums: each micro-batch would be normalised by its own.
+    const bool normalises = graph.node(n).op() == "batch_norm" || graph.node(n).op() == "batch_norm_stats";
+    if (rule->IsUnsplittable(label) || graph.node(n).op() == "batch_norm_stats") {
       a.info.refusal = absl::StrCat("node '", graph.node(n).name(), "' (", graph.node(n).op(),
                                     ") does not treat the samples of a batch independently (",
-                                    graph.node(n).op() == "batch_norm" ? "it normalises over the batch" : "its batch dimension is unsplittable",
+                                    normalises ? "it normalises over the batch" : "its batch dimension is unsplittable",
                                     "), so micro-batches would not equal one step on the whole batch");
     } else if (rule->IsLinearReduced(label) && !rule->IsAveraged(label)) {
       a.info.averaged = false;

@@ -1,6 +1,7 @@
 // ResNet-50 (torchvision layout and names): a 7x7 stem, four stages of Bottleneck blocks
 // [3, 4, 6, 3] with the stride on the 3x3 conv (v1.5), global average pooling and fc.
-// BatchNorm runs in training mode, so each one also yields its running statistics, which
+// BatchNorm runs in training mode (synchronised: batch_norm_stats, batch_norm_apply and
+// batch_norm_running_stats), so each one also yields its running statistics, which
 // the graph records as buffer updates.
 #include "absl/strings/str_cat.h"
 #include "planner/ir/attrs.h"
@@ -21,12 +22,16 @@ std::string BatchNorm(Layers& L, const std::string& module, const std::string& x
   const std::string bias = L.Param("bias", {c}, ZerosInit());
   const std::string mean = L.Buffer("running_mean", {c}, ZerosInit());
   const std::string var = L.Buffer("running_var", {c}, OnesInit());
-  const auto outs = b.Node("batch_norm", {x, w, bias, mean, var},
-                           Attrs().Bool("training", true).Float("momentum", 0.1).Float("eps", 1e-5));
-  if (outs.size() != 3) return "";
-  b.BufferUpdate(mean, outs[1]);
-  b.BufferUpdate(var, outs[2]);
-  return outs[0];
+  // Synchronised batch norm (ops_norm.cc): per-channel sums, then the normalisation.
+  const Shape& shape = L.ShapeOf(x);
+  const int64_t count = NumElements(shape) / c;
+  const std::string stats = b.Op("batch_norm_stats", {x});
+  const std::string y = b.Op("batch_norm_apply", {x, stats, w, bias}, Attrs().Int("count", count).Float("eps", 1e-5));
+  const auto running = b.Node("batch_norm_running_stats", {stats, mean, var}, Attrs().Int("count", count).Float("momentum", 0.1));
+  if (running.size() != 2) return "";
+  b.BufferUpdate(mean, running[0]);
+  b.BufferUpdate(var, running[1]);
+  return y;
 }
 
 std::string ConvBn(Layers& L, const std::string& conv, const std::string& bn, const std::string& x,

@@ -78,7 +78,7 @@ def test_import_and_inspect_round_trip(models, tmp_path):
     direct = json.loads(run_mapctl("inspect", str(d / "nanogpt_trace_train.pt"), "--input", spec, "-o", "json", check=0).stdout)
     assert direct["num_parameters"] == exp["num_parameters"]
     text = run_mapctl("inspect", str(d / "resnet_trace_train.pt"), "--input", "x:f32[2,3,32,32]", "--text", check=0).stdout
-    assert "batch_norm(" in text and "update %" in text
+    assert "batch_norm_apply(" in text and "update %" in text
 
 
 def test_error_corrupt_file(tmp_path):

@@ -1,10 +1,11 @@
 """mapctl run --ranks N: local rank processes under a plan reproduce one process; failures are named."""
 import json
 import os
+import subprocess
 import tempfile
 import time
 
-from conftest import run_mapctl
+from conftest import SOURCE_DIR, run_mapctl
 
 GPT = "gpt2:layers=2,hidden=32,heads=4,vocab=64,seq=8,batch=4"
 TRAIN = ("--steps", "10", "--optimizer", "momentum", "--lr", "0.1")
@@ -362,3 +363,38 @@ def test_ranks_die_with_their_launcher():
     finally:
         proc.kill()
         proc.wait()
+
+
+def test_check_reference_tells_adams_rounding_noise_from_a_broken_plan(models, tmp_path):
+    """nanoGPT with biases under the default AdamW on 4 ranks (MAP's tensor-parallel plan for a
+    tight budget): the key part of each qkv bias has a gradient that is zero but for rounding,
+    which AdamW turns into steps of about lr; the check compares those elements within
+    2 x lr x steps and the rest within a hundredth of lr x steps, and passes. The same plan with
+    one row-parallel linear's all-reduce taken out (its Partial output claimed Replicated) fails."""
+    out, _ = models
+    gpt = str(out / "nanogpt_trace_train.pt")
+    plan, broken = tmp_path / "plan.pb", tmp_path / "broken.pb"
+    run_mapctl("plan", gpt, "--input", "idx:i64[4,16]", "--mesh", "4", "--device-type", "cpu", "--zero", "0",
+               "--memory-per-device", "300KiB", "--save", str(plan), check=0)
+    proto = ["protoc", f"-I{os.path.join(SOURCE_DIR, 'proto')}", "mapd/v1/plan.proto"]
+    with open(plan, "rb") as f:
+        text = subprocess.run(proto[:2] + ["--decode=mapd.v1.Plan"] + proto[2:], stdin=f, capture_output=True, check=True,
+                              timeout=60).stdout.decode()
+    at = text.index('node: "transformer.h.0.mlp.c_proj/linear"')
+    p = text.index('output_placements: "P"', at)
+    assert p - at < 300, text[at:at + 400]  # the node's own output
+    tampered = text[:p] + 'output_placements: "R"' + text[p + len('output_placements: "P"'):]
+    with open(broken, "wb") as f:
+        f.write(subprocess.run(proto[:2] + ["--encode=mapd.v1.Plan"] + proto[2:], input=tampered.encode(),
+                               capture_output=True, check=True, timeout=60).stdout)
+
+    r = _json_run("--plan", str(plan), "--steps", "20", "--check-reference")
+    assert r["reference_max_relative_loss_difference"] < 1e-5, r
+    assert r["reference_noise_driven_elements"] >= 2 * 32, r  # each layer's 32 key-bias elements at least
+    assert r["reference_noise_driven_max_difference"] < r["reference_noise_driven_tolerance"] == 2 * 1e-3 * 20, r
+    assert r["reference_max_parameter_difference"] < r["reference_parameter_tolerance"] == 1e-2 * 1e-3 * 20, r
+    text_run = run_mapctl("run", "--plan", str(plan), "--steps", "20", "--check-reference", check=0).stdout
+    assert "gradient that is zero but for rounding" in text_run and "2 x lr x steps" in text_run, text_run
+
+    bad = run_mapctl("run", "--plan", str(broken), "--steps", "20", "--check-reference", check=1)
+    assert "differs from one process's" in bad.stderr or "losses differ" in bad.stderr, bad.stderr

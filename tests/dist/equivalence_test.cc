@@ -88,8 +88,9 @@ TEST(EquivalenceBuckets, SmallBucketsOneBucketAndNone) {
   }
 }
 
-// ResNet under data parallelism: batch norm's batch dimension is unsplittable, so its input is
-// gathered and the statistics are those of the whole batch, as on one device. ResNet-50 on
+// ResNet under data parallelism: batch norms are synchronised (each rank's per-channel sums are
+// all-reduced, and so are their gradients), so the statistics are those of the whole batch, as
+// on one device, without gathering a batch norm's input. ResNet-50 on
 // 32x32 images is ill-conditioned (the last stage's batch norms see 8 values per channel):
 // rounding differences grow by one to two orders of magnitude per step once the loss falls
 // fast, so one device against itself with 1 and 2 threads drifts by percents within 10 random

@@ -97,6 +97,50 @@ TEST(ReferenceCheck, BlocksThatDoNotFitAreErrors) {
             absl::StatusCode::kDataLoss);
 }
 
+// Adam's noise: an element whose one-device second moment is tiny beside its tensor's is
+// compared against the absolute allowance and counted apart; the same difference where the
+// gradient is real fails the strict measure; and past the allowance it is reported.
+TEST(ReferenceCheck, NoiseDrivenElementsAreComparedWithinTheirAllowance) {
+  const Floats w = Weight();
+  const std::vector<v1::TensorData> reference = {Data("w", w)};
+  const std::vector<v1::RankProgram> programs = {Program(0), Program(1)};
+  Floats changed = w.Rows(2, 2);
+  changed.values[5] += 0.011f;  // element [3][2]
+  Floats moments{{4, 3}, std::vector<float>(12, 1e-4f)};
+  NoiseModel noise;
+  noise.tolerance = 0.02;  // 2 x lr 1e-3 x 10 steps
+  // A real gradient there: the strict measure finds it.
+  noise.second_moments = {Data("w", moments)};
+  auto real = WorstBlockDifference(programs, {Final(0, w.Rows(0, 2)), Final(1, changed)}, reference, &noise);
+  ASSERT_TRUE(real.ok()) << real.status();
+  EXPECT_NEAR(real->relative, 0.011 / 5.5, 1e-6);
+  EXPECT_EQ(real->noise_elements, 0);
+  // A gradient of rounding noise there (second moment 1e-14, under 1e-8 of the tensor's 1e-4).
+  moments.values[11] = 1e-14f;
+  noise.second_moments = {Data("w", moments)};
+  auto noisy = WorstBlockDifference(programs, {Final(0, w.Rows(0, 2)), Final(1, changed)}, reference, &noise);
+  ASSERT_TRUE(noisy.ok()) << noisy.status();
+  EXPECT_EQ(noisy->relative, 0);
+  EXPECT_EQ(noisy->noise_elements, 1);
+  EXPECT_NEAR(noisy->noise_difference, 0.011, 1e-6);
+  EXPECT_EQ(noisy->noise_parameter, "w");
+  // A whole tensor of noise is found against the model's largest second moment.
+  NoiseModel two = noise;
+  two.second_moments = {Data("w", Floats{{4, 3}, std::vector<float>(12, 1e-20f)}), Data("big", Floats{{1}, {1.0f}})};
+  auto whole = WorstBlockDifference(programs, {Final(0, w.Rows(0, 2)), Final(1, changed)},
+                                    {Data("w", w), Data("big", Floats{{1}, {0.f}})}, &two);
+  ASSERT_TRUE(whole.ok()) << whole.status();
+  EXPECT_EQ(whole->noise_elements, 12);
+  // A second moment of another shape is an error; so is a negative allowance.
+  noise.second_moments = {Data("w", w.Rows(0, 2))};
+  EXPECT_EQ(WorstBlockDifference(programs, {Final(0, w.Rows(0, 2)), Final(1, changed)}, reference, &noise).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  noise.second_moments = {Data("w", moments)};
+  noise.tolerance = -1;
+  EXPECT_EQ(WorstBlockDifference(programs, {Final(0, w.Rows(0, 2)), Final(1, changed)}, reference, &noise).status().code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
 TEST(ReferenceCheck, SixteenBitBlocksAreDecoded) {
   // bf16 1.5 is 0x3FC0; f16 1.5 is 0x3E00: the same value in both, no difference.
   v1::RankProgram p = Program(0);

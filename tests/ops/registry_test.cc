@@ -20,7 +20,7 @@ TEST(Registry, HasEveryRequiredOp) {
       "amax", "masked_fill", "where", "triu", "tril", "eq", "ne", "lt", "gt", "view", "reshape", "flatten",
       "transpose", "permute", "contiguous", "unsqueeze", "squeeze", "expand", "repeat_interleave", "slice",
       "select", "split", "chunk", "cat", "stack", "arange", "zeros", "ones", "full", "to", "type_as",
-      "conv2d", "batch_norm", "max_pool2d", "avg_pool2d", "adaptive_avg_pool2d",
+      "conv2d", "batch_norm", "batch_norm_stats", "batch_norm_apply", "batch_norm_running_stats", "max_pool2d", "avg_pool2d", "adaptive_avg_pool2d",
       "scaled_dot_product_attention"};
   for (const char* op : required) EXPECT_NE(OpRegistry::Global().Find(op), nullptr) << op;
 }
@@ -108,6 +108,22 @@ TEST(Norms, LayerRmsBatchSoftmax) {
   EXPECT_THAT(Out("batch_norm", {F32({4, 8, 5, 5}), F32({7})}, Attrs().Bool("training", true)),
               HasSubstr("weight f32[7] must have shape [8]"));
   EXPECT_THAT(Out("batch_norm", {F32({1, 8})}, Attrs().Bool("training", true)), HasSubstr("more than one value per channel"));
+  // Synchronised batch norm: f64 per-channel sums, then the normalisation by `count` values.
+  const TensorType stats{v1::FLOAT64, {2, 8}};
+  EXPECT_EQ(Out("batch_norm_stats", {F32({4, 8, 5, 5})}, {}), "f64[2,8]");
+  EXPECT_EQ(Out("batch_norm_apply", {F32({4, 8, 5, 5}), stats, F32({8}), F32({8})}, Attrs().Int("count", 100)),
+            "f32[4,8,5,5]");
+  EXPECT_EQ(Out("batch_norm_apply", {F32({4, 8}), stats}, Attrs().Int("count", 4)), "f32[4,8]");
+  EXPECT_THAT(Out("batch_norm_apply", {F32({4, 8, 5, 5}), stats}, Attrs().Int("count", 4)),
+              HasSubstr("count 4 must be the values per channel of input f32[4,8,5,5] (100)"));
+  EXPECT_THAT(Out("batch_norm_apply", {F32({4, 8}), F32({2, 8})}, Attrs().Int("count", 4)), HasSubstr("must be f64[2, 8]"));
+  EXPECT_THAT(Out("batch_norm_apply", {F32({1, 8}), stats}, Attrs().Int("count", 1)), HasSubstr("more than one value per channel"));
+  EXPECT_THAT(Out("batch_norm_apply", {F32({4, 8}), stats, F32({7})}, Attrs().Int("count", 4)),
+              HasSubstr("weight f32[7] must have shape [8]"));
+  EXPECT_EQ(Out("batch_norm_running_stats", {stats, F32({8}), F32({8})}, Attrs().Int("count", 4).Float("momentum", 0.1)),
+            "f32[8] f32[8]");
+  EXPECT_THAT(Out("batch_norm_running_stats", {stats, F32({8}), F32({7})}, Attrs().Int("count", 4)),
+              HasSubstr("running_var f32[7] must have shape [8]"));
   EXPECT_EQ(Out("softmax", {F32({2, 3})}, Attrs().Int("dim", -1)), "f32[2,3]");
   EXPECT_EQ(Out("log_softmax", {F32({2, 3})}, Attrs().Int("dim", 1).Str("dtype", "f64")), "f64[2,3]");
   EXPECT_THAT(Out("softmax", {F32({2, 3})}, Attrs().Int("dim", 2)), HasSubstr("dimension 2 is out of range"));

@@ -117,6 +117,10 @@ std::vector<OpCase> Cases() {
       {"batch_norm", {"p:f32[4,3,5]", "p:f32[3]", "p:f32[3]", "x:f32[3]", "x:f32[3]"},
        Attrs().Bool("training", false), "eval"},
       {"batch_norm", {"p:f32[4,3]"}, Attrs().Bool("training", true), "no stats"},
+      {"batch_norm_stats", {"p:f32[4,3,5]"}, {}},
+      {"batch_norm_apply", {"p:f32[4,3,5]", "p:f64[2,3]", "p:f32[3]", "p:f32[3]"}, Attrs().Int("count", 20)},
+      {"batch_norm_apply", {"p:f32[4,3]", "p:f64[2,3]"}, Attrs().Int("count", 4), "no affine"},
+      {"batch_norm_running_stats", {"p:f64[2,3]", "x:f32[3]", "x:f32[3]"}, Attrs().Int("count", 20).Float("momentum", 0.2)},
       {"bmm", {"p:f32[2,3,4]", "p:f32[2,4,5]"}, {}},
       {"cat", {"p:f32[2,3]", "p:f32[2,4]"}, Attrs().Int("dim", 1)},
       {"chunk", {"p:f32[5,2]"}, Attrs().Int("chunks", 2)},
@@ -407,6 +411,72 @@ TEST(ExecTableTest, SemanticsMatchPyTorch) {
   EXPECT_TRUE(at::equal(draw * (1 - draw), at::zeros({1000})));
   EXPECT_GT(draw.sum().item<double>(), 700);
   EXPECT_LT(draw.sum().item<double>(), 900);
+}
+
+// The synchronised batch norm (batch_norm_stats then batch_norm_apply) is ATen's training batch
+// norm: the same output, running statistics and gradients of x, weight and bias — on the whole
+// batch, and with the batch in two halves whose sums are added (two ranks' all-reduce) and whose
+// statistics' gradients are added (the GRAD_SYNC on the replicated stats).
+std::vector<at::Tensor> RunEntry(const std::string& op, std::vector<at::Tensor> ins, const Attrs& attrs) {
+  v1::Node node;
+  node.set_op(op);
+  for (const auto& [name, value] : attrs.map()) (*node.mutable_attrs())[name] = value;
+  return ExecTable::Global().Find(op)->fn(ExecContext(node, std::move(ins), {}, c10::Device(c10::kCPU), true));
+}
+
+TEST(ExecTableTest, SynchronisedBatchNormIsATensBatchNormWholeAndSplit) {
+  at::manual_seed(5);
+  const auto f64 = at::TensorOptions().dtype(at::kDouble);
+  const at::Tensor x0 = at::randn({6, 3, 4, 5}, f64) * 2 + 3, w0 = at::randn({3}, f64), b0 = at::randn({3}, f64);
+  const at::Tensor rm = at::randn({3}, f64), rv = at::rand({3}, f64) + 0.5, gy = at::randn({6, 3, 4, 5}, f64);
+  const int64_t count = 6 * 4 * 5;
+  // ATen.
+  const at::Tensor x = x0.clone().requires_grad_(), w = w0.clone().requires_grad_(), b = b0.clone().requires_grad_();
+  const at::Tensor rm_aten = rm.clone(), rv_aten = rv.clone();
+  const at::Tensor y = at::batch_norm(x, w, b, rm_aten, rv_aten, true, 0.1, 1e-5, false);
+  y.backward(gy);
+  const Attrs attrs = Attrs().Int("count", count).Float("eps", 1e-5);
+  for (int parts : {1, 2}) {
+    SCOPED_TRACE(parts);
+    const int64_t n = 6 / parts;
+    std::vector<at::Tensor> xs, stats_local, ys;
+    const at::Tensor wm = w0.clone().requires_grad_(), bm = b0.clone().requires_grad_();
+    at::Tensor sum;
+    for (int p = 0; p < parts; ++p) {
+      xs.push_back(x0.slice(0, p * n, (p + 1) * n).clone().requires_grad_());
+      stats_local.push_back(RunEntry("batch_norm_stats", {xs.back()}, {})[0]);
+      sum = p == 0 ? stats_local.back() : sum + stats_local.back();
+    }
+    // Each part reads the summed stats through its own leaf, as a rank reads its all-reduced copy.
+    std::vector<at::Tensor> reads;
+    for (int p = 0; p < parts; ++p) {
+      reads.push_back(sum.detach().clone().requires_grad_());
+      ys.push_back(RunEntry("batch_norm_apply", {xs[p], reads.back(), wm, bm}, attrs)[0]);
+      ys.back().backward(gy.slice(0, p * n, (p + 1) * n));
+    }
+    const auto running = RunEntry("batch_norm_running_stats", {sum, rm, rv}, Attrs().Int("count", count).Float("momentum", 0.1));
+    at::Tensor g_stats = reads[0].grad();
+    for (int p = 1; p < parts; ++p) g_stats = g_stats + reads[p].grad();
+    for (int p = 0; p < parts; ++p) stats_local[p].backward(g_stats);  // the all-reduce's backward: the sum
+    EXPECT_TRUE(at::allclose(at::cat(ys), y, 1e-10, 1e-10));
+    EXPECT_TRUE(at::allclose(running[0], rm_aten, 1e-10, 1e-12)) << running[0] << rm_aten;
+    EXPECT_TRUE(at::allclose(running[1], rv_aten, 1e-10, 1e-12)) << running[1] << rv_aten;
+    EXPECT_FALSE(running[0].requires_grad());
+    std::vector<at::Tensor> gx;
+    for (const at::Tensor& xp : xs) gx.push_back(xp.grad());
+    EXPECT_TRUE(at::allclose(at::cat(gx), x.grad(), 1e-9, 1e-10)) << (at::cat(gx) - x.grad()).abs().max();
+    EXPECT_TRUE(at::allclose(wm.grad(), w.grad(), 1e-9, 1e-10));
+    EXPECT_TRUE(at::allclose(bm.grad(), b.grad(), 1e-9, 1e-10));
+  }
+  // f32 without affine or running statistics: the output and x's gradient.
+  const at::Tensor xf = (x0.to(at::kFloat) * 10).requires_grad_(), xg = xf.detach().clone().requires_grad_();
+  const at::Tensor yf = at::batch_norm(xf, {}, {}, {}, {}, true, 0.1, 1e-5, false);
+  yf.backward(gy.to(at::kFloat));
+  const at::Tensor ym = RunEntry("batch_norm_apply", {xg, RunEntry("batch_norm_stats", {xg}, {})[0]},
+                                 Attrs().Int("count", count))[0];
+  ym.backward(gy.to(at::kFloat));
+  EXPECT_TRUE(at::allclose(ym, yf, 1e-5, 1e-5)) << (ym - yf).abs().max();
+  EXPECT_TRUE(at::allclose(xg.grad(), xf.grad(), 1e-5, 1e-5)) << (xg.grad() - xf.grad()).abs().max();
 }
 
 TEST(ExecTableTest, LibTorchErrorsNameTheNodeAndOp) {

@@ -159,6 +159,10 @@ std::vector<std::unique_ptr<Node>> HandBuilt() {
   v.push_back(Make("batch_norm", {F32({4, 3, 5, 5}), c3, c3, c3, c3}, Attrs().Bool("training", true)));
   v.push_back(Make("batch_norm", {F32({4, 3}), c3, c3, c3, c3}, Attrs().Bool("training", false)));
   v.push_back(Make("batch_norm", {F32({4, 3, 6}), std::nullopt, std::nullopt}, Attrs().Bool("training", true)));
+  v.push_back(Make("batch_norm_stats", {F32({4, 3, 5, 5})}));
+  v.push_back(Make("batch_norm_apply", {F32({4, 3, 5, 5}), TensorType{v1::FLOAT64, {2, 3}}, c3, c3},
+                   Attrs().Int("count", 100)));
+  v.push_back(Make("batch_norm_running_stats", {TensorType{v1::FLOAT64, {2, 3}}, c3, c3}, Attrs().Int("count", 100)));
   v.push_back(Make("linear", {F32({2, 5, 16}), F32({32, 16}), F32({32})}));
   v.push_back(Make("linear", {F32({16}), F32({16})}));
   v.push_back(Make("matmul", {F32({1, 4, 8, 16}), F32({3, 1, 16, 8})}));
@@ -442,6 +446,18 @@ TEST(Strategies, NormsAndReductions) {
   auto p = Placements(StrategiesOf(*bn, {2}));
   EXPECT_EQ(p.size(), 2u);  // channels only
   EXPECT_EQ(p["c@0"], "S(1),S(0),S(0),S(0),S(0)->S(1),S(0),S(0)");
+  // Synchronised batch norm: the batch and spatial dims of the sums split into summands (P),
+  // which an all-reduce completes; the normalisation splits every dimension of x.
+  auto stats = Make("batch_norm_stats", {F32({4, 6, 8, 8})});
+  EXPECT_EQ(RuleOf(*stats).ToString(), "ncab->sc; sum nab; unsplittable s");
+  p = Placements(StrategiesOf(*stats, {2}));
+  EXPECT_EQ(p["n@0"], "S(0)->P");
+  EXPECT_EQ(p["c@0"], "S(1)->S(1)");
+  auto apply = Make("batch_norm_apply", {F32({4, 6, 8, 8}), TensorType{v1::FLOAT64, {2, 6}}, F32({6}), F32({6})},
+                    Attrs().Int("count", 256));
+  p = Placements(StrategiesOf(*apply, {2}));
+  EXPECT_EQ(p["n@0"], "S(0),R,R,R->S(0)");
+  EXPECT_EQ(p["c@0"], "S(1),S(1),S(0),S(0)->S(1)");
   auto sum = Make("sum", {F32({4, 6})}, Attrs().Ints("dims", {1}));
   p = Placements(StrategiesOf(*sum, {2}));
   EXPECT_EQ(p["b@0"], "S(1)->P");

@@ -75,29 +75,59 @@ absl::StatusOr<Values> Decode(const v1::TensorData& d) {
 
 std::string Describe(const std::vector<int64_t>& shape) { return absl::StrCat("[", absl::StrJoin(shape, ", "), "]"); }
 
-// max |block − want's window at `start`| / max(1, max |window|), walking the block row-major.
-double WindowDifference(const Values& block, const Values& want, const std::vector<int64_t>& start) {
+struct WindowResult {
+  double relative = 0;        // max |block − window| / max(1, max |window|) over the strict elements
+  double noise_absolute = 0;  // max |block − window| over the noise-driven ones
+  int64_t noise_elements = 0;
+};
+
+// The block against want's window at `start`, walking the block row-major. `noise_floor`: a
+// second moment below it marks a noise-driven element (`second_moment` null: none is).
+WindowResult WindowDifference(const Values& block, const Values& want, const std::vector<int64_t>& start,
+                              const Values* second_moment, double noise_floor) {
   const size_t rank = block.shape.size();
   std::vector<int64_t> index(rank, 0);
+  WindowResult r;
   double diff = 0, scale = 1;
   for (size_t i = 0; i < block.data.size(); ++i) {
     int64_t at = 0;
     for (size_t k = 0; k < rank; ++k) at = at * want.shape[k] + start[k] + index[k];
     scale = std::max(scale, std::abs(want.data[at]));
-    diff = std::max(diff, std::abs(block.data[i] - want.data[at]));
+    const double d = std::abs(block.data[i] - want.data[at]);
+    if (second_moment != nullptr && second_moment->data[at] < noise_floor) {
+      r.noise_absolute = std::max(r.noise_absolute, d);
+      ++r.noise_elements;
+    } else {
+      diff = std::max(diff, d);
+    }
     for (size_t k = rank; k-- > 0;) {  // the next index, last dimension fastest
       if (++index[k] < block.shape[k]) break;
       index[k] = 0;
     }
   }
-  return diff / scale;
+  r.relative = diff / scale;
+  return r;
+}
+
+double MaxOf(const Values& v) {
+  double m = 0;
+  for (double x : v.data) m = std::max(m, x);
+  return m;
 }
 
 }  // namespace
 
+absl::Status NoiseModel::Validate() const {
+  if (!(tensor_ratio >= 0 && tensor_ratio < 1) || !(model_ratio >= 0 && model_ratio < 1)) {
+    return absl::InvalidArgumentError(absl::StrCat("noise ratios must be in [0, 1), got ", tensor_ratio, " and ", model_ratio));
+  }
+  if (!(tolerance >= 0)) return absl::InvalidArgumentError(absl::StrCat("the noise tolerance must not be negative, got ", tolerance));
+  return absl::OkStatus();
+}
+
 absl::StatusOr<BlockDifference> WorstBlockDifference(const std::vector<v1::RankProgram>& programs,
                                                      const std::vector<v1::RankCheckpoint>& finals,
-                                                     const std::vector<v1::TensorData>& reference) {
+                                                     const std::vector<v1::TensorData>& reference, const NoiseModel* noise) {
   if (programs.size() != finals.size()) {
     return absl::InvalidArgumentError(absl::StrCat(programs.size(), " programs but ", finals.size(), " ranks' final blocks"));
   }
@@ -106,6 +136,28 @@ absl::StatusOr<BlockDifference> WorstBlockDifference(const std::vector<v1::RankP
     auto v = Decode(d);
     if (!v.ok()) return v.status();
     one_device[d.name()] = *std::move(v);
+  }
+  // Each noise-driven tensor's floor: the larger of its ratio of the tensor's and of the model's
+  // largest second moment.
+  std::unordered_map<std::string, std::pair<Values, double>> moments;
+  if (noise != nullptr) {
+    if (auto st = noise->Validate(); !st.ok()) return st;
+    double model_max = 0;
+    for (const v1::TensorData& d : noise->second_moments) {
+      auto v = Decode(d);
+      if (!v.ok()) return v.status();
+      auto param = one_device.find(d.name());
+      if (param == one_device.end() || param->second.shape != v->shape) {
+        return absl::InvalidArgumentError(absl::StrCat("the second moment of '", d.name(), "' (", Describe(v->shape),
+                                                       ") has no parameter of its shape"));
+      }
+      const double m = MaxOf(*v);
+      model_max = std::max(model_max, m);
+      moments[d.name()] = {*std::move(v), m};
+    }
+    for (auto& [name, entry] : moments) {
+      entry.second = std::max(noise->tensor_ratio * entry.second, noise->model_ratio * model_max);
+    }
   }
   BlockDifference worst;
   for (size_t r = 0; r < programs.size(); ++r) {
@@ -133,12 +185,20 @@ absl::StatusOr<BlockDifference> WorstBlockDifference(const std::vector<v1::RankP
         }
       }
       if (block->data.empty()) continue;
-      const double diff = WindowDifference(*block, want, start);
+      auto moment = moments.find(d.name());
+      const WindowResult diff = moment == moments.end() ? WindowDifference(*block, want, start, nullptr, 0)
+                                                        : WindowDifference(*block, want, start, &moment->second.first,
+                                                                           moment->second.second);
       ++worst.blocks;
-      if (worst.parameter.empty() || diff > worst.relative) {
-        worst.relative = diff;
+      if (worst.parameter.empty() || diff.relative > worst.relative) {
+        worst.relative = diff.relative;
         worst.parameter = d.name();
         worst.rank = static_cast<int>(r);
+      }
+      worst.noise_elements += diff.noise_elements;
+      if (diff.noise_elements > 0 && (worst.noise_parameter.empty() || diff.noise_absolute > worst.noise_difference)) {
+        worst.noise_difference = diff.noise_absolute;
+        worst.noise_parameter = d.name();
       }
     }
   }

@@ -52,7 +52,8 @@ absl::StatusOr<std::unique_ptr<DataSource>> MakeSource(const v1::Graph& graph, c
 
 absl::Status TrainLocally(const v1::Graph& graph, const LocalTrainingOptions& options,
                           const std::function<void(const LocalStep&)>& on_step,
-                          std::vector<v1::TensorData>* final_parameters) {
+                          std::vector<v1::TensorData>* final_parameters,
+                          std::vector<v1::TensorData>* final_second_moments) {
   if (options.memory_cap > 0) {
     if (options.device != "cpu") {
       return absl::InvalidArgumentError("a memory cap is enforced on the CPU only (the counting allocator); drop it for CUDA");
@@ -77,6 +78,11 @@ absl::Status TrainLocally(const v1::Graph& graph, const LocalTrainingOptions& op
   if (final_parameters != nullptr) {
     const ParameterStore& store = (*trainer)->executor().parameters();
     for (const std::string& name : store.names()) final_parameters->push_back(TensorToProto(name, *store.Find(name)));
+  }
+  if (final_second_moments != nullptr && (*trainer)->optimizer().options().kind == OptimizerOptions::Kind::kAdamW) {
+    for (const Optimizer::ParamState& s : (*trainer)->optimizer().State()) {
+      if (s.buf2.defined()) final_second_moments->push_back(TensorToProto(s.name, s.buf2));
+    }
   }
   return absl::OkStatus();
 }

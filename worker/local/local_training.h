@@ -38,10 +38,13 @@ struct LocalStep {
 // Runs `options.steps` steps of `graph` (output 0 is the scalar loss), calling `on_step` after
 // each. Stops at the first error (a non-finite loss is FAILED_PRECONDITION naming the step).
 // With `final_parameters`, every parameter and buffer after the last step is added to it (what
-// `mapctl run --ranks N --check-reference` compares the ranks' blocks with).
+// `mapctl run --ranks N --check-reference` compares the ranks' blocks with); with
+// `final_second_moments`, AdamW's exp_avg_sq of every trainable parameter that has one, named
+// as the parameter (nothing for SGD; reference_check.h tells noise-driven elements by it).
 absl::Status TrainLocally(const v1::Graph& graph, const LocalTrainingOptions& options,
                           const std::function<void(const LocalStep&)>& on_step,
-                          std::vector<v1::TensorData>* final_parameters = nullptr);
+                          std::vector<v1::TensorData>* final_parameters = nullptr,
+                          std::vector<v1::TensorData>* final_second_moments = nullptr);
 
 }  // namespace mapd
 

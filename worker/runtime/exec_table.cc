@@ -7,6 +7,7 @@
 #include <ATen/ATen.h>
 #include <ATen/ScalarOps.h>
 #include <ATen/core/Reduction.h>
+#include <torch/csrc/autograd/custom_function.h>
 
 #include <algorithm>
 #include <cmath>
@@ -257,6 +258,104 @@ Outs BatchNorm(const ExecContext& c) {
   }
   return {at::batch_norm(c.in(0), Opt(c, 1), Opt(c, 2), Opt(c, 3), Opt(c, 4), training, momentum, eps, true)};
 }
+// Synchronised batch norm (ops_norm.cc): batch_norm_stats sums x and x² per channel (f64);
+// batch_norm_apply normalises by mean = s0 / count and var = s1 / count - mean². Their
+// backwards are written out so that the statistics' gradient reaches the sums (and, through
+// the GRAD_SYNC the lowering puts on the replicated stats, every rank's share of the batch).
+using torch::autograd::AutogradContext;
+using torch::autograd::variable_list;
+
+std::vector<int64_t> ChannelReducedDims(const at::Tensor& x) {
+  std::vector<int64_t> dims = {0};
+  for (int64_t d = 2; d < x.dim(); ++d) dims.push_back(d);
+  return dims;
+}
+// [C] as [1, C, 1, ...], to broadcast against x.
+at::Tensor PerChannel(const at::Tensor& v, const at::Tensor& x) {
+  std::vector<int64_t> shape(x.dim(), 1);
+  shape[1] = -1;
+  return v.reshape(shape);
+}
+// 16-bit inputs are normalised in f32, as ATen's batch norm accumulates them.
+at::ScalarType NormComputeType(const at::Tensor& x) {
+  return x.scalar_type() == at::kBFloat16 || x.scalar_type() == at::kHalf ? at::kFloat : x.scalar_type();
+}
+
+struct BatchNormStatsFn : torch::autograd::Function<BatchNormStatsFn> {
+  static at::Tensor forward(AutogradContext* ctx, const at::Tensor& x) {
+    ctx->save_for_backward({x});
+    // One Welford pass in x's precision; the sums are formed in f64 from the exact local moments.
+    auto [var, mean] = at::var_mean(x.to(NormComputeType(x)), ChannelReducedDims(x), /*unbiased=*/false);
+    const double n = static_cast<double>(x.numel() / std::max<int64_t>(x.size(1), 1));
+    const at::Tensor m = mean.to(at::kDouble);
+    return at::stack({m * n, (var.to(at::kDouble) + m * m) * n});
+  }
+  static variable_list backward(AutogradContext* ctx, variable_list grad) {
+    const at::Tensor x = ctx->get_saved_variables()[0];
+    const at::Tensor g = grad[0].to(NormComputeType(x));
+    return {at::addcmul(PerChannel(g[0], x), x, PerChannel(2 * g[1], x)).to(x.scalar_type())};
+  }
+};
+
+// weight and bias are always tensors here (ones and zeros for an absent one: autograd cannot
+// take an undefined input); their gradients are dropped where they need none.
+struct BatchNormApplyFn : torch::autograd::Function<BatchNormApplyFn> {
+  static at::Tensor forward(AutogradContext* ctx, const at::Tensor& x, const at::Tensor& stats,
+                            const at::Tensor& weight, const at::Tensor& bias, int64_t count, double eps) {
+    const at::Tensor mean = stats[0] / static_cast<double>(count);
+    const at::Tensor var = (stats[1] / static_cast<double>(count) - mean * mean).clamp_min(0);
+    const at::Tensor scale = weight.to(at::kDouble) * (var + eps).rsqrt();
+    const at::Tensor shift = bias.to(at::kDouble) - mean * scale;
+    const at::ScalarType type = NormComputeType(x);
+    ctx->save_for_backward({x, weight, mean, var});
+    ctx->saved_data["count"] = count;
+    ctx->saved_data["eps"] = eps;
+    return at::addcmul(PerChannel(shift.to(type), x), x.to(type), PerChannel(scale.to(type), x)).to(x.scalar_type());
+  }
+  static variable_list backward(AutogradContext* ctx, variable_list grad) {
+    const auto saved = ctx->get_saved_variables();
+    const at::Tensor &x = saved[0], &weight = saved[1], &mean = saved[2], &var = saved[3];
+    const double count = static_cast<double>(ctx->saved_data["count"].toInt());
+    const double eps = ctx->saved_data["eps"].toDouble();
+    const at::ScalarType type = NormComputeType(x);
+    // ATen's evaluation-mode backward: gy·w·invstd, sum(gy·(x - mean))·invstd and sum(gy), in one kernel.
+    auto [dx, gw, gb] = at::native_batch_norm_backward(grad[0].to(type).contiguous(), x.to(type), weight.to(type),
+                                                       mean.to(type), var.to(type), {}, {}, /*train=*/false, eps,
+                                                       {true, true, true});
+    // The statistics' share: d/dmean and d/dvar of sum(gy·y), carried to the sums.
+    const at::Tensor invstd = (var + eps).rsqrt(), w = weight.to(at::kDouble);
+    const at::Tensor sum_gy = gb.to(at::kDouble), sum_gy_xmu = gw.to(at::kDouble) / invstd;
+    const at::Tensor g_mean = -w * invstd * sum_gy;
+    const at::Tensor g_var = -0.5 * w * invstd * invstd * invstd * sum_gy_xmu;
+    const at::Tensor g_stats = at::stack({(g_mean - 2 * mean * g_var) / count, g_var / count});
+    return {dx.to(x.scalar_type()), g_stats, gw.to(weight.scalar_type()), gb.to(weight.scalar_type()), at::Tensor(),
+            at::Tensor()};
+  }
+};
+
+Outs BatchNormStats(const ExecContext& c) { return {BatchNormStatsFn::apply(c.in(0))}; }
+
+Outs BatchNormApply(const ExecContext& c) {
+  const at::Tensor& x = c.in(0);
+  const auto per_channel = x.options().dtype(x.scalar_type()).requires_grad(false);
+  const at::Tensor weight = c.has_input(2) ? c.in(2) : at::ones({x.size(1)}, per_channel);
+  const at::Tensor bias = c.has_input(3) ? c.in(3) : at::zeros({x.size(1)}, per_channel);
+  return {BatchNormApplyFn::apply(x, c.in(1), weight, bias, c.Int("count", 2), c.Float("eps", 1e-5))};
+}
+
+// The running statistics move as at::batch_norm moves them (unbiased variance), from the
+// global sums; they are new tensors (the graph's buffer updates copy them in after the step).
+Outs BatchNormRunningStats(const ExecContext& c) {
+  at::NoGradGuard no_grad;
+  const double count = static_cast<double>(c.Int("count", 2)), momentum = c.Float("momentum", 0.1);
+  const at::Tensor stats = c.in(0).detach();
+  const at::Tensor mean = stats[0] / count;
+  const at::Tensor unbiased = (stats[1] / count - mean * mean).clamp_min(0) * (count / (count - 1));
+  const at::Tensor &rm = c.in(1), &rv = c.in(2);
+  return {(rm.to(at::kDouble) * (1 - momentum) + mean * momentum).to(rm.scalar_type()),
+          (rv.to(at::kDouble) * (1 - momentum) + unbiased * momentum).to(rv.scalar_type())};
+}
+
 Outs GroupNorm(const ExecContext& c) {
   return {at::group_norm(c.in(0), c.Int("num_groups", 1), Opt(c, 1), Opt(c, 2), c.Float("eps", 1e-5), true)};
 }
@@ -631,6 +730,10 @@ ExecTable* BuildTable() {
   add("batch_norm", BatchNorm,
       "x, weight, and per-channel save_mean and save_invstd ([C]); training also reads the running-stat clones "
       "(outputs 1, 2). Eval: x, weight, running_mean, running_var");
+  add("batch_norm_stats", BatchNormStats, "x");
+  add("batch_norm_apply", BatchNormApply,
+      "x, weight (all ones when there is none), and per-channel f64 mean and variance ([C])");
+  add("batch_norm_running_stats", BatchNormRunningStats, "nothing (no gradient)");
   add("group_norm", GroupNorm, "x, weight, and per-(sample, group) mean and rstd ([N, num_groups], x's dtype)");
   add("softmax", Softmax, "the output");
   add("log_softmax", LogSoftmax, "the output");
