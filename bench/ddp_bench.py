@@ -4,7 +4,7 @@ optimizer and threads, Gloo on CPU, run alternately; prints the median step time
 their ratio (docs/runtime.md, "Against PyTorch DDP").
 
 Usage:  /usr/bin/python3 bench/ddp_bench.py [--mapctl build/client/mapctl/mapctl] [--ranks 2,4]
-                                            [--models gpt,resnet] [--steps 15] [--rounds 2]
+                                            [--models gpt,resnet] [--steps 15] [--rounds 2] [--zero 2,3]
 
 Each (model, ranks) cell runs `rounds` times DDP then MAP (`mapctl run MODEL.pt --ranks N
 --strategy dp`), `steps` steps each; the first `warmup` steps of a run are dropped and the median
@@ -13,6 +13,11 @@ traced: for MAP the TorchScript archive, for DDP the nn.Module it was traced fro
 the work is the same); rank r of DDP trains on the r-th slice of the global batch, as MAP's data
 parallel ranks do. Threads: each rank cores/ranks intra-op threads on both sides (MAP's default;
 torch.set_num_threads for DDP). The ratio is MAP / DDP: under 1 means MAP is faster.
+
+Then, for each cell, MAP's ZeRO stages (--zero, default 2 and 3) against its stage 0 on the same
+mesh (`--mesh N --zero Z`), alternating likewise. PyTorch FSDP would be the ZeRO-3 baseline; the
+bench says why it is not run where this torch's FSDP does not import (torch 1.13 under Python
+3.11).
 """
 import argparse
 import json
@@ -100,12 +105,24 @@ def run_ddp(name, ranks, steps, threads):
             return json.load(f)
 
 
-def run_map(mapctl, archive, ranks, steps):
-    r = subprocess.run([mapctl, "run", archive, "--ranks", str(ranks), "--strategy", "dp", "--steps", str(steps),
+def run_map(mapctl, archive, ranks, steps, zero=None):
+    """Step seconds of `mapctl run`: data parallel (--strategy dp), or MAP's plan on a 1-D mesh with
+    ZeRO stage `zero`."""
+    how = ["--strategy", "dp"] if zero is None else ["--mesh", str(ranks), "--zero", str(zero)]
+    r = subprocess.run([mapctl, "run", archive, "--ranks", str(ranks), *how, "--steps", str(steps),
                         "--lr", str(LR), "--log-every", "1", "-o", "json"], capture_output=True, text=True)
     if r.returncode != 0:
         raise SystemExit(f"mapctl run failed:\n{r.stderr}")
     return [s["seconds"] for s in json.loads(r.stdout)["steps"]]
+
+
+def fsdp_unavailable():
+    """Why PyTorch FSDP cannot be the ZeRO-3 baseline here (None if it can be imported)."""
+    try:
+        import torch.distributed.fsdp  # noqa: F401
+    except Exception as e:  # torch 1.13's FSDP predates Python 3.11's dataclass rules
+        return f"{type(e).__name__}: {str(e).splitlines()[0][:120]}"
+    return None
 
 
 def main():
@@ -116,10 +133,12 @@ def main():
     ap.add_argument("--steps", type=int, default=15)
     ap.add_argument("--warmup", type=int, default=3)
     ap.add_argument("--rounds", type=int, default=2)
+    ap.add_argument("--zero", default="2,3", help="MAP ZeRO stages to time against MAP's stage 0 on the same mesh ('' for none)")
     a = ap.parse_args()
     cores = os.cpu_count() or 1
     print(f"| model | ranks | threads/rank | PyTorch DDP ms/step | MAP dp ms/step | MAP / DDP | steps timed (each) |")
     print("|---|---|---|---|---|---|---|")
+    zero_rows = []
     with tempfile.TemporaryDirectory() as tmp:
         for name in a.models.split(","):
             archive = os.path.join(tmp, f"{name}.pt")
@@ -133,6 +152,23 @@ def main():
                 d, m = statistics.median(ddp), statistics.median(ours)
                 print(f"| {name} | {ranks} | {threads} | {d * 1e3:.1f} | {m * 1e3:.1f} | {m / d:.2f} | {len(ddp)} |",
                       flush=True)
+                stages = [int(z) for z in a.zero.split(",") if z]
+                if stages:
+                    times = {z: [] for z in [0] + stages}
+                    for _ in range(a.rounds):
+                        for z in times:
+                            times[z] += run_map(a.mapctl, archive, ranks, a.steps, zero=z)[a.warmup:]
+                    zero_rows.append((name, ranks, {z: statistics.median(t) for z, t in times.items()}))
+    if zero_rows:
+        print()
+        print("| model | ranks | MAP ZeRO-0 ms/step | " + " | ".join(f"ZeRO-{z} ms/step | ZeRO-{z} / ZeRO-0" for z in stages) + " |")
+        print("|---|---|---|" + "---|---|" * len(stages))
+        for name, ranks, med in zero_rows:
+            cells = " | ".join(f"{med[z] * 1e3:.1f} | {med[z] / med[0]:.2f}" for z in stages)
+            print(f"| {name} | {ranks} | {med[0] * 1e3:.1f} | {cells} |")
+        why = fsdp_unavailable()
+        print("\nPyTorch FSDP (the ZeRO-3 baseline): " +
+              ("not run: this torch's FSDP does not import here (" + why + ")" if why else "importable, but not timed yet"))
 
 
 if __name__ == "__main__":

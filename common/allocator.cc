@@ -1,5 +1,9 @@
 #include "common/allocator.h"
 
+// <cstdlib> first: it defines __GLIBC__ where the C library is glibc (without a libc header
+// before the test, the test is false everywhere and the settings below never applied).
+#include <cstdlib>
+
 #if defined(__GLIBC__)
 #include <malloc.h>
 #endif

@@ -4,16 +4,44 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <string>
 
+#include "common/allocator.h"
 #include "common/bytes.h"
 #include "common/checkpoint/checkpoint_commit.h"
 #include "common/file_io.h"
 #include "common/rpc/grpc_status.h"
 
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
+
 namespace mapd {
 namespace {
+
+// RetainFreedMemory takes effect (it once compiled to nothing: its glibc test came before any
+// libc header): a 4 MiB block comes from the heap rather than a fresh mapping, and freeing an
+// 8 MiB block gives nothing back to the kernel — so a training step does not fault its
+// activations in again every step.
+TEST(Allocator, RetainFreedMemoryKeepsLargeBlocksInTheHeap) {
+#if defined(__GLIBC__)
+  RetainFreedMemory();
+  const size_t mapped = mallinfo2().hblks;
+  void* p = std::malloc(4 << 20);
+  ASSERT_NE(p, nullptr);
+  EXPECT_EQ(mallinfo2().hblks, mapped) << "a 4 MiB block was mapped on its own: the mmap threshold is not raised";
+  std::free(p);
+  void* q = std::malloc(8 << 20);
+  ASSERT_NE(q, nullptr);
+  const size_t heap = mallinfo2().arena;
+  std::free(q);
+  EXPECT_EQ(mallinfo2().arena, heap) << "freeing gave memory back to the kernel: trimming is on";
+#else
+  GTEST_SKIP() << "the C library is not glibc";
+#endif
+}
 
 using ::testing::HasSubstr;
 

@@ -5,6 +5,7 @@
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <thread>
 
@@ -111,6 +112,49 @@ class PendingAllReduce : public PendingCollective {
   std::string group_;
 };
 
+// A small all-reduce by direct exchange: every rank sends its tensor to every other, and at Wait
+// sums all of them in rank order — the same sum, bit for bit, on every rank. One message hop
+// where Gloo's ring takes 2(n−1) in sequence, each a wake-up of a process that may not be
+// running: for 1 KiB over loopback on this 2-core machine, 2 ranks 0.18 ms against the ring's
+// 0.52 ms, 4 ranks 0.96 ms against 4.95 ms (the per-BatchNorm statistics are this size).
+class PendingDirectAllReduce : public PendingCollective {
+ public:
+  PendingDirectAllReduce(std::vector<c10::intrusive_ptr<c10d::Work>> works, std::vector<at::Tensor> parts, at::Tensor target,
+                         std::string group)
+      : works_(std::move(works)), parts_(std::move(parts)), target_(std::move(target)), group_(std::move(group)) {}
+  ~PendingDirectAllReduce() override {
+    if (!parts_.empty()) (void)Wait();  // not left running on tensors about to go
+  }
+  absl::Status Wait() override {
+    if (parts_.empty()) return absl::OkStatus();
+    try {
+      for (auto& work : works_) WaitAndRelease(std::move(work));
+      works_.clear();
+      at::Tensor& sum = parts_[0];
+      for (size_t r = 1; r < parts_.size(); ++r) sum.add_(parts_[r]);
+      target_.copy_(sum);
+      parts_.clear();
+      return absl::OkStatus();
+    } catch (const std::exception& e) {
+      works_.clear();
+      parts_.clear();
+      return FromTorch(group_, "all-reduce", e);
+    }
+  }
+
+ private:
+  std::vector<c10::intrusive_ptr<c10d::Work>> works_;  // the sends and receives
+  std::vector<at::Tensor> parts_;                      // every rank's tensor, by group rank
+  at::Tensor target_;
+  std::string group_;
+};
+
+// All-reduces of at most this many bytes (as summed: 16-bit tensors in fp32) go by direct
+// exchange; larger ones by Gloo's ring, whose traffic per rank stays about twice the tensor.
+constexpr int64_t kDirectAllReduceBytes = 64 << 10;
+// The direct exchange's point-to-point tag: above any pipeline transfer's.
+constexpr int kDirectAllReduceTag = 0x3fffffff;
+
 class GlooCommunicator : public Communicator {
  public:
   GlooCommunicator(c10::intrusive_ptr<c10d::ProcessGroupGloo> pg, std::string name)
@@ -129,6 +173,7 @@ class GlooCommunicator : public Communicator {
   // Gloo (LibTorch 1.13) has no bf16: bf16 (and f16) tensors are summed in fp32 (an fp32 copy
   // for the call, written back rounded at Wait) and moved by the other collectives as f16 bits.
   absl::StatusOr<std::unique_ptr<PendingCollective>> AllReduceSumAsync(at::Tensor& t) override {
+    if (size() > 1 && t.numel() * std::max<int64_t>(4, t.element_size()) <= kDirectAllReduceBytes) return DirectAllReduce(t);
     try {
       const bool narrow = Is16BitFloat(t);
       std::vector<at::Tensor> v{narrow ? t.to(at::kFloat) : t};
@@ -210,6 +255,25 @@ class GlooCommunicator : public Communicator {
   }
 
  private:
+  absl::StatusOr<std::unique_ptr<PendingCollective>> DirectAllReduce(at::Tensor& t) {
+    try {
+      std::vector<at::Tensor> parts(size());
+      at::Tensor& own = parts[rank()];
+      own = Is16BitFloat(t) ? t.to(at::kFloat) : t.clone(at::MemoryFormat::Contiguous);
+      std::vector<c10::intrusive_ptr<c10d::Work>> works;
+      for (int peer = 0; peer < size(); ++peer) {
+        if (peer == rank()) continue;
+        parts[peer] = at::empty_like(own);
+        std::vector<at::Tensor> out{own}, in{parts[peer]};
+        works.push_back(pg_->send(out, peer, kDirectAllReduceTag));
+        works.push_back(pg_->recv(in, peer, kDirectAllReduceTag));
+      }
+      return std::unique_ptr<PendingCollective>(new PendingDirectAllReduce(std::move(works), std::move(parts), t, name_));
+    } catch (const std::exception& e) {
+      return FromTorch(name_, "all-reduce", e);
+    }
+  }
+
   absl::Status CheckPeer(int peer, int tag) const {
     if (peer < 0 || peer >= size() || peer == rank() || tag < 0) {
       return absl::InvalidArgumentError(absl::StrCat(name_, ": no point-to-point from group rank ", rank(), " to ", peer, " (tag ", tag,
