@@ -127,8 +127,8 @@ int main(int argc, char** argv) {
   run->add_option("--memory-per-device", run_args.memory_per_device, "Memory per rank, e.g. 1GiB: the planner's budget, and a cap each rank enforces (an allocation past it fails, naming the rank and the bytes)");
   run->add_flag("--check-reference", run_args.check_reference, "Also train on one process and compare the losses");
   run->add_option("--gradient-buckets", run_args.gradient_buckets,
-                  "With --ranks: data-parallel gradients all-reduced in buckets of this size as backward makes them, "
-                  "or off (one blocking all-reduce per parameter)")
+                  "With --ranks: data-parallel gradients all-reduced in buckets of this size as backward makes them "
+                  "(ZeRO 2-3: reduced and gathered a bucket at a time), or off (one blocking collective per parameter)")
       ->capture_default_str();
   run->add_option("--rank-timeout", run_args.rank_timeout, "Seconds a rank may stay silent before the run is stopped")
       ->check(CLI::PositiveNumber)->capture_default_str();

@@ -27,7 +27,7 @@ std::vector<std::string> LayersToRecompute(const std::string& mode, const std::v
 
 absl::StatusOr<LoweredPlan> LowerAndPredict(const Graph& graph, const std::vector<int64_t>& mesh, const std::vector<Strategy>& strategies,
                                             int zero_stage, const std::vector<std::string>& recompute, const std::string& device_type,
-                                            const ProfileOptions& profile, int64_t micro_batches) {
+                                            const ProfileOptions& profile, int64_t micro_batches, int64_t memory_budget) {
   // Micro-batches: the programs are the micro-batch graph's, marked with the count, and profiled
   // as a later pass (rank_cost.h).
   std::optional<Graph> micro;
@@ -58,6 +58,16 @@ absl::StatusOr<LoweredPlan> LowerAndPredict(const Graph& graph, const std::vecto
     if (!p.ok()) return p.status();
     out.predicted.push_back(*p);
     out.programs.push_back(*std::move(program));
+  }
+  // Smaller ZeRO buckets, then none, while a rank's program is over the budget.
+  for (int parts : {8, -1}) {
+    if (memory_budget <= 0 || zero_stage < 2 || out.WorstPeak() <= memory_budget) break;
+    for (int r = 0; r < world; ++r) {
+      out.programs[r].set_zero_bucket_parts(parts);
+      auto p = PredictRank(lowered, out.programs[r], *cluster, po);
+      if (!p.ok()) return p.status();
+      out.predicted[r] = *p;
+    }
   }
   // Every group's ranks issue the same collectives in the same order (or the run would hang).
   if (auto st = VerifyCollectiveOrder(out.programs, mesh); !st.ok()) return st;

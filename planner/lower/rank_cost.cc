@@ -111,6 +111,15 @@ absl::StatusOr<RankPrediction> PredictRank(const Graph& global, const v1::RankPr
   const double passes = static_cast<double>(std::max<int64_t>(1, program.micro_batches()));
   o.gradients_accumulated = passes > 1;
   for (const ZeroParam& z : BucketedGradSyncs(program)) o.bucketed_gradients.insert(z.name);
+  for (const ZeroBucketSet& set : ZeroGradientBuckets(program, kDefaultBucketBytes)) {
+    for (const ZeroParam& z : set.params) o.bucketed_gradients.insert(z.name);
+    const int64_t buffer_bytes = set.staging_elements * DTypeSize(set.dtype);
+    // ZeRO-3 gathers blocks a bucket at a time into a buffer of its own.
+    o.zero_staging_bytes += (set.staging_buffers + (program.zero_stage() >= 3 ? 1 : 0)) * buffer_bytes;
+    // Gloo's receive buffer: ZeRO-3 gathers a bucket; ZeRO-2 after the step as many as the staging
+    // buffers hold.
+    o.zero_gather_bytes = std::max(o.zero_gather_bytes, program.zero_stage() >= 3 ? buffer_bytes : set.staging_buffers * buffer_bytes);
+  }
   // A pipeline stage under 1F1B (one_f_one_b.h) keeps w = min(stages − stage, m) micro-batches in
   // flight. Its first backward runs with w in flight and no gradient made yet; the later ones with
   // the gradients accumulated and w in flight (w − 1 when the forwards are done by then: m = w).

@@ -1,6 +1,7 @@
 #include "planner/lower/zero.h"
 
 #include <algorithm>
+#include <map>
 #include <set>
 #include <unordered_map>
 
@@ -75,6 +76,48 @@ std::vector<ZeroParam> BucketedGradSyncs(const v1::RankProgram& program) {
     if (z.axes.size() == 1 && z.grad_syncs.size() == 1) out.push_back(std::move(z));
   }
   return out;
+}
+
+std::vector<ZeroBucketSet> ZeroGradientBuckets(const v1::RankProgram& program, int64_t bucket_bytes) {
+  std::vector<ZeroBucketSet> sets;
+  if (program.zero_stage() < 2 || program.micro_batches() > 1 || bucket_bytes <= 0 || program.zero_bucket_parts() < 0) return sets;
+  const int parts = program.zero_bucket_parts() > 0 ? program.zero_bucket_parts() : kDefaultZeroBucketParts;
+  std::unordered_map<std::string, v1::DType> dtype_of;
+  for (const v1::Shard& shard : program.parameters()) dtype_of[shard.name()] = shard.local_type().dtype();
+  std::vector<ZeroParam> chosen;
+  for (ZeroParam& z : ZeroParams(program)) {
+    if (z.axes.size() == 1 && z.ranks > 1) chosen.push_back(std::move(z));
+  }
+  // The parameter read last in forward first: backward makes its gradient first.
+  // (A parameter read twice — a tied weight — by its first reader: its last gradient comes then.)
+  std::stable_sort(chosen.begin(), chosen.end(), [](const ZeroParam& a, const ZeroParam& b) { return a.grad_syncs[0] > b.grad_syncs[0]; });
+  std::map<std::pair<int, int>, int64_t> set_bytes;
+  for (const ZeroParam& z : chosen) set_bytes[{z.axes[0], static_cast<int>(dtype_of[z.name])}] += z.ranks * z.chunk * DTypeSize(dtype_of[z.name]);
+  std::map<std::pair<int, int>, int> set_of;  // (axis, dtype) → index in sets
+  for (ZeroParam& z : chosen) {
+    const v1::DType dtype = dtype_of[z.name];
+    auto [it, added] = set_of.emplace(std::make_pair(z.axes[0], static_cast<int>(dtype)), static_cast<int>(sets.size()));
+    if (added) {
+      sets.emplace_back();
+      sets.back().axis = z.axes[0];
+      sets.back().dtype = dtype;
+      sets.back().ranks = z.ranks;
+    }
+    ZeroBucketSet& set = sets[it->second];
+    const int64_t row_bytes = set.ranks * DTypeSize(dtype);  // bytes per element of a row
+    const int64_t cap = ZeroBucketCap(set_bytes[it->first], bucket_bytes, parts);
+    if (set.buckets.empty() || (set.buckets.back().segment + z.chunk) * row_bytes > cap) set.buckets.emplace_back();
+    ZeroBucket& b = set.buckets.back();
+    b.params.push_back(static_cast<int>(set.params.size()));
+    b.offsets.push_back(b.segment);
+    b.segment += z.chunk;
+    set.params.push_back(std::move(z));
+  }
+  for (ZeroBucketSet& set : sets) {
+    set.staging_buffers = std::min<int64_t>(2, static_cast<int64_t>(set.buckets.size()));
+    for (const ZeroBucket& b : set.buckets) set.staging_elements = std::max(set.staging_elements, set.ranks * b.segment);
+  }
+  return sets;
 }
 
 }  // namespace mapd

@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "planner/profile/bucket_size.h"
 #include "proto/mapd/v1/rank_program.pb.h"
 
 namespace mapd {
@@ -43,6 +44,34 @@ std::vector<ZeroParam> GradSyncChains(const v1::RankProgram& program);
 // data parallelism over one axis — a single GRAD_SYNC — under ZeRO 0 with one pass a step. Their
 // gradients live from the step's start, in the buckets (the profiler counts them so).
 std::vector<ZeroParam> BucketedGradSyncs(const v1::RankProgram& program);
+
+// ZeRO 2-3's gradient buckets (ZeroBuckets, worker/dist/grad_buckets.h). The sharded parameters of
+// one axis and one dtype, in one pass a step, are reduced a bucket at a time instead
+// of one reduce-scatter each. A bucket's gradients are laid out rank-major in a staging buffer of
+// `ranks × segment` elements — row r holds chunk r of each of its parameters, end to end — so one
+// reduction of the buffer leaves this rank's shard of every parameter in row `index`; after the
+// optimizer step the same layout gathers the updated shards back. Two staging buffers of the
+// set's largest bucket serve its buckets in turn (a third only when gradients come out of order).
+struct ZeroBucket {
+  std::vector<int> params;       // indices into ZeroBucketSet::params
+  std::vector<int64_t> offsets;  // each one's chunk offset in a row
+  int64_t segment = 0;           // elements of a row: the sum of their chunks
+};
+struct ZeroBucketSet {
+  int axis = 0;
+  v1::DType dtype = v1::DTYPE_UNSPECIFIED;
+  int64_t ranks = 1;                // the axis's size
+  std::vector<ZeroParam> params;    // in the order their gradients are expected
+  std::vector<ZeroBucket> buckets;  // in the same order
+  int64_t staging_buffers = 0;      // min(2, buckets)
+  int64_t staging_elements = 0;     // of each: ranks × the largest segment
+};
+
+// The buckets of `program` (empty under ZeRO 0-1, several passes a step, or `bucket_bytes` ≤ 0):
+// a bucket takes parameters, in gradient order, while ranks × segment × the element size stays
+// within ZeroBucketCap(the set's bytes, `bucket_bytes`, program.zero_bucket_parts()); a larger
+// parameter is a bucket of its own. None where zero_bucket_parts is -1.
+std::vector<ZeroBucketSet> ZeroGradientBuckets(const v1::RankProgram& program, int64_t bucket_bytes);
 
 }  // namespace mapd
 

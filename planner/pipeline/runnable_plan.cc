@@ -63,7 +63,8 @@ absl::StatusOr<FittingPlan> SearchFittingPlan(const Graph& graph, PlannerOptions
   for (int attempt = 0; budget > 0 && r->fits && !r->pipeline && attempt < 4; ++attempt) {
     const PlanCandidate& p = r->plan;
     const std::vector<std::string> recompute = LayersToRecompute(recompute_mode, p.recomputed_layers, graph);
-    auto lowered = LowerAndPredict(graph, p.mesh, p.strategies, p.zero_stage, recompute, o.cluster.device_type, o.profile, p.micro_batches);
+    auto lowered = LowerAndPredict(graph, p.mesh, p.strategies, p.zero_stage, recompute, o.cluster.device_type, o.profile, p.micro_batches,
+                                   budget);
     if (!lowered.ok()) return lowered.status();
     const int64_t worst = lowered->WorstPeak();
     if (worst <= budget) {
@@ -252,7 +253,8 @@ absl::StatusOr<RunnablePlan> PlanToRun(const Graph& graph, const PlanRequest& re
   if (&c == &fitting->result.plan && fitting->lowered) {
     out.lowered = *std::move(fitting->lowered);
   } else {
-    auto lowered = LowerAndPredict(graph, c.mesh, c.strategies, c.zero_stage, out.recompute, o.cluster.device_type, o.profile, c.micro_batches);
+    auto lowered = LowerAndPredict(graph, c.mesh, c.strategies, c.zero_stage, out.recompute, o.cluster.device_type, o.profile, c.micro_batches,
+                                   o.cluster.memory_per_device);
     if (!lowered.ok()) return Named(lowered.status(), "lowering");
     out.lowered = *std::move(lowered);
   }
@@ -333,7 +335,7 @@ absl::StatusOr<RunnablePlan> SavedPlanToRun(const v1::Plan& plan, const PlanRequ
   out.summary = absl::StrCat(Describe(out.mesh, out.zero_stage, out.recompute.size(), out.micro_batches, out.precision),
                              absl::StrFormat(", %.1f ms/step predicted", plan.predicted_step_seconds() * 1e3));
   auto lowered = LowerAndPredict(*graph, out.mesh, out.strategies, out.zero_stage, out.recompute, request.planner.cluster.device_type,
-                                 at_precision.planner.profile, out.micro_batches);
+                                 at_precision.planner.profile, out.micro_batches, request.planner.cluster.memory_per_device);
   if (!lowered.ok()) return Named(lowered.status(), "lowering");
   out.lowered = *std::move(lowered);
   out.predicted_peak_bytes = out.lowered.WorstPeak();

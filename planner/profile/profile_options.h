@@ -55,6 +55,14 @@ struct ProfileOptions {
   // these trainable parameters' gradients live from the step's start, in their buckets, and the
   // gradient backward makes is copied in as it comes.
   std::set<std::string> bucketed_gradients;
+  // ZeRO 2-3's gradient buckets (planner/lower/zero.h ZeroGradientBuckets): their parameters are
+  // in bucketed_gradients — each one's shard gradient lives from the start, and the whole gradient
+  // backward makes is copied into a staging buffer, with no reduction copy of its own. The staging
+  // buffers (zero_staging_bytes; under ZeRO-3 with the buffer blocks are gathered into) live from
+  // the start. Gathering a bucket — after the optimizer step under ZeRO-2, at a block's gathers
+  // under ZeRO-3 — needs zero_gather_bytes more for a moment (Gloo's flat receive buffer).
+  int64_t zero_staging_bytes = 0;
+  int64_t zero_gather_bytes = 0;
   // Pipeline stages under 1F1B (DESIGN §6b): the activations of this many micro-batches are alive
   // at once — the pass profiled and passes_in_flight − 1 earlier ones awaiting their backward,
   // each keeping what a pass holds at the end of its forward (saved tensors and the live values,

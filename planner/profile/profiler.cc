@@ -168,6 +168,7 @@ void Simulator::SetUpValues() {
     }
     values_[par.name()] = v;
   }
+  if (opt_.zero_staging_bytes > 0) ledger_.New(opt_.zero_staging_bytes, StorageKind::kGradient);
   for (const auto& in : p.inputs()) {
     ValueState v;
     v.type = TensorType::FromProto(in.type());
@@ -270,6 +271,7 @@ absl::Status Simulator::Forward() {
       } else if (IsZeroGather(node)) {
         v.storage = ledger_.New(Bytes(outs[o]), StorageKind::kParameter);
         gathered_[v.storage] = Bytes(outs[o]);
+        if (opt_.zero_gather_bytes > 0) ledger_.Transient(opt_.zero_gather_bytes);  // its bucket's all-gather
       } else {
         v.storage = ledger_.New(Bytes(outs[o]), StorageKind::kActivation);
       }
@@ -390,7 +392,8 @@ void Simulator::Backward() {
     for (int s : needs_block_[n]) {
       if (regathered_.count(s)) continue;
       regathered_[s] = ledger_.New(gathered_.at(s), StorageKind::kParameter);
-      ledger_.Transient(gathered_.at(s));  // the pieces received before they are copied in
+      // The pieces received before they are copied in (its bucket's, when bucketed).
+      ledger_.Transient(std::max(gathered_.at(s), opt_.zero_gather_bytes));
     }
     bool has_out_grad = false;
     for (const auto& o : node.outputs()) has_out_grad |= values_.at(o).grad >= 0;
@@ -411,7 +414,11 @@ void Simulator::Backward() {
           const bool preallocated = opt_.gradients_accumulated || opt_.bucketed_gradients.count(in) > 0;
           if (preallocated && is_param && alias_grad && opt_.zero_stage <= 1) continue;
           const bool scattered = is_param && opt_.zero_stage >= 2 && ZeroChunk(in, v.type.NumElements()) > 0;
-          ledger_.Transient(scattered ? ReduceScatterCopy(v.type) : Bytes(v.type));
+          if (scattered && preallocated) {
+            ledger_.Transient(Fp32ReductionCopyBytes(v.type));  // copied into its bucket's staging buffer
+          } else {
+            ledger_.Transient(scattered ? ReduceScatterCopy(v.type) : Bytes(v.type));
+          }
           continue;
         }
         const int64_t chunk = is_param && opt_.zero_stage >= 2 ? ZeroChunk(in, v.type.NumElements()) : 0;
@@ -470,8 +477,10 @@ void Simulator::OptimizerStep() {
       ledger_.Release(v.grad);
       v.grad = shard;
     }
-    gather = std::max(gather, 2 * ranks * chunk * DTypeSize(v.type.dtype));
+    // A bucketed parameter is gathered with its bucket (zero_gather_bytes).
+    if (opt_.bucketed_gradients.count(name) == 0) gather = std::max(gather, 2 * ranks * chunk * DTypeSize(v.type.dtype));
   }
+  gather = std::max(gather, opt_.zero_gather_bytes);
   temp = std::max(temp, gather);
   temp += largest_master_ * 4;  // a 16-bit gradient's fp32 copy, made for its master's update
   ledger_.Transient(temp);

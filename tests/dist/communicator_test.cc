@@ -8,11 +8,13 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <map>
 #include <mutex>
 #include <thread>
 
 #include "worker/device/device_info.h"
 #include "worker/dist/gloo_communicator.h"
+#include "worker/dist/grad_buckets.h"
 #include "worker/dist/nccl_communicator.h"
 
 namespace mapd {
@@ -197,6 +199,97 @@ TEST(Rendezvous, RankZeroWaitsAtTheEndForEveryRank) {
   const absl::Status alone = FinishRendezvous(ro, 0, 2);
   EXPECT_EQ(alone.code(), absl::StatusCode::kDeadlineExceeded) << alone;
   EXPECT_NE(alone.message().find("1 rank(s) did not finish"), std::string::npos) << alone;
+}
+
+// The fake backend: a group of two whose other rank mirrors this one (rank 0), so a sum is twice
+// this rank's tensor and a gather repeats its part — enough to check a bucket layout against the
+// same arithmetic done by hand, and to count the collectives.
+class MirroredPair : public Communicator {
+ public:
+  int rank() const override { return 0; }
+  int size() const override { return 2; }
+  const std::string& name() const override { return name_; }
+  absl::Status AllReduceSum(at::Tensor& t) override {
+    ++all_reduces;
+    t.mul_(2);
+    return absl::OkStatus();
+  }
+  absl::StatusOr<at::Tensor> AllGather(const at::Tensor& local, int64_t dim) override {
+    ++all_gathers;
+    return at::cat({local, local}, dim);
+  }
+  absl::StatusOr<at::Tensor> ReduceScatter(const at::Tensor& full, int64_t dim) override {
+    return (full * 2).chunk(2, dim)[0].clone();
+  }
+  absl::StatusOr<at::Tensor> AllToAll(const at::Tensor&, int64_t, int64_t) override { return absl::UnimplementedError("fake"); }
+  absl::Status Barrier() override { return absl::OkStatus(); }
+  absl::StatusOr<std::unique_ptr<PendingSend>> Send(const at::Tensor&, int, int) override { return absl::UnimplementedError("fake"); }
+  absl::Status Recv(at::Tensor&, int, int) override { return absl::UnimplementedError("fake"); }
+  int all_reduces = 0, all_gathers = 0;
+
+ private:
+  std::string name_ = "mirrored pair";
+};
+
+// ZeroBuckets (grad_buckets.h) on five parameters in buckets {0, 1}, {2, 3}, {4}, parameter 1 a
+// tied weight (two gradients a step): gradients out of order — the first of each bucket before
+// any bucket is complete, so a third staging buffer is needed — give every parameter its
+// shard's sum (twice chunk 0 of its gradient, the padding zeros) with one all-reduce per bucket;
+// a parameter without a gradient gets none; the updated shards are gathered back into the
+// blocks with one all-gather per group of buckets the two staging buffers hold (two here).
+TEST(ZeroBuckets, OutOfOrderGradientsTiedWeightsAndTheGatherBack) {
+  const std::vector<int64_t> numel = {5, 4, 6, 3, 2};
+  ZeroBucketSet set;
+  set.ranks = 2;
+  set.dtype = v1::FLOAT32;
+  for (size_t i = 0; i < numel.size(); ++i) {
+    ZeroParam z;
+    z.name = "p" + std::to_string(i);
+    z.axes = {0};
+    z.ranks = 2;
+    z.numel = numel[i];
+    z.chunk = (numel[i] + 1) / 2;
+    z.grad_syncs = i == 1 ? std::vector<int>{3, 7} : std::vector<int>{static_cast<int>(i)};
+    set.params.push_back(z);
+  }
+  set.buckets = {ZeroBucket{{0, 1}, {0, 3}, 5}, ZeroBucket{{2, 3}, {0, 3}, 5}, ZeroBucket{{4}, {0}, 1}};
+  set.staging_buffers = 2;
+  set.staging_elements = 10;
+  MirroredPair pair;
+  ZeroBuckets buckets(&pair, set, at::TensorOptions().dtype(at::kFloat));
+  std::vector<at::Tensor> grads;
+  for (int64_t n : numel) grads.push_back(at::randn({n}));
+  const at::Tensor tied_second = at::randn({numel[1]});
+  for (auto [slot, grad] : std::vector<std::pair<int, at::Tensor>>{
+           {0, grads[0]}, {2, grads[2]}, {4, grads[4]}, {1, grads[1]}, {3, grads[3]}, {1, tied_second}}) {
+    buckets.Ready(slot, grad);
+  }
+  std::map<int, at::Tensor> got;
+  ASSERT_TRUE(buckets.Finish([&](int slot, at::Tensor g) { got[slot] = g.clone(); }).ok());
+  EXPECT_EQ(pair.all_reduces, 3);
+  ASSERT_EQ(got.size(), 5u);
+  for (int i = 0; i < 5; ++i) {
+    const at::Tensor whole = i == 1 ? grads[1] + tied_second : grads[i];
+    const int64_t chunk = set.params[i].chunk;
+    EXPECT_TRUE(at::allclose(got[i], 2 * whole.narrow(0, 0, chunk))) << "parameter " << i;
+  }
+  // The next step: in order, parameter 3 without a gradient.
+  got.clear();
+  for (int slot : {0, 1, 1, 2, 4}) buckets.Ready(slot, grads[slot]);
+  ASSERT_TRUE(buckets.Finish([&](int slot, at::Tensor g) { got[slot] = g.clone(); }).ok());
+  EXPECT_EQ(pair.all_reduces, 6);
+  EXPECT_EQ(got.count(3), 0u);
+  EXPECT_TRUE(at::allclose(got[1], 2 * (2 * grads[1]).narrow(0, 0, 2)));
+  EXPECT_TRUE(at::allclose(got[2], 2 * grads[2].narrow(0, 0, 3)));
+  // The gather back: block i is its shard twice over, cut to its elements.
+  std::vector<at::Tensor> shards, blocks;
+  for (int64_t n : numel) {
+    shards.push_back(at::randn({(n + 1) / 2}));
+    blocks.push_back(at::zeros({n}));
+  }
+  ASSERT_TRUE(buckets.Gather([&](int slot) { return shards[slot]; }, [&](int slot) { return blocks[slot]; }).ok());
+  EXPECT_EQ(pair.all_gathers, 2);
+  for (int i = 0; i < 5; ++i) EXPECT_TRUE(at::equal(blocks[i], at::cat({shards[i], shards[i]}).narrow(0, 0, numel[i]))) << i;
 }
 
 }  // namespace

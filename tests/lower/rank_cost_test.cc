@@ -6,7 +6,9 @@
 
 #include "planner/lower/local_graph.h"
 #include "planner/lower/recompute.h"
+#include "planner/lower/lowered_plan.h"
 #include "planner/lower/lowering.h"
+#include "planner/lower/zero.h"
 #include "planner/plan/planner.h"
 #include "planner/profile/profiler.h"
 #include "planner/sharding/collectives.h"
@@ -123,6 +125,42 @@ TEST(Recompute, ASegmentPerLayerThatKeepsLessAndComputesMore) {
   EXPECT_GT(with->compute_seconds, without->compute_seconds);
   v1::RankProgram bad = *plain;
   EXPECT_EQ(MarkRecompute(g, {"h.7"}, &bad).code(), absl::StatusCode::kInvalidArgument);
+}
+
+// ZeRO-2's buckets keep buffers (two staging buffers of a bucket, planner/lower/zero.h). Where a
+// rank's program is over the budget, the lowering makes the buckets an eighth of the parameters,
+// then turns them off — the first that fits — and every program says which.
+TEST(RankCost, ZeroBucketsAreMadeSmallerAndThenTurnedOffToFitTheBudget) {
+  const Graph g = ZooTrainingGraph("gpt2:layers=2,hidden=32,heads=4,vocab=64,seq=8,batch=4");
+  PlannerOptions o;
+  o.cluster.mesh = {4};
+  o.cluster.device_type = "h100-80g";
+  o.zero_stage = 2;
+  auto r = SearchPlan(g, o);
+  ASSERT_TRUE(r.ok()) << r.status();
+  const PlanCandidate* dp = nullptr;
+  for (const PlanCandidate& b : r->baselines) {
+    if (b.name == "data parallel") dp = &b;
+  }
+  ASSERT_NE(dp, nullptr);
+  auto lower = [&](int64_t budget) { return LowerAndPredict(g, {4}, dp->strategies, 2, {}, "h100-80g", ProfileOptions(), 1, budget); };
+  auto halves = lower(0);
+  ASSERT_TRUE(halves.ok()) << halves.status();
+  EXPECT_EQ(halves->programs[0].zero_bucket_parts(), 0);
+  const auto sets = ZeroGradientBuckets(halves->programs[0], kDefaultBucketBytes);
+  ASSERT_EQ(sets.size(), 1u);
+  EXPECT_GE(sets[0].buckets.size(), 2u);
+  EXPECT_EQ(sets[0].staging_buffers, 2);
+  auto eighths = lower(halves->WorstPeak() - 1);
+  ASSERT_TRUE(eighths.ok()) << eighths.status();
+  EXPECT_EQ(eighths->programs[3].zero_bucket_parts(), 8);
+  EXPECT_LT(eighths->WorstPeak(), halves->WorstPeak());
+  EXPECT_GE(ZeroGradientBuckets(eighths->programs[3], kDefaultBucketBytes)[0].buckets.size(), 8u);
+  auto none = lower(1);  // nothing fits: the last, no buckets
+  ASSERT_TRUE(none.ok()) << none.status();
+  EXPECT_EQ(none->programs[0].zero_bucket_parts(), -1);
+  EXPECT_TRUE(ZeroGradientBuckets(none->programs[0], kDefaultBucketBytes).empty());
+  EXPECT_LT(none->WorstPeak(), eighths->WorstPeak());
 }
 
 }  // namespace

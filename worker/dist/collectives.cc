@@ -219,58 +219,65 @@ void FreeBlock(const at::Tensor& block) {
   storage->set_nbytes(0);
 }
 
-absl::Status GatherBlock(const at::Tensor& block, const at::Tensor& shard, const ZeroParam& z,
-                         const std::vector<Communicator*>& groups) {
-  if (BlockGathered(block)) return absl::OkStatus();
-  auto whole = GatherShards(shard, z, groups, block.sizes());
-  if (!whole.ok()) return whole.status();
+at::Tensor AllocateBlock(const at::Tensor& block) {
   c10::StorageImpl* storage = block.storage().unsafeGetStorageImpl();
   const size_t bytes = static_cast<size_t>(block.numel()) * block.element_size();
   storage->set_data_ptr_noswap(storage->allocator()->allocate(bytes));
   storage->set_nbytes(bytes);
   // A separate tensor on the same storage: writing through it leaves the block's version alone.
-  at::Tensor alias = at::empty({0}, block.options());
+  at::Tensor alias = at::empty({0}, block.options().requires_grad(false));
   alias.set_(block.storage(), 0, block.sizes(), block.strides());
+  return alias;
+}
+
+absl::Status GatherBlock(const at::Tensor& block, const at::Tensor& shard, const ZeroParam& z,
+                         const std::vector<Communicator*>& groups) {
+  if (BlockGathered(block)) return absl::OkStatus();
+  auto whole = GatherShards(shard, z, groups, block.sizes());
+  if (!whole.ok()) return whole.status();
   at::NoGradGuard no_grad;
-  alias.copy_(*whole);
+  AllocateBlock(block).copy_(*whole);
   return absl::OkStatus();
 }
 
 namespace {
 
 // ZeRO's parameter read in forward: the block's values (gathered first under stage 3); backward
-// reduce-scatters the block's gradient into the shard (and under stage 3 frees the block: every
-// reader's backward has run).
+// reduce-scatters the block's gradient into the shard, or hands it to the parameter's bucket
+// (and under stage 3 frees the block: every reader's backward has run).
 struct ZeroParameterFn : torch::autograd::Function<ZeroParameterFn> {
   static at::Tensor forward(AutogradContext* ctx, const at::Tensor& shard, const at::Tensor& block, const ZeroParam* z,
-                            const std::vector<Communicator*>* groups, bool gathered) {
+                            const std::vector<Communicator*>* groups, bool gathered, ZeroBuckets* buckets, int64_t slot) {
     ctx->saved_data["z"] = reinterpret_cast<int64_t>(z);
     ctx->saved_data["groups"] = reinterpret_cast<int64_t>(groups);
+    ctx->saved_data["buckets"] = reinterpret_cast<int64_t>(buckets);
+    ctx->saved_data["slot"] = slot;
     if (gathered) {
       ctx->saved_data["block"] = block;
-      OrThrow(GatherBlock(block, shard, *z, *groups));
+      OrThrow(buckets != nullptr ? buckets->GatherBlock(static_cast<int>(slot)) : GatherBlock(block, shard, *z, *groups));
     }
     return block.view_as(block);
   }
   static variable_list backward(AutogradContext* ctx, variable_list grad) {
     const auto* z = reinterpret_cast<const ZeroParam*>(ctx->saved_data["z"].toInt());
     const auto* groups = reinterpret_cast<const std::vector<Communicator*>*>(ctx->saved_data["groups"].toInt());
-    at::Tensor shard_grad = OrThrow(ReduceScatterShard(grad[0], *z, *groups));
+    auto* buckets = reinterpret_cast<ZeroBuckets*>(ctx->saved_data["buckets"].toInt());
+    at::Tensor shard_grad;
+    if (buckets == nullptr) {
+      shard_grad = OrThrow(ReduceScatterShard(grad[0], *z, *groups));
+    } else if (grad[0].defined()) {
+      buckets->Ready(static_cast<int>(ctx->saved_data["slot"].toInt()), grad[0]);
+    }
     if (ctx->saved_data.count("block")) FreeBlock(ctx->saved_data["block"].toTensor());
-    return {shard_grad, at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor()};
+    return {shard_grad, at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor()};
   }
 };
 
 }  // namespace
 
-at::Tensor ZeroShardedParameter(const at::Tensor& shard, const at::Tensor& full, const ZeroParam* z,
-                                const std::vector<Communicator*>* groups) {
-  return ZeroParameterFn::apply(shard, full, z, groups, false);
-}
-
-at::Tensor ZeroGatheredParameter(const at::Tensor& shard, const at::Tensor& block, const ZeroParam* z,
-                                 const std::vector<Communicator*>* groups) {
-  return ZeroParameterFn::apply(shard, block, z, groups, true);
+at::Tensor ZeroParameter(const at::Tensor& shard, const at::Tensor& full, const ZeroParam* z,
+                         const std::vector<Communicator*>* groups, bool gathered, ZeroBuckets* buckets, int slot) {
+  return ZeroParameterFn::apply(shard, full, z, groups, gathered, buckets, static_cast<int64_t>(slot));
 }
 
 }  // namespace mapd

@@ -36,8 +36,11 @@ absl::StatusOr<at::Tensor> GatherShards(const at::Tensor& shard, const ZeroParam
 // ZeRO-2's parameter in forward: the values of `full` (which itself takes no gradient); its
 // backward reduce-scatters the block's gradient and gives `shard` (a leaf) this rank's part, so
 // a whole gradient lives only inside that backward. `z` and `groups` must outlive the graph.
-at::Tensor ZeroShardedParameter(const at::Tensor& shard, const at::Tensor& full, const ZeroParam* z,
-                                const std::vector<Communicator*>* groups);
+// Under ZeRO-3 (`gathered`) the block is gathered first (GatherBlock) and freed after backward.
+// With `buckets`, backward hands the gradient to them as `slot` instead (ZeroBuckets in grad_buckets.h) and
+// gives the shard none (ZeroBuckets::Finish sets its summed one).
+at::Tensor ZeroParameter(const at::Tensor& shard, const at::Tensor& full, const ZeroParam* z,
+                         const std::vector<Communicator*>* groups, bool gathered, ZeroBuckets* buckets, int slot);
 
 // ZeRO-3: the block is a tensor whose storage exists only while the parameter is in use — freed
 // after its last reader in forward, gathered again before backward needs it (as FSDP frees and
@@ -49,14 +52,11 @@ bool BlockGathered(const at::Tensor& block);
 absl::Status GatherBlock(const at::Tensor& block, const at::Tensor& shard, const ZeroParam& z,
                          const std::vector<Communicator*>& groups);
 void FreeBlock(const at::Tensor& block);
-// ZeRO-3's parameter in forward: gathers the block (GatherBlock) and gives its values; its
-// backward reduce-scatters the gradient into `shard` (a leaf), then frees the block.
+// Gives a freed `block` storage again and returns a tensor to write its values through.
+at::Tensor AllocateBlock(const at::Tensor& block);
 // A GRAD_SYNC done by gradient buckets (grad_buckets.h): the identity; in backward the gradient
 // goes to `buckets` as slot `slot`, and the parameter gets its sum from GradBuckets::Finish.
 at::Tensor BucketedGradSync(const at::Tensor& x, GradBuckets* buckets, int slot);
-
-at::Tensor ZeroGatheredParameter(const at::Tensor& shard, const at::Tensor& block, const ZeroParam* z,
-                                 const std::vector<Communicator*>* groups);
 
 }  // namespace mapd
 

@@ -48,6 +48,10 @@ class Communicator {
   virtual absl::StatusOr<std::unique_ptr<PendingCollective>> AllReduceSumAsync(at::Tensor& t);
   // Every rank's `local`, concatenated along `dim` in rank order.
   virtual absl::StatusOr<at::Tensor> AllGather(const at::Tensor& local, int64_t dim) = 0;
+  // The same, flat and into `out` (contiguous, size() × local's elements, local's dtype): rank
+  // j's `local` at elements [j·n, (j+1)·n). No result tensor is made (ZeRO's buckets gather into a
+  // buffer they keep). By default, AllGather and a copy.
+  virtual absl::Status AllGatherInto(const at::Tensor& local, at::Tensor& out);
   // Σ over the group of `full`, then this rank's chunk along `dim`.
   virtual absl::StatusOr<at::Tensor> ReduceScatter(const at::Tensor& full, int64_t dim) = 0;
   // `local` cut into size() chunks along `split_dim`; chunk j goes to rank j; the chunks
@@ -69,6 +73,13 @@ class DoneCollective final : public PendingCollective {
   absl::Status Wait() override { return absl::OkStatus(); }
 };
 }  // namespace internal
+
+inline absl::Status Communicator::AllGatherInto(const at::Tensor& local, at::Tensor& out) {
+  auto gathered = AllGather(local.reshape({-1}), 0);
+  if (!gathered.ok()) return gathered.status();
+  out.copy_(*gathered);
+  return absl::OkStatus();
+}
 
 inline absl::StatusOr<std::unique_ptr<PendingCollective>> Communicator::AllReduceSumAsync(at::Tensor& t) {
   if (auto st = AllReduceSum(t); !st.ok()) return st;

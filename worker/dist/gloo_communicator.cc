@@ -204,6 +204,20 @@ class GlooCommunicator : public Communicator {
     }
   }
 
+  absl::Status AllGatherInto(const at::Tensor& local, at::Tensor& out) override {
+    try {
+      // The outputs are rows of `out`: Gloo copies what it receives into them.
+      const at::Tensor rows = AsBits(out).view({size(), -1});
+      std::vector<std::vector<at::Tensor>> outputs(1);
+      for (int i = 0; i < size(); ++i) outputs[0].push_back(rows[i]);
+      std::vector<at::Tensor> inputs{AsBits(local.contiguous()).view({-1})};
+      WaitAndRelease(pg_->allgather(outputs, inputs));
+      return absl::OkStatus();
+    } catch (const std::exception& e) {
+      return FromTorch(name_, "all-gather", e);
+    }
+  }
+
   // Gloo has no reduce-scatter on CPU tensors: all-reduce and keep this rank's chunk (twice the
   // traffic of a real one; the result is the same).
   absl::StatusOr<at::Tensor> ReduceScatter(const at::Tensor& full, int64_t dim) override {

@@ -2,8 +2,11 @@
 
 #include <ATen/ATen.h>
 
+#include <algorithm>
 #include <stdexcept>
 #include <string>
+
+#include "worker/dist/collectives.h"
 
 namespace mapd {
 
@@ -86,6 +89,211 @@ absl::Status GradBuckets::Finish(const std::function<void(int, at::Tensor)>& set
   for (Bucket& b : buckets_) b.missing = static_cast<int>(b.slots.size());
   start_error_ = absl::OkStatus();
   return status;
+}
+
+namespace {
+
+// A parameter's flat values `flat` (numel elements) into `rows` ([ranks, chunk], a strided view
+// of a staging buffer): chunk r into row r, the part past numel zeros (ZeRO's padding).
+// With `add`, added to what the rows hold (a parameter's later contribution; the padding stays).
+void FlatIntoRows(const at::Tensor& flat, const at::Tensor& rows, bool add = false) {
+  const int64_t ranks = rows.size(0), chunk = rows.size(1), numel = flat.numel();
+  const int64_t full = std::min(ranks, numel / chunk), rest = numel - full * chunk;
+  auto put = [add](at::Tensor to, const at::Tensor& from) { add ? to.add_(from) : to.copy_(from); };
+  if (full > 0) put(rows.narrow(0, 0, full), flat.narrow(0, 0, full * chunk).view({full, chunk}));
+  if (full == ranks) return;
+  at::Tensor row = rows[full];
+  if (rest > 0) put(row.narrow(0, 0, rest), flat.narrow(0, full * chunk, rest));
+  if (add) return;
+  row.narrow(0, rest, chunk - rest).zero_();
+  if (full + 1 < ranks) rows.narrow(0, full + 1, ranks - full - 1).zero_();
+}
+
+// The reverse: `flat`'s numel elements from `rows`, the padding dropped.
+void RowsIntoFlat(const at::Tensor& rows, const at::Tensor& flat) {
+  const int64_t ranks = rows.size(0), chunk = rows.size(1), numel = flat.numel();
+  const int64_t full = std::min(ranks, numel / chunk), rest = numel - full * chunk;
+  if (full > 0) flat.narrow(0, 0, full * chunk).view({full, chunk}).copy_(rows.narrow(0, 0, full));
+  if (full < ranks && rest > 0) flat.narrow(0, full * chunk, rest).copy_(rows[full].narrow(0, 0, rest));
+}
+
+void OrThrow(const absl::Status& st) {
+  if (!st.ok()) throw std::runtime_error(std::string(st.message()));
+}
+
+}  // namespace
+
+ZeroBuckets::ZeroBuckets(Communicator* group, ZeroBucketSet set, const at::TensorOptions& options)
+    : group_(group), set_(std::move(set)), options_(options) {
+  buckets_.resize(set_.buckets.size());
+  slots_.resize(set_.params.size());
+  for (size_t k = 0; k < set_.buckets.size(); ++k) {
+    const ZeroBucket& b = set_.buckets[k];
+    for (size_t j = 0; j < b.params.size(); ++j) {
+      const int contributions = static_cast<int>(set_.params[b.params[j]].grad_syncs.size());
+      slots_[b.params[j]] = Slot{static_cast<int>(k), b.offsets[j], contributions, 0};
+    }
+    buckets_[k].missing = Contributions(static_cast<int>(k));
+    buckets_[k].shard_grads = at::zeros({b.segment}, options_);
+  }
+  // One tensor, so that after the step several buckets can be gathered in one all-gather (Gather).
+  staging_ = at::zeros({set_.staging_buffers * set_.staging_elements}, options_);
+  for (int64_t i = 0; i < set_.staging_buffers; ++i) {
+    buffers_.push_back(staging_.narrow(0, i * set_.staging_elements, set_.staging_elements));
+    free_buffers_.push_back(static_cast<int>(i));
+  }
+}
+
+int ZeroBuckets::Contributions(int bucket) const {
+  int n = 0;
+  for (int slot : set_.buckets[bucket].params) n += slots_[slot].contributions;
+  return n;
+}
+
+at::Tensor ZeroBuckets::Rows(int bucket) {
+  const int64_t segment = set_.buckets[bucket].segment;
+  return buffers_[buckets_[bucket].buffer].narrow(0, 0, set_.ranks * segment).view({set_.ranks, segment});
+}
+
+int ZeroBuckets::TakeBuffer() {
+  if (free_buffers_.empty() && !under_way_.empty()) OrThrow(Drain(under_way_.front()));
+  if (free_buffers_.empty()) {  // every buffer belongs to a bucket still missing gradients
+    buffers_.push_back(at::empty({set_.staging_elements}, options_));
+    return static_cast<int>(buffers_.size()) - 1;
+  }
+  const int buffer = free_buffers_.back();
+  free_buffers_.pop_back();
+  return buffer;
+}
+
+void ZeroBuckets::Start(int bucket) {
+  Bucket& b = buckets_[bucket];
+  at::Tensor flat = buffers_[b.buffer].narrow(0, 0, set_.ranks * set_.buckets[bucket].segment);
+  auto started = group_->AllReduceSumAsync(flat);
+  b.started = true;
+  if (!started.ok()) {
+    if (error_.ok()) error_ = started.status();
+    throw std::runtime_error(std::string(started.status().message()));
+  }
+  b.pending = *std::move(started);
+  under_way_.push_back(bucket);
+}
+
+absl::Status ZeroBuckets::Drain(int bucket) {
+  Bucket& b = buckets_[bucket];
+  for (auto it = under_way_.begin(); it != under_way_.end(); ++it) {
+    if (*it == bucket) {
+      under_way_.erase(it);
+      break;
+    }
+  }
+  absl::Status st = b.pending ? b.pending->Wait() : absl::OkStatus();
+  b.pending.reset();
+  if (st.ok()) b.shard_grads.copy_(Rows(bucket)[group_->rank()]);
+  if (error_.ok()) error_ = st;
+  if (b.buffer < set_.staging_buffers) free_buffers_.push_back(b.buffer);
+  b.buffer = -1;
+  return st;
+}
+
+void ZeroBuckets::Ready(int slot, const at::Tensor& grad) {
+  Slot& s = slots_.at(slot);
+  Bucket& b = buckets_[s.bucket];
+  if (s.arrived == s.contributions || b.started) throw std::logic_error("a gradient came twice in one step");
+  if (b.buffer < 0) b.buffer = TakeBuffer();
+  const ZeroParam& z = set_.params[slot];
+  FlatIntoRows(grad.reshape({-1}), Rows(s.bucket).narrow(1, s.offset, z.chunk), /*add=*/s.arrived > 0);
+  ++s.arrived;
+  if (--b.missing == 0) Start(s.bucket);
+}
+
+absl::Status ZeroBuckets::Finish(const std::function<void(int, at::Tensor)>& set_grad) {
+  for (size_t k = 0; k < buckets_.size() && error_.ok(); ++k) {
+    Bucket& b = buckets_[k];
+    if (b.started) continue;
+    try {
+      if (b.buffer < 0) b.buffer = TakeBuffer();
+      // Gradients that did not come are summed as zeros.
+      for (int slot : set_.buckets[k].params) {
+        if (slots_[slot].arrived == 0) Rows(static_cast<int>(k)).narrow(1, slots_[slot].offset, set_.params[slot].chunk).zero_();
+      }
+      Start(static_cast<int>(k));
+    } catch (const std::exception& e) {
+      if (error_.ok()) error_ = absl::UnavailableError(e.what());
+    }
+  }
+  while (!under_way_.empty()) (void)Drain(under_way_.front());
+  absl::Status status = error_;
+  for (size_t i = 0; i < slots_.size(); ++i) {
+    Slot& s = slots_[i];
+    if (status.ok() && s.arrived > 0) set_grad(static_cast<int>(i), buckets_[s.bucket].shard_grads.narrow(0, s.offset, set_.params[i].chunk));
+    s.arrived = 0;
+  }
+  for (size_t k = 0; k < buckets_.size(); ++k) {
+    buckets_[k].missing = Contributions(static_cast<int>(k));
+    buckets_[k].started = false;
+    buckets_[k].buffer = -1;
+  }
+  buffers_.resize(static_cast<size_t>(set_.staging_buffers));  // a third buffer was for this step only
+  free_buffers_.clear();
+  for (int64_t i = 0; i < set_.staging_buffers; ++i) free_buffers_.push_back(static_cast<int>(i));
+  error_ = absl::OkStatus();
+  return status;
+}
+
+absl::Status ZeroBuckets::Gather(const std::function<at::Tensor(int)>& shard, const std::function<at::Tensor(int)>& block) {
+  // Consecutive buckets whose rows fit the staging buffers together go in one all-gather: after
+  // the step nothing overlaps them, so fewer is faster. Their rows are laid end to end: row r of
+  // the group holds chunk r of each of their parameters.
+  const int64_t row_capacity = staging_.numel() / set_.ranks;
+  for (size_t first = 0; first < set_.buckets.size();) {
+    size_t last = first;
+    int64_t segment = set_.buckets[first].segment;
+    while (last + 1 < set_.buckets.size() && segment + set_.buckets[last + 1].segment <= row_capacity) segment += set_.buckets[++last].segment;
+    at::Tensor flat = staging_.narrow(0, 0, set_.ranks * segment);
+    const at::Tensor rows = flat.view({set_.ranks, segment});
+    const at::Tensor local = rows[group_->rank()];
+    std::vector<std::pair<int, int64_t>> placed;  // (slot, offset in the group's row)
+    int64_t base = 0;
+    for (size_t k = first; k <= last; ++k) {
+      const ZeroBucket& b = set_.buckets[k];
+      for (size_t j = 0; j < b.params.size(); ++j) placed.emplace_back(b.params[j], base + b.offsets[j]);
+      base += b.segment;
+    }
+    for (const auto& [slot, offset] : placed) local.narrow(0, offset, set_.params[slot].chunk).copy_(shard(slot).reshape({-1}));
+    if (auto st = group_->AllGatherInto(local, flat); !st.ok()) return st;
+    for (const auto& [slot, offset] : placed) RowsIntoFlat(rows.narrow(1, offset, set_.params[slot].chunk), block(slot).view({-1}));
+    first = last + 1;
+  }
+  return absl::OkStatus();
+}
+
+void ZeroBuckets::SetParameters(std::vector<at::Tensor> shards, std::vector<at::Tensor> blocks) {
+  shards_ = std::move(shards);
+  blocks_ = std::move(blocks);
+  gather_buffer_ = at::zeros({set_.staging_elements}, options_);
+  gathered_bucket_ = -1;
+}
+
+absl::Status ZeroBuckets::GatherBlock(int slot) {
+  const at::Tensor& block = blocks_.at(slot);
+  if (BlockGathered(block)) return absl::OkStatus();
+  at::NoGradGuard no_grad;
+  const int bucket = slots_[slot].bucket;
+  const ZeroBucket& b = set_.buckets[bucket];
+  at::Tensor flat = gather_buffer_.narrow(0, 0, set_.ranks * b.segment);
+  const at::Tensor rows = flat.view({set_.ranks, b.segment});
+  if (gathered_bucket_ != bucket) {
+    gathered_bucket_ = -1;
+    const at::Tensor local = rows[group_->rank()];
+    for (size_t j = 0; j < b.params.size(); ++j) {
+      local.narrow(0, b.offsets[j], set_.params[b.params[j]].chunk).copy_(shards_[b.params[j]].detach().reshape({-1}));
+    }
+    if (auto st = group_->AllGatherInto(local, flat); !st.ok()) return st;
+    gathered_bucket_ = bucket;
+  }
+  RowsIntoFlat(rows.narrow(1, slots_[slot].offset, set_.params[slot].chunk), AllocateBlock(block).view({-1}));
+  return absl::OkStatus();
 }
 
 }  // namespace mapd

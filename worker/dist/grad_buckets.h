@@ -22,11 +22,13 @@
 #include <ATen/core/Tensor.h>
 
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <memory>
 #include <vector>
 
 #include "absl/status/status.h"
+#include "planner/lower/zero.h"
 #include "worker/dist/communicator.h"
 
 namespace mapd {
@@ -69,6 +71,95 @@ class GradBuckets {
   std::vector<Bucket> buckets_;
   std::vector<Slot> slots_;
   absl::Status start_error_;          // a bucket that could not start (reported by Finish)
+};
+
+// ZeRO 2-3's gradient buckets (the layout is planner/lower/zero.h's ZeroGradientBuckets, which
+// the memory prediction reads too). Backward hands each sharded parameter's whole gradient to its
+// bucket, which copies it rank-major into a staging buffer (row r: chunk r of each parameter);
+// when the bucket's last gradient is in, one all-reduce of the buffer starts and runs while
+// backward goes on, and this rank keeps its row — its shard of every parameter's summed
+// gradient. After the optimizer step, Gather puts the updated shards back into the blocks with
+// one all-gather per bucket.
+//
+// One collective per bucket instead of one per parameter: ZeRO-2 on a small GPT went from a
+// blocking reduce-scatter per parameter in backward and an all-gather per parameter after the
+// step to a few of each. (Gloo has no CPU reduce-scatter: its reduce-scatter was an all-reduce
+// anyway.) The sums are the same additions over the same ranks.
+//
+// Staging buffers are few: two, reused bucket after bucket — a bucket that needs one while both
+// are taken waits for the older bucket under way to finish. Only if gradients come so far out
+// of order that both buffers belong to buckets still missing some is a third allocated, for
+// that step alone. A gradient that does not come in a step is summed as zeros and not handed
+// back, so the optimizer skips it.
+class ZeroBuckets {
+ public:
+  // `group`: the communicator of set.axis (outlives the buckets); `options`: the gradients'
+  // dtype and device. Allocates the staging buffers and each bucket's row of shard gradients.
+  ZeroBuckets(Communicator* group, ZeroBucketSet set, const at::TensorOptions& options);
+
+  const ZeroBucketSet& layout() const { return set_; }
+
+  // Parameter `slot`'s whole gradient (its block's shape): into its bucket's staging buffer; the
+  // bucket's all-reduce starts if it was the last one missing. Called from backward (throws, as
+  // autograd code does, on a failed collective).
+  void Ready(int slot, const at::Tensor& grad);
+
+  // After backward: starts the buckets not started yet, waits for all, and hands each parameter
+  // that had a gradient its shard's sum (`set_grad(slot, view)`, a view of the bucket's row).
+  absl::Status Finish(const std::function<void(int, at::Tensor)>& set_grad);
+
+  // After the optimizer step: every rank's updated shards (`shard(slot)`, [chunk]) gathered
+  // back into the blocks (`block(slot)`, written in place): one all-gather for as many buckets
+  // as the staging buffers hold together.
+  absl::Status Gather(const std::function<at::Tensor(int)>& shard, const std::function<at::Tensor(int)>& block);
+
+  // ZeRO-3, where blocks exist only while in use (collectives.h FreeBlock): each slot's shard
+  // (the optimizer's leaf) and block. Allocates the gather buffer (one staging buffer's size).
+  void SetParameters(std::vector<at::Tensor> shards, std::vector<at::Tensor> blocks);
+  // ZeRO-3: parameter `slot`'s block gathered, if it is not: its bucket's shards are gathered
+  // with one all-gather into the gather buffer — unless the buffer holds them already, as it does
+  // for the bucket's other parameters, read next — and the block's part copied out. Every rank
+  // of the group frees and gathers the same blocks in the same order, so their all-gathers match.
+  absl::Status GatherBlock(int slot);
+  // The shards changed (an optimizer step, a restore): what the gather buffer holds is stale.
+  void ShardsChanged() { gathered_bucket_ = -1; }
+
+ private:
+  struct Bucket {
+    int missing = 0;           // gradients not yet in this step
+    int buffer = -1;           // its staging buffer, while it has one
+    bool started = false;      // its all-reduce was started this step
+    std::unique_ptr<PendingCollective> pending;
+    at::Tensor shard_grads;    // [segment]: this rank's row of the sums
+  };
+  struct Slot {
+    int bucket = 0;
+    int64_t offset = 0;        // of its chunk in a row
+    int contributions = 1;     // gradients a step brings (one per reader: a tied weight has two)
+    int arrived = 0;           // of them, this step: the first is copied in, the others added
+  };
+  int Contributions(int bucket) const;
+
+  at::Tensor Rows(int bucket);   // its staging buffer as [ranks, segment]
+  int TakeBuffer();              // a free staging buffer, waiting for a bucket under way if need be
+  void Start(int bucket);
+  absl::Status Drain(int bucket);  // waits for its all-reduce, keeps this rank's row, frees the buffer
+
+  Communicator* group_;
+  ZeroBucketSet set_;
+  at::TensorOptions options_;
+  std::vector<Bucket> buckets_;
+  std::vector<Slot> slots_;
+  at::Tensor staging_;                // the kept staging buffers, end to end
+  std::vector<at::Tensor> buffers_;  // the first set_.staging_buffers (parts of staging_) are kept across steps
+  std::vector<int> free_buffers_;
+  std::deque<int> under_way_;        // buckets started and holding a buffer, oldest first
+  absl::Status error_;               // the first failure of this step (reported by Finish)
+  // ZeRO-3 (SetParameters): per slot, its shard and block; the gather buffer and the bucket whose
+  // shards it holds (-1: none).
+  std::vector<at::Tensor> shards_, blocks_;
+  at::Tensor gather_buffer_;
+  int gathered_bucket_ = -1;
 };
 
 }  // namespace mapd

@@ -4,6 +4,7 @@
 #include <ATen/CPUGeneratorImpl.h>
 #include <torch/autograd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstring>
@@ -70,7 +71,10 @@ absl::StatusOr<at::Tensor> RankTrainer::ReadableBlock(size_t i) const {
 
 absl::Status RankTrainer::GatherBlocks(const std::vector<int>& trainable_indices) const {
   for (int i : trainable_indices) {
-    if (auto st = GatherBlock(trainable_[i].second, updated_[i].second, zero_[zero_of_[i]], groups_); !st.ok()) return st;
+    const auto [set, slot] = zero_bucket_of_[i];
+    auto st = set >= 0 ? zero_buckets_[set]->GatherBlock(slot)
+                       : GatherBlock(trainable_[i].second, updated_[i].second, zero_[zero_of_[i]], groups_);
+    if (!st.ok()) return st;
   }
   return absl::OkStatus();
 }
@@ -131,6 +135,7 @@ absl::Status RankTrainer::Restore(const v1::RankCheckpoint& c) {
     auto it = restored.find(trainable_[i].first);
     if (zero_of_[i] >= 0 && it != restored.end()) updated_[i].second.copy_(FlatShard(it->second, zero_[zero_of_[i]]));
   }
+  for (auto& buckets : zero_buckets_) buckets->ShardsChanged();
   if (auto st = optimizer_->Restore(state, c.optimizer_steps()); !st.ok()) return st;
   steps_ = c.step();
   return absl::OkStatus();
@@ -257,7 +262,8 @@ absl::StatusOr<std::unique_ptr<RankTrainer>> RankTrainer::Create(Graph graph, v1
   // ZeRO: the optimizer updates this rank's flat shard of each sharded parameter. Stage 1 keeps
   // the block as the autograd leaf (GRAD_SYNC all-reduces its gradient; the shard's part is
   // taken after backward); stage 2 makes the shard the leaf and the block a plain tensor read
-  // through ZeroShardedParameter, whose backward reduce-scatters, and its GRAD_SYNCs identities.
+  // through ZeroParameter, whose backward reduce-scatters (or hands the gradient to its bucket),
+  // and its GRAD_SYNCs identities.
   t->identity_step_.assign(t->program_.instructions_size(), false);
   std::unordered_map<std::string, int> zero_index;
   for (ZeroParam& z : ZeroParams(t->program_)) {
@@ -354,6 +360,42 @@ absl::StatusOr<std::unique_ptr<RankTrainer>> RankTrainer::Create(Graph graph, v1
       t->bucket_owners_.push_back(std::move(owners));
     }
   }
+  // ZeRO 2-3 over one axis: gradients reduced, and ZeRO-2's updated shards gathered back, a
+  // bucket at a time (ZeroBuckets in grad_buckets.h).
+  t->zero_bucket_of_.assign(t->trainable_.size(), {-1, -1});
+  if (options.bucket_bytes > 0) {
+    std::unordered_map<std::string, int> trainable_index;
+    for (size_t i = 0; i < t->trainable_.size(); ++i) trainable_index[t->trainable_[i].first] = static_cast<int>(i);
+    for (ZeroBucketSet& set : ZeroGradientBuckets(t->program_, options.bucket_bytes)) {
+      std::vector<int> owners;
+      for (const ZeroParam& z : set.params) {
+        auto it = trainable_index.find(z.name);
+        owners.push_back(it == trainable_index.end() || t->zero_of_[it->second] < 0 ? -1 : it->second);
+      }
+      if (owners.empty() || std::count(owners.begin(), owners.end(), -1) > 0) continue;  // not all trainable: unbucketed
+      const int index = static_cast<int>(t->zero_buckets_.size());
+      for (size_t slot = 0; slot < owners.size(); ++slot) t->zero_bucket_of_[owners[slot]] = {index, static_cast<int>(slot)};
+      const at::TensorOptions grad_options = t->updated_[owners[0]].second.options().requires_grad(false);
+      try {  // the staging buffers are allocated here, under the rank's memory cap
+        t->zero_buckets_.push_back(std::make_unique<ZeroBuckets>(t->groups_.at(set.axis), std::move(set), grad_options));
+      } catch (const std::exception& e) {
+        return TorchError(absl::StatusCode::kResourceExhausted, absl::StrCat("ZeRO gradient buckets on rank ", t->program_.rank()), e);
+      }
+      if (t->program_.zero_stage() >= 3) {  // blocks gathered a bucket at a time too
+        std::vector<at::Tensor> shards, blocks;
+        for (int i : owners) {
+          shards.push_back(t->updated_[i].second);
+          blocks.push_back(t->trainable_[i].second);
+        }
+        try {
+          t->zero_buckets_.back()->SetParameters(std::move(shards), std::move(blocks));
+        } catch (const std::exception& e) {
+          return TorchError(absl::StatusCode::kResourceExhausted, absl::StrCat("ZeRO gather buffer on rank ", t->program_.rank()), e);
+        }
+      }
+      t->zero_bucket_owners_.push_back(std::move(owners));
+    }
+  }
   // Recompute segments: what flows in and out of each.
   t->segment_at_.assign(t->program_.instructions_size(), -1);
   std::set<std::string> kept_after;  // the loss and buffer updates are read "after" the program
@@ -423,16 +465,16 @@ absl::Status RankTrainer::RunInstruction(int index, Env& env, at::Generator& gen
       auto z = zero_step_param_.find(index);
       if (z == zero_step_param_.end()) {
         env[c.output()] = env.at(c.input());
-      } else if (program_.zero_stage() >= 3) {
+      } else {
+        const auto [set, slot] = zero_bucket_of_[z->second];
+        ZeroBuckets* buckets = set >= 0 ? zero_buckets_[set].get() : nullptr;
+        const bool gathered = program_.zero_stage() >= 3;
         try {
-          env[c.output()] = ZeroGatheredParameter(updated_[z->second].second, trainable_[z->second].second,
-                                                  &zero_[zero_of_[z->second]], &groups_);
+          env[c.output()] = ZeroParameter(updated_[z->second].second, trainable_[z->second].second,
+                                          &zero_[zero_of_[z->second]], &groups_, gathered, buckets, slot);
         } catch (const std::exception& e) {
           return TorchError(absl::StatusCode::kUnavailable, absl::StrCat("gathering '", c.input(), "' on rank ", program_.rank()), e);
         }
-      } else {
-        env[c.output()] = ZeroShardedParameter(updated_[z->second].second, trainable_[z->second].second,
-                                               &zero_[zero_of_[z->second]], &groups_);
       }
       return absl::OkStatus();
     }
@@ -727,6 +769,11 @@ absl::Status RankTrainer::ReduceGradients() {
     auto st = buckets_[k]->Finish([&](int slot, at::Tensor sum) { trainable_[bucket_owners_[k][slot]].second.mutable_grad() = std::move(sum); });
     if (!st.ok()) return st;
   }
+  for (size_t k = 0; k < zero_buckets_.size(); ++k) {
+    at::NoGradGuard no_grad;
+    auto st = zero_buckets_[k]->Finish([&](int slot, at::Tensor sum) { updated_[zero_bucket_owners_[k][slot]].second.mutable_grad() = std::move(sum); });
+    if (!st.ok()) return st;
+  }
   // The deferred reductions: each accumulated gradient all-reduced over its chain's axes.
   for (const auto& [i, axes] : deferred_) {
     at::Tensor grad = trainable_[i].second.mutable_grad();
@@ -832,10 +879,18 @@ absl::Status RankTrainer::ApplyGradients(const std::vector<Communicator*>& more_
     return absl::Status(st.code(), absl::StrCat("optimizer step on rank ", program_.rank(), ": ", st.message()));
   }
   for (auto& [name, p] : updated_) p.mutable_grad() = at::Tensor();
+  for (auto& buckets : zero_buckets_) buckets->ShardsChanged();
   // ZeRO 1-2: every rank updated its shard; the blocks are put back together from all of them
   // (ZeRO-3 gathers them when next used).
+  for (size_t k = 0; k < zero_buckets_.size() && program_.zero_stage() <= 2; ++k) {
+    at::NoGradGuard no_grad;
+    const std::vector<int>& owners = zero_bucket_owners_[k];
+    auto st = zero_buckets_[k]->Gather([&](int slot) { return updated_[owners[slot]].second.detach(); },
+                                       [&](int slot) { return trainable_[owners[slot]].second; });
+    if (!st.ok()) return st;
+  }
   for (size_t i = 0; i < trainable_.size(); ++i) {
-    if (zero_of_[i] < 0 || program_.zero_stage() >= 3) continue;
+    if (zero_of_[i] < 0 || program_.zero_stage() >= 3 || zero_bucket_of_[i].first >= 0) continue;
     at::Tensor& full = trainable_[i].second;
     auto whole = GatherShards(updated_[i].second, zero_[zero_of_[i]], groups_, full.sizes());
     if (!whole.ok()) return whole.status();

@@ -49,9 +49,10 @@ struct RankTrainerOptions {
   uint64_t seed = 0;  // the parameters' init seed (the same for every rank and plan)
   OptimizerOptions optimizer;
   // Data parallelism over one mesh axis (no ZeRO, one pass a step): gradients all-reduced in
-  // buckets of about this many bytes, started as backward fills them (grad_buckets.h); 0: one
-  // blocking all-reduce per parameter, in backward. PyTorch DDP's default size.
-  int64_t bucket_bytes = int64_t{25} << 20;
+  // buckets of about this many bytes, started as backward fills them (grad_buckets.h); ZeRO 2-3
+  // over one axis, one pass a step: reduced and gathered back a bucket at a time
+  // (ZeroBuckets in grad_buckets.h). 0: one blocking collective per parameter. PyTorch DDP's default size.
+  int64_t bucket_bytes = kDefaultBucketBytes;
 };
 
 class RankTrainer {
@@ -185,6 +186,11 @@ class RankTrainer {
   std::vector<std::unique_ptr<GradBuckets>> buckets_;
   std::vector<std::pair<int, int>> bucket_of_step_;
   std::vector<std::vector<int>> bucket_owners_;
+  // ZeRO 2-3's buckets, one set per (axis, dtype); per trainable index, the (set, slot) its
+  // gradient goes to, or (-1, -1); per set, each slot's trainable index.
+  std::vector<std::unique_ptr<ZeroBuckets>> zero_buckets_;
+  std::vector<std::pair<int, int>> zero_bucket_of_;
+  std::vector<std::vector<int>> zero_bucket_owners_;
   std::unique_ptr<Graph> micro_graph_;
   double pass_loss_scale_ = 1;
   int64_t pass_ = 0;

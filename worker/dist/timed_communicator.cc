@@ -41,6 +41,9 @@ class TimedCommunicator : public Communicator {
   absl::StatusOr<at::Tensor> AllGather(const at::Tensor& local, int64_t dim) override {
     return Timed("all_gather", local, [&] { return inner_->AllGather(local, dim); });
   }
+  absl::Status AllGatherInto(const at::Tensor& local, at::Tensor& out) override {
+    return Timed("all_gather", local, [&] { return inner_->AllGatherInto(local, out); });
+  }
   absl::StatusOr<at::Tensor> ReduceScatter(const at::Tensor& full, int64_t dim) override {
     return Timed("reduce_scatter", full, [&] { return inner_->ReduceScatter(full, dim); });
   }
