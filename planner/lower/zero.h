@@ -41,8 +41,9 @@ std::vector<ZeroParam> ZeroParams(const v1::RankProgram& program);
 std::vector<ZeroParam> GradSyncChains(const v1::RankProgram& program);
 
 // The chains whose all-reduce the runtime leaves to gradient buckets (worker/dist/grad_buckets.h):
-// data parallelism over one axis — a single GRAD_SYNC — under ZeRO 0 with one pass a step. Their
-// gradients live from the step's start, in the buckets (the profiler counts them so).
+// data parallelism over one axis — a single GRAD_SYNC — under ZeRO 0 or 1 with one pass a step
+// (ZeRO-1 then cuts its shard from the bucket's sum). Their gradients live from the step's
+// start, in the buckets (the profiler counts them so).
 std::vector<ZeroParam> BucketedGradSyncs(const v1::RankProgram& program);
 
 // ZeRO 2-3's gradient buckets (ZeroBuckets, worker/dist/grad_buckets.h). The sharded parameters of

@@ -474,7 +474,7 @@ void Simulator::OptimizerStep() {
     const int64_t chunk = ZeroChunk(name, v.type.NumElements());
     if (opt_.zero_stage == 1 && v.grad >= 0) {
       const int shard = ledger_.New(chunk * DTypeSize(v.type.dtype), StorageKind::kGradient);
-      ledger_.Release(v.grad);
+      if (opt_.bucketed_gradients.count(name) == 0) ledger_.Release(v.grad);  // a bucket's stays
       v.grad = shard;
     }
     // A bucketed parameter is gathered with its bucket (zero_gather_bytes).

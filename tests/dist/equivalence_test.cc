@@ -183,10 +183,11 @@ TEST(EquivalenceZero, Stages1To3UnderDataParallelAnd2x2) {
   ExpectSameAsOneDevice(mlp, dp, PlanStrategies(mlp, dp, "data parallel"), mlp_ref, adam, 3);
 }
 
-// ZeRO 2-3's gradient buckets (ZeroBuckets in grad_buckets.h) change no result: buckets of a few parameters
-// (more buckets than staging buffers, so buffers are waited for and reused), one bucket, and
-// none (a reduce-scatter per parameter), on 4 data-parallel ranks and on a 2x2 mesh; under
-// ZeRO-3 the blocks are gathered a bucket at a time as well.
+// Gradient buckets change no result under ZeRO: ZeRO 2-3's (ZeroBuckets in grad_buckets.h) with
+// buckets of a few parameters (more buckets than staging buffers, so buffers are waited for and
+// reused), one bucket, and none (a reduce-scatter per parameter), on 4 data-parallel ranks and on
+// a 2x2 mesh; under ZeRO-3 the blocks are gathered a bucket at a time as well. ZeRO-1 all-reduces
+// in data parallelism's buckets (GradBuckets) and cuts its shards from their sums.
 TEST(EquivalenceZero, BucketsOfAFewParametersOneBucketAndNone) {
   const Graph g = ZooTrainingGraph("gpt2:layers=2,hidden=32,heads=4,vocab=64,seq=8,batch=4");
   const Reference ref = SingleDevice(g, Sgd(), /*repeat=*/true);
@@ -197,7 +198,7 @@ TEST(EquivalenceZero, BucketsOfAFewParametersOneBucketAndNone) {
   ASSERT_EQ(sets.size(), 1u);
   EXPECT_GT(sets[0].buckets.size(), 4u);
   EXPECT_EQ(sets[0].staging_buffers, 2);
-  for (int stage : {2, 3}) {
+  for (int stage : {1, 2, 3}) {
     for (int64_t bucket_bytes : {int64_t{2048}, RankTrainerOptions{}.bucket_bytes, int64_t{0}}) {
       SCOPED_TRACE("stage " + std::to_string(stage) + ", bucket bytes " + std::to_string(bucket_bytes));
       ExpectSameAsOneDevice(g, dp, PlanStrategies(g, dp, "data parallel"), ref, Sgd(), stage, false, 1, 1e-5, bucket_bytes);

@@ -38,6 +38,26 @@ Lowered LowerMlp(int64_t batch, int64_t hidden, int64_t ffn, int64_t classes, in
   return {g, *p, r->cluster};
 }
 
+// The data-parallel baseline for `g` on 4 devices of `device_type`: its strategies (empty if
+// none) and the cluster.
+struct DataParallel {
+  std::vector<Strategy> strategies;
+  Cluster cluster;
+};
+DataParallel DataParallelOnFour(const Graph& g, const std::string& device_type) {
+  PlannerOptions o;
+  o.cluster.mesh = {4};
+  o.cluster.device_type = device_type;
+  o.zero_stage = 0;
+  auto r = SearchPlan(g, o);
+  EXPECT_TRUE(r.ok()) << r.status();
+  if (!r.ok()) return {};
+  for (const PlanCandidate& b : r->baselines) {
+    if (b.name == "data parallel") return {b.strategies, r->cluster};
+  }
+  return {};
+}
+
 TEST(RankCost, MegatronMlpPaysOneAllReduceOfTheLogits) {
   const Lowered l = LowerMlp(/*batch=*/4, /*hidden=*/8192, /*ffn=*/32768, /*classes=*/10, 8);
   auto s = CommunicationSeconds(l.program, l.cluster);
@@ -89,18 +109,9 @@ TEST(RankCost, AStepOnAnAxisTheClusterLacksIsAnError) {
 // layer (its GRAD_SYNCs included); the prediction keeps less and computes more.
 TEST(Recompute, ASegmentPerLayerThatKeepsLessAndComputesMore) {
   const Graph g = ZooTrainingGraph("gpt2:layers=2,hidden=32,heads=4,vocab=64,seq=64,batch=8");
-  PlannerOptions o;
-  o.cluster.mesh = {4};
-  o.cluster.device_type = "cpu";
-  o.zero_stage = 0;
-  auto r = SearchPlan(g, o);
-  ASSERT_TRUE(r.ok()) << r.status();
-  const PlanCandidate* dp = nullptr;
-  for (const auto& b : r->baselines) {
-    if (b.name == "data parallel") dp = &b;
-  }
-  ASSERT_NE(dp, nullptr);
-  auto plain = LowerForRank(g, {4}, dp->strategies, 0);
+  const DataParallel dp = DataParallelOnFour(g, "cpu");
+  ASSERT_FALSE(dp.strategies.empty());
+  auto plain = LowerForRank(g, {4}, dp.strategies, 0);
   ASSERT_TRUE(plain.ok()) << plain.status();
   v1::RankProgram program = *plain;
   ASSERT_EQ(RepeatedLayers(g), (std::vector<std::string>{"h.0", "h.1"}));
@@ -118,8 +129,8 @@ TEST(Recompute, ASegmentPerLayerThatKeepsLessAndComputesMore) {
   }
   ProfileOptions po;
   po.timeline = false;
-  auto without = PredictRank(g, *plain, r->cluster, po);
-  auto with = PredictRank(g, program, r->cluster, po);
+  auto without = PredictRank(g, *plain, dp.cluster, po);
+  auto with = PredictRank(g, program, dp.cluster, po);
   ASSERT_TRUE(without.ok() && with.ok());
   EXPECT_LT(with->peak_bytes, 0.75 * without->peak_bytes);
   EXPECT_GT(with->compute_seconds, without->compute_seconds);
@@ -132,18 +143,9 @@ TEST(Recompute, ASegmentPerLayerThatKeepsLessAndComputesMore) {
 // then turns them off — the first that fits — and every program says which.
 TEST(RankCost, ZeroBucketsAreMadeSmallerAndThenTurnedOffToFitTheBudget) {
   const Graph g = ZooTrainingGraph("gpt2:layers=2,hidden=32,heads=4,vocab=64,seq=8,batch=4");
-  PlannerOptions o;
-  o.cluster.mesh = {4};
-  o.cluster.device_type = "h100-80g";
-  o.zero_stage = 2;
-  auto r = SearchPlan(g, o);
-  ASSERT_TRUE(r.ok()) << r.status();
-  const PlanCandidate* dp = nullptr;
-  for (const PlanCandidate& b : r->baselines) {
-    if (b.name == "data parallel") dp = &b;
-  }
-  ASSERT_NE(dp, nullptr);
-  auto lower = [&](int64_t budget) { return LowerAndPredict(g, {4}, dp->strategies, 2, {}, "h100-80g", ProfileOptions(), 1, budget); };
+  const DataParallel dp = DataParallelOnFour(g, "h100-80g");
+  ASSERT_FALSE(dp.strategies.empty());
+  auto lower = [&](int64_t budget) { return LowerAndPredict(g, {4}, dp.strategies, 2, {}, "h100-80g", ProfileOptions(), 1, budget); };
   auto halves = lower(0);
   ASSERT_TRUE(halves.ok()) << halves.status();
   EXPECT_EQ(halves->programs[0].zero_bucket_parts(), 0);

@@ -330,7 +330,7 @@ absl::StatusOr<std::unique_ptr<RankTrainer>> RankTrainer::Create(Graph graph, v1
       t->deferred_.emplace_back(it->second, z.axes);
     }
   }
-  // Data parallelism over one axis, without ZeRO or micro-batches: each parameter's gradient goes
+  // Data parallelism over one axis under ZeRO 0-1, one pass a step: each parameter's gradient goes
   // to a bucket as backward makes it (grad_buckets.h).
   t->bucket_of_step_.assign(t->program_.instructions_size(), {-1, -1});
   if (options.bucket_bytes > 0) {

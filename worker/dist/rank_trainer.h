@@ -48,7 +48,7 @@ namespace mapd {
 struct RankTrainerOptions {
   uint64_t seed = 0;  // the parameters' init seed (the same for every rank and plan)
   OptimizerOptions optimizer;
-  // Data parallelism over one mesh axis (no ZeRO, one pass a step): gradients all-reduced in
+  // Data parallelism over one mesh axis (ZeRO 0-1, one pass a step): gradients all-reduced in
   // buckets of about this many bytes, started as backward fills them (grad_buckets.h); ZeRO 2-3
   // over one axis, one pass a step: reduced and gathered back a bucket at a time
   // (ZeroBuckets in grad_buckets.h). 0: one blocking collective per parameter. PyTorch DDP's default size.
