@@ -154,16 +154,51 @@ absl::StatusOr<Types> InferAdaptiveAvgPool(const OpContext& ctx) {
 
 // ---- costs and saved tensors ----
 
+// The channel block of oneDNN's blocked layouts on this host: 16 floats (one 512-bit vector)
+// where the CPU has AVX-512, 8 (one 256-bit vector) where it has AVX2 only (nChw16c vs nChw8c).
+// Measured: 8 -> 8 and 24 -> 24 channel 3x3 convolutions on an AVX2 EPYC need no padding
+// (padded to 16 they were predicted +33% and +10%).
+int64_t OneDnnChannelBlock() {
+#if defined(__x86_64__) || defined(__i386__)
+  static const int64_t block = __builtin_cpu_supports("avx512f") ? 16 : 8;
+  return block;
+#else
+  return 16;
+#endif
+}
+
+// On AVX2 (a channel block of 8) oneDNN's backward for the weight leaves its JIT kernel for a
+// GEMM over plain layouts where an output side is no longer than that side's padding (a 3x3
+// convolution padded 1 on 1x1 and 2x2 maps, a 5x5 padded 2 on 4x4; ONEDNN_VERBOSE shows
+// "x64:gemm:jit ... backward_weights"); its scratchpad is four weights and one sample's im2col
+// columns per thread (measured with MAPD_ALLOC_TRACE: 1, 2, 3, 4 intra-op threads gave 4, 8, 12,
+// 16 weights, for 3x3, 5x5 and 7x7 kernels and 64-512 channels). Ranks and this machine's one
+// process run one intra-op thread. Returns that scratchpad, or 0 where the JIT kernel runs.
+int64_t GemmWeightGradientScratch(const CostContext& c, int64_t block) {
+  if (block != 8) return 0;  // AVX-512's kernels were exact without it (ResNet-18 at 32 pixels)
+  auto window = ReadConvWindow(c.op);
+  if (!window.ok()) return 0;
+  const TensorType& w = c.op.input(1);
+  const TensorType& out = c.outputs[0];
+  const int64_t oh = out.shape[out.rank() - 2], ow = out.shape[out.rank() - 1];
+  if (oh > 2 * window->padding[0] && ow > 2 * window->padding[1]) return 0;
+  const int64_t columns = w.shape[1] * w.shape[2] * w.shape[3] * oh * ow * DTypeSize(w.dtype);
+  return 4 * w.NumBytes() + columns;
+}
+
 // LibTorch's CPU convolution runs through oneDNN, which computes into blocked copies with
-// channels padded to 16 and reorders them (measured with MAPD_ALLOC_TRACE): forward, a blocked
-// output; backward for the input, blocked copies of the output's and the input's gradients and
-// one reordered weight before the plain input gradient; for the weight, blocked copies of the
-// input and of the output's gradient. A 1x1 convolution of aligned channels needs none.
+// channels padded to its channel block and reorders them (measured with MAPD_ALLOC_TRACE):
+// forward, a blocked output; backward for the input, blocked copies of the output's and the
+// input's gradients and one reordered weight before the plain input gradient; for the weight,
+// blocked copies of the input and of the output's gradient. A 1x1 convolution of aligned
+// channels needs none.
 void SetOneDnnWorkspace(const CostContext& c, OpCost* cost, bool transposed) {
-  auto padded = [](const TensorType& t) {
+  const int64_t block = OneDnnChannelBlock();
+  auto round_up = [block](int64_t n) { return (n + block - 1) / block * block; };
+  auto padded = [&](const TensorType& t) {
     const int cd = t.rank() - 3;
     const int64_t ch = std::max<int64_t>(t.shape[cd], 1);
-    return t.NumBytes() / ch * ((ch + 15) / 16 * 16);
+    return t.NumBytes() / ch * round_up(ch);
   };
   const TensorType& in = c.op.input(0);
   const TensorType& w = c.op.input(1);
@@ -172,7 +207,7 @@ void SetOneDnnWorkspace(const CostContext& c, OpCost* cost, bool transposed) {
   const int64_t groups = g.ok() ? std::max<int64_t>(*g, 1) : 1;
   const int64_t in_channels = in.rank() >= 3 ? in.shape[in.rank() - 3] : 1;
   const bool pointwise = w.shape[2] * w.shape[3] == 1;
-  if (pointwise && groups == 1 && in_channels % 16 == 0 && out.shape[out.rank() - 3] % 16 == 0) {
+  if (pointwise && groups == 1 && in_channels % block == 0 && out.shape[out.rank() - 3] % block == 0) {
     // Measured: 512 -> 512 at 1x1, 4x4 and 32x32, 192 -> 192: exact with no workspace (with
     // the copies below a 32x32 one was predicted +64%).
     cost->workspace_bytes = 0;
@@ -194,18 +229,22 @@ void SetOneDnnWorkspace(const CostContext& c, OpCost* cost, bool transposed) {
   // 16-channel test ResNet — except a first layer's few-channel input (oneDNN keeps fewer than
   // 8 plain: RGB images).
   const int64_t in_copy = groups == 1 && in_channels < 8 ? in.NumBytes() : padded(in);
-  const int64_t for_weight = in_copy + padded(out);
+  // The JIT kernel computes the weight's gradient blocked, and LibTorch reorders it to a plain
+  // one while the blocked one lives (the copies freed by then): a 256 -> 256 3x3 on 3x3 maps
+  // was predicted -18% without it.
+  const int64_t kernel = w.shape[2] * w.shape[3] * DTypeSize(w.dtype);
+  const int64_t blocked_w = pointwise     ? 0
+                            : groups == 1 ? round_up(w.shape[0]) * round_up(w.shape[1]) * kernel
+                                          : round_up(groups) * (w.shape[0] / groups) * w.shape[1] * kernel;
+  const int64_t gemm_scratch = GemmWeightGradientScratch(c, block);
+  const int64_t for_weight = gemm_scratch > 0 ? gemm_scratch : std::max(in_copy + padded(out), blocked_w);
   if (!c.input_requires_grad(0)) {
     cost->grad_workspace_bytes = for_weight;
     return;
   }
   // The input's gradient: the weight reordered with output and input channels (per group)
-  // padded to 16, or the groups padded to 16 for grouped ones — one copy (a 512x512 3x3
+  // padded to the block, or the groups padded to it for grouped ones — one copy (a 512x512 3x3
   // weight adds 9.0 MiB, not four times that); 1x1 kernels are used as they are.
-  const int64_t kernel = w.shape[2] * w.shape[3] * DTypeSize(w.dtype);
-  const int64_t blocked_w = pointwise     ? 0
-                            : groups == 1 ? (w.shape[0] + 15) / 16 * 16 * ((w.shape[1] + 15) / 16 * 16) * kernel
-                                          : (groups + 15) / 16 * 16 * (w.shape[0] / groups) * w.shape[1] * kernel;
   // A few-channel input's gradient is computed plain too (a 1-channel waveform's Conv1d: the
   // padded copy predicted +88%).
   const int64_t in_grad_copy = groups == 1 && in_channels < 8 ? in.NumBytes() : padded(in);
