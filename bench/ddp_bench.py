@@ -12,7 +12,10 @@ is over every other step of every round (>= 20 by default). Both sides train the
 traced: for MAP the TorchScript archive, for DDP the nn.Module it was traced from (dropout 0, so
 the work is the same); rank r of DDP trains on the r-th slice of the global batch, as MAP's data
 parallel ranks do. Threads: each rank cores/ranks intra-op threads on both sides (MAP's default;
-torch.set_num_threads for DDP). The ratio is MAP / DDP: under 1 means MAP is faster.
+torch.set_num_threads for DDP). The ratio is MAP / DDP: under 1 means MAP is faster. Batch
+norm: DDP's BatchNorm layers normalise each rank's samples by their own statistics, so MAP runs
+the ResNet with `--batch-norm local` (the same statistics; MAP's default, `sync`, all-reduces them
+as SyncBatchNorm would, which DDP does not do).
 
 Then, for each cell, MAP's ZeRO stages (--zero, default 2 and 3) against its stage 0 on the same
 mesh (`--mesh N --zero Z`), alternating likewise. PyTorch FSDP would be the ZeRO-3 baseline; the
@@ -105,10 +108,16 @@ def run_ddp(name, ranks, steps, threads):
             return json.load(f)
 
 
-def run_map(mapctl, archive, ranks, steps, zero=None):
+# Models with batch norm: MAP normalises each rank's samples alone, as DDP's BatchNorm does.
+BATCH_NORM = {"gpt": "-", "resnet": "local"}
+
+
+def run_map(mapctl, archive, ranks, steps, zero=None, batch_norm="-"):
     """Step seconds of `mapctl run`: data parallel (--strategy dp), or MAP's plan on a 1-D mesh with
     ZeRO stage `zero`."""
     how = ["--strategy", "dp"] if zero is None else ["--mesh", str(ranks), "--zero", str(zero)]
+    if batch_norm != "-":
+        how += ["--batch-norm", batch_norm]
     r = subprocess.run([mapctl, "run", archive, "--ranks", str(ranks), *how, "--steps", str(steps),
                         "--lr", str(LR), "--log-every", "1", "-o", "json"], capture_output=True, text=True)
     if r.returncode != 0:
@@ -136,8 +145,8 @@ def main():
     ap.add_argument("--zero", default="2,3", help="MAP ZeRO stages to time against MAP's stage 0 on the same mesh ('' for none)")
     a = ap.parse_args()
     cores = os.cpu_count() or 1
-    print(f"| model | ranks | threads/rank | PyTorch DDP ms/step | MAP dp ms/step | MAP / DDP | steps timed (each) |")
-    print("|---|---|---|---|---|---|---|")
+    print("| model | ranks | threads/rank | MAP batch norm | PyTorch DDP ms/step | MAP dp ms/step | MAP / DDP | steps timed (each) |")
+    print("|---|---|---|---|---|---|---|---|")
     zero_rows = []
     with tempfile.TemporaryDirectory() as tmp:
         for name in a.models.split(","):
@@ -148,16 +157,16 @@ def main():
                 ddp, ours = [], []
                 for _ in range(a.rounds):  # alternate, so that drift in the machine hits both alike
                     ddp += run_ddp(name, ranks, a.steps, threads)[a.warmup:]
-                    ours += run_map(a.mapctl, archive, ranks, a.steps)[a.warmup:]
+                    ours += run_map(a.mapctl, archive, ranks, a.steps, batch_norm=BATCH_NORM[name])[a.warmup:]
                 d, m = statistics.median(ddp), statistics.median(ours)
-                print(f"| {name} | {ranks} | {threads} | {d * 1e3:.1f} | {m * 1e3:.1f} | {m / d:.2f} | {len(ddp)} |",
+                print(f"| {name} | {ranks} | {threads} | {BATCH_NORM[name]} | {d * 1e3:.1f} | {m * 1e3:.1f} | {m / d:.2f} | {len(ddp)} |",
                       flush=True)
                 stages = [int(z) for z in a.zero.split(",") if z]
                 if stages:
                     times = {z: [] for z in [0] + stages}
                     for _ in range(a.rounds):
                         for z in times:
-                            times[z] += run_map(a.mapctl, archive, ranks, a.steps, zero=z)[a.warmup:]
+                            times[z] += run_map(a.mapctl, archive, ranks, a.steps, zero=z, batch_norm=BATCH_NORM[name])[a.warmup:]
                     zero_rows.append((name, ranks, {z: statistics.median(t) for z, t in times.items()}))
     if zero_rows:
         print()

@@ -21,6 +21,7 @@
 #include "common/bytes.h"
 #include "common/checkpoint/checkpoint_commit.h"
 #include "common/file_io.h"
+#include "planner/graph/batch_norm_groups.h"
 #include "planner/pipeline/runnable_plan.h"
 #include "planner/lower/lowering.h"
 #include "planner/lower/rank_cost.h"
@@ -108,9 +109,19 @@ absl::StatusOr<RunnablePlan> ChoosePlan(const RunArgs& args) {
   if (!micro.ok()) return micro.status();
   auto request = RunPlanRequest(args, *micro);
   if (!request.ok()) return request.status();
-  if (!args.plan.empty()) return SavedPlan(args, *request, *micro);
+  if (!args.plan.empty()) {
+    if (args.batch_norm != "sync") {
+      return absl::InvalidArgumentError("--batch-norm local with --plan: a saved plan keeps its graph's batch norms; drop "
+                                        "--batch-norm or run without --plan");
+    }
+    return SavedPlan(args, *request, *micro);
+  }
   auto trainable = LoadTrainingGraph(args.model.model, args.model.inputs, 0, 0, args.loss);
   if (!trainable.ok()) return trainable.status();
+  if (args.batch_norm == "local") {  // one group of the batch per rank (planner/graph/batch_norm_groups.h)
+    trainable = GroupBatchNorms(*std::move(trainable), args.ranks);
+    if (!trainable.ok()) return trainable.status();
+  }
   auto loaded = Graph::Create(*trainable);
   if (!loaded.ok()) return loaded.status();
   auto graph = GraphAtPrecision(*loaded, request->planner.profile.precision);  // what the ranks train

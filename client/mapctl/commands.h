@@ -67,6 +67,7 @@ struct RunArgs {
   std::string memory_per_device;     // the planner's budget
   bool check_reference = false;      // also train on one process and compare
   std::string gradient_buckets = "25MiB";  // data-parallel gradient buckets' size; "off": none
+  std::string batch_norm = "sync";   // sync (statistics over the whole batch) | local (over each rank's share)
   int64_t rank_timeout = 60;         // seconds a rank may stay silent (hung) or wait in a collective
   std::string checkpoint_dir;        // checkpoints of a multi-rank run
   int64_t checkpoint_every = 0;      // steps between checkpoints (0: at the end only, if a dir is given)

@@ -130,6 +130,11 @@ int main(int argc, char** argv) {
                   "With --ranks: data-parallel gradients all-reduced in buckets of this size as backward makes them "
                   "(ZeRO 2-3: reduced and gathered a bucket at a time), or off (one blocking collective per parameter)")
       ->capture_default_str();
+  run->add_option("--batch-norm", run_args.batch_norm,
+                  "With --ranks: sync (batch norm statistics over the whole batch, all-reduced: one process's result) | "
+                  "local (over each rank's 1/ranks of the batch, as PyTorch DDP's BatchNorm: no collective)")
+      ->check(CLI::IsMember({"sync", "local"}))
+      ->capture_default_str();
   run->add_option("--rank-timeout", run_args.rank_timeout, "Seconds a rank may stay silent before the run is stopped")
       ->check(CLI::PositiveNumber)->capture_default_str();
   run->add_option("--checkpoint-dir", run_args.checkpoint_dir, "Write checkpoints of a multi-rank run here");

@@ -76,16 +76,32 @@ absl::StatusOr<Types> InferBatchNorm(const OpContext& ctx) {
 // `count` is the number of values per channel the stats sum (N * spatial of the whole batch):
 // the mean is stats[0] / count and the biased variance stats[1] / count - mean². The sums are
 // f64 so that the variance loses nothing to the subtraction.
+//
+// Batch norm over groups of the batch ("ghost" batch norm; PyTorch DDP's BatchNorm, where each
+// rank normalises its own samples): batch_norm_stats with `group_size` G sums each run of G
+// consecutive samples apart, [N / G, 2, C]; batch_norm_apply normalises each sample by its
+// group's sums (`count`: the values per channel of one group) and batch_norm_running_stats
+// moves the running statistics by the whole batch's (the groups' sums added). With the batch
+// split in whole groups no device needs another's statistics (planner/graph/batch_norm_groups.h).
 absl::StatusOr<Types> InferBatchNormStats(const OpContext& ctx) {
   MAPD_RETURN_IF_ERROR(ExpectRank(ctx, 0, 2, 64, "input"));
   MAPD_RETURN_IF_ERROR(ExpectFloating(ctx, 0, "input"));
-  return Types{TensorType{v1::FLOAT64, {2, ctx.input(0).shape[1]}}};
+  const TensorType& x = ctx.input(0);
+  MAPD_ASSIGN_OR_RETURN(int64_t group_size, ctx.Int("group_size", 0));
+  if (group_size == 0) return Types{TensorType{v1::FLOAT64, {2, x.shape[1]}}};
+  if (group_size < 0 || x.shape[0] % group_size != 0) {
+    return ctx.Error("group_size ", group_size, " must divide the batch of input ", x.ToString());
+  }
+  return Types{TensorType{v1::FLOAT64, {x.shape[0] / group_size, 2, x.shape[1]}}};
 }
 
-// The stats input (input `i`) of C channels, and the op's `count` (> 1).
+// The stats input (input `i`) of C channels — [2, C], or [groups, 2, C] — and the op's `count` (> 1).
 absl::Status ExpectStats(const OpContext& ctx, int i, int64_t c) {
-  if (ctx.input(i).shape != Shape{2, c} || ctx.input(i).dtype != v1::FLOAT64) {
-    return ctx.Error("stats ", ctx.input(i).ToString(), " must be f64[2, ", c, "] (batch_norm_stats of the input)");
+  const Shape& shape = ctx.input(i).shape;
+  const bool grouped = shape.size() == 3 && shape[0] >= 1 && shape[1] == 2 && shape[2] == c;
+  if ((shape != Shape{2, c} && !grouped) || ctx.input(i).dtype != v1::FLOAT64) {
+    return ctx.Error("stats ", ctx.input(i).ToString(), " must be f64[2, ", c, "] or f64[groups, 2, ", c,
+                     "] (batch_norm_stats of the input)");
   }
   MAPD_ASSIGN_OR_RETURN(int64_t count, ctx.Int("count"));
   if (count <= 1) return ctx.Error("training mode needs more than one value per channel, got count ", count);
@@ -111,9 +127,15 @@ absl::StatusOr<Types> InferBatchNormApply(const OpContext& ctx) {
   MAPD_RETURN_IF_ERROR(ExpectStats(ctx, 1, c));
   MAPD_RETURN_IF_ERROR(ExpectPerChannel(ctx, 2, {"weight", "bias"}, c));
   MAPD_ASSIGN_OR_RETURN(int64_t count, ctx.Int("count"));
-  const int64_t per_channel = NumElements(x.shape) / std::max<int64_t>(c, 1);
+  const int64_t groups = ctx.input(1).rank() == 3 ? ctx.input(1).shape[0] : 1;
+  if (x.shape[0] % groups != 0) {
+    return ctx.Error("stats ", ctx.input(1).ToString(), " has ", groups, " groups, which must divide the batch of input ",
+                     x.ToString());
+  }
+  const int64_t per_channel = NumElements(x.shape) / std::max<int64_t>(c, 1) / groups;
   if (count != per_channel) {
-    return ctx.Error("count ", count, " must be the values per channel of input ", x.ToString(), " (", per_channel, ")");
+    return ctx.Error("count ", count, " must be the values per channel of ", groups == 1 ? "input " : "a group of input ",
+                     x.ToString(), " (", per_channel, ")");
   }
   MAPD_ASSIGN_OR_RETURN(double eps, ctx.Float("eps", 1e-5));
   if (eps < 0) return ctx.Error("eps must be non-negative, got ", eps);
@@ -254,7 +276,7 @@ SavedSpec BatchNormApplySaved(const CostContext& c) {
   if (!c.any_requires_grad()) return s;
   s.inputs = {0};
   if (c.op.has_input(2)) s.inputs.push_back(2);
-  s.extra_bytes = 2 * c.op.input(0).shape[1] * 8;
+  s.extra_bytes = c.op.input(1).NumBytes();  // a mean and a variance per channel (and group), as the stats
   return s;
 }
 
@@ -322,13 +344,17 @@ absl::StatusOr<ShardingRule> ChannelNormSharding(const CostContext& c) {
 // splitting them leaves each device a summand (Partial) that an all-reduce completes.
 // batch_norm_apply: per channel given the (replicated) stats; every dimension of x splits.
 // batch_norm_running_stats: per channel.
+// With groups the batch is not summed over: the stats' first dimension is the batch's groups
+// (the label n on both, as a view merges dimensions: a split in whole groups keeps each
+// device's groups with their samples).
 absl::StatusOr<ShardingRule> BatchNormStatsSharding(const CostContext& c) {
   ShardingRule r = EmptyRule(c);
   LabelPool pool("ncs");
   const std::string spatial = pool.Fresh(c.op.input(0).rank() - 2);
   r.inputs[0] = "nc" + spatial;
-  r.outputs[0] = "sc";
-  r.linear_reduced = "n" + spatial;
+  const bool grouped = c.outputs[0].rank() == 3;
+  r.outputs[0] = grouped ? "nsc" : "sc";
+  r.linear_reduced = grouped ? spatial : "n" + spatial;
   r.unsplittable = "s";
   MAPD_RETURN_IF_ERROR(pool.status());
   return r;
@@ -339,7 +365,7 @@ absl::StatusOr<ShardingRule> BatchNormApplySharding(const CostContext& c) {
   LabelPool pool("ncs");
   const std::string spatial = pool.Fresh(c.op.input(0).rank() - 2);
   r.inputs[0] = "nc" + spatial;
-  r.inputs[1] = "sc";
+  r.inputs[1] = c.op.input(1).rank() == 3 ? "nsc" : "sc";
   for (int i = 2; i < c.op.num_inputs(); ++i) {
     if (c.op.has_input(i)) r.inputs[i] = "c";
   }
@@ -351,9 +377,10 @@ absl::StatusOr<ShardingRule> BatchNormApplySharding(const CostContext& c) {
 
 absl::StatusOr<ShardingRule> BatchNormRunningStatsSharding(const CostContext& c) {
   ShardingRule r = EmptyRule(c);
-  r.inputs = {"sc", "c", "c"};
+  const bool grouped = c.op.input(0).rank() == 3;  // the groups' sums added: every group is needed
+  r.inputs = {grouped ? "gsc" : "sc", "c", "c"};
   r.outputs = {"c", "c"};
-  r.unsplittable = "s";
+  r.unsplittable = grouped ? "gs" : "s";
   return r;
 }
 
@@ -394,8 +421,9 @@ void RegisterNormOps(OpRegistry& r) {
           .Cost(BatchNormCost)
           .Saved(BatchNormSaved)
           .Sharding(ChannelNormSharding));
-  r.Add(Op("batch_norm_stats", "per-channel sums of x and x^2 over batch and spatial dims (f64 [2, C])")
+  r.Add(Op("batch_norm_stats", "per-channel sums of x and x^2 over batch and spatial dims (f64 [2, C]; with group_size, per group of samples [N / group_size, 2, C])")
           .Inputs({{"x"}})
+          .Attrs({{"group_size", AttrKind::kInt}})
           .Infer(InferBatchNormStats)
           .Cost(BatchNormStatsCost)
           .Saved(Saves({0}, {}))

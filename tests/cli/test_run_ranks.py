@@ -97,6 +97,10 @@ def test_errors():
     assert r.returncode == 1 and "--zero 4: use auto, 0, 1, 2 or 3" in r.stderr, r.stderr
     r = run_mapctl("run", GPT, "--ranks", "3", "--strategy", "dp")
     assert r.returncode == 1 and "does not split over 3 devices" in r.stderr
+    r = run_mapctl("run", GPT, "--ranks", "4", "--batch-norm", "ghost")
+    assert r.returncode != 0 and "--batch-norm" in r.stderr, r.stderr
+    r = run_mapctl("run", "--plan", "plan.pb", "--batch-norm", "local")
+    assert r.returncode == 1 and "--batch-norm local with --plan" in r.stderr, r.stderr
 
 
 def test_resume_after_a_crash_reproduces_the_uninterrupted_losses(tmp_path):
@@ -128,6 +132,7 @@ def test_traced_models_go_through_the_same_path(models):
         ("llama_trace_train.pt", ["--input", "tokens:i64[4,16]", "--strategy", "tp"]),
         ("nanogpt_loss_trace_train.pt", ["--input", "idx:i64[4,16]", "--input", "targets:i64[4,16]", "--mesh", "2x2"]),
         ("resnet_trace_train.pt", ["--input", "x:f32[4,3,32,32]", "--strategy", "dp"]),
+        ("resnet_trace_train.pt", ["--input", "x:f32[8,3,32,32]", "--strategy", "dp", "--batch-norm", "local"]),
         ("mlp_script.pt", ["--input", "x:f32[4,8]", "--strategy", "tp"]),
         ("mobile_trace_train.pt", ["--input", "x:f32[4,3,32,32]"]),  # ReLU6 in place, clamps: MAP's plan
         ("convnext_block_trace_train.pt", ["--input", "x:f32[8,3,32,32]", "--strategy", "dp"]),  # stochastic depth

@@ -124,6 +124,16 @@ TEST(Norms, LayerRmsBatchSoftmax) {
             "f32[8] f32[8]");
   EXPECT_THAT(Out("batch_norm_running_stats", {stats, F32({8}), F32({7})}, Attrs().Int("count", 4)),
               HasSubstr("running_var f32[7] must have shape [8]"));
+  // Over groups of samples: [groups, 2, C] sums, each group normalised by its own count.
+  const TensorType grouped{v1::FLOAT64, {2, 2, 8}};
+  EXPECT_EQ(Out("batch_norm_stats", {F32({4, 8, 5, 5})}, Attrs().Int("group_size", 2)), "f64[2,2,8]");
+  EXPECT_THAT(Out("batch_norm_stats", {F32({4, 8, 5, 5})}, Attrs().Int("group_size", 3)),
+              HasSubstr("group_size 3 must divide the batch of input f32[4,8,5,5]"));
+  EXPECT_EQ(Out("batch_norm_apply", {F32({4, 8, 5, 5}), grouped}, Attrs().Int("count", 50)), "f32[4,8,5,5]");
+  EXPECT_THAT(Out("batch_norm_apply", {F32({4, 8, 5, 5}), grouped}, Attrs().Int("count", 100)),
+              HasSubstr("count 100 must be the values per channel of a group of input f32[4,8,5,5] (50)"));
+  EXPECT_THAT(Out("batch_norm_apply", {F32({3, 8}), grouped}, Attrs().Int("count", 2)), HasSubstr("2 groups, which must divide"));
+  EXPECT_EQ(Out("batch_norm_running_stats", {grouped, F32({8}), F32({8})}, Attrs().Int("count", 100)), "f32[8] f32[8]");
   EXPECT_EQ(Out("softmax", {F32({2, 3})}, Attrs().Int("dim", -1)), "f32[2,3]");
   EXPECT_EQ(Out("log_softmax", {F32({2, 3})}, Attrs().Int("dim", 1).Str("dtype", "f64")), "f64[2,3]");
   EXPECT_THAT(Out("softmax", {F32({2, 3})}, Attrs().Int("dim", 2)), HasSubstr("dimension 2 is out of range"));

@@ -121,6 +121,10 @@ std::vector<OpCase> Cases() {
       {"batch_norm_apply", {"p:f32[4,3,5]", "p:f64[2,3]", "p:f32[3]", "p:f32[3]"}, Attrs().Int("count", 20)},
       {"batch_norm_apply", {"p:f32[4,3]", "p:f64[2,3]"}, Attrs().Int("count", 4), "no affine"},
       {"batch_norm_running_stats", {"p:f64[2,3]", "x:f32[3]", "x:f32[3]"}, Attrs().Int("count", 20).Float("momentum", 0.2)},
+      {"batch_norm_stats", {"p:f32[4,3,5]"}, Attrs().Int("group_size", 2), "two groups"},
+      {"batch_norm_apply", {"p:f32[4,3,5]", "p:f64[2,2,3]", "p:f32[3]", "p:f32[3]"}, Attrs().Int("count", 10), "two groups"},
+      {"batch_norm_running_stats", {"p:f64[2,2,3]", "x:f32[3]", "x:f32[3]"}, Attrs().Int("count", 20).Float("momentum", 0.2),
+       "two groups"},
       {"bmm", {"p:f32[2,3,4]", "p:f32[2,4,5]"}, {}},
       {"cat", {"p:f32[2,3]", "p:f32[2,4]"}, Attrs().Int("dim", 1)},
       {"chunk", {"p:f32[5,2]"}, Attrs().Int("chunks", 2)},
@@ -477,6 +481,53 @@ TEST(ExecTableTest, SynchronisedBatchNormIsATensBatchNormWholeAndSplit) {
   ym.backward(gy.to(at::kFloat));
   EXPECT_TRUE(at::allclose(ym, yf, 1e-5, 1e-5)) << (ym - yf).abs().max();
   EXPECT_TRUE(at::allclose(xg.grad(), xf.grad(), 1e-5, 1e-5)) << (xg.grad() - xf.grad()).abs().max();
+}
+
+// Batch norm over groups of samples (group_size; what --batch-norm local runs): each run of
+// group_size samples is normalised as ATen's training batch norm normalises it alone — output and
+// the gradients of x, weight and bias — whether the op holds three groups or one (a rank's share);
+// the running statistics move by the groups' sums added (the whole batch's).
+TEST(ExecTableTest, GroupedBatchNormIsATensBatchNormPerGroup) {
+  at::manual_seed(7);
+  const auto f64 = at::TensorOptions().dtype(at::kDouble);
+  const int64_t groups = 3, size = 2;
+  const at::Tensor x0 = at::randn({groups * size, 4, 3, 5}, f64) * 2 + 1, w0 = at::randn({4}, f64), b0 = at::randn({4}, f64);
+  const at::Tensor gy = at::randn({groups * size, 4, 3, 5}, f64), rm = at::randn({4}, f64), rv = at::rand({4}, f64) + 0.5;
+  const Attrs apply = Attrs().Int("count", size * 3 * 5).Float("eps", 1e-5);
+  // ATen on each group alone: the expected output, and gradients summed over the groups.
+  std::vector<at::Tensor> y_aten, gx_aten;
+  const at::Tensor w = w0.clone().requires_grad_(), b = b0.clone().requires_grad_();
+  for (int64_t g = 0; g < groups; ++g) {
+    const at::Tensor xg = x0.slice(0, g * size, (g + 1) * size).clone().requires_grad_();
+    y_aten.push_back(at::batch_norm(xg, w, b, {}, {}, true, 0.1, 1e-5, false));
+    y_aten.back().backward(gy.slice(0, g * size, (g + 1) * size));
+    gx_aten.push_back(xg.grad());
+  }
+  for (bool one_call : {true, false}) {
+    SCOPED_TRACE(one_call ? "three groups in one op" : "one group per op");
+    const at::Tensor wm = w0.clone().requires_grad_(), bm = b0.clone().requires_grad_();
+    std::vector<at::Tensor> xs, ys, stats;
+    for (int64_t g = 0; g < (one_call ? 1 : groups); ++g) {
+      xs.push_back((one_call ? x0 : x0.slice(0, g * size, (g + 1) * size)).clone().requires_grad_());
+      stats.push_back(RunEntry("batch_norm_stats", {xs.back()}, Attrs().Int("group_size", size))[0]);
+      ASSERT_EQ(stats.back().sizes(), (std::vector<int64_t>{one_call ? groups : 1, 2, 4}));
+      ys.push_back(RunEntry("batch_norm_apply", {xs.back(), stats.back(), wm, bm}, apply)[0]);
+    }
+    at::cat(ys).backward(gy);
+    EXPECT_TRUE(at::allclose(at::cat(ys), at::cat(y_aten), 1e-10, 1e-10)) << (at::cat(ys) - at::cat(y_aten)).abs().max();
+    std::vector<at::Tensor> gx;
+    for (const at::Tensor& xp : xs) gx.push_back(xp.grad());
+    EXPECT_TRUE(at::allclose(at::cat(gx), at::cat(gx_aten), 1e-9, 1e-10)) << (at::cat(gx) - at::cat(gx_aten)).abs().max();
+    EXPECT_TRUE(at::allclose(wm.grad(), w.grad(), 1e-9, 1e-10));
+    EXPECT_TRUE(at::allclose(bm.grad(), b.grad(), 1e-9, 1e-10));
+    // The running statistics: as ATen's over the whole batch.
+    const at::Tensor rm_aten = rm.clone(), rv_aten = rv.clone();
+    at::batch_norm(x0, {}, {}, rm_aten, rv_aten, true, 0.1, 1e-5, false);
+    const auto running = RunEntry("batch_norm_running_stats", {at::cat(stats).detach().sum(0), rm, rv},
+                                  Attrs().Int("count", groups * size * 3 * 5).Float("momentum", 0.1));
+    EXPECT_TRUE(at::allclose(running[0], rm_aten, 1e-10, 1e-12)) << running[0] << rm_aten;
+    EXPECT_TRUE(at::allclose(running[1], rv_aten, 1e-10, 1e-12)) << running[1] << rv_aten;
+  }
 }
 
 TEST(ExecTableTest, LibTorchErrorsNameTheNodeAndOp) {

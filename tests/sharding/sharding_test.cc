@@ -458,6 +458,18 @@ TEST(Strategies, NormsAndReductions) {
   p = Placements(StrategiesOf(*apply, {2}));
   EXPECT_EQ(p["n@0"], "S(0),R,R,R->S(0)");
   EXPECT_EQ(p["c@0"], "S(1),S(1),S(0),S(0)->S(1)");
+  // Over groups of samples: a batch split in whole groups keeps each device's groups (no
+  // summands, no all-reduce); the running statistics need every group.
+  auto grouped = Make("batch_norm_stats", {F32({4, 6, 8, 8})}, Attrs().Int("group_size", 2));
+  EXPECT_EQ(RuleOf(*grouped).ToString(), "ncab->nsc; sum ab; unsplittable s");
+  EXPECT_EQ(Placements(StrategiesOf(*grouped, {2}))["n@0"], "S(0)->S(0)");
+  EXPECT_EQ(Placements(StrategiesOf(*grouped, {4})).count("n@0"), 0u);  // 4 devices, 2 groups
+  auto grouped_apply = Make("batch_norm_apply", {F32({4, 6, 8, 8}), TensorType{v1::FLOAT64, {2, 2, 6}}, F32({6}), F32({6})},
+                            Attrs().Int("count", 128));
+  EXPECT_EQ(Placements(StrategiesOf(*grouped_apply, {2}))["n@0"], "S(0),S(0),R,R->S(0)");
+  auto grouped_running = Make("batch_norm_running_stats", {TensorType{v1::FLOAT64, {2, 2, 6}}, F32({6}), F32({6})},
+                              Attrs().Int("count", 256));
+  EXPECT_EQ(Placements(StrategiesOf(*grouped_running, {2})).count("g@0"), 0u);
   auto sum = Make("sum", {F32({4, 6})}, Attrs().Ints("dims", {1}));
   p = Placements(StrategiesOf(*sum, {2}));
   EXPECT_EQ(p["b@0"], "S(1)->P");

@@ -333,14 +333,48 @@ struct BatchNormApplyFn : torch::autograd::Function<BatchNormApplyFn> {
   }
 };
 
-Outs BatchNormStats(const ExecContext& c) { return {BatchNormStatsFn::apply(c.in(0))}; }
+// Batch norm over groups of samples (ops_norm.cc): G groups of x [N, C, ...] are the channels
+// of x' [N / G, G * C, ...] (group g's channel c is x' channel g * C + c), so the ungrouped
+// functions compute them; one group (what a rank holds when the batch is split in groups) is
+// x itself.
+at::Tensor GroupsAsChannels(const at::Tensor& x, int64_t groups) {
+  std::vector<int64_t> split = {groups, x.size(0) / groups};
+  for (int64_t d = 1; d < x.dim(); ++d) split.push_back(x.size(d));
+  std::vector<int64_t> merged = {x.size(0) / groups, groups * x.size(1)};
+  for (int64_t d = 2; d < x.dim(); ++d) merged.push_back(x.size(d));
+  return x.reshape(split).transpose(0, 1).reshape(merged);
+}
+at::Tensor ChannelsAsGroups(const at::Tensor& y, const at::IntArrayRef shape, int64_t groups) {
+  std::vector<int64_t> split = {y.size(0), groups, shape[1]};
+  for (size_t d = 2; d < shape.size(); ++d) split.push_back(shape[d]);
+  return y.reshape(split).transpose(0, 1).reshape(shape);
+}
+
+Outs BatchNormStats(const ExecContext& c) {
+  const at::Tensor& x = c.in(0);
+  const int64_t group_size = c.Int("group_size", 0);
+  if (group_size <= 0) return {BatchNormStatsFn::apply(x)};
+  const int64_t groups = x.size(0) / group_size, channels = x.size(1);
+  if (groups == 1) return {BatchNormStatsFn::apply(x).unsqueeze(0)};
+  // [2, G * C] -> [G, 2, C]
+  return {BatchNormStatsFn::apply(GroupsAsChannels(x, groups)).reshape({2, groups, channels}).transpose(0, 1).contiguous()};
+}
 
 Outs BatchNormApply(const ExecContext& c) {
   const at::Tensor& x = c.in(0);
   const auto per_channel = x.options().dtype(x.scalar_type()).requires_grad(false);
   const at::Tensor weight = c.has_input(2) ? c.in(2) : at::ones({x.size(1)}, per_channel);
   const at::Tensor bias = c.has_input(3) ? c.in(3) : at::zeros({x.size(1)}, per_channel);
-  return {BatchNormApplyFn::apply(x, c.in(1), weight, bias, c.Int("count", 2), c.Float("eps", 1e-5))};
+  const int64_t count = c.Int("count", 2);
+  const double eps = c.Float("eps", 1e-5);
+  const at::Tensor& stats = c.in(1);
+  if (stats.dim() == 2) return {BatchNormApplyFn::apply(x, stats, weight, bias, count, eps)};
+  const int64_t groups = stats.size(0);
+  if (groups == 1) return {BatchNormApplyFn::apply(x, stats[0], weight, bias, count, eps)};
+  const at::Tensor flat_stats = stats.transpose(0, 1).reshape({2, groups * x.size(1)});
+  const at::Tensor y = BatchNormApplyFn::apply(GroupsAsChannels(x, groups), flat_stats, weight.repeat({groups}),
+                                               bias.repeat({groups}), count, eps);
+  return {ChannelsAsGroups(y, x.sizes(), groups)};
 }
 
 // The running statistics move as at::batch_norm moves them (unbiased variance), from the
@@ -348,7 +382,7 @@ Outs BatchNormApply(const ExecContext& c) {
 Outs BatchNormRunningStats(const ExecContext& c) {
   at::NoGradGuard no_grad;
   const double count = static_cast<double>(c.Int("count", 2)), momentum = c.Float("momentum", 0.1);
-  const at::Tensor stats = c.in(0).detach();
+  const at::Tensor stats = c.in(0).dim() == 3 ? c.in(0).detach().sum(0) : c.in(0).detach();  // the groups' sums added
   const at::Tensor mean = stats[0] / count;
   const at::Tensor unbiased = (stats[1] / count - mean * mean).clamp_min(0) * (count / (count - 1));
   const at::Tensor &rm = c.in(1), &rv = c.in(2);
