@@ -25,6 +25,35 @@ namespace mapd {
 
 namespace {
 
+// Where the instructions that only move batch norms' running statistics begin, after the loss
+// (batch_norm_groups.h puts them last: the groups' sums, their all-reduce, the update): a step
+// runs them after backward, once the ranks have met at the gradient buckets, so their small
+// all-reduces do not wait for the slowest rank's forward. The program's size when the tail has
+// anything else, or for pipeline stages and micro-batches (whose passes Forward serves alone).
+int RunningStatisticsTail(const v1::RankProgram& program, const Graph& graph) {
+  const int n = program.instructions_size();
+  if (program.loss().empty() || program.micro_batches() > 1 || program.pipeline().stages() > 1) return n;
+  int after_loss = -1;
+  for (int i = 0; i < n && after_loss < 0; ++i) {
+    for (const std::string& w : InstructionWrites(program.instructions(i))) {
+      if (w == program.loss()) after_loss = i + 1;
+    }
+  }
+  if (after_loss < 0) return n;
+  bool running = false;
+  for (int i = after_loss; i < n; ++i) {
+    const v1::Instruction& ins = program.instructions(i);
+    if (ins.has_communicate()) {
+      if (ins.communicate().kind() != v1::Communicate::ALL_REDUCE) return n;
+      continue;
+    }
+    const std::string& op = graph.node(ins.compute().node()).op();
+    if (op != "sum" && op != "batch_norm_running_stats") return n;
+    running = running || op == "batch_norm_running_stats";
+  }
+  return running ? after_loss : n;
+}
+
 // The block of `t` starting at `start` with `shape`.
 at::Tensor Narrow(at::Tensor t, const std::vector<int64_t>& start, const std::vector<int64_t>& shape) {
   for (size_t d = 0; d < shape.size(); ++d) {
@@ -396,6 +425,7 @@ absl::StatusOr<std::unique_ptr<RankTrainer>> RankTrainer::Create(Graph graph, v1
       t->zero_bucket_owners_.push_back(std::move(owners));
     }
   }
+  t->tail_start_ = RunningStatisticsTail(t->program_, t->graph_);
   // Recompute segments: what flows in and out of each.
   t->segment_at_.assign(t->program_.instructions_size(), -1);
   std::set<std::string> kept_after;  // the loss and buffer updates are read "after" the program
@@ -632,7 +662,7 @@ absl::StatusOr<RankTrainer::Pass> RankTrainer::Forward(const TensorMap& blocks, 
   // whole batch's masks again from the same seed and keeps its slice).
   at::Generator generator;
   if (random_) generator = at::make_generator<at::CPUGeneratorImpl>(DeriveSeed(seed_, absl::StrCat("step:", steps_ + 1)));
-  for (int index = 0; index < program_.instructions_size(); ++index) {
+  for (int index = 0; index < tail_start_; ++index) {
     if (index > 0) {
       for (const std::string& name : release_[index - 1]) env.erase(name);
     }
@@ -653,10 +683,23 @@ absl::StatusOr<RankTrainer::Pass> RankTrainer::Forward(const TensorMap& blocks, 
     index = last;
   }
   // What the last instruction read last goes before backward, as after every other one.
-  if (program_.instructions_size() > 0) {
-    for (const std::string& name : release_[program_.instructions_size() - 1]) env.erase(name);
+  if (tail_start_ > 0) {
+    for (const std::string& name : release_[tail_start_ - 1]) env.erase(name);
   }
   return pass;
+}
+
+absl::Status RankTrainer::RunTail(Pass& pass) {
+  at::NoGradGuard no_grad;  // the running statistics have no gradient; backward is done
+  at::Generator generator;  // (no random op in the tail)
+  for (int index = tail_start_; index < program_.instructions_size(); ++index) {
+    if (index > tail_start_) {
+      for (const std::string& name : release_[index - 1]) pass.env.erase(name);
+    }
+    if (auto st = RunInstruction(index, pass.env, generator); !st.ok()) return st;
+  }
+  for (const std::string& name : release_[program_.instructions_size() - 1]) pass.env.erase(name);
+  return absl::OkStatus();
 }
 
 absl::StatusOr<double> RankTrainer::BackwardFromLoss(Pass& pass) {
@@ -754,6 +797,9 @@ absl::StatusOr<StepResult> RankTrainer::Step(const LocalBatch& batch) {
   }
   pass_ = 0;
   if (auto st = ReduceGradients(); !st.ok()) return st;
+  if (tail_start_ < program_.instructions_size()) {
+    if (auto st = RunTail(pass); !st.ok()) return st;
+  }
   if (auto st = ApplyGradients({}, pass); !st.ok()) return st;
   StepResult r;
   r.step = steps_;

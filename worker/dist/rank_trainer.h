@@ -137,6 +137,10 @@ class RankTrainer {
   };
   std::vector<SegmentIo> segments_;    // per program.recompute()
   std::vector<int> segment_at_;        // per instruction: the segment starting there, or -1
+  // The first instruction Forward leaves to RunTail (after backward and the gradients'
+  // reduction): batch norms' running statistics (RunningStatisticsTail); the program's size: none.
+  int tail_start_ = 0;
+  absl::Status RunTail(Pass& pass);
   absl::StatusOr<at::Tensor> Block(const at::Tensor& global, const v1::Shard& shard) const;
   // Trainable `name`: its index in trainable_ (and updated_, copies_, zero_of_) and its shard in
   // the program. INVALID_ARGUMENT when this rank holds no such trainable parameter.
