@@ -2,6 +2,7 @@
 
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -21,17 +22,11 @@ std::unordered_map<std::string, v1::TensorType*> ValueTypes(v1::Graph& graph) {
 
 }  // namespace
 
-int CountBatchNorms(const v1::Graph& graph) {
-  int n = 0;
-  for (const v1::Node& node : graph.nodes()) n += node.op() == "batch_norm_stats" ? 1 : 0;
-  return n;
-}
-
 absl::StatusOr<v1::Graph> GroupBatchNorms(v1::Graph graph, int64_t groups) {
   if (groups < 1) return absl::InvalidArgumentError(absl::StrCat("batch norm groups must be at least 1, got ", groups));
   if (groups == 1) return graph;
   auto types = ValueTypes(graph);
-  std::unordered_map<std::string, int64_t> grouped_stats;  // stats value -> groups
+  std::unordered_set<std::string> grouped_stats;  // the stats values made [groups, 2, C]
   for (v1::Node& node : *graph.mutable_nodes()) {
     if (node.op() != "batch_norm_stats") continue;
     if (node.attrs().count("group_size")) {
@@ -53,7 +48,7 @@ absl::StatusOr<v1::Graph> GroupBatchNorms(v1::Graph graph, int64_t groups) {
     const int64_t channels = stats->shape(1);
     stats->clear_shape();
     for (int64_t d : {groups, int64_t{2}, channels}) stats->add_shape(d);
-    grouped_stats[node.outputs(0)] = groups;
+    grouped_stats.insert(node.outputs(0));
   }
   for (v1::Node& node : *graph.mutable_nodes()) {
     if (node.op() != "batch_norm_apply" || node.inputs_size() < 2 || !grouped_stats.count(node.inputs(1))) continue;
@@ -64,10 +59,11 @@ absl::StatusOr<v1::Graph> GroupBatchNorms(v1::Graph graph, int64_t groups) {
     count->second.set_i(count->second.i() / groups);
   }
   // The running statistics move by the whole batch's sums: the groups' sums added by a `sum`
-  // node (under a split batch a Partial value, one small all-reduce), and computed last — their
-  // all-reduces come one after another once the ranks meet at the first, instead of one wait for
-  // the slowest rank per batch norm along the forward. (They read only the stats and the
-  // buffers, so the order stays topological.)
+  // node (under a split batch a Partial value, one small all-reduce), computed after every other
+  // node, past the loss — where a rank runs them after backward, once the ranks have met at the
+  // gradient buckets (RankTrainer's RunTail), instead of waiting for the slowest rank at every
+  // batch norm along the forward. (They read only the stats and the buffers, so the order stays
+  // topological.)
   std::vector<v1::Node> running;
   auto* nodes = graph.mutable_nodes();
   for (auto it = nodes->begin(); it != nodes->end();) {

@@ -24,9 +24,6 @@ namespace mapd {
 // for groups < 1 or a graph already grouped.
 absl::StatusOr<v1::Graph> GroupBatchNorms(v1::Graph graph, int64_t groups);
 
-// How many batch_norm_stats nodes the graph has (0: `--batch-norm local` changes nothing).
-int CountBatchNorms(const v1::Graph& graph);
-
 }  // namespace mapd
 
 #endif  // MAPD_PLANNER_GRAPH_BATCH_NORM_GROUPS_H_

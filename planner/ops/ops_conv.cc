@@ -229,9 +229,11 @@ void SetOneDnnWorkspace(const CostContext& c, OpCost* cost, bool transposed) {
   // 16-channel test ResNet — except a first layer's few-channel input (oneDNN keeps fewer than
   // 8 plain: RGB images).
   const int64_t in_copy = groups == 1 && in_channels < 8 ? in.NumBytes() : padded(in);
-  // The JIT kernel computes the weight's gradient blocked, and LibTorch reorders it to a plain
-  // one while the blocked one lives (the copies freed by then): a 256 -> 256 3x3 on 3x3 maps
-  // was predicted -18% without it.
+  // The weight in the blocked layout: output and input channels (per group) padded to the block,
+  // or the groups padded to it for grouped ones; 1x1 kernels are used as they are. The JIT kernel
+  // computes the weight's gradient so, and LibTorch reorders it to a plain one while the blocked
+  // one lives (the copies freed by then: a 256 -> 256 3x3 on 3x3 maps was predicted -18%
+  // without it); the input's gradient reads one reordered copy of the weight (below).
   const int64_t kernel = w.shape[2] * w.shape[3] * DTypeSize(w.dtype);
   const int64_t blocked_w = pointwise     ? 0
                             : groups == 1 ? round_up(w.shape[0]) * round_up(w.shape[1]) * kernel
@@ -242,9 +244,8 @@ void SetOneDnnWorkspace(const CostContext& c, OpCost* cost, bool transposed) {
     cost->grad_workspace_bytes = for_weight;
     return;
   }
-  // The input's gradient: the weight reordered with output and input channels (per group)
-  // padded to the block, or the groups padded to it for grouped ones — one copy (a 512x512 3x3
-  // weight adds 9.0 MiB, not four times that); 1x1 kernels are used as they are.
+  // The input's gradient: one blocked copy of the weight (a 512x512 3x3 weight adds 9.0 MiB,
+  // not four times that).
   // A few-channel input's gradient is computed plain too (a 1-channel waveform's Conv1d: the
   // padded copy predicted +88%).
   const int64_t in_grad_copy = groups == 1 && in_channels < 8 ? in.NumBytes() : padded(in);

@@ -24,6 +24,12 @@ v1::Graph ResNetTraining(int batch) {
   return *g;
 }
 
+int CountBatchNorms(const v1::Graph& graph) {
+  int n = 0;
+  for (const v1::Node& node : graph.nodes()) n += node.op() == "batch_norm_stats" ? 1 : 0;
+  return n;
+}
+
 TEST(BatchNormGroups, EveryBatchNormOverTheGroupsAndTheRunningStatisticsLast) {
   const v1::Graph whole = ResNetTraining(8);
   const int batch_norms = CountBatchNorms(whole);
