@@ -285,7 +285,7 @@ int RunOnRanks(const RunArgs& args) {
         nlohmann::json collectives = nlohmann::json::object();
         double in_collectives = 0;
         for (const auto& [kind, use] : d.collectives()) {
-          collectives[kind] = {{"seconds", use.seconds()}, {"bytes", use.bytes()}};
+          collectives[kind] = {{"seconds", use.seconds()}, {"bytes", use.bytes()}, {"calls", use.calls()}};
           in_collectives += use.seconds();
         }
         steps.push_back({{"step", d.step()}, {"loss", d.loss()}, {"seconds", d.seconds()},

@@ -61,7 +61,7 @@ absl::StatusOr<v1::Graph> GroupBatchNorms(v1::Graph graph, int64_t groups) {
   // The running statistics move by the whole batch's sums: the groups' sums added by a `sum`
   // node (under a split batch a Partial value, one small all-reduce), computed after every other
   // node, past the loss — where a rank runs them after backward, once the ranks have met at the
-  // gradient buckets (RankTrainer's RunTail), instead of waiting for the slowest rank at every
+  // gradient buckets (RankTrainer's SumLossAndRunTail, which sums them in one all-reduce), instead of waiting for the slowest rank at every
   // batch norm along the forward. (They read only the stats and the buffers, so the order stays
   // topological.)
   std::vector<v1::Node> running;

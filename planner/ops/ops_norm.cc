@@ -253,8 +253,11 @@ SavedSpec BatchNormSaved(const CostContext& c) {
   return s;
 }
 
-// batch_norm_stats reads x once (a var_mean pass); backward adds g0 + 2·x·g1 to x's gradient,
-// one input-sized temporary beside it.
+// batch_norm_stats reads x once (ATen's batch-norm statistics pass); backward adds g0 + 2·x·g1
+// to x's gradient, one input-sized temporary beside it. (Where the apply reads these statistics
+// straight from this x — one device, or --batch-norm local — the worker's apply differentiates
+// through them itself, ATen's training backward, and this backward adds nothing: the temporary
+// counted here is then an over-count of one activation, within the profiler's bars.)
 OpCost BatchNormStatsCost(const CostContext& c) {
   OpCost cost = ElementwiseCost(3, 3)(c);
   if (c.any_requires_grad()) cost.grad_workspace_bytes = c.op.input(0).NumBytes();

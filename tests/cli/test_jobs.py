@@ -236,6 +236,7 @@ def test_jobs_run_on_two_workers_are_cancelled_and_fail_when_a_worker_is_lost(tm
         predicted = sample(text, "mapd_worker_predicted_peak_bytes", job_id="1", rank="2")
         assert measured > 0 and predicted > 0 and abs(predicted - measured) / measured < 0.5, (measured, predicted)
         assert sample(text, "mapd_worker_collective_bytes_total", job_id="1", kind="all_reduce", rank="2") > 0
+        assert sample(text, "mapd_worker_collectives_total", job_id="1", kind="all_reduce", rank="2") >= 40  # one a step at least
         assert sample(text, "mapd_worker_jobs_total", outcome="succeeded") == 1
         text = scrape(coordinator_metrics)
         assert sample(text, "mapd_jobs", state="SUCCEEDED") == 1 and sample(text, "mapd_workers", state="ALIVE") == 2

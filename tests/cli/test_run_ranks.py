@@ -162,6 +162,24 @@ def test_traced_models_go_through_the_same_path(models):
     assert r["precision"] == "bf16" and r["reference_max_relative_loss_difference"] < 2e-2, r
 
 
+def test_a_data_parallel_step_makes_two_all_reduces_whatever_its_batch_norms(models):
+    """Data parallelism with --batch-norm local: the gradients' one bucket, then the loss and the
+    six batch norms' running-statistic sums coalesced into one all-reduce, after backward (not
+    one per batch norm and one for the loss: 8 round trips, ~5 ms each on 4 ranks here); one
+    process's result all the same. Micro-batches sum their passes' losses in one all-reduce too."""
+    out, _ = models
+    r = _json_run(str(out / "resnet_trace_train.pt"), "--input", "x:f32[8,3,32,32]", "--strategy", "dp",
+                  "--batch-norm", "local", "--ranks", "2", "--steps", "3", "--optimizer", "momentum", "--lr", "0.01",
+                  "--check-reference")
+    _assert_matches_one_process_and_prediction(r, "resnet, batch norm local")
+    assert [s["collectives"]["all_reduce"]["calls"] for s in r["steps"]] == [2, 2, 2], r["steps"]
+    gpt = ("--strategy", "dp", "--ranks", "2", "--steps", "2", "--gradient-buckets", "off", "--log-every", "1")
+    one = _json_run(GPT, *gpt)
+    two = _json_run(GPT, *gpt, "--micro-batches", "2")
+    calls = lambda run: [s["collectives"]["all_reduce"]["calls"] for s in run["steps"]]  # noqa: E731
+    assert calls(two) == calls(one), (calls(one), calls(two))  # the gradients' and one for the loss
+
+
 def test_a_cap_changes_maps_plan_to_recompute_layers_and_it_holds():
     """Where activations dominate (4 layers, sequence 64), MAP's plan without a tight budget is
     plain data parallelism; at 1 MiB a rank data parallelism runs out of memory, and MAP's plan

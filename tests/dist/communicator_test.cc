@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "worker/device/device_info.h"
+#include "worker/dist/collectives.h"
 #include "worker/dist/gloo_communicator.h"
 #include "worker/dist/grad_buckets.h"
 #include "worker/dist/nccl_communicator.h"
@@ -51,6 +52,13 @@ void CheckCollectives(bool nccl) {
         const int first = g.rank() == 0 ? rank : peer, second = g.rank() == 0 ? peer : rank;
         at::Tensor sum = Local(rank);
         expect(g.AllReduceSum(sum).ok() && sum.equal(Local(rank) + Local(peer)), "all-reduce");
+        // Coalesced: one all-reduce per dtype (f32 twice, f64 between), each sum in its input's shape.
+        const std::vector<at::Tensor> several = {Local(rank), Local(rank).to(at::kDouble)[1], Local(rank).reshape({-1}).narrow(0, 4, 2)};
+        auto sums = AllReduceSumCoalesced(several, g);
+        expect(sums.ok() && sums->size() == 3 && (*sums)[0].equal(Local(rank) + Local(peer)) &&
+                   (*sums)[1].equal((Local(rank) + Local(peer)).to(at::kDouble)[1]) &&
+                   (*sums)[2].equal((Local(rank) + Local(peer)).reshape({-1}).narrow(0, 4, 2)) && several[0].equal(Local(rank)),
+               "coalesced all-reduce");
         auto gathered = g.AllGather(Local(rank), 1);
         expect(gathered.ok() && gathered->equal(at::cat({Local(first), Local(second)}, 1)), "all-gather along dim 1");
         at::Tensor full = at::cat({Local(rank), Local(rank) * 2}, 0);  // [4, 3]

@@ -36,6 +36,7 @@ void DeclareJobMetrics(MetricsRegistry* m) {
            m->Gauge("mapd_worker_predicted_step_seconds", "The step time the planner predicts for the rank (its device type's cost model)."),
            m->Counter("mapd_worker_collective_seconds_total", "Time a rank spent in collectives, by kind."),
            m->Counter("mapd_worker_collective_bytes_total", "Bytes a rank sent into collectives (its input tensors), by kind."),
+           m->Counter("mapd_worker_collectives_total", "Collectives a rank started, by kind (each costs a round trip, however small)."),
        }) {
     if (!st.ok()) std::cerr << "mapd-worker: " << st.message() << "\n";
   }
@@ -110,6 +111,7 @@ void JobRunner::OnStep(int rank, const v1::StepDone& d) {
     by_kind["kind"] = kind;
     metrics_->Add("mapd_worker_collective_seconds_total", by_kind, c.seconds());
     metrics_->Add("mapd_worker_collective_bytes_total", by_kind, c.bytes());
+    metrics_->Add("mapd_worker_collectives_total", by_kind, static_cast<double>(c.calls()));
   }
   // Rank 0's steps are the job's progress: report them as they come; the others' ride along,
   // or go on their own every 256 (a worker without rank 0; the coordinator takes at most 4096 a

@@ -174,6 +174,34 @@ absl::StatusOr<at::Tensor> ApplyCommunicate(const v1::Communicate& step, const a
   return absl::InvalidArgumentError(absl::StrCat("communicate step '", step.output(), "' has no kind"));
 }
 
+absl::StatusOr<std::vector<at::Tensor>> AllReduceSumCoalesced(const std::vector<at::Tensor>& tensors, Communicator& group) {
+  std::vector<at::Tensor> sums(tensors.size());
+  std::vector<bool> done(tensors.size(), false);
+  try {
+    for (size_t first = 0; first < tensors.size(); ++first) {
+      if (done[first]) continue;
+      std::vector<size_t> same;  // the tensors of `first`'s dtype
+      std::vector<at::Tensor> flat;
+      for (size_t k = first; k < tensors.size(); ++k) {
+        if (done[k] || tensors[k].scalar_type() != tensors[first].scalar_type()) continue;
+        same.push_back(k);
+        flat.push_back(tensors[k].detach().reshape({-1}));
+        done[k] = true;
+      }
+      at::Tensor all = at::cat(flat);  // a new tensor: the inputs stay as they were
+      if (auto st = group.AllReduceSum(all); !st.ok()) return st;
+      int64_t at_element = 0;
+      for (size_t k : same) {
+        sums[k] = all.narrow(0, at_element, tensors[k].numel()).view(tensors[k].sizes());
+        at_element += tensors[k].numel();
+      }
+    }
+  } catch (const std::exception& e) {
+    return TorchError(absl::StatusCode::kUnavailable, absl::StrCat("coalesced all-reduce on ", group.name()), e);
+  }
+  return sums;
+}
+
 namespace {
 
 // `t` flattened and zero-padded to z.ranks × z.chunk elements.

@@ -172,6 +172,7 @@ absl::Status TrainRank(RankT& trainer, RankContext& c) {
         v1::CollectiveUse& u = (*d->mutable_collectives())[kind];
         u.set_seconds(use.seconds);
         u.set_bytes(use.bytes);
+        u.set_calls(use.calls);
       }
     });
     if (!done.ok()) return done;

@@ -689,20 +689,63 @@ absl::StatusOr<RankTrainer::Pass> RankTrainer::Forward(const TensorMap& blocks, 
   return pass;
 }
 
-absl::Status RankTrainer::RunTail(Pass& pass) {
+absl::StatusOr<double> RankTrainer::SumLossAndRunTail(Pass& pass, at::Tensor loss) {
   at::NoGradGuard no_grad;  // the running statistics have no gradient; backward is done
   at::Generator generator;  // (no random op in the tail)
-  for (int index = tail_start_; index < program_.instructions_size(); ++index) {
-    if (index > tail_start_) {
-      for (const std::string& name : release_[index - 1]) pass.env.erase(name);
+  const int n = program_.instructions_size();
+  std::vector<bool> ran(n, false), waits(n, false);
+  std::map<int, std::vector<int>> waiting;  // per axis, the all-reduces whose input is there
+  bool loss_summed_on_first_axis = false;
+  auto ready = [&](int i) {
+    for (const std::string& r : InstructionReads(program_.instructions(i))) {
+      if (!r.empty() && !pass.env.count(r)) return false;
     }
-    if (auto st = RunInstruction(index, pass.env, generator); !st.ok()) return st;
+    return true;
+  };
+  for (bool progress = true; progress;) {
+    progress = false;
+    for (int i = tail_start_; i < n; ++i) {
+      if (ran[i] || waits[i] || !ready(i)) continue;
+      progress = true;
+      const v1::Instruction& ins = program_.instructions(i);
+      if (ins.has_communicate()) {
+        waiting[ins.communicate().axis()].push_back(i);
+        waits[i] = true;
+        continue;
+      }
+      if (auto st = RunInstruction(i, pass.env, generator); !st.ok()) return st;
+      ran[i] = true;
+    }
+    if (progress || waiting.empty()) continue;
+    for (const auto& [axis, all_reduces] : waiting) {  // nothing else can run: sum what waits
+      std::vector<at::Tensor> inputs;
+      for (int i : all_reduces) inputs.push_back(pass.env.at(program_.instructions(i).communicate().input()));
+      const bool with_loss = !loss_summed_on_first_axis && program_.loss_partial_axes_size() > 0 &&
+                             program_.loss_partial_axes(0) == axis;
+      if (with_loss) inputs.push_back(loss);
+      auto sums = AllReduceSumCoalesced(inputs, *groups_.at(axis));
+      if (!sums.ok()) return sums.status();
+      for (size_t k = 0; k < all_reduces.size(); ++k) {
+        pass.env[program_.instructions(all_reduces[k]).communicate().output()] = (*sums)[k];
+        ran[all_reduces[k]] = true;
+      }
+      if (with_loss) loss = sums->back();
+      loss_summed_on_first_axis |= with_loss;
+    }
+    waiting.clear();
+    progress = true;
   }
-  for (const std::string& name : release_[program_.instructions_size() - 1]) pass.env.erase(name);
-  return absl::OkStatus();
+  for (int i = tail_start_; i < n; ++i) {
+    if (!ran[i]) return absl::InternalError(absl::StrCat("rank ", program_.rank(), "'s instruction ", i, " after the loss never got its inputs"));
+    for (const std::string& name : release_[i]) pass.env.erase(name);
+  }
+  for (int k = loss_summed_on_first_axis ? 1 : 0; k < program_.loss_partial_axes_size(); ++k) {
+    if (auto st = groups_.at(program_.loss_partial_axes(k))->AllReduceSum(loss); !st.ok()) return st;
+  }
+  return loss.item<double>();
 }
 
-absl::StatusOr<double> RankTrainer::BackwardFromLoss(Pass& pass) {
+absl::StatusOr<at::Tensor> RankTrainer::BackwardFromLocalLoss(Pass& pass) {
   pass_ = pass.index;  // a recomputed segment's dropout keeps this pass's slice
   auto loss_it = pass.env.find(program_.loss());
   if (program_.loss().empty() || loss_it == pass.env.end()) return absl::InternalError("the program's loss was not computed");
@@ -716,7 +759,13 @@ absl::StatusOr<double> RankTrainer::BackwardFromLoss(Pass& pass) {
   } catch (const std::exception& e) {
     return TorchError(absl::StatusCode::kUnavailable, absl::StrCat("backward on rank ", program_.rank()), e);
   }
-  at::Tensor global_loss = loss.detach().to(at::kDouble).clone();
+  return loss.detach().to(at::kDouble).clone();
+}
+
+absl::StatusOr<double> RankTrainer::BackwardFromLoss(Pass& pass) {
+  auto local = BackwardFromLocalLoss(pass);
+  if (!local.ok()) return local.status();
+  at::Tensor global_loss = *std::move(local);
   for (int a : program_.loss_partial_axes()) {
     if (auto st = groups_.at(a)->AllReduceSum(global_loss); !st.ok()) return st;
   }
@@ -785,25 +834,24 @@ absl::StatusOr<StepResult> RankTrainer::Step(const LocalBatch& batch) {
   }
   const auto start = std::chrono::steady_clock::now();
   Pass pass;
-  double loss_sum = 0;
+  at::Tensor local_loss;  // this rank's share of the step's loss, summed over the ranks once, at the end
   for (int64_t k = 0; k < micro_batches_; ++k) {
     pass = Pass();  // the previous pass's values go before this one runs
     auto forward = Forward(batch[k], k);
     if (!forward.ok()) return forward.status();
     pass = *std::move(forward);
-    auto loss = BackwardFromLoss(pass);
+    auto loss = BackwardFromLocalLoss(pass);
     if (!loss.ok()) return loss.status();
-    loss_sum += pass_loss_scale_ * *loss;
+    local_loss = k == 0 ? *loss * pass_loss_scale_ : local_loss + *loss * pass_loss_scale_;
   }
   pass_ = 0;
   if (auto st = ReduceGradients(); !st.ok()) return st;
-  if (tail_start_ < program_.instructions_size()) {
-    if (auto st = RunTail(pass); !st.ok()) return st;
-  }
+  auto loss = SumLossAndRunTail(pass, local_loss);
+  if (!loss.ok()) return loss.status();
   if (auto st = ApplyGradients({}, pass); !st.ok()) return st;
   StepResult r;
   r.step = steps_;
-  r.loss = loss_sum;
+  r.loss = *loss;
   r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return r;
 }

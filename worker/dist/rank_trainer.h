@@ -137,10 +137,17 @@ class RankTrainer {
   };
   std::vector<SegmentIo> segments_;    // per program.recompute()
   std::vector<int> segment_at_;        // per instruction: the segment starting there, or -1
-  // The first instruction Forward leaves to RunTail (after backward and the gradients'
+  // The first instruction Forward leaves to SumLossAndRunTail (after backward and the gradients'
   // reduction): batch norms' running statistics (RunningStatisticsTail); the program's size: none.
   int tail_start_ = 0;
-  absl::Status RunTail(Pass& pass);
+  // After the gradients' reduction: `loss` (this rank's share of the step's loss) summed over the
+  // loss's partial axes, and the tail run with its all-reduces coalesced — each compute
+  // instruction runs once its inputs are there, and the all-reduces waiting meanwhile go as one
+  // AllReduceSumCoalesced per axis (the loss joining the first on its first axis) — so a step
+  // makes one small all-reduce where it made one per batch norm and pass. The step's loss.
+  absl::StatusOr<double> SumLossAndRunTail(Pass& pass, at::Tensor loss);
+  // Backward from the pass's loss times its loss scale; this rank's loss (unscaled, f64).
+  absl::StatusOr<at::Tensor> BackwardFromLocalLoss(Pass& pass);
   absl::StatusOr<at::Tensor> Block(const at::Tensor& global, const v1::Shard& shard) const;
   // Trainable `name`: its index in trainable_ (and updated_, copies_, zero_of_) and its shard in
   // the program. INVALID_ARGUMENT when this rank holds no such trainable parameter.

@@ -69,6 +69,7 @@ class TimedCommunicator : public Communicator {
     CollectiveTotals& c = (*stats_)[kind];
     c.seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     if (t.defined()) c.bytes += static_cast<double>(t.numel() * t.element_size());
+    ++c.calls;
     return result;
   }
 

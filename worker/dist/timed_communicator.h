@@ -1,5 +1,5 @@
-// A Communicator that times the one it wraps: seconds spent and bytes sent (the input tensor's)
-// per kind of collective, for the per-step report and the worker's metrics (DESIGN §10). Ranks
+// A Communicator that times the one it wraps: seconds spent, bytes sent (the input tensor's) and
+// calls per kind of collective, for the per-step report and the worker's metrics (DESIGN §10). Ranks
 // share one CollectiveStats across their groups' communicators (one thread uses them).
 #ifndef MAPD_WORKER_DIST_TIMED_COMMUNICATOR_H_
 #define MAPD_WORKER_DIST_TIMED_COMMUNICATOR_H_
@@ -15,6 +15,7 @@ namespace mapd {
 struct CollectiveTotals {
   double seconds = 0;
   double bytes = 0;
+  int64_t calls = 0;  // collectives started
 };
 // By kind: "all_reduce", "all_gather", "reduce_scatter", "all_to_all", "barrier", "send", "recv".
 using CollectiveStats = std::map<std::string, CollectiveTotals>;
