@@ -81,7 +81,7 @@ std::vector<ZeroParam> BucketedGradSyncs(const v1::RankProgram& program) {
 std::vector<ZeroBucketSet> ZeroGradientBuckets(const v1::RankProgram& program, int64_t bucket_bytes) {
   std::vector<ZeroBucketSet> sets;
   if (program.zero_stage() < 2 || program.micro_batches() > 1 || bucket_bytes <= 0 || program.zero_bucket_parts() < 0) return sets;
-  const int parts = program.zero_bucket_parts() > 0 ? program.zero_bucket_parts() : kDefaultZeroBucketParts;
+  const int parts = program.zero_bucket_parts() > 0 ? program.zero_bucket_parts() : DefaultZeroBucketParts(program.zero_stage());
   std::unordered_map<std::string, v1::DType> dtype_of;
   for (const v1::Shard& shard : program.parameters()) dtype_of[shard.name()] = shard.local_type().dtype();
   std::vector<ZeroParam> chosen;

@@ -14,14 +14,18 @@ namespace mapd {
 inline constexpr int64_t kDefaultBucketBytes = int64_t{25} << 20;
 
 // The most a ZeRO bucket holds (planner/lower/zero.h ZeroGradientBuckets) when its set's
-// parameters take `set_bytes`: `bucket_bytes`, and 1/parts of the set — by default half: two
-// buckets or more, so the first half's reduction runs while backward makes the second, and the
-// buffers (two staging, and under ZeRO-3 one gather buffer, each a bucket) are not all the size
-// of the whole gradient ZeRO is there to save. Smaller buckets save more memory but cost a
-// collective each: on 4 ranks sharing 2 cores, eighths made ZeRO-2's nanoGPT step 118 ms instead
-// of 57, so the lowering takes them only where halves do not fit (lowered_plan.h).
-inline constexpr int kDefaultZeroBucketParts = 2;
-inline int64_t ZeroBucketCap(int64_t set_bytes, int64_t bucket_bytes, int parts = kDefaultZeroBucketParts) {
+// parameters take `set_bytes`: `bucket_bytes`, and 1/parts of the set. Every bucket costs a
+// collective (two, with the gather after the step), whatever its size, and small ones are
+// latency-bound: on 4 ranks sharing 2 cores ZeRO-2's nanoGPT step took 118 ms in eighths, 76 in
+// halves and 68 in one bucket (ZeRO-0: 57). So ZeRO-2 takes one bucket up to `bucket_bytes`, as
+// DDP does — halves would not save memory: two staging buffers serve the buckets in turn — and
+// the lowering takes eighths, then turns buckets off, only where a rank is over its budget
+// (lowered_plan.h). ZeRO-3 starts at halves: its gather buffer is a bucket,
+// and one bucket would hold every parameter through the step, which ZeRO-3 is there to avoid.
+inline constexpr int kDefaultZeroBucketParts = 1;
+inline constexpr int kDefaultZero3BucketParts = 2;
+inline int DefaultZeroBucketParts(int zero_stage) { return zero_stage >= 3 ? kDefaultZero3BucketParts : kDefaultZeroBucketParts; }
+inline int64_t ZeroBucketCap(int64_t set_bytes, int64_t bucket_bytes, int parts) {
   return std::min(bucket_bytes, (set_bytes + parts - 1) / parts);
 }
 

@@ -138,25 +138,26 @@ TEST(Recompute, ASegmentPerLayerThatKeepsLessAndComputesMore) {
   EXPECT_EQ(MarkRecompute(g, {"h.7"}, &bad).code(), absl::StatusCode::kInvalidArgument);
 }
 
-// ZeRO-2's buckets keep buffers (two staging buffers of a bucket, planner/lower/zero.h). Where a
-// rank's program is over the budget, the lowering makes the buckets an eighth of the parameters,
-// then turns them off — the first that fits — and every program says which.
+// ZeRO-2's buckets keep buffers (up to two staging buffers of a bucket, planner/lower/zero.h):
+// one bucket of all the parameters by default. Where a rank's program is over the budget, the
+// lowering makes the buckets an eighth of the parameters, then turns them off — the first that
+// fits — and every program says which.
 TEST(RankCost, ZeroBucketsAreMadeSmallerAndThenTurnedOffToFitTheBudget) {
   const Graph g = ZooTrainingGraph("gpt2:layers=2,hidden=32,heads=4,vocab=64,seq=8,batch=4");
   const DataParallel dp = DataParallelOnFour(g, "h100-80g");
   ASSERT_FALSE(dp.strategies.empty());
   auto lower = [&](int64_t budget) { return LowerAndPredict(g, {4}, dp.strategies, 2, {}, "h100-80g", ProfileOptions(), 1, budget); };
-  auto halves = lower(0);
-  ASSERT_TRUE(halves.ok()) << halves.status();
-  EXPECT_EQ(halves->programs[0].zero_bucket_parts(), 0);
-  const auto sets = ZeroGradientBuckets(halves->programs[0], kDefaultBucketBytes);
+  auto one = lower(0);
+  ASSERT_TRUE(one.ok()) << one.status();
+  EXPECT_EQ(one->programs[0].zero_bucket_parts(), 0);
+  const auto sets = ZeroGradientBuckets(one->programs[0], kDefaultBucketBytes);
   ASSERT_EQ(sets.size(), 1u);
-  EXPECT_GE(sets[0].buckets.size(), 2u);
-  EXPECT_EQ(sets[0].staging_buffers, 2);
-  auto eighths = lower(halves->WorstPeak() - 1);
+  EXPECT_EQ(sets[0].buckets.size(), 1u);
+  EXPECT_EQ(sets[0].staging_buffers, 1);
+  auto eighths = lower(one->WorstPeak() - 1);
   ASSERT_TRUE(eighths.ok()) << eighths.status();
   EXPECT_EQ(eighths->programs[3].zero_bucket_parts(), 8);
-  EXPECT_LT(eighths->WorstPeak(), halves->WorstPeak());
+  EXPECT_LT(eighths->WorstPeak(), one->WorstPeak());
   EXPECT_GE(ZeroGradientBuckets(eighths->programs[3], kDefaultBucketBytes)[0].buckets.size(), 8u);
   auto none = lower(1);  // nothing fits: the last, no buckets
   ASSERT_TRUE(none.ok()) << none.status();
