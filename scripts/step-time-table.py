@@ -24,7 +24,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 # The bench's nanoGPT size (bench/ddp_bench.py) as a zoo model: vocabulary 512, width 128, 2 layers, 8 x 64 tokens.
 MODEL = "gpt2:layers=2,hidden=128,heads=4,vocab=512,seq=64,batch=8"
 PLANS = [
-    ("one process", 1, ["--strategy", "dp"]),
+    ("one process (`mapctl profile --measure`)", 1, []),
     ("data parallel", 2, ["--strategy", "dp"]),
     ("tensor parallel (Megatron)", 2, ["--strategy", "tp"]),
     ("data parallel", 4, ["--strategy", "dp"]),
@@ -55,16 +55,22 @@ def main():
     print("|---|---|---|---|---|")
     predicted, measured = [], []
     for name, ranks, flags in PLANS:
-        cmd = [a.mapctl, "run", a.model, "--ranks", str(ranks), *flags, "--steps", str(a.steps), "--device-type",
-               a.device_type, "-o", "json"]
+        if ranks == 1:  # one process: the profiler's prediction beside real steps
+            cmd = [a.mapctl, "profile", a.model, "--measure", "--steps", str(a.steps), "--optimizer", "adamw"]
+        else:
+            cmd = [a.mapctl, "run", a.model, "--ranks", str(ranks), *flags, "--steps", str(a.steps)]
+        cmd += ["--device-type", a.device_type, "-o", "json"]
         r = subprocess.run(cmd, capture_output=True, text=True)
         if r.returncode != 0:
             print(f"{' '.join(cmd)} failed:\n{r.stderr}", file=sys.stderr)
             sys.exit(1)
         out = json.loads(r.stdout)
-        slowest = max(out["per_rank"], key=lambda p: p["predicted_step_seconds"])
-        p, c = slowest["predicted_step_seconds"], slowest["predicted_communication_seconds"]
-        m = max(q["measured_step_seconds"] for q in out["per_rank"])
+        if ranks == 1:
+            p, c, m = out["predicted_step_seconds"], 0.0, out["measured_step_seconds"]
+        else:
+            slowest = max(out["per_rank"], key=lambda q: q["predicted_step_seconds"])
+            p, c = slowest["predicted_step_seconds"], slowest["predicted_communication_seconds"]
+            m = max(q["measured_step_seconds"] for q in out["per_rank"])
         predicted.append(p)
         measured.append(m)
         print(f"| {name} | {ranks} | {p * 1e3:.1f} ({c * 1e3:.1f}) | {m * 1e3:.1f} | {m / p:.2f} |", flush=True)

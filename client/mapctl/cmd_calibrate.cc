@@ -8,9 +8,10 @@
 
 namespace mapd::cli {
 
-int RunCalibrate(const std::string& name, const std::string& output, bool quick) {
+int RunCalibrate(const std::string& name, const std::string& output, bool quick, const std::vector<int64_t>& collective_ranks) {
   CalibrateOptions options;
   options.name = name;
+  options.collective_ranks = collective_ranks;
   if (quick) {
     options.matmul_size = 256;
     options.copy_bytes = 16LL << 20;
@@ -22,6 +23,9 @@ int RunCalibrate(const std::string& name, const std::string& output, bool quick)
       "%s: fp32 matmul %.1f GFLOP/s, bf16 matmul %.1f GFLOP/s, memory %.1f GB/s, %.1f us per kernel, %.1f GiB\n",
       profile->name, profile->fp32_flops / 1e9, profile->bf16_flops / 1e9, profile->memory_bandwidth / 1e9,
       profile->kernel_overhead_seconds * 1e6, static_cast<double>(profile->memory_bytes) / (1 << 30));
+  for (const HostCollectives& c : profile->host_collectives) {
+    std::cout << absl::StrFormat("  all-reduce among %d local ranks: %.0f us + %.2f ns a byte\n", c.ranks, c.alpha * 1e6, c.beta * 1e9);
+  }
   if (output.empty()) {
     std::cout << profile->ToJson() << "\n";
     return kExitOk;

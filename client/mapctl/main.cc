@@ -192,11 +192,16 @@ int main(int argc, char** argv) {
 
   std::string calib_name = "local-cpu", calib_out;
   bool calib_quick = false;
+  std::vector<int64_t> calib_collectives;
   CLI::App* calibrate = app.add_subcommand(
       "calibrate", "Measure this machine's matmul rate, memory bandwidth and per-kernel overhead as a device profile");
   calibrate->add_option("--name", calib_name, "Name of the profile")->capture_default_str();
   calibrate->add_option("-o,--output", calib_out, "Write the profile (JSON) here; without it, print it");
   calibrate->add_flag("--quick", calib_quick, "Shorter, smaller measurements (less steady)");
+  calibrate->add_option("--collectives", calib_collectives,
+                        "Also time Gloo all-reduces among N local ranks, for each N given (2..8; e.g. --collectives 2,4): "
+                        "what `mapctl run --ranks N` and plans on this host then predict collectives with")
+      ->delimiter(',');
 
   // Job commands against the coordinator (docs/coordinator.md).
   JobArgs job_args;
@@ -267,7 +272,7 @@ int main(int argc, char** argv) {
   if (run->parsed()) return RunTraining(run_args);
   if (rank_cmd->parsed()) return RunRank(rank_args);
   if (plan->parsed()) return RunPlan(plan_args);
-  if (calibrate->parsed()) return RunCalibrate(calib_name, calib_out, calib_quick);
+  if (calibrate->parsed()) return RunCalibrate(calib_name, calib_out, calib_quick, calib_collectives);
   submit_args.conn = job_args;
   if (submit->parsed()) return RunSubmit(submit_args);
   if (jobs_cmd->parsed()) return RunJobs(job_args);

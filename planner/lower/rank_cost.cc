@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <map>
 #include <set>
 #include <string>
 #include <unordered_map>
@@ -10,10 +11,71 @@
 #include "absl/strings/str_cat.h"
 #include "planner/lower/local_graph.h"
 #include "planner/lower/zero.h"
+#include "planner/profile/bucket_size.h"
 #include "planner/profile/profiler.h"
 #include "planner/sharding/collectives.h"
 
 namespace mapd {
+
+namespace {
+
+// The collectives the runtime makes a bucket at a time (worker/dist/grad_buckets.h) instead of a
+// parameter at a time, with the default bucket size: data parallelism's buckets (an all-reduce
+// each, parameters in gradient order and one dtype a bucket, as GradBuckets fills them) and ZeRO
+// 2-3's (an all-reduce of each bucket's staging rows; the gather back after the step, one for
+// as many buckets as the staging buffers hold, or under ZeRO-3 one a bucket in forward and again
+// in backward). Adds the GRAD_SYNC instructions they replace to `replaced` and the ZeRO
+// parameters they cover to `bucketed`.
+double BucketSeconds(const v1::RankProgram& program, const Cluster& cluster, std::set<int>* replaced,
+                     std::set<std::string>* bucketed) {
+  std::unordered_map<std::string, const v1::Shard*> shard_of;
+  for (const v1::Shard& s : program.parameters()) shard_of[s.name()] = &s;
+  double seconds = 0;
+  std::vector<ZeroParam> chains = BucketedGradSyncs(program);
+  std::stable_sort(chains.begin(), chains.end(), [](const ZeroParam& a, const ZeroParam& b) { return a.grad_syncs[0] > b.grad_syncs[0]; });
+  std::map<int, std::pair<int, int64_t>> open;  // per axis: the dtype and bytes of the bucket filling
+  auto close = [&](int axis) {
+    auto it = open.find(axis);
+    if (it == open.end()) return;
+    seconds += CollectiveSeconds(CollectiveKind::kAllReduce, it->second.second, cluster.mesh[axis], cluster.links[axis]);
+    open.erase(it);
+  };
+  for (const ZeroParam& z : chains) {
+    auto s = shard_of.find(z.name);
+    if (s == shard_of.end() || z.axes.size() != 1 || z.axes[0] >= cluster.num_axes()) continue;
+    const TensorType type = TensorType::FromProto(s->second->local_type());
+    const int axis = z.axes[0];
+    auto it = open.find(axis);
+    if (it != open.end() && (it->second.first != static_cast<int>(type.dtype) || it->second.second + type.NumBytes() > kDefaultBucketBytes)) close(axis);
+    auto& bucket = open.try_emplace(axis, static_cast<int>(type.dtype), 0).first->second;
+    bucket.second += type.NumBytes();
+    replaced->insert(z.grad_syncs.begin(), z.grad_syncs.end());
+  }
+  while (!open.empty()) close(open.begin()->first);
+  for (const ZeroBucketSet& set : ZeroGradientBuckets(program, kDefaultBucketBytes)) {
+    if (set.axis >= cluster.num_axes()) continue;
+    const int64_t n = cluster.mesh[set.axis];
+    const AxisLink& link = cluster.links[set.axis];
+    int64_t largest = 0;
+    for (const ZeroBucket& b : set.buckets) {
+      const int64_t bytes = set.ranks * b.segment * DTypeSize(set.dtype);
+      largest = std::max(largest, bytes);
+      seconds += CollectiveSeconds(CollectiveKind::kAllReduce, bytes, n, link);
+      if (program.zero_stage() >= 3) seconds += 2 * CollectiveSeconds(CollectiveKind::kAllGather, bytes, n, link);
+    }
+    if (program.zero_stage() < 3 && set.staging_buffers > 0) {
+      const int64_t gathers = (static_cast<int64_t>(set.buckets.size()) + set.staging_buffers - 1) / set.staging_buffers;
+      seconds += static_cast<double>(gathers) * CollectiveSeconds(CollectiveKind::kAllGather, set.staging_buffers * largest, n, link);
+    }
+    for (const ZeroParam& z : set.params) {
+      bucketed->insert(z.name);
+      replaced->insert(z.grad_syncs.begin(), z.grad_syncs.end());
+    }
+  }
+  return seconds;
+}
+
+}  // namespace
 
 absl::StatusOr<double> CommunicationSeconds(const v1::RankProgram& program, const Cluster& cluster) {
   // Bytes of every local tensor, in program order.
@@ -21,12 +83,25 @@ absl::StatusOr<double> CommunicationSeconds(const v1::RankProgram& program, cons
   auto note = [&bytes](const std::string& name, const v1::TensorType& t) { bytes[name] = TensorType::FromProto(t).NumBytes(); };
   for (const auto& s : program.parameters()) note(s.name(), s.local_type());
   for (const auto& s : program.inputs()) note(s.name(), s.local_type());
-  double seconds = 0;
-  // ZeRO: stages 2-3 reduce-scatter a sharded parameter's gradient instead of its GRAD_SYNCs'
-  // all-reduces (Gloo: an all-reduce per axis of what is left); every stage gathers the shards
-  // (an all-gather per axis, innermost first).
+  for (const v1::Instruction& ins : program.instructions()) {
+    if (ins.has_communicate() && (ins.communicate().axis() < 0 || ins.communicate().axis() >= cluster.num_axes())) {
+      return absl::InvalidArgumentError(absl::StrCat("communicate step '", ins.communicate().output(), "' is on axis ",
+                                                     ins.communicate().axis(), "; the mesh ", cluster.MeshString(), " has ",
+                                                     cluster.num_axes()));
+    }
+  }
   std::set<int> replaced;
+  std::set<std::string> bucketed;
+  double seconds = BucketSeconds(program, cluster, &replaced, &bucketed);
+  // The step's loss, summed over its partial axes once (with the tail's small sums).
+  for (int a : program.loss_partial_axes()) {
+    if (a < cluster.num_axes()) seconds += CollectiveSeconds(CollectiveKind::kAllReduce, 8, cluster.mesh[a], cluster.links[a]);
+  }
+  // ZeRO without buckets: stages 2-3 reduce-scatter a sharded parameter's gradient instead of
+  // its GRAD_SYNCs' all-reduces (Gloo: an all-reduce per axis of what is left); every stage
+  // gathers the shards (an all-gather per axis, innermost first).
   for (const ZeroParam& z : ZeroParams(program)) {
+    if (bucketed.count(z.name)) continue;
     int64_t bytes = 0;
     for (const v1::Shard& s : program.parameters()) {
       if (s.name() == z.name) bytes = TensorType::FromProto(s.local_type()).NumBytes() / std::max<int64_t>(1, z.numel) * z.ranks * z.chunk;

@@ -43,6 +43,9 @@ struct OpCost {
   int64_t workspace_bytes = 0;     // forward temporaries allocated and freed inside the op
   int64_t grad_workspace_bytes = 0;  // backward temporaries beside the input gradients
   int kernels = 1;                 // kernel launches in the forward (per-kernel overhead)
+  // > 0: a matrix product, of this many FLOPs a product (one matrix of a batch): small products
+  // run far below the peak rate (a calibrated profile's matmul_rates say how far).
+  double flops_per_product = 0;
 };
 
 // Storage autograd keeps from the forward until this node's backward runs.

@@ -179,6 +179,7 @@ OpCost LinearCost(const CostContext& c) {
   const double n = w.rank() == 2 ? static_cast<double>(w.shape[0]) : 1;
   OpCost cost;
   cost.flops = 2 * m * k * n + (c.op.has_input(2) ? m * n : 0);
+  cost.flops_per_product = 2 * m * k * n;
   cost.grad_flops = {c.input_requires_grad(0) ? 2 * m * k * n : 0, c.input_requires_grad(1) ? 2 * m * k * n : 0,
                      c.input_requires_grad(2) ? m * n : 0};
   cost.bytes = IoBytes(c);
@@ -201,6 +202,7 @@ OpCost MatmulCost(const CostContext& c) {
   const Contraction d = MatmulDims(c.op.input(c.op.num_inputs() - 2), c.op.input(c.op.num_inputs() - 1), c.outputs[0]);
   OpCost cost;
   cost.flops = d.Flops();
+  cost.flops_per_product = 2 * d.m * d.k * d.n;
   const int a = c.op.num_inputs() - 2;
   cost.grad_flops.assign(c.op.num_inputs(), 0.0);
   if (c.input_requires_grad(a)) cost.grad_flops[a] = d.Flops();

@@ -1,6 +1,7 @@
 #include "planner/profile/device_profile.h"
 
 #include <algorithm>
+#include <cmath>
 #include <deque>
 #include <filesystem>
 
@@ -46,6 +47,19 @@ absl::Status DeviceProfile::Validate() const {
     return absl::InvalidArgumentError(absl::StrCat("device profile '", name, "': kernel_overhead_seconds is negative"));
   }
   if (memory_bytes <= 0) return absl::InvalidArgumentError(absl::StrCat("device profile '", name, "': memory_bytes must be positive"));
+  if (host_threads < 0 || threads < 0) return absl::InvalidArgumentError(absl::StrCat("device profile '", name, "': host_threads and threads must not be negative"));
+  for (size_t i = 0; i < matmul_rates.size(); ++i) {
+    if (!(matmul_rates[i].flops > 0) || !(matmul_rates[i].rate > 0) || (i > 0 && !(matmul_rates[i].flops > matmul_rates[i - 1].flops))) {
+      return absl::InvalidArgumentError(absl::StrCat("device profile '", name,
+                                                     "': matmul_rates need positive flops and rates, by increasing flops"));
+    }
+  }
+  for (const HostCollectives& c : host_collectives) {
+    if (c.ranks < 2 || !(c.alpha >= 0) || !(c.beta >= 0)) {
+      return absl::InvalidArgumentError(absl::StrCat("device profile '", name, "': host_collectives entry for ", c.ranks,
+                                                     " ranks needs ranks >= 2 and alpha, beta >= 0 (got ", c.alpha, ", ", c.beta, ")"));
+    }
+  }
   return absl::OkStatus();
 }
 
@@ -59,7 +73,24 @@ std::string DeviceProfile::ToJson() const {
                       {"memory_bytes", memory_bytes},
                       {"source", source},
                       {"accelerator", accelerator}};
+  if (host_threads > 0) j["host_threads"] = host_threads;
+  if (threads > 0) j["threads"] = threads;
+  for (const MatmulRate& m : matmul_rates) j["matmul_rates"].push_back({{"flops", m.flops}, {"rate", m.rate}});
+  for (const HostCollectives& c : host_collectives) {
+    j["host_collectives"].push_back({{"ranks", c.ranks}, {"alpha", c.alpha}, {"beta", c.beta}});
+  }
   return j.dump(2);
+}
+
+double DeviceProfile::Fp32Rate(double flops_per_product) const {
+  if (!(flops_per_product > 0) || matmul_rates.empty()) return fp32_flops;
+  if (flops_per_product <= matmul_rates.front().flops) return matmul_rates.front().rate;
+  if (flops_per_product >= matmul_rates.back().flops) return matmul_rates.back().rate;
+  size_t i = 1;
+  while (matmul_rates[i].flops < flops_per_product) ++i;
+  const MatmulRate &lo = matmul_rates[i - 1], &hi = matmul_rates[i];
+  const double t = std::log(flops_per_product / lo.flops) / std::log(hi.flops / lo.flops);
+  return lo.rate + t * (hi.rate - lo.rate);
 }
 
 absl::StatusOr<DeviceProfile> DeviceProfile::FromJson(const std::string& json) {
@@ -76,6 +107,16 @@ absl::StatusOr<DeviceProfile> DeviceProfile::FromJson(const std::string& json) {
     p.memory_bytes = j.at("memory_bytes").get<int64_t>();
     p.source = j.value("source", "measured");
     p.accelerator = j.value("accelerator", false);
+    p.host_threads = j.value("host_threads", int64_t{0});
+    p.threads = j.value("threads", int64_t{0});
+    if (j.contains("matmul_rates")) {
+      for (const auto& m : j.at("matmul_rates")) p.matmul_rates.push_back({m.at("flops").get<double>(), m.at("rate").get<double>()});
+    }
+    if (j.contains("host_collectives")) {
+      for (const auto& c : j.at("host_collectives")) {
+        p.host_collectives.push_back({c.at("ranks").get<int64_t>(), c.at("alpha").get<double>(), c.at("beta").get<double>()});
+      }
+    }
   } catch (const std::exception& e) {
     return absl::InvalidArgumentError(absl::StrCat("device profile: ", e.what()));
   }

@@ -13,6 +13,22 @@
 
 namespace mapd {
 
+// A collective's cost among `ranks` processes of one host, measured (mapctl calibrate
+// --collectives): an all-reduce of b bytes takes alpha + 2 (ranks − 1) / ranks · b · beta seconds
+// (all-gather and reduce-scatter half the bytes' term), as the cluster's links model it.
+struct HostCollectives {
+  int64_t ranks = 0;
+  double alpha = 0;  // seconds a collective, whatever its size
+  double beta = 0;   // seconds a byte moved per rank
+};
+
+// The fp32 rate of square matrix products of one size (mapctl calibrate): small ones are
+// dispatch- and cache-bound, far below the peak.
+struct MatmulRate {
+  double flops = 0;  // of one product, 2·n³
+  double rate = 0;   // FLOP/s
+};
+
 struct DeviceProfile {
   std::string name;            // "h100-80g", or the name given at calibration
   std::string description;
@@ -25,6 +41,18 @@ struct DeviceProfile {
   // A GPU-class accelerator (the catalogue's A100/H100/H200): its default precision is bf16
   // (what people train with there); the CPU's is fp32.
   bool accelerator = false;
+  // Measured on this host (mapctl calibrate): its hardware threads, which ranks of one host share
+  // (0: unknown), the threads the rates were measured with, and the collectives among its processes by group size (empty: the cluster's
+  // catalogue links; cluster.h).
+  int64_t host_threads = 0;
+  int64_t threads = 0;  // LibTorch threads the rates were measured with (0: unknown)
+  std::vector<HostCollectives> host_collectives;
+  // Measured rates of square fp32 products by size, smallest first (empty: fp32_flops for all);
+  // the profiler interpolates a product's rate by its FLOPs (log scale) and scales it by
+  // bf16_flops / fp32_flops under bf16.
+  std::vector<MatmulRate> matmul_rates;
+  // The rate of a product of `flops_per_product` FLOPs (0: not a product: the peak), fp32.
+  double Fp32Rate(double flops_per_product) const;
 
   absl::Status Validate() const;
   std::string ToJson() const;

@@ -75,9 +75,13 @@ class Simulator {
   double PeakFlops() const {
     return opt_.precision == Precision::kFp32 ? opt_.device.fp32_flops : opt_.device.bf16_flops;
   }
-  double Seconds(double flops, double bytes, int kernels) const {
-    return std::max(flops / PeakFlops(), bytes / opt_.device.memory_bandwidth) +
-           kernels * opt_.device.kernel_overhead_seconds;
+  // `flops_per_product` > 0: a matrix product's, whose rate the profile may say is below the peak.
+  double Seconds(double flops, double bytes, int kernels, double flops_per_product = 0) const {
+    double rate = PeakFlops();
+    if (flops_per_product > 0 && !opt_.device.matmul_rates.empty()) {
+      rate = opt_.device.Fp32Rate(flops_per_product) * (rate / opt_.device.fp32_flops);
+    }
+    return std::max(flops / rate, bytes / opt_.device.memory_bandwidth) + kernels * opt_.device.kernel_overhead_seconds;
   }
   void Point(Phase phase, const std::string& label) {
     if (ledger_.ConsumePeakFlag()) {
@@ -289,10 +293,10 @@ absl::Status Simulator::Forward() {
     prof.scope = node.scope();
     prof.forward_flops = cost.flops;
     prof.bytes = cost.bytes;
-    prof.forward_seconds = Seconds(cost.flops, prof.bytes, cost.kernels);
+    prof.forward_seconds = Seconds(cost.flops, prof.bytes, cost.kernels, cost.flops_per_product);
     if (any_rg) {
       for (double f : cost.grad_flops) prof.backward_flops += f;
-      prof.backward_seconds = Seconds(prof.backward_flops, 2.0 * prof.bytes, 2 * std::max(cost.kernels, 1));
+      prof.backward_seconds = Seconds(prof.backward_flops, 2.0 * prof.bytes, 2 * std::max(cost.kernels, 1), cost.flops_per_product);
     }
 
     // What autograd keeps.

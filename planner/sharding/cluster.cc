@@ -1,5 +1,7 @@
 #include "planner/sharding/cluster.h"
 
+#include <algorithm>
+#include <cstdlib>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
@@ -46,6 +48,39 @@ std::pair<AxisLink, AxisLink> DefaultLinks(const std::string& device_type) {
   return {link(50e-6, 5e9, false), link(100e-6, 1e9, true)};
 }
 
+namespace {
+
+// A CPU device is a rank, and the ranks of one node (gpus_per_node of them at most) share its
+// cores. With a profile measured on the host (mapctl calibrate: its rates with `threads`
+// LibTorch threads, its hardware threads, its collectives), each rank — one LibTorch thread, as
+// the launchers start them (OMP_NUM_THREADS=1) — computes at the rates of one thread, times the
+// share of a core it gets where the ranks outnumber the cores (kernel overheads likewise), and
+// collectives inside the node cost what they were measured to among that many ranks (the
+// measurement of the nearest count). Catalogue profiles are left as they are.
+void ShareTheHost(Cluster& c, AxisLink* intra) {
+  if (c.device.accelerator || c.device.host_threads <= 0) return;
+  const int64_t ranks = std::max<int64_t>(1, std::min(c.num_devices(), c.gpus_per_node));
+  if (ranks > 1) {
+    const double cores_per_rank = static_cast<double>(c.device.host_threads) / static_cast<double>(ranks);
+    const double speed = std::min(1.0, cores_per_rank) / static_cast<double>(std::max<int64_t>(1, c.device.threads));
+    c.device.fp32_flops *= speed;
+    c.device.bf16_flops *= speed;
+    c.device.memory_bandwidth *= speed;
+    for (MatmulRate& m : c.device.matmul_rates) m.rate *= speed;
+    c.device.kernel_overhead_seconds /= std::min(1.0, cores_per_rank);
+  }
+  const HostCollectives* nearest = nullptr;
+  for (const HostCollectives& h : c.device.host_collectives) {
+    if (nearest == nullptr || std::abs(h.ranks - ranks) < std::abs(nearest->ranks - ranks)) nearest = &h;
+  }
+  if (nearest != nullptr) {
+    intra->alpha = nearest->alpha;
+    intra->beta = nearest->beta;
+  }
+}
+
+}  // namespace
+
 absl::StatusOr<Cluster> MakeCluster(const ClusterOptions& options) {
   if (auto st = options.Validate(); !st.ok()) return st;
   Cluster c;
@@ -56,6 +91,7 @@ absl::StatusOr<Cluster> MakeCluster(const ClusterOptions& options) {
   c.memory_per_device = options.memory_per_device > 0 ? options.memory_per_device : c.device.memory_bytes;
   c.gpus_per_node = options.gpus_per_node;
   auto [intra, inter] = DefaultLinks(c.device.name);
+  ShareTheHost(c, &intra);
   if (options.intra_alpha >= 0) intra.alpha = options.intra_alpha;
   if (options.intra_beta >= 0) intra.beta = options.intra_beta;
   if (options.inter_alpha >= 0) inter.alpha = options.inter_alpha;

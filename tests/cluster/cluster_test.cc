@@ -2,6 +2,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <fstream>
+
 #include "planner/sharding/cluster.h"
 #include "planner/sharding/collectives.h"
 #include "planner/sharding/placement.h"
@@ -51,6 +53,44 @@ TEST(Cluster, AxesInsideANodeGetFastLinks) {
   auto d = MakeCluster(o);
   EXPECT_EQ(d->memory_per_device, 40LL << 30);
   EXPECT_DOUBLE_EQ(d->links[0].beta, 1e-9);
+}
+
+// A profile measured on a 2-thread host (mapctl calibrate --collectives 2,4; rates with one
+// LibTorch thread): 2 local ranks each compute at its rates and meet over the 2-rank links; 4
+// ranks get half a core each (half the rates, twice the kernel overhead) and the 4-rank links;
+// one rank has it all; a catalogue profile is left alone.
+TEST(Cluster, RanksOfOneHostShareItsCoresAndMeetOverItsMeasuredCollectives) {
+  DeviceProfile host = *LoadDeviceProfile("cpu");
+  host.name = "measured-host";
+  host.source = "measured";
+  host.host_threads = 2;
+  host.threads = 1;
+  host.matmul_rates = {{8192, 5e9}, {2e9, 100e9}};
+  host.host_collectives = {{2, 1e-4, 1e-9}, {4, 5e-4, 2e-9}};
+  const std::string path = testing::TempDir() + "/measured-host.json";
+  {
+    std::ofstream(path) << host.ToJson();
+  }
+  ClusterOptions o;
+  o.device_type = path;
+  auto with = [&](std::vector<int64_t> mesh) {
+    o.mesh = std::move(mesh);
+    auto c = MakeCluster(o);
+    EXPECT_TRUE(c.ok()) << c.status();
+    return *c;
+  };
+  const Cluster two = with({2}), four = with({2, 2}), one = with({1});
+  EXPECT_DOUBLE_EQ(two.device.fp32_flops, host.fp32_flops);
+  EXPECT_DOUBLE_EQ(two.links[0].alpha, 1e-4);
+  EXPECT_DOUBLE_EQ(four.device.fp32_flops, host.fp32_flops / 2);
+  EXPECT_DOUBLE_EQ(four.device.memory_bandwidth, host.memory_bandwidth / 2);
+  EXPECT_DOUBLE_EQ(four.device.matmul_rates[1].rate, 50e9);
+  EXPECT_DOUBLE_EQ(four.device.kernel_overhead_seconds, 2 * host.kernel_overhead_seconds);
+  EXPECT_DOUBLE_EQ(four.links[0].alpha, 5e-4);
+  EXPECT_DOUBLE_EQ(four.links[1].beta, 2e-9);
+  EXPECT_DOUBLE_EQ(one.device.fp32_flops, host.fp32_flops);
+  o.device_type = "cpu";
+  EXPECT_DOUBLE_EQ(with({4}).device.fp32_flops, LoadDeviceProfile("cpu")->fp32_flops);
 }
 
 TEST(Placement, StringsAndLocalShapes) {

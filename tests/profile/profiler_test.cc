@@ -199,8 +199,55 @@ TEST(DeviceProfiles, CatalogueAndJson) {
   EXPECT_EQ(back->memory_bandwidth, h200.memory_bandwidth);
   EXPECT_THAT(std::string(LoadDeviceProfile("tpu-v9").status().message()), HasSubstr("unknown device type 'tpu-v9'"));
   EXPECT_FALSE(DeviceProfile::FromJson("{\"name\": \"x\", \"fp32_flops\": -1}").ok());
+  // A measured host's figures go through JSON; small products' rates are interpolated by their
+  // FLOPs on a log scale and held at the ends; a product's rate never goes unmeasured.
+  DeviceProfile host = *LoadDeviceProfile("cpu");
+  host.host_threads = 2;
+  host.threads = 1;
+  host.matmul_rates = {{1e4, 10e9}, {1e6, 30e9}, {1e8, 90e9}};
+  host.host_collectives = {{2, 1e-4, 1e-9}};
+  auto measured = DeviceProfile::FromJson(host.ToJson());
+  ASSERT_TRUE(measured.ok()) << measured.status();
+  EXPECT_EQ(measured->host_threads, 2);
+  EXPECT_EQ(measured->threads, 1);
+  ASSERT_EQ(measured->matmul_rates.size(), 3u);
+  ASSERT_EQ(measured->host_collectives.size(), 1u);
+  EXPECT_DOUBLE_EQ(measured->host_collectives[0].alpha, 1e-4);
+  EXPECT_DOUBLE_EQ(measured->Fp32Rate(1e5), 20e9);
+  EXPECT_DOUBLE_EQ(measured->Fp32Rate(1e2), 10e9);
+  EXPECT_DOUBLE_EQ(measured->Fp32Rate(1e12), 90e9);
+  EXPECT_DOUBLE_EQ(measured->Fp32Rate(0), host.fp32_flops);
+  host.matmul_rates = {{1e6, 30e9}, {1e4, 10e9}};
+  EXPECT_THAT(std::string(host.Validate().message()), HasSubstr("by increasing flops"));
+  host.matmul_rates.clear();
+  host.host_collectives = {{1, 1e-4, 1e-9}};
+  EXPECT_THAT(std::string(host.Validate().message()), HasSubstr("ranks >= 2"));
   EXPECT_THAT(std::string(ParseOptimizer("lion").status().message()), HasSubstr("sgd, momentum or adamw"));
   EXPECT_THAT(std::string(ParsePrecision("fp8").status().message()), HasSubstr("fp32, or bf16"));
+}
+
+// With measured rates of small products, a matrix product is timed at its size's rate, not the
+// peak; other ops are not products and keep the roofline.
+TEST(Profiler, SmallProductsRunAtTheirMeasuredRate) {
+  ProfileOptions o = Options(Optimizer::kSgd);
+  o.device = *LoadDeviceProfile("cpu");
+  o.device.kernel_overhead_seconds = 0;
+  o.device.memory_bandwidth = 1e15;  // every op compute-bound
+  auto peak = ProfileTrainingStep(Tiny(), o);
+  o.device.matmul_rates = {{1e3, o.device.fp32_flops / 10}, {1e9, o.device.fp32_flops}};
+  auto measured = ProfileTrainingStep(Tiny(), o);
+  ASSERT_TRUE(peak.ok() && measured.ok());
+  auto op = [](const ProfileReport& r, const std::string& name) {
+    for (const OpProfile& p : r.ops) {
+      if (p.op == name) return p;
+    }
+    return OpProfile();
+  };
+  // linear [4, 8] x [8, 16]: 1024 FLOPs a product, a tenth of the peak (and a bit more).
+  const double ratio = op(*measured, "linear").forward_seconds / op(*peak, "linear").forward_seconds;
+  EXPECT_GT(ratio, 9.0);
+  EXPECT_LT(ratio, 10.0);
+  EXPECT_DOUBLE_EQ(op(*measured, "relu").forward_seconds, op(*peak, "relu").forward_seconds);
 }
 
 TEST(Timeline, SvgShowsPhasesAndPeak) {

@@ -2,13 +2,19 @@
 
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
+#include <cstring>
+
+#include <algorithm>
 #include <chrono>
 #include <functional>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
+#include "worker/dist/gloo_communicator.h"
 
 namespace mapd {
 
@@ -19,6 +25,9 @@ absl::Status CalibrateOptions::Validate() const {
   }
   if (copy_bytes < (1 << 20)) return absl::InvalidArgumentError("calibrate: copy_bytes must be at least 1 MiB");
   if (!(min_seconds > 0)) return absl::InvalidArgumentError("calibrate: min_seconds must be positive");
+  for (int64_t n : collective_ranks) {
+    if (n < 2 || n > 8) return absl::InvalidArgumentError(absl::StrCat("calibrate: collective group sizes must be 2..8, got ", n));
+  }
   return absl::OkStatus();
 }
 
@@ -39,6 +48,84 @@ double TimePerCall(const std::function<void()>& fn, double min_seconds) {
   return elapsed / static_cast<double>(calls);
 }
 
+// Rank `rank` of `ranks` in a process of its own: joins the group at the store on `port`, times
+// `repeats` all-reduces of each size (after two unmeasured), and rank 0 writes their mean
+// seconds to `fd` — the mean, not the median: a rank the scheduler has set aside costs the
+// others a tick (4 ms here) now and then, and a step pays those too. The process's exit code says whether it could.
+int AllReduceRank(int port, int64_t ranks, int64_t rank, const std::vector<int64_t>& bytes, int repeats, int fd) {
+  RendezvousOptions ro;
+  ro.port = port;
+  ro.timeout = std::chrono::milliseconds(30000);
+  auto groups = ConnectMeshGroups(ro, {ranks}, static_cast<int>(rank));
+  if (!groups.ok()) return 1;
+  Communicator& group = *(*groups)[0];
+  std::vector<double> means;
+  for (int64_t size : bytes) {
+    at::Tensor t = at::ones({std::max<int64_t>(1, size / 4)});
+    double total = 0;
+    for (int i = 0; i < repeats + 2; ++i) {
+      const auto start = std::chrono::steady_clock::now();
+      if (!group.AllReduceSum(t).ok()) return 1;
+      if (i >= 2) total += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    }
+    means.push_back(total / repeats);
+  }
+  if (rank != 0) return 0;
+  const auto size = static_cast<ssize_t>(means.size() * sizeof(double));
+  return write(fd, means.data(), static_cast<size_t>(size)) == size ? 0 : 1;
+}
+
+// The mean seconds of rank 0's `repeats` all-reduces of each size in `bytes` among `ranks`
+// rank processes forked from this one (as `mapctl run --ranks` starts processes, which contend
+// for the cores as threads of one process would not: 4 ranks on 2 cores, ~5 ms against ~0.8 ms
+// for a small all-reduce), meeting at a TCPStore this process serves.
+absl::StatusOr<std::vector<double>> TimeAllReduces(int64_t ranks, const std::vector<int64_t>& bytes, int repeats) {
+  auto server = StoreServer::Start("127.0.0.1", 0);
+  if (!server.ok()) return server.status();
+  int pipe_fds[2];
+  if (pipe(pipe_fds) != 0) return absl::InternalError(absl::StrCat("calibrate: pipe: ", strerror(errno)));
+  std::vector<pid_t> children;
+  for (int64_t rank = 0; rank < ranks; ++rank) {
+    const pid_t pid = fork();
+    if (pid == 0) {
+      close(pipe_fds[0]);
+      _exit(AllReduceRank((*server)->port(), ranks, rank, bytes, repeats, pipe_fds[1]));
+    }
+    if (pid < 0) break;
+    children.push_back(pid);
+  }
+  close(pipe_fds[1]);
+  std::vector<double> means(bytes.size(), 0);
+  const auto want = static_cast<ssize_t>(means.size() * sizeof(double));
+  const bool read_all = static_cast<int64_t>(children.size()) == ranks && read(pipe_fds[0], means.data(), static_cast<size_t>(want)) == want;
+  close(pipe_fds[0]);
+  bool all_ok = true;
+  for (pid_t pid : children) {
+    int status = 0;
+    all_ok &= waitpid(pid, &status, 0) == pid && WIFEXITED(status) && WEXITSTATUS(status) == 0;
+  }
+  if (!read_all || !all_ok) {
+    return absl::UnavailableError(absl::StrCat("calibrate: the all-reduces among ", ranks,
+                                               " local rank processes failed (a port or process limit?); run without --collectives"));
+  }
+  return means;
+}
+
+// alpha and beta of `ranks` local ranks' all-reduces: alpha the mean of a 256-byte one (pure
+// latency; Gloo sums small tensors by direct exchange), beta from a 4 MiB one's time beyond it
+// (t = alpha + 2 (ranks − 1) / ranks · bytes · beta, the cluster's model; at least 0).
+absl::StatusOr<HostCollectives> FitHostCollectives(int64_t ranks, int repeats) {
+  const std::vector<int64_t> bytes = {256, 4 << 20};
+  auto seconds = TimeAllReduces(ranks, bytes, repeats);
+  if (!seconds.ok()) return seconds.status();
+  HostCollectives c;
+  c.ranks = ranks;
+  c.alpha = (*seconds)[0];
+  const double moved = 2.0 * static_cast<double>(ranks - 1) / static_cast<double>(ranks) * static_cast<double>(bytes[1]);
+  c.beta = std::max(0.0, ((*seconds)[1] - c.alpha) / moved);
+  return c;
+}
+
 }  // namespace
 
 absl::StatusOr<DeviceProfile> CalibrateCpu(const CalibrateOptions& options) {
@@ -52,6 +139,13 @@ absl::StatusOr<DeviceProfile> CalibrateCpu(const CalibrateOptions& options) {
     at::Tensor b = at::randn({n, n});
     const double mm32 = TimePerCall([&] { (void)at::matmul(a, b); }, options.min_seconds);
     p.fp32_flops = 2.0 * n * n * n / mm32;
+    // Smaller products, down to 16 x 16: far below the peak here (dispatch, cache, packing).
+    for (int64_t s = 16; s < n; s *= 2) {
+      at::Tensor x = at::randn({s, s}), y = at::randn({s, s});
+      const double t = TimePerCall([&] { (void)at::matmul(x, y); }, options.min_seconds / 4);
+      p.matmul_rates.push_back({2.0 * s * s * s, 2.0 * s * s * s / t});
+    }
+    p.matmul_rates.push_back({2.0 * n * n * n, p.fp32_flops});
     at::Tensor a16 = a.to(at::kBFloat16), b16 = b.to(at::kBFloat16);
     const double mm16 = TimePerCall([&] { (void)at::matmul(a16, b16); }, options.min_seconds);
     p.bf16_flops = 2.0 * n * n * n / mm16;
@@ -59,12 +153,30 @@ absl::StatusOr<DeviceProfile> CalibrateCpu(const CalibrateOptions& options) {
     at::Tensor dst = at::empty_like(src);
     const double copy = TimePerCall([&] { dst.copy_(src); }, options.min_seconds);
     p.memory_bandwidth = 2.0 * static_cast<double>(options.copy_bytes) / copy;  // read + write
-    at::Tensor x = at::ones({1});
-    p.kernel_overhead_seconds = TimePerCall([&] { (void)at::add(x, x); }, options.min_seconds / 3);
+    // Per kernel as training pays it: a chain of tiny multiplies recorded by autograd and
+    // differentiated (32 kernels forward, 32 backward, and the sum's pair), not a bare add.
+    at::Tensor x = at::ones({1}).requires_grad_(true);
+    constexpr int kChain = 32;
+    const double chain = TimePerCall(
+        [&] {
+          at::Tensor y = x;
+          for (int i = 0; i < kChain; ++i) y = y * 1.0001;
+          y.sum().backward();
+          x.mutable_grad().reset();
+        },
+        options.min_seconds / 3);
+    p.kernel_overhead_seconds = chain / (2 * kChain + 2);
   } catch (const std::exception& e) {
     return absl::InternalError(absl::StrCat("calibrate: LibTorch error: ", e.what()));
   }
   p.memory_bytes = static_cast<int64_t>(sysconf(_SC_PHYS_PAGES)) * sysconf(_SC_PAGE_SIZE);
+  p.host_threads = static_cast<int64_t>(std::thread::hardware_concurrency());
+  p.threads = at::get_num_threads();
+  for (int64_t ranks : options.collective_ranks) {
+    auto fit = FitHostCollectives(ranks, options.min_seconds < 0.1 ? 10 : 50);
+    if (!fit.ok()) return fit.status();
+    p.host_collectives.push_back(*fit);
+  }
   p.description = absl::StrCat("measured on this machine: ", std::thread::hardware_concurrency(), " hardware threads, ",
                                at::get_num_threads(), " LibTorch threads");
   if (auto st = p.Validate(); !st.ok()) return st;

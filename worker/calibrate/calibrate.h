@@ -4,6 +4,7 @@
 #define MAPD_WORKER_CALIBRATE_CALIBRATE_H_
 
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "planner/profile/device_profile.h"
@@ -15,11 +16,16 @@ struct CalibrateOptions {
   int matmul_size = 1024;          // square matmul edge (FLOP rate)
   int64_t copy_bytes = 256LL << 20;  // bytes copied per bandwidth run
   double min_seconds = 0.3;        // time spent per measurement (more = steadier)
+  // Also measure Gloo all-reduces among this many ranks at once (threads of this process over a
+  // real TCPStore, as local ranks meet), for each group size listed (each 2..8): the profile's
+  // host_collectives. Empty: none.
+  std::vector<int64_t> collective_ranks;
 
   absl::Status Validate() const;
 };
 
-// CPU only for now: FAILED_PRECONDITION for other devices.
+// CPU only for now: FAILED_PRECONDITION for other devices. With collective_ranks, also the
+// collectives among that many local ranks (a few seconds each).
 absl::StatusOr<DeviceProfile> CalibrateCpu(const CalibrateOptions& options);
 
 }  // namespace mapd
