@@ -42,8 +42,8 @@ struct DeviceProfile {
   // (what people train with there); the CPU's is fp32.
   bool accelerator = false;
   // Measured on this host (mapctl calibrate): its hardware threads, which ranks of one host share
-  // (0: unknown), the threads the rates were measured with, and the collectives among its processes by group size (empty: the cluster's
-  // catalogue links; cluster.h).
+  // (0: unknown), the threads the rates were measured with, and the collectives among its
+  // processes by group size (empty: the cluster's catalogue links; cluster.h).
   int64_t host_threads = 0;
   int64_t threads = 0;  // LibTorch threads the rates were measured with (0: unknown)
   std::vector<HostCollectives> host_collectives;

@@ -5,11 +5,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <cerrno>
-#include <cstring>
-
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
+#include <cstring>
 #include <functional>
 #include <thread>
 
@@ -51,7 +50,8 @@ double TimePerCall(const std::function<void()>& fn, double min_seconds) {
 // Rank `rank` of `ranks` in a process of its own: joins the group at the store on `port`, times
 // `repeats` all-reduces of each size (after two unmeasured), and rank 0 writes their mean
 // seconds to `fd` — the mean, not the median: a rank the scheduler has set aside costs the
-// others a tick (4 ms here) now and then, and a step pays those too. The process's exit code says whether it could.
+// others a tick (4 ms here) now and then, and a step pays those too. The process's exit code
+// says whether it could.
 int AllReduceRank(int port, int64_t ranks, int64_t rank, const std::vector<int64_t>& bytes, int repeats, int fd) {
   RendezvousOptions ro;
   ro.port = port;
@@ -76,9 +76,9 @@ int AllReduceRank(int port, int64_t ranks, int64_t rank, const std::vector<int64
 }
 
 // The mean seconds of rank 0's `repeats` all-reduces of each size in `bytes` among `ranks`
-// rank processes forked from this one (as `mapctl run --ranks` starts processes, which contend
-// for the cores as threads of one process would not: 4 ranks on 2 cores, ~5 ms against ~0.8 ms
-// for a small all-reduce), meeting at a TCPStore this process serves.
+// rank processes forked from this one, meeting at a TCPStore this process serves: processes, as
+// `mapctl run --ranks` starts them (threads of one process measured a small 4-rank all-reduce
+// at ~0.8 ms here; processes 0.5 to 2.6 ms from run to run).
 absl::StatusOr<std::vector<double>> TimeAllReduces(int64_t ranks, const std::vector<int64_t>& bytes, int repeats) {
   auto server = StoreServer::Start("127.0.0.1", 0);
   if (!server.ok()) return server.status();

@@ -16,9 +16,9 @@ struct CalibrateOptions {
   int matmul_size = 1024;          // square matmul edge (FLOP rate)
   int64_t copy_bytes = 256LL << 20;  // bytes copied per bandwidth run
   double min_seconds = 0.3;        // time spent per measurement (more = steadier)
-  // Also measure Gloo all-reduces among this many ranks at once (threads of this process over a
-  // real TCPStore, as local ranks meet), for each group size listed (each 2..8): the profile's
-  // host_collectives. Empty: none.
+  // Also measure Gloo all-reduces among this many ranks at once (processes forked from this one,
+  // meeting at a TCPStore it serves, as local ranks do), for each group size listed (each 2..8):
+  // the profile's host_collectives. Empty: none.
   std::vector<int64_t> collective_ranks;
 
   absl::Status Validate() const;

@@ -336,10 +336,10 @@ struct BatchNormApplyFn : torch::autograd::Function<BatchNormApplyFn> {
     const double eps = ctx->saved_data["eps"].toDouble();
     const at::ScalarType type = NormComputeType(x);
     const at::Tensor gy = grad[0].to(type).contiguous();
+    const at::Tensor invstd = (var + eps).rsqrt();
     if (ctx->saved_data["own_stats"].toBool()) {
       // ATen's training backward: x's whole gradient, through the mean and variance too, in one
       // kernel; the statistics get none (BatchNormStatsFn then adds nothing to x's).
-      const at::Tensor invstd = (var + eps).rsqrt();
       auto [dx, gw, gb] = at::native_batch_norm_backward(gy, x.to(type), weight.to(type), {}, {}, mean.to(type),
                                                          invstd.to(type), /*train=*/true, eps, {true, true, true});
       return {dx.to(x.scalar_type()), at::Tensor(), gw.to(weight.scalar_type()), gb.to(weight.scalar_type()),
@@ -349,7 +349,7 @@ struct BatchNormApplyFn : torch::autograd::Function<BatchNormApplyFn> {
     auto [dx, gw, gb] = at::native_batch_norm_backward(gy, x.to(type), weight.to(type), mean.to(type), var.to(type), {},
                                                        {}, /*train=*/false, eps, {true, true, true});
     // The statistics' share: d/dmean and d/dvar of sum(gy·y), carried to the sums.
-    const at::Tensor invstd = (var + eps).rsqrt(), w = weight.to(at::kDouble);
+    const at::Tensor w = weight.to(at::kDouble);
     const at::Tensor sum_gy = gb.to(at::kDouble), sum_gy_xmu = gw.to(at::kDouble) / invstd;
     const at::Tensor g_mean = -w * invstd * sum_gy;
     const at::Tensor g_var = -0.5 * w * invstd * invstd * invstd * sum_gy_xmu;
