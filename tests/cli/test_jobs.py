@@ -303,13 +303,13 @@ def test_a_job_whose_worker_is_lost_resumes_from_its_checkpoint(tmp_path):
     workers = []
     try:
         workers = [start_worker(env, tmp_path, name) for name in ("alpha", "beta", "gamma")]
-        mapctl(env, "submit", gpt, "--ranks", "4", "--steps", str(DP_STEPS), "--checkpoint-every", "10", check=0)
+        mapctl(env, "submit", gpt, "--ranks", "4", "--steps", str(RESTART_STEPS), "--checkpoint-every", "10", check=0)
         # Kill a worker two steps or more past a committed checkpoint, so that those steps run again.
         committed, kill_step, events = wait_past_a_checkpoint(env, 1)
         first_placement = next(e["message"] for e in events if e["message"].startswith("running on"))
         assert "w-1 (rank 0-1), w-2 (rank 2-3)" in first_placement, first_placement
-        kill_beta_and_expect_a_resume(env, workers, committed, kill_step, DP_STEPS)
-        assert (ckpt / "job-1" / "LATEST").read_text() == str(DP_STEPS)
+        kill_beta_and_expect_a_resume(env, workers, committed, kill_step, RESTART_STEPS)
+        assert (ckpt / "job-1" / "LATEST").read_text() == str(RESTART_STEPS)
     finally:
         stop_all(proc, workers)
 
@@ -325,14 +325,14 @@ def test_a_pipeline_job_runs_across_two_workers_and_resumes_when_one_is_lost(tmp
     workers = []
     try:
         workers = [start_worker(env, tmp_path, name) for name in ("alpha", "beta", "gamma")]
-        mapctl(env, "submit", gpt, "--ranks", "4", "--steps", "60", "--checkpoint-every", "10", "--pipeline-stages", "2",
+        mapctl(env, "submit", gpt, "--ranks", "4", "--steps", str(RESTART_STEPS), "--checkpoint-every", "10", "--pipeline-stages", "2",
                "--optimizer", "momentum", "--lr", "0.05", check=0)
         committed, kill_step, events = wait_past_a_checkpoint(env, 1)
         messages = [e["message"] for e in events]
         assert any("2 stages x mesh 2" in m and "1F1B" in m for m in messages), messages
         first_placement = next(m for m in messages if m.startswith("running on"))
         assert "w-1 (rank 0-1), w-2 (rank 2-3)" in first_placement, first_placement  # a stage per worker
-        kill_beta_and_expect_a_resume(env, workers, committed, kill_step, 60)  # beta holds stage 1
+        kill_beta_and_expect_a_resume(env, workers, committed, kill_step, RESTART_STEPS)  # beta holds stage 1
         bad = mapctl(env, "submit", gpt, "--ranks", "4", "--steps", "3", "--pipeline-stages", "5")
         assert bad.returncode != 0 and "pipeline_stages '5' is not auto or a count from 1 to ranks (4)" in bad.stderr, bad.stderr
     finally:
@@ -358,10 +358,11 @@ def kill_beta_and_expect_a_resume(env, workers, committed, kill_step, steps):
     assert_resumed_steps_repeat(events, steps, resumed_from, committed[-1], kill_step)
 
 
-# Steps of the data-parallel jobs the restart tests interrupt: enough that the job is still running
-# when the test, polling `mapctl logs`, has seen a checkpoint and acts (a step of the small GPT
-# takes ~5 ms with gradient buckets, so 60 steps could end before the first poll under load).
-DP_STEPS = 400
+# Steps of the jobs the restart tests interrupt: enough that the job is still running when the
+# test, polling `mapctl logs`, has seen a checkpoint and acts (a step of the small GPT takes ~5 ms
+# with gradient buckets, ~20 ms in two pipeline stages, so 60 steps could end between two polls
+# under load — each poll starts a mapctl process).
+RESTART_STEPS = 400
 
 
 def start_checkpointing_mapd(tmp_path, ckpt):
@@ -381,8 +382,10 @@ def wait_past_a_checkpoint(env, job):
         last_step = max([int(e.get("step", 0)) for e in events] + [0])
         if committed and last_step >= committed[-1] + 2:
             return committed, last_step, events
+        if events and events[-1].get("state") in ("SUCCEEDED", "FAILED", "CANCELLED"):
+            raise AssertionError(f"job {job} ended before the test could interrupt it (raise RESTART_STEPS): {events[-1]}")
         time.sleep(0.1)
-    raise AssertionError("no checkpoint committed")
+    raise AssertionError(f"no checkpoint of job {job} committed with two steps past it in 60 s: {events[-3:] if events else 'no events'}")
 
 
 def assert_resumed_steps_repeat(events, steps, resumed_from, committed, stopped_at):
@@ -415,7 +418,7 @@ def test_a_running_job_resumes_after_a_coordinator_restart(tmp_path):
     workers = []
     try:
         workers = [start_worker(env, tmp_path, name) for name in ("alpha", "beta")]
-        mapctl(env, "submit", gpt, "--ranks", "4", "--steps", str(DP_STEPS), "--checkpoint-every", "10", check=0)
+        mapctl(env, "submit", gpt, "--ranks", "4", "--steps", str(RESTART_STEPS), "--checkpoint-every", "10", check=0)
         committed, stopped_at, _ = wait_past_a_checkpoint(env, 1)
         stop(proc)
         time.sleep(0.5)
@@ -429,10 +432,10 @@ def test_a_running_job_resumes_after_a_coordinator_restart(tmp_path):
         resumed_from = int(restarting[0].split("checkpoint of step ")[1].split()[0])
         assert resumed_from >= committed[-1] and resumed_from % 10 == 0, (restarting, committed)
         assert any(f"resumed from the checkpoint of step {resumed_from} on w-1 (rank 0-1), w-2 (rank 2-3)" in m for m in messages), messages
-        assert events[-1]["state"] == "SUCCEEDED" and f"trained {DP_STEPS} steps" in messages[-1], messages[-1]
+        assert events[-1]["state"] == "SUCCEEDED" and f"trained {RESTART_STEPS} steps" in messages[-1], messages[-1]
         assert json.loads(mapctl(env, "get", "1", "-o", "json", check=0).stdout)["attempt"] == 1
-        assert (ckpt / "job-1" / "LATEST").read_text() == str(DP_STEPS)
-        assert_resumed_steps_repeat(events, DP_STEPS, resumed_from, committed[-1], stopped_at)
+        assert (ckpt / "job-1" / "LATEST").read_text() == str(RESTART_STEPS)
+        assert_resumed_steps_repeat(events, RESTART_STEPS, resumed_from, committed[-1], stopped_at)
         # On each worker the first attempt was stopped and the second succeeded.
         for _, url in workers:
             text = scrape(url)
