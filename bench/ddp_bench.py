@@ -12,7 +12,9 @@ is over every other step of every round (>= 20 by default). Both sides train the
 traced: for MAP the TorchScript archive, for DDP the nn.Module it was traced from (dropout 0, so
 the work is the same); rank r of DDP trains on the r-th slice of the global batch, as MAP's data
 parallel ranks do. Threads: each rank cores/ranks intra-op threads on both sides (MAP's default;
-torch.set_num_threads for DDP). The ratio is MAP / DDP: under 1 means MAP is faster. Batch
+torch.set_num_threads for DDP), and as many OpenBLAS threads: DDP's ranks start with
+OMP_NUM_THREADS set to it, as MAP's launcher starts its ranks (Debian's torch multiplies matrices
+with OpenBLAS, whose own pool otherwise takes every logical CPU in each rank). The ratio is MAP / DDP: under 1 means MAP is faster. Batch
 norm: DDP's BatchNorm layers normalise each rank's samples by their own statistics, so MAP runs
 the ResNet with `--batch-norm local` (the same statistics; MAP's default, `sync`, all-reduces them
 as SyncBatchNorm would, which DDP does not do).
@@ -103,7 +105,15 @@ def ddp_worker(rank, world, name, steps, threads, rdv, out):
 def run_ddp(name, ranks, steps, threads):
     with tempfile.TemporaryDirectory() as tmp:
         out = os.path.join(tmp, "times.json")
-        mp.spawn(ddp_worker, args=(ranks, name, steps, threads, os.path.join(tmp, "rdv"), out), nprocs=ranks, join=True)
+        saved = os.environ.get("OMP_NUM_THREADS")
+        os.environ["OMP_NUM_THREADS"] = str(threads)  # read by each spawned rank's OpenBLAS as it loads
+        try:
+            mp.spawn(ddp_worker, args=(ranks, name, steps, threads, os.path.join(tmp, "rdv"), out), nprocs=ranks, join=True)
+        finally:
+            if saved is None:
+                del os.environ["OMP_NUM_THREADS"]
+            else:
+                os.environ["OMP_NUM_THREADS"] = saved
         with open(out) as f:
             return json.load(f)
 

@@ -14,6 +14,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "worker/dist/gloo_communicator.h"
+#include "worker/runtime/blas_threads.h"
 
 namespace mapd {
 
@@ -133,6 +134,8 @@ absl::StatusOr<DeviceProfile> CalibrateCpu(const CalibrateOptions& options) {
   DeviceProfile p;
   p.name = options.name;
   p.source = "measured";
+  // Rates at the threads a rank runs on: LibTorch's, and the BLAS library's pool kept to it.
+  SetBlasThreads(at::get_num_threads());
   try {
     const int64_t n = options.matmul_size;
     at::Tensor a = at::randn({n, n});

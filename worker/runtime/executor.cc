@@ -2,6 +2,7 @@
 
 #include <ATen/ATen.h>
 #include <ATen/Context.h>
+#include <ATen/Parallel.h>
 
 #include <optional>
 #include <unordered_map>
@@ -9,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
 #include "planner/graph/verifier.h"
+#include "worker/runtime/blas_threads.h"
 
 namespace mapd {
 
@@ -49,6 +51,7 @@ absl::StatusOr<std::unique_ptr<Executor>> Executor::Create(v1::Graph proto, cons
                                                    absl::StrJoin(missing, ", ")));
   }
   MAPD_ASSIGN_OR_RETURN(ParameterStore params, ParameterStore::Create(graph.proto(), options.seed, device));
+  SetBlasThreads(at::get_num_threads());  // matrix products on as many threads as the rest
   std::unique_ptr<Executor> ex(new Executor(std::move(graph), std::move(params), device));
   MAPD_RETURN_IF_ERROR(ex->Plan());
   return ex;
