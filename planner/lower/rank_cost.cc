@@ -182,11 +182,16 @@ absl::StatusOr<RankPrediction> PredictRank(const Graph& global, const v1::RankPr
   for (const ZeroBucketSet& set : ZeroGradientBuckets(program, kDefaultBucketBytes)) {
     for (const ZeroParam& z : set.params) o.bucketed_gradients.insert(z.name);
     const int64_t buffer_bytes = set.staging_elements * DTypeSize(set.dtype);
-    // ZeRO-3 gathers blocks a bucket at a time into a buffer of its own.
-    o.zero_staging_bytes += (set.staging_buffers + (program.zero_stage() >= 3 ? 1 : 0)) * buffer_bytes;
-    // Gloo's receive buffer: ZeRO-3 gathers a bucket; ZeRO-2 after the step as many as the staging
-    // buffers hold.
-    o.zero_gather_bytes = std::max(o.zero_gather_bytes, program.zero_stage() >= 3 ? buffer_bytes : set.staging_buffers * buffer_bytes);
+    // ZeRO-3 gathers blocks a bucket at a time into buffers of its own: two where there are two
+    // buckets or more (the next one is prefetched into the other while one computes).
+    const int64_t gather_buffers = program.zero_stage() >= 3 ? std::min<int64_t>(2, static_cast<int64_t>(set.buckets.size())) : 0;
+    o.zero_staging_bytes += (set.staging_buffers + gather_buffers) * buffer_bytes;
+    // A receive buffer beside the gathered rows: NCCL's all-gather (copied out of its staging);
+    // Gloo's direct exchange receives straight into the rows. ZeRO-3 gathers a bucket; ZeRO-2
+    // after the step as many as the staging buffers hold.
+    if (cluster.device.accelerator) {
+      o.zero_gather_bytes = std::max(o.zero_gather_bytes, program.zero_stage() >= 3 ? buffer_bytes : set.staging_buffers * buffer_bytes);
+    }
   }
   // A pipeline stage under 1F1B (one_f_one_b.h) keeps w = min(stages − stage, m) micro-batches in
   // flight. Its first backward runs with w in flight and no gradient made yet; the later ones with

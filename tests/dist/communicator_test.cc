@@ -154,6 +154,49 @@ TEST(Communicator, GlooSmallAllReducesAgreeBitForBitAndMatchTheRankOrderSum) {
   }
 }
 
+// All-gathers into a buffer (ZeRO's buckets) go by direct exchange: started asynchronously, a
+// small all-reduce (also a direct exchange, on the same tag) and a blocking all-gather started
+// after it, every rank's row lands in its place — f32 from a row of the output itself, bf16 from
+// a separate tensor.
+TEST(Communicator, GlooAllGathersIntoABufferBesideOtherExchanges) {
+  auto server = StoreServer::Start("127.0.0.1", 0);
+  ASSERT_TRUE(server.ok()) << server.status();
+  auto row = [](int rank, int64_t n, at::ScalarType type) { return (at::arange(n, at::kFloat) + 1000 * rank).to(type); };
+  std::vector<std::vector<at::Tensor>> results(4);
+  std::vector<std::string> errors(4);
+  std::vector<std::thread> threads;
+  for (int rank = 0; rank < 4; ++rank) {
+    threads.emplace_back([&, rank] {
+      RendezvousOptions ro;
+      ro.port = (*server)->port();
+      ro.timeout = std::chrono::milliseconds(30000);
+      auto groups = ConnectMeshGroups(ro, {4}, rank);
+      if (!groups.ok()) return void(errors[rank] = groups.status().ToString());
+      Communicator& g = *(*groups)[0];
+      at::Tensor big = at::zeros({4 * 3000});
+      big.view({4, 3000})[rank].copy_(row(rank, 3000, at::kFloat));
+      at::Tensor small = at::full({8}, static_cast<double>(rank + 1));
+      at::Tensor half = at::zeros({4 * 40}, at::kBFloat16);
+      auto gather = g.AllGatherIntoAsync(big.view({4, 3000})[rank], big);
+      auto sum = g.AllReduceSumAsync(small);
+      if (!gather.ok() || !sum.ok()) return void(errors[rank] = "start");
+      if (!g.AllGatherInto(row(rank, 40, at::kBFloat16), half).ok()) return void(errors[rank] = "blocking gather");
+      if (!(*sum)->Wait().ok() || !(*gather)->Wait().ok()) return void(errors[rank] = "wait");
+      results[rank] = {big, small, half};
+    });
+  }
+  for (auto& t : threads) t.join();
+  for (int rank = 0; rank < 4; ++rank) ASSERT_TRUE(errors[rank].empty()) << "rank " << rank << ": " << errors[rank];
+  for (int rank = 0; rank < 4; ++rank) {
+    SCOPED_TRACE(rank);
+    for (int from = 0; from < 4; ++from) {
+      EXPECT_TRUE(results[rank][0].view({4, 3000})[from].equal(row(from, 3000, at::kFloat))) << "row " << from;
+      EXPECT_TRUE(results[rank][2].view({4, 40})[from].equal(row(from, 40, at::kBFloat16))) << "bf16 row " << from;
+    }
+    EXPECT_TRUE(results[rank][1].equal(at::full({8}, 10.0)));
+  }
+}
+
 TEST(Communicator, NcclCollectivesOnBothAxesOfA2x2Mesh) {
   if (!NcclBackendBuilt()) GTEST_SKIP() << "this build has no NCCL backend (no CUDA toolkit/NCCL at configure time)";
   auto inv = QueryCuda();
@@ -226,6 +269,10 @@ class MirroredPair : public Communicator {
     ++all_gathers;
     return at::cat({local, local}, dim);
   }
+  absl::StatusOr<std::unique_ptr<PendingCollective>> AllGatherIntoAsync(const at::Tensor& local, at::Tensor& out) override {
+    ++async_gathers;  // done at once (then counted in all_gathers too)
+    return Communicator::AllGatherIntoAsync(local, out);
+  }
   absl::StatusOr<at::Tensor> ReduceScatter(const at::Tensor& full, int64_t dim) override {
     return (full * 2).chunk(2, dim)[0].clone();
   }
@@ -233,7 +280,7 @@ class MirroredPair : public Communicator {
   absl::Status Barrier() override { return absl::OkStatus(); }
   absl::StatusOr<std::unique_ptr<PendingSend>> Send(const at::Tensor&, int, int) override { return absl::UnimplementedError("fake"); }
   absl::Status Recv(at::Tensor&, int, int) override { return absl::UnimplementedError("fake"); }
-  int all_reduces = 0, all_gathers = 0;
+  int all_reduces = 0, all_gathers = 0, async_gathers = 0;
 
  private:
   std::string name_ = "mirrored pair";
@@ -298,6 +345,57 @@ TEST(ZeroBuckets, OutOfOrderGradientsTiedWeightsAndTheGatherBack) {
   ASSERT_TRUE(buckets.Gather([&](int slot) { return shards[slot]; }, [&](int slot) { return blocks[slot]; }).ok());
   EXPECT_EQ(pair.all_gathers, 2);
   for (int i = 0; i < 5; ++i) EXPECT_TRUE(at::equal(blocks[i], at::cat({shards[i], shards[i]}).narrow(0, 0, numel[i]))) << i;
+}
+
+// ZeRO-3's gathers (ZeroBuckets::GatherBlock) on five parameters in buckets {0, 1}, {2, 3}, {4},
+// read 0, 2, 1, 3, 4 and freed after each read, a step after another: two gather buffers keep
+// buckets 0 and 1 both, so the first step gathers each bucket once (one buffer would gather
+// 0, 1, 0, 1, 2); the second step, whose shards changed, gathers bucket 0 when it is read and
+// prefetches the others (asynchronously) as the first step's order forecasts them, and every
+// block holds its new shard.
+TEST(ZeroBuckets, Zero3GathersEachBucketOnceAndPrefetchesTheNextAsTheLastStepRead) {
+  const std::vector<int64_t> numel = {5, 4, 6, 3, 2};
+  ZeroBucketSet set;
+  set.ranks = 2;
+  set.dtype = v1::FLOAT32;
+  for (size_t i = 0; i < numel.size(); ++i) {
+    ZeroParam z;
+    z.name = "p" + std::to_string(i);
+    z.axes = {0};
+    z.ranks = 2;
+    z.numel = numel[i];
+    z.chunk = (numel[i] + 1) / 2;
+    z.grad_syncs = {static_cast<int>(i)};
+    set.params.push_back(z);
+  }
+  set.buckets = {ZeroBucket{{0, 1}, {0, 3}, 5}, ZeroBucket{{2, 3}, {0, 3}, 5}, ZeroBucket{{4}, {0}, 1}};
+  set.staging_buffers = 2;
+  set.staging_elements = 10;
+  MirroredPair pair;
+  ZeroBuckets buckets(&pair, set, at::TensorOptions().dtype(at::kFloat));
+  std::vector<at::Tensor> shards, blocks;
+  for (int64_t n : numel) {
+    shards.push_back(at::randn({(n + 1) / 2}));
+    blocks.push_back(at::zeros({n}));
+    FreeBlock(blocks.back());
+  }
+  buckets.SetParameters(shards, blocks);
+  auto step = [&] {
+    for (int slot : {0, 2, 1, 3, 4}) {
+      ASSERT_TRUE(buckets.GatherBlock(slot).ok()) << slot;
+      ASSERT_TRUE(BlockGathered(blocks[slot])) << slot;
+      EXPECT_TRUE(at::equal(blocks[slot], at::cat({shards[slot], shards[slot]}).narrow(0, 0, numel[slot]))) << slot;
+      FreeBlock(blocks[slot]);
+    }
+    ASSERT_TRUE(buckets.ShardsChanged().ok());
+  };
+  step();
+  EXPECT_EQ(pair.all_gathers, 3);
+  EXPECT_EQ(pair.async_gathers, 0);  // no order known yet
+  for (at::Tensor& shard : shards) shard.add_(1);  // an optimizer step
+  step();
+  EXPECT_EQ(pair.all_gathers, 6);
+  EXPECT_EQ(pair.async_gathers, 2);  // buckets 1 and 2, started before they were read
 }
 
 }  // namespace

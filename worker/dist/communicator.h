@@ -52,6 +52,11 @@ class Communicator {
   // j's `local` at elements [j·n, (j+1)·n). No result tensor is made (ZeRO's buckets gather into a
   // buffer they keep). By default, AllGather and a copy.
   virtual absl::Status AllGatherInto(const at::Tensor& local, at::Tensor& out);
+  // The same, started and left to run while the caller goes on (ZeRO-3 gathers the next bucket
+  // while this one computes): neither `local` nor `out` is to be touched until Wait; ordered
+  // with the group's other collectives as AllReduceSumAsync is. By default, AllGatherInto done
+  // at once.
+  virtual absl::StatusOr<std::unique_ptr<PendingCollective>> AllGatherIntoAsync(const at::Tensor& local, at::Tensor& out);
   // Σ over the group of `full`, then this rank's chunk along `dim`.
   virtual absl::StatusOr<at::Tensor> ReduceScatter(const at::Tensor& full, int64_t dim) = 0;
   // `local` cut into size() chunks along `split_dim`; chunk j goes to rank j; the chunks
@@ -79,6 +84,11 @@ inline absl::Status Communicator::AllGatherInto(const at::Tensor& local, at::Ten
   if (!gathered.ok()) return gathered.status();
   out.copy_(*gathered);
   return absl::OkStatus();
+}
+
+inline absl::StatusOr<std::unique_ptr<PendingCollective>> Communicator::AllGatherIntoAsync(const at::Tensor& local, at::Tensor& out) {
+  if (auto st = AllGatherInto(local, out); !st.ok()) return st;
+  return std::unique_ptr<PendingCollective>(new internal::DoneCollective());
 }
 
 inline absl::StatusOr<std::unique_ptr<PendingCollective>> Communicator::AllReduceSumAsync(at::Tensor& t) {

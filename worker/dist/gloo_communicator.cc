@@ -155,12 +155,44 @@ class PendingDirectAllReduce : public PendingCollective {
   std::string group_;
 };
 
+// An all-gather by direct exchange (DirectAllGather): the sends of this rank's row to every
+// other rank and the receives of theirs, straight into their rows of the output.
+class PendingDirectGather : public PendingCollective {
+ public:
+  PendingDirectGather(std::vector<c10::intrusive_ptr<c10d::Work>> works, std::vector<at::Tensor> tensors, std::string group)
+      : works_(std::move(works)), tensors_(std::move(tensors)), group_(std::move(group)) {}
+  ~PendingDirectGather() override {
+    if (!works_.empty()) (void)Wait();  // not left running on tensors about to go
+  }
+  absl::Status Wait() override {
+    try {
+      for (auto& work : works_) {
+        if (work) WaitAndRelease(std::move(work));
+      }
+      works_.clear();
+      tensors_.clear();
+      return absl::OkStatus();
+    } catch (const std::exception& e) {
+      works_.clear();
+      tensors_.clear();
+      return FromTorch(group_, "all-gather", e);
+    }
+  }
+
+ private:
+  std::vector<c10::intrusive_ptr<c10d::Work>> works_;
+  std::vector<at::Tensor> tensors_;  // the row sent and the rows received into, alive until done
+  std::string group_;
+};
+
 // All-reduces of at most this many bytes (as summed: 16-bit tensors in fp32) go by direct
 // exchange — a BatchNorm's statistics up to 256 channels; larger ones by Gloo's ring, whose
 // traffic per rank stays about twice the tensor.
 constexpr int64_t kDirectAllReduceBytes = 4 << 10;
-// The direct exchange's point-to-point tag: above any pipeline transfer's.
-constexpr int kDirectAllReduceTag = 0x3fffffff;
+// The direct exchanges' point-to-point tag (all-reduces and all-gathers): above any pipeline
+// transfer's. Messages of one tag between two ranks arrive in the order sent, and every rank of
+// a group starts its collectives in the same order, so each receive gets the matching send.
+constexpr int kDirectExchangeTag = 0x3fffffff;
 
 class GlooCommunicator : public Communicator {
  public:
@@ -205,14 +237,30 @@ class GlooCommunicator : public Communicator {
   }
 
   absl::Status AllGatherInto(const at::Tensor& local, at::Tensor& out) override {
+    auto pending = AllGatherIntoAsync(local, out);
+    if (!pending.ok()) return pending.status();
+    return (*pending)->Wait();
+  }
+
+  // By direct exchange, not Gloo's ring: this rank's row goes to every other rank and theirs
+  // come straight into their rows of `out` — one message hop where the ring takes n − 1 in
+  // sequence, each a wake-up of a process that may not be running (ranks > cores here), the
+  // same bytes through each rank, and no flat receive buffer beside `out`.
+  absl::StatusOr<std::unique_ptr<PendingCollective>> AllGatherIntoAsync(const at::Tensor& local, at::Tensor& out) override {
     try {
-      // The outputs are rows of `out`: Gloo copies what it receives into them.
       const at::Tensor rows = AsBits(out).view({size(), -1});
-      std::vector<std::vector<at::Tensor>> outputs(1);
-      for (int i = 0; i < size(); ++i) outputs[0].push_back(rows[i]);
-      std::vector<at::Tensor> inputs{AsBits(local.contiguous()).view({-1})};
-      WaitAndRelease(pg_->allgather(outputs, inputs));
-      return absl::OkStatus();
+      at::Tensor own = AsBits(local.contiguous()).view({-1});
+      if (!own.is_same(rows[rank()])) rows[rank()].copy_(own);
+      std::vector<c10::intrusive_ptr<c10d::Work>> works;
+      std::vector<at::Tensor> kept{own};
+      for (int peer = 0; peer < size(); ++peer) {
+        if (peer == rank()) continue;
+        std::vector<at::Tensor> send{own}, recv{rows[peer]};
+        works.push_back(pg_->send(send, peer, kDirectExchangeTag));
+        works.push_back(pg_->recv(recv, peer, kDirectExchangeTag));
+        kept.push_back(rows[peer]);
+      }
+      return std::unique_ptr<PendingCollective>(new PendingDirectGather(std::move(works), std::move(kept), name_));
     } catch (const std::exception& e) {
       return FromTorch(name_, "all-gather", e);
     }
@@ -291,8 +339,8 @@ class GlooCommunicator : public Communicator {
       for (int peer = 0; peer < size(); ++peer) {
         if (peer == rank()) continue;
         std::vector<at::Tensor> out{own}, in{parts[peer]};
-        works.push_back(pg_->send(out, peer, kDirectAllReduceTag));
-        works.push_back(pg_->recv(in, peer, kDirectAllReduceTag));
+        works.push_back(pg_->send(out, peer, kDirectExchangeTag));
+        works.push_back(pg_->recv(in, peer, kDirectExchangeTag));
       }
       return std::unique_ptr<PendingCollective>(
           new PendingDirectAllReduce(std::move(scratch), std::move(works), std::move(parts), t, name_));

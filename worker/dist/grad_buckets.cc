@@ -271,8 +271,59 @@ absl::Status ZeroBuckets::Gather(const std::function<at::Tensor(int)>& shard, co
 void ZeroBuckets::SetParameters(std::vector<at::Tensor> shards, std::vector<at::Tensor> blocks) {
   shards_ = std::move(shards);
   blocks_ = std::move(blocks);
-  gather_buffer_ = at::zeros({set_.staging_elements}, options_);
-  gathered_bucket_ = -1;
+  gathers_.clear();
+  gathers_.resize(set_.buckets.size() > 1 ? 2 : 1);
+  for (GatherBuffer& g : gathers_) g.flat = at::zeros({set_.staging_elements}, options_);
+  order_.clear();
+  forecast_.clear();
+}
+
+absl::Status ZeroBuckets::StartGather(GatherBuffer& buffer, int bucket, bool wait) {
+  if (buffer.pending) {  // a prefetch still under way into it: done before the buffer is reused
+    absl::Status st = buffer.pending->Wait();
+    buffer.pending.reset();
+    if (!st.ok()) return st;
+  }
+  const ZeroBucket& b = set_.buckets[bucket];
+  at::Tensor flat = buffer.flat.narrow(0, 0, set_.ranks * b.segment);
+  const at::Tensor local = flat.view({set_.ranks, b.segment})[group_->rank()];
+  for (size_t j = 0; j < b.params.size(); ++j) {
+    local.narrow(0, b.offsets[j], set_.params[b.params[j]].chunk).copy_(shards_[b.params[j]].detach().reshape({-1}));
+  }
+  buffer.bucket = -1;
+  if (wait) {
+    if (auto st = group_->AllGatherInto(local, flat); !st.ok()) return st;
+  } else {
+    auto started = group_->AllGatherIntoAsync(local, flat);
+    if (!started.ok()) return started.status();
+    buffer.pending = *std::move(started);
+  }
+  buffer.bucket = bucket;
+  return absl::OkStatus();
+}
+
+ZeroBuckets::GatherBuffer& ZeroBuckets::BufferFor(int bucket) {
+  for (GatherBuffer& g : gathers_) {
+    if (g.bucket == bucket) return g;
+  }
+  GatherBuffer* oldest = &gathers_[0];
+  for (GatherBuffer& g : gathers_) {
+    if (g.last_read < oldest->last_read) oldest = &g;
+  }
+  OrThrow(StartGather(*oldest, bucket, /*wait=*/true));
+  return *oldest;
+}
+
+void ZeroBuckets::Prefetch() {
+  const size_t next = order_.size();
+  if (gathers_.size() < 2 || next >= forecast_.size() || forecast_[next - 1] != order_.back()) return;
+  const int bucket = forecast_[next];
+  GatherBuffer* other = nullptr;
+  for (GatherBuffer& g : gathers_) {
+    if (g.bucket == bucket) return;  // held already
+    if (g.bucket != order_.back() && (other == nullptr || g.last_read < other->last_read)) other = &g;
+  }
+  if (other != nullptr) OrThrow(StartGather(*other, bucket, /*wait=*/false));
 }
 
 absl::Status ZeroBuckets::GatherBlock(int slot) {
@@ -281,19 +332,42 @@ absl::Status ZeroBuckets::GatherBlock(int slot) {
   at::NoGradGuard no_grad;
   const int bucket = slots_[slot].bucket;
   const ZeroBucket& b = set_.buckets[bucket];
-  at::Tensor flat = gather_buffer_.narrow(0, 0, set_.ranks * b.segment);
-  const at::Tensor rows = flat.view({set_.ranks, b.segment});
-  if (gathered_bucket_ != bucket) {
-    gathered_bucket_ = -1;
-    const at::Tensor local = rows[group_->rank()];
-    for (size_t j = 0; j < b.params.size(); ++j) {
-      local.narrow(0, b.offsets[j], set_.params[b.params[j]].chunk).copy_(shards_[b.params[j]].detach().reshape({-1}));
+  try {
+    GatherBuffer& g = BufferFor(bucket);
+    if (g.pending) {
+      absl::Status st = g.pending->Wait();
+      g.pending.reset();
+      if (!st.ok()) {
+        g.bucket = -1;
+        return st;
+      }
     }
-    if (auto st = group_->AllGatherInto(local, flat); !st.ok()) return st;
-    gathered_bucket_ = bucket;
+    g.last_read = ++reads_;
+    const at::Tensor rows = g.flat.narrow(0, 0, set_.ranks * b.segment).view({set_.ranks, b.segment});
+    RowsIntoFlat(rows.narrow(1, slots_[slot].offset, set_.params[slot].chunk), AllocateBlock(block).view({-1}));
+    if (order_.empty() || order_.back() != bucket) {
+      order_.push_back(bucket);
+      Prefetch();
+    }
+  } catch (const std::exception& e) {
+    return absl::UnavailableError(e.what());
   }
-  RowsIntoFlat(rows.narrow(1, slots_[slot].offset, set_.params[slot].chunk), AllocateBlock(block).view({-1}));
   return absl::OkStatus();
+}
+
+absl::Status ZeroBuckets::ShardsChanged() {
+  absl::Status status;
+  for (GatherBuffer& g : gathers_) {
+    if (g.pending) {  // a prefetch the step did not read: finished, and dropped
+      absl::Status st = g.pending->Wait();
+      g.pending.reset();
+      if (status.ok()) status = st;
+    }
+    g.bucket = -1;
+  }
+  if (!order_.empty()) forecast_ = std::move(order_);
+  order_.clear();
+  return status;
 }
 
 }  // namespace mapd

@@ -114,15 +114,22 @@ class ZeroBuckets {
   absl::Status Gather(const std::function<at::Tensor(int)>& shard, const std::function<at::Tensor(int)>& block);
 
   // ZeRO-3, where blocks exist only while in use (collectives.h FreeBlock): each slot's shard
-  // (the optimizer's leaf) and block. Allocates the gather buffer (one staging buffer's size).
+  // (the optimizer's leaf) and block. Allocates the gather buffers (one staging buffer's size
+  // each; two where there are two buckets or more).
   void SetParameters(std::vector<at::Tensor> shards, std::vector<at::Tensor> blocks);
   // ZeRO-3: parameter `slot`'s block gathered, if it is not: its bucket's shards are gathered
-  // with one all-gather into the gather buffer — unless the buffer holds them already, as it does
-  // for the bucket's other parameters, read next — and the block's part copied out. Every rank
-  // of the group frees and gathers the same blocks in the same order, so their all-gathers match.
+  // with one all-gather into a gather buffer — unless a buffer holds them already, as it does for
+  // the bucket's other parameters, read next — and the block's part copied out. As FSDP
+  // prefetches, the buckets are gathered ahead: the order in which the step before first needed
+  // them (forward, then backward) is this step's forecast, and once the step has reached a
+  // bucket of it, the next one is all-gathered, asynchronously, into the other buffer (the one
+  // the least recently read) while this one computes. Every rank of the group runs the same
+  // program and autograd order, so it frees, gathers and prefetches the same buckets in the
+  // same order and their all-gathers match.
   absl::Status GatherBlock(int slot);
-  // The shards changed (an optimizer step, a restore): what the gather buffer holds is stale.
-  void ShardsChanged() { gathered_bucket_ = -1; }
+  // The shards changed (an optimizer step, a restore): what the gather buffers hold is stale,
+  // and the step's order of buckets becomes the next step's forecast.
+  absl::Status ShardsChanged();
 
  private:
   struct Bucket {
@@ -155,11 +162,20 @@ class ZeroBuckets {
   std::vector<int> free_buffers_;
   std::deque<int> under_way_;        // buckets started and holding a buffer, oldest first
   absl::Status error_;               // the first failure of this step (reported by Finish)
-  // ZeRO-3 (SetParameters): per slot, its shard and block; the gather buffer and the bucket whose
-  // shards it holds (-1: none).
+  // ZeRO-3 (SetParameters): per slot, its shard and block; the gather buffers.
+  struct GatherBuffer {
+    at::Tensor flat;                             // staging_elements
+    int bucket = -1;                             // whose shards it holds (or is receiving); -1: none
+    std::unique_ptr<PendingCollective> pending;  // a prefetch under way into it
+    int64_t last_read = 0;                       // when a block was last copied out of it
+  };
+  GatherBuffer& BufferFor(int bucket);           // holding `bucket`, gathered at once if none does
+  absl::Status StartGather(GatherBuffer& buffer, int bucket, bool wait);
+  void Prefetch();                               // the forecast's next bucket, if it is not held
   std::vector<at::Tensor> shards_, blocks_;
-  at::Tensor gather_buffer_;
-  int gathered_bucket_ = -1;
+  std::vector<GatherBuffer> gathers_;
+  int64_t reads_ = 0;                            // blocks copied out so far (the buffers' clock)
+  std::vector<int> order_, forecast_;            // buckets in the order first needed: this step, the last
 };
 
 }  // namespace mapd

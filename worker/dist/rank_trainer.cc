@@ -164,7 +164,9 @@ absl::Status RankTrainer::Restore(const v1::RankCheckpoint& c) {
     auto it = restored.find(trainable_[i].first);
     if (zero_of_[i] >= 0 && it != restored.end()) updated_[i].second.copy_(FlatShard(it->second, zero_[zero_of_[i]]));
   }
-  for (auto& buckets : zero_buckets_) buckets->ShardsChanged();
+  for (auto& buckets : zero_buckets_) {
+    if (auto st = buckets->ShardsChanged(); !st.ok()) return st;
+  }
   if (auto st = optimizer_->Restore(state, c.optimizer_steps()); !st.ok()) return st;
   steps_ = c.step();
   return absl::OkStatus();
@@ -973,7 +975,9 @@ absl::Status RankTrainer::ApplyGradients(const std::vector<Communicator*>& more_
     return absl::Status(st.code(), absl::StrCat("optimizer step on rank ", program_.rank(), ": ", st.message()));
   }
   for (auto& [name, p] : updated_) p.mutable_grad() = at::Tensor();
-  for (auto& buckets : zero_buckets_) buckets->ShardsChanged();
+  for (auto& buckets : zero_buckets_) {
+    if (auto st = buckets->ShardsChanged(); !st.ok()) return st;
+  }
   // ZeRO 1-2: every rank updated its shard; the blocks are put back together from all of them
   // (ZeRO-3 gathers them when next used).
   for (size_t k = 0; k < zero_buckets_.size() && program_.zero_stage() <= 2; ++k) {

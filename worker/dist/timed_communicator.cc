@@ -44,6 +44,11 @@ class TimedCommunicator : public Communicator {
   absl::Status AllGatherInto(const at::Tensor& local, at::Tensor& out) override {
     return Timed("all_gather", local, [&] { return inner_->AllGatherInto(local, out); });
   }
+  absl::StatusOr<std::unique_ptr<PendingCollective>> AllGatherIntoAsync(const at::Tensor& local, at::Tensor& out) override {
+    auto started = Timed("all_gather", local, [&] { return inner_->AllGatherIntoAsync(local, out); });
+    if (!started.ok()) return started.status();
+    return std::unique_ptr<PendingCollective>(new TimedPending(*std::move(started), &(*stats_)["all_gather"]));
+  }
   absl::StatusOr<at::Tensor> ReduceScatter(const at::Tensor& full, int64_t dim) override {
     return Timed("reduce_scatter", full, [&] { return inner_->ReduceScatter(full, dim); });
   }
