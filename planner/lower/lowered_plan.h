@@ -30,8 +30,8 @@ std::vector<std::string> LayersToRecompute(const std::string& mode, const std::v
 // With `micro_batches` > 1 the programs are the micro-batch graph's (micro_batch.h), marked with
 // the count, and profiled as a later pass (gradients accumulated).
 // Under ZeRO 2-3, where a rank's program is over `memory_budget` (> 0), ZeRO's buckets are made
-// smaller (an eighth of their set; bucket_size.h) and then turned off (RankProgram.zero_bucket_parts), the
-// first that fits kept — or the last, which the caller then finds over the budget. The choice
+// smaller (halves, thirds, ... sixteenths of their set: kZeroBucketFitParts, bucket_size.h) and
+// then turned off (RankProgram.zero_bucket_parts), the first that fits kept — or the last, which the caller then finds over the budget. The choice
 // depends only on the plan and the budget, so lowering again gives the same programs.
 absl::StatusOr<LoweredPlan> LowerAndPredict(const Graph& graph, const std::vector<int64_t>& mesh, const std::vector<Strategy>& strategies,
                                             int zero_stage, const std::vector<std::string>& recompute, const std::string& device_type,

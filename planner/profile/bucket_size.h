@@ -18,10 +18,12 @@ inline constexpr int64_t kDefaultBucketBytes = int64_t{25} << 20;
 // collective (two, with the gather after the step), whatever its size, and small ones are
 // latency-bound: on 4 ranks sharing 2 cores ZeRO-2's nanoGPT step took 118 ms in eighths, 76 in
 // halves and 68 in one bucket (ZeRO-0: 57). So ZeRO-2 takes one bucket up to `bucket_bytes`, as
-// DDP does — halves would not save memory: two staging buffers serve the buckets in turn — and
-// the lowering takes eighths, then turns buckets off, only where a rank is over its budget
-// (lowered_plan.h). ZeRO-3 starts at halves: its gather buffer is a bucket,
+// DDP does, and the lowering makes them smaller (kZeroBucketFitParts), then turns them off,
+// only where a rank is over its budget (lowered_plan.h). ZeRO-3 starts at halves: its gather buffer is a bucket,
 // and one bucket would hold every parameter through the step, which ZeRO-3 is there to avoid.
+// Where a rank is over its budget, the lowering tries these, in order — the fewest buckets first
+// (each costs collectives) — and takes the first whose programs fit, else turns buckets off.
+inline constexpr int kZeroBucketFitParts[] = {2, 3, 4, 6, 8, 12, 16};
 inline constexpr int kDefaultZeroBucketParts = 1;
 inline constexpr int kDefaultZero3BucketParts = 2;
 inline int DefaultZeroBucketParts(int zero_stage) { return zero_stage >= 3 ? kDefaultZero3BucketParts : kDefaultZeroBucketParts; }

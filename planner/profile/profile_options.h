@@ -56,8 +56,9 @@ struct ProfileOptions {
   // gradient backward makes is copied in as it comes.
   std::set<std::string> bucketed_gradients;
   // ZeRO 2-3's gradient buckets (planner/lower/zero.h ZeroGradientBuckets): their parameters are
-  // in bucketed_gradients — each one's shard gradient lives from the start, and the whole gradient
-  // backward makes is copied into a staging buffer, with no reduction copy of its own. The staging
+  // in bucketed_gradients — the whole gradient backward makes is copied into a staging buffer,
+  // with no reduction copy of its own, and its shard gradient lives from then (the runtime makes
+  // it when the bucket's reduction is done, no earlier) until the optimizer step. The staging
   // buffers (zero_staging_bytes; under ZeRO-3 with the buffer blocks are gathered into) live from
   // the start. Gathering a bucket — after the optimizer step under ZeRO-2, at a block's gathers
   // under ZeRO-3 — needs zero_gather_bytes more for a moment (Gloo's flat receive buffer).

@@ -165,7 +165,9 @@ void Simulator::SetUpValues() {
     }
     report_.parameter_bytes += bytes;
     v.storage = ledger_.New(bytes, StorageKind::kParameter);
-    if ((opt_.gradients_accumulated || opt_.bucketed_gradients.count(par.name()) > 0) && par.trainable()) {
+    // (ZeRO 2-3's buckets make their shard gradients as they reduce, in backward: not here.)
+    const bool preallocated = opt_.gradients_accumulated || (opt_.bucketed_gradients.count(par.name()) > 0 && opt_.zero_stage < 2);
+    if (preallocated && par.trainable()) {
       // Accumulated over the earlier passes: the whole gradient, or its ZeRO-2/3 shard.
       const int64_t chunk = opt_.zero_stage >= 2 ? ZeroChunk(par.name(), v.type.NumElements()) : 0;
       v.grad = ledger_.New(chunk > 0 ? chunk * DTypeSize(v.type.dtype) : Bytes(v.type), StorageKind::kGradient);
@@ -429,8 +431,11 @@ void Simulator::Backward() {
         if (chunk > 0) {
           // Reduce-scattered as it is made: its all-reduced copy for a moment, beside the whole
           // gradient (already live: its GRAD_SYNC's output gradient, the same tensor at run time),
-          // and for a 16-bit gradient Gloo's fp32 copy of it too (ops_comm.cc).
-          ledger_.Transient(ReduceScatterCopy(v.type));
+          // and for a 16-bit gradient Gloo's fp32 copy of it too (ops_comm.cc). A ZeRO bucket's
+          // parameter is copied into its staging buffer instead, and its shard made when the
+          // bucket's reduction is done — counted from here, which is no later.
+          const bool zero_bucketed = opt_.bucketed_gradients.count(in) > 0;
+          ledger_.Transient(zero_bucketed ? Fp32ReductionCopyBytes(v.type) : ReduceScatterCopy(v.type));
           v.grad = ledger_.New(chunk * DTypeSize(v.type.dtype), StorageKind::kGradient);
         } else if (is_param) {
           v.grad = ledger_.New(Bytes(v.type), StorageKind::kGradient);

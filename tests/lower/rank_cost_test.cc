@@ -4,12 +4,17 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <iterator>
+#include <vector>
+
 #include "planner/lower/local_graph.h"
 #include "planner/lower/recompute.h"
 #include "planner/lower/lowered_plan.h"
 #include "planner/lower/lowering.h"
 #include "planner/lower/zero.h"
 #include "planner/plan/planner.h"
+#include "planner/profile/bucket_size.h"
 #include "planner/profile/profiler.h"
 #include "planner/sharding/collectives.h"
 #include "tests/common/mlp_graph.h"
@@ -142,8 +147,8 @@ TEST(Recompute, ASegmentPerLayerThatKeepsLessAndComputesMore) {
 
 // ZeRO-2's buckets keep buffers (up to two staging buffers of a bucket, planner/lower/zero.h):
 // one bucket of all the parameters by default. Where a rank's program is over the budget, the
-// lowering makes the buckets an eighth of the parameters, then turns them off — the first that
-// fits — and every program says which.
+// lowering makes the buckets smaller — halves, thirds, ... (kZeroBucketFitParts), the fewest that
+// fit — then turns them off, and every program says which.
 TEST(RankCost, ZeroBucketsAreMadeSmallerAndThenTurnedOffToFitTheBudget) {
   const Graph g = ZooTrainingGraph("gpt2:layers=2,hidden=32,heads=4,vocab=64,seq=8,batch=4");
   const DataParallel dp = DataParallelOnFour(g, "h100-80g");
@@ -156,16 +161,25 @@ TEST(RankCost, ZeroBucketsAreMadeSmallerAndThenTurnedOffToFitTheBudget) {
   ASSERT_EQ(sets.size(), 1u);
   EXPECT_EQ(sets[0].buckets.size(), 1u);
   EXPECT_EQ(sets[0].staging_buffers, 1);
-  auto eighths = lower(one->WorstPeak() - 1);
-  ASSERT_TRUE(eighths.ok()) << eighths.status();
-  EXPECT_EQ(eighths->programs[3].zero_bucket_parts(), 8);
-  EXPECT_LT(eighths->WorstPeak(), one->WorstPeak());
-  EXPECT_GE(ZeroGradientBuckets(eighths->programs[3], kDefaultBucketBytes)[0].buckets.size(), 8u);
+  const std::vector<int> fit(std::begin(kZeroBucketFitParts), std::end(kZeroBucketFitParts));
+  auto smaller = lower(one->WorstPeak() - 1);
+  ASSERT_TRUE(smaller.ok()) << smaller.status();
+  const int parts = smaller->programs[3].zero_bucket_parts();
+  auto at = std::find(fit.begin(), fit.end(), parts);
+  ASSERT_NE(at, fit.end()) << parts;
+  EXPECT_LT(smaller->WorstPeak(), one->WorstPeak());
+  EXPECT_GE(ZeroGradientBuckets(smaller->programs[3], kDefaultBucketBytes)[0].buckets.size(), static_cast<size_t>(parts));
+  // Just under that: more parts (or none), and a lower peak.
+  auto tighter = lower(smaller->WorstPeak() - 1);
+  ASSERT_TRUE(tighter.ok()) << tighter.status();
+  const int tighter_parts = tighter->programs[0].zero_bucket_parts();
+  EXPECT_TRUE(tighter_parts == -1 || tighter_parts > parts) << tighter_parts;
+  EXPECT_LT(tighter->WorstPeak(), smaller->WorstPeak());
   auto none = lower(1);  // nothing fits: the last, no buckets
   ASSERT_TRUE(none.ok()) << none.status();
   EXPECT_EQ(none->programs[0].zero_bucket_parts(), -1);
   EXPECT_TRUE(ZeroGradientBuckets(none->programs[0], kDefaultBucketBytes).empty());
-  EXPECT_LT(none->WorstPeak(), eighths->WorstPeak());
+  EXPECT_LT(none->WorstPeak(), smaller->WorstPeak());
 }
 
 }  // namespace

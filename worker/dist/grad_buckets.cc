@@ -134,7 +134,6 @@ ZeroBuckets::ZeroBuckets(Communicator* group, ZeroBucketSet set, const at::Tenso
       slots_[b.params[j]] = Slot{static_cast<int>(k), b.offsets[j], contributions, 0};
     }
     buckets_[k].missing = Contributions(static_cast<int>(k));
-    buckets_[k].shard_grads = at::zeros({b.segment}, options_);
   }
   // One tensor, so that after the step several buckets can be gathered in one all-gather (Gather).
   staging_ = at::zeros({set_.staging_buffers * set_.staging_elements}, options_);
@@ -189,7 +188,9 @@ absl::Status ZeroBuckets::Drain(int bucket) {
   }
   absl::Status st = b.pending ? b.pending->Wait() : absl::OkStatus();
   b.pending.reset();
-  if (st.ok()) b.shard_grads.copy_(Rows(bucket)[group_->rank()]);
+  // This rank's row of the sums, in memory of its own: the buffer goes to the next bucket, and
+  // the shard gradients live only until the optimizer has used them (Finish hands them out).
+  if (st.ok()) b.shard_grads = Rows(bucket)[group_->rank()].clone();
   if (error_.ok()) error_ = st;
   if (b.buffer < set_.staging_buffers) free_buffers_.push_back(b.buffer);
   b.buffer = -1;
@@ -229,6 +230,7 @@ absl::Status ZeroBuckets::Finish(const std::function<void(int, at::Tensor)>& set
     if (status.ok() && s.arrived > 0) set_grad(static_cast<int>(i), buckets_[s.bucket].shard_grads.narrow(0, s.offset, set_.params[i].chunk));
     s.arrived = 0;
   }
+  for (Bucket& b : buckets_) b.shard_grads.reset();  // the parameters' gradients hold them now
   for (size_t k = 0; k < buckets_.size(); ++k) {
     buckets_[k].missing = Contributions(static_cast<int>(k));
     buckets_[k].started = false;

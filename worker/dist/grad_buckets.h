@@ -94,7 +94,8 @@ class GradBuckets {
 class ZeroBuckets {
  public:
   // `group`: the communicator of set.axis (outlives the buckets); `options`: the gradients'
-  // dtype and device. Allocates the staging buffers and each bucket's row of shard gradients.
+  // dtype and device. Allocates the staging buffers (each bucket's row of shard gradients is
+  // made when its reduction is done and lives until the optimizer has used it).
   ZeroBuckets(Communicator* group, ZeroBucketSet set, const at::TensorOptions& options);
 
   const ZeroBucketSet& layout() const { return set_; }
@@ -137,7 +138,7 @@ class ZeroBuckets {
     int buffer = -1;           // its staging buffer, while it has one
     bool started = false;      // its all-reduce was started this step
     std::unique_ptr<PendingCollective> pending;
-    at::Tensor shard_grads;    // [segment]: this rank's row of the sums
+    at::Tensor shard_grads;    // [segment]: this rank's row of the sums, from Drain to Finish
   };
   struct Slot {
     int bucket = 0;
