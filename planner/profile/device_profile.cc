@@ -55,9 +55,10 @@ absl::Status DeviceProfile::Validate() const {
     }
   }
   for (const HostCollectives& c : host_collectives) {
-    if (c.ranks < 2 || !(c.alpha >= 0) || !(c.beta >= 0)) {
+    if (c.ranks < 2 || !(c.alpha >= 0) || !(c.beta >= 0) || !(c.compute_speed >= 0 && c.compute_speed <= 2)) {
       return absl::InvalidArgumentError(absl::StrCat("device profile '", name, "': host_collectives entry for ", c.ranks,
-                                                     " ranks needs ranks >= 2 and alpha, beta >= 0 (got ", c.alpha, ", ", c.beta, ")"));
+                                                     " ranks needs ranks >= 2, alpha, beta >= 0 and compute_speed in [0, 2] (got ", c.alpha, ", ", c.beta, ", ",
+                                                     c.compute_speed, ")"));
     }
   }
   return absl::OkStatus();
@@ -77,7 +78,9 @@ std::string DeviceProfile::ToJson() const {
   if (threads > 0) j["threads"] = threads;
   for (const MatmulRate& m : matmul_rates) j["matmul_rates"].push_back({{"flops", m.flops}, {"rate", m.rate}});
   for (const HostCollectives& c : host_collectives) {
-    j["host_collectives"].push_back({{"ranks", c.ranks}, {"alpha", c.alpha}, {"beta", c.beta}});
+    nlohmann::json e = {{"ranks", c.ranks}, {"alpha", c.alpha}, {"beta", c.beta}};
+    if (c.compute_speed > 0) e["compute_speed"] = c.compute_speed;
+    j["host_collectives"].push_back(e);
   }
   return j.dump(2);
 }
@@ -114,7 +117,8 @@ absl::StatusOr<DeviceProfile> DeviceProfile::FromJson(const std::string& json) {
     }
     if (j.contains("host_collectives")) {
       for (const auto& c : j.at("host_collectives")) {
-        p.host_collectives.push_back({c.at("ranks").get<int64_t>(), c.at("alpha").get<double>(), c.at("beta").get<double>()});
+        p.host_collectives.push_back({c.at("ranks").get<int64_t>(), c.at("alpha").get<double>(), c.at("beta").get<double>(),
+                                      c.value("compute_speed", 0.0)});
       }
     }
   } catch (const std::exception& e) {

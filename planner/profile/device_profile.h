@@ -16,10 +16,14 @@ namespace mapd {
 // A collective's cost among `ranks` processes of one host, measured (mapctl calibrate
 // --collectives): an all-reduce of b bytes takes alpha + 2 (ranks − 1) / ranks · b · beta seconds
 // (all-gather and reduce-scatter half the bytes' term), as the cluster's links model it.
+// Beside them, how fast each of `ranks` processes computes while all of them do, relative to one
+// process alone (measured with a small training step in each; 0: not measured — the cluster
+// then assumes the share of the hardware threads a rank gets).
 struct HostCollectives {
   int64_t ranks = 0;
   double alpha = 0;  // seconds a collective, whatever its size
   double beta = 0;   // seconds a byte moved per rank
+  double compute_speed = 0;  // a rank's compute rate with `ranks` computing at once / alone
 };
 
 // The fp32 rate of square matrix products of one size (mapctl calibrate): small ones are

@@ -53,25 +53,29 @@ namespace {
 // A CPU device is a rank, and the ranks of one node (gpus_per_node of them at most) share its
 // cores. With a profile measured on the host (mapctl calibrate: its rates with `threads`
 // LibTorch threads, its hardware threads, its collectives), each rank — one LibTorch thread, as
-// the launchers start them (OMP_NUM_THREADS=1) — computes at the rates of one thread, times the
-// share of a core it gets where the ranks outnumber the cores (kernel overheads likewise), and
-// collectives inside the node cost what they were measured to among that many ranks (the
-// measurement of the nearest count). Catalogue profiles are left as they are.
+// the launchers start them (OMP_NUM_THREADS=1) — computes at the rates of one thread times its
+// speed beside the others: as measured with that many processes computing at once (the
+// measurement of the nearest count, scaled by the share of the hardware threads), else the share
+// of a core it gets where the ranks outnumber the cores (kernel overheads likewise); and
+// collectives inside the node cost what they were measured to among that many ranks. Catalogue
+// profiles are left as they are.
 void ShareTheHost(Cluster& c, AxisLink* intra) {
   if (c.device.accelerator || c.device.host_threads <= 0) return;
   const int64_t ranks = std::max<int64_t>(1, std::min(c.num_devices(), c.gpus_per_node));
-  if (ranks > 1) {
-    const double cores_per_rank = static_cast<double>(c.device.host_threads) / static_cast<double>(ranks);
-    const double speed = std::min(1.0, cores_per_rank) / static_cast<double>(std::max<int64_t>(1, c.device.threads));
-    c.device.fp32_flops *= speed;
-    c.device.bf16_flops *= speed;
-    c.device.memory_bandwidth *= speed;
-    for (MatmulRate& m : c.device.matmul_rates) m.rate *= speed;
-    c.device.kernel_overhead_seconds /= std::min(1.0, cores_per_rank);
-  }
   const HostCollectives* nearest = nullptr;
   for (const HostCollectives& h : c.device.host_collectives) {
     if (nearest == nullptr || std::abs(h.ranks - ranks) < std::abs(nearest->ranks - ranks)) nearest = &h;
+  }
+  if (ranks > 1) {
+    auto share = [&](int64_t n) { return std::min(1.0, static_cast<double>(c.device.host_threads) / static_cast<double>(n)); };
+    const double speed = nearest != nullptr && nearest->compute_speed > 0 ? nearest->compute_speed * share(ranks) / share(nearest->ranks)
+                                                                          : share(ranks);
+    const double per_thread = speed / static_cast<double>(std::max<int64_t>(1, c.device.threads));
+    c.device.fp32_flops *= per_thread;
+    c.device.bf16_flops *= per_thread;
+    c.device.memory_bandwidth *= per_thread;
+    for (MatmulRate& m : c.device.matmul_rates) m.rate *= per_thread;
+    c.device.kernel_overhead_seconds /= speed;
   }
   if (nearest != nullptr) {
     intra->alpha = nearest->alpha;

@@ -203,8 +203,12 @@ def test_run_trains_on_text(tmp_path):
 
 def test_calibrate_writes_a_usable_profile(tmp_path):
     out = tmp_path / "local.json"
-    run_mapctl("calibrate", "--quick", "-o", str(out), check=0)
+    r = run_mapctl("calibrate", "--quick", "--collectives", "2", "-o", str(out), check=0)
     prof = json.loads(out.read_text())
     assert prof["fp32_flops"] > 0 and prof["memory_bandwidth"] > 0 and prof["source"] == "measured"
+    # Two forked rank processes: their all-reduce, and how fast each computes beside the other.
+    [two] = prof["host_collectives"]
+    assert two["ranks"] == 2 and two["alpha"] > 0 and 0 < two["compute_speed"] <= 2, two
+    assert "2 local ranks: all-reduce" in r.stdout and "each computes at" in r.stdout, r.stdout
     r = json.loads(run_mapctl("profile", SMALL_GPT, "--device-type", str(out), "-o", "json", check=0).stdout)
     assert r["device"] == "local-cpu"

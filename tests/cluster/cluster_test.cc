@@ -91,6 +91,18 @@ TEST(Cluster, RanksOfOneHostShareItsCoresAndMeetOverItsMeasuredCollectives) {
   EXPECT_DOUBLE_EQ(one.device.fp32_flops, host.fp32_flops);
   o.device_type = "cpu";
   EXPECT_DOUBLE_EQ(with({4}).device.fp32_flops, LoadDeviceProfile("cpu")->fp32_flops);
+  // Measured compute speeds beside the others replace the share of the cores: 2 ranks each at
+  // 0.6 of one alone (2 threads, yet not twice the work); 3 ranks at the nearest count's
+  // speed, scaled by the share of the threads (0.6 x (2/3) / 1); kernel overheads likewise.
+  host.host_collectives = {{2, 1e-4, 1e-9, 0.6}};
+  {
+    std::ofstream(path) << host.ToJson();
+  }
+  o.device_type = path;
+  const Cluster two_measured = with({2}), three = with({3});
+  EXPECT_DOUBLE_EQ(two_measured.device.fp32_flops, 0.6 * host.fp32_flops);
+  EXPECT_DOUBLE_EQ(two_measured.device.kernel_overhead_seconds, host.kernel_overhead_seconds / 0.6);
+  EXPECT_NEAR(three.device.matmul_rates[1].rate, 0.4 * 100e9, 1);
 }
 
 TEST(Placement, StringsAndLocalShapes) {

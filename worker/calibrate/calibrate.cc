@@ -127,6 +127,60 @@ absl::StatusOr<HostCollectives> FitHostCollectives(int64_t ranks, int repeats) {
   return c;
 }
 
+// Seconds of one step of a small MLP trained as a rank trains (forward and backward: matrix
+// products, GELU, layer norm, a sum), averaged over `min_seconds`: the workload whose speed alone
+// and beside others gives a rank's share of the host.
+double TrainingStepSeconds(double min_seconds) {
+  at::Tensor x = at::randn({256, 128});
+  at::Tensor w1 = (at::randn({512, 128}) * 0.05).requires_grad_(true);
+  at::Tensor w2 = (at::randn({128, 512}) * 0.05).requires_grad_(true);
+  return TimePerCall(
+      [&] {
+        at::Tensor h = at::gelu(at::linear(x, w1));
+        at::layer_norm(at::linear(h, w2), {128}).square().sum().backward();
+        w1.mutable_grad().reset();
+        w2.mutable_grad().reset();
+      },
+      min_seconds);
+}
+
+// A rank's compute speed while `ranks` rank processes (forked from this one) run the training
+// step at once, relative to this process running it alone: the mean of their step times against
+// the lone one's. Each process runs a little longer than it measures, so the measurements overlap.
+absl::StatusOr<double> ComputeSpeed(int64_t ranks, double min_seconds) {
+  const double alone = TrainingStepSeconds(min_seconds);
+  int pipe_fds[2];
+  if (pipe(pipe_fds) != 0) return absl::InternalError(absl::StrCat("calibrate: pipe: ", strerror(errno)));
+  std::vector<pid_t> children;
+  for (int64_t rank = 0; rank < ranks; ++rank) {
+    const pid_t pid = fork();
+    if (pid == 0) {
+      close(pipe_fds[0]);
+      (void)TrainingStepSeconds(min_seconds / 4);  // until every process has started
+      const double seconds = TrainingStepSeconds(min_seconds);
+      (void)TrainingStepSeconds(min_seconds / 4);  // while the slower ones finish
+      _exit(write(pipe_fds[1], &seconds, sizeof seconds) == static_cast<ssize_t>(sizeof seconds) ? 0 : 1);
+    }
+    if (pid < 0) break;
+    children.push_back(pid);
+  }
+  close(pipe_fds[1]);
+  double total = 0;
+  int64_t read_back = 0;
+  for (double seconds = 0; read(pipe_fds[0], &seconds, sizeof seconds) == static_cast<ssize_t>(sizeof seconds); ++read_back) total += seconds;
+  close(pipe_fds[0]);
+  bool all_ok = true;
+  for (pid_t pid : children) {
+    int status = 0;
+    all_ok &= waitpid(pid, &status, 0) == pid && WIFEXITED(status) && WEXITSTATUS(status) == 0;
+  }
+  if (read_back != ranks || !all_ok || !(total > 0)) {
+    return absl::UnavailableError(absl::StrCat("calibrate: the compute measurement among ", ranks,
+                                               " local processes failed (a process limit?); run without --collectives"));
+  }
+  return std::min(2.0, alone / (total / static_cast<double>(ranks)));
+}
+
 }  // namespace
 
 absl::StatusOr<DeviceProfile> CalibrateCpu(const CalibrateOptions& options) {
@@ -178,6 +232,9 @@ absl::StatusOr<DeviceProfile> CalibrateCpu(const CalibrateOptions& options) {
   for (int64_t ranks : options.collective_ranks) {
     auto fit = FitHostCollectives(ranks, options.min_seconds < 0.1 ? 10 : 50);
     if (!fit.ok()) return fit.status();
+    auto speed = ComputeSpeed(ranks, options.min_seconds);
+    if (!speed.ok()) return speed.status();
+    fit->compute_speed = *speed;
     p.host_collectives.push_back(*fit);
   }
   p.description = absl::StrCat("measured on this machine: ", std::thread::hardware_concurrency(), " hardware threads, ",

@@ -18,7 +18,8 @@ struct CalibrateOptions {
   double min_seconds = 0.3;        // time spent per measurement (more = steadier)
   // Also measure Gloo all-reduces among this many ranks at once (processes forked from this one,
   // meeting at a TCPStore it serves, as local ranks do), for each group size listed (each 2..8):
-  // the profile's host_collectives. Empty: none.
+  // the profile's host_collectives — and how fast each of that many processes computes while
+  // all of them do (a small training step in each, against one process alone). Empty: none.
   std::vector<int64_t> collective_ranks;
 
   absl::Status Validate() const;

@@ -691,7 +691,15 @@ absl::StatusOr<RankTrainer::Pass> RankTrainer::Forward(const TensorMap& blocks, 
   return pass;
 }
 
-absl::StatusOr<double> RankTrainer::SumLossAndRunTail(Pass& pass, at::Tensor loss) {
+bool RankTrainer::LossSummedAlone() const {
+  if (program_.loss_partial_axes_size() != 1) return false;
+  for (int i = tail_start_; i < program_.instructions_size(); ++i) {
+    if (program_.instructions(i).has_communicate()) return false;
+  }
+  return true;
+}
+
+absl::StatusOr<at::Tensor> RankTrainer::SumLossAndRunTail(Pass& pass, at::Tensor loss) {
   at::NoGradGuard no_grad;  // the running statistics have no gradient; backward is done
   at::Generator generator;  // (no random op in the tail)
   const int n = program_.instructions_size();
@@ -722,7 +730,7 @@ absl::StatusOr<double> RankTrainer::SumLossAndRunTail(Pass& pass, at::Tensor los
     for (const auto& [axis, all_reduces] : waiting) {  // nothing else can run: sum what waits
       std::vector<at::Tensor> inputs;
       for (int i : all_reduces) inputs.push_back(pass.env.at(program_.instructions(i).communicate().input()));
-      const bool with_loss = !loss_summed_on_first_axis && program_.loss_partial_axes_size() > 0 &&
+      const bool with_loss = loss.defined() && !loss_summed_on_first_axis && program_.loss_partial_axes_size() > 0 &&
                              program_.loss_partial_axes(0) == axis;
       if (with_loss) inputs.push_back(loss);
       auto sums = AllReduceSumCoalesced(inputs, *groups_.at(axis));
@@ -741,10 +749,10 @@ absl::StatusOr<double> RankTrainer::SumLossAndRunTail(Pass& pass, at::Tensor los
     if (!ran[i]) return absl::InternalError(absl::StrCat("rank ", program_.rank(), "'s instruction ", i, " after the loss never got its inputs"));
     for (const std::string& name : release_[i]) pass.env.erase(name);
   }
-  for (int k = loss_summed_on_first_axis ? 1 : 0; k < program_.loss_partial_axes_size(); ++k) {
+  for (int k = loss_summed_on_first_axis ? 1 : 0; loss.defined() && k < program_.loss_partial_axes_size(); ++k) {
     if (auto st = groups_.at(program_.loss_partial_axes(k))->AllReduceSum(loss); !st.ok()) return st;
   }
-  return loss.item<double>();
+  return loss;
 }
 
 absl::StatusOr<at::Tensor> RankTrainer::BackwardFromLocalLoss(Pass& pass) {
@@ -847,13 +855,24 @@ absl::StatusOr<StepResult> RankTrainer::Step(const LocalBatch& batch) {
     local_loss = k == 0 ? *loss * pass_loss_scale_ : local_loss + *loss * pass_loss_scale_;
   }
   pass_ = 0;
+  std::unique_ptr<PendingCollective> loss_sum;
+  if (LossSummedAlone()) {
+    local_loss = local_loss.detach().clone();
+    auto started = groups_.at(program_.loss_partial_axes(0))->AllReduceSumAsync(local_loss);
+    if (!started.ok()) return started.status();
+    loss_sum = *std::move(started);
+  }
   if (auto st = ReduceGradients(); !st.ok()) return st;
-  auto loss = SumLossAndRunTail(pass, local_loss);
+  auto loss = SumLossAndRunTail(pass, loss_sum ? at::Tensor() : local_loss);
   if (!loss.ok()) return loss.status();
   if (auto st = ApplyGradients({}, pass); !st.ok()) return st;
+  if (loss_sum) {
+    if (auto st = loss_sum->Wait(); !st.ok()) return st;
+    *loss = local_loss;
+  }
   StepResult r;
   r.step = steps_;
-  r.loss = *loss;
+  r.loss = loss->item<double>();
   r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return r;
 }

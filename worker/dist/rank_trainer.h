@@ -144,8 +144,13 @@ class RankTrainer {
   // loss's partial axes, and the tail run with its all-reduces coalesced — each compute
   // instruction runs once its inputs are there, and the all-reduces waiting meanwhile go as one
   // AllReduceSumCoalesced per axis (the loss joining the first on its first axis) — so a step
-  // makes one small all-reduce where it made one per batch norm and pass. The step's loss.
-  absl::StatusOr<double> SumLossAndRunTail(Pass& pass, at::Tensor loss);
+  // makes one small all-reduce where it made one per batch norm and pass. The step's loss
+  // (undefined, and not summed, where `loss` is: summed apart, LossSummedAlone).
+  absl::StatusOr<at::Tensor> SumLossAndRunTail(Pass& pass, at::Tensor loss);
+  // Whether the loss is summed apart — over one axis, with no all-reduce after backward to join:
+  // then Step starts its all-reduce before the gradients' reduction and waits for it after the
+  // optimizer step, so its round trip (milliseconds with ranks > cores) hides behind them.
+  bool LossSummedAlone() const;
   // Backward from the pass's loss times its loss scale; this rank's loss (unscaled, f64).
   absl::StatusOr<at::Tensor> BackwardFromLocalLoss(Pass& pass);
   absl::StatusOr<at::Tensor> Block(const at::Tensor& global, const v1::Shard& shard) const;
