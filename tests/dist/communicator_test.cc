@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <thread>
@@ -94,22 +95,14 @@ void CheckCollectives(bool nccl) {
 
 TEST(Communicator, GlooCollectivesOnBothAxesOfA2x2Mesh) { CheckCollectives(/*nccl=*/false); }
 
-// Gloo's small all-reduces (up to 4 KiB) go by direct exchange (every rank sends to every other
-// and sums in rank order): on 4 ranks of one group the sums of random tensors are the same bit
-// for bit on every rank and equal to the rank-order sum, also with two in flight at once beside
-// a large (ring) one, in f32, f64 and bf16.
-TEST(Communicator, GlooSmallAllReducesAgreeBitForBitAndMatchTheRankOrderSum) {
+// Runs `body(rank, group)` on four ranks of a 1-D Gloo mesh, each a thread of this process; each
+// returns its tensors, or sets `error`. Fails the test naming a rank that could not connect or
+// reported an error.
+std::vector<std::vector<at::Tensor>> OnFourGlooRanks(
+    const std::function<std::vector<at::Tensor>(int, Communicator&, std::string*)>& body) {
   auto server = StoreServer::Start("127.0.0.1", 0);
-  ASSERT_TRUE(server.ok()) << server.status();
-  auto input = [](int rank, int64_t n, at::ScalarType type) {
-    at::manual_seed(100 + rank);  // the same draw in every thread that asks for it
-    return at::randn({n}, at::kDouble).to(type);
-  };
-  std::mutex draw;  // at::manual_seed is global
-  auto drawn = [&](int rank, int64_t n, at::ScalarType type) {
-    std::lock_guard<std::mutex> lock(draw);
-    return input(rank, n, type);
-  };
+  EXPECT_TRUE(server.ok()) << server.status();
+  if (!server.ok()) return {};
   std::vector<std::vector<at::Tensor>> results(4);
   std::vector<std::string> errors(4);
   std::vector<std::thread> threads;
@@ -120,20 +113,40 @@ TEST(Communicator, GlooSmallAllReducesAgreeBitForBitAndMatchTheRankOrderSum) {
       ro.timeout = std::chrono::milliseconds(30000);
       auto groups = ConnectMeshGroups(ro, {4}, rank);
       if (!groups.ok()) return void(errors[rank] = groups.status().ToString());
-      Communicator& g = *(*groups)[0];
-      std::vector<at::Tensor> t = {drawn(rank, 200, at::kFloat), drawn(rank, 128, at::kDouble),
-                                   drawn(rank, 100, at::kBFloat16), drawn(rank, 40000, at::kFloat)};
-      auto big = g.AllReduceSumAsync(t[3]);
-      auto a = g.AllReduceSumAsync(t[0]);
-      auto b = g.AllReduceSumAsync(t[1]);
-      if (!big.ok() || !a.ok() || !b.ok()) return void(errors[rank] = "start");
-      if (!(*b)->Wait().ok() || !(*a)->Wait().ok() || !(*big)->Wait().ok()) return void(errors[rank] = "wait");
-      if (!g.AllReduceSum(t[2]).ok()) return void(errors[rank] = "bf16");
-      results[rank] = t;
+      results[rank] = body(rank, *(*groups)[0], &errors[rank]);
     });
   }
   for (auto& t : threads) t.join();
-  for (int rank = 0; rank < 4; ++rank) ASSERT_TRUE(errors[rank].empty()) << "rank " << rank << ": " << errors[rank];
+  for (int rank = 0; rank < 4; ++rank) EXPECT_TRUE(errors[rank].empty()) << "rank " << rank << ": " << errors[rank];
+  return results;
+}
+
+// Gloo's small all-reduces (up to 4 KiB) go by direct exchange (every rank sends to every other
+// and sums in rank order): on 4 ranks of one group the sums of random tensors are the same bit
+// for bit on every rank and equal to the rank-order sum, also with two in flight at once beside
+// a large (ring) one, in f32, f64 and bf16.
+TEST(Communicator, GlooSmallAllReducesAgreeBitForBitAndMatchTheRankOrderSum) {
+  auto input = [](int rank, int64_t n, at::ScalarType type) {
+    at::manual_seed(100 + rank);  // the same draw in every thread that asks for it
+    return at::randn({n}, at::kDouble).to(type);
+  };
+  std::mutex draw;  // at::manual_seed is global
+  auto drawn = [&](int rank, int64_t n, at::ScalarType type) {
+    std::lock_guard<std::mutex> lock(draw);
+    return input(rank, n, type);
+  };
+  auto results = OnFourGlooRanks([&](int rank, Communicator& g, std::string* error) -> std::vector<at::Tensor> {
+    std::vector<at::Tensor> t = {drawn(rank, 200, at::kFloat), drawn(rank, 128, at::kDouble),
+                                 drawn(rank, 100, at::kBFloat16), drawn(rank, 40000, at::kFloat)};
+    auto big = g.AllReduceSumAsync(t[3]);
+    auto a = g.AllReduceSumAsync(t[0]);
+    auto b = g.AllReduceSumAsync(t[1]);
+    if (!big.ok() || !a.ok() || !b.ok()) return (*error = "start", std::vector<at::Tensor>{});
+    if (!(*b)->Wait().ok() || !(*a)->Wait().ok() || !(*big)->Wait().ok()) return (*error = "wait", std::vector<at::Tensor>{});
+    if (!g.AllReduceSum(t[2]).ok()) return (*error = "bf16", std::vector<at::Tensor>{});
+    return t;
+  });
+  if (HasFailure()) return;
   // (elements, dtype); all but the last are at most 4 KiB as summed, so go by direct exchange.
   const std::vector<std::pair<int64_t, at::ScalarType>> kinds = {{200, at::kFloat}, {128, at::kDouble}, {100, at::kBFloat16}, {40000, at::kFloat}};
   for (size_t k = 0; k < kinds.size(); ++k) {
@@ -159,34 +172,20 @@ TEST(Communicator, GlooSmallAllReducesAgreeBitForBitAndMatchTheRankOrderSum) {
 // after it, every rank's row lands in its place — f32 from a row of the output itself, bf16 from
 // a separate tensor.
 TEST(Communicator, GlooAllGathersIntoABufferBesideOtherExchanges) {
-  auto server = StoreServer::Start("127.0.0.1", 0);
-  ASSERT_TRUE(server.ok()) << server.status();
   auto row = [](int rank, int64_t n, at::ScalarType type) { return (at::arange(n, at::kFloat) + 1000 * rank).to(type); };
-  std::vector<std::vector<at::Tensor>> results(4);
-  std::vector<std::string> errors(4);
-  std::vector<std::thread> threads;
-  for (int rank = 0; rank < 4; ++rank) {
-    threads.emplace_back([&, rank] {
-      RendezvousOptions ro;
-      ro.port = (*server)->port();
-      ro.timeout = std::chrono::milliseconds(30000);
-      auto groups = ConnectMeshGroups(ro, {4}, rank);
-      if (!groups.ok()) return void(errors[rank] = groups.status().ToString());
-      Communicator& g = *(*groups)[0];
-      at::Tensor big = at::zeros({4 * 3000});
-      big.view({4, 3000})[rank].copy_(row(rank, 3000, at::kFloat));
-      at::Tensor small = at::full({8}, static_cast<double>(rank + 1));
-      at::Tensor half = at::zeros({4 * 40}, at::kBFloat16);
-      auto gather = g.AllGatherIntoAsync(big.view({4, 3000})[rank], big);
-      auto sum = g.AllReduceSumAsync(small);
-      if (!gather.ok() || !sum.ok()) return void(errors[rank] = "start");
-      if (!g.AllGatherInto(row(rank, 40, at::kBFloat16), half).ok()) return void(errors[rank] = "blocking gather");
-      if (!(*sum)->Wait().ok() || !(*gather)->Wait().ok()) return void(errors[rank] = "wait");
-      results[rank] = {big, small, half};
-    });
-  }
-  for (auto& t : threads) t.join();
-  for (int rank = 0; rank < 4; ++rank) ASSERT_TRUE(errors[rank].empty()) << "rank " << rank << ": " << errors[rank];
+  auto results = OnFourGlooRanks([&](int rank, Communicator& g, std::string* error) -> std::vector<at::Tensor> {
+    at::Tensor big = at::zeros({4 * 3000});
+    big.view({4, 3000})[rank].copy_(row(rank, 3000, at::kFloat));
+    at::Tensor small = at::full({8}, static_cast<double>(rank + 1));
+    at::Tensor half = at::zeros({4 * 40}, at::kBFloat16);
+    auto gather = g.AllGatherIntoAsync(big.view({4, 3000})[rank], big);
+    auto sum = g.AllReduceSumAsync(small);
+    if (!gather.ok() || !sum.ok()) return (*error = "start", std::vector<at::Tensor>{});
+    if (!g.AllGatherInto(row(rank, 40, at::kBFloat16), half).ok()) return (*error = "blocking gather", std::vector<at::Tensor>{});
+    if (!(*sum)->Wait().ok() || !(*gather)->Wait().ok()) return (*error = "wait", std::vector<at::Tensor>{});
+    return {big, small, half};
+  });
+  if (HasFailure()) return;
   for (int rank = 0; rank < 4; ++rank) {
     SCOPED_TRACE(rank);
     for (int from = 0; from < 4; ++from) {
@@ -286,13 +285,10 @@ class MirroredPair : public Communicator {
   std::string name_ = "mirrored pair";
 };
 
-// ZeroBuckets (grad_buckets.h) on five parameters in buckets {0, 1}, {2, 3}, {4}, parameter 1 a
-// tied weight (two gradients a step): gradients out of order — the first of each bucket before
-// any bucket is complete, so a third staging buffer is needed — give every parameter its
-// shard's sum (twice chunk 0 of its gradient, the padding zeros) with one all-reduce per bucket;
-// a parameter without a gradient gets none; the updated shards are gathered back into the
-// blocks with one all-gather per group of buckets the two staging buffers hold (two here).
-TEST(ZeroBuckets, OutOfOrderGradientsTiedWeightsAndTheGatherBack) {
+// Five parameters of 5, 4, 6, 3 and 2 elements sharded over a pair, in buckets {0, 1}, {2, 3},
+// {4} and two staging buffers; parameter 1 read `tied_reads` times (a tied weight: that many
+// gradients a step).
+ZeroBucketSet FiveParametersInThreeBuckets(int tied_reads) {
   const std::vector<int64_t> numel = {5, 4, 6, 3, 2};
   ZeroBucketSet set;
   set.ranks = 2;
@@ -304,12 +300,25 @@ TEST(ZeroBuckets, OutOfOrderGradientsTiedWeightsAndTheGatherBack) {
     z.ranks = 2;
     z.numel = numel[i];
     z.chunk = (numel[i] + 1) / 2;
-    z.grad_syncs = i == 1 ? std::vector<int>{3, 7} : std::vector<int>{static_cast<int>(i)};
+    z.grad_syncs = {static_cast<int>(i)};
+    if (i == 1 && tied_reads == 2) z.grad_syncs = {3, 7};
     set.params.push_back(z);
   }
   set.buckets = {ZeroBucket{{0, 1}, {0, 3}, 5}, ZeroBucket{{2, 3}, {0, 3}, 5}, ZeroBucket{{4}, {0}, 1}};
   set.staging_buffers = 2;
   set.staging_elements = 10;
+  return set;
+}
+
+// ZeroBuckets (grad_buckets.h) on five parameters in buckets {0, 1}, {2, 3}, {4}, parameter 1 a
+// tied weight (two gradients a step): gradients out of order — the first of each bucket before
+// any bucket is complete, so a third staging buffer is needed — give every parameter its
+// shard's sum (twice chunk 0 of its gradient, the padding zeros) with one all-reduce per bucket;
+// a parameter without a gradient gets none; the updated shards are gathered back into the
+// blocks with one all-gather per group of buckets the two staging buffers hold (two here).
+TEST(ZeroBuckets, OutOfOrderGradientsTiedWeightsAndTheGatherBack) {
+  const std::vector<int64_t> numel = {5, 4, 6, 3, 2};
+  const ZeroBucketSet set = FiveParametersInThreeBuckets(/*tied_reads=*/2);
   MirroredPair pair;
   ZeroBuckets buckets(&pair, set, at::TensorOptions().dtype(at::kFloat));
   std::vector<at::Tensor> grads;
@@ -355,22 +364,7 @@ TEST(ZeroBuckets, OutOfOrderGradientsTiedWeightsAndTheGatherBack) {
 // block holds its new shard.
 TEST(ZeroBuckets, Zero3GathersEachBucketOnceAndPrefetchesTheNextAsTheLastStepRead) {
   const std::vector<int64_t> numel = {5, 4, 6, 3, 2};
-  ZeroBucketSet set;
-  set.ranks = 2;
-  set.dtype = v1::FLOAT32;
-  for (size_t i = 0; i < numel.size(); ++i) {
-    ZeroParam z;
-    z.name = "p" + std::to_string(i);
-    z.axes = {0};
-    z.ranks = 2;
-    z.numel = numel[i];
-    z.chunk = (numel[i] + 1) / 2;
-    z.grad_syncs = {static_cast<int>(i)};
-    set.params.push_back(z);
-  }
-  set.buckets = {ZeroBucket{{0, 1}, {0, 3}, 5}, ZeroBucket{{2, 3}, {0, 3}, 5}, ZeroBucket{{4}, {0}, 1}};
-  set.staging_buffers = 2;
-  set.staging_elements = 10;
+  const ZeroBucketSet set = FiveParametersInThreeBuckets(/*tied_reads=*/1);
   MirroredPair pair;
   ZeroBuckets buckets(&pair, set, at::TensorOptions().dtype(at::kFloat));
   std::vector<at::Tensor> shards, blocks;

@@ -10,6 +10,7 @@
 #include <chrono>
 #include <cstring>
 #include <functional>
+#include <string>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
@@ -76,13 +77,12 @@ int AllReduceRank(int port, int64_t ranks, int64_t rank, const std::vector<int64
   return write(fd, means.data(), static_cast<size_t>(size)) == size ? 0 : 1;
 }
 
-// The mean seconds of rank 0's `repeats` all-reduces of each size in `bytes` among `ranks`
-// rank processes forked from this one, meeting at a TCPStore this process serves: processes, as
-// `mapctl run --ranks` starts them (threads of one process measured a small 4-rank all-reduce
-// at ~0.8 ms here; processes 0.5 to 2.6 ms from run to run).
-absl::StatusOr<std::vector<double>> TimeAllReduces(int64_t ranks, const std::vector<int64_t>& bytes, int repeats) {
-  auto server = StoreServer::Start("127.0.0.1", 0);
-  if (!server.ok()) return server.status();
+// Runs `child(rank, fd)` in each of `ranks` processes forked from this one — its result the
+// process's exit code, `fd` the write end of a pipe back here — and returns the doubles they
+// wrote, in the order they came; UNAVAILABLE naming `what` when a process could not be started,
+// failed, or wrote a partial number.
+absl::StatusOr<std::vector<double>> RunInForkedProcesses(int64_t ranks, const std::function<int(int64_t, int)>& child,
+                                                         const std::string& what) {
   int pipe_fds[2];
   if (pipe(pipe_fds) != 0) return absl::InternalError(absl::StrCat("calibrate: pipe: ", strerror(errno)));
   std::vector<pid_t> children;
@@ -90,25 +90,41 @@ absl::StatusOr<std::vector<double>> TimeAllReduces(int64_t ranks, const std::vec
     const pid_t pid = fork();
     if (pid == 0) {
       close(pipe_fds[0]);
-      _exit(AllReduceRank((*server)->port(), ranks, rank, bytes, repeats, pipe_fds[1]));
+      _exit(child(rank, pipe_fds[1]));
     }
     if (pid < 0) break;
     children.push_back(pid);
   }
   close(pipe_fds[1]);
-  std::vector<double> means(bytes.size(), 0);
-  const auto want = static_cast<ssize_t>(means.size() * sizeof(double));
-  const bool read_all = static_cast<int64_t>(children.size()) == ranks && read(pipe_fds[0], means.data(), static_cast<size_t>(want)) == want;
+  std::vector<double> values;
+  double v = 0;
+  ssize_t got = 0;
+  while ((got = read(pipe_fds[0], &v, sizeof v)) == static_cast<ssize_t>(sizeof v)) values.push_back(v);
   close(pipe_fds[0]);
-  bool all_ok = true;
+  bool all_ok = static_cast<int64_t>(children.size()) == ranks && got == 0;
   for (pid_t pid : children) {
     int status = 0;
     all_ok &= waitpid(pid, &status, 0) == pid && WIFEXITED(status) && WEXITSTATUS(status) == 0;
   }
-  if (!read_all || !all_ok) {
-    return absl::UnavailableError(absl::StrCat("calibrate: the all-reduces among ", ranks,
-                                               " local rank processes failed (a port or process limit?); run without --collectives"));
+  if (!all_ok) {
+    return absl::UnavailableError(absl::StrCat("calibrate: ", what, " among ", ranks,
+                                               " local processes failed (a port or process limit?); run without --collectives"));
   }
+  return values;
+}
+
+// The mean seconds of rank 0's `repeats` all-reduces of each size in `bytes` among `ranks`
+// rank processes forked from this one, meeting at a TCPStore this process serves: processes, as
+// `mapctl run --ranks` starts them (threads of one process measured a small 4-rank all-reduce
+// at ~0.8 ms here; processes 0.5 to 2.6 ms from run to run).
+absl::StatusOr<std::vector<double>> TimeAllReduces(int64_t ranks, const std::vector<int64_t>& bytes, int repeats) {
+  auto server = StoreServer::Start("127.0.0.1", 0);
+  if (!server.ok()) return server.status();
+  const int port = (*server)->port();
+  auto means = RunInForkedProcesses(
+      ranks, [&](int64_t rank, int fd) { return AllReduceRank(port, ranks, rank, bytes, repeats, fd); }, "the all-reduces");
+  if (!means.ok()) return means.status();
+  if (means->size() != bytes.size()) return absl::UnavailableError("calibrate: rank 0 did not report its all-reduces");
   return means;
 }
 
@@ -149,35 +165,19 @@ double TrainingStepSeconds(double min_seconds) {
 // the lone one's. Each process runs a little longer than it measures, so the measurements overlap.
 absl::StatusOr<double> ComputeSpeed(int64_t ranks, double min_seconds) {
   const double alone = TrainingStepSeconds(min_seconds);
-  int pipe_fds[2];
-  if (pipe(pipe_fds) != 0) return absl::InternalError(absl::StrCat("calibrate: pipe: ", strerror(errno)));
-  std::vector<pid_t> children;
-  for (int64_t rank = 0; rank < ranks; ++rank) {
-    const pid_t pid = fork();
-    if (pid == 0) {
-      close(pipe_fds[0]);
-      (void)TrainingStepSeconds(min_seconds / 4);  // until every process has started
-      const double seconds = TrainingStepSeconds(min_seconds);
-      (void)TrainingStepSeconds(min_seconds / 4);  // while the slower ones finish
-      _exit(write(pipe_fds[1], &seconds, sizeof seconds) == static_cast<ssize_t>(sizeof seconds) ? 0 : 1);
-    }
-    if (pid < 0) break;
-    children.push_back(pid);
-  }
-  close(pipe_fds[1]);
+  auto seconds = RunInForkedProcesses(
+      ranks,
+      [&](int64_t, int fd) {
+        (void)TrainingStepSeconds(min_seconds / 4);  // until every process has started
+        const double s = TrainingStepSeconds(min_seconds);
+        (void)TrainingStepSeconds(min_seconds / 4);  // while the slower ones finish
+        return write(fd, &s, sizeof s) == static_cast<ssize_t>(sizeof s) ? 0 : 1;
+      },
+      "the compute measurement");
+  if (!seconds.ok()) return seconds.status();
   double total = 0;
-  int64_t read_back = 0;
-  for (double seconds = 0; read(pipe_fds[0], &seconds, sizeof seconds) == static_cast<ssize_t>(sizeof seconds); ++read_back) total += seconds;
-  close(pipe_fds[0]);
-  bool all_ok = true;
-  for (pid_t pid : children) {
-    int status = 0;
-    all_ok &= waitpid(pid, &status, 0) == pid && WIFEXITED(status) && WEXITSTATUS(status) == 0;
-  }
-  if (read_back != ranks || !all_ok || !(total > 0)) {
-    return absl::UnavailableError(absl::StrCat("calibrate: the compute measurement among ", ranks,
-                                               " local processes failed (a process limit?); run without --collectives"));
-  }
+  for (double s : *seconds) total += s;
+  if (static_cast<int64_t>(seconds->size()) != ranks || !(total > 0)) return absl::UnavailableError("calibrate: a process did not report its step");
   return std::min(2.0, alone / (total / static_cast<double>(ranks)));
 }
 
