@@ -280,12 +280,16 @@ void ZeroBuckets::SetParameters(std::vector<at::Tensor> shards, std::vector<at::
   forecast_.clear();
 }
 
+absl::Status ZeroBuckets::Settle(GatherBuffer& buffer) {
+  if (!buffer.pending) return absl::OkStatus();
+  absl::Status st = buffer.pending->Wait();
+  buffer.pending.reset();
+  if (!st.ok()) buffer.bucket = -1;
+  return st;
+}
+
 absl::Status ZeroBuckets::StartGather(GatherBuffer& buffer, int bucket, bool wait) {
-  if (buffer.pending) {  // a prefetch still under way into it: done before the buffer is reused
-    absl::Status st = buffer.pending->Wait();
-    buffer.pending.reset();
-    if (!st.ok()) return st;
-  }
+  if (auto st = Settle(buffer); !st.ok()) return st;  // a prefetch into it: done before the buffer is reused
   const ZeroBucket& b = set_.buckets[bucket];
   at::Tensor flat = buffer.flat.narrow(0, 0, set_.ranks * b.segment);
   const at::Tensor local = flat.view({set_.ranks, b.segment})[group_->rank()];
@@ -304,28 +308,28 @@ absl::Status ZeroBuckets::StartGather(GatherBuffer& buffer, int bucket, bool wai
   return absl::OkStatus();
 }
 
-ZeroBuckets::GatherBuffer& ZeroBuckets::BufferFor(int bucket) {
+absl::StatusOr<ZeroBuckets::GatherBuffer*> ZeroBuckets::BufferFor(int bucket) {
   for (GatherBuffer& g : gathers_) {
-    if (g.bucket == bucket) return g;
+    if (g.bucket == bucket) return &g;
   }
   GatherBuffer* oldest = &gathers_[0];
   for (GatherBuffer& g : gathers_) {
     if (g.last_read < oldest->last_read) oldest = &g;
   }
-  OrThrow(StartGather(*oldest, bucket, /*wait=*/true));
-  return *oldest;
+  if (auto st = StartGather(*oldest, bucket, /*wait=*/true); !st.ok()) return st;
+  return oldest;
 }
 
-void ZeroBuckets::Prefetch() {
+absl::Status ZeroBuckets::Prefetch() {
   const size_t next = order_.size();
-  if (gathers_.size() < 2 || next >= forecast_.size() || forecast_[next - 1] != order_.back()) return;
+  if (gathers_.size() < 2 || next >= forecast_.size() || forecast_[next - 1] != order_.back()) return absl::OkStatus();
   const int bucket = forecast_[next];
   GatherBuffer* other = nullptr;
   for (GatherBuffer& g : gathers_) {
-    if (g.bucket == bucket) return;  // held already
+    if (g.bucket == bucket) return absl::OkStatus();  // held already
     if (g.bucket != order_.back() && (other == nullptr || g.last_read < other->last_read)) other = &g;
   }
-  if (other != nullptr) OrThrow(StartGather(*other, bucket, /*wait=*/false));
+  return other == nullptr ? absl::OkStatus() : StartGather(*other, bucket, /*wait=*/false);
 }
 
 absl::Status ZeroBuckets::GatherBlock(int slot) {
@@ -334,37 +338,22 @@ absl::Status ZeroBuckets::GatherBlock(int slot) {
   at::NoGradGuard no_grad;
   const int bucket = slots_[slot].bucket;
   const ZeroBucket& b = set_.buckets[bucket];
-  try {
-    GatherBuffer& g = BufferFor(bucket);
-    if (g.pending) {
-      absl::Status st = g.pending->Wait();
-      g.pending.reset();
-      if (!st.ok()) {
-        g.bucket = -1;
-        return st;
-      }
-    }
-    g.last_read = ++reads_;
-    const at::Tensor rows = g.flat.narrow(0, 0, set_.ranks * b.segment).view({set_.ranks, b.segment});
-    RowsIntoFlat(rows.narrow(1, slots_[slot].offset, set_.params[slot].chunk), AllocateBlock(block).view({-1}));
-    if (order_.empty() || order_.back() != bucket) {
-      order_.push_back(bucket);
-      Prefetch();
-    }
-  } catch (const std::exception& e) {
-    return absl::UnavailableError(e.what());
-  }
-  return absl::OkStatus();
+  auto g = BufferFor(bucket);
+  if (!g.ok()) return g.status();
+  if (auto st = Settle(**g); !st.ok()) return st;
+  (*g)->last_read = ++reads_;
+  const at::Tensor rows = (*g)->flat.narrow(0, 0, set_.ranks * b.segment).view({set_.ranks, b.segment});
+  RowsIntoFlat(rows.narrow(1, slots_[slot].offset, set_.params[slot].chunk), AllocateBlock(block).view({-1}));
+  if (!order_.empty() && order_.back() == bucket) return absl::OkStatus();
+  order_.push_back(bucket);
+  return Prefetch();
 }
 
 absl::Status ZeroBuckets::ShardsChanged() {
   absl::Status status;
   for (GatherBuffer& g : gathers_) {
-    if (g.pending) {  // a prefetch the step did not read: finished, and dropped
-      absl::Status st = g.pending->Wait();
-      g.pending.reset();
-      if (status.ok()) status = st;
-    }
+    absl::Status st = Settle(g);  // a prefetch the step did not read: finished, and dropped
+    if (status.ok()) status = st;
     g.bucket = -1;
   }
   if (!order_.empty()) forecast_ = std::move(order_);

@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "planner/lower/zero.h"
 #include "worker/dist/communicator.h"
 
@@ -170,9 +171,10 @@ class ZeroBuckets {
     std::unique_ptr<PendingCollective> pending;  // a prefetch under way into it
     int64_t last_read = 0;                       // when a block was last copied out of it
   };
-  GatherBuffer& BufferFor(int bucket);           // holding `bucket`, gathered at once if none does
+  absl::StatusOr<GatherBuffer*> BufferFor(int bucket);  // holding `bucket`, gathered at once if none does
   absl::Status StartGather(GatherBuffer& buffer, int bucket, bool wait);
-  void Prefetch();                               // the forecast's next bucket, if it is not held
+  absl::Status Settle(GatherBuffer& buffer);     // its prefetch done (on failure it holds nothing)
+  absl::Status Prefetch();                       // the forecast's next bucket, if it is not held
   std::vector<at::Tensor> shards_, blocks_;
   std::vector<GatherBuffer> gathers_;
   int64_t reads_ = 0;                            // blocks copied out so far (the buffers' clock)
