@@ -69,9 +69,9 @@ struct ZeroBucketSet {
 };
 
 // The buckets of `program` (empty under ZeRO 0-1, several passes a step, or `bucket_bytes` ≤ 0):
-// a bucket takes parameters, in gradient order, while ranks × segment × the element size stays
-// within ZeroBucketCap(the set's bytes, `bucket_bytes`, program.zero_bucket_parts()); a larger
-// parameter is a bucket of its own. None where zero_bucket_parts is -1.
+// each set cut, in gradient order, into k = max(program.zero_bucket_parts(), set bytes /
+// `bucket_bytes`) contiguous buckets (at most one per parameter) whose largest segment is as
+// small as it can be (bucket_size.h says why these counts). None where zero_bucket_parts is -1.
 std::vector<ZeroBucketSet> ZeroGradientBuckets(const v1::RankProgram& program, int64_t bucket_bytes);
 
 }  // namespace mapd

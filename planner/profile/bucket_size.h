@@ -4,7 +4,6 @@
 #ifndef MAPD_PLANNER_PROFILE_BUCKET_SIZE_H_
 #define MAPD_PLANNER_PROFILE_BUCKET_SIZE_H_
 
-#include <algorithm>
 #include <cstdint>
 
 namespace mapd {
@@ -13,23 +12,22 @@ namespace mapd {
 // and so the one memory predictions assume: PyTorch DDP's default.
 inline constexpr int64_t kDefaultBucketBytes = int64_t{25} << 20;
 
-// The most a ZeRO bucket holds (planner/lower/zero.h ZeroGradientBuckets) when its set's
-// parameters take `set_bytes`: `bucket_bytes`, and 1/parts of the set. Every bucket costs a
-// collective (two, with the gather after the step), whatever its size, and small ones are
-// latency-bound: on 4 ranks sharing 2 cores ZeRO-2's nanoGPT step took 118 ms in eighths, 76 in
-// halves and 68 in one bucket (ZeRO-0: 57). So ZeRO-2 takes one bucket up to `bucket_bytes`, as
-// DDP does, and the lowering makes them smaller (kZeroBucketFitParts), then turns them off,
-// only where a rank is over its budget (lowered_plan.h). ZeRO-3 starts at halves: its gather buffer is a bucket,
-// and one bucket would hold every parameter through the step, which ZeRO-3 is there to avoid.
+// How many buckets a ZeRO set is cut into (planner/lower/zero.h ZeroGradientBuckets): at least
+// `parts` (balanced: the largest as small as the parameters allow), and enough that each holds
+// about `bucket_bytes`. Every bucket costs a collective (two, with the gather after the step),
+// whatever its size, and small ones are latency-bound: on 4 ranks sharing 2 cores ZeRO-2's
+// nanoGPT step took 118 ms in eighths, 76 in halves and 68 in one bucket (ZeRO-0: 57). So ZeRO-2
+// takes one part by default, as DDP takes one 25 MB bucket, and the lowering cuts more
+// (kZeroBucketFitParts), then turns buckets off, only where a rank is over its budget
+// (lowered_plan.h). ZeRO-3 starts at halves: a gather buffer holds a bucket, and one bucket would
+// hold every parameter through the step, which ZeRO-3 is there to avoid (with two buffers, one
+// to gather ahead into, halves still hold them all where memory allows; more parts hold less).
 // Where a rank is over its budget, the lowering tries these, in order — the fewest buckets first
 // (each costs collectives) — and takes the first whose programs fit, else turns buckets off.
-inline constexpr int kZeroBucketFitParts[] = {2, 3, 4, 6, 8, 12, 16};
+inline constexpr int kZeroBucketFitParts[] = {2, 3, 4, 5, 6, 7, 8, 10, 12, 16};
 inline constexpr int kDefaultZeroBucketParts = 1;
 inline constexpr int kDefaultZero3BucketParts = 2;
 inline int DefaultZeroBucketParts(int zero_stage) { return zero_stage >= 3 ? kDefaultZero3BucketParts : kDefaultZeroBucketParts; }
-inline int64_t ZeroBucketCap(int64_t set_bytes, int64_t bucket_bytes, int parts) {
-  return std::min(bucket_bytes, (set_bytes + parts - 1) / parts);
-}
 
 }  // namespace mapd
 

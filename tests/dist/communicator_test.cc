@@ -359,9 +359,9 @@ TEST(ZeroBuckets, OutOfOrderGradientsTiedWeightsAndTheGatherBack) {
 // ZeRO-3's gathers (ZeroBuckets::GatherBlock) on five parameters in buckets {0, 1}, {2, 3}, {4},
 // read 0, 2, 1, 3, 4 and freed after each read, a step after another: two gather buffers keep
 // buckets 0 and 1 both, so the first step gathers each bucket once (one buffer would gather
-// 0, 1, 0, 1, 2); the second step, whose shards changed, gathers bucket 0 when it is read and
-// prefetches the others (asynchronously) as the first step's order forecasts them, and every
-// block holds its new shard.
+// 0, 1, 0, 1, 2); once the shards change, the first step's order is the forecast: bucket 0 is
+// gathered at once (asynchronously, before the next step reads it) and the others ahead of
+// their reads, and every block holds its new shard.
 TEST(ZeroBuckets, Zero3GathersEachBucketOnceAndPrefetchesTheNextAsTheLastStepRead) {
   const std::vector<int64_t> numel = {5, 4, 6, 3, 2};
   const ZeroBucketSet set = FiveParametersInThreeBuckets(/*tied_reads=*/1);
@@ -381,15 +381,15 @@ TEST(ZeroBuckets, Zero3GathersEachBucketOnceAndPrefetchesTheNextAsTheLastStepRea
       EXPECT_TRUE(at::equal(blocks[slot], at::cat({shards[slot], shards[slot]}).narrow(0, 0, numel[slot]))) << slot;
       FreeBlock(blocks[slot]);
     }
+    for (at::Tensor& shard : shards) shard.add_(1);  // an optimizer step
     ASSERT_TRUE(buckets.ShardsChanged().ok());
   };
   step();
-  EXPECT_EQ(pair.all_gathers, 3);
-  EXPECT_EQ(pair.async_gathers, 0);  // no order known yet
-  for (at::Tensor& shard : shards) shard.add_(1);  // an optimizer step
+  EXPECT_EQ(pair.all_gathers, 4);  // each bucket once, and the next step's first
+  EXPECT_EQ(pair.async_gathers, 1);  // the next step's first bucket, as this step's order forecasts
   step();
-  EXPECT_EQ(pair.all_gathers, 6);
-  EXPECT_EQ(pair.async_gathers, 2);  // buckets 1 and 2, started before they were read
+  EXPECT_EQ(pair.all_gathers, 7);
+  EXPECT_EQ(pair.async_gathers, 4);  // buckets 1 and 2, started before they were read; 0 for the next
 }
 
 }  // namespace

@@ -5,6 +5,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <climits>
+#include <string>
 #include <iterator>
 #include <vector>
 
@@ -168,7 +170,16 @@ TEST(RankCost, ZeroBucketsAreMadeSmallerAndThenTurnedOffToFitTheBudget) {
   auto at = std::find(fit.begin(), fit.end(), parts);
   ASSERT_NE(at, fit.end()) << parts;
   EXPECT_LT(smaller->WorstPeak(), one->WorstPeak());
-  EXPECT_GE(ZeroGradientBuckets(smaller->programs[3], kDefaultBucketBytes)[0].buckets.size(), static_cast<size_t>(parts));
+  // At most `parts` buckets, balanced: none over 1/parts of the set by more than its largest parameter.
+  const ZeroBucketSet cut = ZeroGradientBuckets(smaller->programs[3], kDefaultBucketBytes)[0];
+  EXPECT_LE(cut.buckets.size(), static_cast<size_t>(parts));
+  EXPECT_GT(cut.buckets.size(), 1u);
+  int64_t total = 0, largest_param = 0;
+  for (const ZeroParam& z : cut.params) {
+    total += z.chunk;
+    largest_param = std::max(largest_param, z.chunk);
+  }
+  for (const ZeroBucket& b : cut.buckets) EXPECT_LE(b.segment, (total + parts - 1) / parts + largest_param);
   // Just under that: more parts (or none), and a lower peak.
   auto tighter = lower(smaller->WorstPeak() - 1);
   ASSERT_TRUE(tighter.ok()) << tighter.status();
@@ -180,6 +191,55 @@ TEST(RankCost, ZeroBucketsAreMadeSmallerAndThenTurnedOffToFitTheBudget) {
   EXPECT_EQ(none->programs[0].zero_bucket_parts(), -1);
   EXPECT_TRUE(ZeroGradientBuckets(none->programs[0], kDefaultBucketBytes).empty());
   EXPECT_LT(none->WorstPeak(), smaller->WorstPeak());
+}
+
+
+// A ZeRO set is cut into k contiguous buckets whose largest segment is the least any cut into at
+// most k contiguous groups allows (planner/lower/zero.cc), checked against every such cut.
+TEST(RankCost, ZeroBucketsAreTheBalancedCutBruteForceFinds) {
+  const Graph g = ZooTrainingGraph("gpt2:layers=2,hidden=32,heads=4,vocab=64,seq=8,batch=4");
+  const DataParallel dp = DataParallelOnFour(g, "h100-80g");
+  ASSERT_FALSE(dp.strategies.empty());
+  auto lowered = LowerAndPredict(g, {4}, dp.strategies, 3, {}, "h100-80g", ProfileOptions(), 1, 0);
+  ASSERT_TRUE(lowered.ok()) << lowered.status();
+  v1::RankProgram program = lowered->programs[0];
+  for (int parts : {2, 3, 4}) {
+    SCOPED_TRACE("parts " + std::to_string(parts));
+    program.set_zero_bucket_parts(parts);
+    const auto sets = ZeroGradientBuckets(program, kDefaultBucketBytes);
+    ASSERT_EQ(sets.size(), 1u);
+    const ZeroBucketSet& set = sets[0];
+    std::vector<int64_t> chunks;
+    for (const ZeroParam& z : set.params) chunks.push_back(z.chunk);
+    ASSERT_GE(chunks.size(), 8u);
+    // Every cut into at most `parts` groups: choose parts - 1 cut points among the n - 1 gaps.
+    int64_t best = INT64_MAX;
+    const size_t n = chunks.size();
+    std::vector<bool> cut(n - 1, false);
+    std::fill(cut.begin(), cut.begin() + (parts - 1), true);
+    std::sort(cut.begin(), cut.end());
+    do {
+      int64_t sum = 0, largest = 0;
+      for (size_t i = 0; i < n; ++i) {
+        sum += chunks[i];
+        if (i + 1 == n || cut[i]) {
+          largest = std::max(largest, sum);
+          sum = 0;
+        }
+      }
+      best = std::min(best, largest);
+    } while (std::next_permutation(cut.begin(), cut.end()));
+    int64_t segment = 0;
+    size_t params = 0;
+    for (const ZeroBucket& b : set.buckets) {
+      segment = std::max(segment, b.segment);
+      params += b.params.size();
+    }
+    EXPECT_EQ(segment, best);
+    EXPECT_LE(set.buckets.size(), static_cast<size_t>(parts));
+    EXPECT_EQ(params, n);
+    EXPECT_EQ(set.staging_elements, set.ranks * best);
+  }
 }
 
 }  // namespace

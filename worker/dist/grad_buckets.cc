@@ -358,7 +358,11 @@ absl::Status ZeroBuckets::ShardsChanged() {
   }
   if (!order_.empty()) forecast_ = std::move(order_);
   order_.clear();
-  return status;
+  if (!status.ok() || gathers_.empty() || forecast_.empty()) return status;
+  // The next step's first bucket, gathered ahead too: it starts now, while the step ends (the
+  // loss's sum, the next batch), instead of when forward first needs it. Every rank calls this
+  // at the same point with the same forecast, so the all-gathers match.
+  return StartGather(gathers_[0], forecast_[0], /*wait=*/false);
 }
 
 }  // namespace mapd

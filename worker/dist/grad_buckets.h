@@ -130,7 +130,8 @@ class ZeroBuckets {
   // same order and their all-gathers match.
   absl::Status GatherBlock(int slot);
   // The shards changed (an optimizer step, a restore): what the gather buffers hold is stale,
-  // and the step's order of buckets becomes the next step's forecast.
+  // the step's order of buckets becomes the next step's forecast, and the forecast's first
+  // bucket is all-gathered, asynchronously, at once.
   absl::Status ShardsChanged();
 
  private:
