@@ -24,8 +24,9 @@ int RunCalibrate(const std::string& name, const std::string& output, bool quick,
       profile->name, profile->fp32_flops / 1e9, profile->bf16_flops / 1e9, profile->memory_bandwidth / 1e9,
       profile->kernel_overhead_seconds * 1e6, static_cast<double>(profile->memory_bytes) / (1 << 30));
   for (const HostCollectives& c : profile->host_collectives) {
-    std::cout << absl::StrFormat("  %d local ranks: all-reduce %.0f us + %.2f ns a byte; each computes at %.2f of one alone\n", c.ranks,
-                                 c.alpha * 1e6, c.beta * 1e9, c.compute_speed);
+    std::cout << absl::StrFormat(
+        "  %d local ranks: all-reduce %.0f us + %.2f ns a byte (%.0f us among computing ranks); each computes at %.2f of one alone\n",
+        c.ranks, c.alpha * 1e6, c.beta * 1e9, c.busy_alpha * 1e6, c.compute_speed);
   }
   if (output.empty()) {
     std::cout << profile->ToJson() << "\n";

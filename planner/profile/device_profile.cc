@@ -55,10 +55,10 @@ absl::Status DeviceProfile::Validate() const {
     }
   }
   for (const HostCollectives& c : host_collectives) {
-    if (c.ranks < 2 || !(c.alpha >= 0) || !(c.beta >= 0) || !(c.compute_speed >= 0 && c.compute_speed <= 2)) {
+    if (c.ranks < 2 || !(c.alpha >= 0) || !(c.beta >= 0) || !(c.busy_alpha >= 0) || !(c.compute_speed >= 0 && c.compute_speed <= 2)) {
       return absl::InvalidArgumentError(absl::StrCat("device profile '", name, "': host_collectives entry for ", c.ranks,
-                                                     " ranks needs ranks >= 2, alpha, beta >= 0 and compute_speed in [0, 2] (got ", c.alpha, ", ", c.beta, ", ",
-                                                     c.compute_speed, ")"));
+                                                     " ranks needs ranks >= 2, alpha, beta, busy_alpha >= 0 and compute_speed in [0, 2] (got ",
+                                                     c.alpha, ", ", c.beta, ", ", c.busy_alpha, ", ", c.compute_speed, ")"));
     }
   }
   return absl::OkStatus();
@@ -80,6 +80,7 @@ std::string DeviceProfile::ToJson() const {
   for (const HostCollectives& c : host_collectives) {
     nlohmann::json e = {{"ranks", c.ranks}, {"alpha", c.alpha}, {"beta", c.beta}};
     if (c.compute_speed > 0) e["compute_speed"] = c.compute_speed;
+    if (c.busy_alpha > 0) e["busy_alpha"] = c.busy_alpha;
     j["host_collectives"].push_back(e);
   }
   return j.dump(2);
@@ -118,7 +119,7 @@ absl::StatusOr<DeviceProfile> DeviceProfile::FromJson(const std::string& json) {
     if (j.contains("host_collectives")) {
       for (const auto& c : j.at("host_collectives")) {
         p.host_collectives.push_back({c.at("ranks").get<int64_t>(), c.at("alpha").get<double>(), c.at("beta").get<double>(),
-                                      c.value("compute_speed", 0.0)});
+                                      c.value("compute_speed", 0.0), c.value("busy_alpha", 0.0)});
       }
     }
   } catch (const std::exception& e) {

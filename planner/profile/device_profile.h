@@ -24,6 +24,10 @@ struct HostCollectives {
   double alpha = 0;  // seconds a collective, whatever its size
   double beta = 0;   // seconds a byte moved per rank
   double compute_speed = 0;  // a rank's compute rate with `ranks` computing at once / alone
+  // Seconds a small collective costs among `ranks` that compute between collectives, as a
+  // training step's ranks do: beside the latency `alpha` (measured back to back), the wait for a
+  // peer the scheduler set aside or whose compute ran slower. 0: not measured (alpha is used).
+  double busy_alpha = 0;
 };
 
 // The fp32 rate of square matrix products of one size (mapctl calibrate): small ones are

@@ -57,7 +57,10 @@ namespace {
 // speed beside the others: as measured with that many processes computing at once (the
 // measurement of the nearest count, scaled by the share of the hardware threads), else the share
 // of a core it gets where the ranks outnumber the cores (kernel overheads likewise); and
-// collectives inside the node cost what they were measured to among that many ranks. Catalogue
+// collectives inside the node cost what they were measured to among that many ranks — a
+// collective's latency as measured among ranks that compute between collectives (busy_alpha),
+// where it was: a step's ranks wait for each other at every blocking collective, and on a
+// shared host that wait, not the message, is most of a small collective's cost. Catalogue
 // profiles are left as they are.
 void ShareTheHost(Cluster& c, AxisLink* intra) {
   if (c.device.accelerator || c.device.host_threads <= 0) return;
@@ -78,7 +81,7 @@ void ShareTheHost(Cluster& c, AxisLink* intra) {
     c.device.kernel_overhead_seconds /= speed;
   }
   if (nearest != nullptr) {
-    intra->alpha = nearest->alpha;
+    intra->alpha = nearest->busy_alpha > 0 ? nearest->busy_alpha : nearest->alpha;
     intra->beta = nearest->beta;
   }
 }

@@ -206,9 +206,11 @@ def test_calibrate_writes_a_usable_profile(tmp_path):
     r = run_mapctl("calibrate", "--quick", "--collectives", "2", "-o", str(out), check=0)
     prof = json.loads(out.read_text())
     assert prof["fp32_flops"] > 0 and prof["memory_bandwidth"] > 0 and prof["source"] == "measured"
-    # Two forked rank processes: their all-reduce, and how fast each computes beside the other.
+    # Two forked rank processes: their all-reduce (idle, and between steps of compute), and how
+    # fast each computes beside the other.
     [two] = prof["host_collectives"]
     assert two["ranks"] == 2 and two["alpha"] > 0 and 0 < two["compute_speed"] <= 2, two
+    assert two["busy_alpha"] >= two["alpha"], two  # among computing ranks: the latency and the waits
     assert "2 local ranks: all-reduce" in r.stdout and "each computes at" in r.stdout, r.stdout
     r = json.loads(run_mapctl("profile", SMALL_GPT, "--device-type", str(out), "-o", "json", check=0).stdout)
     assert r["device"] == "local-cpu"

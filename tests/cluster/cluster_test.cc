@@ -94,7 +94,8 @@ TEST(Cluster, RanksOfOneHostShareItsCoresAndMeetOverItsMeasuredCollectives) {
   // Measured compute speeds beside the others replace the share of the cores: 2 ranks each at
   // 0.6 of one alone (2 threads, yet not twice the work); 3 ranks at the nearest count's
   // speed, scaled by the share of the threads (0.6 x (2/3) / 1); kernel overheads likewise.
-  host.host_collectives = {{2, 1e-4, 1e-9, 0.6}};
+  // A collective's latency among computing ranks, where measured, is the links' alpha.
+  host.host_collectives = {{2, 1e-4, 1e-9, 0.6, 1.5e-3}};
   {
     std::ofstream(path) << host.ToJson();
   }
@@ -103,6 +104,8 @@ TEST(Cluster, RanksOfOneHostShareItsCoresAndMeetOverItsMeasuredCollectives) {
   EXPECT_DOUBLE_EQ(two_measured.device.fp32_flops, 0.6 * host.fp32_flops);
   EXPECT_DOUBLE_EQ(two_measured.device.kernel_overhead_seconds, host.kernel_overhead_seconds / 0.6);
   EXPECT_NEAR(three.device.matmul_rates[1].rate, 0.4 * 100e9, 1);
+  EXPECT_DOUBLE_EQ(two_measured.links[0].alpha, 1.5e-3);
+  EXPECT_DOUBLE_EQ(two_measured.links[0].beta, 1e-9);
 }
 
 TEST(Placement, StringsAndLocalShapes) {

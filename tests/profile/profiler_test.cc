@@ -205,7 +205,7 @@ TEST(DeviceProfiles, CatalogueAndJson) {
   host.host_threads = 2;
   host.threads = 1;
   host.matmul_rates = {{1e4, 10e9}, {1e6, 30e9}, {1e8, 90e9}};
-  host.host_collectives = {{2, 1e-4, 1e-9, 0.6}};
+  host.host_collectives = {{2, 1e-4, 1e-9, 0.6, 2e-3}};
   auto measured = DeviceProfile::FromJson(host.ToJson());
   ASSERT_TRUE(measured.ok()) << measured.status();
   EXPECT_EQ(measured->host_threads, 2);
@@ -214,6 +214,7 @@ TEST(DeviceProfiles, CatalogueAndJson) {
   ASSERT_EQ(measured->host_collectives.size(), 1u);
   EXPECT_DOUBLE_EQ(measured->host_collectives[0].alpha, 1e-4);
   EXPECT_DOUBLE_EQ(measured->host_collectives[0].compute_speed, 0.6);
+  EXPECT_DOUBLE_EQ(measured->host_collectives[0].busy_alpha, 2e-3);
   EXPECT_DOUBLE_EQ(measured->Fp32Rate(1e5), 20e9);
   EXPECT_DOUBLE_EQ(measured->Fp32Rate(1e2), 10e9);
   EXPECT_DOUBLE_EQ(measured->Fp32Rate(1e12), 90e9);
@@ -225,6 +226,8 @@ TEST(DeviceProfiles, CatalogueAndJson) {
   EXPECT_THAT(std::string(host.Validate().message()), HasSubstr("ranks >= 2"));
   host.host_collectives = {{2, 1e-4, 1e-9, -0.5}};
   EXPECT_THAT(std::string(host.Validate().message()), HasSubstr("compute_speed in [0, 2]"));
+  host.host_collectives = {{2, 1e-4, 1e-9, 0.5, -1e-3}};
+  EXPECT_THAT(std::string(host.Validate().message()), HasSubstr("busy_alpha >= 0"));
   EXPECT_THAT(std::string(ParseOptimizer("lion").status().message()), HasSubstr("sgd, momentum or adamw"));
   EXPECT_THAT(std::string(ParsePrecision("fp8").status().message()), HasSubstr("fp32, or bf16"));
 }

@@ -49,11 +49,48 @@ double TimePerCall(const std::function<void()>& fn, double min_seconds) {
   return elapsed / static_cast<double>(calls);
 }
 
+// One step of a small MLP trained as a rank trains (forward and backward: matrix products, GELU,
+// layer norm, a sum; a few milliseconds here).
+struct SmallTrainingStep {
+  at::Tensor x = at::randn({256, 128});
+  at::Tensor w1 = (at::randn({512, 128}) * 0.05).requires_grad_(true);
+  at::Tensor w2 = (at::randn({128, 512}) * 0.05).requires_grad_(true);
+  void operator()() {
+    at::Tensor h = at::gelu(at::linear(x, w1));
+    at::layer_norm(at::linear(h, w2), {128}).square().sum().backward();
+    w1.mutable_grad().reset();
+    w2.mutable_grad().reset();
+  }
+};
+
+// What a small all-reduce costs `group`'s ranks when each computes a SmallTrainingStep between
+// two of them, as a step's ranks compute between collectives: the mean time of `repeats` (step,
+// all-reduce) pairs beyond that of `repeats` steps alone (every rank computing at once in both).
+// The difference is the latency and the waits for peers that ran slower or were set aside.
+absl::StatusOr<double> BusyAllReduceSeconds(Communicator& group, int repeats) {
+  using Clock = std::chrono::steady_clock;
+  SmallTrainingStep step;
+  at::Tensor t = at::ones({64});
+  step();
+  if (auto st = group.AllReduceSum(t); !st.ok()) return st;
+  auto start = Clock::now();
+  for (int i = 0; i < repeats; ++i) step();
+  const double alone = std::chrono::duration<double>(Clock::now() - start).count();
+  if (auto st = group.AllReduceSum(t); !st.ok()) return st;  // lined up again
+  start = Clock::now();
+  for (int i = 0; i < repeats; ++i) {
+    step();
+    if (auto st = group.AllReduceSum(t); !st.ok()) return st;
+  }
+  const double synced = std::chrono::duration<double>(Clock::now() - start).count();
+  return std::max(0.0, (synced - alone) / repeats);
+}
+
 // Rank `rank` of `ranks` in a process of its own: joins the group at the store on `port`, times
-// `repeats` all-reduces of each size (after two unmeasured), and rank 0 writes their mean
-// seconds to `fd` — the mean, not the median: a rank the scheduler has set aside costs the
-// others a tick (4 ms here) now and then, and a step pays those too. The process's exit code
-// says whether it could.
+// `repeats` all-reduces of each size (after two unmeasured) and then BusyAllReduceSeconds, and
+// rank 0 writes their mean seconds to `fd` — the mean, not the median: a rank the scheduler has
+// set aside costs the others a tick (4 ms here) now and then, and a step pays those too. The
+// process's exit code says whether it could.
 int AllReduceRank(int port, int64_t ranks, int64_t rank, const std::vector<int64_t>& bytes, int repeats, int fd) {
   RendezvousOptions ro;
   ro.port = port;
@@ -72,6 +109,9 @@ int AllReduceRank(int port, int64_t ranks, int64_t rank, const std::vector<int64
     }
     means.push_back(total / repeats);
   }
+  auto busy = BusyAllReduceSeconds(group, repeats);
+  if (!busy.ok()) return 1;
+  means.push_back(*busy);
   if (rank != 0) return 0;
   const auto size = static_cast<ssize_t>(means.size() * sizeof(double));
   return write(fd, means.data(), static_cast<size_t>(size)) == size ? 0 : 1;
@@ -114,7 +154,7 @@ absl::StatusOr<std::vector<double>> RunInForkedProcesses(int64_t ranks, const st
 }
 
 // The mean seconds of rank 0's `repeats` all-reduces of each size in `bytes` among `ranks`
-// rank processes forked from this one, meeting at a TCPStore this process serves: processes, as
+// rank processes forked from this one, then its BusyAllReduceSeconds, meeting at a TCPStore this process serves: processes, as
 // `mapctl run --ranks` starts them (threads of one process measured a small 4-rank all-reduce
 // at ~0.8 ms here; processes 0.5 to 2.6 ms from run to run).
 absl::StatusOr<std::vector<double>> TimeAllReduces(int64_t ranks, const std::vector<int64_t>& bytes, int repeats) {
@@ -124,13 +164,14 @@ absl::StatusOr<std::vector<double>> TimeAllReduces(int64_t ranks, const std::vec
   auto means = RunInForkedProcesses(
       ranks, [&](int64_t rank, int fd) { return AllReduceRank(port, ranks, rank, bytes, repeats, fd); }, "the all-reduces");
   if (!means.ok()) return means.status();
-  if (means->size() != bytes.size()) return absl::UnavailableError("calibrate: rank 0 did not report its all-reduces");
+  if (means->size() != bytes.size() + 1) return absl::UnavailableError("calibrate: rank 0 did not report its all-reduces");
   return means;
 }
 
 // alpha and beta of `ranks` local ranks' all-reduces: alpha the mean of a 256-byte one (pure
 // latency; Gloo sums small tensors by direct exchange), beta from a 4 MiB one's time beyond it
-// (t = alpha + 2 (ranks − 1) / ranks · bytes · beta, the cluster's model; at least 0).
+// (t = alpha + 2 (ranks − 1) / ranks · bytes · beta, the cluster's model; at least 0); busy_alpha the
+// cost of a 256-byte one among ranks computing between collectives.
 absl::StatusOr<HostCollectives> FitHostCollectives(int64_t ranks, int repeats) {
   const std::vector<int64_t> bytes = {256, 4 << 20};
   auto seconds = TimeAllReduces(ranks, bytes, repeats);
@@ -140,24 +181,15 @@ absl::StatusOr<HostCollectives> FitHostCollectives(int64_t ranks, int repeats) {
   c.alpha = (*seconds)[0];
   const double moved = 2.0 * static_cast<double>(ranks - 1) / static_cast<double>(ranks) * static_cast<double>(bytes[1]);
   c.beta = std::max(0.0, ((*seconds)[1] - c.alpha) / moved);
+  c.busy_alpha = std::max(c.alpha, (*seconds)[2]);  // a noisy difference; never under the latency itself
   return c;
 }
 
-// Seconds of one step of a small MLP trained as a rank trains (forward and backward: matrix
-// products, GELU, layer norm, a sum), averaged over `min_seconds`: the workload whose speed alone
+// Seconds of one SmallTrainingStep, averaged over `min_seconds`: the workload whose speed alone
 // and beside others gives a rank's share of the host.
 double TrainingStepSeconds(double min_seconds) {
-  at::Tensor x = at::randn({256, 128});
-  at::Tensor w1 = (at::randn({512, 128}) * 0.05).requires_grad_(true);
-  at::Tensor w2 = (at::randn({128, 512}) * 0.05).requires_grad_(true);
-  return TimePerCall(
-      [&] {
-        at::Tensor h = at::gelu(at::linear(x, w1));
-        at::layer_norm(at::linear(h, w2), {128}).square().sum().backward();
-        w1.mutable_grad().reset();
-        w2.mutable_grad().reset();
-      },
-      min_seconds);
+  SmallTrainingStep step;
+  return TimePerCall(step, min_seconds);
 }
 
 // A rank's compute speed while `ranks` rank processes (forked from this one) run the training
