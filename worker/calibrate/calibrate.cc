@@ -12,6 +12,7 @@
 #include <functional>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "worker/dist/gloo_communicator.h"
@@ -64,26 +65,35 @@ struct SmallTrainingStep {
 };
 
 // What a small all-reduce costs `group`'s ranks when each computes a SmallTrainingStep between
-// two of them, as a step's ranks compute between collectives: the mean time of `repeats` (step,
-// all-reduce) pairs beyond that of `repeats` steps alone (every rank computing at once in both).
-// The difference is the latency and the waits for peers that ran slower or were set aside.
+// two of them, as a step's ranks compute between collectives: in each of 5 rounds, the time of
+// (step, all-reduce) pairs beyond that of as many steps alone (every rank computing at once in
+// both), per pair; the median of the rounds (one round's steps may run slow for reasons of
+// their own). What is left is the latency and the waits for peers that ran slower or were set
+// aside.
 absl::StatusOr<double> BusyAllReduceSeconds(Communicator& group, int repeats) {
   using Clock = std::chrono::steady_clock;
   SmallTrainingStep step;
   at::Tensor t = at::ones({64});
   step();
-  if (auto st = group.AllReduceSum(t); !st.ok()) return st;
-  auto start = Clock::now();
-  for (int i = 0; i < repeats; ++i) step();
-  const double alone = std::chrono::duration<double>(Clock::now() - start).count();
-  if (auto st = group.AllReduceSum(t); !st.ok()) return st;  // lined up again
-  start = Clock::now();
-  for (int i = 0; i < repeats; ++i) {
-    step();
+  constexpr int kRounds = 5;
+  const int pairs = std::max(2, repeats / 2);
+  std::vector<double> extra;
+  for (int round = 0; round < kRounds; ++round) {
+    if (auto st = group.AllReduceSum(t); !st.ok()) return st;  // lined up
+    auto start = Clock::now();
+    for (int i = 0; i < pairs; ++i) step();
+    const double alone = std::chrono::duration<double>(Clock::now() - start).count();
     if (auto st = group.AllReduceSum(t); !st.ok()) return st;
+    start = Clock::now();
+    for (int i = 0; i < pairs; ++i) {
+      step();
+      if (auto st = group.AllReduceSum(t); !st.ok()) return st;
+    }
+    const double synced = std::chrono::duration<double>(Clock::now() - start).count();
+    extra.push_back((synced - alone) / pairs);
   }
-  const double synced = std::chrono::duration<double>(Clock::now() - start).count();
-  return std::max(0.0, (synced - alone) / repeats);
+  std::nth_element(extra.begin(), extra.begin() + kRounds / 2, extra.end());
+  return std::max(0.0, extra[kRounds / 2]);
 }
 
 // Rank `rank` of `ranks` in a process of its own: joins the group at the store on `port`, times
