@@ -2,14 +2,14 @@
 """Predicted against measured step time of multi-rank plans on this machine (docs/runtime.md,
 "Step time: predicted and measured").
 
-Usage: scripts/step-time-table.py [--device-type cpu|FILE.json] [--steps 12] [--model SPEC] [path/to/mapctl]
+Usage: scripts/step-time-table.py [--device-type cpu|FILE.json] [--steps 20] [--model SPEC] [path/to/mapctl]
 
 Runs `mapctl run MODEL --ranks N PLAN --steps S -o json` for one model under plans on 1, 2 and 4
 ranks — data parallel, Megatron tensor parallel, MAP's plan on a 2x2 mesh, ZeRO-2, ZeRO-3 and
 every block recomputed — with the planner's cost model of `--device-type` (a `mapctl
 calibrate` profile for this machine's rates; default `cpu`, the catalogue's). For each plan it
 prints the slowest rank's predicted step (its program profiled, collectives costed) and the
-slowest rank's measured mean step (steps after the first), their ratio, and at the end the
+slowest rank's measured median step (steps after the first), their ratio, and at the end the
 Kendall rank correlation between the two orders (1: the planner orders the plans as they run)
 and the largest relative error. Exits 1 when a run fails.
 """
@@ -47,7 +47,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("mapctl", nargs="?", default=os.path.join(HERE, "..", "build", "client", "mapctl", "mapctl"))
     ap.add_argument("--device-type", default="cpu")
-    ap.add_argument("--steps", type=int, default=12)
+    ap.add_argument("--steps", type=int, default=20)
     ap.add_argument("--model", default=MODEL)
     a = ap.parse_args()
     print(f"model `{a.model}`, AdamW, {a.steps} steps, device type `{a.device_type}`\n")

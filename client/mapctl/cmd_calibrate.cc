@@ -20,9 +20,10 @@ int RunCalibrate(const std::string& name, const std::string& output, bool quick,
   auto profile = CalibrateCpu(options);
   if (!profile.ok()) return ReportError(profile.status());
   std::cout << absl::StrFormat(
-      "%s: fp32 matmul %.1f GFLOP/s, bf16 matmul %.1f GFLOP/s, memory %.1f GB/s, %.1f us per kernel, %.1f GiB\n",
-      profile->name, profile->fp32_flops / 1e9, profile->bf16_flops / 1e9, profile->memory_bandwidth / 1e9,
-      profile->kernel_overhead_seconds * 1e6, static_cast<double>(profile->memory_bytes) / (1 << 30));
+      "%s: fp32 matmul %.1f GFLOP/s, bf16 matmul %.1f GFLOP/s, elementwise %.1f GFLOP/s, memory %.1f GB/s, %.1f us per kernel, "
+      "%.1f GiB\n",
+      profile->name, profile->fp32_flops / 1e9, profile->bf16_flops / 1e9, profile->vector_flops / 1e9,
+      profile->memory_bandwidth / 1e9, profile->kernel_overhead_seconds * 1e6, static_cast<double>(profile->memory_bytes) / (1 << 30));
   for (const HostCollectives& c : profile->host_collectives) {
     std::cout << absl::StrFormat(
         "  %d local ranks: all-reduce %.0f us + %.2f ns a byte (%.0f us among computing ranks); each computes at %.2f of one alone\n",

@@ -3,6 +3,7 @@
 // lowered to one program per rank, ranks started and watched (worker/launch), their losses and
 // memory reported; `--check-reference` also trains on one process and compares.
 // And `mapctl _rank`, the process of one rank.
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <iostream>
@@ -369,13 +370,15 @@ int RunOnRanks(const RunArgs& args) {
     if (!diff.ok()) return ReportError(diff.status());
     params = *diff;
   }
-  // Measured step time per rank: the mean after the first step (which pays for warm-up).
-  auto mean_step = [](const std::vector<double>& s) {
+  // Measured step time per rank: the median after the first step (which pays for warm-up), as
+  // `mapctl profile --measure` and the bench report it — the steady step the prediction is of;
+  // a mean let the second and third steps' allocations and a descheduled step or two move it
+  // by a quarter on a shared host.
+  auto median_step = [](std::vector<double> s) {
     if (s.empty()) return 0.0;
-    const size_t from = s.size() > 1 ? 1 : 0;
-    double t = 0;
-    for (size_t i = from; i < s.size(); ++i) t += s[i];
-    return t / static_cast<double>(s.size() - from);
+    if (s.size() > 1) s.erase(s.begin());
+    std::sort(s.begin(), s.end());
+    return s[s.size() / 2];
   };
   double total = 0;
   for (double s : seconds) total += s;
@@ -385,7 +388,7 @@ int RunOnRanks(const RunArgs& args) {
       per_rank.push_back({{"rank", rank},
                           {"measured_peak_bytes", peak},
                           {"predicted_peak_bytes", predicted[rank].peak_bytes},
-                          {"measured_step_seconds", mean_step(rank_seconds[rank])},
+                          {"measured_step_seconds", median_step(rank_seconds[rank])},
                           {"predicted_step_seconds", predicted[rank].step_seconds()},
                           {"predicted_communication_seconds", predicted[rank].communication_seconds}});
     }
@@ -414,7 +417,7 @@ int RunOnRanks(const RunArgs& args) {
       const RankPrediction& p = predicted[rank];
       t.Row({std::to_string(rank), FormatBytes(peak), FormatBytes(p.peak_bytes),
              absl::StrFormat("%+.1f%%", 100.0 * (static_cast<double>(p.peak_bytes) - peak) / std::max<double>(1, peak)),
-             absl::StrFormat("%.2f ms", 1e3 * mean_step(rank_seconds[rank])),
+             absl::StrFormat("%.2f ms", 1e3 * median_step(rank_seconds[rank])),
              absl::StrFormat("%.2f ms (%.2f)", 1e3 * p.step_seconds(), 1e3 * p.communication_seconds)});
     }
     std::cout << absl::StrFormat("trained %d steps on %d ranks in %.1f s (rank 0's step times): loss %.4f -> %.4f\n", args.steps, world,

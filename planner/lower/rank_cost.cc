@@ -24,7 +24,7 @@ namespace {
 // each, parameters in gradient order and one dtype a bucket, as GradBuckets fills them) and ZeRO
 // 2-3's (an all-reduce of each bucket's staging rows; the gather back after the step, one for
 // as many buckets as the staging buffers hold, or under ZeRO-3 one a bucket in forward and again
-// in backward). Adds the GRAD_SYNC instructions they replace to `replaced` and the ZeRO
+// in backward for those its gather buffers no longer hold). Adds the GRAD_SYNC instructions they replace to `replaced` and the ZeRO
 // parameters they cover to `bucketed`.
 double BucketSeconds(const v1::RankProgram& program, const Cluster& cluster, std::set<int>* replaced,
                      std::set<std::string>* bucketed) {
@@ -56,11 +56,15 @@ double BucketSeconds(const v1::RankProgram& program, const Cluster& cluster, std
     const int64_t n = cluster.mesh[set.axis];
     const AxisLink& link = cluster.links[set.axis];
     int64_t largest = 0;
-    for (const ZeroBucket& b : set.buckets) {
-      const int64_t bytes = set.ranks * b.segment * DTypeSize(set.dtype);
+    for (size_t i = 0; i < set.buckets.size(); ++i) {
+      const int64_t bytes = set.ranks * set.buckets[i].segment * DTypeSize(set.dtype);
       largest = std::max(largest, bytes);
       seconds += CollectiveSeconds(CollectiveKind::kAllReduce, bytes, n, link);
-      if (program.zero_stage() >= 3) seconds += 2 * CollectiveSeconds(CollectiveKind::kAllGather, bytes, n, link);
+      // ZeRO-3 gathers every bucket in forward (the last bucket of gradient order first) into
+      // its two gather buffers (one where the set is one bucket), which still hold the last two
+      // gathered — gradient order's first two, backward's first needs — when backward starts:
+      // it gathers the others again (ZeroBuckets::GatherBlock).
+      if (program.zero_stage() >= 3) seconds += (i < 2 ? 1 : 2) * CollectiveSeconds(CollectiveKind::kAllGather, bytes, n, link);
     }
     if (program.zero_stage() < 3 && set.staging_buffers > 0) {
       const int64_t gathers = (static_cast<int64_t>(set.buckets.size()) + set.staging_buffers - 1) / set.staging_buffers;

@@ -21,6 +21,7 @@ OpCost CopyCost(const CostContext& c) {
 CostFn ElementwiseCost(double per_elem, double grad_per_elem) {
   return [per_elem, grad_per_elem](const CostContext& c) {
     OpCost cost;
+    cost.vector_arithmetic = true;
     int64_t n = 0;
     for (const auto& o : c.outputs) n += o.NumElements();
     cost.flops = per_elem * static_cast<double>(n);

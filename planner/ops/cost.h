@@ -46,6 +46,10 @@ struct OpCost {
   // > 0: a matrix product, of this many FLOPs a product (one matrix of a batch): small products
   // run far below the peak rate (a calibrated profile's matmul_rates say how far).
   double flops_per_product = 0;
+  // Elementwise arithmetic (ElementwiseCost: activations, norms, softmax): its FLOPs run at the
+  // device's vector rate where a calibrated profile measured one (vector_flops) — erf GELU takes
+  // ~2 ns an element on one thread here, ~15x its FLOPs at the matrix-product peak.
+  bool vector_arithmetic = false;
 };
 
 // Storage autograd keeps from the forward until this node's backward runs.

@@ -78,13 +78,14 @@ StrategyCost CostStrategy(const PreparedNode& pn, const Strategy& s, const Clust
         // gathers for each pass (CostGraphOptions::micro_batches).
         const AxisLink& link = cluster.links[a];
         const double ar = CollectiveSeconds(CollectiveKind::kAllReduce, local, cluster.mesh[a], link);
+        const double ar_bandwidth = std::max(0.0, ar - CollectiveLatency(CollectiveKind::kAllReduce, local, link));
         if (!param) {
           AddCollective(c, CollectiveKind::kAllReduce, m * local, m * ar);
         } else if (co.zero_stage == 0) {
-          AddCollective(c, CollectiveKind::kAllReduce, local, std::max(0.0, ar - link.alpha));
-          c.once_seconds += std::max(0.0, ar - link.alpha);
+          AddCollective(c, CollectiveKind::kAllReduce, local, ar_bandwidth);
+          c.once_seconds += ar_bandwidth;
         } else {
-          const double half = std::max(0.0, ar - link.alpha) / 2;  // one reduce-scatter or all-gather
+          const double half = ar_bandwidth / 2;  // one reduce-scatter or all-gather
           const double scatters = co.zero_stage >= 2 ? m : 1, gathers = co.zero_stage == 3 ? 2 * m : 1;
           AddCollective(c, CollectiveKind::kReduceScatter, scatters * local, scatters * half);
           AddCollective(c, CollectiveKind::kAllGather, gathers * local, gathers * half);

@@ -21,12 +21,12 @@ namespace mapd {
 // then assumes the share of the hardware threads a rank gets).
 struct HostCollectives {
   int64_t ranks = 0;
-  double alpha = 0;  // seconds a collective, whatever its size
+  double alpha = 0;  // seconds an exchange, whatever its size (collectives.h: an all-reduce is two)
   double beta = 0;   // seconds a byte moved per rank
   double compute_speed = 0;  // a rank's compute rate with `ranks` computing at once / alone
-  // Seconds a small collective costs among `ranks` that compute between collectives, as a
-  // training step's ranks do: beside the latency `alpha` (measured back to back), the wait for a
-  // peer the scheduler set aside or whose compute ran slower. 0: not measured (alpha is used).
+  // Seconds an exchange costs among `ranks` that compute between collectives, as a training
+  // step's ranks do: beside the latency `alpha` (measured back to back), the wait for a peer the
+  // scheduler set aside or whose compute ran slower. 0: not measured (alpha is used).
   double busy_alpha = 0;
 };
 
@@ -59,6 +59,9 @@ struct DeviceProfile {
   // the profiler interpolates a product's rate by its FLOPs (log scale) and scales it by
   // bf16_flops / fp32_flops under bf16.
   std::vector<MatmulRate> matmul_rates;
+  // Elementwise arithmetic's FLOP/s (OpCost::vector_arithmetic: activations, norms, softmax),
+  // measured (mapctl calibrate); 0: the matmul peak, as catalogue profiles assume.
+  double vector_flops = 0;
   // The rate of a product of `flops_per_product` FLOPs (0: not a product: the peak), fp32.
   double Fp32Rate(double flops_per_product) const;
 

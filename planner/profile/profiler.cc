@@ -75,11 +75,14 @@ class Simulator {
   double PeakFlops() const {
     return opt_.precision == Precision::kFp32 ? opt_.device.fp32_flops : opt_.device.bf16_flops;
   }
-  // `flops_per_product` > 0: a matrix product's, whose rate the profile may say is below the peak.
-  double Seconds(double flops, double bytes, int kernels, double flops_per_product = 0) const {
+  // `flops_per_product` > 0: a matrix product's, whose rate the profile may say is below the
+  // peak; `vector`: elementwise arithmetic, at the profile's vector rate where it has one.
+  double Seconds(double flops, double bytes, int kernels, double flops_per_product = 0, bool vector = false) const {
     double rate = PeakFlops();
     if (flops_per_product > 0 && !opt_.device.matmul_rates.empty()) {
       rate = opt_.device.Fp32Rate(flops_per_product) * (rate / opt_.device.fp32_flops);
+    } else if (vector && opt_.device.vector_flops > 0) {
+      rate = opt_.device.vector_flops;
     }
     return std::max(flops / rate, bytes / opt_.device.memory_bandwidth) + kernels * opt_.device.kernel_overhead_seconds;
   }
@@ -295,10 +298,11 @@ absl::Status Simulator::Forward() {
     prof.scope = node.scope();
     prof.forward_flops = cost.flops;
     prof.bytes = cost.bytes;
-    prof.forward_seconds = Seconds(cost.flops, prof.bytes, cost.kernels, cost.flops_per_product);
+    prof.forward_seconds = Seconds(cost.flops, prof.bytes, cost.kernels, cost.flops_per_product, cost.vector_arithmetic);
     if (any_rg) {
       for (double f : cost.grad_flops) prof.backward_flops += f;
-      prof.backward_seconds = Seconds(prof.backward_flops, 2.0 * prof.bytes, 2 * std::max(cost.kernels, 1), cost.flops_per_product);
+      prof.backward_seconds = Seconds(prof.backward_flops, 2.0 * prof.bytes, 2 * std::max(cost.kernels, 1), cost.flops_per_product,
+                                      cost.vector_arithmetic);
     }
 
     // What autograd keeps.

@@ -56,34 +56,50 @@ namespace {
 // the launchers start them (OMP_NUM_THREADS=1) — computes at the rates of one thread times its
 // speed beside the others: as measured with that many processes computing at once (the
 // measurement of the nearest count, scaled by the share of the hardware threads), else the share
-// of a core it gets where the ranks outnumber the cores (kernel overheads likewise); and
-// collectives inside the node cost what they were measured to among that many ranks — a
-// collective's latency as measured among ranks that compute between collectives (busy_alpha),
-// where it was: a step's ranks wait for each other at every blocking collective, and on a
-// shared host that wait, not the message, is most of a small collective's cost. Catalogue
+// of a core it gets where the ranks outnumber the cores (kernel overheads likewise). Catalogue
 // profiles are left as they are.
-void ShareTheHost(Cluster& c, AxisLink* intra) {
-  if (c.device.accelerator || c.device.host_threads <= 0) return;
-  const int64_t ranks = std::max<int64_t>(1, std::min(c.num_devices(), c.gpus_per_node));
+const HostCollectives* NearestHostCollectives(const DeviceProfile& device, int64_t ranks) {
   const HostCollectives* nearest = nullptr;
-  for (const HostCollectives& h : c.device.host_collectives) {
+  for (const HostCollectives& h : device.host_collectives) {
     if (nearest == nullptr || std::abs(h.ranks - ranks) < std::abs(nearest->ranks - ranks)) nearest = &h;
   }
-  if (ranks > 1) {
-    auto share = [&](int64_t n) { return std::min(1.0, static_cast<double>(c.device.host_threads) / static_cast<double>(n)); };
-    const double speed = nearest != nullptr && nearest->compute_speed > 0 ? nearest->compute_speed * share(ranks) / share(nearest->ranks)
-                                                                          : share(ranks);
-    const double per_thread = speed / static_cast<double>(std::max<int64_t>(1, c.device.threads));
-    c.device.fp32_flops *= per_thread;
-    c.device.bf16_flops *= per_thread;
-    c.device.memory_bandwidth *= per_thread;
-    for (MatmulRate& m : c.device.matmul_rates) m.rate *= per_thread;
-    c.device.kernel_overhead_seconds /= speed;
-  }
-  if (nearest != nullptr) {
-    intra->alpha = nearest->busy_alpha > 0 ? nearest->busy_alpha : nearest->alpha;
-    intra->beta = nearest->beta;
-  }
+  return nearest;
+}
+
+void ShareTheHost(Cluster& c) {
+  if (c.device.accelerator || c.device.host_threads <= 0) return;
+  const int64_t ranks = std::max<int64_t>(1, std::min(c.num_devices(), c.gpus_per_node));
+  if (ranks <= 1) return;
+  const HostCollectives* nearest = NearestHostCollectives(c.device, ranks);
+  auto share = [&](int64_t n) { return std::min(1.0, static_cast<double>(c.device.host_threads) / static_cast<double>(n)); };
+  const double speed = nearest != nullptr && nearest->compute_speed > 0 ? nearest->compute_speed * share(ranks) / share(nearest->ranks)
+                                                                        : share(ranks);
+  const double per_thread = speed / static_cast<double>(std::max<int64_t>(1, c.device.threads));
+  c.device.fp32_flops *= per_thread;
+  c.device.bf16_flops *= per_thread;
+  c.device.memory_bandwidth *= per_thread;
+  c.device.vector_flops *= per_thread;
+  for (MatmulRate& m : c.device.matmul_rates) m.rate *= per_thread;
+  c.device.kernel_overhead_seconds /= speed;
+}
+
+// A collective inside a CPU node among `group` of its `ranks` costs what it was measured to
+// among that many ranks (the measurement of the nearest count): an exchange's latency as
+// measured among ranks that compute between collectives (busy_alpha), where it was — a step's
+// ranks wait for each other at every blocking exchange, and on a shared host that wait, not the
+// message, is most of a small collective's cost — times how much more the node's ranks
+// outnumber its hardware threads than the measurement's did: a peer is set aside by the
+// scheduler the more often the more ranks share a thread. A 2x2 mesh's pairs among 4 ranks on 2
+// threads: twice the 2-rank figure (58 all-reduces a step, 2.7 ms each here; 2 ranks alone
+// 2.1 ms, a flat 4 5.8 ms).
+AxisLink HostLink(const DeviceProfile& device, int64_t group, int64_t ranks, AxisLink link) {
+  if (device.accelerator || device.host_threads <= 0) return link;
+  const HostCollectives* nearest = NearestHostCollectives(device, group);
+  if (nearest == nullptr) return link;
+  auto crowding = [&](int64_t n) { return std::max(1.0, static_cast<double>(n) / static_cast<double>(device.host_threads)); };
+  link.alpha = (nearest->busy_alpha > 0 ? nearest->busy_alpha : nearest->alpha) * crowding(ranks) / crowding(nearest->ranks);
+  link.beta = nearest->beta;
+  return link;
 }
 
 }  // namespace
@@ -97,10 +113,8 @@ absl::StatusOr<Cluster> MakeCluster(const ClusterOptions& options) {
   c.device = *device;
   c.memory_per_device = options.memory_per_device > 0 ? options.memory_per_device : c.device.memory_bytes;
   c.gpus_per_node = options.gpus_per_node;
+  ShareTheHost(c);
   auto [intra, inter] = DefaultLinks(c.device.name);
-  ShareTheHost(c, &intra);
-  if (options.intra_alpha >= 0) intra.alpha = options.intra_alpha;
-  if (options.intra_beta >= 0) intra.beta = options.intra_beta;
   if (options.inter_alpha >= 0) inter.alpha = options.inter_alpha;
   if (options.inter_beta >= 0) inter.beta = options.inter_beta;
   // A group of axis a spans size[a] devices spaced by the product of the inner axes' sizes.
@@ -108,7 +122,14 @@ absl::StatusOr<Cluster> MakeCluster(const ClusterOptions& options) {
     int64_t stride = 1;
     for (int b = a + 1; b < c.num_axes(); ++b) stride *= c.mesh[b];
     const bool inside = stride * c.mesh[a] <= c.gpus_per_node;
-    c.links.push_back(inside ? intra : inter);
+    if (!inside) {
+      c.links.push_back(inter);
+      continue;
+    }
+    AxisLink link = HostLink(c.device, c.mesh[a], std::max<int64_t>(1, std::min(c.num_devices(), c.gpus_per_node)), intra);
+    if (options.intra_alpha >= 0) link.alpha = options.intra_alpha;
+    if (options.intra_beta >= 0) link.beta = options.intra_beta;
+    c.links.push_back(link);
   }
   return c;
 }

@@ -57,13 +57,18 @@ double CollectiveSeconds(CollectiveKind kind, int64_t group_bytes, int64_t devic
   if (devices <= 1 || group_bytes <= 0) return 0;
   const double n = static_cast<double>(devices);
   const double b = static_cast<double>(group_bytes);
+  const double latency = CollectiveLatency(kind, group_bytes, link);
   switch (kind) {
-    case CollectiveKind::kAllReduce: return link.alpha + 2 * (n - 1) / n * b * link.beta;
+    case CollectiveKind::kAllReduce: return latency + 2 * (n - 1) / n * b * link.beta;
     case CollectiveKind::kAllGather:
-    case CollectiveKind::kReduceScatter: return link.alpha + (n - 1) / n * b * link.beta;
-    case CollectiveKind::kAllToAll: return link.alpha + (n - 1) / (n * n) * b * link.beta;
+    case CollectiveKind::kReduceScatter: return latency + (n - 1) / n * b * link.beta;
+    case CollectiveKind::kAllToAll: return latency + (n - 1) / (n * n) * b * link.beta;
   }
   return 0;
+}
+
+double CollectiveLatency(CollectiveKind kind, int64_t group_bytes, const AxisLink& link) {
+  return kind == CollectiveKind::kAllReduce && group_bytes > kOneExchangeAllReduceBytes ? 2 * link.alpha : link.alpha;
 }
 
 namespace {

@@ -206,6 +206,8 @@ def test_calibrate_writes_a_usable_profile(tmp_path):
     r = run_mapctl("calibrate", "--quick", "--collectives", "2", "-o", str(out), check=0)
     prof = json.loads(out.read_text())
     assert prof["fp32_flops"] > 0 and prof["memory_bandwidth"] > 0 and prof["source"] == "measured"
+    # Elementwise arithmetic (GELU, layer norm, softmax) runs far below the matrix products.
+    assert 0 < prof["vector_flops"] < prof["fp32_flops"], prof
     # Two forked rank processes: their all-reduce (idle, and between steps of compute), and how
     # fast each computes beside the other.
     [two] = prof["host_collectives"]

@@ -57,8 +57,11 @@ TEST(Cluster, AxesInsideANodeGetFastLinks) {
 
 // A profile measured on a 2-thread host (mapctl calibrate --collectives 2,4; rates with one
 // LibTorch thread): 2 local ranks each compute at its rates and meet over the 2-rank links; 4
-// ranks get half a core each (half the rates, twice the kernel overhead) and the 4-rank links;
-// one rank has it all; a catalogue profile is left alone.
+// ranks get half a core each (half the rates, twice the kernel overhead) and the links of their
+// groups' size, their latency scaled by how much more crowded the threads are than where it was
+// measured (a flat 4 the 4-rank links; a 2x2 mesh's axes the 2-rank ones at twice the latency:
+// 4 ranks on 2 threads, where the pair had one each); one rank has it all; a catalogue profile
+// is left alone.
 TEST(Cluster, RanksOfOneHostShareItsCoresAndMeetOverItsMeasuredCollectives) {
   DeviceProfile host = *LoadDeviceProfile("cpu");
   host.name = "measured-host";
@@ -66,6 +69,7 @@ TEST(Cluster, RanksOfOneHostShareItsCoresAndMeetOverItsMeasuredCollectives) {
   host.host_threads = 2;
   host.threads = 1;
   host.matmul_rates = {{8192, 5e9}, {2e9, 100e9}};
+  host.vector_flops = 6e9;
   host.host_collectives = {{2, 1e-4, 1e-9}, {4, 5e-4, 2e-9}};
   const std::string path = testing::TempDir() + "/measured-host.json";
   {
@@ -79,15 +83,19 @@ TEST(Cluster, RanksOfOneHostShareItsCoresAndMeetOverItsMeasuredCollectives) {
     EXPECT_TRUE(c.ok()) << c.status();
     return *c;
   };
-  const Cluster two = with({2}), four = with({2, 2}), one = with({1});
+  const Cluster two = with({2}), four = with({2, 2}), one = with({1}), flat_four = with({4});
   EXPECT_DOUBLE_EQ(two.device.fp32_flops, host.fp32_flops);
   EXPECT_DOUBLE_EQ(two.links[0].alpha, 1e-4);
   EXPECT_DOUBLE_EQ(four.device.fp32_flops, host.fp32_flops / 2);
   EXPECT_DOUBLE_EQ(four.device.memory_bandwidth, host.memory_bandwidth / 2);
+  EXPECT_DOUBLE_EQ(four.device.vector_flops, host.vector_flops / 2);
   EXPECT_DOUBLE_EQ(four.device.matmul_rates[1].rate, 50e9);
   EXPECT_DOUBLE_EQ(four.device.kernel_overhead_seconds, 2 * host.kernel_overhead_seconds);
-  EXPECT_DOUBLE_EQ(four.links[0].alpha, 5e-4);
-  EXPECT_DOUBLE_EQ(four.links[1].beta, 2e-9);
+  EXPECT_DOUBLE_EQ(four.links[0].alpha, 2e-4);
+  EXPECT_DOUBLE_EQ(four.links[1].beta, 1e-9);
+  EXPECT_DOUBLE_EQ(flat_four.device.fp32_flops, host.fp32_flops / 2);
+  EXPECT_DOUBLE_EQ(flat_four.links[0].alpha, 5e-4);
+  EXPECT_DOUBLE_EQ(flat_four.links[0].beta, 2e-9);
   EXPECT_DOUBLE_EQ(one.device.fp32_flops, host.fp32_flops);
   o.device_type = "cpu";
   EXPECT_DOUBLE_EQ(with({4}).device.fp32_flops, LoadDeviceProfile("cpu")->fp32_flops);
@@ -131,7 +139,10 @@ Cluster OneAxis(int64_t n) {
 TEST(Collectives, TextbookCosts) {
   const AxisLink link{1e-5, 1e-9, false};
   const int64_t mb = 1000000;
-  EXPECT_DOUBLE_EQ(CollectiveSeconds(CollectiveKind::kAllReduce, mb, 4, link), 1e-5 + 2 * 0.75 * 1e-3);
+  // An all-reduce is two exchanges (a reduce-scatter and an all-gather), one up to 4 KiB.
+  EXPECT_DOUBLE_EQ(CollectiveSeconds(CollectiveKind::kAllReduce, mb, 4, link), 2e-5 + 2 * 0.75 * 1e-3);
+  EXPECT_DOUBLE_EQ(CollectiveSeconds(CollectiveKind::kAllReduce, 4096, 4, link), 1e-5 + 2 * 0.75 * 4096e-9);
+  EXPECT_DOUBLE_EQ(CollectiveSeconds(CollectiveKind::kAllReduce, 4100, 4, link), 2e-5 + 2 * 0.75 * 4100e-9);
   EXPECT_DOUBLE_EQ(CollectiveSeconds(CollectiveKind::kAllGather, mb, 4, link), 1e-5 + 0.75 * 1e-3);
   EXPECT_DOUBLE_EQ(CollectiveSeconds(CollectiveKind::kReduceScatter, mb, 4, link), 1e-5 + 0.75 * 1e-3);
   EXPECT_DOUBLE_EQ(CollectiveSeconds(CollectiveKind::kAllToAll, mb, 4, link), 1e-5 + 0.75 / 4 * 1e-3);
@@ -147,7 +158,7 @@ TEST(Collectives, ReshardingOneAxis) {
   ASSERT_EQ(pr->collectives.size(), 1u);
   EXPECT_EQ(pr->collectives[0].kind, CollectiveKind::kAllReduce);
   EXPECT_EQ(pr->collectives[0].bytes, bytes);
-  EXPECT_DOUBLE_EQ(pr->seconds, 1e-5 + 1.5 * bytes * 1e-9);
+  EXPECT_DOUBLE_EQ(pr->seconds, 2e-5 + 1.5 * bytes * 1e-9);
   EXPECT_EQ(ReshardCost(t, *ParsePlacement("P"), *ParsePlacement("S(0)"), c)->collectives[0].kind,
             CollectiveKind::kReduceScatter);
   EXPECT_EQ(ReshardCost(t, *ParsePlacement("S(1)"), *ParsePlacement("R"), c)->collectives[0].kind,

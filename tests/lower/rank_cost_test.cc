@@ -194,6 +194,30 @@ TEST(RankCost, ZeroBucketsAreMadeSmallerAndThenTurnedOffToFitTheBudget) {
 }
 
 
+// ZeRO-3 all-reduces each bucket once and gathers it in forward; backward gathers again only
+// the buckets the two gather buffers no longer hold (all but gradient order's first two). With
+// exchanges of latency 1 and no bandwidth term, the communication is their count: the loss's
+// all-reduce (one exchange), k bucket all-reduces (two each) and k + max(0, k - 2) all-gathers.
+TEST(RankCost, ZeroThreeGathersInBackwardOnlyWhatItsBuffersNoLongerHold) {
+  const Graph g = ZooTrainingGraph("gpt2:layers=2,hidden=32,heads=4,vocab=64,seq=8,batch=4");
+  DataParallel dp = DataParallelOnFour(g, "h100-80g");
+  ASSERT_FALSE(dp.strategies.empty());
+  auto lowered = LowerAndPredict(g, {4}, dp.strategies, 3, {}, "h100-80g", ProfileOptions(), 1, 0);
+  ASSERT_TRUE(lowered.ok()) << lowered.status();
+  dp.cluster.links[0] = AxisLink{1.0, 0.0, false};
+  for (int parts : {1, 2, 4}) {
+    v1::RankProgram program = lowered->programs[0];
+    program.set_zero_bucket_parts(parts);
+    const auto sets = ZeroGradientBuckets(program, kDefaultBucketBytes);
+    ASSERT_EQ(sets.size(), 1u);
+    const int64_t k = static_cast<int64_t>(sets[0].buckets.size());
+    EXPECT_EQ(k, parts);
+    auto s = CommunicationSeconds(program, dp.cluster);
+    ASSERT_TRUE(s.ok()) << s.status();
+    EXPECT_DOUBLE_EQ(*s, static_cast<double>(1 + 2 * k + k + std::max<int64_t>(0, k - 2))) << parts << " parts";
+  }
+}
+
 // A ZeRO set is cut into k contiguous buckets whose largest segment is the least any cut into at
 // most k contiguous groups allows (planner/lower/zero.cc), checked against every such cut.
 TEST(RankCost, ZeroBucketsAreTheBalancedCutBruteForceFinds) {

@@ -206,6 +206,7 @@ TEST(DeviceProfiles, CatalogueAndJson) {
   host.threads = 1;
   host.matmul_rates = {{1e4, 10e9}, {1e6, 30e9}, {1e8, 90e9}};
   host.host_collectives = {{2, 1e-4, 1e-9, 0.6, 2e-3}};
+  host.vector_flops = 4e9;
   auto measured = DeviceProfile::FromJson(host.ToJson());
   ASSERT_TRUE(measured.ok()) << measured.status();
   EXPECT_EQ(measured->host_threads, 2);
@@ -215,6 +216,7 @@ TEST(DeviceProfiles, CatalogueAndJson) {
   EXPECT_DOUBLE_EQ(measured->host_collectives[0].alpha, 1e-4);
   EXPECT_DOUBLE_EQ(measured->host_collectives[0].compute_speed, 0.6);
   EXPECT_DOUBLE_EQ(measured->host_collectives[0].busy_alpha, 2e-3);
+  EXPECT_DOUBLE_EQ(measured->vector_flops, 4e9);
   EXPECT_DOUBLE_EQ(measured->Fp32Rate(1e5), 20e9);
   EXPECT_DOUBLE_EQ(measured->Fp32Rate(1e2), 10e9);
   EXPECT_DOUBLE_EQ(measured->Fp32Rate(1e12), 90e9);
@@ -228,6 +230,9 @@ TEST(DeviceProfiles, CatalogueAndJson) {
   EXPECT_THAT(std::string(host.Validate().message()), HasSubstr("compute_speed in [0, 2]"));
   host.host_collectives = {{2, 1e-4, 1e-9, 0.5, -1e-3}};
   EXPECT_THAT(std::string(host.Validate().message()), HasSubstr("busy_alpha >= 0"));
+  host.host_collectives.clear();
+  host.vector_flops = -1;
+  EXPECT_THAT(std::string(host.Validate().message()), HasSubstr("vector_flops is negative"));
   EXPECT_THAT(std::string(ParseOptimizer("lion").status().message()), HasSubstr("sgd, momentum or adamw"));
   EXPECT_THAT(std::string(ParsePrecision("fp8").status().message()), HasSubstr("fp32, or bf16"));
 }
@@ -254,6 +259,16 @@ TEST(Profiler, SmallProductsRunAtTheirMeasuredRate) {
   EXPECT_GT(ratio, 9.0);
   EXPECT_LT(ratio, 10.0);
   EXPECT_DOUBLE_EQ(op(*measured, "relu").forward_seconds, op(*peak, "relu").forward_seconds);
+  // A measured vector rate times elementwise arithmetic (relu: its FLOPs over that rate, forward
+  // and backward) and leaves the products at theirs.
+  o.device.vector_flops = o.device.fp32_flops / 50;
+  auto vector = ProfileTrainingStep(Tiny(), o);
+  ASSERT_TRUE(vector.ok()) << vector.status();
+  const OpProfile relu = op(*vector, "relu");
+  EXPECT_GT(relu.forward_flops, 0);
+  EXPECT_DOUBLE_EQ(relu.forward_seconds, relu.forward_flops / o.device.vector_flops);
+  EXPECT_DOUBLE_EQ(relu.forward_seconds, 50 * op(*peak, "relu").forward_seconds);
+  EXPECT_DOUBLE_EQ(op(*vector, "linear").forward_seconds, op(*measured, "linear").forward_seconds);
 }
 
 TEST(Timeline, SvgShowsPhasesAndPeak) {

@@ -15,6 +15,9 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "planner/ir/attrs.h"
+#include "planner/ops/cost.h"
+#include "planner/ops/registry.h"
 #include "worker/dist/gloo_communicator.h"
 #include "worker/runtime/blas_threads.h"
 
@@ -53,7 +56,8 @@ double TimePerCall(const std::function<void()>& fn, double min_seconds) {
 // One step of a small MLP trained as a rank trains (forward and backward: matrix products, GELU,
 // layer norm, a sum; a few milliseconds here).
 struct SmallTrainingStep {
-  at::Tensor x = at::randn({256, 128});
+  explicit SmallTrainingStep(int64_t rows = 256) : x(at::randn({rows, 128})) {}
+  at::Tensor x;
   at::Tensor w1 = (at::randn({512, 128}) * 0.05).requires_grad_(true);
   at::Tensor w2 = (at::randn({128, 512}) * 0.05).requires_grad_(true);
   void operator()() {
@@ -64,36 +68,43 @@ struct SmallTrainingStep {
   }
 };
 
-// What a small all-reduce costs `group`'s ranks when each computes a SmallTrainingStep between
-// two of them, as a step's ranks compute between collectives: in each of 5 rounds, the time of
-// (step, all-reduce) pairs beyond that of as many steps alone (every rank computing at once in
-// both), per pair; the median of the rounds (one round's steps may run slow for reasons of
-// their own). What is left is the latency and the waits for peers that ran slower or were set
-// aside.
+constexpr int64_t kBusyAllReduceBytes = 64 << 10;
+// Rows of the step computed between them: a quarter of SmallTrainingStep's (~0.5 ms alone here),
+// as where collectives are many and their latency counts (tensor parallelism: 17 a step, ~1 ms
+// of compute apart; MAP's 2x2 plan 58, ~0.3 ms apart). With 256 rows (~5 ms apart among 4 ranks
+// on 2 threads, each set aside for whole time slices) an exchange measured 4.1-4.2 ms where
+// tensor parallelism's took 2.9.
+constexpr int64_t kBusyStepRows = 64;
+
+// What a blocking all-reduce of an activation's size (64 KiB: two direct rounds, as tensor
+// parallelism's are) costs `group`'s ranks when each computes a SmallTrainingStep between
+// two of them, as a step's ranks compute between collectives: in each of 5 rounds, the mean
+// time inside the all-reduce call over that many (step, all-reduce) pairs — the latency and the
+// waits for peers that ran slower or were set aside, what the runtime's collective time counts;
+// the median of the rounds (one round's steps may run slow for reasons of their own). (The time
+// of the pairs beyond that of the steps alone, measured before, was the difference of two long
+// noisy spans: 2.6 to 5.3 ms for 4 ranks from run to run.)
 absl::StatusOr<double> BusyAllReduceSeconds(Communicator& group, int repeats) {
   using Clock = std::chrono::steady_clock;
-  SmallTrainingStep step;
-  at::Tensor t = at::ones({64});
+  SmallTrainingStep step(kBusyStepRows);
+  at::Tensor t = at::ones({kBusyAllReduceBytes / 4});
   step();
   constexpr int kRounds = 5;
   const int pairs = std::max(2, repeats / 2);
-  std::vector<double> extra;
+  std::vector<double> inside;
   for (int round = 0; round < kRounds; ++round) {
     if (auto st = group.AllReduceSum(t); !st.ok()) return st;  // lined up
-    auto start = Clock::now();
-    for (int i = 0; i < pairs; ++i) step();
-    const double alone = std::chrono::duration<double>(Clock::now() - start).count();
-    if (auto st = group.AllReduceSum(t); !st.ok()) return st;
-    start = Clock::now();
+    double seconds = 0;
     for (int i = 0; i < pairs; ++i) {
       step();
+      const auto start = Clock::now();
       if (auto st = group.AllReduceSum(t); !st.ok()) return st;
+      seconds += std::chrono::duration<double>(Clock::now() - start).count();
     }
-    const double synced = std::chrono::duration<double>(Clock::now() - start).count();
-    extra.push_back((synced - alone) / pairs);
+    inside.push_back(seconds / pairs);
   }
-  std::nth_element(extra.begin(), extra.begin() + kRounds / 2, extra.end());
-  return std::max(0.0, extra[kRounds / 2]);
+  std::nth_element(inside.begin(), inside.begin() + kRounds / 2, inside.end());
+  return inside[kRounds / 2];
 }
 
 // Rank `rank` of `ranks` in a process of its own: joins the group at the store on `port`, times
@@ -178,10 +189,11 @@ absl::StatusOr<std::vector<double>> TimeAllReduces(int64_t ranks, const std::vec
   return means;
 }
 
-// alpha and beta of `ranks` local ranks' all-reduces: alpha the mean of a 256-byte one (pure
-// latency; Gloo sums small tensors by direct exchange), beta from a 4 MiB one's time beyond it
-// (t = alpha + 2 (ranks − 1) / ranks · bytes · beta, the cluster's model; at least 0); busy_alpha the
-// cost of a 256-byte one among ranks computing between collectives.
+// alpha and beta of `ranks` local ranks' collectives, in the cluster's model (collectives.h: an
+// all-reduce of more than 4 KiB is two exchanges, t = 2 alpha + 2 (ranks − 1) / ranks · bytes ·
+// beta): alpha the mean of a 256-byte all-reduce (one exchange: pure latency), beta from a 4 MiB
+// one's time beyond its two (at least 0); busy_alpha an exchange's cost among ranks computing
+// between collectives — half a 64 KiB all-reduce's, its bandwidth term aside.
 absl::StatusOr<HostCollectives> FitHostCollectives(int64_t ranks, int repeats) {
   const std::vector<int64_t> bytes = {256, 4 << 20};
   auto seconds = TimeAllReduces(ranks, bytes, repeats);
@@ -190,8 +202,11 @@ absl::StatusOr<HostCollectives> FitHostCollectives(int64_t ranks, int repeats) {
   c.ranks = ranks;
   c.alpha = (*seconds)[0];
   const double moved = 2.0 * static_cast<double>(ranks - 1) / static_cast<double>(ranks) * static_cast<double>(bytes[1]);
-  c.beta = std::max(0.0, ((*seconds)[1] - c.alpha) / moved);
-  c.busy_alpha = std::max(c.alpha, (*seconds)[2]);  // a noisy difference; never under the latency itself
+  c.beta = std::max(0.0, ((*seconds)[1] - 2 * c.alpha) / moved);
+  // Its 64 KiB's bandwidth term taken out (the model adds it back by size); a noisy difference,
+  // never under the latency itself.
+  const double busy_moved = 2.0 * static_cast<double>(ranks - 1) / static_cast<double>(ranks) * static_cast<double>(kBusyAllReduceBytes);
+  c.busy_alpha = std::max(c.alpha, ((*seconds)[2] - busy_moved * c.beta) / 2);
   return c;
 }
 
@@ -200,6 +215,44 @@ absl::StatusOr<HostCollectives> FitHostCollectives(int64_t ranks, int repeats) {
 double TrainingStepSeconds(double min_seconds) {
   SmallTrainingStep step;
   return TimePerCall(step, min_seconds);
+}
+
+// The registry's FLOPs (forward and the input's gradient) of `op` on one [rows, cols] fp32
+// input that needs a gradient — what the profiler charges the op.
+double RegistryFlops(const std::string& op, int64_t rows, int64_t cols, const AttrMap& attrs) {
+  const OpDef* def = OpRegistry::Global().Find(op);
+  if (def == nullptr || !def->cost) return 0;
+  const TensorType x{v1::FLOAT32, {rows, cols}};
+  const std::vector<TensorType> outputs{x};
+  const OpContext ctx("calibrate", op, {&x}, attrs);
+  const OpCost cost = def->cost(CostContext{ctx, outputs, {true}, {true}});
+  double flops = cost.flops;
+  for (double g : cost.grad_flops) flops += g;
+  return flops;
+}
+
+// Elementwise arithmetic's rate as training pays it: erf GELU, layer norm and softmax on a
+// [512, 512] tensor, forward and backward, their registry FLOPs over their time (the profiler
+// charges each op its FLOPs at this rate, or its bytes at the memory bandwidth, whichever is
+// longer, so the measured time includes the memory traffic that rate then covers).
+double VectorFlops(double min_seconds) {
+  constexpr int64_t kRows = 512, kCols = 512;
+  at::Tensor x = at::randn({kRows, kCols}).requires_grad_(true);
+  double flops = 0, seconds = 0;
+  auto measure = [&](const std::string& op, const AttrMap& attrs, const std::function<at::Tensor(const at::Tensor&)>& fn) {
+    at::Tensor grad = at::ones({kRows, kCols});
+    seconds += TimePerCall(
+        [&] {
+          fn(x).backward(grad);
+          x.mutable_grad().reset();
+        },
+        min_seconds / 3);
+    flops += RegistryFlops(op, kRows, kCols, attrs);
+  };
+  measure("gelu", Attrs().Str("approximate", "none").map(), [](const at::Tensor& t) { return at::gelu(t); });
+  measure("layer_norm", Attrs().Ints("normalized_shape", {kCols}).map(), [](const at::Tensor& t) { return at::layer_norm(t, {kCols}); });
+  measure("softmax", Attrs().Int("dim", -1).map(), [](const at::Tensor& t) { return at::softmax(t, -1); });
+  return seconds > 0 ? flops / seconds : 0;
 }
 
 // A rank's compute speed while `ranks` rank processes (forked from this one) run the training
@@ -265,6 +318,7 @@ absl::StatusOr<DeviceProfile> CalibrateCpu(const CalibrateOptions& options) {
         },
         options.min_seconds / 3);
     p.kernel_overhead_seconds = chain / (2 * kChain + 2);
+    p.vector_flops = VectorFlops(options.min_seconds);
   } catch (const std::exception& e) {
     return absl::InternalError(absl::StrCat("calibrate: LibTorch error: ", e.what()));
   }
