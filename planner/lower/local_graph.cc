@@ -39,6 +39,9 @@ absl::StatusOr<Graph> LocalGraph(const Graph& global, const v1::RankProgram& pro
   if (program.micro_batches() > 1 && program.zero_stage() <= 1) {
     for (const ZeroParam& z : GradSyncChains(program)) identities.insert(z.grad_syncs.begin(), z.grad_syncs.end());
   }
+  // A bucketed chain over several axes: its bucket is all-reduced over each, the chain's steps
+  // after the first are identities (zero.h BucketedGradSyncs).
+  for (const ZeroParam& z : BucketedGradSyncs(program)) identities.insert(z.grad_syncs.begin() + 1, z.grad_syncs.end());
   if (program.zero_stage() >= 2) {
     for (const ZeroParam& z : ZeroParams(program)) {
       for (int step : z.grad_syncs) {

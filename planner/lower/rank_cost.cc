@@ -9,6 +9,7 @@
 #include <unordered_map>
 
 #include "absl/strings/str_cat.h"
+#include "planner/ir/dtype.h"
 #include "planner/lower/local_graph.h"
 #include "planner/lower/zero.h"
 #include "planner/profile/bucket_size.h"
@@ -21,7 +22,8 @@ namespace {
 
 // The collectives the runtime makes a bucket at a time (worker/dist/grad_buckets.h) instead of a
 // parameter at a time, with the default bucket size: data parallelism's buckets (an all-reduce
-// each, parameters in gradient order and one dtype a bucket, as GradBuckets fills them) and ZeRO
+// each on each of their axes, parameters in gradient order and one dtype and set of axes a
+// bucket, as GradBuckets fills them) and ZeRO
 // 2-3's (an all-reduce of each bucket's staging rows; the gather back after the step, one for
 // as many buckets as the staging buffers hold, or under ZeRO-3 one a bucket in forward and again
 // in backward for those its gather buffers no longer hold). Adds the GRAD_SYNC instructions they replace to `replaced` and the ZeRO
@@ -33,18 +35,19 @@ double BucketSeconds(const v1::RankProgram& program, const Cluster& cluster, std
   double seconds = 0;
   std::vector<ZeroParam> chains = BucketedGradSyncs(program);
   std::stable_sort(chains.begin(), chains.end(), [](const ZeroParam& a, const ZeroParam& b) { return a.grad_syncs[0] > b.grad_syncs[0]; });
-  std::map<int, std::pair<int, int64_t>> open;  // per axis: the dtype and bytes of the bucket filling
-  auto close = [&](int axis) {
-    auto it = open.find(axis);
+  // Per set of axes: the dtype and bytes of the bucket filling; a bucket is all-reduced over each.
+  std::map<std::vector<int>, std::pair<int, int64_t>> open;
+  auto close = [&](const std::vector<int>& axes) {
+    auto it = open.find(axes);
     if (it == open.end()) return;
-    seconds += CollectiveSeconds(CollectiveKind::kAllReduce, it->second.second, cluster.mesh[axis], cluster.links[axis]);
+    for (int a : axes) seconds += CollectiveSeconds(CollectiveKind::kAllReduce, it->second.second, cluster.mesh[a], cluster.links[a]);
     open.erase(it);
   };
   for (const ZeroParam& z : chains) {
     auto s = shard_of.find(z.name);
     if (s == shard_of.end()) continue;
     const TensorType type = TensorType::FromProto(s->second->local_type());
-    const int axis = z.axes[0];
+    const std::vector<int>& axis = z.axes;
     auto it = open.find(axis);
     if (it != open.end() && (it->second.first != static_cast<int>(type.dtype) || it->second.second + type.NumBytes() > kDefaultBucketBytes)) close(axis);
     auto& bucket = open.try_emplace(axis, static_cast<int>(type.dtype), 0).first->second;
@@ -155,8 +158,8 @@ absl::StatusOr<double> CommunicationSeconds(const v1::RankProgram& program, cons
       case v1::Communicate::ALL_TO_ALL:
         seconds += 2 * CollectiveSeconds(CollectiveKind::kAllToAll, in_bytes, n, link);
         break;
-      case v1::Communicate::SLICE:
-        seconds += CollectiveSeconds(CollectiveKind::kAllGather, in_bytes, n, link);
+      case v1::Communicate::SLICE:  // its backward gathers the gradient; an integer tensor has none
+        if (IsFloating(step.output_type().dtype())) seconds += CollectiveSeconds(CollectiveKind::kAllGather, in_bytes, n, link);
         break;
       case v1::Communicate::GRAD_SYNC:
         if (!replaced.count(i)) seconds += CollectiveSeconds(CollectiveKind::kAllReduce, in_bytes, n, link);

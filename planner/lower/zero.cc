@@ -73,7 +73,7 @@ std::vector<ZeroParam> BucketedGradSyncs(const v1::RankProgram& program) {
   std::vector<ZeroParam> out;
   if (program.zero_stage() > 1 || program.micro_batches() > 1) return out;
   for (ZeroParam& z : GradSyncChains(program)) {
-    if (z.axes.size() == 1 && z.grad_syncs.size() == 1) out.push_back(std::move(z));
+    if (z.grad_syncs.size() == z.axes.size()) out.push_back(std::move(z));
   }
   return out;
 }

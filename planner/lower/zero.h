@@ -41,9 +41,13 @@ std::vector<ZeroParam> ZeroParams(const v1::RankProgram& program);
 std::vector<ZeroParam> GradSyncChains(const v1::RankProgram& program);
 
 // The chains whose all-reduce the runtime leaves to gradient buckets (worker/dist/grad_buckets.h):
-// data parallelism over one axis — a single GRAD_SYNC — under ZeRO 0 or 1 with one pass a step
-// (ZeRO-1 then cuts its shard from the bucket's sum). Their gradients live from the step's
-// start, in the buckets (the profiler counts them so).
+// data parallelism over one axis or several — one reader, a chain of one GRAD_SYNC per axis —
+// under ZeRO 0 or 1 with one pass a step (ZeRO-1 then cuts its shard from the bucket's sum). The
+// chain's first step (grad_syncs[0], the one reading the parameter) hands the gradient to its
+// bucket, which is all-reduced over each of the chain's axes in turn; the chain's other steps run
+// as identities (LocalGraph makes them views). Their gradients live from the step's start, in
+// the buckets (the profiler counts them so). A 2x2 mesh's data parallelism over both axes had
+// each parameter's gradient all-reduced on each axis: 56 all-reduces a step for nanoGPT.
 std::vector<ZeroParam> BucketedGradSyncs(const v1::RankProgram& program);
 
 // ZeRO 2-3's gradient buckets (ZeroBuckets, worker/dist/grad_buckets.h). The sharded parameters of

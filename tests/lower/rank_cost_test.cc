@@ -218,6 +218,32 @@ TEST(RankCost, ZeroThreeGathersInBackwardOnlyWhatItsBuffersNoLongerHold) {
   }
 }
 
+// Data parallelism over both axes of a 2x2 mesh: each parameter's gradient is a chain of two
+// GRAD_SYNCs, bucketed (zero.h BucketedGradSyncs) — one bucket, all-reduced over each axis —
+// and the loss summed over each: with exchanges of latency 1 and no bandwidth term, 2 x 2 for
+// the bucket and 1 + 1 for the loss, not an all-reduce per parameter per axis (56 here). The
+// targets' slices cost nothing: an integer tensor has no gradient to gather back.
+TEST(RankCost, DataParallelOverTwoAxesPaysABucketAllReducePerAxis) {
+  const Graph g = ZooTrainingGraph("gpt2:layers=2,hidden=32,heads=4,vocab=64,seq=8,batch=8");
+  PlannerOptions o;
+  o.cluster.mesh = {2, 2};
+  o.cluster.device_type = "cpu";
+  o.zero_stage = 0;
+  o.baselines = false;
+  auto r = SearchPlan(g, o);  // MAP's plan for this small model: data parallel over both axes
+  ASSERT_TRUE(r.ok()) << r.status();
+  auto program = LowerForRank(g, {2, 2}, r->plan.strategies, 0);
+  ASSERT_TRUE(program.ok()) << program.status();
+  const std::vector<ZeroParam> chains = BucketedGradSyncs(*program);
+  ASSERT_FALSE(chains.empty());
+  for (const ZeroParam& z : chains) EXPECT_EQ(z.axes, (std::vector<int>{0, 1})) << z.name;
+  Cluster cluster = r->cluster;
+  cluster.links = {AxisLink{1.0, 0.0, false}, AxisLink{1.0, 0.0, false}};
+  auto s = CommunicationSeconds(*program, cluster);
+  ASSERT_TRUE(s.ok()) << s.status();
+  EXPECT_DOUBLE_EQ(*s, 2 * 2 + 2);
+}
+
 // A ZeRO set is cut into k contiguous buckets whose largest segment is the least any cut into at
 // most k contiguous groups allows (planner/lower/zero.cc), checked against every such cut.
 TEST(RankCost, ZeroBucketsAreTheBalancedCutBruteForceFinds) {

@@ -10,8 +10,8 @@
 
 namespace mapd {
 
-GradBuckets::GradBuckets(Communicator* group, const std::vector<at::Tensor>& params, int64_t bucket_bytes)
-    : group_(group) {
+GradBuckets::GradBuckets(std::vector<Communicator*> groups, const std::vector<at::Tensor>& params, int64_t bucket_bytes)
+    : groups_(std::move(groups)) {
   slots_.resize(params.size());
   std::vector<int64_t> elements;  // per bucket
   std::vector<at::TensorOptions> options;
@@ -42,7 +42,7 @@ at::Tensor GradBuckets::SlotView(const Slot& s) {
 }
 
 void GradBuckets::Start(Bucket& b) {
-  auto started = group_->AllReduceSumAsync(b.flat);
+  auto started = groups_.front()->AllReduceSumAsync(b.flat);
   if (!started.ok()) {
     if (start_error_.ok()) start_error_ = started.status();
     throw std::runtime_error(std::string(started.status().message()));
@@ -75,6 +75,23 @@ absl::Status GradBuckets::Finish(const std::function<void(int, at::Tensor)>& set
       }
     }
     if (b.pending) {
+      absl::Status waited = b.pending->Wait();
+      if (status.ok()) status = waited;
+      b.pending.reset();
+    }
+  }
+  // The further axes: every bucket's all-reduce over one started, then all waited for.
+  for (size_t g = 1; g < groups_.size() && status.ok(); ++g) {
+    for (Bucket& b : buckets_) {
+      auto started = groups_[g]->AllReduceSumAsync(b.flat);
+      if (!started.ok()) {
+        status = started.status();
+        break;
+      }
+      b.pending = *std::move(started);
+    }
+    for (Bucket& b : buckets_) {
+      if (!b.pending) continue;
       absl::Status waited = b.pending->Wait();
       if (status.ok()) status = waited;
       b.pending.reset();

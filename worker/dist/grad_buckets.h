@@ -37,15 +37,18 @@ namespace mapd {
 class GradBuckets {
  public:
   // `params`: each parameter's block (its shape and dtype), in the order its gradient is
-  // expected. `group` must outlive the buckets. `bucket_bytes` > 0.
-  GradBuckets(Communicator* group, const std::vector<at::Tensor>& params, int64_t bucket_bytes);
+  // expected. `groups`: the communicators of the axes the gradients are summed over (at least
+  // one; they must outlive the buckets): a bucket is all-reduced over the first as soon as it is
+  // full, and after backward over each of the others in turn. `bucket_bytes` > 0.
+  GradBuckets(std::vector<Communicator*> groups, const std::vector<at::Tensor>& params, int64_t bucket_bytes);
 
   // Parameter `slot`'s gradient is ready: copied into its bucket, whose all-reduce starts if it
   // was the last one missing. Called from backward (throws, as autograd code does, on a failed
   // start).
   void Ready(int slot, const at::Tensor& grad);
 
-  // After backward: starts the buckets not started yet (in order), waits for every one, and hands
+  // After backward: starts the buckets not started yet (in order), waits for every one — then,
+  // per further axis, starts every bucket's all-reduce over it and waits for them — and hands
   // each parameter that had a gradient its sum (`set_grad(slot, view)`). Ready for the next step.
   absl::Status Finish(const std::function<void(int, at::Tensor)>& set_grad);
 
@@ -68,7 +71,7 @@ class GradBuckets {
   void Start(Bucket& b);
   at::Tensor SlotView(const Slot& s);  // the slot's part of its bucket, in the parameter's shape
 
-  Communicator* group_;
+  std::vector<Communicator*> groups_;
   std::vector<Bucket> buckets_;
   std::vector<Slot> slots_;
   absl::Status start_error_;          // a bucket that could not start (reported by Finish)

@@ -361,18 +361,22 @@ absl::StatusOr<std::unique_ptr<RankTrainer>> RankTrainer::Create(Graph graph, v1
       t->deferred_.emplace_back(it->second, z.axes);
     }
   }
-  // Data parallelism over one axis under ZeRO 0-1, one pass a step: each parameter's gradient goes
-  // to a bucket as backward makes it (grad_buckets.h).
+  // Data parallelism over one axis or several under ZeRO 0-1, one pass a step: each parameter's
+  // gradient goes to a bucket as backward makes it (grad_buckets.h); a chain's GRAD_SYNCs after
+  // its first are identities (the bucket is summed over each of its axes).
   t->bucket_of_step_.assign(t->program_.instructions_size(), {-1, -1});
   if (options.bucket_bytes > 0) {
     std::unordered_map<std::string, int> trainable_index;
     for (size_t i = 0; i < t->trainable_.size(); ++i) trainable_index[t->trainable_[i].first] = static_cast<int>(i);
-    std::map<int, std::vector<std::pair<int, int>>> by_axis;  // axis → (its GRAD_SYNC instruction, trainable index)
+    // axes → (its first GRAD_SYNC instruction, trainable index)
+    std::map<std::vector<int>, std::vector<std::pair<int, int>>> by_axes;
     for (const ZeroParam& z : BucketedGradSyncs(t->program_)) {
       auto it = trainable_index.find(z.name);
-      if (it != trainable_index.end()) by_axis[z.axes[0]].emplace_back(z.grad_syncs[0], it->second);
+      if (it == trainable_index.end()) continue;
+      by_axes[z.axes].emplace_back(z.grad_syncs[0], it->second);
+      for (size_t k = 1; k < z.grad_syncs.size(); ++k) t->identity_step_[z.grad_syncs[k]] = true;
     }
-    for (auto& [axis, params] : by_axis) {
+    for (auto& [axes, params] : by_axes) {
       // The parameter used last in forward first: backward makes its gradient first.
       std::sort(params.rbegin(), params.rend());
       std::vector<at::Tensor> blocks;
@@ -384,7 +388,9 @@ absl::StatusOr<std::unique_ptr<RankTrainer>> RankTrainer::Create(Graph graph, v1
         owners.push_back(params[slot].second);
       }
       try {  // the buckets are allocated here, under the rank's memory cap
-        t->buckets_.push_back(std::make_unique<GradBuckets>(t->groups_.at(axis), blocks, options.bucket_bytes));
+        std::vector<Communicator*> groups;
+        for (int axis : axes) groups.push_back(t->groups_.at(axis));
+        t->buckets_.push_back(std::make_unique<GradBuckets>(std::move(groups), blocks, options.bucket_bytes));
       } catch (const std::exception& e) {
         return TorchError(absl::StatusCode::kResourceExhausted, absl::StrCat("gradient buckets on rank ", t->program_.rank()), e);
       }

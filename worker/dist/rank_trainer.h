@@ -175,7 +175,9 @@ class RankTrainer {
   std::vector<std::pair<std::string, at::Tensor>> updated_;
   std::vector<int> zero_of_;           // per trainable block: its index in zero_, or -1
   std::vector<ZeroParam> zero_;        // ZeRO's sharded parameters (planner/lower/zero.h)
-  std::vector<bool> identity_step_;    // per instruction: a GRAD_SYNC ZeRO-2 replaces (run as identity)
+  // Per instruction: a GRAD_SYNC run as identity — ZeRO-2 replaces it, or a bucket summed over
+  // several axes covers it (a bucketed chain's steps after its first).
+  std::vector<bool> identity_step_;
   std::unordered_map<int, int> zero_step_param_;  // ZeRO-2/3: a chain's first step → its trainable index
   // ZeRO-3: per instruction, the trainable indices whose block it is the last forward reader of
   // (freed after it), and those whose block it reads (its outputs' gradients gather it again).
