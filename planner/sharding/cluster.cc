@@ -66,9 +66,12 @@ const HostCollectives* NearestHostCollectives(const DeviceProfile& device, int64
   return nearest;
 }
 
+// The ranks that share one node's cores: the mesh's devices, at most gpus_per_node of them.
+int64_t RanksPerNode(const Cluster& c) { return std::max<int64_t>(1, std::min(c.num_devices(), c.gpus_per_node)); }
+
 void ShareTheHost(Cluster& c) {
   if (c.device.accelerator || c.device.host_threads <= 0) return;
-  const int64_t ranks = std::max<int64_t>(1, std::min(c.num_devices(), c.gpus_per_node));
+  const int64_t ranks = RanksPerNode(c);
   if (ranks <= 1) return;
   const HostCollectives* nearest = NearestHostCollectives(c.device, ranks);
   auto share = [&](int64_t n) { return std::min(1.0, static_cast<double>(c.device.host_threads) / static_cast<double>(n)); };
@@ -126,7 +129,7 @@ absl::StatusOr<Cluster> MakeCluster(const ClusterOptions& options) {
       c.links.push_back(inter);
       continue;
     }
-    AxisLink link = HostLink(c.device, c.mesh[a], std::max<int64_t>(1, std::min(c.num_devices(), c.gpus_per_node)), intra);
+    AxisLink link = HostLink(c.device, c.mesh[a], RanksPerNode(c), intra);
     if (options.intra_alpha >= 0) link.alpha = options.intra_alpha;
     if (options.intra_beta >= 0) link.beta = options.intra_beta;
     c.links.push_back(link);

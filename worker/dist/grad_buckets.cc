@@ -59,6 +59,13 @@ void GradBuckets::Ready(int slot, const at::Tensor& grad) {
   if (--b.missing == 0) Start(b);
 }
 
+void GradBuckets::WaitFor(Bucket& b, absl::Status& status) {
+  if (!b.pending) return;
+  absl::Status waited = b.pending->Wait();
+  if (status.ok()) status = waited;
+  b.pending.reset();
+}
+
 absl::Status GradBuckets::Finish(const std::function<void(int, at::Tensor)>& set_grad) {
   absl::Status status = start_error_;
   for (Bucket& b : buckets_) {
@@ -74,11 +81,7 @@ absl::Status GradBuckets::Finish(const std::function<void(int, at::Tensor)>& set
         status = start_error_;
       }
     }
-    if (b.pending) {
-      absl::Status waited = b.pending->Wait();
-      if (status.ok()) status = waited;
-      b.pending.reset();
-    }
+    WaitFor(b, status);
   }
   // The further axes: every bucket's all-reduce over one started, then all waited for.
   for (size_t g = 1; g < groups_.size() && status.ok(); ++g) {
@@ -90,12 +93,7 @@ absl::Status GradBuckets::Finish(const std::function<void(int, at::Tensor)>& set
       }
       b.pending = *std::move(started);
     }
-    for (Bucket& b : buckets_) {
-      if (!b.pending) continue;
-      absl::Status waited = b.pending->Wait();
-      if (status.ok()) status = waited;
-      b.pending.reset();
-    }
+    for (Bucket& b : buckets_) WaitFor(b, status);
   }
   for (size_t i = 0; i < slots_.size(); ++i) {
     Slot& s = slots_[i];

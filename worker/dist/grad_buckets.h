@@ -69,6 +69,7 @@ class GradBuckets {
     bool ready = false;               // its gradient came this step
   };
   void Start(Bucket& b);
+  void WaitFor(Bucket& b, absl::Status& status);  // its collective under way, if any; the first failure kept
   at::Tensor SlotView(const Slot& s);  // the slot's part of its bucket, in the parameter's shape
 
   std::vector<Communicator*> groups_;
