@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <deque>
 #include <functional>
 #include <map>
 #include <mutex>
@@ -66,6 +67,15 @@ void CheckCollectives(bool nccl) {
         auto scattered = g.ReduceScatter(full, 0);
         at::Tensor both = at::cat({Local(rank), Local(rank) * 2}, 0) + at::cat({Local(peer), Local(peer) * 2}, 0);
         expect(scattered.ok() && scattered->equal(both.chunk(2, 0)[g.rank()]), "reduce-scatter along dim 0");
+        // Rows: row j of every rank summed into group rank j's row j (started, then waited for).
+        at::Tensor rows = full.view({2, 6}).clone();
+        auto pending = g.ReduceScatterRowsAsync(rows);
+        expect(pending.ok() && (*pending)->Wait().ok() && rows[g.rank()].equal(both.view({2, 6})[g.rank()]), "reduce-scatter of rows");
+        at::Tensor half_rows = full.view({2, 6}).to(at::kBFloat16);
+        auto half_pending = g.ReduceScatterRowsAsync(half_rows);
+        expect(half_pending.ok() && (*half_pending)->Wait().ok() &&
+                   half_rows[g.rank()].to(at::kFloat).equal(both.view({2, 6})[g.rank()]),
+               "bf16 reduce-scatter of rows");
         // All-to-all: chunk j of dim 1 (of [2, 4]) goes to group rank j; received along dim 0.
         at::Tensor wide = at::cat({Local(rank), Local(rank)}, 1).narrow(1, 0, 4).contiguous();
         auto swapped = g.AllToAll(wide, /*split_dim=*/1, /*concat_dim=*/0);
@@ -194,6 +204,63 @@ TEST(Communicator, GlooAllGathersIntoABufferBesideOtherExchanges) {
     }
     EXPECT_TRUE(results[rank][1].equal(at::full({8}, 10.0)));
   }
+}
+
+// Gloo's asynchronous direct exchanges two at a time, as ZeRO's buckets run them: reduce-scatters
+// of rows and all-gathers of different sizes, each started while the one before is under way,
+// the older waited for only when a third would start, with compute in between. Every result is
+// checked when it lands: each rank's row sums, each rank's gathered rows.
+TEST(Communicator, GlooDirectExchangesTwoAtATimeLandWhatWasSent) {
+  constexpr int kRounds = 60;
+  auto value = [](int round, int rank, int64_t n) { return at::arange(n, at::kFloat) * 0.5 + 100.0 * rank + 10000.0 * round; };
+  auto results = OnFourGlooRanks([&](int rank, Communicator& g, std::string* error) -> std::vector<at::Tensor> {
+    struct InFlight {
+      int round;
+      int64_t n;
+      at::Tensor rows;
+      std::unique_ptr<PendingCollective> pending;
+    };
+    std::deque<InFlight> flying;
+    at::Tensor work = at::randn({96, 96});
+    auto land = [&]() -> bool {
+      InFlight f = std::move(flying.front());
+      flying.pop_front();
+      if (!f.pending->Wait().ok()) return (*error = "wait in round " + std::to_string(f.round), false);
+      const bool scatter = f.round % 2 == 0;
+      for (int from = 0; from < 4; ++from) {
+        // A reduce-scatter's row of this rank: every rank's row `rank` summed; a gather's row
+        // `from`: rank from's values.
+        if (scatter && from != rank) continue;
+        at::Tensor want = scatter ? value(f.round, 0, f.n) * 4 + 100.0 * (0 + 1 + 2 + 3) + 4.0 * rank : value(f.round, from, f.n);
+        if (!f.rows[from].equal(want)) return (*error = "round " + std::to_string(f.round) + " row " + std::to_string(from), false);
+      }
+      return true;
+    };
+    for (int round = 0; round < kRounds; ++round) {
+      const int64_t n = 2000 + 700 * (round % 5);
+      at::Tensor rows = at::zeros({4, n});
+      std::unique_ptr<PendingCollective> pending;
+      if (round % 2 == 0) {
+        for (int to = 0; to < 4; ++to) rows[to].copy_(value(round, rank, n) + to);  // (the + to makes row `to` the receiver's)
+        auto started = g.ReduceScatterRowsAsync(rows);
+        if (!started.ok()) return (*error = "reduce-scatter start", std::vector<at::Tensor>{});
+        pending = *std::move(started);
+      } else {
+        rows[rank].copy_(value(round, rank, n));
+        at::Tensor flat = rows.view({-1});
+        auto started = g.AllGatherIntoAsync(rows[rank], flat);
+        if (!started.ok()) return (*error = "all-gather start", std::vector<at::Tensor>{});
+        pending = *std::move(started);
+      }
+      flying.push_back(InFlight{round, n, rows, std::move(pending)});
+      for (int i = 0; i < 1 + (round * 7 + rank * 3) % 4; ++i) work = at::tanh(at::matmul(work, work) * 0.01);
+      if (flying.size() == 2 && !land()) return {};
+    }
+    while (!flying.empty()) {
+      if (!land()) return {};
+    }
+    return {work};
+  });
 }
 
 TEST(Communicator, NcclCollectivesOnBothAxesOfA2x2Mesh) {

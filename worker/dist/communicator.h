@@ -59,6 +59,12 @@ class Communicator {
   virtual absl::StatusOr<std::unique_ptr<PendingCollective>> AllGatherIntoAsync(const at::Tensor& local, at::Tensor& out);
   // Σ over the group of `full`, then this rank's chunk along `dim`.
   virtual absl::StatusOr<at::Tensor> ReduceScatter(const at::Tensor& full, int64_t dim) = 0;
+  // `rows` (contiguous, [size(), n]): at Wait, row rank() holds the sum over the group of every
+  // rank's row rank(); the other rows are left undefined. Started and left to run while the
+  // caller goes on (ZeRO's gradient buckets overlap it with backward); `rows` is not to be
+  // touched until Wait; ordered with the group's other collectives as AllReduceSumAsync is.
+  // Half an all-reduce's traffic. By default, AllReduceSumAsync of every row.
+  virtual absl::StatusOr<std::unique_ptr<PendingCollective>> ReduceScatterRowsAsync(at::Tensor& rows);
   // `local` cut into size() chunks along `split_dim`; chunk j goes to rank j; the chunks
   // received are concatenated along `concat_dim` in rank order.
   virtual absl::StatusOr<at::Tensor> AllToAll(const at::Tensor& local, int64_t split_dim, int64_t concat_dim) = 0;
@@ -94,6 +100,10 @@ inline absl::StatusOr<std::unique_ptr<PendingCollective>> Communicator::AllGathe
 inline absl::StatusOr<std::unique_ptr<PendingCollective>> Communicator::AllReduceSumAsync(at::Tensor& t) {
   if (auto st = AllReduceSum(t); !st.ok()) return st;
   return std::unique_ptr<PendingCollective>(new internal::DoneCollective());
+}
+
+inline absl::StatusOr<std::unique_ptr<PendingCollective>> Communicator::ReduceScatterRowsAsync(at::Tensor& rows) {
+  return AllReduceSumAsync(rows);
 }
 
 }  // namespace mapd

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <functional>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
@@ -112,77 +113,48 @@ class PendingAllReduce : public PendingCollective {
   std::string group_;
 };
 
-// A small all-reduce by direct exchange: every rank sends its tensor to every other, and at Wait
-// sums all of them in rank order — the same sum, bit for bit, on every rank. One message hop
-// where Gloo's ring takes 2(n−1) in sequence, each a wake-up of a process that may not be
-// running: for 1 KiB over loopback on this 2-core machine, 2 ranks 0.18 ms against the ring's
-// 0.52 ms, 4 ranks 0.96 ms against 4.95 ms (the per-BatchNorm statistics are this size).
+// A direct exchange under way: the sends and receives of one collective between this rank and
+// each other rank of the group, and what to do with what came once they are done (`finish`: a
+// sum, a copy into place; none for an all-gather, whose receives land in place).
 //
-// The exchange's buffers (every rank's tensor, end to end) are the communicator's own memory, as
-// the ring's are Gloo's, not tensors of the rank's allocator: a few KiB, outside the peaks the
-// profiler predicts and the rank measures.
-class PendingDirectAllReduce : public PendingCollective {
+// Its buffers (`scratch`, what the receives fill) are the communicator's own memory, as the
+// ring's are Gloo's, not tensors of the rank's allocator: outside the peaks the profiler predicts
+// and the rank measures.
+class PendingExchange : public PendingCollective {
  public:
-  PendingDirectAllReduce(std::unique_ptr<unsigned char[]> scratch, std::vector<c10::intrusive_ptr<c10d::Work>> works,
-                         std::vector<at::Tensor> parts, at::Tensor target, std::string group)
-      : scratch_(std::move(scratch)), works_(std::move(works)), parts_(std::move(parts)), target_(std::move(target)),
-        group_(std::move(group)) {}
-  ~PendingDirectAllReduce() override {
-    if (!parts_.empty()) (void)Wait();  // not left running on tensors about to go
+  PendingExchange(const char* what, std::string group, std::unique_ptr<unsigned char[]> scratch,
+                  std::vector<c10::intrusive_ptr<c10d::Work>> works, std::vector<at::Tensor> kept,
+                  std::function<void()> finish)
+      : what_(what), group_(std::move(group)), scratch_(std::move(scratch)), works_(std::move(works)), kept_(std::move(kept)),
+        finish_(std::move(finish)) {}
+  ~PendingExchange() override {
+    if (!done_) (void)Wait();  // not left running on tensors about to go
   }
   absl::Status Wait() override {
-    if (parts_.empty()) return absl::OkStatus();
+    if (done_) return absl::OkStatus();
+    done_ = true;
+    absl::Status status;
     try {
       for (auto& work : works_) WaitAndRelease(std::move(work));
-      works_.clear();
-      at::Tensor& sum = parts_[0];
-      for (size_t r = 1; r < parts_.size(); ++r) sum.add_(parts_[r]);
-      target_.copy_(sum);
-      parts_.clear();
-      return absl::OkStatus();
+      if (finish_) finish_();
     } catch (const std::exception& e) {
-      works_.clear();
-      parts_.clear();
-      return FromTorch(group_, "all-reduce", e);
+      status = FromTorch(group_, what_, e);
     }
+    works_.clear();
+    kept_.clear();
+    finish_ = nullptr;
+    scratch_.reset();
+    return status;
   }
 
  private:
-  std::unique_ptr<unsigned char[]> scratch_;           // what parts_ view
+  const char* what_;
+  std::string group_;
+  std::unique_ptr<unsigned char[]> scratch_;           // what the receives fill, where not in place
   std::vector<c10::intrusive_ptr<c10d::Work>> works_;  // the sends and receives
-  std::vector<at::Tensor> parts_;                      // every rank's tensor, by group rank
-  at::Tensor target_;
-  std::string group_;
-};
-
-// An all-gather by direct exchange (DirectAllGather): the sends of this rank's row to every
-// other rank and the receives of theirs, straight into their rows of the output.
-class PendingDirectGather : public PendingCollective {
- public:
-  PendingDirectGather(std::vector<c10::intrusive_ptr<c10d::Work>> works, std::vector<at::Tensor> tensors, std::string group)
-      : works_(std::move(works)), tensors_(std::move(tensors)), group_(std::move(group)) {}
-  ~PendingDirectGather() override {
-    if (!works_.empty()) (void)Wait();  // not left running on tensors about to go
-  }
-  absl::Status Wait() override {
-    try {
-      for (auto& work : works_) {
-        if (work) WaitAndRelease(std::move(work));
-      }
-      works_.clear();
-      tensors_.clear();
-      return absl::OkStatus();
-    } catch (const std::exception& e) {
-      works_.clear();
-      tensors_.clear();
-      return FromTorch(group_, "all-gather", e);
-    }
-  }
-
- private:
-  std::vector<c10::intrusive_ptr<c10d::Work>> works_;
-  std::vector<at::Tensor> tensors_;  // the row sent and the rows received into, alive until done
-  std::string group_;
+  std::vector<at::Tensor> kept_;                       // what they read and write, alive until done
+  std::function<void()> finish_;
+  bool done_ = false;
 };
 
 // All-reduces of at most this many bytes (as summed: 16-bit tensors in fp32) go by direct
@@ -266,18 +238,25 @@ class GlooCommunicator : public Communicator {
       const at::Tensor rows = AsBits(out).view({size(), -1});
       at::Tensor own = AsBits(local.contiguous()).view({-1});
       if (!own.is_same(rows[rank()])) rows[rank()].copy_(own);
-      std::vector<c10::intrusive_ptr<c10d::Work>> works;
-      std::vector<at::Tensor> kept{own};
-      for (int peer = 0; peer < size(); ++peer) {
-        if (peer == rank()) continue;
-        std::vector<at::Tensor> send{own}, recv{rows[peer]};
-        works.push_back(pg_->send(send, peer, kDirectExchangeTag));
-        works.push_back(pg_->recv(recv, peer, kDirectExchangeTag));
-        kept.push_back(rows[peer]);
-      }
-      return std::unique_ptr<PendingCollective>(new PendingDirectGather(std::move(works), std::move(kept), name_));
+      std::vector<at::Tensor> kept{own, rows};
+      auto works = PostExchange([&](int) { return own; }, [&](int peer) { return rows[peer]; });
+      return std::unique_ptr<PendingCollective>(new PendingExchange("all-gather", name_, nullptr, std::move(works), std::move(kept), nullptr));
     } catch (const std::exception& e) {
       return FromTorch(name_, "all-gather", e);
+    }
+  }
+
+  // By one direct round (StartSumChunks): row p to rank p, the rows for this rank summed into
+  // its own at Wait. Each rank moves (n−1)/n of `rows` each way in one hop, where an all-reduce
+  // (the ring) moves twice that in 2(n−1) hops. 16-bit rows are summed in fp32 by the all-reduce.
+  absl::StatusOr<std::unique_ptr<PendingCollective>> ReduceScatterRowsAsync(at::Tensor& rows) override {
+    if (size() == 1 || Is16BitFloat(rows) || !rows.is_contiguous() || rows.dim() != 2 || rows.size(0) != size()) {
+      return AllReduceSumAsync(rows);
+    }
+    try {
+      return StartSumChunks(rows.unbind(0), rows[rank()]);
+    } catch (const std::exception& e) {
+      return FromTorch(name_, "reduce-scatter", e);
     }
   }
 
@@ -352,28 +331,45 @@ class GlooCommunicator : public Communicator {
   }
 
  private:
-  // The reduce-scatter round: chunks[p] (contiguous, this rank's part for rank p) goes to rank p;
-  // the other ranks' parts for this rank come back (into the communicator's own memory) and are
-  // added to `mine` (which holds chunks[rank()]'s values; it may be that tensor) in the senders'
-  // rank order. Chunk p has the same shape on every rank.
+  // For each other rank p of the group, `out(p)` sent to p and `in(p)` received from p (both
+  // contiguous; 16-bit floats go as bits), started; their works.
+  template <typename Out, typename In>
+  std::vector<c10::intrusive_ptr<c10d::Work>> PostExchange(const Out& out, const In& in) {
+    std::vector<c10::intrusive_ptr<c10d::Work>> works;
+    for (int peer = 0; peer < size(); ++peer) {
+      if (peer == rank()) continue;
+      std::vector<at::Tensor> send{AsBits(out(peer))}, recv{AsBits(in(peer))};
+      works.push_back(pg_->send(send, peer, kDirectExchangeTag));
+      works.push_back(pg_->recv(recv, peer, kDirectExchangeTag));
+    }
+    return works;
+  }
+
+  // The reduce-scatter round, started: chunks[p] (contiguous, this rank's part for rank p) goes to
+  // rank p; the other ranks' parts for this rank come back (into the communicator's own memory)
+  // and, at Wait, are added to `mine` (which holds chunks[rank()]'s values; it may be that
+  // tensor) in the senders' rank order. Chunk p has the same shape on every rank.
+  std::unique_ptr<PendingExchange> StartSumChunks(const std::vector<at::Tensor>& chunks, at::Tensor mine) {
+    const int64_t bytes = mine.numel() * static_cast<int64_t>(mine.element_size());
+    std::unique_ptr<unsigned char[]> scratch(new unsigned char[static_cast<size_t>(std::max<int64_t>(1, bytes * size()))]);
+    std::vector<at::Tensor> received(size());
+    for (int peer = 0; peer < size(); ++peer) {
+      if (peer != rank()) received[peer] = at::from_blob(scratch.get() + peer * bytes, mine.sizes(), at::TensorOptions().dtype(mine.scalar_type()));
+    }
+    auto works = PostExchange([&](int peer) { return chunks[peer]; }, [&](int peer) { return received[peer]; });
+    std::vector<at::Tensor> kept = chunks;
+    kept.push_back(mine);
+    auto finish = [mine, received, me = rank()]() mutable {
+      for (size_t peer = 0; peer < received.size(); ++peer) {
+        if (static_cast<int>(peer) != me) mine.add_(received[peer]);
+      }
+    };
+    return std::make_unique<PendingExchange>("reduce-scatter", name_, std::move(scratch), std::move(works), std::move(kept), std::move(finish));
+  }
+
   absl::Status SumChunks(const std::vector<at::Tensor>& chunks, at::Tensor& mine) {
     try {
-      const int64_t bytes = mine.numel() * static_cast<int64_t>(mine.element_size());
-      std::unique_ptr<unsigned char[]> scratch(new unsigned char[static_cast<size_t>(std::max<int64_t>(1, bytes * size()))]);
-      std::vector<at::Tensor> received(size());
-      std::vector<c10::intrusive_ptr<c10d::Work>> works;
-      for (int peer = 0; peer < size(); ++peer) {
-        if (peer == rank()) continue;
-        received[peer] = at::from_blob(scratch.get() + peer * bytes, mine.sizes(), at::TensorOptions().dtype(mine.scalar_type()));
-        std::vector<at::Tensor> out{AsBits(chunks[peer])}, in{AsBits(received[peer])};
-        works.push_back(pg_->send(out, peer, kDirectExchangeTag));
-        works.push_back(pg_->recv(in, peer, kDirectExchangeTag));
-      }
-      for (auto& work : works) WaitAndRelease(std::move(work));
-      for (int peer = 0; peer < size(); ++peer) {
-        if (peer != rank()) mine.add_(received[peer]);
-      }
-      return absl::OkStatus();
+      return StartSumChunks(chunks, mine)->Wait();
     } catch (const std::exception& e) {
       return FromTorch(name_, "reduce-scatter", e);
     }
@@ -394,14 +390,7 @@ class GlooCommunicator : public Communicator {
       }
       at::Tensor& mine = chunks[rank()];
       if (auto st = SumChunks(chunks, mine); !st.ok()) return st;
-      std::vector<c10::intrusive_ptr<c10d::Work>> works;
-      for (int peer = 0; peer < size(); ++peer) {
-        if (peer == rank()) continue;
-        std::vector<at::Tensor> out{AsBits(mine)}, in{AsBits(chunks[peer])};
-        works.push_back(pg_->send(out, peer, kDirectExchangeTag));
-        works.push_back(pg_->recv(in, peer, kDirectExchangeTag));
-      }
-      for (auto& work : works) WaitAndRelease(std::move(work));
+      for (auto& work : PostExchange([&](int) { return mine; }, [&](int peer) { return chunks[peer]; })) WaitAndRelease(std::move(work));
       if (copied) t.copy_(flat.view(t.sizes()));
       return absl::OkStatus();
     } catch (const std::exception& e) {
@@ -409,6 +398,11 @@ class GlooCommunicator : public Communicator {
     }
   }
 
+  // A small all-reduce by direct exchange: every rank sends its tensor to every other, and at Wait
+  // sums all of them in rank order — the same sum, bit for bit, on every rank. One message hop
+  // where Gloo's ring takes 2(n−1) in sequence, each a wake-up of a process that may not be
+  // running: for 1 KiB over loopback on this 2-core machine, 2 ranks 0.18 ms against the ring's
+  // 0.52 ms, 4 ranks 0.96 ms against 4.95 ms (the per-BatchNorm statistics are this size).
   absl::StatusOr<std::unique_ptr<PendingCollective>> DirectAllReduce(at::Tensor& t) {
     try {
       const at::ScalarType summed = Is16BitFloat(t) ? at::kFloat : t.scalar_type();
@@ -418,17 +412,16 @@ class GlooCommunicator : public Communicator {
       for (int r = 0; r < size(); ++r) {
         parts[r] = at::from_blob(scratch.get() + r * bytes, t.sizes(), at::TensorOptions().dtype(summed));
       }
-      at::Tensor& own = parts[rank()];
+      at::Tensor own = parts[rank()];
       own.copy_(t);
-      std::vector<c10::intrusive_ptr<c10d::Work>> works;
-      for (int peer = 0; peer < size(); ++peer) {
-        if (peer == rank()) continue;
-        std::vector<at::Tensor> out{own}, in{parts[peer]};
-        works.push_back(pg_->send(out, peer, kDirectExchangeTag));
-        works.push_back(pg_->recv(in, peer, kDirectExchangeTag));
-      }
+      auto works = PostExchange([&](int) { return own; }, [&](int peer) { return parts[peer]; });
+      auto finish = [parts, target = t]() mutable {
+        at::Tensor sum = parts[0];
+        for (size_t r = 1; r < parts.size(); ++r) sum.add_(parts[r]);
+        target.copy_(sum);
+      };
       return std::unique_ptr<PendingCollective>(
-          new PendingDirectAllReduce(std::move(scratch), std::move(works), std::move(parts), t, name_));
+          new PendingExchange("all-reduce", name_, std::move(scratch), std::move(works), {t}, std::move(finish)));
     } catch (const std::exception& e) {
       return FromTorch(name_, "all-reduce", e);
     }

@@ -182,8 +182,8 @@ int ZeroBuckets::TakeBuffer() {
 
 void ZeroBuckets::Start(int bucket) {
   Bucket& b = buckets_[bucket];
-  at::Tensor flat = buffers_[b.buffer].narrow(0, 0, set_.ranks * set_.buckets[bucket].segment);
-  auto started = group_->AllReduceSumAsync(flat);
+  at::Tensor rows = Rows(bucket);
+  auto started = group_->ReduceScatterRowsAsync(rows);
   b.started = true;
   if (!started.ok()) {
     if (error_.ok()) error_ = started.status();

@@ -81,15 +81,16 @@ class GradBuckets {
 // ZeRO 2-3's gradient buckets (the layout is planner/lower/zero.h's ZeroGradientBuckets, which
 // the memory prediction reads too). Backward hands each sharded parameter's whole gradient to its
 // bucket, which copies it rank-major into a staging buffer (row r: chunk r of each parameter);
-// when the bucket's last gradient is in, one all-reduce of the buffer starts and runs while
-// backward goes on, and this rank keeps its row — its shard of every parameter's summed
-// gradient. After the optimizer step, Gather puts the updated shards back into the blocks with
-// one all-gather per bucket.
+// when the bucket's last gradient is in, one reduce-scatter of the buffer's rows
+// (Communicator::ReduceScatterRowsAsync) starts and runs while backward goes on, and this rank
+// keeps its row — its shard of every parameter's summed gradient. After the optimizer step,
+// Gather puts the updated shards back into the blocks with one all-gather per bucket.
 //
 // One collective per bucket instead of one per parameter: ZeRO-2 on a small GPT went from a
 // blocking reduce-scatter per parameter in backward and an all-gather per parameter after the
-// step to a few of each. (Gloo has no CPU reduce-scatter: its reduce-scatter was an all-reduce
-// anyway.) The sums are the same additions over the same ranks.
+// step to a few of each. (Gloo has no CPU reduce-scatter; its communicator's is one direct
+// round of sends, half the traffic of the ring all-reduce the buckets used before.) The sums
+// are the same additions over the same ranks.
 //
 // Staging buffers are few: two, reused bucket after bucket — a bucket that needs one while both
 // are taken waits for the older bucket under way to finish. Only if gradients come so far out
@@ -106,7 +107,7 @@ class ZeroBuckets {
   const ZeroBucketSet& layout() const { return set_; }
 
   // Parameter `slot`'s whole gradient (its block's shape): into its bucket's staging buffer; the
-  // bucket's all-reduce starts if it was the last one missing. Called from backward (throws, as
+  // bucket's reduce-scatter starts if it was the last one missing. Called from backward (throws, as
   // autograd code does, on a failed collective).
   void Ready(int slot, const at::Tensor& grad);
 
@@ -142,7 +143,7 @@ class ZeroBuckets {
   struct Bucket {
     int missing = 0;           // gradients not yet in this step
     int buffer = -1;           // its staging buffer, while it has one
-    bool started = false;      // its all-reduce was started this step
+    bool started = false;      // its reduce-scatter was started this step
     std::unique_ptr<PendingCollective> pending;
     at::Tensor shard_grads;    // [segment]: this rank's row of the sums, from Drain to Finish
   };
@@ -157,7 +158,7 @@ class ZeroBuckets {
   at::Tensor Rows(int bucket);   // its staging buffer as [ranks, segment]
   int TakeBuffer();              // a free staging buffer, waiting for a bucket under way if need be
   void Start(int bucket);
-  absl::Status Drain(int bucket);  // waits for its all-reduce, keeps this rank's row, frees the buffer
+  absl::Status Drain(int bucket);  // waits for its reduce-scatter, keeps this rank's row, frees the buffer
 
   Communicator* group_;
   ZeroBucketSet set_;

@@ -76,18 +76,17 @@ class NcclCommunicator : public Communicator {
   absl::StatusOr<at::Tensor> ReduceScatter(const at::Tensor& full, int64_t dim) override {
     // Chunk j (along dim) is rank j's: stack the chunks so they lie in rank order in memory.
     const at::Tensor in = at::stack(full.chunk(size_, dim), 0).contiguous();
-    auto type = NcclType(in.scalar_type());
-    if (!type.ok()) return type.status();
-    auto buf = Stage(in, in.nbytes());
-    if (!buf.ok()) return buf.status();
     at::Tensor mine = in[rank_].clone();
-    char* recv = static_cast<char*>(*buf) + rank_ * mine.nbytes();  // in place
-    if (auto st = Nccl("reduce-scatter", ncclReduceScatter(*buf, recv, mine.numel(), *type, ncclSum, comm_, stream_));
-        !st.ok()) {
-      return st;
-    }
-    if (auto st = Unstage(recv, mine); !st.ok()) return st;
+    if (auto st = ReduceScatterRows(in, mine); !st.ok()) return st;
     return mine;
+  }
+
+  // Done at once, as NCCL's other collectives here (the stream is synchronised after each).
+  absl::StatusOr<std::unique_ptr<PendingCollective>> ReduceScatterRowsAsync(at::Tensor& rows) override {
+    if (!rows.is_contiguous() || rows.dim() != 2 || rows.size(0) != size_) return Communicator::ReduceScatterRowsAsync(rows);
+    at::Tensor mine = rows[rank_];
+    if (auto st = ReduceScatterRows(rows, mine); !st.ok()) return st;
+    return std::unique_ptr<PendingCollective>(new internal::DoneCollective());
   }
 
   absl::StatusOr<at::Tensor> AllToAll(const at::Tensor& local, int64_t split_dim, int64_t concat_dim) override {
@@ -166,6 +165,21 @@ class NcclCommunicator : public Communicator {
   absl::Status Unstage(const void* device, at::Tensor& t) {
     if (auto st = Copy(t.data_ptr(), device, t.nbytes()); !st.ok()) return st;
     return Cuda("cudaStreamSynchronize", cudaStreamSynchronize(stream_));
+  }
+
+  // `rows` ([size_, n], contiguous) staged and reduce-scattered in place; this rank's row of the
+  // sums copied into `mine` (contiguous, n elements).
+  absl::Status ReduceScatterRows(const at::Tensor& rows, at::Tensor& mine) {
+    auto type = NcclType(rows.scalar_type());
+    if (!type.ok()) return type.status();
+    auto buf = Stage(rows, rows.nbytes());
+    if (!buf.ok()) return buf.status();
+    char* recv = static_cast<char*>(*buf) + rank_ * mine.nbytes();  // in place
+    if (auto st = Nccl("reduce-scatter", ncclReduceScatter(*buf, recv, mine.numel(), *type, ncclSum, comm_, stream_));
+        !st.ok()) {
+      return st;
+    }
+    return Unstage(recv, mine);
   }
 
   ncclComm_t comm_;

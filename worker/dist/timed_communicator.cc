@@ -52,6 +52,11 @@ class TimedCommunicator : public Communicator {
   absl::StatusOr<at::Tensor> ReduceScatter(const at::Tensor& full, int64_t dim) override {
     return Timed("reduce_scatter", full, [&] { return inner_->ReduceScatter(full, dim); });
   }
+  absl::StatusOr<std::unique_ptr<PendingCollective>> ReduceScatterRowsAsync(at::Tensor& rows) override {
+    auto started = Timed("reduce_scatter", rows, [&] { return inner_->ReduceScatterRowsAsync(rows); });
+    if (!started.ok()) return started.status();
+    return std::unique_ptr<PendingCollective>(new TimedPending(*std::move(started), &(*stats_)["reduce_scatter"]));
+  }
   absl::StatusOr<at::Tensor> AllToAll(const at::Tensor& local, int64_t split_dim, int64_t concat_dim) override {
     return Timed("all_to_all", local, [&] { return inner_->AllToAll(local, split_dim, concat_dim); });
   }
