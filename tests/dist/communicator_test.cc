@@ -237,7 +237,7 @@ TEST(Communicator, GlooDirectExchangesTwoAtATimeLandWhatWasSent) {
       return true;
     };
     for (int round = 0; round < kRounds; ++round) {
-      const int64_t n = 2000 + 700 * (round % 5);
+      const int64_t n = 26000 + 7000 * (round % 5);
       at::Tensor rows = at::zeros({4, n});
       std::unique_ptr<PendingCollective> pending;
       if (round % 2 == 0) {
