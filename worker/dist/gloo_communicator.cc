@@ -246,19 +246,11 @@ class GlooCommunicator : public Communicator {
     }
   }
 
-  // By one direct round (StartSumChunks): row p to rank p, the rows for this rank summed into
-  // its own at Wait. Each rank moves (n−1)/n of `rows` each way in one hop, where an all-reduce
-  // (the ring) moves twice that in 2(n−1) hops. 16-bit rows are summed in fp32 by the all-reduce.
-  absl::StatusOr<std::unique_ptr<PendingCollective>> ReduceScatterRowsAsync(at::Tensor& rows) override {
-    if (size() == 1 || Is16BitFloat(rows) || !rows.is_contiguous() || rows.dim() != 2 || rows.size(0) != size()) {
-      return AllReduceSumAsync(rows);
-    }
-    try {
-      return StartSumChunks(rows.unbind(0), rows[rank()]);
-    } catch (const std::exception& e) {
-      return FromTorch(name_, "reduce-scatter", e);
-    }
-  }
+  // ReduceScatterRowsAsync: the default, the ring all-reduce of every row. One direct round of
+  // sends (row p to rank p, StartSumChunks, asynchronously) made the quickstart's ZeRO-2 step
+  // 10-15% faster, but ranks died of heap corruption in some runs where such exchanges overlapped
+  // ZeRO-3's asynchronous gathers (docs/architecture.md); the ring's asynchronous calls run on
+  // Gloo's worker thread and never did.
 
   // Up to kDirectRoundsBytes, one direct round (SumChunks). Above, Gloo has no reduce-scatter on
   // CPU tensors: all-reduce and keep this rank's chunk (twice the traffic of a real one; the

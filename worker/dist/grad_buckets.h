@@ -88,9 +88,8 @@ class GradBuckets {
 //
 // One collective per bucket instead of one per parameter: ZeRO-2 on a small GPT went from a
 // blocking reduce-scatter per parameter in backward and an all-gather per parameter after the
-// step to a few of each. (Gloo has no CPU reduce-scatter; its communicator's is one direct
-// round of sends, half the traffic of the ring all-reduce the buckets used before.) The sums
-// are the same additions over the same ranks.
+// step to a few of each. (Gloo has no CPU reduce-scatter: there it is the ring all-reduce of
+// every row; NCCL's is ncclReduceScatter.) The sums are the same additions over the same ranks.
 //
 // Staging buffers are few: two, reused bucket after bucket — a bucket that needs one while both
 // are taken waits for the older bucket under way to finish. Only if gradients come so far out
