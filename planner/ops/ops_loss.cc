@@ -83,6 +83,7 @@ OpCost ClassLossCost(const CostContext& c) {
   if (c.input_requires_grad(0)) cost.grad_flops[0] = 4 * n;
   cost.bytes = IoBytes(c) + 2 * c.op.input(0).NumBytes();
   cost.kernels = 2;
+  cost.vector_arithmetic = true;  // exponentials and logarithms, element by element
   // nll_loss's backward makes the log-probabilities' gradient, from which log_softmax's
   // backward makes the input's: both exist at once.
   if (c.op.op() == "cross_entropy" && c.input_requires_grad(0)) cost.grad_workspace_bytes = c.op.input(0).NumBytes();

@@ -44,6 +44,12 @@ absl::Status DeviceProfile::Validate() const {
                                                    "': fp32_flops, bf16_flops and memory_bandwidth must be positive"));
   }
   if (!(vector_flops >= 0)) return absl::InvalidArgumentError(absl::StrCat("device profile '", name, "': vector_flops is negative"));
+  for (const auto& [op, rate] : op_rates) {
+    if (op.empty() || !(rate > 0)) {
+      return absl::InvalidArgumentError(absl::StrCat("device profile '", name, "': op_rates needs an op name and a positive rate (op '",
+                                                     op, "': ", rate, ")"));
+    }
+  }
   if (kernel_overhead_seconds < 0) {
     return absl::InvalidArgumentError(absl::StrCat("device profile '", name, "': kernel_overhead_seconds is negative"));
   }
@@ -77,6 +83,7 @@ std::string DeviceProfile::ToJson() const {
                       {"accelerator", accelerator}};
   if (host_threads > 0) j["host_threads"] = host_threads;
   if (vector_flops > 0) j["vector_flops"] = vector_flops;
+  for (const auto& [op, rate] : op_rates) j["op_rates"][op] = rate;
   if (threads > 0) j["threads"] = threads;
   for (const MatmulRate& m : matmul_rates) j["matmul_rates"].push_back({{"flops", m.flops}, {"rate", m.rate}});
   for (const HostCollectives& c : host_collectives) {
@@ -115,6 +122,9 @@ absl::StatusOr<DeviceProfile> DeviceProfile::FromJson(const std::string& json) {
     p.accelerator = j.value("accelerator", false);
     p.host_threads = j.value("host_threads", int64_t{0});
     p.vector_flops = j.value("vector_flops", 0.0);
+    if (j.contains("op_rates")) {
+      for (const auto& [op, rate] : j.at("op_rates").items()) p.op_rates[op] = rate.get<double>();
+    }
     p.threads = j.value("threads", int64_t{0});
     if (j.contains("matmul_rates")) {
       for (const auto& m : j.at("matmul_rates")) p.matmul_rates.push_back({m.at("flops").get<double>(), m.at("rate").get<double>()});

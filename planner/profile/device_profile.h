@@ -6,6 +6,7 @@
 #define MAPD_PLANNER_PROFILE_DEVICE_PROFILE_H_
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -62,6 +63,12 @@ struct DeviceProfile {
   // Elementwise arithmetic's FLOP/s (OpCost::vector_arithmetic: activations, norms, softmax),
   // measured (mapctl calibrate); 0: the matmul peak, as catalogue profiles assume.
   double vector_flops = 0;
+  // Ops whose kernels run far from their class's rate, by registry op name: their FLOP/s,
+  // forward and backward together, measured (mapctl calibrate) on a [512, 512] fp32 input —
+  // the loss's log_softmax backward takes ~10 ns an element here, 30x what the vector rate
+  // would charge its FLOPs. The profiler charges such an op's FLOPs at its own rate; others at
+  // their class's (products, vector, peak).
+  std::map<std::string, double> op_rates;
   // The rate of a product of `flops_per_product` FLOPs (0: not a product: the peak), fp32.
   double Fp32Rate(double flops_per_product) const;
 

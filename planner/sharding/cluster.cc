@@ -82,6 +82,7 @@ void ShareTheHost(Cluster& c) {
   c.device.bf16_flops *= per_thread;
   c.device.memory_bandwidth *= per_thread;
   c.device.vector_flops *= per_thread;
+  for (auto& [op, rate] : c.device.op_rates) rate *= per_thread;
   for (MatmulRate& m : c.device.matmul_rates) m.rate *= per_thread;
   c.device.kernel_overhead_seconds /= speed;
 }

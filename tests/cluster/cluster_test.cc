@@ -70,6 +70,7 @@ TEST(Cluster, RanksOfOneHostShareItsCoresAndMeetOverItsMeasuredCollectives) {
   host.threads = 1;
   host.matmul_rates = {{8192, 5e9}, {2e9, 100e9}};
   host.vector_flops = 6e9;
+  host.op_rates = {{"cross_entropy", 4e9}};
   host.host_collectives = {{2, 1e-4, 1e-9}, {4, 5e-4, 2e-9}};
   const std::string path = testing::TempDir() + "/measured-host.json";
   {
@@ -89,6 +90,7 @@ TEST(Cluster, RanksOfOneHostShareItsCoresAndMeetOverItsMeasuredCollectives) {
   EXPECT_DOUBLE_EQ(four.device.fp32_flops, host.fp32_flops / 2);
   EXPECT_DOUBLE_EQ(four.device.memory_bandwidth, host.memory_bandwidth / 2);
   EXPECT_DOUBLE_EQ(four.device.vector_flops, host.vector_flops / 2);
+  EXPECT_DOUBLE_EQ(four.device.op_rates.at("cross_entropy"), 2e9);
   EXPECT_DOUBLE_EQ(four.device.matmul_rates[1].rate, 50e9);
   EXPECT_DOUBLE_EQ(four.device.kernel_overhead_seconds, 2 * host.kernel_overhead_seconds);
   EXPECT_DOUBLE_EQ(four.links[0].alpha, 2e-4);

@@ -207,6 +207,7 @@ TEST(DeviceProfiles, CatalogueAndJson) {
   host.matmul_rates = {{1e4, 10e9}, {1e6, 30e9}, {1e8, 90e9}};
   host.host_collectives = {{2, 1e-4, 1e-9, 0.6, 2e-3}};
   host.vector_flops = 4e9;
+  host.op_rates = {{"cross_entropy", 5e9}, {"gelu", 16e9}};
   auto measured = DeviceProfile::FromJson(host.ToJson());
   ASSERT_TRUE(measured.ok()) << measured.status();
   EXPECT_EQ(measured->host_threads, 2);
@@ -217,6 +218,7 @@ TEST(DeviceProfiles, CatalogueAndJson) {
   EXPECT_DOUBLE_EQ(measured->host_collectives[0].compute_speed, 0.6);
   EXPECT_DOUBLE_EQ(measured->host_collectives[0].busy_alpha, 2e-3);
   EXPECT_DOUBLE_EQ(measured->vector_flops, 4e9);
+  EXPECT_EQ(measured->op_rates, host.op_rates);
   EXPECT_DOUBLE_EQ(measured->Fp32Rate(1e5), 20e9);
   EXPECT_DOUBLE_EQ(measured->Fp32Rate(1e2), 10e9);
   EXPECT_DOUBLE_EQ(measured->Fp32Rate(1e12), 90e9);
@@ -233,6 +235,9 @@ TEST(DeviceProfiles, CatalogueAndJson) {
   host.host_collectives.clear();
   host.vector_flops = -1;
   EXPECT_THAT(std::string(host.Validate().message()), HasSubstr("vector_flops is negative"));
+  host.vector_flops = 0;
+  host.op_rates = {{"gelu", 0}};
+  EXPECT_THAT(std::string(host.Validate().message()), HasSubstr("op 'gelu'"));
   EXPECT_THAT(std::string(ParseOptimizer("lion").status().message()), HasSubstr("sgd, momentum or adamw"));
   EXPECT_THAT(std::string(ParsePrecision("fp8").status().message()), HasSubstr("fp32, or bf16"));
 }
@@ -269,6 +274,14 @@ TEST(Profiler, SmallProductsRunAtTheirMeasuredRate) {
   EXPECT_DOUBLE_EQ(relu.forward_seconds, relu.forward_flops / o.device.vector_flops);
   EXPECT_DOUBLE_EQ(relu.forward_seconds, 50 * op(*peak, "relu").forward_seconds);
   EXPECT_DOUBLE_EQ(op(*vector, "linear").forward_seconds, op(*measured, "linear").forward_seconds);
+  // An op with a measured rate of its own (op_rates) runs at it, forward and backward; the
+  // others keep their class's.
+  o.device.op_rates = {{"relu", o.device.fp32_flops / 200}};
+  auto own = ProfileTrainingStep(Tiny(), o);
+  ASSERT_TRUE(own.ok()) << own.status();
+  EXPECT_DOUBLE_EQ(op(*own, "relu").forward_seconds, relu.forward_flops / o.device.op_rates["relu"]);
+  EXPECT_DOUBLE_EQ(op(*own, "relu").backward_seconds, 4 * relu.backward_seconds);
+  EXPECT_DOUBLE_EQ(op(*own, "linear").forward_seconds, op(*measured, "linear").forward_seconds);
 }
 
 TEST(Timeline, SvgShowsPhasesAndPeak) {

@@ -10,6 +10,7 @@
 #include <chrono>
 #include <cstring>
 #include <functional>
+#include <map>
 #include <string>
 #include <thread>
 #include <vector>
@@ -219,47 +220,67 @@ double TrainingStepSeconds(double min_seconds) {
 
 // The registry's FLOPs (forward and the input's gradient) of `op` on one [rows, cols] fp32
 // input that needs a gradient — what the profiler charges the op.
-double RegistryFlops(const std::string& op, int64_t rows, int64_t cols, const AttrMap& attrs) {
+// A loss (`targets`) has a second input, the [rows] class indices, and a scalar output.
+double RegistryFlops(const std::string& op, int64_t rows, int64_t cols, const AttrMap& attrs, bool targets = false) {
   const OpDef* def = OpRegistry::Global().Find(op);
   if (def == nullptr || !def->cost) return 0;
   const TensorType x{v1::FLOAT32, {rows, cols}};
-  const std::vector<TensorType> outputs{x};
-  const OpContext ctx("calibrate", op, {&x}, attrs);
-  const OpCost cost = def->cost(CostContext{ctx, outputs, {true}, {true}});
+  const TensorType classes{v1::INT64, {rows}};
+  const std::vector<TensorType> outputs{targets ? TensorType{v1::FLOAT32, {}} : x};
+  // OpContext keeps references: its name and inputs live here.
+  const std::string node = "calibrate";
+  const std::vector<const TensorType*> inputs = targets ? std::vector<const TensorType*>{&x, &classes} : std::vector<const TensorType*>{&x};
+  const OpContext ctx(node, op, inputs, attrs);
+  const OpCost cost = def->cost(CostContext{ctx, outputs, {true, false}, {true}});
   double flops = cost.flops;
   for (double g : cost.grad_flops) flops += g;
   return flops;
 }
 
-// Elementwise arithmetic's rate as training pays it: erf GELU, layer norm and softmax on a
-// [512, 512] tensor, forward and backward, their registry FLOPs over their time (the profiler
-// charges each op its FLOPs at this rate, or its bytes at the memory bandwidth, whichever is
-// longer, so the measured time includes the memory traffic that rate then covers).
-double VectorFlops(double min_seconds) {
+// Elementwise arithmetic's rates as training pays them, on a [512, 512] fp32 tensor, forward and
+// backward, each op's registry FLOPs over its time (the profiler charges an op its FLOPs at its
+// rate, or its bytes at the memory bandwidth, whichever is longer, so the measured time includes
+// the memory traffic that rate then covers): per op into `op_rates` — erf GELU, layer norm,
+// softmax, log_softmax and the cross-entropy loss, whose log_softmax backward runs at ~10 ns an
+// element here where softmax's forward takes ~1.3 — and the first three together as the vector
+// rate of every other elementwise op.
+double VectorFlops(double min_seconds, std::map<std::string, double>* op_rates) {
   constexpr int64_t kRows = 512, kCols = 512;
   at::Tensor x = at::randn({kRows, kCols}).requires_grad_(true);
+  const at::Tensor grad = at::ones({kRows, kCols});
+  const at::Tensor target = at::randint(kCols, {kRows}, at::kLong);
   double flops = 0, seconds = 0;
-  auto measure = [&](const std::string& op, const AttrMap& attrs, const std::function<at::Tensor(const at::Tensor&)>& fn) {
-    at::Tensor grad = at::ones({kRows, kCols});
-    seconds += TimePerCall(
+  auto measure = [&](const std::string& op, const AttrMap& attrs, const std::function<void()>& forward_backward, bool vector,
+                     bool targets = false) {
+    const double s = TimePerCall(
         [&] {
-          fn(x).backward(grad);
+          forward_backward();
           x.mutable_grad().reset();
         },
-        min_seconds / 3);
-    flops += RegistryFlops(op, kRows, kCols, attrs);
+        min_seconds / 5);
+    const double f = RegistryFlops(op, kRows, kCols, attrs, targets);
+    if (s > 0 && f > 0) (*op_rates)[op] = f / s;
+    if (!vector) return;
+    seconds += s;
+    flops += f;
   };
-  measure("gelu", Attrs().Str("approximate", "none").map(), [](const at::Tensor& t) { return at::gelu(t); });
-  measure("layer_norm", Attrs().Ints("normalized_shape", {kCols}).map(), [](const at::Tensor& t) { return at::layer_norm(t, {kCols}); });
-  measure("softmax", Attrs().Int("dim", -1).map(), [](const at::Tensor& t) { return at::softmax(t, -1); });
+  measure("gelu", Attrs().Str("approximate", "none").map(), [&] { at::gelu(x).backward(grad); }, true);
+  measure("layer_norm", Attrs().Ints("normalized_shape", {kCols}).map(), [&] { at::layer_norm(x, {kCols}).backward(grad); }, true);
+  measure("softmax", Attrs().Int("dim", -1).map(), [&] { at::softmax(x, -1).backward(grad); }, true);
+  measure("log_softmax", Attrs().Int("dim", -1).map(), [&] { at::log_softmax(x, -1).backward(grad); }, false);
+  measure("cross_entropy", Attrs().Str("reduction", "mean").map(), [&] { at::cross_entropy_loss(x, target).backward(); }, false,
+          /*targets=*/true);
   return seconds > 0 ? flops / seconds : 0;
 }
 
 // A rank's compute speed while `ranks` rank processes (forked from this one) run the training
 // step at once, relative to this process running it alone: the mean of their step times against
 // the lone one's. Each process runs a little longer than it measures, so the measurements overlap.
+// The lone step is measured before and after, the faster kept, and the speed is at most 1: ranks
+// beside each other never compute faster than one alone — a speed above 1 (1.18 for 2 ranks
+// once here) was a lone measurement slowed by something else on the machine.
 absl::StatusOr<double> ComputeSpeed(int64_t ranks, double min_seconds) {
-  const double alone = TrainingStepSeconds(min_seconds);
+  const double before = TrainingStepSeconds(min_seconds);
   auto seconds = RunInForkedProcesses(
       ranks,
       [&](int64_t, int fd) {
@@ -273,7 +294,8 @@ absl::StatusOr<double> ComputeSpeed(int64_t ranks, double min_seconds) {
   double total = 0;
   for (double s : *seconds) total += s;
   if (static_cast<int64_t>(seconds->size()) != ranks || !(total > 0)) return absl::UnavailableError("calibrate: a process did not report its step");
-  return std::min(2.0, alone / (total / static_cast<double>(ranks)));
+  const double alone = std::min(before, TrainingStepSeconds(min_seconds));
+  return std::min(1.0, alone / (total / static_cast<double>(ranks)));
 }
 
 }  // namespace
@@ -318,7 +340,7 @@ absl::StatusOr<DeviceProfile> CalibrateCpu(const CalibrateOptions& options) {
         },
         options.min_seconds / 3);
     p.kernel_overhead_seconds = chain / (2 * kChain + 2);
-    p.vector_flops = VectorFlops(options.min_seconds);
+    p.vector_flops = VectorFlops(options.min_seconds, &p.op_rates);
   } catch (const std::exception& e) {
     return absl::InternalError(absl::StrCat("calibrate: LibTorch error: ", e.what()));
   }
