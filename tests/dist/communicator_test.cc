@@ -19,6 +19,7 @@
 #include "worker/dist/gloo_communicator.h"
 #include "worker/dist/grad_buckets.h"
 #include "worker/dist/nccl_communicator.h"
+#include "worker/dist/timed_communicator.h"
 
 namespace mapd {
 namespace {
@@ -457,6 +458,27 @@ TEST(ZeroBuckets, Zero3GathersEachBucketOnceAndPrefetchesTheNextAsTheLastStepRea
   step();
   EXPECT_EQ(pair.all_gathers, 7);
   EXPECT_EQ(pair.async_gathers, 4);  // buckets 1 and 2, started before they were read; 0 for the next
+}
+
+// The timing wrapper: a collective started in one step and waited for in the next, after the
+// rank cleared its stats for that step (ZeRO-3 gathers the next step's first bucket ahead), is
+// counted in the stats as they are when the wait ends — it used to write through a pointer to
+// the cleared entry.
+TEST(Communicator, TimedWaitsAreCountedWhereTheStatsAreWhenTheyEnd) {
+  CollectiveStats stats;
+  std::unique_ptr<Communicator> timed = TimeCollectives(std::make_unique<MirroredPair>(), &stats);
+  at::Tensor local = at::ones({4}), out = at::zeros({8});
+  auto gather = timed->AllGatherIntoAsync(local, out);
+  ASSERT_TRUE(gather.ok()) << gather.status();
+  EXPECT_EQ(stats["all_gather"].calls, 1);
+  stats.clear();  // the next step
+  stats["all_reduce"].calls = 3;  // the new step's entries take the memory of the old
+  ASSERT_TRUE((*gather)->Wait().ok());
+  ASSERT_EQ(stats.count("all_gather"), 1u);
+  EXPECT_EQ(stats["all_gather"].calls, 0);  // started in the step before
+  EXPECT_GE(stats["all_gather"].seconds, 0.0);
+  EXPECT_EQ(stats["all_reduce"].calls, 3);
+  EXPECT_TRUE(out.equal(at::ones({8})));
 }
 
 }  // namespace

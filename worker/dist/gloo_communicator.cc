@@ -248,9 +248,8 @@ class GlooCommunicator : public Communicator {
 
   // ReduceScatterRowsAsync: the default, the ring all-reduce of every row. One direct round of
   // sends (row p to rank p, StartSumChunks, asynchronously) made the quickstart's ZeRO-2 step
-  // 10-15% faster, but ranks died of heap corruption in some runs where such exchanges overlapped
-  // ZeRO-3's asynchronous gathers (docs/architecture.md); the ring's asynchronous calls run on
-  // Gloo's worker thread and never did.
+  // 10-15% faster; it was set aside when ranks died in ZeRO-3 runs, before the cause was found
+  // in the timing wrapper (docs/architecture.md) — worth measuring again.
 
   // Up to kDirectRoundsBytes, one direct round (SumChunks). Above, Gloo has no reduce-scatter on
   // CPU tensors: all-reduce and keep this rank's chunk (twice the traffic of a real one; the

@@ -6,19 +6,25 @@ namespace mapd {
 
 namespace {
 
+// The wait is added to its kind's totals when it happens, looked up then: a collective started
+// in one step may be waited for in the next (ZeRO-3 gathers the next step's first bucket ahead),
+// after the rank has cleared the stats for it — a pointer kept to the entry would write into
+// freed memory (it did: ranks died of heap corruption, or a value came out wrong).
 class TimedPending : public PendingCollective {
  public:
-  TimedPending(std::unique_ptr<PendingCollective> inner, CollectiveTotals* totals) : inner_(std::move(inner)), totals_(totals) {}
+  TimedPending(std::unique_ptr<PendingCollective> inner, CollectiveStats* stats, const char* kind)
+      : inner_(std::move(inner)), stats_(stats), kind_(kind) {}
   absl::Status Wait() override {
     const auto start = std::chrono::steady_clock::now();
     absl::Status st = inner_->Wait();
-    totals_->seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    (*stats_)[kind_].seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     return st;
   }
 
  private:
   std::unique_ptr<PendingCollective> inner_;
-  CollectiveTotals* totals_;
+  CollectiveStats* stats_;
+  const char* kind_;
 };
 
 class TimedCommunicator : public Communicator {
@@ -36,7 +42,7 @@ class TimedCommunicator : public Communicator {
   absl::StatusOr<std::unique_ptr<PendingCollective>> AllReduceSumAsync(at::Tensor& t) override {
     auto started = Timed("all_reduce", t, [&] { return inner_->AllReduceSumAsync(t); });
     if (!started.ok()) return started.status();
-    return std::unique_ptr<PendingCollective>(new TimedPending(*std::move(started), &(*stats_)["all_reduce"]));
+    return std::unique_ptr<PendingCollective>(new TimedPending(*std::move(started), stats_, "all_reduce"));
   }
   absl::StatusOr<at::Tensor> AllGather(const at::Tensor& local, int64_t dim) override {
     return Timed("all_gather", local, [&] { return inner_->AllGather(local, dim); });
@@ -47,7 +53,7 @@ class TimedCommunicator : public Communicator {
   absl::StatusOr<std::unique_ptr<PendingCollective>> AllGatherIntoAsync(const at::Tensor& local, at::Tensor& out) override {
     auto started = Timed("all_gather", local, [&] { return inner_->AllGatherIntoAsync(local, out); });
     if (!started.ok()) return started.status();
-    return std::unique_ptr<PendingCollective>(new TimedPending(*std::move(started), &(*stats_)["all_gather"]));
+    return std::unique_ptr<PendingCollective>(new TimedPending(*std::move(started), stats_, "all_gather"));
   }
   absl::StatusOr<at::Tensor> ReduceScatter(const at::Tensor& full, int64_t dim) override {
     return Timed("reduce_scatter", full, [&] { return inner_->ReduceScatter(full, dim); });
@@ -55,7 +61,7 @@ class TimedCommunicator : public Communicator {
   absl::StatusOr<std::unique_ptr<PendingCollective>> ReduceScatterRowsAsync(at::Tensor& rows) override {
     auto started = Timed("reduce_scatter", rows, [&] { return inner_->ReduceScatterRowsAsync(rows); });
     if (!started.ok()) return started.status();
-    return std::unique_ptr<PendingCollective>(new TimedPending(*std::move(started), &(*stats_)["reduce_scatter"]));
+    return std::unique_ptr<PendingCollective>(new TimedPending(*std::move(started), stats_, "reduce_scatter"));
   }
   absl::StatusOr<at::Tensor> AllToAll(const at::Tensor& local, int64_t split_dim, int64_t concat_dim) override {
     return Timed("all_to_all", local, [&] { return inner_->AllToAll(local, split_dim, concat_dim); });

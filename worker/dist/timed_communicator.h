@@ -20,7 +20,8 @@ struct CollectiveTotals {
 // By kind: "all_reduce", "all_gather", "reduce_scatter", "all_to_all", "barrier", "send", "recv".
 using CollectiveStats = std::map<std::string, CollectiveTotals>;
 
-// `stats` must outlive the communicator.
+// `stats` must outlive the communicator and what it starts; the caller may clear it between
+// steps (a wait is counted in the stats as they are when it ends).
 std::unique_ptr<Communicator> TimeCollectives(std::unique_ptr<Communicator> inner, CollectiveStats* stats);
 
 }  // namespace mapd
