@@ -6,8 +6,9 @@ their ratio (docs/runtime.md, "Against PyTorch DDP").
 Usage:  /usr/bin/python3 bench/ddp_bench.py [--mapctl build/client/mapctl/mapctl] [--ranks 2,4]
                                             [--models gpt,resnet] [--steps 15] [--rounds 2] [--zero 2,3]
 
-Each (model, ranks) cell runs `rounds` times DDP then MAP (`mapctl run MODEL.pt --ranks N
---strategy dp`), `steps` steps each; the first `warmup` steps of a run are dropped and the median
+Each (model, ranks) cell runs `rounds` times DDP, then MAP (`mapctl run MODEL.pt --ranks N
+--strategy dp`: its ranks' collectives through shared memory, MAP's default on one machine), then
+MAP with every collective by Gloo as DDP's (MAPD_SHARED_MEMORY_MIB=0), `steps` steps each; the first `warmup` steps of a run are dropped and the median
 is over every other step of every round (>= 20 by default). Both sides train the model PyTorch
 traced: for MAP the TorchScript archive, for DDP the nn.Module it was traced from (dropout 0, so
 the work is the same); rank r of DDP trains on the r-th slice of the global batch, as MAP's data
@@ -122,14 +123,16 @@ def run_ddp(name, ranks, steps, threads):
 BATCH_NORM = {"gpt": "-", "resnet": "local"}
 
 
-def run_map(mapctl, archive, ranks, steps, zero=None, batch_norm="-"):
+def run_map(mapctl, archive, ranks, steps, zero=None, batch_norm="-", gloo_only=False):
     """Step seconds of `mapctl run`: data parallel (--strategy dp), or MAP's plan on a 1-D mesh with
-    ZeRO stage `zero`."""
+    ZeRO stage `zero`; its ranks' collectives through shared memory (the default) or, `gloo_only`,
+    all by Gloo as DDP's (MAPD_SHARED_MEMORY_MIB=0)."""
+    env = dict(os.environ, MAPD_SHARED_MEMORY_MIB="0") if gloo_only else None
     how = ["--strategy", "dp"] if zero is None else ["--mesh", str(ranks), "--zero", str(zero)]
     if batch_norm != "-":
         how += ["--batch-norm", batch_norm]
     r = subprocess.run([mapctl, "run", archive, "--ranks", str(ranks), *how, "--steps", str(steps),
-                        "--lr", str(LR), "--log-every", "1", "-o", "json"], capture_output=True, text=True)
+                        "--lr", str(LR), "--log-every", "1", "-o", "json"], capture_output=True, text=True, env=env)
     if r.returncode != 0:
         raise SystemExit(f"mapctl run failed:\n{r.stderr}")
     return [s["seconds"] for s in json.loads(r.stdout)["steps"]]
@@ -155,8 +158,9 @@ def main():
     ap.add_argument("--zero", default="2,3", help="MAP ZeRO stages to time against MAP's stage 0 on the same mesh ('' for none)")
     a = ap.parse_args()
     cores = os.cpu_count() or 1
-    print("| model | ranks | threads/rank | MAP batch norm | PyTorch DDP ms/step | MAP dp ms/step | MAP / DDP | steps timed (each) |")
-    print("|---|---|---|---|---|---|---|---|")
+    print("| model | ranks | threads/rank | MAP batch norm | PyTorch DDP ms/step | MAP dp ms/step | MAP / DDP "
+          "| MAP dp, Gloo only, ms/step | Gloo only / DDP | steps timed (each) |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
     zero_rows = []
     with tempfile.TemporaryDirectory() as tmp:
         for name in a.models.split(","):
@@ -164,13 +168,14 @@ def main():
             save_archive(name, archive)
             for ranks in [int(r) for r in a.ranks.split(",")]:
                 threads = max(1, cores // ranks)
-                ddp, ours = [], []
-                for _ in range(a.rounds):  # alternate, so that drift in the machine hits both alike
+                ddp, ours, gloo = [], [], []
+                for _ in range(a.rounds):  # alternate, so that drift in the machine hits all alike
                     ddp += run_ddp(name, ranks, a.steps, threads)[a.warmup:]
                     ours += run_map(a.mapctl, archive, ranks, a.steps, batch_norm=BATCH_NORM[name])[a.warmup:]
-                d, m = statistics.median(ddp), statistics.median(ours)
-                print(f"| {name} | {ranks} | {threads} | {BATCH_NORM[name]} | {d * 1e3:.1f} | {m * 1e3:.1f} | {m / d:.2f} | {len(ddp)} |",
-                      flush=True)
+                    gloo += run_map(a.mapctl, archive, ranks, a.steps, batch_norm=BATCH_NORM[name], gloo_only=True)[a.warmup:]
+                d, m, g = statistics.median(ddp), statistics.median(ours), statistics.median(gloo)
+                print(f"| {name} | {ranks} | {threads} | {BATCH_NORM[name]} | {d * 1e3:.1f} | {m * 1e3:.1f} | {m / d:.2f} "
+                      f"| {g * 1e3:.1f} | {g / d:.2f} | {len(ddp)} |", flush=True)
                 stages = [int(z) for z in a.zero.split(",") if z]
                 if stages:
                     times = {z: [] for z in [0] + stages}

@@ -62,8 +62,9 @@ double BucketSeconds(const v1::RankProgram& program, const Cluster& cluster, std
     for (size_t i = 0; i < set.buckets.size(); ++i) {
       const int64_t bytes = set.ranks * set.buckets[i].segment * DTypeSize(set.dtype);
       largest = std::max(largest, bytes);
-      // Reduce-scattered (NCCL); Gloo all-reduces the rows (GlooCommunicator).
-      seconds += CollectiveSeconds(cluster.device.accelerator ? CollectiveKind::kReduceScatter : CollectiveKind::kAllReduce, bytes, n, link);
+      // Reduce-scattered: by NCCL, or through shared memory among a host's CPU ranks
+      // (shm_communicator.h; Gloo alone would all-reduce the rows, twice the exchanges).
+      seconds += CollectiveSeconds(CollectiveKind::kReduceScatter, bytes, n, link);
       // ZeRO-3 gathers every bucket in forward (the last bucket of gradient order first) into
       // its two gather buffers (one where the set is one bucket), which still hold the last two
       // gathered — gradient order's first two, backward's first needs — when backward starts:

@@ -325,14 +325,14 @@ def test_a_pipeline_job_runs_across_two_workers_and_resumes_when_one_is_lost(tmp
     workers = []
     try:
         workers = [start_worker(env, tmp_path, name) for name in ("alpha", "beta", "gamma")]
-        mapctl(env, "submit", gpt, "--ranks", "4", "--steps", str(RESTART_STEPS), "--checkpoint-every", "10", "--pipeline-stages", "2",
+        mapctl(env, "submit", gpt, "--ranks", "4", "--steps", str(PIPELINE_RESTART_STEPS), "--checkpoint-every", "10", "--pipeline-stages", "2",
                "--optimizer", "momentum", "--lr", "0.05", check=0)
         committed, kill_step, events = wait_past_a_checkpoint(env, 1)
         messages = [e["message"] for e in events]
         assert any("2 stages x mesh 2" in m and "1F1B" in m for m in messages), messages
         first_placement = next(m for m in messages if m.startswith("running on"))
         assert "w-1 (rank 0-1), w-2 (rank 2-3)" in first_placement, first_placement  # a stage per worker
-        kill_beta_and_expect_a_resume(env, workers, committed, kill_step, RESTART_STEPS)  # beta holds stage 1
+        kill_beta_and_expect_a_resume(env, workers, committed, kill_step, PIPELINE_RESTART_STEPS)  # beta holds stage 1
         bad = mapctl(env, "submit", gpt, "--ranks", "4", "--steps", "3", "--pipeline-stages", "5")
         assert bad.returncode != 0 and "pipeline_stages '5' is not auto or a count from 1 to ranks (4)" in bad.stderr, bad.stderr
     finally:
@@ -359,10 +359,11 @@ def kill_beta_and_expect_a_resume(env, workers, committed, kill_step, steps):
 
 
 # Steps of the jobs the restart tests interrupt: enough that the job is still running when the
-# test, polling `mapctl logs`, has seen a checkpoint and acts (a step of the small GPT takes ~5 ms
-# with gradient buckets, ~20 ms in two pipeline stages, so 60 steps could end between two polls
-# under load — each poll starts a mapctl process).
-RESTART_STEPS = 400
+# test, polling `mapctl logs`, has seen a checkpoint and acts (a step of the small GPT takes
+# ~2 ms with gradient buckets through shared memory, ~20 ms in two pipeline stages, so 400 steps
+# could end between two polls under load — each poll starts a mapctl process).
+RESTART_STEPS = 1000  # at most mapd keeps a progress event of every step for (JobManager::kMaxProgressEvents)
+PIPELINE_RESTART_STEPS = 400
 
 
 def start_checkpointing_mapd(tmp_path, ckpt):

@@ -7,8 +7,11 @@
 #include <ATen/ATen.h>
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <atomic>
 #include <deque>
+#include <filesystem>
 #include <functional>
 #include <map>
 #include <mutex>
@@ -27,8 +30,9 @@ namespace {
 // Rank r's local tensor: [2, 3] filled with r * 10 + (element index).
 at::Tensor Local(int rank) { return at::arange(6, at::kFloat).reshape({2, 3}) + 10.0 * rank; }
 
-// Runs the checks on 4 ranks (mesh 2x2; rank = 2 * c0 + c1), GPU r for rank r when `nccl`.
-void CheckCollectives(bool nccl) {
+// Runs the checks on 4 ranks (mesh 2x2; rank = 2 * c0 + c1), GPU r for rank r when `nccl`; on
+// the CPU, through shared memory when `arena` > 0 (the default transport), by Gloo alone at 0.
+void CheckCollectives(bool nccl, int64_t arena = 0) {
   auto server = StoreServer::Start("127.0.0.1", 0);
   ASSERT_TRUE(server.ok()) << server.status();
   const std::vector<int64_t> mesh = {2, 2};
@@ -39,6 +43,7 @@ void CheckCollectives(bool nccl) {
       RendezvousOptions ro;
       ro.port = (*server)->port();
       ro.timeout = std::chrono::milliseconds(30000);
+      ro.shared_memory_arena_bytes = arena;
       if (nccl) ro.cuda_device = rank;
       auto groups = ConnectMeshGroups(ro, mesh, rank);
       if (!groups.ok()) return void(errors[rank] = groups.status().ToString());
@@ -106,11 +111,28 @@ void CheckCollectives(bool nccl) {
 
 TEST(Communicator, GlooCollectivesOnBothAxesOfA2x2Mesh) { CheckCollectives(/*nccl=*/false); }
 
-// Runs `body(rank, group)` on four ranks of a 1-D Gloo mesh, each a thread of this process; each
+// The names this process's shared segments had, if any is still in /dev/shm.
+std::vector<std::string> LeftInDevShm() {
+  std::vector<std::string> left;
+  const std::string mine = "mapd-" + std::to_string(getpid()) + "-";
+  for (const auto& entry : std::filesystem::directory_iterator("/dev/shm")) {
+    if (entry.path().filename().string().rfind(mine, 0) == 0) left.push_back(entry.path().string());
+  }
+  return left;
+}
+
+// The same contract through shared memory (the CPU default), which leaves nothing in /dev/shm.
+TEST(Communicator, SharedMemoryCollectivesOnBothAxesOfA2x2Mesh) {
+  CheckCollectives(/*nccl=*/false, /*arena=*/RendezvousOptions().shared_memory_arena_bytes);
+  EXPECT_TRUE(LeftInDevShm().empty()) << LeftInDevShm()[0];
+}
+
+// Runs `body(rank, group)` on four ranks of a 1-D CPU mesh, each a thread of this process; each
 // returns its tensors, or sets `error`. Fails the test naming a rank that could not connect or
-// reported an error.
+// reported an error. Gloo alone unless `arena` > 0 (then shared memory, arenas of that size).
 std::vector<std::vector<at::Tensor>> OnFourGlooRanks(
-    const std::function<std::vector<at::Tensor>(int, Communicator&, std::string*)>& body) {
+    const std::function<std::vector<at::Tensor>(int, Communicator&, std::string*)>& body, int64_t arena = 0,
+    std::chrono::milliseconds timeout = std::chrono::milliseconds(30000)) {
   auto server = StoreServer::Start("127.0.0.1", 0);
   EXPECT_TRUE(server.ok()) << server.status();
   if (!server.ok()) return {};
@@ -121,7 +143,8 @@ std::vector<std::vector<at::Tensor>> OnFourGlooRanks(
     threads.emplace_back([&, rank] {
       RendezvousOptions ro;
       ro.port = (*server)->port();
-      ro.timeout = std::chrono::milliseconds(30000);
+      ro.timeout = timeout;
+      ro.shared_memory_arena_bytes = arena;
       auto groups = ConnectMeshGroups(ro, {4}, rank);
       if (!groups.ok()) return void(errors[rank] = groups.status().ToString());
       results[rank] = body(rank, *(*groups)[0], &errors[rank]);
@@ -262,6 +285,156 @@ TEST(Communicator, GlooDirectExchangesTwoAtATimeLandWhatWasSent) {
     }
     return {work};
   });
+}
+
+// Shared memory with arenas of 4 KiB, so that collectives wait for space, wrap round, and the
+// larger ones go by Gloo in between: 80 rounds of all-reduces (random sizes up to 1,500 floats),
+// reduce-scatters of rows and all-gathers, up to three under way at once with compute between
+// and waited for oldest first. Every result lands as sent: integer-valued sums exact, and a
+// random all-reduce the same bits on every rank and equal to the rank-order sum.
+TEST(Communicator, SharedMemoryManyUnderWayInASmallArenaLandWhatWasSent) {
+  constexpr int kRounds = 80;
+  auto value = [](int round, int rank, int64_t n) { return at::arange(n, at::kFloat) + 100.0 * rank + 10000.0 * round; };
+  auto size_of = [](int round) -> int64_t { return 1 + (round * 389) % 1500; };  // > 1,024 floats: by Gloo
+  std::mutex draw;  // at::manual_seed is global
+  auto random_of = [&](int rank) {
+    std::lock_guard<std::mutex> lock(draw);
+    at::manual_seed(7 + rank);
+    return at::randn({500});
+  };
+  auto results = OnFourGlooRanks(
+      [&](int rank, Communicator& g, std::string* error) -> std::vector<at::Tensor> {
+        struct InFlight {
+          int round;
+          at::Tensor t;
+          std::unique_ptr<PendingCollective> pending;
+        };
+        std::deque<InFlight> flying;
+        at::Tensor work = at::randn({64, 64});
+        auto land = [&]() -> bool {
+          InFlight f = std::move(flying.front());
+          flying.pop_front();
+          if (!f.pending->Wait().ok()) return (*error = "wait in round " + std::to_string(f.round), false);
+          const int64_t n = size_of(f.round);
+          bool right = true;
+          switch (f.round % 3) {
+            case 0:  // all-reduce
+              right = f.t.equal(value(f.round, 0, n) * 4 + 600.0);
+              break;
+            case 1:  // reduce-scatter: this rank's row, every rank's row `rank` summed
+              right = f.t[rank].equal(value(f.round, 0, n) * 4 + 600.0 + 4.0 * rank);
+              break;
+            default:  // all-gather
+              for (int from = 0; from < 4; ++from) right = right && f.t[from].equal(value(f.round, from, n));
+          }
+          if (!right) *error = "round " + std::to_string(f.round) + " landed wrong";
+          return right;
+        };
+        for (int round = 0; round < kRounds; ++round) {
+          const int64_t n = size_of(round);
+          at::Tensor t;
+          absl::StatusOr<std::unique_ptr<PendingCollective>> started;
+          if (round % 3 == 0) {
+            t = value(round, rank, n);
+            started = g.AllReduceSumAsync(t);
+          } else if (round % 3 == 1) {
+            t = at::zeros({4, n});
+            for (int to = 0; to < 4; ++to) t[to].copy_(value(round, rank, n) + to);
+            started = g.ReduceScatterRowsAsync(t);
+          } else {
+            t = at::zeros({4, n});
+            started = g.AllGatherIntoAsync(value(round, rank, n), t);
+          }
+          if (!started.ok()) return (*error = "start in round " + std::to_string(round) + ": " + started.status().ToString(), std::vector<at::Tensor>{});
+          flying.push_back(InFlight{round, t, *std::move(started)});
+          for (int i = 0; i < (round * 7 + rank * 3) % 3; ++i) work = at::tanh(at::matmul(work, work) * 0.01);
+          if (flying.size() == 3 && !land()) return {};
+          if (round % 10 == 9 && !g.Barrier().ok()) return (*error = "barrier", std::vector<at::Tensor>{});
+        }
+        while (!flying.empty()) {
+          if (!land()) return {};
+        }
+        at::Tensor noise = random_of(rank);
+        if (!g.AllReduceSum(noise).ok()) return (*error = "random all-reduce", std::vector<at::Tensor>{});
+        return {noise};
+      },
+      /*arena=*/4096);
+  if (HasFailure()) return;
+  at::Tensor want = random_of(0);
+  for (int r = 1; r < 4; ++r) want.add_(random_of(r));
+  for (int rank = 0; rank < 4; ++rank) {
+    EXPECT_TRUE(results[rank][0].equal(results[0][0])) << "rank " << rank << " differs from rank 0";
+    EXPECT_TRUE(at::allclose(results[rank][0], want, 1e-5, 1e-5)) << "rank " << rank;
+  }
+}
+
+// Two ranks of a shared-memory group, the first running `first`, the second `second`, with a
+// timeout of a second; what each returned.
+std::vector<absl::Status> OnTwoSharedRanks(const std::function<absl::Status(Communicator&)>& first,
+                                           const std::function<absl::Status(Communicator&)>& second) {
+  auto server = StoreServer::Start("127.0.0.1", 0);
+  EXPECT_TRUE(server.ok()) << server.status();
+  if (!server.ok()) return {};
+  std::vector<absl::Status> statuses(2);
+  std::vector<std::thread> threads;
+  for (int rank = 0; rank < 2; ++rank) {
+    threads.emplace_back([&, rank] {
+      RendezvousOptions ro;
+      ro.port = (*server)->port();
+      ro.timeout = std::chrono::milliseconds(1000);
+      auto groups = ConnectMeshGroups(ro, {2}, rank);
+      statuses[rank] = !groups.ok() ? groups.status() : (rank == 0 ? first : second)(*(*groups)[0]);
+    });
+  }
+  for (auto& t : threads) t.join();
+  return statuses;
+}
+
+// A peer that never comes to a collective: the waiting rank gives up at the timeout with
+// DEADLINE_EXCEEDED naming the group rank it waited for, and so does every later collective.
+TEST(Communicator, SharedMemoryPeerThatNeverComesIsADeadlineNamingIt) {
+  at::Tensor t = at::ones({16});
+  auto statuses = OnTwoSharedRanks(
+      [&](Communicator& g) {
+        const absl::Status first = g.AllReduceSum(t);
+        const absl::Status later = g.Barrier();
+        EXPECT_EQ(later.code(), absl::StatusCode::kDeadlineExceeded) << later;
+        return first;
+      },
+      [](Communicator&) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+        return absl::OkStatus();
+      });
+  ASSERT_EQ(statuses.size(), 2u);
+  EXPECT_EQ(statuses[0].code(), absl::StatusCode::kDeadlineExceeded) << statuses[0];
+  EXPECT_NE(statuses[0].message().find("group rank(s) 1 did not start collective #1 (all-reduce)"), std::string::npos) << statuses[0];
+}
+
+// Ranks that call different collectives at the same point in the group's order get an error
+// saying so (rather than each other's bytes).
+TEST(Communicator, SharedMemoryCollectivesCalledInADifferentOrderAreAnError) {
+  at::Tensor summed = at::ones({16}), local = at::ones({8}), out = at::zeros({16});
+  auto statuses = OnTwoSharedRanks([&](Communicator& g) { return g.AllReduceSum(summed); },
+                                   [&](Communicator& g) { return g.AllGatherInto(local, out); });
+  ASSERT_EQ(statuses.size(), 2u);
+  for (int rank = 0; rank < 2; ++rank) {
+    EXPECT_EQ(statuses[rank].code(), absl::StatusCode::kInternal) << rank << ": " << statuses[rank];
+    EXPECT_NE(statuses[rank].message().find("called collectives in a different order"), std::string::npos) << statuses[rank];
+  }
+}
+
+// Where the segment cannot be had (here: larger than /dev/shm) the group stays on Gloo and works.
+TEST(Communicator, SharedMemoryThatCannotBeHadLeavesTheGroupOnGloo) {
+  auto results = OnFourGlooRanks(
+      [](int rank, Communicator& g, std::string* error) -> std::vector<at::Tensor> {
+        at::Tensor t = at::full({64}, static_cast<double>(rank));
+        if (!g.AllReduceSum(t).ok()) *error = "all-reduce";
+        return {t};
+      },
+      /*arena=*/int64_t{512} << 30);
+  if (HasFailure()) return;
+  for (int rank = 0; rank < 4; ++rank) EXPECT_TRUE(results[rank][0].equal(at::full({64}, 6.0))) << rank;
+  EXPECT_TRUE(LeftInDevShm().empty());
 }
 
 TEST(Communicator, NcclCollectivesOnBothAxesOfA2x2Mesh) {

@@ -117,6 +117,7 @@ int AllReduceRank(int port, int64_t ranks, int64_t rank, const std::vector<int64
   RendezvousOptions ro;
   ro.port = port;
   ro.timeout = std::chrono::milliseconds(30000);
+  if (!ApplySharedMemoryEnvironment(ro).ok()) return 1;  // the transport the ranks of a run use
   auto groups = ConnectMeshGroups(ro, {ranks}, static_cast<int>(rank));
   if (!groups.ok()) return 1;
   Communicator& group = *(*groups)[0];

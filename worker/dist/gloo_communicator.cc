@@ -7,12 +7,17 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <functional>
+#include <iostream>
+#include <random>
 #include <thread>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "planner/lower/lowering.h"
 #include "worker/dist/nccl_communicator.h"
+#include "worker/dist/shm_communicator.h"
 #include "worker/runtime/torch_types.h"
 
 namespace mapd {
@@ -25,6 +30,22 @@ absl::Status RendezvousOptions::Validate() const {
   }
   if (timeout.count() <= 0) return absl::InvalidArgumentError("rendezvous timeout must be positive");
   if (cuda_device < -1) return absl::InvalidArgumentError(absl::StrCat("CUDA device ", cuda_device, " does not exist"));
+  if (shared_memory_arena_bytes < 0 || shared_memory_arena_bytes % 64 != 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("shared-memory arena of ", shared_memory_arena_bytes, " bytes: 0 (Gloo only) or a positive multiple of 64"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ApplySharedMemoryEnvironment(RendezvousOptions& options) {
+  const char* value = std::getenv("MAPD_SHARED_MEMORY_MIB");
+  if (value == nullptr) return absl::OkStatus();
+  int64_t mib = 0;
+  if (!absl::SimpleAtoi(value, &mib) || mib < 0 || mib > 65536) {
+    return absl::InvalidArgumentError(absl::StrCat("MAPD_SHARED_MEMORY_MIB='", value,
+                                                   "': the shared-memory arena per rank in MiB, 0-65536 (0: Gloo only)"));
+  }
+  options.shared_memory_arena_bytes = mib << 20;
   return absl::OkStatus();
 }
 
@@ -455,6 +476,54 @@ c10::intrusive_ptr<c10d::TCPStore> ConnectStore(const RendezvousOptions& options
   return c10::make_intrusive<c10d::TCPStore>(options.host, so);
 }
 
+std::string StoreGet(c10d::Store& store, const std::string& key) {
+  const std::vector<uint8_t> bytes = store.get(key);
+  return std::string(bytes.begin(), bytes.end());
+}
+
+void StoreSet(c10d::Store& store, const std::string& key, const std::string& value) {
+  store.set(key, std::vector<uint8_t>(value.begin(), value.end()));
+}
+
+// Group rank 0 creates the group's shared segment and publishes its name and cookie; every rank
+// opens it and says whether it could. All or none: where one cannot (another machine, another
+// IPC namespace, a full /dev/shm) the group stays on Gloo, and that rank says why on stderr.
+// Rank 0 removes the name once every rank has answered, so nothing stays in /dev/shm.
+std::unique_ptr<Communicator> PreferSharedMemory(c10d::Store& store, const RendezvousOptions& options, int rank, int size,
+                                                 std::unique_ptr<Communicator> gloo) {
+  SharedGroupOptions so;
+  so.size = size;
+  so.arena_bytes = options.shared_memory_arena_bytes;
+  so.timeout = options.timeout;
+  std::shared_ptr<SharedSegment> segment;
+  absl::Status why = absl::OkStatus();
+  if (rank == 0) {
+    std::random_device random;
+    so.cookie = static_cast<uint64_t>(random()) << 32 | random();
+    auto created = SharedSegment::Create(SharedGroupBytes(so));
+    if (created.ok()) why = InitializeSharedGroup(**created, so);
+    if (!created.ok()) why = created.status();
+    if (why.ok()) segment = *std::move(created);
+    StoreSet(store, "shm/segment", segment ? absl::StrCat(segment->name(), " ", so.cookie) : std::string());
+  } else {
+    const std::string published = StoreGet(store, "shm/segment");
+    const size_t space = published.find(' ');
+    if (space != std::string::npos && absl::SimpleAtoi(published.substr(space + 1), &so.cookie)) {
+      auto opened = SharedSegment::Open(published.substr(0, space), SharedGroupBytes(so));
+      if (opened.ok()) why = CheckSharedGroup(**opened, so);
+      if (!opened.ok()) why = opened.status();
+      if (why.ok()) segment = *std::move(opened);
+    }
+  }
+  StoreSet(store, absl::StrCat("shm/ok/", rank), segment ? "1" : "0");
+  bool everyone = true;
+  for (int r = 0; r < size; ++r) everyone = everyone && StoreGet(store, absl::StrCat("shm/ok/", r)) == "1";
+  if (segment) segment->Unlink();
+  if (!why.ok()) std::cerr << gloo->name() << ": group rank " << rank << " stays on Gloo: " << why.message() << "\n";
+  if (!everyone) return gloo;
+  return MakeSharedMemoryCommunicator(std::move(segment), so, rank, std::move(gloo));
+}
+
 }  // namespace
 
 absl::Status FinishRendezvous(const RendezvousOptions& options, int rank, int world) {
@@ -505,7 +574,11 @@ absl::StatusOr<std::vector<std::unique_ptr<Communicator>>> ConnectMeshGroups(con
       opts->devices.push_back(c10d::ProcessGroupGloo::createDeviceForHostname(options.local_host));
       auto pg = c10::make_intrusive<c10d::ProcessGroupGloo>(prefixed, static_cast<int>(coords[a]),
                                                              static_cast<int>(mesh[a]), opts);
-      groups.push_back(std::make_unique<GlooCommunicator>(std::move(pg), name));
+      std::unique_ptr<Communicator> gloo = std::make_unique<GlooCommunicator>(std::move(pg), name);
+      if (options.shared_memory_arena_bytes > 0 && mesh[a] > 1) {
+        gloo = PreferSharedMemory(*prefixed, options, static_cast<int>(coords[a]), static_cast<int>(mesh[a]), std::move(gloo));
+      }
+      groups.push_back(std::move(gloo));
     }
   } catch (const std::exception& e) {
     return FromTorch(absl::StrCat("rank ", rank), "rendezvous", e);

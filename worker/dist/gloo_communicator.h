@@ -26,8 +26,17 @@ struct RendezvousOptions {
   std::chrono::milliseconds timeout{60000};
   // >= 0: NCCL on this GPU (CUDA builds; UNIMPLEMENTED elsewhere); -1: Gloo on the CPU.
   int cuda_device = -1;
+  // CPU groups whose ranks share a machine carry their all-reduces, reduce-scatters, all-gathers
+  // and barriers through a shared-memory segment (shm_communicator.h) with an arena of this many
+  // bytes per rank (a multiple of 64; a larger collective goes by Gloo); 0: Gloo only. Host
+  // memory outside the plan's device budget: size × this per group, reserved at connect.
+  int64_t shared_memory_arena_bytes = int64_t{64} << 20;
   absl::Status Validate() const;
 };
+
+// MAPD_SHARED_MEMORY_MIB (when set: the arena in MiB, 0 for Gloo only) into `options`;
+// INVALID_ARGUMENT naming the variable for anything but a whole number 0-65536.
+absl::Status ApplySharedMemoryEnvironment(RendezvousOptions& options);
 
 // A TCPStore server on `host` (port 0: any free port) for a launcher or a test; the ranks
 // connect to its port. Keep the handle alive while the ranks run.

@@ -89,6 +89,7 @@ absl::StatusOr<RendezvousOptions> JoinRendezvous(const RankProcessOptions& o, co
   ro.local_host = job.local_host().empty() ? "127.0.0.1" : job.local_host();
   ro.timeout = std::chrono::milliseconds(1000LL * std::max(1, job.timeout_seconds()));
   if (job.device() == "cuda") ro.cuda_device = o.cuda_device >= 0 ? o.cuda_device : o.rank;  // NCCL, one GPU per rank
+  if (auto st = ApplySharedMemoryEnvironment(ro); !st.ok()) return st;
   if (o.store.empty()) {
     if (o.rank != 0) return absl::InvalidArgumentError(absl::StrCat("rank ", o.rank, " was given no --store; only rank 0 hosts it"));
     auto server = StoreServer::Start(ro.local_host, 0);
