@@ -205,4 +205,12 @@ absl::StatusOr<DeviceProfile> LoadDeviceProfile(const std::string& name_or_path)
                                                  " or a JSON profile written by `mapctl calibrate`"));
 }
 
+std::string OpRateKey(const std::string& op, const google::protobuf::Map<std::string, v1::AttrValue>& attrs) {
+  if (op == "gelu") {
+    auto it = attrs.find("approximate");
+    if (it != attrs.end() && it->second.s() == "tanh") return "gelu:tanh";
+  }
+  return op;
+}
+
 }  // namespace mapd

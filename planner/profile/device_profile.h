@@ -11,6 +11,8 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "google/protobuf/map.h"
+#include "proto/mapd/v1/graph.pb.h"
 
 namespace mapd {
 
@@ -68,6 +70,7 @@ struct DeviceProfile {
   // the loss's log_softmax backward takes ~10 ns an element here, 30x what the vector rate
   // would charge its FLOPs. The profiler charges such an op's FLOPs at its own rate; others at
   // their class's (products, vector, peak).
+  // Keyed by OpRateKey: the op's name, with its variant where an attribute picks another kernel.
   std::map<std::string, double> op_rates;
   // The rate of a product of `flops_per_product` FLOPs (0: not a product: the peak), fp32.
   double Fp32Rate(double flops_per_product) const;
@@ -76,6 +79,11 @@ struct DeviceProfile {
   std::string ToJson() const;
   static absl::StatusOr<DeviceProfile> FromJson(const std::string& json);
 };
+
+// The op_rates key of an op with these attributes: its name, and "gelu:tanh" for GELU's tanh
+// approximation — another kernel (tanh through Sleef: 4.4x erf GELU's time, forward and
+// backward, on this project's CPU) under the same registry FLOPs.
+std::string OpRateKey(const std::string& op, const google::protobuf::Map<std::string, v1::AttrValue>& attrs);
 
 // The built-in catalogue: cpu, a100-40g, a100-80g, h100-80g, h200-141g.
 const std::vector<DeviceProfile>& DeviceCatalogue();

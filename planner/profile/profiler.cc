@@ -75,13 +75,17 @@ class Simulator {
   double PeakFlops() const {
     return opt_.precision == Precision::kFp32 ? opt_.device.fp32_flops : opt_.device.bf16_flops;
   }
-  // `op`: its rate where the profile measured one (op_rates); else `flops_per_product` > 0: a
+  // `op` (an OpRateKey): its rate where the profile measured one (op_rates); else `flops_per_product` > 0: a
   // matrix product's, whose rate the profile may say is below the peak; `vector`: elementwise
   // arithmetic, at the profile's vector rate where it has one.
   double Seconds(double flops, double bytes, int kernels, double flops_per_product = 0, bool vector = false,
                  const std::string& op = "") const {
     double rate = PeakFlops();
-    if (auto it = opt_.device.op_rates.find(op); it != opt_.device.op_rates.end()) {
+    // A variant's key ("gelu:tanh") where measured, else its op's (a profile from before the
+    // variant had a key of its own).
+    auto it = opt_.device.op_rates.find(op);
+    if (it == opt_.device.op_rates.end()) it = opt_.device.op_rates.find(op.substr(0, op.find(':')));
+    if (it != opt_.device.op_rates.end()) {
       rate = it->second;
     } else if (flops_per_product > 0 && !opt_.device.matmul_rates.empty()) {
       rate = opt_.device.Fp32Rate(flops_per_product) * (rate / opt_.device.fp32_flops);
@@ -302,11 +306,12 @@ absl::Status Simulator::Forward() {
     prof.scope = node.scope();
     prof.forward_flops = cost.flops;
     prof.bytes = cost.bytes;
-    prof.forward_seconds = Seconds(cost.flops, prof.bytes, cost.kernels, cost.flops_per_product, cost.vector_arithmetic, node.op());
+    const std::string rate_key = OpRateKey(node.op(), node.attrs());
+    prof.forward_seconds = Seconds(cost.flops, prof.bytes, cost.kernels, cost.flops_per_product, cost.vector_arithmetic, rate_key);
     if (any_rg) {
       for (double f : cost.grad_flops) prof.backward_flops += f;
       prof.backward_seconds = Seconds(prof.backward_flops, 2.0 * prof.bytes, 2 * std::max(cost.kernels, 1), cost.flops_per_product,
-                                      cost.vector_arithmetic, node.op());
+                                      cost.vector_arithmetic, rate_key);
     }
 
     // What autograd keeps.

@@ -209,7 +209,7 @@ def test_calibrate_writes_a_usable_profile(tmp_path):
     # Elementwise arithmetic (GELU, layer norm, softmax) runs far below the matrix products.
     assert 0 < prof["vector_flops"] < prof["fp32_flops"], prof
     # Each of them, and the loss, at a rate of its own (the loss's backward is the slowest here).
-    assert set(prof["op_rates"]) == {"gelu", "layer_norm", "softmax", "log_softmax", "cross_entropy"}, prof
+    assert set(prof["op_rates"]) == {"gelu", "gelu:tanh", "layer_norm", "softmax", "log_softmax", "cross_entropy"}, prof
     assert all(0 < rate < prof["fp32_flops"] for rate in prof["op_rates"].values()), prof
     # Two forked rank processes: their all-reduce (idle, and between steps of compute), and how
     # fast each computes beside the other.

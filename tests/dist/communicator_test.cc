@@ -73,6 +73,8 @@ void CheckCollectives(bool nccl, int64_t arena = 0) {
         auto scattered = g.ReduceScatter(full, 0);
         at::Tensor both = at::cat({Local(rank), Local(rank) * 2}, 0) + at::cat({Local(peer), Local(peer) * 2}, 0);
         expect(scattered.ok() && scattered->equal(both.chunk(2, 0)[g.rank()]), "reduce-scatter along dim 0");
+        auto across = g.ReduceScatter(full.view({2, 6}), 1);  // chunks of a non-leading dimension: strided
+        expect(across.ok() && across->equal(both.view({2, 6}).chunk(2, 1)[g.rank()]), "reduce-scatter along dim 1");
         // Rows: row j of every rank summed into group rank j's row j (started, then waited for).
         at::Tensor rows = full.view({2, 6}).clone();
         auto pending = g.ReduceScatterRowsAsync(rows);

@@ -284,6 +284,45 @@ TEST(Profiler, SmallProductsRunAtTheirMeasuredRate) {
   EXPECT_DOUBLE_EQ(op(*own, "linear").forward_seconds, op(*measured, "linear").forward_seconds);
 }
 
+// GELU's tanh approximation is another kernel under the same FLOPs: its own op_rates key
+// ("gelu:tanh"), charged where a calibration measured it, and the erf GELU's rate otherwise.
+TEST(Profiler, TanhGeluRunsAtItsOwnMeasuredRate) {
+  auto graph = [](const std::string& approximate) {
+    GraphBuilder b("gelu");
+    auto x = b.Input("x", {v1::FLOAT32, {4, 8}}, "features");
+    auto labels = b.Input("labels", {v1::INT64, {4}}, "labels");
+    v1::InitRule init;
+    init.set_kind(v1::InitRule::ZEROS);
+    auto h = b.Op("linear", {x, b.Param("w", {v1::FLOAT32, {16, 8}}, init)});
+    b.Output(b.Op("cross_entropy", {b.Op("gelu", {h}, Attrs().Str("approximate", approximate)), labels}));
+    return Verified(b.Build());
+  };
+  EXPECT_EQ(OpRateKey("gelu", Attrs().Str("approximate", "tanh").map()), "gelu:tanh");
+  EXPECT_EQ(OpRateKey("gelu", Attrs().Str("approximate", "none").map()), "gelu");
+  EXPECT_EQ(OpRateKey("relu", Attrs().Str("approximate", "tanh").map()), "relu");
+  ProfileOptions o = Options(Optimizer::kSgd);
+  o.device.kernel_overhead_seconds = 0;  // the rates alone
+  o.device.memory_bandwidth = 1e18;
+  o.device.op_rates = {{"gelu", o.device.fp32_flops / 10}};
+  auto erf = ProfileTrainingStep(graph("none"), o);
+  auto tanh_unmeasured = ProfileTrainingStep(graph("tanh"), o);
+  o.device.op_rates["gelu:tanh"] = o.device.fp32_flops / 40;
+  auto tanh = ProfileTrainingStep(graph("tanh"), o);
+  ASSERT_TRUE(erf.ok() && tanh_unmeasured.ok() && tanh.ok());
+  auto gelu = [](const ProfileReport& r) {
+    for (const OpProfile& p : r.ops) {
+      if (p.op == "gelu") return p;
+    }
+    return OpProfile();
+  };
+  const OpProfile g = gelu(*tanh);
+  ASSERT_GT(g.forward_flops, 0);
+  EXPECT_DOUBLE_EQ(gelu(*erf).forward_seconds, gelu(*erf).forward_flops / o.device.op_rates["gelu"]);
+  EXPECT_DOUBLE_EQ(gelu(*tanh_unmeasured).forward_seconds, g.forward_flops / o.device.op_rates["gelu"]);
+  EXPECT_DOUBLE_EQ(g.forward_seconds, g.forward_flops / o.device.op_rates["gelu:tanh"]);
+  EXPECT_DOUBLE_EQ(g.backward_seconds, g.backward_flops / o.device.op_rates["gelu:tanh"]);
+}
+
 TEST(Timeline, SvgShowsPhasesAndPeak) {
   auto r = ProfileTrainingStep(Tiny(), Options(Optimizer::kAdamW));
   ASSERT_TRUE(r.ok());

@@ -241,7 +241,7 @@ double RegistryFlops(const std::string& op, int64_t rows, int64_t cols, const At
 // Elementwise arithmetic's rates as training pays them, on a [512, 512] fp32 tensor, forward and
 // backward, each op's registry FLOPs over its time (the profiler charges an op its FLOPs at its
 // rate, or its bytes at the memory bandwidth, whichever is longer, so the measured time includes
-// the memory traffic that rate then covers): per op into `op_rates` — erf GELU, layer norm,
+// the memory traffic that rate then covers): per op into `op_rates` — erf GELU, tanh GELU, layer norm,
 // softmax, log_softmax and the cross-entropy loss, whose log_softmax backward runs at ~10 ns an
 // element here where softmax's forward takes ~1.3 — and the first three together as the vector
 // rate of every other elementwise op.
@@ -259,13 +259,14 @@ double VectorFlops(double min_seconds, std::map<std::string, double>* op_rates) 
           x.mutable_grad().reset();
         },
         min_seconds / 5);
-    const double f = RegistryFlops(op, kRows, kCols, attrs, targets);
+    const double f = RegistryFlops(op.substr(0, op.find(':')), kRows, kCols, attrs, targets);  // (an OpRateKey)
     if (s > 0 && f > 0) (*op_rates)[op] = f / s;
     if (!vector) return;
     seconds += s;
     flops += f;
   };
   measure("gelu", Attrs().Str("approximate", "none").map(), [&] { at::gelu(x).backward(grad); }, true);
+  measure("gelu:tanh", Attrs().Str("approximate", "tanh").map(), [&] { at::gelu(x, "tanh").backward(grad); }, false);
   measure("layer_norm", Attrs().Ints("normalized_shape", {kCols}).map(), [&] { at::layer_norm(x, {kCols}).backward(grad); }, true);
   measure("softmax", Attrs().Int("dim", -1).map(), [&] { at::softmax(x, -1).backward(grad); }, true);
   measure("log_softmax", Attrs().Int("dim", -1).map(), [&] { at::log_softmax(x, -1).backward(grad); }, false);

@@ -78,6 +78,10 @@ class Communicator {
   virtual absl::Status Recv(at::Tensor& t, int peer, int tag) = 0;
 };
 
+// AllGather by AllGatherInto into [size(), local's shape], then laid out along `dim` (a view
+// where `dim` is 0): for backends whose gather into a buffer is their own.
+absl::StatusOr<at::Tensor> AllGatherByInto(Communicator& group, const at::Tensor& local, int64_t dim);
+
 namespace internal {
 class DoneCollective final : public PendingCollective {
  public:

@@ -229,20 +229,8 @@ class GlooCommunicator : public Communicator {
     }
   }
 
-  // By AllGatherInto's direct exchange into [size(), local's shape], then laid out along `dim`
-  // (a view where `dim` is 0).
-  absl::StatusOr<at::Tensor> AllGather(const at::Tensor& local, int64_t dim) override {
-    std::vector<int64_t> stacked{size()};
-    stacked.insert(stacked.end(), local.sizes().begin(), local.sizes().end());
-    at::Tensor flat = at::empty({local.numel() * size()}, local.options());
-    if (auto st = AllGatherInto(local, flat); !st.ok()) return st;
-    std::vector<int64_t> joined(local.sizes().begin(), local.sizes().end());
-    if (joined.empty() || dim < 0 || dim >= static_cast<int64_t>(joined.size())) {
-      return absl::InvalidArgumentError(absl::StrCat(name_, ": all-gather along dimension ", dim, " of a ", joined.size(), "-d tensor"));
-    }
-    joined[dim] *= size();
-    return dim == 0 ? flat.view(joined) : flat.view(stacked).movedim(0, dim).reshape(joined);
-  }
+  // By AllGatherInto's direct exchange.
+  absl::StatusOr<at::Tensor> AllGather(const at::Tensor& local, int64_t dim) override { return AllGatherByInto(*this, local, dim); }
 
   absl::Status AllGatherInto(const at::Tensor& local, at::Tensor& out) override {
     auto pending = AllGatherIntoAsync(local, out);
@@ -452,6 +440,19 @@ class GlooCommunicator : public Communicator {
 };
 
 }  // namespace
+
+absl::StatusOr<at::Tensor> AllGatherByInto(Communicator& group, const at::Tensor& local, int64_t dim) {
+  std::vector<int64_t> joined(local.sizes().begin(), local.sizes().end());
+  if (joined.empty() || dim < 0 || dim >= static_cast<int64_t>(joined.size())) {
+    return absl::InvalidArgumentError(absl::StrCat(group.name(), ": all-gather along dimension ", dim, " of a ", joined.size(), "-d tensor"));
+  }
+  std::vector<int64_t> stacked{group.size()};
+  stacked.insert(stacked.end(), local.sizes().begin(), local.sizes().end());
+  at::Tensor flat = at::empty({local.numel() * group.size()}, local.options().memory_format(at::MemoryFormat::Contiguous));
+  if (auto st = group.AllGatherInto(local, flat); !st.ok()) return st;
+  joined[dim] *= group.size();
+  return dim == 0 ? flat.view(joined) : flat.view(stacked).movedim(0, dim).reshape(joined);
+}
 
 absl::StatusOr<std::unique_ptr<StoreServer>> StoreServer::Start(const std::string& host, int port) {
   try {

@@ -86,12 +86,14 @@ constexpr int64_t kAlign = 64;
 static_assert(std::atomic<int64_t>::is_always_lock_free && std::atomic<uint32_t>::is_always_lock_free,
               "the counters are shared between processes: they must be lock-free");
 
-enum class OpKind : int64_t { kAllReduce = 1, kReduceRows = 2, kGather = 3, kBarrier = 4 };
+enum class OpKind : int64_t { kAllReduce = 1, kReduceRows = 2, kGather = 3, kBarrier = 4, kReduceChunk = 5, kAllToAll = 6 };
 
 const char* KindName(OpKind kind) {
   switch (kind) {
     case OpKind::kAllReduce: return "all-reduce";
     case OpKind::kReduceRows: return "reduce-scatter";
+    case OpKind::kReduceChunk: return "reduce-scatter";
+    case OpKind::kAllToAll: return "all-to-all";
     case OpKind::kGather: return "all-gather";
     case OpKind::kBarrier: return "barrier";
   }
@@ -178,7 +180,12 @@ struct Op {
   int64_t seq = 0;
   OpKind kind = OpKind::kBarrier;
   int64_t offset = 0, bytes = 0;  // its region, the same in every rank's arena
-  at::Tensor target;              // all-reduce: the tensor; rows: the rows; gather: the output
+  // Where the result goes — all-reduce: the tensor; rows: the rows; a reduce-scatter's chunk:
+  // the chunk; gather: the output. An all-to-all makes `result` (concatenated along concat_dim
+  // from pieces of `piece_shape`).
+  at::Tensor target, result;
+  std::vector<int64_t> piece_shape;
+  int64_t concat_dim = 0;
   int64_t numel = 0;              // elements of the input in the arena
   at::ScalarType type = at::kFloat;
   bool finished = false;
@@ -406,6 +413,20 @@ absl::Status SharedGroup::Execute(Op& op) {
         SumInto(parts, op.target.view({-1}).slice(0, rank_ * row, (rank_ + 1) * row));
         break;
       }
+      case OpKind::kReduceChunk: {
+        const int64_t chunk = op.numel / n;
+        std::vector<at::Tensor> parts;
+        for (int r = 0; r < n; ++r) parts.push_back(View(r, op).slice(0, rank_ * chunk, (rank_ + 1) * chunk));
+        SumInto(parts, op.target.view({-1}));
+        break;
+      }
+      case OpKind::kAllToAll: {
+        const int64_t piece = op.numel / n;
+        std::vector<at::Tensor> pieces;
+        for (int r = 0; r < n; ++r) pieces.push_back(View(r, op).slice(0, rank_ * piece, (rank_ + 1) * piece).view(op.piece_shape));
+        op.result = at::cat(pieces, op.concat_dim);
+        break;
+      }
       case OpKind::kGather: {
         at::Tensor out = op.target.view({-1});
         for (int r = 0; r < n; ++r) out.slice(0, r * op.numel, (r + 1) * op.numel).copy_(View(r, op));
@@ -477,19 +498,33 @@ class SharedMemoryCommunicator final : public Communicator {
   absl::Status Barrier() override {
     auto op = std::make_shared<Op>();
     op->kind = OpKind::kBarrier;
-    auto started = group_->Start(op, [](unsigned char*) {}, /*user_waits=*/false);
-    if (!started.ok()) return started.status();
-    return group_->FinishThrough(op->seq);
+    return RunBlocking(op, [](unsigned char*) {});
   }
 
-  absl::StatusOr<at::Tensor> AllGather(const at::Tensor& local, int64_t dim) override {
-    return Drained([&] { return fallback_->AllGather(local, dim); });
-  }
+  absl::StatusOr<at::Tensor> AllGather(const at::Tensor& local, int64_t dim) override { return AllGatherByInto(*this, local, dim); }
+  // Σ of `full`, this rank's chunk along `dim`: each rank's chunks go into its region one after
+  // the other, and each rank sums its chunk of every region.
   absl::StatusOr<at::Tensor> ReduceScatter(const at::Tensor& full, int64_t dim) override {
-    return Drained([&] { return fallback_->ReduceScatter(full, dim); });
+    if (!EvenlySplit(full, dim)) return Drained([&] { return fallback_->ReduceScatter(full, dim); });
+    const std::vector<at::Tensor> chunks = full.chunk(size(), dim);
+    auto op = NewOp(OpKind::kReduceChunk, full);
+    op->target = at::empty(chunks[0].sizes(), full.options().memory_format(at::MemoryFormat::Contiguous));
+    at::Tensor out = op->target;
+    if (auto st = RunBlocking(op, ChunkFill(chunks)); !st.ok()) return st;
+    return out;
   }
+  // Chunk j of `local` along split_dim into this rank's region, in order; each rank reads its
+  // piece of every region and concatenates them along concat_dim.
   absl::StatusOr<at::Tensor> AllToAll(const at::Tensor& local, int64_t split_dim, int64_t concat_dim) override {
-    return Drained([&] { return fallback_->AllToAll(local, split_dim, concat_dim); });
+    if (!EvenlySplit(local, split_dim) || concat_dim < 0 || concat_dim >= local.dim()) {
+      return Drained([&] { return fallback_->AllToAll(local, split_dim, concat_dim); });
+    }
+    const std::vector<at::Tensor> chunks = local.chunk(size(), split_dim);
+    auto op = NewOp(OpKind::kAllToAll, local);
+    op->piece_shape = chunks[0].sizes().vec();
+    op->concat_dim = concat_dim;
+    if (auto st = RunBlocking(op, ChunkFill(chunks)); !st.ok()) return st;
+    return op->result;
   }
   absl::StatusOr<std::unique_ptr<PendingSend>> Send(const at::Tensor& t, int peer, int tag) override {
     return Drained([&] { return fallback_->Send(t, peer, tag); });
@@ -514,12 +549,40 @@ class SharedMemoryCommunicator final : public Communicator {
     return (*pending)->Wait();
   }
 
-  absl::StatusOr<std::unique_ptr<PendingCollective>> StartOp(OpKind kind, const at::Tensor& input, const at::Tensor& target) {
+  // Whether `t` splits evenly along `dim` into pieces this transport carries.
+  bool EvenlySplit(const at::Tensor& t, int64_t dim) const {
+    return t.defined() && t.device().is_cpu() && t.scalar_type() != at::kBool && !t.is_complex() && dim >= 0 && dim < t.dim() &&
+           t.size(dim) % size() == 0 && group_->Fits(Bytes(t));
+  }
+
+  static std::shared_ptr<Op> NewOp(OpKind kind, const at::Tensor& input) {
     auto op = std::make_shared<Op>();
     op->kind = kind;
     op->numel = input.numel();
     op->type = input.scalar_type();
     op->bytes = Bytes(input);
+    return op;
+  }
+
+  // Fills a region with `chunks` (equal sizes) one after the other.
+  static std::function<void(unsigned char*)> ChunkFill(std::vector<at::Tensor> chunks) {
+    return [chunks = std::move(chunks)](unsigned char* region) {
+      const int64_t bytes = Bytes(chunks[0]);
+      for (size_t j = 0; j < chunks.size(); ++j) {
+        at::from_blob(region + j * bytes, chunks[j].sizes(), at::TensorOptions().dtype(chunks[j].scalar_type())).copy_(chunks[j]);
+      }
+    };
+  }
+
+  absl::Status RunBlocking(const std::shared_ptr<Op>& op, const std::function<void(unsigned char*)>& fill) {
+    auto started = group_->Start(op, fill, /*user_waits=*/false);
+    if (!started.ok()) return started.status();
+    if (auto st = group_->FinishThrough(op->seq); !st.ok()) return st;
+    return op->status;
+  }
+
+  absl::StatusOr<std::unique_ptr<PendingCollective>> StartOp(OpKind kind, const at::Tensor& input, const at::Tensor& target) {
+    auto op = NewOp(kind, input);
     op->target = target;
     auto started = group_->Start(
         op,

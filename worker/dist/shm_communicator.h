@@ -1,10 +1,10 @@
 // Collectives between ranks on one machine through one shared-memory segment per group, with no
 // socket, no transport thread and no copy through the kernel: a rank writes its input into its
 // own arena of the segment, says so in a counter, and every rank reads what it needs of the
-// others' arenas straight from memory. Only the collectives the runtime's hot path uses are
-// here (all-reduce, reduce-scatter of rows, all-gather into a buffer, barrier); the others, and
-// tensors larger than an arena, go to the fallback communicator (Gloo) after every
-// shared-memory collective under way has finished, so the group's order holds.
+// others' arenas straight from memory. Every collective is here (all-reduce, reduce-scatters,
+// all-gathers, all-to-all, barrier); point-to-point and tensors larger than an arena go to the
+// fallback communicator (Gloo) after every shared-memory collective under way has finished, so
+// the group's order holds.
 //
 // Why: on the 2-core machine this project is measured on, four Gloo ranks spent about a third
 // of their CPU time in the kernel (loopback TCP, Gloo's event-loop thread, the wake-ups between
