@@ -84,7 +84,9 @@ class Simulator {
     // A variant's key ("gelu:tanh") where measured, else its op's (a profile from before the
     // variant had a key of its own).
     auto it = opt_.device.op_rates.find(op);
-    if (it == opt_.device.op_rates.end()) it = opt_.device.op_rates.find(op.substr(0, op.find(':')));
+    if (const size_t colon = op.find(':'); it == opt_.device.op_rates.end() && colon != std::string::npos) {
+      it = opt_.device.op_rates.find(op.substr(0, colon));
+    }
     if (it != opt_.device.op_rates.end()) {
       rate = it->second;
     } else if (flops_per_product > 0 && !opt_.device.matmul_rates.empty()) {

@@ -12,9 +12,11 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
 
 namespace mapd {
 
@@ -80,7 +82,7 @@ class Communicator {
 
 // AllGather by AllGatherInto into [size(), local's shape], then laid out along `dim` (a view
 // where `dim` is 0): for backends whose gather into a buffer is their own.
-absl::StatusOr<at::Tensor> AllGatherByInto(Communicator& group, const at::Tensor& local, int64_t dim);
+inline absl::StatusOr<at::Tensor> AllGatherByInto(Communicator& group, const at::Tensor& local, int64_t dim);
 
 namespace internal {
 class DoneCollective final : public PendingCollective {
@@ -94,6 +96,19 @@ inline absl::Status Communicator::AllGatherInto(const at::Tensor& local, at::Ten
   if (!gathered.ok()) return gathered.status();
   out.copy_(*gathered);
   return absl::OkStatus();
+}
+
+inline absl::StatusOr<at::Tensor> AllGatherByInto(Communicator& group, const at::Tensor& local, int64_t dim) {
+  std::vector<int64_t> joined(local.sizes().begin(), local.sizes().end());
+  if (joined.empty() || dim < 0 || dim >= static_cast<int64_t>(joined.size())) {
+    return absl::InvalidArgumentError(absl::StrCat(group.name(), ": all-gather along dimension ", dim, " of a ", joined.size(), "-d tensor"));
+  }
+  std::vector<int64_t> stacked{group.size()};
+  stacked.insert(stacked.end(), local.sizes().begin(), local.sizes().end());
+  at::Tensor flat = local.new_empty({local.numel() * group.size()});
+  if (auto st = group.AllGatherInto(local, flat); !st.ok()) return st;
+  joined[dim] *= group.size();
+  return dim == 0 ? flat.view(joined) : flat.view(stacked).movedim(0, dim).reshape(joined);
 }
 
 inline absl::StatusOr<std::unique_ptr<PendingCollective>> Communicator::AllGatherIntoAsync(const at::Tensor& local, at::Tensor& out) {

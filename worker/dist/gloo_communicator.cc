@@ -441,19 +441,6 @@ class GlooCommunicator : public Communicator {
 
 }  // namespace
 
-absl::StatusOr<at::Tensor> AllGatherByInto(Communicator& group, const at::Tensor& local, int64_t dim) {
-  std::vector<int64_t> joined(local.sizes().begin(), local.sizes().end());
-  if (joined.empty() || dim < 0 || dim >= static_cast<int64_t>(joined.size())) {
-    return absl::InvalidArgumentError(absl::StrCat(group.name(), ": all-gather along dimension ", dim, " of a ", joined.size(), "-d tensor"));
-  }
-  std::vector<int64_t> stacked{group.size()};
-  stacked.insert(stacked.end(), local.sizes().begin(), local.sizes().end());
-  at::Tensor flat = at::empty({local.numel() * group.size()}, local.options().memory_format(at::MemoryFormat::Contiguous));
-  if (auto st = group.AllGatherInto(local, flat); !st.ok()) return st;
-  joined[dim] *= group.size();
-  return dim == 0 ? flat.view(joined) : flat.view(stacked).movedim(0, dim).reshape(joined);
-}
-
 absl::StatusOr<std::unique_ptr<StoreServer>> StoreServer::Start(const std::string& host, int port) {
   try {
     c10d::TCPStoreOptions o;
@@ -502,8 +489,7 @@ std::unique_ptr<Communicator> PreferSharedMemory(c10d::Store& store, const Rende
     std::random_device random;
     so.cookie = static_cast<uint64_t>(random()) << 32 | random();
     auto created = SharedSegment::Create(SharedGroupBytes(so));
-    if (created.ok()) why = InitializeSharedGroup(**created, so);
-    if (!created.ok()) why = created.status();
+    why = created.ok() ? InitializeSharedGroup(**created, so) : created.status();
     if (why.ok()) segment = *std::move(created);
     StoreSet(store, "shm/segment", segment ? absl::StrCat(segment->name(), " ", so.cookie) : std::string());
   } else {
@@ -511,8 +497,7 @@ std::unique_ptr<Communicator> PreferSharedMemory(c10d::Store& store, const Rende
     const size_t space = published.find(' ');
     if (space != std::string::npos && absl::SimpleAtoi(published.substr(space + 1), &so.cookie)) {
       auto opened = SharedSegment::Open(published.substr(0, space), SharedGroupBytes(so));
-      if (opened.ok()) why = CheckSharedGroup(**opened, so);
-      if (!opened.ok()) why = opened.status();
+      why = opened.ok() ? CheckSharedGroup(**opened, so) : opened.status();
       if (why.ok()) segment = *std::move(opened);
     }
   }

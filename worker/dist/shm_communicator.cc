@@ -86,13 +86,12 @@ constexpr int64_t kAlign = 64;
 static_assert(std::atomic<int64_t>::is_always_lock_free && std::atomic<uint32_t>::is_always_lock_free,
               "the counters are shared between processes: they must be lock-free");
 
-enum class OpKind : int64_t { kAllReduce = 1, kReduceRows = 2, kGather = 3, kBarrier = 4, kReduceChunk = 5, kAllToAll = 6 };
+enum class OpKind : int64_t { kAllReduce = 1, kReduceScatter = 2, kGather = 3, kBarrier = 4, kAllToAll = 6 };
 
 const char* KindName(OpKind kind) {
   switch (kind) {
     case OpKind::kAllReduce: return "all-reduce";
-    case OpKind::kReduceRows: return "reduce-scatter";
-    case OpKind::kReduceChunk: return "reduce-scatter";
+    case OpKind::kReduceScatter: return "reduce-scatter";
     case OpKind::kAllToAll: return "all-to-all";
     case OpKind::kGather: return "all-gather";
     case OpKind::kBarrier: return "barrier";
@@ -180,8 +179,8 @@ struct Op {
   int64_t seq = 0;
   OpKind kind = OpKind::kBarrier;
   int64_t offset = 0, bytes = 0;  // its region, the same in every rank's arena
-  // Where the result goes — all-reduce: the tensor; rows: the rows; a reduce-scatter's chunk:
-  // the chunk; gather: the output. An all-to-all makes `result` (concatenated along concat_dim
+  // Where the result goes — all-reduce: the tensor; reduce-scatter: this rank's chunk (a row of
+  // the rows, or the chunk returned); gather: the output. An all-to-all makes `result` (concatenated along concat_dim
   // from pieces of `piece_shape`).
   at::Tensor target, result;
   std::vector<int64_t> piece_shape;
@@ -193,7 +192,7 @@ struct Op {
 };
 
 // The group as this rank sees it: what the communicator and its pending collectives share.
-class SharedGroup : public std::enable_shared_from_this<SharedGroup> {
+class SharedGroup {
  public:
   SharedGroup(std::shared_ptr<SharedSegment> segment, const SharedGroupOptions& options, int rank, std::string name)
       : segment_(std::move(segment)), options_(options), rank_(rank), name_(std::move(name)) {
@@ -406,14 +405,7 @@ absl::Status SharedGroup::Execute(Op& op) {
         }
         break;
       }
-      case OpKind::kReduceRows: {
-        const int64_t row = op.numel / n;
-        std::vector<at::Tensor> parts;
-        for (int r = 0; r < n; ++r) parts.push_back(View(r, op).slice(0, rank_ * row, (rank_ + 1) * row));
-        SumInto(parts, op.target.view({-1}).slice(0, rank_ * row, (rank_ + 1) * row));
-        break;
-      }
-      case OpKind::kReduceChunk: {
+      case OpKind::kReduceScatter: {  // every region is n equal chunks
         const int64_t chunk = op.numel / n;
         std::vector<at::Tensor> parts;
         for (int r = 0; r < n; ++r) parts.push_back(View(r, op).slice(0, rank_ * chunk, (rank_ + 1) * chunk));
@@ -462,9 +454,10 @@ class SharedPending final : public PendingCollective {
   std::shared_ptr<Op> op_;
 };
 
-bool Carried(const at::Tensor& t) {
-  return t.defined() && t.device().is_cpu() && t.is_contiguous() && t.scalar_type() != at::kBool && !t.is_complex();
-}
+// A CPU tensor of a type this transport sums and moves.
+bool CarriedType(const at::Tensor& t) { return t.defined() && t.device().is_cpu() && t.scalar_type() != at::kBool && !t.is_complex(); }
+// The same, contiguous: copied in and out of the arena as it is.
+bool Carried(const at::Tensor& t) { return CarriedType(t) && t.is_contiguous(); }
 
 class SharedMemoryCommunicator final : public Communicator {
  public:
@@ -485,7 +478,7 @@ class SharedMemoryCommunicator final : public Communicator {
     if (!Carried(rows) || rows.dim() != 2 || rows.size(0) != size() || !group_->Fits(Bytes(rows))) {
       return Drained([&] { return fallback_->ReduceScatterRowsAsync(rows); });
     }
-    return StartOp(OpKind::kReduceRows, rows, rows);
+    return StartOp(OpKind::kReduceScatter, rows, rows[rank()]);
   }
   absl::Status AllGatherInto(const at::Tensor& local, at::Tensor& out) override { return Blocking(AllGatherIntoAsync(local, out)); }
   absl::StatusOr<std::unique_ptr<PendingCollective>> AllGatherIntoAsync(const at::Tensor& local, at::Tensor& out) override {
@@ -507,7 +500,7 @@ class SharedMemoryCommunicator final : public Communicator {
   absl::StatusOr<at::Tensor> ReduceScatter(const at::Tensor& full, int64_t dim) override {
     if (!EvenlySplit(full, dim)) return Drained([&] { return fallback_->ReduceScatter(full, dim); });
     const std::vector<at::Tensor> chunks = full.chunk(size(), dim);
-    auto op = NewOp(OpKind::kReduceChunk, full);
+    auto op = NewOp(OpKind::kReduceScatter, full);
     op->target = at::empty(chunks[0].sizes(), full.options().memory_format(at::MemoryFormat::Contiguous));
     at::Tensor out = op->target;
     if (auto st = RunBlocking(op, ChunkFill(chunks)); !st.ok()) return st;
@@ -551,8 +544,7 @@ class SharedMemoryCommunicator final : public Communicator {
 
   // Whether `t` splits evenly along `dim` into pieces this transport carries.
   bool EvenlySplit(const at::Tensor& t, int64_t dim) const {
-    return t.defined() && t.device().is_cpu() && t.scalar_type() != at::kBool && !t.is_complex() && dim >= 0 && dim < t.dim() &&
-           t.size(dim) % size() == 0 && group_->Fits(Bytes(t));
+    return CarriedType(t) && dim >= 0 && dim < t.dim() && t.size(dim) % size() == 0 && group_->Fits(Bytes(t));
   }
 
   static std::shared_ptr<Op> NewOp(OpKind kind, const at::Tensor& input) {
