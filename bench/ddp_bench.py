@@ -4,12 +4,12 @@ optimizer and threads, Gloo on CPU, run alternately; prints the median step time
 their ratio (docs/runtime.md, "Against PyTorch DDP").
 
 Usage:  /usr/bin/python3 bench/ddp_bench.py [--mapctl build/client/mapctl/mapctl] [--ranks 2,4]
-                                            [--models gpt,resnet] [--steps 15] [--rounds 2] [--zero 2,3]
+                                            [--models gpt,resnet] [--steps 15] [--rounds 3] [--zero 2,3]
 
 Each (model, ranks) cell runs `rounds` times DDP, then MAP (`mapctl run MODEL.pt --ranks N
 --strategy dp`: its ranks' collectives through shared memory, MAP's default on one machine), then
 MAP with every collective by Gloo as DDP's (MAPD_SHARED_MEMORY_MIB=0), `steps` steps each; the first `warmup` steps of a run are dropped and the median
-is over every other step of every round (>= 20 by default). Both sides train the model PyTorch
+is over every other step of every round (36 by default). Both sides train the model PyTorch
 traced: for MAP the TorchScript archive, for DDP the nn.Module it was traced from (dropout 0, so
 the work is the same); rank r of DDP trains on the r-th slice of the global batch, as MAP's data
 parallel ranks do. Threads: each rank cores/ranks intra-op threads on both sides (MAP's default;
@@ -20,8 +20,8 @@ norm: DDP's BatchNorm layers normalise each rank's samples by their own statisti
 the ResNet with `--batch-norm local` (the same statistics; MAP's default, `sync`, all-reduces them
 as SyncBatchNorm would, which DDP does not do).
 
-Then, for each cell, MAP's ZeRO stages (--zero, default 2 and 3) against its stage 0 on the same
-mesh (`--mesh N --zero Z`), alternating likewise. PyTorch FSDP would be the ZeRO-3 baseline; the
+Then, for each cell, MAP's ZeRO stages (--zero, default 2 and 3) against its data parallelism
+(`--strategy dp`) and its stage 0 on the same mesh (`--mesh N --zero Z`), alternating likewise. PyTorch FSDP would be the ZeRO-3 baseline; the
 bench says why it is not run where this torch's FSDP does not import (torch 1.13 under Python
 3.11).
 """
@@ -154,7 +154,7 @@ def main():
     ap.add_argument("--models", default="gpt,resnet")
     ap.add_argument("--steps", type=int, default=15)
     ap.add_argument("--warmup", type=int, default=3)
-    ap.add_argument("--rounds", type=int, default=2)
+    ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--zero", default="2,3", help="MAP ZeRO stages to time against MAP's stage 0 on the same mesh ('' for none)")
     a = ap.parse_args()
     cores = os.cpu_count() or 1
@@ -178,18 +178,21 @@ def main():
                       f"| {g * 1e3:.1f} | {g / d:.2f} | {len(ddp)} |", flush=True)
                 stages = [int(z) for z in a.zero.split(",") if z]
                 if stages:
-                    times = {z: [] for z in [0] + stages}
+                    # "dp": --strategy dp, timed again here so that it alternates with the stages.
+                    times = {z: [] for z in ["dp", 0] + stages}
                     for _ in range(a.rounds):
                         for z in times:
-                            times[z] += run_map(a.mapctl, archive, ranks, a.steps, zero=z, batch_norm=BATCH_NORM[name])[a.warmup:]
+                            zero = None if z == "dp" else z
+                            times[z] += run_map(a.mapctl, archive, ranks, a.steps, zero=zero, batch_norm=BATCH_NORM[name])[a.warmup:]
                     zero_rows.append((name, ranks, {z: statistics.median(t) for z, t in times.items()}))
     if zero_rows:
         print()
-        print("| model | ranks | MAP ZeRO-0 ms/step | " + " | ".join(f"ZeRO-{z} ms/step | ZeRO-{z} / ZeRO-0" for z in stages) + " |")
-        print("|---|---|---|" + "---|---|" * len(stages))
+        print("| model | ranks | MAP dp ms/step | MAP ZeRO-0 ms/step | " +
+              " | ".join(f"ZeRO-{z} ms/step | ZeRO-{z} / dp | ZeRO-{z} / ZeRO-0" for z in stages) + " |")
+        print("|---|---|---|---|" + "---|---|---|" * len(stages))
         for name, ranks, med in zero_rows:
-            cells = " | ".join(f"{med[z] * 1e3:.1f} | {med[z] / med[0]:.2f}" for z in stages)
-            print(f"| {name} | {ranks} | {med[0] * 1e3:.1f} | {cells} |")
+            cells = " | ".join(f"{med[z] * 1e3:.1f} | {med[z] / med['dp']:.2f} | {med[z] / med[0]:.2f}" for z in stages)
+            print(f"| {name} | {ranks} | {med['dp'] * 1e3:.1f} | {med[0] * 1e3:.1f} | {cells} |")
         why = fsdp_unavailable()
         print("\nPyTorch FSDP (the ZeRO-3 baseline): " +
               ("not run: this torch's FSDP does not import here (" + why + ")" if why else "importable, but not timed yet"))

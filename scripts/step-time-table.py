@@ -2,7 +2,7 @@
 """Predicted against measured step time of multi-rank plans on this machine (docs/runtime.md,
 "Step time: predicted and measured").
 
-Usage: scripts/step-time-table.py [--device-type cpu|FILE.json] [--steps 20] [--model SPEC] [path/to/mapctl]
+Usage: scripts/step-time-table.py [--device-type cpu|FILE.json] [--steps 40] [--rounds 3] [--model SPEC] [path/to/mapctl]
 
 Runs `mapctl run MODEL --ranks N PLAN --steps S -o json` for one model under plans on 1, 2 and 4
 ranks — data parallel, Megatron tensor parallel, MAP's plan on a 2x2 mesh, ZeRO-2, ZeRO-3 and
@@ -11,12 +11,17 @@ calibrate` profile for this machine's rates; default `cpu`, the catalogue's). Fo
 prints the slowest rank's predicted step (its program profiled, collectives costed) and the
 slowest rank's measured median step (steps after the first), their ratio, and at the end the
 Kendall rank correlation between the two orders (1: the planner orders the plans as they run)
-and the largest relative error. Exits 1 when a run fails.
+and the largest relative error. The plans run `--rounds` times, one after another in turn, and
+each plan's measured step is the median of its rounds: this machine's speed drifts by 10-40%
+over minutes, and a plan measured only once, in a slow minute, would look mispredicted (with 20
+steps and one round, the same plan measured 22.1 and 27.3 ms in runs minutes apart).
+Exits 1 when a run fails.
 """
 import argparse
 import itertools
 import json
 import os
+import statistics
 import subprocess
 import sys
 
@@ -43,37 +48,47 @@ def kendall_tau(xs, ys):
     return s / len(pairs) if pairs else 1.0
 
 
+def run_plan(a, ranks, flags):
+    """(predicted seconds, predicted communication seconds, measured seconds) of one plan's run."""
+    if ranks == 1:  # one process: the profiler's prediction beside real steps
+        cmd = [a.mapctl, "profile", a.model, "--measure", "--steps", str(a.steps), "--optimizer", "adamw"]
+    else:
+        cmd = [a.mapctl, "run", a.model, "--ranks", str(ranks), *flags, "--steps", str(a.steps)]
+    cmd += ["--device-type", a.device_type, "-o", "json"]
+    r = subprocess.run(cmd, capture_output=True, text=True)
+    if r.returncode != 0:
+        print(f"{' '.join(cmd)} failed:\n{r.stderr}", file=sys.stderr)
+        sys.exit(1)
+    out = json.loads(r.stdout)
+    if ranks == 1:
+        return out["predicted_step_seconds"], 0.0, out["measured_step_seconds"]
+    slowest = max(out["per_rank"], key=lambda q: q["predicted_step_seconds"])
+    return slowest["predicted_step_seconds"], slowest["predicted_communication_seconds"], max(q["measured_step_seconds"] for q in out["per_rank"])
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("mapctl", nargs="?", default=os.path.join(HERE, "..", "build", "client", "mapctl", "mapctl"))
     ap.add_argument("--device-type", default="cpu")
-    ap.add_argument("--steps", type=int, default=20)
+    ap.add_argument("--steps", type=int, default=40)
+    ap.add_argument("--rounds", type=int, default=3, help="runs of every plan, in turn; the measured step is their median")
     ap.add_argument("--model", default=MODEL)
     a = ap.parse_args()
-    print(f"model `{a.model}`, AdamW, {a.steps} steps, device type `{a.device_type}`\n")
-    print("| plan | ranks | predicted ms/step (comm) | measured ms/step | measured / predicted |")
+    print(f"model `{a.model}`, AdamW, {a.steps} steps, {a.rounds} rounds, device type `{a.device_type}`\n")
+    print("| plan | ranks | predicted ms/step (comm) | measured ms/step, median (rounds) | measured / predicted |")
     print("|---|---|---|---|---|")
-    predicted, measured = [], []
-    for name, ranks, flags in PLANS:
-        if ranks == 1:  # one process: the profiler's prediction beside real steps
-            cmd = [a.mapctl, "profile", a.model, "--measure", "--steps", str(a.steps), "--optimizer", "adamw"]
-        else:
-            cmd = [a.mapctl, "run", a.model, "--ranks", str(ranks), *flags, "--steps", str(a.steps)]
-        cmd += ["--device-type", a.device_type, "-o", "json"]
-        r = subprocess.run(cmd, capture_output=True, text=True)
-        if r.returncode != 0:
-            print(f"{' '.join(cmd)} failed:\n{r.stderr}", file=sys.stderr)
-            sys.exit(1)
-        out = json.loads(r.stdout)
-        if ranks == 1:
-            p, c, m = out["predicted_step_seconds"], 0.0, out["measured_step_seconds"]
-        else:
-            slowest = max(out["per_rank"], key=lambda q: q["predicted_step_seconds"])
-            p, c = slowest["predicted_step_seconds"], slowest["predicted_communication_seconds"]
-            m = max(q["measured_step_seconds"] for q in out["per_rank"])
-        predicted.append(p)
-        measured.append(m)
-        print(f"| {name} | {ranks} | {p * 1e3:.1f} ({c * 1e3:.1f}) | {m * 1e3:.1f} | {m / p:.2f} |", flush=True)
+    predicted, rounds = [], [[] for _ in PLANS]
+    for r in range(a.rounds):
+        for k, (name, ranks, flags) in enumerate(PLANS):
+            p, c, m = run_plan(a, ranks, flags)
+            if r == 0:
+                predicted.append((p, c))
+            rounds[k].append(m)
+    measured = [statistics.median(ms) for ms in rounds]
+    for (name, ranks, _), (p, c), m, ms in zip(PLANS, predicted, measured, rounds):
+        each = " / ".join(f"{x * 1e3:.1f}" for x in ms)
+        print(f"| {name} | {ranks} | {p * 1e3:.1f} ({c * 1e3:.1f}) | {m * 1e3:.1f} ({each}) | {m / p:.2f} |", flush=True)
+    predicted = [p for p, _ in predicted]
     worst = max(abs(p - m) / m for p, m in zip(predicted, measured))
     print(f"\nKendall tau (predicted vs measured order, {len(PLANS)} plans): {kendall_tau(predicted, measured):.2f}; "
           f"largest error of a prediction: {worst * 100:.0f}% of the measured step")

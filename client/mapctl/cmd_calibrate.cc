@@ -8,10 +8,12 @@
 
 namespace mapd::cli {
 
-int RunCalibrate(const std::string& name, const std::string& output, bool quick, const std::vector<int64_t>& collective_ranks) {
+int RunCalibrate(const std::string& name, const std::string& output, bool quick, const std::vector<int64_t>& collective_ranks,
+                 int rounds) {
   CalibrateOptions options;
   options.name = name;
   options.collective_ranks = collective_ranks;
+  options.rounds = rounds;
   if (quick) {
     options.matmul_size = 256;
     options.copy_bytes = 16LL << 20;

@@ -171,7 +171,8 @@ int RunImport(const ModelArgs& model, const std::string& output_path);
 int RunProfile(const ProfileArgs& args);
 int RunTraining(const RunArgs& args);
 int RunPlan(const PlanArgs& args);
-int RunCalibrate(const std::string& name, const std::string& output, bool quick, const std::vector<int64_t>& collective_ranks);
+int RunCalibrate(const std::string& name, const std::string& output, bool quick, const std::vector<int64_t>& collective_ranks,
+                 int rounds);
 
 }  // namespace mapd::cli
 

@@ -192,12 +192,17 @@ int main(int argc, char** argv) {
 
   std::string calib_name = "local-cpu", calib_out;
   bool calib_quick = false;
+  int calib_rounds = 3;
   std::vector<int64_t> calib_collectives;
   CLI::App* calibrate = app.add_subcommand(
       "calibrate", "Measure this machine's matmul rate, memory bandwidth and per-kernel overhead as a device profile");
   calibrate->add_option("--name", calib_name, "Name of the profile")->capture_default_str();
   calibrate->add_option("-o,--output", calib_out, "Write the profile (JSON) here; without it, print it");
   calibrate->add_flag("--quick", calib_quick, "Shorter, smaller measurements (less steady)");
+  CLI::Option* rounds_option =
+      calibrate->add_option("--rounds", calib_rounds, "Measure everything this many times, round after round, and keep each figure's median (1..9; --quick: 1)")
+          ->check(CLI::Range(1, 9))
+          ->capture_default_str();
   calibrate->add_option("--collectives", calib_collectives,
                         "Also time Gloo all-reduces among N local ranks, for each N given (2..8; e.g. --collectives 2,4): "
                         "what `mapctl run --ranks N` and plans on this host then predict collectives with")
@@ -272,7 +277,8 @@ int main(int argc, char** argv) {
   if (run->parsed()) return RunTraining(run_args);
   if (rank_cmd->parsed()) return RunRank(rank_args);
   if (plan->parsed()) return RunPlan(plan_args);
-  if (calibrate->parsed()) return RunCalibrate(calib_name, calib_out, calib_quick, calib_collectives);
+  if (calibrate->parsed()) return RunCalibrate(calib_name, calib_out, calib_quick, calib_collectives,
+                                               calib_quick && rounds_option->count() == 0 ? 1 : calib_rounds);
   submit_args.conn = job_args;
   if (submit->parsed()) return RunSubmit(submit_args);
   if (jobs_cmd->parsed()) return RunJobs(job_args);

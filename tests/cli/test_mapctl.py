@@ -219,3 +219,10 @@ def test_calibrate_writes_a_usable_profile(tmp_path):
     assert "2 local ranks: all-reduce" in r.stdout and "each computes at" in r.stdout, r.stdout
     r = json.loads(run_mapctl("profile", SMALL_GPT, "--device-type", str(out), "-o", "json", check=0).stdout)
     assert r["device"] == "local-cpu"
+    # --quick measures once; --rounds repeats every measurement and keeps each figure's median.
+    assert "median" not in prof["description"], prof["description"]
+    rounds = tmp_path / "rounds.json"
+    run_mapctl("calibrate", "--quick", "--rounds", "2", "-o", str(rounds), check=0)
+    assert "each figure the median of 2 rounds" in json.loads(rounds.read_text())["description"]
+    r = run_mapctl("calibrate", "--rounds", "0", check=None)
+    assert r.returncode != 0 and "--rounds" in r.stderr, r.stderr

@@ -425,6 +425,29 @@ TEST(Communicator, SharedMemoryCollectivesCalledInADifferentOrderAreAnError) {
   }
 }
 
+// A strided tensor is gathered through shared memory as a contiguous one is (tensor parallelism
+// gathers attention's heads as a transposed view): one rank passes a transpose, the other the
+// same layout contiguous, and both get every rank's values in order. (Had the strided one gone
+// to Gloo, each rank would have waited for the other on a different transport.)
+TEST(Communicator, SharedMemoryGathersAStridedTensorAsAContiguousOne) {
+  auto values = [](int rank) { return at::arange(12, at::kFloat).view({3, 4}) + 100.0 * rank; };
+  std::vector<at::Tensor> out(2);
+  auto gather = [&](int rank, bool strided) {
+    return [&, rank, strided](Communicator& g) {
+      const at::Tensor local = strided ? values(rank).t().contiguous().t() : values(rank);
+      EXPECT_EQ(local.is_contiguous(), !strided);
+      out[rank] = at::zeros({2, 3, 4});
+      return g.AllGatherInto(local, out[rank]);
+    };
+  };
+  auto statuses = OnTwoSharedRanks(gather(0, true), gather(1, false));
+  ASSERT_EQ(statuses.size(), 2u);
+  for (int rank = 0; rank < 2; ++rank) {
+    ASSERT_TRUE(statuses[rank].ok()) << rank << ": " << statuses[rank];
+    for (int from = 0; from < 2; ++from) EXPECT_TRUE(out[rank][from].equal(values(from))) << rank << " from " << from;
+  }
+}
+
 // Where the segment cannot be had (here: larger than /dev/shm) the group stays on Gloo and works.
 TEST(Communicator, SharedMemoryThatCannotBeHadLeavesTheGroupOnGloo) {
   auto results = OnFourGlooRanks(

@@ -284,6 +284,33 @@ TEST(Profiler, SmallProductsRunAtTheirMeasuredRate) {
   EXPECT_DOUBLE_EQ(op(*own, "linear").forward_seconds, op(*measured, "linear").forward_seconds);
 }
 
+// A product at a measured rate pays its bytes at the memory bandwidth on top of its arithmetic
+// (calibrate measured the rate on operands in cache; a step's come from memory); without
+// measured rates it keeps the roofline's larger of the two.
+TEST(Profiler, MeasuredProductsPayTheirBytesBesideTheirArithmetic) {
+  ProfileOptions o = Options(Optimizer::kSgd);
+  o.device = *LoadDeviceProfile("cpu");
+  o.device.kernel_overhead_seconds = 0;
+  o.device.matmul_rates = {{1e3, 1e9}, {1e9, 1e9}};  // 1 GFLOP/s at every size
+  o.device.memory_bandwidth = 1e9;
+  auto report = ProfileTrainingStep(Tiny(), o);
+  ASSERT_TRUE(report.ok()) << report.status();
+  const OpProfile* linear = nullptr;
+  for (const OpProfile& p : report->ops) {
+    if (p.op == "linear") linear = &p;
+  }
+  ASSERT_NE(linear, nullptr);
+  ASSERT_GT(linear->bytes, 0);
+  EXPECT_DOUBLE_EQ(linear->forward_seconds, linear->forward_flops / 1e9 + static_cast<double>(linear->bytes) / 1e9);
+  o.device.matmul_rates.clear();
+  o.device.fp32_flops = 1e9;
+  auto roofline = ProfileTrainingStep(Tiny(), o);
+  ASSERT_TRUE(roofline.ok()) << roofline.status();
+  for (const OpProfile& p : roofline->ops) {
+    if (p.op == "linear") EXPECT_DOUBLE_EQ(p.forward_seconds, std::max(p.forward_flops, static_cast<double>(p.bytes)) / 1e9);
+  }
+}
+
 // GELU's tanh approximation is another kernel under the same FLOPs: its own op_rates key
 // ("gelu:tanh"), charged where a calibration measured it, and the erf GELU's rate otherwise.
 TEST(Profiler, TanhGeluRunsAtItsOwnMeasuredRate) {

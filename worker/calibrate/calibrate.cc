@@ -31,6 +31,7 @@ absl::Status CalibrateOptions::Validate() const {
   }
   if (copy_bytes < (1 << 20)) return absl::InvalidArgumentError("calibrate: copy_bytes must be at least 1 MiB");
   if (!(min_seconds > 0)) return absl::InvalidArgumentError("calibrate: min_seconds must be positive");
+  if (rounds < 1 || rounds > 9) return absl::InvalidArgumentError(absl::StrCat("calibrate: rounds must be 1..9, got ", rounds));
   for (int64_t n : collective_ranks) {
     if (n < 2 || n > 8) return absl::InvalidArgumentError(absl::StrCat("calibrate: collective group sizes must be 2..8, got ", n));
   }
@@ -300,15 +301,9 @@ absl::StatusOr<double> ComputeSpeed(int64_t ranks, double min_seconds) {
   return std::min(1.0, alone / (total / static_cast<double>(ranks)));
 }
 
-}  // namespace
-
-absl::StatusOr<DeviceProfile> CalibrateCpu(const CalibrateOptions& options) {
-  if (auto st = options.Validate(); !st.ok()) return st;
-  DeviceProfile p;
-  p.name = options.name;
-  p.source = "measured";
-  // Rates at the threads a rank runs on: LibTorch's, and the BLAS library's pool kept to it.
-  SetBlasThreads(at::get_num_threads());
+// One round of the single-process measurements: the matmul rates, bandwidth, per-kernel overhead
+// and elementwise rates of `p` (the rest of it untouched).
+absl::Status MeasureCompute(const CalibrateOptions& options, DeviceProfile& p) {
   try {
     const int64_t n = options.matmul_size;
     at::Tensor a = at::randn({n, n});
@@ -316,6 +311,7 @@ absl::StatusOr<DeviceProfile> CalibrateCpu(const CalibrateOptions& options) {
     const double mm32 = TimePerCall([&] { (void)at::matmul(a, b); }, options.min_seconds);
     p.fp32_flops = 2.0 * n * n * n / mm32;
     // Smaller products, down to 16 x 16: far below the peak here (dispatch, cache, packing).
+    p.matmul_rates.clear();
     for (int64_t s = 16; s < n; s *= 2) {
       at::Tensor x = at::randn({s, s}), y = at::randn({s, s});
       const double t = TimePerCall([&] { (void)at::matmul(x, y); }, options.min_seconds / 4);
@@ -342,23 +338,90 @@ absl::StatusOr<DeviceProfile> CalibrateCpu(const CalibrateOptions& options) {
         },
         options.min_seconds / 3);
     p.kernel_overhead_seconds = chain / (2 * kChain + 2);
+    p.op_rates.clear();
     p.vector_flops = VectorFlops(options.min_seconds, &p.op_rates);
   } catch (const std::exception& e) {
     return absl::InternalError(absl::StrCat("calibrate: LibTorch error: ", e.what()));
   }
+  return absl::OkStatus();
+}
+
+// One round of the measurements among `ranks` local processes: their collectives' fit and
+// compute speed.
+absl::StatusOr<HostCollectives> MeasureHost(const CalibrateOptions& options, int64_t ranks) {
+  auto fit = FitHostCollectives(ranks, options.min_seconds < 0.1 ? 10 : 50);
+  if (!fit.ok()) return fit.status();
+  auto speed = ComputeSpeed(ranks, options.min_seconds);
+  if (!speed.ok()) return speed.status();
+  fit->compute_speed = *speed;
+  return *fit;
+}
+
+double Median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const size_t h = v.size() / 2;
+  return v.size() % 2 == 1 ? v[h] : (v[h - 1] + v[h]) / 2;
+}
+
+// Each figure of `rounds` (same shape: one calibration's rounds) replaced by its median over them.
+DeviceProfile MedianProfile(const std::vector<DeviceProfile>& rounds) {
+  DeviceProfile p = rounds.front();
+  auto median = [&](const std::function<double(const DeviceProfile&)>& field) {
+    std::vector<double> v;
+    for (const DeviceProfile& r : rounds) v.push_back(field(r));
+    return Median(std::move(v));
+  };
+  p.fp32_flops = median([](const DeviceProfile& r) { return r.fp32_flops; });
+  p.bf16_flops = median([](const DeviceProfile& r) { return r.bf16_flops; });
+  p.memory_bandwidth = median([](const DeviceProfile& r) { return r.memory_bandwidth; });
+  p.kernel_overhead_seconds = median([](const DeviceProfile& r) { return r.kernel_overhead_seconds; });
+  p.vector_flops = median([](const DeviceProfile& r) { return r.vector_flops; });
+  for (size_t i = 0; i < p.matmul_rates.size(); ++i) {
+    p.matmul_rates[i].rate = median([i](const DeviceProfile& r) { return r.matmul_rates.at(i).rate; });
+  }
+  for (auto& [op, rate] : p.op_rates) {
+    rate = median([&op = op](const DeviceProfile& r) { return r.op_rates.count(op) ? r.op_rates.at(op) : 0.0; });
+  }
+  for (size_t i = 0; i < p.host_collectives.size(); ++i) {
+    HostCollectives& c = p.host_collectives[i];
+    c.alpha = median([i](const DeviceProfile& r) { return r.host_collectives.at(i).alpha; });
+    c.beta = median([i](const DeviceProfile& r) { return r.host_collectives.at(i).beta; });
+    c.busy_alpha = median([i](const DeviceProfile& r) { return r.host_collectives.at(i).busy_alpha; });
+    c.compute_speed = median([i](const DeviceProfile& r) { return r.host_collectives.at(i).compute_speed; });
+  }
+  return p;
+}
+
+}  // namespace
+
+absl::StatusOr<DeviceProfile> CalibrateCpu(const CalibrateOptions& options) {
+  if (auto st = options.Validate(); !st.ok()) return st;
+  // Rates at the threads a rank runs on: LibTorch's, and the BLAS library's pool kept to it.
+  SetBlasThreads(at::get_num_threads());
+  // The rounds one after another, each measuring everything once, and every figure their median:
+  // this host's speed drifts by 10-40% over minutes, and a calibration made in one slow minute
+  // (elementwise 11.7 GFLOP/s where others measured 15-18, 4.6 us a kernel against 2.6-2.9)
+  // overpredicted every plan by 1.1-1.5x.
+  std::vector<DeviceProfile> rounds;
+  for (int r = 0; r < options.rounds; ++r) {
+    DeviceProfile p;
+    if (auto st = MeasureCompute(options, p); !st.ok()) return st;
+    for (int64_t ranks : options.collective_ranks) {
+      auto host = MeasureHost(options, ranks);
+      if (!host.ok()) return host.status();
+      p.host_collectives.push_back(*host);
+    }
+    rounds.push_back(std::move(p));
+  }
+  DeviceProfile p = MedianProfile(rounds);
+  p.name = options.name;
+  p.source = "measured";
   p.memory_bytes = static_cast<int64_t>(sysconf(_SC_PHYS_PAGES)) * sysconf(_SC_PAGE_SIZE);
   p.host_threads = static_cast<int64_t>(std::thread::hardware_concurrency());
   p.threads = at::get_num_threads();
-  for (int64_t ranks : options.collective_ranks) {
-    auto fit = FitHostCollectives(ranks, options.min_seconds < 0.1 ? 10 : 50);
-    if (!fit.ok()) return fit.status();
-    auto speed = ComputeSpeed(ranks, options.min_seconds);
-    if (!speed.ok()) return speed.status();
-    fit->compute_speed = *speed;
-    p.host_collectives.push_back(*fit);
-  }
   p.description = absl::StrCat("measured on this machine: ", std::thread::hardware_concurrency(), " hardware threads, ",
-                               at::get_num_threads(), " LibTorch threads");
+                               at::get_num_threads(), " LibTorch threads",
+                               options.rounds > 1 ? absl::StrCat("; each figure the median of ", options.rounds, " rounds") : "");
   if (auto st = p.Validate(); !st.ok()) return st;
   return p;
 }

@@ -16,6 +16,9 @@ struct CalibrateOptions {
   int matmul_size = 1024;          // square matmul edge (FLOP rate)
   int64_t copy_bytes = 256LL << 20;  // bytes copied per bandwidth run
   double min_seconds = 0.3;        // time spent per measurement (more = steadier)
+  // Every measurement made this many times, round after round; the profile keeps each figure's
+  // median (1..9): one slow minute of a shared host does not set the rates.
+  int rounds = 3;
   // Also measure Gloo all-reduces among this many ranks at once (processes forked from this one,
   // meeting at a TCPStore it serves, as local ranks do), for each group size listed (each 2..8):
   // the profile's host_collectives — and how fast each of that many processes computes while
