@@ -173,6 +173,14 @@ def test_a_data_parallel_step_makes_two_all_reduces_whatever_its_batch_norms(mod
                   "--check-reference")
     _assert_matches_one_process_and_prediction(r, "resnet, batch norm local")
     assert [s["collectives"]["all_reduce"]["calls"] for s in r["steps"]] == [2, 2, 2], r["steps"]
+    # MAP's plan on the mesh splits the running statistics by channel: their reduce-scatters join
+    # the same all-reduce after backward (each rank keeping its chunk), not one collective each.
+    r = _json_run(str(out / "resnet_trace_train.pt"), "--input", "x:f32[8,3,32,32]", "--mesh", "4", "--zero", "0",
+                  "--batch-norm", "local", "--ranks", "4", "--steps", "3", "--optimizer", "momentum", "--lr", "0.01",
+                  "--check-reference", "--log-every", "1")
+    _assert_matches_one_process_and_prediction(r, "resnet, batch norm local, MAP's plan")
+    assert [sorted(s["collectives"]) for s in r["steps"]] == [["all_reduce"]] * 3, r["steps"]
+    assert [s["collectives"]["all_reduce"]["calls"] for s in r["steps"]] == [2, 2, 2], r["steps"]
     gpt = ("--strategy", "dp", "--ranks", "2", "--steps", "2", "--gradient-buckets", "off", "--log-every", "1")
     one = _json_run(GPT, *gpt)
     two = _json_run(GPT, *gpt, "--micro-batches", "2")

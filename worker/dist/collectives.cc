@@ -10,6 +10,8 @@
 
 namespace mapd {
 
+at::Tensor ChunkOf(const at::Tensor& x, Communicator& group, int64_t dim) { return x.chunk(group.size(), dim)[group.rank()].contiguous(); }
+
 namespace {
 
 using torch::autograd::AutogradContext;
@@ -40,7 +42,6 @@ at::Tensor AllReduced(const at::Tensor& x, Communicator& g) {
   OrThrow(g.AllReduceSum(y));
   return y;
 }
-at::Tensor Chunk(const at::Tensor& x, Communicator& g, int64_t dim) { return x.chunk(g.size(), dim)[g.rank()].contiguous(); }
 
 // P→R: sum; backward identity.
 struct AllReduceFn : torch::autograd::Function<AllReduceFn> {
@@ -58,7 +59,7 @@ struct AllGatherFn : torch::autograd::Function<AllGatherFn> {
     return OrThrow(g->AllGather(x, dim));
   }
   static variable_list backward(AutogradContext* ctx, variable_list grad) {
-    return {Chunk(grad[0], *GroupOf(ctx), Dim(ctx)), at::Tensor(), at::Tensor()};
+    return {ChunkOf(grad[0], *GroupOf(ctx), Dim(ctx)), at::Tensor(), at::Tensor()};
   }
 };
 
@@ -89,7 +90,7 @@ struct AllToAllFn : torch::autograd::Function<AllToAllFn> {
 struct SliceFn : torch::autograd::Function<SliceFn> {
   static at::Tensor forward(AutogradContext* ctx, const at::Tensor& x, Communicator* g, int64_t dim) {
     Keep(ctx, *g, dim);
-    return Chunk(x, *g, dim);
+    return ChunkOf(x, *g, dim);
   }
   static variable_list backward(AutogradContext* ctx, variable_list grad) {
     return {OrThrow(GroupOf(ctx)->AllGather(grad[0], Dim(ctx))), at::Tensor(), at::Tensor()};
@@ -118,7 +119,7 @@ struct ScatterToPartialFn : torch::autograd::Function<ScatterToPartialFn> {
     return full;
   }
   static variable_list backward(AutogradContext* ctx, variable_list grad) {
-    return {Chunk(grad[0], *GroupOf(ctx), Dim(ctx)), at::Tensor(), at::Tensor()};
+    return {ChunkOf(grad[0], *GroupOf(ctx), Dim(ctx)), at::Tensor(), at::Tensor()};
   }
 };
 

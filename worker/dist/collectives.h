@@ -21,6 +21,10 @@ namespace mapd {
 // surfaces as the exception autograd throws, which the trainer turns into a status.
 absl::StatusOr<at::Tensor> ApplyCommunicate(const v1::Communicate& step, const at::Tensor& x, Communicator& group);
 
+// This rank's chunk of `x` along `dim` (x split in group.size() equal chunks), contiguous: what
+// a reduce-scatter of a sum leaves it.
+at::Tensor ChunkOf(const at::Tensor& x, Communicator& group, int64_t dim);
+
 // The sums over `group` of `tensors`, each shaped as given: one all-reduce per dtype, of their
 // elements laid end to end (dtypes in order of first appearance, so every rank agrees). Small
 // all-reduces cost a round trip each whatever their size (on 4 Gloo ranks sharing 2 cores ~5 ms
