@@ -119,8 +119,8 @@ nlohmann::json ToJson(const google::protobuf::Message& m) {
 std::string EventLine(const v1::JobEvent& e, int64_t steps) {
   std::string line = absl::StrFormat("%s  #%-3d %-10s %s", When(e.unix_seconds()), e.seq(), StateName(e.state()), e.message());
   if (e.step() > 0) {
-    line = absl::StrFormat("%s  #%-3d step %lld/%lld  loss %.4f  %.0f tokens/s  peak %s", When(e.unix_seconds()), e.seq(),
-                           static_cast<long long>(e.step()), static_cast<long long>(steps), e.loss(), e.items_per_second(),
+    line = absl::StrFormat("%s  #%-3d step %lld/%lld  loss %.4f  lr %.3g  %.0f tokens/s  peak %s", When(e.unix_seconds()), e.seq(),
+                           static_cast<long long>(e.step()), static_cast<long long>(steps), e.loss(), e.lr(), e.items_per_second(),
                            FormatBytes(e.peak_bytes()));
   }
   return line;
@@ -142,7 +142,7 @@ absl::Status FillSpecFromYaml(const std::string& file, SubmitArgs& a) {
   }
   if (!y.IsMap()) return absl::InvalidArgumentError(absl::StrCat("-f ", file, ": a job file is a mapping of fields (model, steps, ranks, ...)"));
   static const std::set<std::string> known = {"model", "inputs", "loss", "name", "steps", "ranks", "mesh", "device", "device_type",
-                                              "memory_per_device", "optimizer", "lr", "data", "zero", "recompute", "micro_batches", "precision",
+                                              "memory_per_device", "optimizer", "lr", "lr_schedule", "warmup_steps", "min_lr", "data", "zero", "recompute", "micro_batches", "precision",
                                               "pipeline_stages", "checkpoint_every", "seed"};
   try {
     for (const auto& kv : y) {
@@ -163,6 +163,9 @@ absl::Status FillSpecFromYaml(const std::string& file, SubmitArgs& a) {
     if (y["memory_per_device"]) a.memory_per_device = y["memory_per_device"].as<std::string>();
     if (y["optimizer"]) a.optimizer = y["optimizer"].as<std::string>();
     if (y["lr"]) a.lr = y["lr"].as<double>();
+    if (y["lr_schedule"]) a.lr_schedule = y["lr_schedule"].as<std::string>();
+    if (y["warmup_steps"]) a.warmup_steps = y["warmup_steps"].as<int64_t>();
+    if (y["min_lr"]) a.min_lr = y["min_lr"].as<double>();
     if (y["data"]) a.data = y["data"].as<std::string>();
     if (y["zero"]) a.zero = y["zero"].as<std::string>();
     if (y["recompute"]) a.recompute = y["recompute"].as<std::string>();
@@ -215,6 +218,9 @@ int RunSubmit(SubmitArgs a) {
   }
   spec.set_optimizer(a.optimizer);
   spec.set_lr(a.lr);
+  spec.set_lr_schedule(a.lr_schedule);
+  spec.set_warmup_steps(a.warmup_steps);
+  spec.set_min_lr(a.min_lr);
   spec.set_data(a.data);  // text:FILE / tokens:FILE: relative to the workers' --data-root, as given
   spec.set_zero(a.zero);
   spec.set_recompute(a.recompute);
@@ -292,7 +298,11 @@ int RunGet(const JobArgs& a, int64_t id) {
             << "Model:      " << (s.model().empty() ? absl::StrCat("graph ", s.graph().name()) : s.model()) << "\n"
             << "Training:   " << s.steps() << " steps on " << s.ranks() << " rank(s)"
             << (s.mesh_size() > 0 ? absl::StrCat(", mesh ", absl::StrJoin(s.mesh(), "x")) : "") << ", " << s.optimizer()
-            << " lr " << s.lr() << ", data " << s.data() << "\n"
+            << " lr " << s.lr()
+            << (s.lr_schedule().empty() || s.lr_schedule() == "constant"
+                    ? (s.warmup_steps() > 0 ? absl::StrCat(" after ", s.warmup_steps(), " warm-up steps") : "")
+                    : absl::StrCat(" (", s.lr_schedule(), " to ", s.min_lr(), " after ", s.warmup_steps(), " warm-up steps)"))
+            << ", data " << s.data() << "\n"
             << "Budget:     " << (s.memory_per_device() > 0 ? FormatBytes(s.memory_per_device()) : "the device's memory") << " per "
             << (s.device().empty() ? "cpu" : s.device()) << " device (cost model: " << s.device_type() << ")\n"
             << "Plan:       " << (job.plan_summary().empty() ? "-" : job.plan_summary()) << "\n"
@@ -351,8 +361,8 @@ int RunWatch(const JobArgs& a, int64_t id) {
       const int64_t total = std::max<int64_t>(job.spec().steps(), 1);
       const int width = 30, filled = static_cast<int>(width * std::min<double>(1.0, static_cast<double>(e.step()) / total));
       std::cout << "\r[" << std::string(filled, '#') << std::string(width - filled, '.') << "] "
-                << absl::StrFormat("step %lld/%lld  loss %.4f  %.0f tokens/s  mem %s / %s", static_cast<long long>(e.step()),
-                                   static_cast<long long>(total), e.loss(), e.items_per_second(), FormatBytes(e.peak_bytes()),
+                << absl::StrFormat("step %lld/%lld  loss %.4f  lr %.3g  %.0f tokens/s  mem %s / %s", static_cast<long long>(e.step()),
+                                   static_cast<long long>(total), e.loss(), e.lr(), e.items_per_second(), FormatBytes(e.peak_bytes()),
                                    job.spec().memory_per_device() > 0 ? FormatBytes(job.spec().memory_per_device()) : "-")
                 << std::flush;
       bar = true;

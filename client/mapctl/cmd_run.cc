@@ -22,6 +22,9 @@ absl::StatusOr<LocalTrainingOptions> MakeTrainingOptions(const RunArgs& args) {
   options.steps = args.steps;
   options.optimizer = args.optimizer;
   options.lr = args.lr;
+  options.lr_schedule = args.lr_schedule;
+  options.warmup_steps = args.warmup_steps;
+  options.min_lr = args.min_lr;
   options.weight_decay = args.weight_decay;
   options.max_grad_norm = args.clip;
   options.seed = args.seed;
@@ -75,10 +78,10 @@ int RunTraining(const RunArgs& args) {
     losses.push_back(s.loss);
     total_seconds += s.seconds;
     if (args.format == "json") {
-      steps.push_back({{"step", s.step}, {"loss", s.loss}, {"seconds", s.seconds},
+      steps.push_back({{"step", s.step}, {"loss", s.loss}, {"seconds", s.seconds}, {"lr", s.lr},
                        {absl::StrCat(items.unit, "_per_second"), s.seconds > 0 ? items.count / s.seconds : 0.0}});
     } else if (s.step == 1 || s.step % args.log_every == 0 || s.step == options.steps) {
-      std::cout << absl::StrFormat("step %6d  loss %.4f  %8.1f ms  %s\n", s.step, s.loss, s.seconds * 1e3,
+      std::cout << absl::StrFormat("step %6d  loss %.4f  lr %.3g  %8.1f ms  %s\n", s.step, s.loss, s.lr, s.seconds * 1e3,
                                    FormatThroughput(items, s.seconds))
                 << std::flush;
     }

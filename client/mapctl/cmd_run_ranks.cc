@@ -137,6 +137,9 @@ v1::RankJob RankJobFor(const LocalTrainingOptions& t, const RunArgs& args, const
   job.set_steps(t.steps);
   job.set_optimizer(t.optimizer);
   job.set_lr(t.lr);
+  job.set_lr_schedule(t.lr_schedule);
+  job.set_warmup_steps(t.warmup_steps);
+  job.set_min_lr(t.min_lr);
   job.set_weight_decay(t.weight_decay);
   job.set_max_grad_norm(t.max_grad_norm);
   job.set_seed(t.seed);
@@ -289,11 +292,11 @@ int RunOnRanks(const RunArgs& args) {
           collectives[kind] = {{"seconds", use.seconds()}, {"bytes", use.bytes()}, {"calls", use.calls()}};
           in_collectives += use.seconds();
         }
-        steps.push_back({{"step", d.step()}, {"loss", d.loss()}, {"seconds", d.seconds()},
+        steps.push_back({{"step", d.step()}, {"loss", d.loss()}, {"seconds", d.seconds()}, {"lr", d.lr()},
                          {absl::StrCat(items.unit, "_per_second"), d.seconds() > 0 ? items.count / d.seconds() : 0.0},
                          {"collective_seconds", in_collectives}, {"collectives", collectives}});
       } else if (d.step() == 1 || d.step() % args.log_every == 0 || d.step() == args.steps) {
-        std::cout << absl::StrFormat("step %6d  loss %.4f  %8.1f ms  %s\n", d.step(), d.loss(), d.seconds() * 1e3,
+        std::cout << absl::StrFormat("step %6d  loss %.4f  lr %.3g  %8.1f ms  %s\n", d.step(), d.loss(), d.lr(), d.seconds() * 1e3,
                                      FormatThroughput(items, d.seconds()))
                   << std::flush;
       }

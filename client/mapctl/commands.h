@@ -46,6 +46,9 @@ struct RunArgs {
   int64_t steps = 100;
   std::string optimizer = "adamw";
   double lr = 1e-3;
+  std::string lr_schedule = "constant";  // constant | cosine | linear (common/lr_schedule.h)
+  int64_t warmup_steps = 0;
+  double min_lr = 0;
   double weight_decay = 0.0;
   double clip = 0.0;
   uint64_t seed = 0;
@@ -144,6 +147,9 @@ struct SubmitArgs {
   std::string memory_per_device;
   std::string optimizer = "adamw";
   double lr = 1e-3;
+  std::string lr_schedule = "constant";  // constant | cosine | linear
+  int64_t warmup_steps = 0;
+  double min_lr = 0;
   std::string data = "synthetic";
   std::string zero = "auto";
   std::string recompute = "auto";

@@ -92,7 +92,16 @@ int main(int argc, char** argv) {
   run->add_option("--loss", run_args.loss, "auto | output | cross_entropy | mse")->capture_default_str();
   run->add_option("--steps", run_args.steps, "Training steps")->check(CLI::PositiveNumber)->capture_default_str();
   run->add_option("--optimizer", run_args.optimizer, "sgd | momentum | adamw")->capture_default_str();
-  run->add_option("--lr", run_args.lr, "Learning rate")->check(CLI::PositiveNumber)->capture_default_str();
+  run->add_option("--lr", run_args.lr, "Learning rate (the peak, under a schedule)")->check(CLI::PositiveNumber)->capture_default_str();
+  run->add_option("--lr-schedule", run_args.lr_schedule,
+                  "constant | cosine | linear: after --warmup-steps of linear warm-up, the rate decays from --lr to --min-lr over the "
+                  "run's steps (a resumed run goes on where it stopped)")
+      ->check(CLI::IsMember({"constant", "cosine", "linear"}))
+      ->capture_default_str();
+  run->add_option("--warmup-steps", run_args.warmup_steps, "Steps of linear warm-up to --lr (any schedule)")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  run->add_option("--min-lr", run_args.min_lr, "The rate a cosine or linear schedule ends at")->check(CLI::NonNegativeNumber)->capture_default_str();
   run->add_option("--weight-decay", run_args.weight_decay, "Weight decay (AdamW: decoupled)")->capture_default_str();
   run->add_option("--clip", run_args.clip, "Clip the global gradient norm to this (0: off)")->capture_default_str();
   run->add_option("--seed", run_args.seed, "Seed of the weights, data and dropout")->capture_default_str();
@@ -231,7 +240,12 @@ int main(int argc, char** argv) {
   submit->add_option("--device-type", submit_args.device_type, "The cost model's device")->capture_default_str();
   submit->add_option("--memory-per-device", submit_args.memory_per_device, "Budget per device, e.g. 40GiB");
   submit->add_option("--optimizer", submit_args.optimizer, "sgd | momentum | adamw")->capture_default_str();
-  submit->add_option("--lr", submit_args.lr, "Learning rate")->capture_default_str();
+  submit->add_option("--lr", submit_args.lr, "Learning rate (the peak, under a schedule)")->capture_default_str();
+  submit->add_option("--lr-schedule", submit_args.lr_schedule, "constant | cosine | linear (as mapctl run's)")
+      ->check(CLI::IsMember({"constant", "cosine", "linear"}))
+      ->capture_default_str();
+  submit->add_option("--warmup-steps", submit_args.warmup_steps, "Steps of linear warm-up to --lr")->check(CLI::NonNegativeNumber)->capture_default_str();
+  submit->add_option("--min-lr", submit_args.min_lr, "The rate a cosine or linear schedule ends at")->check(CLI::NonNegativeNumber)->capture_default_str();
   submit->add_option("--data", submit_args.data, "synthetic | text:FILE | tokens:FILE (paths on the workers)")->capture_default_str();
   submit->add_option("--zero", submit_args.zero, "ZeRO stage: auto | 0 | 1 | 2 | 3")->capture_default_str();
   submit->add_option("--recompute", submit_args.recompute, "auto | off | all | LAYER,...")->capture_default_str();

@@ -243,6 +243,9 @@ absl::Status Dispatcher::PlaceLocked(int64_t id, ActiveJob& job, int64_t resume_
     a.set_steps(spec.steps());
     a.set_optimizer(spec.optimizer());
     a.set_lr(spec.lr());
+    a.set_lr_schedule(spec.lr_schedule());
+    a.set_warmup_steps(spec.warmup_steps());
+    a.set_min_lr(spec.min_lr());
     a.set_data(spec.data());
     a.set_seed(spec.seed());
     a.set_memory_cap(spec.memory_per_device());
@@ -545,6 +548,7 @@ absl::StatusOr<v1::ReportResponse> Dispatcher::ReportLocked(const v1::ReportRequ
     p.loss = s.loss();
     p.items_per_second = s.seconds() > 0 ? static_cast<double>(a.items_per_step()) / s.seconds() : 0;
     p.peak_bytes = job.progress.worst_peak_bytes;
+    p.lr = s.lr();
     Defer([this, id, p] { (void)jobs_->ReportProgress(id, p); });
   }
   const int part_index = static_cast<int>(part - job.parts.data());

@@ -222,6 +222,7 @@ absl::StatusOr<v1::Job> JobManager::ReportProgress(int64_t id, const JobProgress
   event.set_loss(p.loss);
   event.set_items_per_second(p.items_per_second);
   event.set_peak_bytes(p.peak_bytes);
+  event.set_lr(p.lr);
   return Record(std::move(job), std::move(event));
 }
 

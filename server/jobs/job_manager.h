@@ -41,6 +41,7 @@ struct JobProgress {
   double loss = 0;
   double items_per_second = 0;
   int64_t peak_bytes = 0;
+  double lr = 0;  // the learning rate of the step's update
 };
 
 // Decides whether a valid spec (defaults filled in) may be queued, and what to record with it

@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "common/lr_schedule.h"
 #include "planner/profile/device_profile.h"
 
 namespace mapd {
@@ -91,6 +92,9 @@ absl::Status ValidateJobSpec(const v1::JobSpec& s, const SpecLimits& limits) {
   static const std::set<std::string> optimizers = {"", "sgd", "momentum", "adamw"};
   if (!optimizers.count(s.optimizer())) return bad("optimizer '", s.optimizer(), "' is not one of sgd, momentum, adamw");
   if (s.lr() < 0) return bad("lr is ", s.lr(), "; give a positive learning rate");
+  auto schedule = MakeLrSchedule(s.lr_schedule(), s.warmup_steps(), s.min_lr(), s.steps());
+  if (!schedule.ok()) return bad("lr_schedule '", s.lr_schedule(), "' is not one of constant, cosine, linear");
+  if (auto st = schedule->Validate(s.lr() == 0 ? 1e-3 : s.lr()); !st.ok()) return bad(st.message());
   static const std::set<std::string> zero = {"", "auto", "0", "1", "2", "3"};
   if (!zero.count(s.zero())) return bad("zero '", s.zero(), "' is not one of auto, 0, 1, 2, 3");
   if (!s.micro_batches().empty() && s.micro_batches() != "auto") {
@@ -144,6 +148,7 @@ v1::JobSpec WithDefaults(v1::JobSpec s) {
   if (s.device().empty()) s.set_device("cpu");
   if (s.optimizer().empty()) s.set_optimizer("adamw");
   if (s.lr() == 0) s.set_lr(1e-3);
+  if (s.lr_schedule().empty()) s.set_lr_schedule("constant");
   if (s.data().empty()) s.set_data("synthetic");
   if (s.zero().empty()) s.set_zero("auto");
   if (s.recompute().empty()) s.set_recompute("auto");

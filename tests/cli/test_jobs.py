@@ -96,6 +96,12 @@ def test_errors_name_what_to_do(coordinator):
     (tmp / "bad.yaml").write_text("model: gpt2\nstepz: 3\n")
     r = mapctl(env, "submit", "-f", str(tmp / "bad.yaml"))
     assert r.returncode == 1 and "unknown field 'stepz'" in r.stderr
+    # A learning-rate schedule the coordinator cannot run is refused at submission, saying why.
+    (tmp / "schedule.yaml").write_text("model: gpt2:layers=1\nsteps: 3\nlr_schedule: step\n")
+    r = mapctl(env, "submit", "-f", str(tmp / "schedule.yaml"))
+    assert r.returncode == 1 and "lr_schedule 'step' is not one of constant, cosine, linear" in r.stderr, r.stderr
+    r = mapctl(env, "submit", GPT, "--ranks", "2", "--steps", "5", "--lr-schedule", "cosine", "--warmup-steps", "5")
+    assert r.returncode == 1 and "[INVALID_ARGUMENT]" in r.stderr and "fewer --warmup-steps" in r.stderr, r.stderr
     r = mapctl({"MAPD_ADDRESS": "127.0.0.1:1", "MAPD_TOKEN": TOKEN}, "jobs")
     assert r.returncode == 1 and "is mapd running there?" in r.stderr
 
@@ -199,8 +205,9 @@ def wait_for_step(env, job, step, timeout=60):
 
 
 def test_jobs_run_on_two_workers_are_cancelled_and_fail_when_a_worker_is_lost(tmp_path):
-    """The coordinator plans a job, places its 4 ranks on two workers, they train on real text and
-    the loss falls; a running job is cancelled; a worker killed mid-job fails its job."""
+    """The coordinator plans a job, places its 4 ranks on two workers, they train on real text
+    under a warm-up and cosine schedule and the loss falls; a running job is cancelled; a worker
+    killed mid-job fails its job."""
     import pathlib
     import time
     repo = pathlib.Path(__file__).resolve().parents[2]  # the workers' --data-root: the job reads README.md there
@@ -212,7 +219,8 @@ def test_jobs_run_on_two_workers_are_cancelled_and_fail_when_a_worker_is_lost(tm
     try:
         workers = [start_worker(env, tmp_path, name, "--data-root", str(repo)) for name in ("alpha", "beta")]
         # 1. A job on both workers succeeds, and its loss falls.
-        mapctl(env, "submit", gpt, "--ranks", "4", "--steps", "40", "--data", "text:README.md", check=0)
+        schedule = ("--lr", "0.002", "--lr-schedule", "cosine", "--warmup-steps", "4", "--min-lr", "0.0002")
+        mapctl(env, "submit", gpt, "--ranks", "4", "--steps", "40", "--data", "text:README.md", *schedule, check=0)
         r = mapctl(env, "watch", "1", check=None)
         assert r.returncode == 0, r.stdout + r.stderr
         events = json.loads(mapctl(env, "logs", "1", "-o", "json", check=0).stdout)
@@ -220,6 +228,11 @@ def test_jobs_run_on_two_workers_are_cancelled_and_fail_when_a_worker_is_lost(tm
         assert any("running on w-1 (rank 0-1), w-2 (rank 2-3)" in m for m in messages), messages
         losses = [e["loss"] for e in events if int(e.get("step", 0)) > 0]
         assert len(losses) == 40, messages
+        # Each step's rate is the schedule's: warm-up to the peak at step 4, the floor at step 40.
+        rates = {int(e["step"]): e["lr"] for e in events if int(e.get("step", 0)) > 0}
+        assert abs(rates[1] - 0.0005) < 1e-12 and abs(rates[4] - 0.002) < 1e-12 and abs(rates[40] - 0.0002) < 1e-12, rates
+        assert all(rates[s + 1] < rates[s] for s in range(4, 40)), rates
+        assert "(cosine to 0.0002 after 4 warm-up steps)" in mapctl(env, "get", "1", check=0).stdout
         assert sum(losses[-5:]) / 5 < sum(losses[:5]) / 5 - 0.5, losses
         assert events[-1]["state"] == "SUCCEEDED" and "trained 40 steps on 4 rank(s)" in messages[-1], messages[-1]
         assert any("checkpoint: step 40 committed on every worker" in m for m in messages), messages
@@ -229,6 +242,7 @@ def test_jobs_run_on_two_workers_are_cancelled_and_fail_when_a_worker_is_lost(tm
         # measured against predicted, and collectives.
         text = scrape(workers[1][1])
         assert sample(text, "mapd_worker_step", job_id="1", rank="3") == 40
+        assert abs(sample(text, "mapd_worker_learning_rate", job_id="1", rank="3") - 0.0002) < 1e-12
         assert sample(text, "mapd_worker_step_seconds_count", job_id="1", rank="2") == 40
         assert sample(text, "mapd_worker_items_per_second", job_id="1", rank="2", unit="tokens") > 0
         assert sample(text, "mapd_worker_model_flops_utilization", job_id="1", rank="2") > 0

@@ -1,5 +1,6 @@
 """mapctl end to end: help, models, inspect, import, and clear errors for bad input."""
 import json
+import math
 import os
 
 import pytest
@@ -199,6 +200,32 @@ def test_run_trains_on_text(tmp_path):
     assert r["final_loss_mean"] < r["first_loss"]
     r = run_mapctl("run", SMALL_GPT, "--data", "text")
     assert r.returncode == 1 and "text:PATH" in r.stderr
+
+
+def test_learning_rate_schedules():
+    """--lr-schedule cosine | linear with --warmup-steps and --min-lr: each step's rate (the JSON's
+    `lr`, the log's) is the schedule's — a linear warm-up to --lr, then the decay to --min-lr at
+    the last step — and the run trains; constant by default; bad combinations name the flag."""
+    flags = ("--steps", "10", "--lr", "0.01", "--warmup-steps", "3", "--min-lr", "0.001", "-o", "json",
+             "--data", "text:" + os.path.join(SOURCE_DIR, "README.md"))
+    warm = [0.01 * t / 3 for t in (1, 2, 3)]
+    decay = {"cosine": lambda p: 0.001 + 0.009 * 0.5 * (1 + math.cos(math.pi * p)), "linear": lambda p: 0.01 - 0.009 * p}
+    for kind, shape in decay.items():
+        r = json.loads(run_mapctl("run", SMALL_GPT, *flags, "--lr-schedule", kind, check=0).stdout)
+        want = warm + [shape((t - 3) / 7) for t in range(4, 11)]
+        got = [s["lr"] for s in r["steps"]]
+        assert all(abs(a - b) <= 1e-12 for a, b in zip(got, want)) and len(got) == 10, (kind, got, want)
+        assert r["steps"][-1]["loss"] < r["steps"][0]["loss"], r["steps"]
+    r = json.loads(run_mapctl("run", SMALL_GPT, "--steps", "3", "-o", "json", check=0).stdout)
+    assert [s["lr"] for s in r["steps"]] == [1e-3] * 3
+    r = run_mapctl("run", SMALL_GPT, "--steps", "2", "--lr", "0.01", check=0)
+    assert "lr 0.01 " in r.stdout, r.stdout
+    for bad, says in ((("--lr-schedule", "step"), "--lr-schedule"),
+                      (("--lr-schedule", "cosine", "--warmup-steps", "10"), "fewer --warmup-steps"),
+                      (("--min-lr", "0.0001",), "--lr-schedule cosine or linear"),
+                      (("--lr-schedule", "linear", "--min-lr", "1"), "--min-lr")):
+        r = run_mapctl("run", SMALL_GPT, "--steps", "10", *bad)
+        assert r.returncode != 0 and says in r.stderr, (bad, r.stderr)
 
 
 def test_calibrate_writes_a_usable_profile(tmp_path):

@@ -104,7 +104,9 @@ def test_errors():
 
 
 def test_resume_after_a_crash_reproduces_the_uninterrupted_losses(tmp_path):
-    adam = ("--ranks", "4", "--steps", "10", "--optimizer", "adamw", "--lr", "0.01")
+    # Under a learning-rate schedule: the resumed run goes on with it where it stopped.
+    adam = ("--ranks", "4", "--steps", "10", "--optimizer", "adamw", "--lr", "0.01", "--lr-schedule", "cosine",
+            "--warmup-steps", "3", "--min-lr", "0.001")
     full = _json_run(GPT, *adam)
     ckpt = tmp_path / "ckpt"
     r = run_mapctl("run", GPT, *adam, "--checkpoint-dir", str(ckpt), "--checkpoint-every", "5",
@@ -117,6 +119,7 @@ def test_resume_after_a_crash_reproduces_the_uninterrupted_losses(tmp_path):
     assert [s["step"] for s in resumed["steps"]] == [6, 7, 8, 9, 10]
     for a, b in zip(full["steps"][5:], resumed["steps"]):
         assert abs(a["loss"] - b["loss"]) <= 1e-6 * abs(a["loss"]), (a, b)
+        assert a["lr"] == b["lr"] and b["lr"] < 0.01, (a, b)
     # Nothing to resume from is an error that says so; so is a checkpoint of another plan.
     r = run_mapctl("run", GPT, *adam, "--resume", str(tmp_path / "none"))
     assert r.returncode == 1 and "no committed checkpoint" in r.stderr
@@ -356,6 +359,7 @@ def test_pipeline_stages_reproduce_one_process_and_their_memory(tmp_path):
     assert [s["step"] for s in resumed["steps"]] == [6, 7, 8, 9, 10]
     for a, b in zip(full["steps"][5:], resumed["steps"]):
         assert abs(a["loss"] - b["loss"]) <= 1e-6 * abs(a["loss"]), (a, b)
+        assert a["lr"] == b["lr"] == 0.01, (a, b)  # each stage reports its step's rate
     # Without --micro-batches a pipeline takes the planner's count (at least one per stage).
     r = _json_run(gpt4, *TRAIN, "--ranks", "4", "--pipeline-stages", "2")
     assert r["pipeline_stages"] == 2 and r["micro_batches"] >= 2, r

@@ -445,5 +445,76 @@ TEST(OptimizerTest, Bf16ParametersStepThroughFp32Masters) {
   EXPECT_EQ((*other)->StateBytes(), 3 * 4 * 4);
 }
 
+// Learning-rate schedules (lr_schedule.h): a linear warm-up to the peak, then a cosine or linear
+// decay to the floor at the run's last step, held after it; constant after the warm-up.
+TEST(LrScheduleTest, WarmUpThenCosineOrLinearToTheFloor) {
+  LrSchedule s;
+  s.kind = LrSchedule::Kind::kCosine;
+  s.warmup_steps = 4;
+  s.min_lr = 0.1;
+  s.total_steps = 14;
+  ASSERT_TRUE(s.Validate(1.0).ok());
+  EXPECT_DOUBLE_EQ(LearningRateAt(s, 1.0, 1), 0.25);
+  EXPECT_DOUBLE_EQ(LearningRateAt(s, 1.0, 4), 1.0);
+  EXPECT_NEAR(LearningRateAt(s, 1.0, 9), 0.55, 1e-12);  // half way: the cosine's middle
+  EXPECT_NEAR(LearningRateAt(s, 1.0, 6), 0.1 + 0.9 * 0.5 * (1 + std::cos(M_PI * 0.2)), 1e-12);
+  EXPECT_DOUBLE_EQ(LearningRateAt(s, 1.0, 14), 0.1);
+  EXPECT_DOUBLE_EQ(LearningRateAt(s, 1.0, 20), 0.1);
+  s.kind = LrSchedule::Kind::kLinear;
+  EXPECT_NEAR(LearningRateAt(s, 1.0, 9), 0.55, 1e-12);
+  EXPECT_NEAR(LearningRateAt(s, 1.0, 6), 1.0 - 0.9 * 0.2, 1e-12);
+  EXPECT_DOUBLE_EQ(LearningRateAt(s, 1.0, 14), 0.1);
+  s.kind = LrSchedule::Kind::kConstant;
+  s.min_lr = 0;
+  EXPECT_DOUBLE_EQ(LearningRateAt(s, 2.0, 2), 1.0);
+  EXPECT_DOUBLE_EQ(LearningRateAt(s, 2.0, 5), 2.0);
+  EXPECT_DOUBLE_EQ(LearningRateAt(LrSchedule(), 2.0, 1), 2.0);
+  // Errors name the flag to change.
+  EXPECT_THAT(std::string(ParseLrScheduleKind("step").status().message()), HasSubstr("constant, cosine or linear"));
+  LrSchedule bad = s;
+  bad.min_lr = 0.5;
+  EXPECT_THAT(std::string(bad.Validate(1.0).message()), HasSubstr("--lr-schedule cosine or linear"));
+  bad.kind = LrSchedule::Kind::kCosine;
+  bad.min_lr = 2;
+  EXPECT_THAT(std::string(bad.Validate(1.0).message()), HasSubstr("--min-lr"));
+  bad.min_lr = 0;
+  bad.warmup_steps = 14;
+  EXPECT_THAT(std::string(bad.Validate(1.0).message()), HasSubstr("fewer --warmup-steps"));
+  bad.warmup_steps = -1;
+  EXPECT_THAT(std::string(bad.Validate(1.0).message()), HasSubstr("--warmup-steps"));
+}
+
+// The optimizer updates at the schedule's rate of each step, and one restored at step 3 goes on
+// at step 4's rate (a resumed run continues its schedule).
+TEST(OptimizerTest, StepsAtTheScheduledRateAndResumesIt) {
+  OptimizerOptions o;
+  o.kind = OptimizerOptions::Kind::kSgd;
+  o.lr = 1.0;
+  o.schedule.kind = LrSchedule::Kind::kCosine;
+  o.schedule.warmup_steps = 2;
+  o.schedule.total_steps = 6;
+  at::Tensor p = at::zeros({3}).requires_grad_(true);
+  auto opt = Optimizer::Create(o, {{"p", p}});
+  ASSERT_TRUE(opt.ok()) << opt.status();
+  double moved = 0;
+  for (int64_t step = 1; step <= 6; ++step) {
+    EXPECT_DOUBLE_EQ((*opt)->NextLearningRate(), LearningRateAt(o.schedule, 1.0, step));
+    p.mutable_grad() = at::ones({3});
+    ASSERT_TRUE((*opt)->Step().ok());
+    moved += LearningRateAt(o.schedule, 1.0, step);
+    EXPECT_NEAR(p[0].item<double>(), -moved, 1e-6) << "step " << step;
+  }
+  EXPECT_NEAR(moved, 0.5 + 1.0 + 0.5 * (1 + std::cos(M_PI * 0.25)) + 0.5 + 0.5 * (1 + std::cos(M_PI * 0.75)) + 0.0, 1e-9);
+  at::Tensor q = at::zeros({3}).requires_grad_(true);
+  auto resumed = Optimizer::Create(o, {{"p", q}});
+  ASSERT_TRUE(resumed.ok());
+  ASSERT_TRUE((*resumed)->Restore((*opt)->State(), 3).ok());
+  q.mutable_grad() = at::ones({3});
+  ASSERT_TRUE((*resumed)->Step().ok());
+  EXPECT_NEAR(q[0].item<double>(), -LearningRateAt(o.schedule, 1.0, 4), 1e-6);
+  o.schedule.total_steps = 2;  // no step left to decay over
+  EXPECT_THAT(std::string(Optimizer::Create(o, {{"p", q}}).status().message()), HasSubstr("fewer --warmup-steps"));
+}
+
 }  // namespace
 }  // namespace mapd

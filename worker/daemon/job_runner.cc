@@ -27,6 +27,7 @@ void DeclareJobMetrics(MetricsRegistry* m) {
            m->Histogram("mapd_worker_step_seconds", "Wall time of a training step on a rank.",
                         {0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60}),
            m->Gauge("mapd_worker_loss", "The training loss of the last step (every rank reports the global loss)."),
+           m->Gauge("mapd_worker_learning_rate", "The learning rate of the last step's update (the job's schedule)."),
            m->Gauge("mapd_worker_items_per_second", "Training throughput at the last step, in the job's units (tokens or samples) per second."),
            m->Gauge("mapd_worker_model_flops_utilization",
                     "Model FLOPs utilisation at the last step: the model's forward and backward FLOPs over (step time x ranks x peak FLOP/s)."),
@@ -93,7 +94,9 @@ void JobRunner::OnStep(int rank, const v1::StepDone& d) {
   s->set_loss(d.loss());
   s->set_seconds(d.seconds());
   s->set_peak_bytes(d.peak_bytes());
+  s->set_lr(d.lr());
   metrics_->Set("mapd_worker_step", labels, static_cast<double>(d.step()));
+  metrics_->Set("mapd_worker_learning_rate", labels, d.lr());
   metrics_->Observe("mapd_worker_step_seconds", labels, d.seconds());
   metrics_->Set("mapd_worker_loss", labels, d.loss());
   metrics_->Set("mapd_worker_memory_peak_bytes", labels, static_cast<double>(d.peak_bytes()));
@@ -138,6 +141,9 @@ absl::StatusOr<v1::RankJob> JobRunner::RankJobOf() const {
   job.set_steps(a.steps());
   job.set_optimizer(a.optimizer());
   job.set_lr(a.lr());
+  job.set_lr_schedule(a.lr_schedule());
+  job.set_warmup_steps(a.warmup_steps());
+  job.set_min_lr(a.min_lr());
   job.set_seed(a.seed());
   // --data synthetic | text:FILE | tokens:FILE
   const size_t colon = a.data().find(':');

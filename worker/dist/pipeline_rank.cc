@@ -212,6 +212,7 @@ absl::StatusOr<StepResult> PipelineRank::Step(const RankTrainer::LocalBatch& bat
   StepResult r;
   r.step = trainer_->steps();
   r.loss = loss.item<double>();
+  r.lr = trainer_->LearningRate();
   r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return r;
 }

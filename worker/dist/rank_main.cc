@@ -71,6 +71,9 @@ absl::StatusOr<LocalTrainingOptions> TrainingOptionsOf(const v1::RankJob& job) {
   t.steps = job.steps();
   t.optimizer = job.optimizer();
   t.lr = job.lr();
+  t.lr_schedule = job.lr_schedule().empty() ? "constant" : job.lr_schedule();
+  t.warmup_steps = job.warmup_steps();
+  t.min_lr = job.min_lr();
   t.weight_decay = job.weight_decay();
   t.max_grad_norm = job.max_grad_norm();
   t.seed = job.seed();
@@ -167,6 +170,7 @@ absl::Status TrainRank(RankT& trainer, RankContext& c) {
       d->set_step(s);
       d->set_loss(r->loss);
       d->set_seconds(r->seconds);
+      d->set_lr(r->lr);
       d->set_peak_bytes(c.memory.peak_bytes());
       d->set_live_bytes(c.memory.live_bytes());
       for (const auto& [kind, use] : c.collectives) {

@@ -95,6 +95,10 @@ absl::StatusOr<v1::RankCheckpoint> RankTrainer::Save() const {
   return c;
 }
 
+double RankTrainer::LearningRate() const {
+  return LearningRateAt(optimizer_->options().schedule, optimizer_->options().lr, optimizer_->steps());
+}
+
 absl::StatusOr<at::Tensor> RankTrainer::ReadableBlock(size_t i) const {
   const at::Tensor& block = trainable_[i].second;
   if (program_.zero_stage() < 3 || zero_of_[i] < 0) return block.detach().clone();
@@ -886,6 +890,7 @@ absl::StatusOr<StepResult> RankTrainer::Step(const LocalBatch& batch) {
   StepResult r;
   r.step = steps_;
   r.loss = loss->item<double>();
+  r.lr = LearningRate();
   r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return r;
 }

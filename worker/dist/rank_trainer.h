@@ -113,6 +113,8 @@ class RankTrainer {
   absl::StatusOr<std::vector<std::pair<std::string, at::Tensor>>> Blocks() const;
   const v1::RankProgram& program() const { return program_; }
   int64_t steps() const { return steps_; }
+  // The learning rate of the last update (its schedule's at the optimizer's step count).
+  double LearningRate() const;
 
   // This rank's state after the steps taken so far, and putting one back (the same program:
   // parameter names and block shapes must match, INVALID_ARGUMENT otherwise).

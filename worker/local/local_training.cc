@@ -17,7 +17,13 @@ absl::Status LocalTrainingOptions::Validate() const {
   if (weight_decay < 0) return absl::InvalidArgumentError("weight decay must not be negative");
   if (max_grad_norm < 0) return absl::InvalidArgumentError("max grad norm must not be negative");
   if (memory_cap < 0) return absl::InvalidArgumentError("the memory cap must not be negative");
-  return absl::OkStatus();
+  auto schedule = ScheduleOf(*this);
+  if (!schedule.ok()) return schedule.status();
+  return schedule->Validate(lr);
+}
+
+absl::StatusOr<LrSchedule> ScheduleOf(const LocalTrainingOptions& options) {
+  return MakeLrSchedule(options.lr_schedule, options.warmup_steps, options.min_lr, options.steps);
 }
 
 OptimizerOptions MakeOptimizerOptions(const LocalTrainingOptions& options) {
@@ -27,6 +33,7 @@ OptimizerOptions MakeOptimizerOptions(const LocalTrainingOptions& options) {
   o.lr = options.lr;
   o.weight_decay = options.weight_decay;
   o.max_grad_norm = options.max_grad_norm;
+  if (auto schedule = ScheduleOf(options); schedule.ok()) o.schedule = *schedule;  // (Validate reports a bad one)
   return o;
 }
 
@@ -73,7 +80,7 @@ absl::Status TrainLocally(const v1::Graph& graph, const LocalTrainingOptions& op
       return absl::FailedPreconditionError(absl::StrCat("the loss is ", step->loss, " at step ", step->step,
                                                         "; lower the learning rate (--lr) or clip gradients"));
     }
-    on_step({step->step, step->loss, step->seconds});
+    on_step({step->step, step->loss, step->seconds, step->lr});
   }
   if (final_parameters != nullptr) {
     const ParameterStore& store = (*trainer)->executor().parameters();

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "common/lr_schedule.h"
 #include "proto/mapd/v1/checkpoint.pb.h"
 #include "proto/mapd/v1/graph.pb.h"
 
@@ -17,7 +18,10 @@ namespace mapd {
 struct LocalTrainingOptions {
   int64_t steps = 100;              // > 0
   std::string optimizer = "adamw";  // sgd | momentum (SGD, momentum 0.9) | adamw
-  double lr = 1e-3;                 // > 0
+  double lr = 1e-3;                 // > 0: the peak rate under a schedule
+  std::string lr_schedule = "constant";  // constant | cosine | linear (common/lr_schedule.h), over `steps`
+  int64_t warmup_steps = 0;         // >= 0: linear warm-up steps
+  double min_lr = 0;                // cosine and linear: the rate the decay ends at
   double weight_decay = 0.0;        // >= 0
   double max_grad_norm = 0.0;       // > 0: clip the global gradient norm
   uint64_t seed = 0;                // parameters, data, dropout
@@ -29,10 +33,14 @@ struct LocalTrainingOptions {
   absl::Status Validate() const;
 };
 
+// The learning-rate schedule `options` asks for, over its steps; INVALID_ARGUMENT for an unknown kind.
+absl::StatusOr<LrSchedule> ScheduleOf(const LocalTrainingOptions& options);
+
 struct LocalStep {
   int64_t step = 0;
   double loss = 0;
   double seconds = 0;
+  double lr = 0;  // the learning rate this step's update used
 };
 
 // Runs `options.steps` steps of `graph` (output 0 is the scalar loss), calling `on_step` after

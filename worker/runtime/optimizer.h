@@ -41,6 +41,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "common/lr_schedule.h"
 
 namespace mapd {
 
@@ -54,6 +55,8 @@ struct OptimizerOptions {
   double beta2 = 0.999;        // AdamW, in [0, 1)
   double eps = 1e-8;           // AdamW, > 0
   double max_grad_norm = 0.0;  // > 0: clip the global L2 norm of all gradients first
+  // The rate of each step (lr_schedule.h): `lr` is its peak; the default keeps it constant.
+  LrSchedule schedule;
 };
 
 // "sgd" or "adamw"; INVALID_ARGUMENT otherwise.
@@ -74,6 +77,9 @@ class Optimizer {
   const OptimizerOptions& options() const { return options_; }
   // Steps taken (calls of Step()).
   int64_t steps() const { return steps_; }
+  // The learning rate the next Step() uses (the schedule at steps() + 1); after a Step(), what
+  // it used is LearningRateAt(options().schedule, options().lr, steps()).
+  double NextLearningRate() const { return LearningRateAt(options_.schedule, options_.lr, steps_ + 1); }
   // Bytes of optimizer state now allocated.
   int64_t StateBytes() const;
 
@@ -108,6 +114,7 @@ class Optimizer {
   OptimizerOptions options_;
   std::vector<Slot> slots_;
   int64_t steps_ = 0;
+  double lr_ = 0;  // this step's rate (the schedule's), set by Step()
 };
 
 }  // namespace mapd

@@ -32,6 +32,7 @@ struct StepResult {
   int64_t step = 0;      // 1 for the first step
   double loss = 0;       // the loss of the forward pass (before the update)
   double seconds = 0;    // wall time of the whole step
+  double lr = 0;         // the learning rate of its update (the schedule's)
 };
 
 class Trainer {

@@ -37,7 +37,7 @@ absl::Status ValidateOptimizerOptions(const OptimizerOptions& o) {
   if (o.kind == OptimizerOptions::Kind::kAdamW && o.momentum != 0) {
     return absl::InvalidArgumentError("momentum is an SGD option; AdamW uses beta1/beta2");
   }
-  return absl::OkStatus();
+  return o.schedule.Validate(o.lr);
 }
 
 absl::StatusOr<std::unique_ptr<Optimizer>> Optimizer::Create(const OptimizerOptions& options,
@@ -122,9 +122,9 @@ void Optimizer::UpdateSgd(Slot& s, at::Tensor& p, at::Tensor& g) {
     } else {
       s.buf1.mul_(o.momentum).add_(g);
     }
-    p.add_(s.buf1, -o.lr);
+    p.add_(s.buf1, -lr_);
   } else {
-    p.add_(g, -o.lr);
+    p.add_(g, -lr_);
   }
 }
 
@@ -135,7 +135,7 @@ void Optimizer::UpdateAdamW(Slot& s, at::Tensor& p, at::Tensor& g) {
     s.buf2 = at::zeros_like(p, at::MemoryFormat::Preserve);
   }
   ++s.steps;
-  if (o.weight_decay != 0) p.mul_(1 - o.lr * o.weight_decay);
+  if (o.weight_decay != 0) p.mul_(1 - lr_ * o.weight_decay);
   const double bc1 = 1 - std::pow(o.beta1, static_cast<double>(s.steps));
   const double bc2 = 1 - std::pow(o.beta2, static_cast<double>(s.steps));
   s.buf1.mul_(o.beta1).add_(g, 1 - o.beta1);
@@ -143,12 +143,13 @@ void Optimizer::UpdateAdamW(Slot& s, at::Tensor& p, at::Tensor& g) {
   // The gradient is not needed any more: its storage becomes the denominator.
   at::sqrt_out(g, s.buf2);
   g.div_(std::sqrt(bc2)).add_(o.eps);
-  p.addcdiv_(s.buf1, g, -(o.lr / bc1));
+  p.addcdiv_(s.buf1, g, -(lr_ / bc1));
 }
 
 absl::Status Optimizer::Step() {
   at::NoGradGuard no_grad;
   ++steps_;
+  lr_ = LearningRateAt(options_.schedule, options_.lr, steps_);
   return CatchTorch(absl::StrCat("optimizer step ", steps_), [&] {
     if (options_.max_grad_norm > 0) ClipGradients();
     for (Slot& s : slots_) {
@@ -223,6 +224,7 @@ absl::StatusOr<StepResult> Trainer::Step(const TensorMap& batch) {
   StepResult r;
   r.step = step;
   r.loss = loss_value;
+  r.lr = LearningRateAt(optimizer_->options().schedule, optimizer_->options().lr, optimizer_->steps());
   r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return r;
 }
