@@ -498,9 +498,9 @@ TEST(OptimizerTest, StepsAtTheScheduledRateAndResumesIt) {
   ASSERT_TRUE(opt.ok()) << opt.status();
   double moved = 0;
   for (int64_t step = 1; step <= 6; ++step) {
-    EXPECT_DOUBLE_EQ((*opt)->NextLearningRate(), LearningRateAt(o.schedule, 1.0, step));
     p.mutable_grad() = at::ones({3});
     ASSERT_TRUE((*opt)->Step().ok());
+    EXPECT_DOUBLE_EQ((*opt)->learning_rate(), LearningRateAt(o.schedule, 1.0, step));
     moved += LearningRateAt(o.schedule, 1.0, step);
     EXPECT_NEAR(p[0].item<double>(), -moved, 1e-6) << "step " << step;
   }

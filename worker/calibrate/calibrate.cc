@@ -55,6 +55,13 @@ double TimePerCall(const std::function<void()>& fn, double min_seconds) {
   return elapsed / static_cast<double>(calls);
 }
 
+// The median of `v` (the mean of the middle two for an even count).
+double Median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const size_t h = v.size() / 2;
+  return v.size() % 2 == 1 ? v[h] : (v[h - 1] + v[h]) / 2;
+}
+
 // One step of a small MLP trained as a rank trains (forward and backward: matrix products, GELU,
 // layer norm, a sum; a few milliseconds here).
 struct SmallTrainingStep {
@@ -105,8 +112,7 @@ absl::StatusOr<double> BusyAllReduceSeconds(Communicator& group, int repeats) {
     }
     inside.push_back(seconds / pairs);
   }
-  std::nth_element(inside.begin(), inside.begin() + kRounds / 2, inside.end());
-  return inside[kRounds / 2];
+  return Median(std::move(inside));
 }
 
 // Rank `rank` of `ranks` in a process of its own: joins the group at the store on `port`, times
@@ -301,9 +307,10 @@ absl::StatusOr<double> ComputeSpeed(int64_t ranks, double min_seconds) {
   return std::min(1.0, alone / (total / static_cast<double>(ranks)));
 }
 
-// One round of the single-process measurements: the matmul rates, bandwidth, per-kernel overhead
-// and elementwise rates of `p` (the rest of it untouched).
-absl::Status MeasureCompute(const CalibrateOptions& options, DeviceProfile& p) {
+// One round of the single-process measurements: a profile with the matmul rates, bandwidth,
+// per-kernel overhead and elementwise rates (nothing else set).
+absl::StatusOr<DeviceProfile> MeasureCompute(const CalibrateOptions& options) {
+  DeviceProfile p;
   try {
     const int64_t n = options.matmul_size;
     at::Tensor a = at::randn({n, n});
@@ -311,7 +318,6 @@ absl::Status MeasureCompute(const CalibrateOptions& options, DeviceProfile& p) {
     const double mm32 = TimePerCall([&] { (void)at::matmul(a, b); }, options.min_seconds);
     p.fp32_flops = 2.0 * n * n * n / mm32;
     // Smaller products, down to 16 x 16: far below the peak here (dispatch, cache, packing).
-    p.matmul_rates.clear();
     for (int64_t s = 16; s < n; s *= 2) {
       at::Tensor x = at::randn({s, s}), y = at::randn({s, s});
       const double t = TimePerCall([&] { (void)at::matmul(x, y); }, options.min_seconds / 4);
@@ -338,12 +344,11 @@ absl::Status MeasureCompute(const CalibrateOptions& options, DeviceProfile& p) {
         },
         options.min_seconds / 3);
     p.kernel_overhead_seconds = chain / (2 * kChain + 2);
-    p.op_rates.clear();
     p.vector_flops = VectorFlops(options.min_seconds, &p.op_rates);
   } catch (const std::exception& e) {
     return absl::InternalError(absl::StrCat("calibrate: LibTorch error: ", e.what()));
   }
-  return absl::OkStatus();
+  return p;
 }
 
 // One round of the measurements among `ranks` local processes: their collectives' fit and
@@ -355,12 +360,6 @@ absl::StatusOr<HostCollectives> MeasureHost(const CalibrateOptions& options, int
   if (!speed.ok()) return speed.status();
   fit->compute_speed = *speed;
   return *fit;
-}
-
-double Median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const size_t h = v.size() / 2;
-  return v.size() % 2 == 1 ? v[h] : (v[h - 1] + v[h]) / 2;
 }
 
 // Each figure of `rounds` (same shape: one calibration's rounds) replaced by its median over them.
@@ -404,14 +403,14 @@ absl::StatusOr<DeviceProfile> CalibrateCpu(const CalibrateOptions& options) {
   // overpredicted every plan by 1.1-1.5x.
   std::vector<DeviceProfile> rounds;
   for (int r = 0; r < options.rounds; ++r) {
-    DeviceProfile p;
-    if (auto st = MeasureCompute(options, p); !st.ok()) return st;
+    auto p = MeasureCompute(options);
+    if (!p.ok()) return p.status();
     for (int64_t ranks : options.collective_ranks) {
       auto host = MeasureHost(options, ranks);
       if (!host.ok()) return host.status();
-      p.host_collectives.push_back(*host);
+      p->host_collectives.push_back(*host);
     }
-    rounds.push_back(std::move(p));
+    rounds.push_back(*std::move(p));
   }
   DeviceProfile p = MedianProfile(rounds);
   p.name = options.name;

@@ -95,9 +95,7 @@ absl::StatusOr<v1::RankCheckpoint> RankTrainer::Save() const {
   return c;
 }
 
-double RankTrainer::LearningRate() const {
-  return LearningRateAt(optimizer_->options().schedule, optimizer_->options().lr, optimizer_->steps());
-}
+double RankTrainer::LearningRate() const { return optimizer_->learning_rate(); }
 
 absl::StatusOr<at::Tensor> RankTrainer::ReadableBlock(size_t i) const {
   const at::Tensor& block = trainable_[i].second;

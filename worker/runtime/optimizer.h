@@ -77,9 +77,8 @@ class Optimizer {
   const OptimizerOptions& options() const { return options_; }
   // Steps taken (calls of Step()).
   int64_t steps() const { return steps_; }
-  // The learning rate the next Step() uses (the schedule at steps() + 1); after a Step(), what
-  // it used is LearningRateAt(options().schedule, options().lr, steps()).
-  double NextLearningRate() const { return LearningRateAt(options_.schedule, options_.lr, steps_ + 1); }
+  // The learning rate the last Step() used (its schedule's at steps()); 0 before the first.
+  double learning_rate() const { return lr_; }
   // Bytes of optimizer state now allocated.
   int64_t StateBytes() const;
 

@@ -224,7 +224,7 @@ absl::StatusOr<StepResult> Trainer::Step(const TensorMap& batch) {
   StepResult r;
   r.step = step;
   r.loss = loss_value;
-  r.lr = LearningRateAt(optimizer_->options().schedule, optimizer_->options().lr, optimizer_->steps());
+  r.lr = optimizer_->learning_rate();
   r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return r;
 }
