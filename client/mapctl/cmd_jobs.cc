@@ -221,7 +221,7 @@ int RunSubmit(SubmitArgs a) {
   spec.set_lr_schedule(a.lr_schedule);
   spec.set_warmup_steps(a.warmup_steps);
   spec.set_min_lr(a.min_lr);
-  spec.set_data(a.data);  // text:FILE / tokens:FILE: relative to the workers' --data-root, as given
+  spec.set_data(a.data);  // text:FILE / tokens:FILE / npy:A[,B]: relative to the workers' --data-root, as given
   spec.set_zero(a.zero);
   spec.set_recompute(a.recompute);
   spec.set_micro_batches(a.micro_batches);

@@ -9,6 +9,7 @@
 #include "client/mapctl/commands.h"
 #include "client/mapctl/model_loader.h"
 #include "common/bytes.h"
+#include "common/data_spec.h"
 #include "planner/graph/mixed_precision.h"
 #include "planner/ir/tensor_type.h"
 #include "planner/profile/profile_options.h"
@@ -29,13 +30,10 @@ absl::StatusOr<LocalTrainingOptions> MakeTrainingOptions(const RunArgs& args) {
   options.max_grad_norm = args.clip;
   options.seed = args.seed;
   options.device = args.device;
-  // --data synthetic | text:FILE | tokens:FILE
-  const size_t colon = args.data.find(':');
-  options.data = args.data.substr(0, colon);
-  if (colon != std::string::npos) options.data_path = args.data.substr(colon + 1);
-  if (options.data != "synthetic" && options.data_path.empty()) {
-    return absl::InvalidArgumentError(absl::StrCat("--data ", args.data, ": give the file as ", options.data, ":PATH"));
-  }
+  auto data = ParseDataSpec(args.data);  // synthetic | text:FILE | tokens:FILE | npy:INPUTS[,TARGETS]
+  if (!data.ok()) return data.status();
+  options.data = data->kind;
+  options.data_path = data->JoinedFiles();
   if (!args.memory_per_device.empty()) {
     auto cap = ParseBytes(args.memory_per_device);
     if (!cap.ok()) return cap.status();

@@ -52,7 +52,7 @@ struct RunArgs {
   double weight_decay = 0.0;
   double clip = 0.0;
   uint64_t seed = 0;
-  std::string data = "synthetic";  // synthetic | text:FILE | tokens:FILE
+  std::string data = "synthetic";  // synthetic | text:FILE | tokens:FILE | npy:INPUTS[,TARGETS]
   std::string device = "cpu";
   int64_t log_every = 10;
   std::string format = "table";

@@ -106,7 +106,8 @@ int main(int argc, char** argv) {
   run->add_option("--clip", run_args.clip, "Clip the global gradient norm to this (0: off)")->capture_default_str();
   run->add_option("--seed", run_args.seed, "Seed of the weights, data and dropout")->capture_default_str();
   run->add_option("--data", run_args.data,
-                  "synthetic, text:FILE (bytes as tokens; vocab >= 256) or tokens:FILE (little-endian uint16 ids)")
+                  "synthetic, text:FILE (bytes as tokens; vocab >= 256), tokens:FILE (little-endian uint16 ids) or "
+                  "npy:INPUTS[,TARGETS] (NumPy arrays of samples for the model's first inputs)")
       ->capture_default_str();
   run->add_option("--device", run_args.device, "cpu, or cuda[:N] where LibTorch has CUDA; with --ranks: cpu (Gloo) or cuda (NCCL, rank r on GPU r)")->capture_default_str();
   run->add_option("--log-every", run_args.log_every, "Print every N steps")->check(CLI::PositiveNumber)->capture_default_str();
@@ -246,7 +247,7 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   submit->add_option("--warmup-steps", submit_args.warmup_steps, "Steps of linear warm-up to --lr")->check(CLI::NonNegativeNumber)->capture_default_str();
   submit->add_option("--min-lr", submit_args.min_lr, "The rate a cosine or linear schedule ends at")->check(CLI::NonNegativeNumber)->capture_default_str();
-  submit->add_option("--data", submit_args.data, "synthetic | text:FILE | tokens:FILE (paths on the workers)")->capture_default_str();
+  submit->add_option("--data", submit_args.data, "synthetic | text:FILE | tokens:FILE | npy:INPUTS[,TARGETS] (paths under the workers' --data-root)")->capture_default_str();
   submit->add_option("--zero", submit_args.zero, "ZeRO stage: auto | 0 | 1 | 2 | 3")->capture_default_str();
   submit->add_option("--recompute", submit_args.recompute, "auto | off | all | LAYER,...")->capture_default_str();
   submit->add_option("--micro-batches", submit_args.micro_batches,

@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "common/data_spec.h"
 #include "common/lr_schedule.h"
 #include "planner/profile/device_profile.h"
 
@@ -15,17 +16,19 @@ namespace mapd {
 
 namespace {
 
-// text:FILE and tokens:FILE name a file under the workers' --data-root: relative, without '..'
-// and bounded, so that a job cannot read what the operator did not put there.
-absl::Status CheckDataFile(const std::string& data) {
-  const size_t colon = data.find(':');
-  if (colon == std::string::npos) return absl::OkStatus();
-  const std::string file = data.substr(colon + 1);
-  bool parent = false;
-  for (absl::string_view part : absl::StrSplit(file, '/')) parent = parent || part == "..";
-  if (file.empty() || file.size() > 1024 || file[0] == '/' || parent || file.find('\0') != std::string::npos) {
-    return absl::InvalidArgumentError(absl::StrCat("data '", data.substr(0, colon), ":", file.substr(0, 200),
-                                                   "': give a file relative to the workers' --data-root, without '..'"));
+// text:FILE, tokens:FILE and npy:INPUTS[,TARGETS] name files under the workers' --data-root:
+// relative, without '..' and bounded (ParseDataSpec), so that a job cannot read what the
+// operator did not put there.
+absl::Status CheckDataFiles(const std::string& data) {
+  auto spec = ParseDataSpec(data.empty() ? "synthetic" : data);
+  if (!spec.ok()) return spec.status();
+  for (const std::string& file : spec->files) {
+    bool parent = false;
+    for (absl::string_view part : absl::StrSplit(file, '/')) parent = parent || part == "..";
+    if (file[0] == '/' || parent) {
+      return absl::InvalidArgumentError(absl::StrCat("data '", spec->kind, ":", file.substr(0, 200),
+                                                     "': give a file relative to the workers' --data-root, without '..'"));
+    }
   }
   return absl::OkStatus();
 }
@@ -115,11 +118,7 @@ absl::Status ValidateJobSpec(const v1::JobSpec& s, const SpecLimits& limits) {
   }
   static const std::set<std::string> precisions = {"", "auto", "fp32", "bf16"};
   if (!precisions.count(s.precision())) return bad("precision '", s.precision(), "' is not one of auto, fp32, bf16");
-  const std::string& d = s.data();
-  if (!d.empty() && d != "synthetic" && d.rfind("text:", 0) != 0 && d.rfind("tokens:", 0) != 0) {
-    return bad("data '", d, "' is not synthetic, text:FILE or tokens:FILE");
-  }
-  if (auto st = CheckDataFile(d); !st.ok()) return st;
+  if (auto st = CheckDataFiles(s.data()); !st.ok()) return st;
   if (!s.device_type().empty() && FindDeviceProfile(s.device_type()) == nullptr) {
     std::vector<std::string> names;
     for (const DeviceProfile& p : KnownDeviceProfiles()) names.push_back(p.name);

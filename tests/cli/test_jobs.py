@@ -543,3 +543,34 @@ def test_a_job_runs_in_micro_batches(tmp_path):
         assert bad.returncode != 0 and "precision 'fp8'" in bad.stderr, bad.stderr
     finally:
         stop_all(proc, workers)
+
+
+def test_a_job_trains_on_numpy_arrays_under_the_workers_data_root(tmp_path, models):
+    """npy:IMAGES,LABELS in a job: both files resolved under the worker's --data-root, the ranks
+    train on them; a path out of the root is refused at submission, a file missing there fails
+    the job saying so."""
+    from test_run_ranks import _save_image_classes
+    d, _ = models
+    data = tmp_path / "data"
+    data.mkdir()
+    _save_image_classes(data)
+    model = (str(d / "resnet_trace_train.pt"), "--input", "x:f32[8,3,32,32]", "--ranks", "2")
+    proc, port = start_mapd(tmp_path / "jobs.db", "--lease-seconds", "2", "--heartbeat-seconds", "0.25")
+    env = {"MAPD_ADDRESS": f"127.0.0.1:{port}", "MAPD_TOKEN": TOKEN}
+    workers = []
+    try:
+        workers = [start_worker(env, tmp_path, "alpha", "--data-root", str(data))]
+        mapctl(env, "submit", *model, "--steps", "20", "--lr", "0.003", "--data", "npy:images.npy,labels.npy", check=0)
+        assert mapctl(env, "watch", "1", check=None).returncode == 0
+        events = json.loads(mapctl(env, "logs", "1", "-o", "json", check=0).stdout)
+        losses = [e["loss"] for e in events if int(e.get("step", 0)) > 0]
+        assert events[-1]["state"] == "SUCCEEDED" and len(losses) == 20, events[-1]
+        assert sum(losses[-5:]) / 5 < 0.9 * sum(losses[:5]) / 5, losses
+        bad = mapctl(env, "submit", *model, "--data", "npy:images.npy,../labels.npy")
+        assert bad.returncode != 0 and "without '..'" in bad.stderr, bad.stderr
+        mapctl(env, "submit", *model, "--steps", "2", "--data", "npy:images.npy,missing.npy", check=0)
+        assert mapctl(env, "watch", "2", check=None).returncode != 0
+        messages = [e["message"] for e in json.loads(mapctl(env, "logs", "2", "-o", "json", check=0).stdout)]
+        assert any("job data 'missing.npy' is not a readable file under this worker's --data-root" in m for m in messages), messages
+    finally:
+        stop_all(proc, workers)

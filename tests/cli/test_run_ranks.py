@@ -433,3 +433,35 @@ def test_check_reference_tells_adams_rounding_noise_from_a_broken_plan(models, t
 
     bad = run_mapctl("run", "--plan", str(broken), "--steps", "20", "--check-reference", check=1)
     assert "differs from one process's" in bad.stderr or "losses differ" in bad.stderr, bad.stderr
+
+
+def _save_image_classes(directory, n=64, classes=10, seed=0):
+    """n 3x32x32 images of `classes` classes (a fixed pattern each, plus noise) and their labels,
+    saved with numpy.save as float32 and int64: what a user saves from torchvision."""
+    script = (f"import numpy as np; r = np.random.default_rng({seed}); y = r.integers(0, {classes}, size={n}); "
+              f"p = r.standard_normal(({classes}, 3, 32, 32)).astype(np.float32); "
+              f"x = p[y] + 0.5 * r.standard_normal(({n}, 3, 32, 32)).astype(np.float32); "
+              f"np.save('{directory}/images.npy', x); np.save('{directory}/labels.npy', y)")
+    subprocess.run(["/usr/bin/python3", "-c", script], check=True, timeout=60)
+    return directory / "images.npy", directory / "labels.npy"
+
+
+def test_a_cnn_trains_from_numpy_arrays_on_four_ranks(models, tmp_path):
+    """npy:IMAGES,LABELS: a traced ResNet trains on saved arrays on 4 ranks under MAP's plan, every
+    rank drawing the same global batches and keeping its block (one process's losses), and its
+    loss falls; arrays that do not fit the model are refused by name."""
+    out, _ = models
+    images, labels = _save_image_classes(tmp_path)
+    model = (str(out / "resnet_trace_train.pt"), "--input", "x:f32[8,3,32,32]")
+    r = _json_run(*model, "--data", f"npy:{images},{labels}", "--ranks", "4", "--steps", "30", "--optimizer", "adamw",
+                  "--lr", "0.003", "--log-every", "1", "--check-reference")
+    _assert_matches_one_process_and_prediction(r, "resnet from npy")
+    losses = [s["loss"] for s in r["steps"]]
+    assert len(losses) == 30 and sum(losses[-5:]) / 5 < 0.85 * sum(losses[:5]) / 5, losses
+    # Another seed draws other batches from the same arrays.
+    other = _json_run(*model, "--data", f"npy:{images},{labels}", "--steps", "2", "--seed", "1", "--log-every", "1")
+    assert other["steps"][0]["loss"] != losses[0], (other["steps"], losses[0])
+    bad = run_mapctl("run", *model, "--data", f"npy:{labels},{labels}", "--steps", "1")
+    assert bad.returncode != 0 and f"array '{labels}' has shape [64]; input 'x' is f32[8,3,32,32]" in bad.stderr, bad.stderr
+    bad = run_mapctl("run", *model, "--data", f"npy:{images},{labels},{labels}", "--steps", "1")
+    assert bad.returncode != 0 and "too many files" in bad.stderr, bad.stderr

@@ -11,6 +11,7 @@
 #include "common/allocator.h"
 #include "common/bytes.h"
 #include "common/checkpoint/checkpoint_commit.h"
+#include "common/data_spec.h"
 #include "common/file_io.h"
 #include "common/rpc/grpc_status.h"
 
@@ -86,6 +87,24 @@ TEST(Bytes, FormatsWithBinaryUnits) {
   EXPECT_EQ(FormatBytes(1536), "1.5 KiB");
   EXPECT_EQ(FormatBytes(320LL << 20), "320.0 MiB");
   EXPECT_EQ(FormatBytes(3LL << 39), "1.5 TiB");
+}
+
+TEST(DataSpec, KindsAndTheirFiles) {
+  EXPECT_TRUE(ParseDataSpec("synthetic")->files.empty());
+  EXPECT_EQ(ParseDataSpec("tokens:data/train.bin")->files, std::vector<std::string>{"data/train.bin"});
+  EXPECT_EQ(ParseDataSpec("text:a,b.txt")->files, std::vector<std::string>{"a,b.txt"});  // one file: ',' is npy's
+  auto npy = ParseDataSpec("npy:x.npy,y.npy");
+  ASSERT_TRUE(npy.ok()) << npy.status();
+  EXPECT_EQ(npy->kind, "npy");
+  EXPECT_EQ(npy->files, (std::vector<std::string>{"x.npy", "y.npy"}));
+  EXPECT_EQ(npy->JoinedFiles(), "x.npy,y.npy");
+  EXPECT_EQ(SplitDataFiles("npy", npy->JoinedFiles()), npy->files);
+  for (const char* bad : {"npy:x,y,z", "npy:", "npy:x,", "tokens", "text:", "synthetic:x", "images:x.npy", ""}) {
+    auto st = ParseDataSpec(bad).status();
+    EXPECT_EQ(st.code(), absl::StatusCode::kInvalidArgument) << bad;
+    EXPECT_THAT(std::string(st.message()), ::testing::HasSubstr("npy:INPUTS.npy[,TARGETS.npy]")) << bad;
+  }
+  EXPECT_FALSE(ParseDataSpec("tokens:" + std::string(1025, 'a')).ok());
 }
 
 class CommonFiles : public ::testing::Test {

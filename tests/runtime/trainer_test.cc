@@ -6,6 +6,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <fstream>
@@ -15,6 +16,7 @@
 #include "planner/zoo/zoo.h"
 #include "tests/runtime/test_models.h"
 #include "worker/runtime/data.h"
+#include "worker/runtime/data_files.h"
 #include "worker/runtime/optimizer.h"
 
 namespace mapd {
@@ -316,6 +318,116 @@ TEST(DataTest, TokenFiles) {
   std::remove(data.path.c_str());
   data.path = TempFile("odd.bin", "abc");
   EXPECT_THAT(MakeDataSource(g, data, at::kCPU).status().message(), HasSubstr("odd number"));
+  std::remove(data.path.c_str());
+}
+
+// An .npy file as numpy.save writes it (version 1 or 2), the header padded to 64 bytes.
+std::string Npy(const std::string& descr, const std::string& shape, const std::string& data, int version = 1,
+                bool fortran = false) {
+  std::string header = "{'descr': '" + descr + "', 'fortran_order': " + (fortran ? "True" : "False") + ", 'shape': " + shape + ", }";
+  const size_t prefix = version == 1 ? 10 : 12;
+  while ((prefix + header.size() + 1) % 64 != 0) header += ' ';
+  header += '\n';
+  std::string out = std::string("\x93NUMPY", 6) + static_cast<char>(version) + '\0';
+  for (size_t i = 0; i < prefix - 8; ++i) out += static_cast<char>((header.size() >> (8 * i)) & 0xff);
+  return out + header + data;
+}
+
+template <typename T>
+std::string Bytes(const std::vector<T>& v) {
+  return std::string(reinterpret_cast<const char*>(v.data()), v.size() * sizeof(T));
+}
+
+TEST(DataTest, NumPyHeaders) {
+  auto h = ParseNpyHeader("{'descr': '<f4', 'fortran_order': False, 'shape': (3, 4), }   \n");
+  ASSERT_TRUE(h.ok()) << h.status();
+  EXPECT_EQ(h->descr, "<f4");
+  EXPECT_EQ(h->shape, (std::vector<int64_t>{3, 4}));
+  EXPECT_EQ(ParseNpyHeader("{\"shape\": (5,), \"descr\": \"|u1\", \"fortran_order\": True}")->shape, std::vector<int64_t>{5});
+  EXPECT_TRUE(ParseNpyHeader("{'descr': '<f8', 'fortran_order': False, 'shape': ()}")->shape.empty());
+  for (const char* bad : {"{'descr': '<f4'", "{'descr': '<f4', 'fortran_order': False}", "{'shape': (3 4)}",
+                          "{'descr': '<f4', 'fortran_order': Maybe, 'shape': (1,)}", "{'kind': 1}",
+                          "{'descr': '<f4', 'fortran_order': False, 'shape': (-1,)} x"}) {
+    EXPECT_EQ(ParseNpyHeader(bad).status().code(), absl::StatusCode::kInvalidArgument) << bad;
+  }
+}
+
+TEST(DataTest, NumPyArraysFeedTheFirstInputsInEpochs) {
+  v1::Graph g = Zoo("mlp:batch=4,in=3,hidden=4,layers=1,out=5");  // features f32[4,3], labels [4]
+  std::vector<double> x;
+  std::vector<int64_t> y;
+  for (int i = 0; i < 6; ++i) {
+    for (int j = 0; j < 3; ++j) x.push_back(i * 3 + j);
+    y.push_back(i % 5);
+  }
+  DataOptions data;
+  data.source = DataOptions::Source::kNpy;
+  data.path = TempFile("x.npy", Npy("<f8", "(6, 3)", Bytes(x)));
+  data.targets_path = TempFile("y.npy", Npy("<i8", "(6,)", Bytes(y), 2));
+  data.seed = 3;
+  auto source = MakeDataSource(g, data, at::kCPU);
+  ASSERT_TRUE(source.ok()) << source.status();
+  std::vector<int64_t> rows;
+  for (int b = 0; b < 3; ++b) {  // 12 samples: two epochs of 6
+    auto batch = (*source)->Next();
+    ASSERT_TRUE(batch.ok()) << batch.status();
+    const at::Tensor f = batch->at("features"), l = batch->at("labels");
+    ASSERT_EQ(f.scalar_type(), at::kFloat);
+    ASSERT_EQ(f.sizes(), (std::vector<int64_t>{4, 3}));
+    for (int r = 0; r < 4; ++r) {
+      const int64_t row = static_cast<int64_t>(f[r][0].item<float>()) / 3;
+      EXPECT_EQ(f[r][2].item<float>(), row * 3 + 2);
+      EXPECT_EQ(l[r].item<int64_t>(), row % 5);  // a sample keeps its target
+      rows.push_back(row);
+    }
+  }
+  for (int epoch = 0; epoch < 2; ++epoch) {  // each epoch is a permutation of the six samples
+    std::vector<int64_t> e(rows.begin() + 6 * epoch, rows.begin() + 6 * (epoch + 1));
+    std::sort(e.begin(), e.end());
+    EXPECT_EQ(e, (std::vector<int64_t>{0, 1, 2, 3, 4, 5})) << "epoch " << epoch;
+  }
+  EXPECT_NE(std::vector<int64_t>(rows.begin(), rows.begin() + 6), std::vector<int64_t>(rows.begin() + 6, rows.end()));
+  // Only the inputs: the labels are synthetic.
+  DataOptions inputs_only = data;
+  inputs_only.targets_path.clear();
+  auto only = MakeDataSource(g, inputs_only, at::kCPU);
+  ASSERT_TRUE(only.ok()) << only.status();
+  EXPECT_LT((*(*only)->Next())["labels"].max().item<int64_t>(), 5);
+  std::remove(data.path.c_str());
+  std::remove(data.targets_path.c_str());
+}
+
+TEST(RuntimeErrorsTest, NumPyArraysThatDoNotFitAreRefusedByName) {
+  v1::Graph g = Zoo("mlp:batch=4,in=3,hidden=4,layers=1,out=5");
+  const std::vector<float> x(18, 1.0f);
+  DataOptions data;
+  data.source = DataOptions::Source::kNpy;
+  data.path = TempFile("x.npy", Npy("<f4", "(6, 3)", Bytes(x)));
+  auto refused = [&](const std::string& inputs, const std::string& targets) {
+    DataOptions d = data;
+    d.path = TempFile("in.npy", inputs);
+    if (!targets.empty()) d.targets_path = TempFile("t.npy", targets);
+    absl::Status st = MakeDataSource(g, d, at::kCPU).status();
+    std::remove(d.path.c_str());
+    if (!d.targets_path.empty()) std::remove(d.targets_path.c_str());
+    EXPECT_EQ(st.code(), absl::StatusCode::kInvalidArgument) << st;
+    return std::string(st.message());
+  };
+  const std::string good = Npy("<f4", "(6, 3)", Bytes(x));
+  EXPECT_THAT(refused(Npy("<f4", "(9, 2)", Bytes(x)), ""), HasSubstr("has shape [9, 2]; input 'features' is f32[4,3]: save its samples as [N, 3]"));
+  EXPECT_THAT(refused(good, Npy("<f4", "(6,)", Bytes(std::vector<float>(6)))), HasSubstr("holds floats; input 'labels'"));
+  EXPECT_THAT(refused(good, Npy("<i8", "(6,)", Bytes(std::vector<int64_t>{0, 1, 2, 3, 4, 5}))),
+              HasSubstr("holds values in [0, 5]; input 'labels' takes [0, 5)"));
+  EXPECT_THAT(refused(good, Npy("|u1", "(5,)", std::string(5, '\1'))), HasSubstr("has 5 samples and"));
+  EXPECT_THAT(refused(Npy("<f4", "(6, 3)", Bytes(x), 1, true), ""), HasSubstr("Fortran order"));
+  EXPECT_THAT(refused(Npy(">f4", "(6, 3)", Bytes(x)), ""), HasSubstr("element type '>f4'"));
+  EXPECT_THAT(refused(Npy("<u2", "(6, 3)", std::string(36, '\0')), ""), HasSubstr("astype"));
+  EXPECT_THAT(refused(Npy("<f4", "(6, 3)", Bytes(x).substr(4)), ""), HasSubstr("promises 72 bytes of data and the file holds 68"));
+  EXPECT_THAT(refused("PK\3\4 a zip, not an array", ""), HasSubstr("no .npy magic"));
+  EXPECT_THAT(refused(Npy("<f4", "(0, 3)", ""), ""), HasSubstr("holds no samples"));
+  DataOptions missing = data;
+  missing.targets_path = "/nonexistent/y.npy";
+  EXPECT_EQ(MakeDataSource(g, missing, at::kCPU).status().code(), absl::StatusCode::kNotFound);
   std::remove(data.path.c_str());
 }
 

@@ -9,10 +9,10 @@
 
 namespace mapd {
 
-// The real path of `relative` (a job's text:FILE or tokens:FILE) under `root`: a regular file
-// whose real path, symlinks followed, is inside the real `root`. Every refusal is the same
-// PERMISSION_DENIED, naming neither what exists nor its size; an empty `root` refuses every file
-// (the worker was given no --data-root).
+// The real path of `relative` (a file of a job's text:FILE, tokens:FILE or npy:A[,B]) under
+// `root`: a regular file whose real path, symlinks followed, is inside the real `root`. Every
+// refusal is the same PERMISSION_DENIED, naming neither what exists nor its size; an empty
+// `root` refuses every file (the worker was given no --data-root).
 absl::StatusOr<std::string> ResolveJobData(const std::string& root, const std::string& relative);
 
 }  // namespace mapd

@@ -8,6 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/checkpoint/checkpoint_commit.h"
+#include "common/data_spec.h"
 #include "worker/launch/launcher.h"
 #include "worker/launch/rank_command.h"
 
@@ -145,14 +146,20 @@ absl::StatusOr<v1::RankJob> JobRunner::RankJobOf() const {
   job.set_warmup_steps(a.warmup_steps());
   job.set_min_lr(a.min_lr());
   job.set_seed(a.seed());
-  // --data synthetic | text:FILE | tokens:FILE
-  const size_t colon = a.data().find(':');
-  job.set_data(a.data().substr(0, colon));
-  if (colon != std::string::npos) {
-    auto path = ResolveJobData(options_.data_root, a.data().substr(colon + 1));
+  // The data's files, resolved under --data-root (the coordinator checked the spec; a worker
+  // checks again what it reads).
+  auto data = ParseDataSpec(a.data().empty() ? "synthetic" : a.data());
+  if (!data.ok()) return data.status();
+  job.set_data(data->kind);
+  for (std::string& file : data->files) {
+    auto path = ResolveJobData(options_.data_root, file);
     if (!path.ok()) return path.status();
-    job.set_data_path(*path);
+    if (data->kind == "npy" && path->find(',') != std::string::npos) {
+      return absl::InvalidArgumentError(absl::StrCat("job data '", file, "' resolves to '", *path, "', whose ',' npy cannot tell apart"));
+    }
+    file = *path;
   }
+  job.set_data_path(data->JoinedFiles());
   job.set_device(!a.devices().empty() && a.devices(0).rfind("cuda:", 0) == 0 ? "cuda" : "cpu");
   job.set_memory_cap(a.memory_cap());
   job.set_timeout_seconds(options_.rank_timeout_seconds);

@@ -33,7 +33,7 @@ struct JobRunnerOptions {
   // The address other machines reach this worker's ranks at (the rendezvous store rank 0 hosts,
   // Gloo's transport).
   std::string advertise_host = "127.0.0.1";
-  // Jobs' data files (text:FILE, tokens:FILE) are resolved under it and nowhere else (job_data.h);
+  // Jobs' data files (text:FILE, tokens:FILE, npy:INPUTS[,TARGETS]) are resolved under it and nowhere else (job_data.h);
   // empty: jobs here train on synthetic data only.
   std::string data_root;
 };

@@ -81,7 +81,7 @@ int main(int argc, char** argv) {
                  "Where ranks' files and checkpoints go (job-<id>/ per job; default: a fresh private directory under the "
                  "system's temporary one, mkdtemp)");
   app.add_option("--data-root", o.runner.data_root,
-                 "Directory jobs' data files (text:FILE, tokens:FILE) are read from, and nothing outside it (default: none — "
+                 "Directory jobs' data files (text:FILE, tokens:FILE, npy:INPUTS[,TARGETS]) are read from, and nothing outside it (default: none — "
                  "jobs here train on synthetic data only)");
   o.runner.rank_program = FindRankProgram();
   app.add_option("--rank-program", o.runner.rank_program, "The mapctl that runs ranks (default: beside mapd-worker, or on PATH)")

@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "absl/strings/str_cat.h"
+#include "common/data_spec.h"
 #include "worker/local/trainer_factory.h"
 #include "worker/memory/counting_allocator.h"
 
@@ -52,7 +53,9 @@ absl::StatusOr<std::unique_ptr<DataSource>> MakeSource(const v1::Graph& graph, c
   if (!kind.ok()) return kind.status();
   DataOptions d;
   d.source = *kind;
-  d.path = options.data_path;
+  const std::vector<std::string> files = SplitDataFiles(options.data, options.data_path);
+  if (!files.empty()) d.path = files[0];
+  if (files.size() > 1) d.targets_path = files[1];
   d.seed = options.seed;
   return MakeDataSource(graph, d, device);
 }

@@ -26,7 +26,7 @@ struct LocalTrainingOptions {
   double max_grad_norm = 0.0;       // > 0: clip the global gradient norm
   uint64_t seed = 0;                // parameters, data, dropout
   std::string data = "synthetic";   // synthetic | text | tokens
-  std::string data_path;            // the text file (byte-level) or token file (uint16)
+  std::string data_path;            // the text file (byte-level), token file (uint16) or npy's INPUTS[,TARGETS]
   std::string device = "cpu";       // cpu | cuda | cuda:N
   int64_t memory_cap = 0;           // > 0: CPU bytes the counting allocator allows (OOM past it)
 

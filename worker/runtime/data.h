@@ -8,9 +8,16 @@
 //   `tokens` and the same window shifted by one as `targets`; the vocabulary must be >= 256.
 // - token file: the same windows over little-endian uint16 ids (nanoGPT's train.bin); every
 //   id must be below the vocabulary.
-// File sources feed a language model: an input of role "tokens" [B, T] (and optionally
-// "targets" of the same shape); any other input is synthetic. Every batch is drawn from a
-// generator seeded with DeriveSeed(seed, "data"), so a seed gives the same batch sequence.
+// - NumPy arrays (.npy): `inputs` [N, ...] feeds the graph's first input [B, ...] and, if given,
+//   `targets` [N, ...] its second: each batch is B samples (rows) in the order of a seeded
+//   permutation of the N, a new permutation each epoch (a batch may span two epochs), converted
+//   to the inputs' dtypes as PyTorch's .to() converts (uint8 images are not rescaled). Integer
+//   targets must lie in the bound the graph gives them (IndexBound). Floats do not become
+//   integers.
+// Text and token files feed a language model: an input of role "tokens" [B, T] (and optionally
+// "targets" of the same shape). An input no file feeds is synthetic. Every batch is drawn from a
+// generator seeded with DeriveSeed(seed, "data"), so a seed gives the same batch sequence; every
+// rank of a plan draws the same global batches and keeps its block.
 #ifndef MAPD_WORKER_RUNTIME_DATA_H_
 #define MAPD_WORKER_RUNTIME_DATA_H_
 
@@ -27,14 +34,16 @@
 namespace mapd {
 
 struct DataOptions {
-  enum class Source { kSynthetic, kText, kTokens };
+  enum class Source { kSynthetic, kText, kTokens, kNpy };
   Source source = Source::kSynthetic;
-  // The text or token file (kText, kTokens).
+  // The text or token file (kText, kTokens), or the inputs' array (kNpy).
   std::string path;
+  // kNpy: the targets' array, or empty (the graph's second input is then synthetic).
+  std::string targets_path;
   uint64_t seed = 0;
 };
 
-// "synthetic", "text" or "tokens"; INVALID_ARGUMENT otherwise.
+// "synthetic", "text", "tokens" or "npy"; INVALID_ARGUMENT otherwise.
 absl::StatusOr<DataOptions::Source> ParseDataSource(const std::string& name);
 
 // Exclusive upper bound of the values of integer input `input`, read off the graph: the rows
@@ -50,9 +59,11 @@ class DataSource {
   virtual absl::StatusOr<TensorMap> Next() = 0;
 };
 
-// INVALID_ARGUMENT for a graph the source cannot feed (no tokens input for a file, a vocabulary
-// below 256 for text, ids at or above the vocabulary, a file shorter than T+1 tokens) or an
-// integer input without a bound; NOT_FOUND for a missing file.
+// INVALID_ARGUMENT for a graph the source cannot feed (no tokens input for a text or token file,
+// a vocabulary below 256 for text, ids at or above the vocabulary, a file shorter than T+1
+// tokens; an array whose sample shape differs from its input's, float values for an integer
+// input, integer targets outside their bound, arrays of different lengths) or an integer input
+// without a bound; NOT_FOUND for a missing file.
 absl::StatusOr<std::unique_ptr<DataSource>> MakeDataSource(const v1::Graph& graph, const DataOptions& options,
                                                            c10::Device device);
 

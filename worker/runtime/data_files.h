@@ -1,6 +1,6 @@
-// Training data files, read without LibTorch: a text file (byte-level language modelling) or a
-// token file of little-endian uint16 ids (nanoGPT's train.bin). Files are memory-mapped, so a
-// large token file costs address space, not memory.
+// Training data files, read without LibTorch: a text file (byte-level language modelling), a
+// token file of little-endian uint16 ids (nanoGPT's train.bin) or a NumPy array (.npy). Files
+// are memory-mapped, so a large file costs address space, not memory.
 #ifndef MAPD_WORKER_RUNTIME_DATA_FILES_H_
 #define MAPD_WORKER_RUNTIME_DATA_FILES_H_
 
@@ -8,8 +8,10 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
+#include "proto/mapd/v1/graph.pb.h"
 
 namespace mapd {
 
@@ -54,6 +56,38 @@ class TokenSequence {
   std::shared_ptr<MappedFile> file_;
   int bytes_per_token_ = 1;
 };
+
+// An array in NumPy's .npy format (versions 1-3), C order, little-endian or single-byte
+// elements of a type LibTorch has: f2 f4 f8, i1 i2 i4 i8, u1, b1 (numpy.save's output for those).
+// The header is a Python dict literal {'descr': '<f4', 'fortran_order': False, 'shape': (N, ...)}.
+class NpyArray {
+ public:
+  // NOT_FOUND for a missing file; INVALID_ARGUMENT naming the file for another format, a
+  // Fortran-order or big-endian array, an unsupported element type, or a size that does not
+  // match the header (a truncated file).
+  static absl::StatusOr<NpyArray> Open(const std::string& path);
+
+  v1::DType dtype() const { return dtype_; }
+  const std::vector<int64_t>& shape() const { return shape_; }
+  // The first element (aligned as numpy.save aligns it: at least 16 bytes into a mapped page).
+  const void* data() const { return file_->data() + offset_; }
+  int64_t num_elements() const;
+  const std::string& path() const { return file_->path(); }
+
+ private:
+  std::shared_ptr<MappedFile> file_;
+  size_t offset_ = 0;
+  v1::DType dtype_ = v1::DTYPE_UNSPECIFIED;
+  std::vector<int64_t> shape_;
+};
+
+// The dict an .npy header holds (exposed for tests): INVALID_ARGUMENT saying what is wrong.
+struct NpyHeader {
+  std::string descr;
+  bool fortran_order = false;
+  std::vector<int64_t> shape;
+};
+absl::StatusOr<NpyHeader> ParseNpyHeader(const std::string& text);
 
 }  // namespace mapd
 

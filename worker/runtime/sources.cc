@@ -3,6 +3,7 @@
 #include <ATen/ATen.h>
 #include <ATen/CPUGeneratorImpl.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <deque>
@@ -11,6 +12,7 @@
 #include <set>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "common/status_macros.h"
 #include "planner/ir/graph.h"
 #include "planner/ops/shape_util.h"
@@ -173,8 +175,9 @@ absl::StatusOr<DataOptions::Source> ParseDataSource(const std::string& name) {
   if (name == "synthetic") return DataOptions::Source::kSynthetic;
   if (name == "text") return DataOptions::Source::kText;
   if (name == "tokens") return DataOptions::Source::kTokens;
-  return absl::InvalidArgumentError(
-      absl::StrCat("unknown data source '", name, "'; use synthetic, text (a byte-level text file) or tokens (uint16 ids)"));
+  if (name == "npy") return DataOptions::Source::kNpy;
+  return absl::InvalidArgumentError(absl::StrCat(
+      "unknown data source '", name, "'; use synthetic, text (a byte-level text file), tokens (uint16 ids) or npy (NumPy arrays)"));
 }
 
 namespace {
@@ -251,6 +254,11 @@ absl::StatusOr<int64_t> IndexBound(const v1::Graph& proto, const std::string& in
 
 namespace {
 
+// The whole array as a tensor over the mapped file (no copy; read-only by convention).
+at::Tensor ArrayTensor(const NpyArray& a) {
+  return at::from_blob(const_cast<void*>(a.data()), a.shape(), at::TensorOptions().dtype(ToScalarType(a.dtype())));
+}
+
 class BatchSource : public DataSource {
  public:
   struct Feed {
@@ -269,10 +277,14 @@ class BatchSource : public DataSource {
     targets_ = targets;
   }
 
+  // Rows of arrays for graph inputs (the samples of an .npy file, and its targets).
+  void AddArray(NpyArray array, const std::string& input) { arrays_.push_back({std::move(array), input}); }
+
   absl::StatusOr<TensorMap> Next() override {
     TensorMap batch;
     MAPD_RETURN_IF_ERROR(CatchTorch("making a batch", [&] {
       if (seq_) Windows(&batch);
+      if (!arrays_.empty()) Rows(&batch);
       for (const Feed& f : feeds_) {
         const std::string& name = f.input->name();
         if (batch.count(name)) continue;
@@ -317,6 +329,27 @@ class BatchSource : public DataSource {
     }
   }
 
+  // B samples, the next of this epoch's permutation of the arrays' N (a new one when it runs out).
+  void Rows(TensorMap* batch) {
+    const int64_t rows = TensorType::FromProto(FindInput(arrays_[0].input)->type()).shape[0];
+    const uint64_t n = static_cast<uint64_t>(arrays_[0].array.shape()[0]);
+    at::Tensor index = at::empty({rows}, at::TensorOptions().dtype(at::kLong));
+    int64_t* ip = index.data_ptr<int64_t>();
+    for (int64_t r = 0; r < rows; ++r) {
+      if (next_in_epoch_ == order_.size()) {  // Fisher-Yates over 0..n-1
+        order_.resize(n);
+        for (uint64_t i = 0; i < n; ++i) order_[i] = i;
+        for (uint64_t i = n; i > 1; --i) std::swap(order_[i - 1], order_[rng_.Below(i)]);
+        next_in_epoch_ = 0;
+      }
+      ip[r] = static_cast<int64_t>(order_[next_in_epoch_++]);
+    }
+    for (const Array& a : arrays_) {
+      const TensorType type = TensorType::FromProto(FindInput(a.input)->type());
+      (*batch)[a.input] = ArrayTensor(a.array).index_select(0, index).to(ToScalarType(type.dtype));
+    }
+  }
+
   const v1::GraphInput* FindInput(const std::string& name) const {
     for (const Feed& f : feeds_) {
       if (f.input->name() == name) return f.input;
@@ -330,7 +363,70 @@ class BatchSource : public DataSource {
   at::Generator gen_;
   std::optional<TokenSequence> seq_;
   std::string tokens_, targets_;
+  struct Array {
+    NpyArray array;
+    std::string input;
+  };
+  std::vector<Array> arrays_;
+  std::vector<uint64_t> order_;  // this epoch's order of the arrays' samples
+  size_t next_in_epoch_ = 0;
 };
+
+// INVALID_ARGUMENT unless `a` holds samples of graph input `in`: the same shape past the batch
+// dimension, at least one sample, and for an integer input integer values in [0, bound).
+absl::Status CheckArrayFeeds(const NpyArray& a, const v1::GraphInput& in, int64_t bound) {
+  const TensorType want = TensorType::FromProto(in.type());
+  const std::string shape = absl::StrCat("[", absl::StrJoin(a.shape(), ", "), "]");
+  if (want.rank() < 1 || static_cast<int>(a.shape().size()) != want.rank() ||
+      !std::equal(want.shape.begin() + 1, want.shape.end(), a.shape().begin() + 1)) {
+    return absl::InvalidArgumentError(absl::StrCat("array '", a.path(), "' has shape ", shape, "; input '", in.name(), "' is ",
+                                                   want.ToString(), ": save its samples as [N", want.rank() < 1 ? "" : ", ",
+                                                   absl::StrJoin(want.shape.begin() + std::min(1, want.rank()), want.shape.end(), ", "), "]"));
+  }
+  if (a.shape()[0] < 1) return absl::InvalidArgumentError(absl::StrCat("array '", a.path(), "' holds no samples"));
+  if (!IsIntegral(want.dtype) && want.dtype != v1::BOOL) return absl::OkStatus();
+  if (IsFloating(a.dtype())) {
+    return absl::InvalidArgumentError(absl::StrCat("array '", a.path(), "' holds floats; input '", in.name(), "' is ",
+                                                   want.ToString(), ": save integers (e.g. astype('int64'))"));
+  }
+  if (want.dtype == v1::BOOL) return absl::OkStatus();
+  int64_t lo = 0, hi = 0;
+  MAPD_RETURN_IF_ERROR(CatchTorch("reading an array", [&] {
+    const at::Tensor t = ArrayTensor(a).to(at::kLong);
+    lo = t.min().item<int64_t>();
+    hi = t.max().item<int64_t>();
+  }));
+  if (lo < 0 || hi >= bound) {
+    return absl::InvalidArgumentError(absl::StrCat("array '", a.path(), "' holds values in [", lo, ", ", hi, "]; input '",
+                                                   in.name(), "' takes [0, ", bound, ") (the graph's classes or rows it indexes)"));
+  }
+  return absl::OkStatus();
+}
+
+// npy:INPUTS[,TARGETS]: the graph's first input (and second) from arrays of as many samples.
+absl::Status FeedArrays(const v1::Graph& graph, const DataOptions& options, const std::vector<BatchSource::Feed>& feeds,
+                        BatchSource& source) {
+  const int wanted = options.targets_path.empty() ? 1 : 2;
+  if (graph.inputs_size() < wanted) {
+    return absl::InvalidArgumentError(absl::StrCat("graph '", graph.name(), "' has ", graph.inputs_size(), " input(s); npy:",
+                                                   wanted == 2 ? "INPUTS,TARGETS feeds its first two" : "INPUTS feeds its first"));
+  }
+  int64_t samples = -1;
+  std::string first;
+  for (int i = 0; i < wanted; ++i) {
+    const std::string& path = i == 0 ? options.path : options.targets_path;
+    MAPD_ASSIGN_OR_RETURN(NpyArray a, NpyArray::Open(path));
+    MAPD_RETURN_IF_ERROR(CheckArrayFeeds(a, graph.inputs(i), feeds[i].bound));
+    if (samples >= 0 && a.shape()[0] != samples) {
+      return absl::InvalidArgumentError(absl::StrCat("array '", path, "' has ", a.shape()[0], " samples and '", first, "' has ",
+                                                     samples, "; give inputs and targets of as many samples"));
+    }
+    samples = a.shape()[0];
+    first = path;
+    source.AddArray(std::move(a), graph.inputs(i).name());
+  }
+  return absl::OkStatus();
+}
 
 }  // namespace
 
@@ -349,8 +445,12 @@ absl::StatusOr<std::unique_ptr<DataSource>> MakeDataSource(const v1::Graph& grap
     if (in.role() == "targets") targets = &in;
     feeds.push_back(f);
   }
-  auto source = std::make_unique<BatchSource>(std::move(feeds), device, options.seed);
+  auto source = std::make_unique<BatchSource>(feeds, device, options.seed);
   if (options.source == DataOptions::Source::kSynthetic) return std::unique_ptr<DataSource>(std::move(source));
+  if (options.source == DataOptions::Source::kNpy) {
+    MAPD_RETURN_IF_ERROR(FeedArrays(graph, options, feeds, *source));
+    return std::unique_ptr<DataSource>(std::move(source));
+  }
 
   const bool text = options.source == DataOptions::Source::kText;
   const char* what = text ? "text file" : "token file";
