@@ -126,6 +126,15 @@ absl::StatusOr<int64_t> ParseMicroBatches(const std::string& text);
 absl::StatusOr<int> ParsePipelineStages(const std::string& text);
 
 // The coordinator's address and token (flags, else MAPD_ADDRESS / MAPD_TOKEN), and output format.
+// mapctl export DIR... -o weights.pt
+struct ExportArgs {
+  std::vector<std::string> sources;  // checkpoint directories (one per worker a job ran on)
+  std::string output;                // the state dict file to write
+  int64_t step = 0;                  // 0: the last step committed in every directory
+  bool optimizer_state = false;      // {"model": ..., "optimizer": ...} instead of the state dict alone
+  std::string format = "table";
+};
+
 struct JobArgs {
   std::string address;  // host:port; default $MAPD_ADDRESS, else 127.0.0.1:7070
   std::string token;    // default $MAPD_TOKEN
@@ -177,6 +186,7 @@ int RunImport(const ModelArgs& model, const std::string& output_path);
 int RunProfile(const ProfileArgs& args);
 int RunTraining(const RunArgs& args);
 int RunPlan(const PlanArgs& args);
+int RunExport(const ExportArgs& args);
 int RunCalibrate(const std::string& name, const std::string& output, bool quick, const std::vector<int64_t>& collective_ranks,
                  int rounds);
 

@@ -218,6 +218,18 @@ int main(int argc, char** argv) {
                         "what `mapctl run --ranks N` and plans on this host then predict collectives with")
       ->delimiter(',');
 
+  ExportArgs export_args;
+  CLI::App* export_cmd = app.add_subcommand(
+      "export", "Write a checkpoint's trained weights as a PyTorch state dict (torch.load, load_state_dict) under the model's names");
+  export_cmd->add_option("CHECKPOINT_DIR", export_args.sources,
+                         "The run's --checkpoint-dir, or each worker's WORK_DIR/job-ID/checkpoints for a job on several workers")
+      ->required();
+  export_cmd->add_option("-o,--output", export_args.output, "The file to write (e.g. weights.pt)")->required();
+  export_cmd->add_option("--step", export_args.step, "The committed step to export (default: the last one)")->check(CLI::NonNegativeNumber);
+  export_cmd->add_flag("--optimizer-state", export_args.optimizer_state,
+                       "Write {\"model\": state dict, \"optimizer\": {\"steps\", \"state\": per parameter}} instead of the state dict alone");
+  export_cmd->add_option("--format", export_args.format, "What to print")->check(CLI::IsMember({"table", "json"}))->capture_default_str();
+
   // Job commands against the coordinator (docs/coordinator.md).
   JobArgs job_args;
   auto add_conn = [&job_args](CLI::App* cmd) {
@@ -292,6 +304,7 @@ int main(int argc, char** argv) {
   if (run->parsed()) return RunTraining(run_args);
   if (rank_cmd->parsed()) return RunRank(rank_args);
   if (plan->parsed()) return RunPlan(plan_args);
+  if (export_cmd->parsed()) return RunExport(export_args);
   if (calibrate->parsed()) return RunCalibrate(calib_name, calib_out, calib_quick, calib_collectives,
                                                calib_quick && rounds_option->count() == 0 ? 1 : calib_rounds);
   submit_args.conn = job_args;

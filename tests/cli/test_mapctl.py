@@ -199,7 +199,7 @@ def test_run_trains_on_text(tmp_path):
     assert len(r["steps"]) == 30
     assert r["final_loss_mean"] < r["first_loss"]
     r = run_mapctl("run", SMALL_GPT, "--data", "text")
-    assert r.returncode == 1 and "text:PATH" in r.stderr
+    assert r.returncode == 1 and "give the file as text:FILE" in r.stderr
 
 
 def test_learning_rate_schedules():

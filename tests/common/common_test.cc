@@ -5,12 +5,15 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <string>
 
+#include "absl/strings/str_cat.h"
 #include "common/allocator.h"
 #include "common/bytes.h"
 #include "common/checkpoint/checkpoint_commit.h"
+#include "common/checkpoint/gather.h"
 #include "common/data_spec.h"
 #include "common/file_io.h"
 #include "common/rpc/grpc_status.h"
@@ -167,6 +170,88 @@ TEST_F(CommonFiles, OnlyTheNewestCheckpointStepsAreKeptAndNothingNotYetSupersede
   EXPECT_FALSE(std::filesystem::exists(CheckpointStepDir(dir_, 30)));
   EXPECT_TRUE(std::filesystem::exists(CheckpointStepDir(dir_, 40)));
   EXPECT_TRUE(std::filesystem::exists(CheckpointStepDir(dir_, 50) + ".tmp"));
+}
+
+
+// A float32 piece of tensor `name` [4, 6]: `values` placed at `start` with `block` shape, or as
+// the flat shard from `flat_start` of that block.
+v1::TensorData Piece(const std::string& name, const std::vector<float>& values, std::vector<int64_t> start,
+                     std::vector<int64_t> block, int64_t flat_start = -1) {
+  v1::TensorData d;
+  d.set_name(name);
+  d.mutable_type()->set_dtype(v1::FLOAT32);
+  if (flat_start >= 0) {
+    d.mutable_type()->add_shape(static_cast<int64_t>(values.size()));
+  } else {
+    for (int64_t b : block) d.mutable_type()->add_shape(b);
+  }
+  d.set_data(std::string(reinterpret_cast<const char*>(values.data()), values.size() * sizeof(float)));
+  v1::BlockPlace* place = d.mutable_place();
+  for (int64_t g : {4, 6}) place->add_global_shape(g);
+  for (int64_t x : start) place->add_start(x);
+  for (int64_t b : block) place->add_block_shape(b);
+  if (flat_start >= 0) {
+    place->set_flat_shard(true);
+    place->set_flat_start(flat_start);
+  }
+  return d;
+}
+
+std::vector<float> Floats(const v1::TensorData& d) {
+  std::vector<float> v(d.data().size() / sizeof(float));
+  std::memcpy(v.data(), d.data().data(), d.data().size());
+  return v;
+}
+
+TEST_F(CommonFiles, ACheckpointsBlocksAndShardsGatherIntoWholeTensorsFromSeveralDirectories) {
+  // w [4, 6] = 0..23, split by columns over ranks 0-1 (blocks [4, 3]); ranks 2-3 replicate them.
+  // Its optimizer buffer: each block flattened and sharded in two (ZeRO, the last shard padded).
+  auto block_values = [](int64_t col0) {
+    std::vector<float> v;
+    for (int r = 0; r < 4; ++r)
+      for (int c = 0; c < 3; ++c) v.push_back(static_cast<float>(r * 6 + col0 + c));
+    return v;
+  };
+  const std::string a = dir_ + "/worker-a", b = dir_ + "/worker-b";
+  for (int rank = 0; rank < 4; ++rank) {
+    const int64_t col0 = (rank % 2) * 3;
+    std::vector<float> block = block_values(col0);
+    v1::RankCheckpoint c;
+    c.set_rank(rank);
+    c.set_step(5);
+    *c.add_parameters() = Piece("w", block, {0, col0}, {4, 3});
+    c.mutable_parameters(0)->mutable_place()->add_aliases("tied.w");
+    const int64_t half = rank / 2;  // ZeRO index among the two ranks of each column block
+    std::vector<float> shard(block.begin() + half * 7, block.begin() + std::min<int64_t>(12, half * 7 + 7));
+    shard.resize(7, -1.0f);  // padding past the block's 12 elements
+    v1::OptimizerSlot* slot = c.add_optimizer();
+    slot->set_name("w");
+    slot->set_steps(5);
+    *slot->mutable_buf1() = Piece("w", shard, {0, col0}, {4, 3}, half * 7);
+    const std::string dir = rank < 2 ? a : b;  // two workers, two ranks each
+    std::filesystem::create_directories(CheckpointStepDir(dir, 5) + ".tmp");
+    ASSERT_TRUE(WriteStringToFileAtomic(absl::StrCat(CheckpointStepDir(dir, 5), ".tmp/rank_", rank, ".pb"), c.SerializeAsString()).ok());
+  }
+  for (const std::string& dir : {a, b}) ASSERT_TRUE(CommitCheckpointStep(dir, CheckpointMetaFor(5, 4, {2, 2}, "test")).ok());
+
+  auto gathered = GatherCheckpoint({a, b});
+  ASSERT_TRUE(gathered.ok()) << gathered.status();
+  std::vector<float> whole(24);
+  for (int i = 0; i < 24; ++i) whole[i] = static_cast<float>(i);
+  ASSERT_EQ(gathered->whole.parameters_size(), 1);
+  const v1::TensorData& w = gathered->whole.parameters(0);
+  EXPECT_EQ(std::vector<int64_t>(w.type().shape().begin(), w.type().shape().end()), (std::vector<int64_t>{4, 6}));
+  EXPECT_EQ(Floats(w), whole);
+  EXPECT_EQ(w.place().aliases(0), "tied.w");
+  ASSERT_EQ(gathered->whole.optimizer_size(), 1);
+  EXPECT_EQ(Floats(gathered->whole.optimizer(0).buf1()), whole);
+  EXPECT_EQ(gathered->meta.step(), 5);
+
+  // One worker's directory alone lacks ranks 2 and 3 (and so half of each optimizer shard).
+  auto one = GatherCheckpoint({a});
+  EXPECT_EQ(one.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(std::string(one.status().message()), ::testing::HasSubstr("no directory given holds rank(s) 2, 3 of step 5"));
+  EXPECT_EQ(GatherCheckpoint({a, b}, 6).status().code(), absl::StatusCode::kNotFound);
 }
 
 }  // namespace

@@ -65,6 +65,22 @@ at::Tensor Narrow(at::Tensor t, const std::vector<int64_t>& start, const std::ve
   return t;
 }
 
+// Where `shard`'s block sits in the whole parameter (and, for a ZeRO shard `z`, where the flat
+// shard sits in the block), so that a checkpoint is read without the plan.
+v1::BlockPlace PlaceOf(const v1::Parameter& p, const v1::Shard& shard, const ZeroParam* z) {
+  v1::BlockPlace place;
+  *place.mutable_global_shape() = p.type().shape();
+  *place.mutable_start() = shard.offsets().start();
+  *place.mutable_block_shape() = shard.local_type().shape();
+  *place.mutable_aliases() = p.aliases();
+  place.set_kind(p.kind());
+  if (z != nullptr) {
+    place.set_flat_shard(true);
+    place.set_flat_start(z->index * z->chunk);
+  }
+  return place;
+}
+
 }  // namespace
 
 absl::StatusOr<v1::RankCheckpoint> RankTrainer::Save() const {
@@ -73,23 +89,36 @@ absl::StatusOr<v1::RankCheckpoint> RankTrainer::Save() const {
   c.set_step(steps_);
   std::unordered_map<std::string, size_t> trainable_index;
   for (size_t i = 0; i < trainable_.size(); ++i) trainable_index[trainable_[i].first] = i;
+  std::unordered_map<std::string, const v1::Shard*> shard_of;
   for (const v1::Shard& shard : program_.parameters()) {
+    shard_of[shard.name()] = &shard;
+    const v1::Parameter* p = graph_.FindParameter(shard.name());
+    if (p == nullptr) return absl::InternalError(absl::StrCat("the program's parameter '", shard.name(), "' is not in the graph"));
     auto it = trainable_index.find(shard.name());
-    if (it == trainable_index.end()) {
-      *c.add_parameters() = TensorToProto(shard.name(), leaves_.at(shard.name()));
-      continue;
-    }
-    auto block = ReadableBlock(it->second);
+    absl::StatusOr<at::Tensor> block = it == trainable_index.end() ? leaves_.at(shard.name()) : ReadableBlock(it->second);
     if (!block.ok()) return block.status();
-    *c.add_parameters() = TensorToProto(shard.name(), *block);
+    v1::TensorData* d = c.add_parameters();
+    *d = TensorToProto(shard.name(), *block);
+    *d->mutable_place() = PlaceOf(*p, shard, nullptr);
   }
   for (const auto& s : optimizer_->State()) {
     v1::OptimizerSlot* slot = c.add_optimizer();
     slot->set_name(s.name);
     slot->set_steps(s.steps);
-    if (s.buf1.defined()) *slot->mutable_buf1() = TensorToProto(s.name, s.buf1);
-    if (s.buf2.defined()) *slot->mutable_buf2() = TensorToProto(s.name, s.buf2);
-    if (s.master.defined()) *slot->mutable_master() = TensorToProto(s.name, s.master);
+    const auto index = trainable_index.find(s.name);
+    const auto shard = shard_of.find(s.name);
+    if (index == trainable_index.end() || shard == shard_of.end()) {
+      return absl::InternalError(absl::StrCat("the optimizer's '", s.name, "' is no parameter this rank holds"));
+    }
+    const int zero = zero_of_[index->second];
+    const v1::BlockPlace place = PlaceOf(*graph_.FindParameter(s.name), *shard->second, zero >= 0 ? &zero_[zero] : nullptr);
+    auto save = [&](const at::Tensor& t, v1::TensorData* d) {
+      *d = TensorToProto(s.name, t);
+      *d->mutable_place() = place;
+    };
+    if (s.buf1.defined()) save(s.buf1, slot->mutable_buf1());
+    if (s.buf2.defined()) save(s.buf2, slot->mutable_buf2());
+    if (s.master.defined()) save(s.master, slot->mutable_master());
   }
   c.set_optimizer_steps(optimizer_->steps());
   return c;

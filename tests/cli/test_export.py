@@ -1,0 +1,107 @@
+"""mapctl export: a checkpoint's blocks and shards gathered into a PyTorch state dict that the
+original nn.Module takes with load_state_dict(strict=True), and that gives MAP's numbers.
+
+Each run trains on an npy batch of exactly B samples, so every step's batch is the same samples
+(a permutation of them) and the loss MAP reports at step k+1 is the loss of step k's weights on
+that batch: what PyTorch computes from the export of step k."""
+import json
+import os
+import sys
+import warnings
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from conftest import SOURCE_DIR, run_mapctl
+
+sys.path.insert(0, os.path.join(SOURCE_DIR, "tests", "import", "models"))
+import nanogpt  # noqa: E402
+import resnet  # noqa: E402
+
+TRAIN = ("--steps", "4", "--optimizer", "momentum", "--lr", "0.05", "--checkpoint-every", "3", "--log-every", "1")
+
+
+def _trace(model, example, path):
+    model.train()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", torch.jit.TracerWarning)
+        torch.jit.trace(model, (example,), check_trace=False).save(str(path))
+
+
+def _train_and_export(tmp_path, name, model_args, flags):
+    """Trains 4 steps (checkpoints at 3 and 4); returns MAP's losses and the exports of both."""
+    ck = tmp_path / f"ck-{name}"
+    r = run_mapctl("run", *model_args, *TRAIN, *flags, "--checkpoint-dir", str(ck), "-o", "json", check=0)
+    losses = [s["loss"] for s in json.loads(r.stdout)["steps"]]
+    exports = []
+    for step in (3, 4):
+        out = tmp_path / f"{name}-{step}.pt"
+        e = run_mapctl("export", str(ck), "--step", str(step), "-o", str(out), "--format", "json", check=0)
+        assert json.loads(e.stdout)["step"] == step, e.stdout
+        exports.append(torch.load(out))
+    return losses, exports
+
+
+def test_an_exported_nanogpt_loads_strictly_and_gives_maps_loss_under_data_tensor_and_zero2(tmp_path):
+    torch.manual_seed(0)
+    config = nanogpt.GPTConfig(dropout=0.0)
+    gen = torch.Generator().manual_seed(1)
+    idx = torch.randint(0, config.vocab_size, (4, 16), generator=gen)
+    targets = torch.randint(0, config.vocab_size, (4, 16), generator=gen)
+    _trace(nanogpt.GPT(config), idx, tmp_path / "gpt.pt")
+    np.save(tmp_path / "idx.npy", idx.numpy())
+    np.save(tmp_path / "targets.npy", targets.numpy())
+    model_args = (str(tmp_path / "gpt.pt"), "--input", "idx:i64[4,16]", "--data",
+                  f"npy:{tmp_path / 'idx.npy'},{tmp_path / 'targets.npy'}")
+    for name, flags in (("dp", ("--strategy", "dp", "--ranks", "2")), ("tp", ("--strategy", "tp", "--ranks", "2")),
+                        ("2x2-zero2", ("--mesh", "2x2", "--zero", "2", "--ranks", "4"))):
+        losses, (third, fourth) = _train_and_export(tmp_path, name, model_args, flags)
+        assert "lm_head.weight" in third and third["lm_head.weight"].data_ptr() == third["transformer.wte.weight"].data_ptr()
+        module = nanogpt.GPT(config)
+        module.load_state_dict(third, strict=True)
+        with torch.no_grad():
+            logits = module(idx)
+            loss = F.cross_entropy(logits.view(-1, logits.size(-1)), targets.view(-1)).item()
+        assert abs(loss - losses[3]) <= 1e-4 * abs(losses[3]), (name, loss, losses)
+        module.load_state_dict(fourth, strict=True)  # and the last step's
+
+
+def test_an_exported_resnet_carries_its_batch_norm_statistics(tmp_path):
+    torch.manual_seed(0)
+    gen = torch.Generator().manual_seed(1)
+    images = torch.randn(8, 3, 32, 32, generator=gen)
+    labels = torch.randint(0, 10, (8,), generator=gen)
+    _trace(resnet.TinyResNet(), images, tmp_path / "resnet.pt")
+    np.save(tmp_path / "images.npy", images.numpy())
+    np.save(tmp_path / "labels.npy", labels.numpy())
+    model_args = (str(tmp_path / "resnet.pt"), "--input", "x:f32[8,3,32,32]", "--data",
+                  f"npy:{tmp_path / 'images.npy'},{tmp_path / 'labels.npy'}")
+    losses, (third, fourth) = _train_and_export(tmp_path, "resnet", model_args, ("--ranks", "4"))
+    # The counters go on from the traced module's (its trace ran a forward: 1), a step each.
+    traced = torch.jit.load(str(tmp_path / "resnet.pt")).state_dict()["bn1.num_batches_tracked"].item()
+    assert (third["bn1.num_batches_tracked"].item(), fourth["bn1.num_batches_tracked"].item()) == (traced + 3, traced + 4)
+    module = resnet.TinyResNet()
+    module.load_state_dict(third, strict=True)
+    module.train()
+    with torch.no_grad():
+        loss = F.cross_entropy(module(images), labels).item()  # and the running statistics move on a step
+    assert abs(loss - losses[3]) <= 1e-4 * abs(losses[3]), (loss, losses)
+    after = module.state_dict()
+    for key in fourth:
+        if "running_" in key or "num_batches" in key:
+            assert torch.allclose(after[key].double(), fourth[key].double(), rtol=1e-5, atol=1e-6), key
+
+
+def test_export_errors_name_what_to_do(tmp_path):
+    r = run_mapctl("export", str(tmp_path), "-o", str(tmp_path / "w.pt"))
+    assert r.returncode == 1 and f"no checkpoint committed in {tmp_path}" in r.stderr, r.stderr
+    r = run_mapctl("export", "12", "-o", str(tmp_path / "w.pt"))
+    assert r.returncode == 1 and "not built yet" in r.stderr and "job-12/checkpoints" in r.stderr, r.stderr
+    # A job's ranks spread over two workers' directories: one of them alone lacks ranks.
+    ck = tmp_path / "ck"
+    run_mapctl("run", "gpt2:layers=1,hidden=16,heads=2,vocab=32,seq=8,batch=4", "--ranks", "2", "--steps", "2",
+               "--checkpoint-dir", str(ck), check=0)
+    (ck / "step-00000002" / "rank_1.pb").unlink()
+    r = run_mapctl("export", str(ck), "-o", str(tmp_path / "w.pt"))
+    assert r.returncode == 1 and "no directory given holds rank(s) 1 of step 2" in r.stderr, r.stderr
