@@ -142,7 +142,7 @@ absl::Status FillSpecFromYaml(const std::string& file, SubmitArgs& a) {
   }
   if (!y.IsMap()) return absl::InvalidArgumentError(absl::StrCat("-f ", file, ": a job file is a mapping of fields (model, steps, ranks, ...)"));
   static const std::set<std::string> known = {"model", "inputs", "loss", "name", "steps", "ranks", "mesh", "device", "device_type",
-                                              "memory_per_device", "optimizer", "lr", "lr_schedule", "warmup_steps", "min_lr", "data", "zero", "recompute", "micro_batches", "precision",
+                                              "memory_per_device", "optimizer", "lr", "init_from", "lr_schedule", "warmup_steps", "min_lr", "data", "zero", "recompute", "micro_batches", "precision",
                                               "pipeline_stages", "checkpoint_every", "seed"};
   try {
     for (const auto& kv : y) {
@@ -154,6 +154,7 @@ absl::Status FillSpecFromYaml(const std::string& file, SubmitArgs& a) {
     if (y["model"]) a.model.model = y["model"].as<std::string>();
     if (y["inputs"]) a.model.inputs = y["inputs"].as<std::vector<std::string>>();
     if (y["loss"]) a.loss = y["loss"].as<std::string>();
+    if (y["init_from"]) a.init_from = y["init_from"].as<std::string>();
     if (y["name"]) a.name = y["name"].as<std::string>();
     if (y["steps"]) a.steps = y["steps"].as<int64_t>();
     if (y["ranks"]) a.ranks = y["ranks"].as<int>();
@@ -191,13 +192,14 @@ int RunSubmit(SubmitArgs a) {
   if (a.model.model.empty()) return ReportError(absl::InvalidArgumentError("give a MODEL (or -f job.yaml)"));
   v1::JobSpec spec;
   spec.set_name(a.name);
-  if (IsZooModelSpec(a.model.model) && a.model.inputs.empty()) {
+  if (IsZooModelSpec(a.model.model) && a.model.inputs.empty() && a.init_from.empty()) {
     // Checked here too, so a typo is caught before it reaches the queue.
     if (auto built = BuildZooModel(a.model.model); !built.ok()) return ReportError(built.status());
     spec.set_model(a.model.model);
   } else {
     auto graph = LoadTrainingGraph(a.model.model, a.model.inputs, 0, 0, a.loss);
     if (!graph.ok()) return ReportError(graph.status());
+    if (auto st = InitFrom(a.init_from, *graph); !st.ok()) return ReportError(st);
     // The coordinator takes no file paths: the model's weights travel in the graph.
     if (auto st = InlineParameterData(*graph); !st.ok()) return ReportError(st);
     *spec.mutable_graph() = *std::move(graph);

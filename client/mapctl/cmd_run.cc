@@ -59,6 +59,7 @@ int RunTraining(const RunArgs& args) {
   const LocalTrainingOptions& options = *made;
   auto graph = LoadTrainingGraph(args.model.model, args.model.inputs, /*batch_size=*/0, /*seq_len=*/0, args.loss);
   if (!graph.ok()) return ReportError(graph.status());
+  if (auto st = InitFrom(args.init_from, *graph); !st.ok()) return ReportError(st);
   auto precision = ResolvePrecision(args.precision, args.device_type);
   if (!precision.ok()) return ReportError(precision.status());
   if (*precision == Precision::kBf16Mixed) {  // train the mixed-precision graph

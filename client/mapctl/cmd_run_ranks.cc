@@ -111,6 +111,10 @@ absl::StatusOr<RunnablePlan> ChoosePlan(const RunArgs& args) {
   auto request = RunPlanRequest(args, *micro);
   if (!request.ok()) return request.status();
   if (!args.plan.empty()) {
+    if (!args.init_from.empty()) {
+      return absl::InvalidArgumentError("--init-from with --plan: a saved plan carries its graph and weights; run the model "
+                                        "without --plan to start from other weights");
+    }
     if (args.batch_norm != "sync") {
       return absl::InvalidArgumentError("--batch-norm local with --plan: a saved plan keeps its graph's batch norms; drop "
                                         "--batch-norm or run without --plan");
@@ -119,6 +123,7 @@ absl::StatusOr<RunnablePlan> ChoosePlan(const RunArgs& args) {
   }
   auto trainable = LoadTrainingGraph(args.model.model, args.model.inputs, 0, 0, args.loss);
   if (!trainable.ok()) return trainable.status();
+  if (auto st = InitFrom(args.init_from, *trainable); !st.ok()) return st;
   if (args.batch_norm == "local") {  // one group of the batch per rank (planner/graph/batch_norm_groups.h)
     trainable = GroupBatchNorms(*std::move(trainable), args.ranks);
     if (!trainable.ok()) return trainable.status();

@@ -43,6 +43,7 @@ struct ProfileArgs {
 struct RunArgs {
   ModelArgs model;
   std::string loss = "auto";
+  std::string init_from;  // --init-from: a PyTorch state dict (torch.save) the weights start from
   int64_t steps = 100;
   std::string optimizer = "adamw";
   double lr = 1e-3;
@@ -147,6 +148,7 @@ struct SubmitArgs {
   std::string file;  // -f job.yaml (fields as the flags, snake_case)
   ModelArgs model;
   std::string loss = "auto";
+  std::string init_from;  // --init-from: read here, the weights sent in the graph
   std::string name;
   int64_t steps = 100;
   int ranks = 1;

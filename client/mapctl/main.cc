@@ -105,6 +105,8 @@ int main(int argc, char** argv) {
   run->add_option("--weight-decay", run_args.weight_decay, "Weight decay (AdamW: decoupled)")->capture_default_str();
   run->add_option("--clip", run_args.clip, "Clip the global gradient norm to this (0: off)")->capture_default_str();
   run->add_option("--seed", run_args.seed, "Seed of the weights, data and dropout")->capture_default_str();
+  run->add_option("--init-from", run_args.init_from,
+                  "Start from these weights: a PyTorch state dict (torch.save(model.state_dict(), FILE)), names and shapes checked");
   run->add_option("--data", run_args.data,
                   "synthetic, text:FILE (bytes as tokens; vocab >= 256), tokens:FILE (little-endian uint16 ids) or "
                   "npy:INPUTS[,TARGETS] (NumPy arrays of samples for the model's first inputs)")
@@ -259,6 +261,8 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   submit->add_option("--warmup-steps", submit_args.warmup_steps, "Steps of linear warm-up to --lr")->check(CLI::NonNegativeNumber)->capture_default_str();
   submit->add_option("--min-lr", submit_args.min_lr, "The rate a cosine or linear schedule ends at")->check(CLI::NonNegativeNumber)->capture_default_str();
+  submit->add_option("--init-from", submit_args.init_from,
+                     "Start from these weights: a PyTorch state dict read here and sent in the job's graph");
   submit->add_option("--data", submit_args.data, "synthetic | text:FILE | tokens:FILE | npy:INPUTS[,TARGETS] (paths under the workers' --data-root)")->capture_default_str();
   submit->add_option("--zero", submit_args.zero, "ZeRO stage: auto | 0 | 1 | 2 | 3")->capture_default_str();
   submit->add_option("--recompute", submit_args.recompute, "auto | off | all | LAYER,...")->capture_default_str();

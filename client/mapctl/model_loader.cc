@@ -11,6 +11,7 @@
 #include "planner/import/torchscript_importer.h"
 #include "planner/ir/serialize.h"
 #include "planner/zoo/zoo.h"
+#include "worker/runtime/state_dict_file.h"
 
 namespace mapd::cli {
 
@@ -90,6 +91,12 @@ absl::Status InlineParameterData(v1::Graph& graph) {
     if (data->bytes.empty()) ref->set_key("constant:inline");  // no bytes: still read inline
   }
   return absl::OkStatus();
+}
+
+absl::Status InitFrom(const std::string& path, v1::Graph& graph) {
+  if (path.empty()) return absl::OkStatus();
+  MAPD_ASSIGN_OR_RETURN(std::vector<v1::TensorData> state, ReadStateDict(path));
+  return SetInitialWeights(state, graph);
 }
 
 }  // namespace mapd::cli

@@ -1,5 +1,6 @@
 """mapctl export: a checkpoint's blocks and shards gathered into a PyTorch state dict that the
-original nn.Module takes with load_state_dict(strict=True), and that gives MAP's numbers.
+original nn.Module takes with load_state_dict(strict=True), and that gives MAP's numbers; and
+--init-from, the other way: PyTorch's weights in, PyTorch's loss out.
 
 Each run trains on an npy batch of exactly B samples, so every step's batch is the same samples
 (a permutation of them) and the loss MAP reports at step k+1 is the loss of step k's weights on
@@ -29,6 +30,21 @@ def _trace(model, example, path):
         torch.jit.trace(model, (example,), check_trace=False).save(str(path))
 
 
+def _gpt_with_batch(tmp_path):
+    """A traced nanoGPT (dropout 0, seed 0) and an npy batch of exactly B samples."""
+    torch.manual_seed(0)
+    config = nanogpt.GPTConfig(dropout=0.0)
+    gen = torch.Generator().manual_seed(1)
+    idx = torch.randint(0, config.vocab_size, (4, 16), generator=gen)
+    targets = torch.randint(0, config.vocab_size, (4, 16), generator=gen)
+    _trace(nanogpt.GPT(config), idx, tmp_path / "gpt.pt")
+    np.save(tmp_path / "idx.npy", idx.numpy())
+    np.save(tmp_path / "targets.npy", targets.numpy())
+    model_args = (str(tmp_path / "gpt.pt"), "--input", "idx:i64[4,16]", "--data",
+                  f"npy:{tmp_path / 'idx.npy'},{tmp_path / 'targets.npy'}")
+    return config, idx, targets, model_args
+
+
 def _train_and_export(tmp_path, name, model_args, flags):
     """Trains 4 steps (checkpoints at 3 and 4); returns MAP's losses and the exports of both."""
     ck = tmp_path / f"ck-{name}"
@@ -44,16 +60,7 @@ def _train_and_export(tmp_path, name, model_args, flags):
 
 
 def test_an_exported_nanogpt_loads_strictly_and_gives_maps_loss_under_data_tensor_and_zero2(tmp_path):
-    torch.manual_seed(0)
-    config = nanogpt.GPTConfig(dropout=0.0)
-    gen = torch.Generator().manual_seed(1)
-    idx = torch.randint(0, config.vocab_size, (4, 16), generator=gen)
-    targets = torch.randint(0, config.vocab_size, (4, 16), generator=gen)
-    _trace(nanogpt.GPT(config), idx, tmp_path / "gpt.pt")
-    np.save(tmp_path / "idx.npy", idx.numpy())
-    np.save(tmp_path / "targets.npy", targets.numpy())
-    model_args = (str(tmp_path / "gpt.pt"), "--input", "idx:i64[4,16]", "--data",
-                  f"npy:{tmp_path / 'idx.npy'},{tmp_path / 'targets.npy'}")
+    config, idx, targets, model_args = _gpt_with_batch(tmp_path)
     for name, flags in (("dp", ("--strategy", "dp", "--ranks", "2")), ("tp", ("--strategy", "tp", "--ranks", "2")),
                         ("2x2-zero2", ("--mesh", "2x2", "--zero", "2", "--ranks", "4"))):
         losses, (third, fourth) = _train_and_export(tmp_path, name, model_args, flags)
@@ -105,3 +112,64 @@ def test_export_errors_name_what_to_do(tmp_path):
     (ck / "step-00000002" / "rank_1.pb").unlink()
     r = run_mapctl("export", str(ck), "-o", str(tmp_path / "w.pt"))
     assert r.returncode == 1 and "no directory given holds rank(s) 1 of step 2" in r.stderr, r.stderr
+
+
+def _first_loss(*args):
+    r = run_mapctl("run", *args, "--steps", "1", "--optimizer", "sgd", "-o", "json", check=0)
+    return json.loads(r.stdout)["steps"][0]["loss"]
+
+
+def test_init_from_pytorchs_weights_gives_pytorchs_first_loss(tmp_path):
+    """Weights PyTorch made (another seed than the trace's) into the traced model: MAP's first
+    loss is PyTorch's within 1e-5, on one process and on ranks under tensor parallelism; a zoo
+    ResNet-50 takes torchvision's own ResNet-50 weights the same way."""
+    config, idx, targets, model_args = _gpt_with_batch(tmp_path)
+    torch.manual_seed(5)
+    module = nanogpt.GPT(config)
+    torch.save(module.state_dict(), tmp_path / "pretrained.pt")
+    with torch.no_grad():
+        logits = module(idx)
+        want = F.cross_entropy(logits.view(-1, logits.size(-1)), targets.view(-1)).item()
+    traced = _first_loss(*model_args)
+    for flags in ((), ("--ranks", "2", "--strategy", "tp")):
+        got = _first_loss(*model_args, *flags, "--init-from", str(tmp_path / "pretrained.pt"))
+        assert abs(got - want) <= 1e-5 * abs(want), (flags, got, want)
+    assert abs(traced - want) > 1e-3, (traced, want)  # the trace's own weights give another loss
+
+    import torchvision
+    torch.manual_seed(0)
+    tv = torchvision.models.resnet50(num_classes=10)
+    torch.save(tv.state_dict(), tmp_path / "resnet50.pt")
+    gen = torch.Generator().manual_seed(2)
+    # (At 32x32 and batch 4 the last stage's batch norms see 4 values a channel, where the two
+    # ways of computing their variance part at 1e-4; at 64x64 and batch 8 both agree to 3e-6.)
+    images, labels = torch.randn(8, 3, 64, 64, generator=gen), torch.randint(0, 10, (8,), generator=gen)
+    np.save(tmp_path / "images.npy", images.numpy())
+    np.save(tmp_path / "labels.npy", labels.numpy())
+    tv.train()
+    with torch.no_grad():
+        want = F.cross_entropy(tv(images), labels).item()
+    got = _first_loss("resnet50:image=64,batch=8,classes=10", "--init-from", str(tmp_path / "resnet50.pt"), "--data",
+                      f"npy:{tmp_path / 'images.npy'},{tmp_path / 'labels.npy'}")
+    assert abs(got - want) <= 1e-5 * abs(want), (got, want)
+
+
+def test_init_from_names_what_does_not_fit(tmp_path):
+    config, _, _, model_args = _gpt_with_batch(tmp_path)
+    state = nanogpt.GPT(config).state_dict()
+    renamed = dict(state)
+    renamed["transformer.h.0.mlp.c_fc.weight_"] = renamed.pop("transformer.h.0.mlp.c_fc.weight")
+    torch.save(renamed, tmp_path / "renamed.pt")
+    r = run_mapctl("run", *model_args, "--steps", "1", "--init-from", str(tmp_path / "renamed.pt"))
+    assert r.returncode == 1 and "missing: transformer.h.0.mlp.c_fc.weight" in r.stderr, r.stderr
+    assert "not in the model: transformer.h.0.mlp.c_fc.weight_" in r.stderr, r.stderr
+    wrong = dict(state)
+    wrong["transformer.wpe.weight"] = torch.zeros(8, 32)
+    torch.save(wrong, tmp_path / "wrong.pt")
+    r = run_mapctl("run", *model_args, "--steps", "1", "--init-from", str(tmp_path / "wrong.pt"))
+    assert r.returncode == 1 and "'transformer.wpe.weight' is f32[8,32], the model's f32[16,32]" in r.stderr, r.stderr
+    r = run_mapctl("run", *model_args, "--steps", "1", "--init-from", model_args[0])
+    assert r.returncode == 1 and "TorchScript archive" in r.stderr, r.stderr
+    (tmp_path / "notes.txt").write_text("not weights")
+    r = run_mapctl("run", *model_args, "--steps", "1", "--init-from", str(tmp_path / "notes.txt"))
+    assert r.returncode == 1 and "is not a torch.save file" in r.stderr, r.stderr

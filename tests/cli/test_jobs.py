@@ -56,6 +56,31 @@ def test_a_torchscript_model_is_submitted_with_its_weights_and_no_file_path(coor
     assert str(d) not in text and "nanogpt_trace_train.pt" not in text.replace(job["spec"].get("name", ""), ""), text[:2000]
 
 
+def test_a_job_starts_from_weights_sent_in_its_graph(coordinator):
+    """submit --init-from: mapctl reads the state dict and sends the weights in the job's graph
+    (a zoo model too, which is otherwise sent as its spec); a state dict that does not fit is
+    refused before anything is sent."""
+    import torch
+    tmp, env = coordinator
+    mlp = "mlp:in=4,hidden=8,layers=1,out=3,batch=2"
+    params = json.loads(run_mapctl("inspect", mlp, "-o", "json", check=0).stdout)["parameters"]
+    torch.save({p["name"]: torch.full(p["shape"], 0.25) for p in params}, tmp / "weights.pt")
+    submitted = json.loads(mapctl(env, "submit", mlp, "--init-from", str(tmp / "weights.pt"), "-o", "json", check=0).stdout)
+    job = json.loads(mapctl(env, "get", submitted["id"], "-o", "json", check=0).stdout)
+    assert "model" not in job["spec"], job["spec"]
+    sent = {p["name"]: p for p in job["spec"]["graph"]["parameters"]}
+    assert set(sent) == {p["name"] for p in params}, sent
+    import base64
+    import struct
+    for p in sent.values():  # every value is the file's 0.25, as f32 bytes
+        raw = base64.b64decode(p["data"]["inline_data"])
+        assert set(struct.unpack(f"<{len(raw) // 4}f", raw)) == {0.25}, p["name"]
+    assert str(tmp) not in json.dumps(job)
+    torch.save({"net.0.weight": torch.zeros(8, 5)}, tmp / "bad.pt")
+    r = mapctl(env, "submit", mlp, "--init-from", str(tmp / "bad.pt"))
+    assert r.returncode == 1 and "'net.0.weight' is f32[8,5], the model's f32[8,4]" in r.stderr, r.stderr
+
+
 def test_submit_list_get_cancel_watch_logs(coordinator):
     tmp, env = coordinator
     r = mapctl(env, "submit", GPT, "--ranks", "2", "--steps", "20", check=0)

@@ -18,6 +18,7 @@
 #include "worker/runtime/data.h"
 #include "worker/runtime/data_files.h"
 #include "worker/runtime/optimizer.h"
+#include "worker/runtime/torch_pickle.h"
 
 namespace mapd {
 namespace {
@@ -429,6 +430,24 @@ TEST(RuntimeErrorsTest, NumPyArraysThatDoNotFitAreRefusedByName) {
   missing.targets_path = "/nonexistent/y.npy";
   EXPECT_EQ(MakeDataSource(g, missing, at::kCPU).status().code(), absl::StatusCode::kNotFound);
   std::remove(data.path.c_str());
+}
+
+TEST(TorchPickleTest, ReadsWhatAStateDictIsAndNamesWhatIsNot) {
+  auto empty = ParseStateDictPickle(std::string("\x80\x02}q\x00.", 6));  // {}
+  ASSERT_TRUE(empty.ok()) << empty.status();
+  EXPECT_TRUE(empty->empty());
+  const std::pair<std::string, std::string> bad[] = {
+      {std::string("\x80\x02K\x05.", 5), "holds no dict of tensors"},                            // 5
+      {std::string("\x80\x02}q\x00(X\x01\x00\x00\x00" "aK\x01u.", 16), "'a' is no tensor"},  // {'a': 1}
+      {std::string("\x80\x02}q", 4), "truncated"},
+      {std::string("\x80\x02\xff", 3), "opcode 0xff"},
+      {std::string("\x80\x02h\x07.", 5), "memo 7 was never set"},
+      {std::string("\x80\x02" "cos\nsystem\nq\x00X\x02\x00\x00\x00lsq\x01\x85R.", 27), "a call of os.system"}};
+  for (const auto& [pickle, why] : bad) {
+    auto st = ParseStateDictPickle(pickle).status();
+    EXPECT_EQ(st.code(), absl::StatusCode::kInvalidArgument) << why;
+    EXPECT_THAT(std::string(st.message()), HasSubstr(why));
+  }
 }
 
 TEST(DataTest, SyntheticBoundsComeFromTheGraph) {
