@@ -34,6 +34,14 @@ absl::StatusOr<LocalTrainingOptions> MakeTrainingOptions(const RunArgs& args) {
   if (!data.ok()) return data.status();
   options.data = data->kind;
   options.data_path = data->JoinedFiles();
+  if (!args.eval_data.empty()) {
+    auto eval = ParseDataSpec(args.eval_data);
+    if (!eval.ok()) return absl::InvalidArgumentError(absl::StrCat("--eval-data: ", eval.status().message()));
+    options.eval_data = eval->kind;
+    options.eval_data_path = eval->JoinedFiles();
+  }
+  options.eval_every = args.eval_every;
+  options.eval_batches = args.eval_batches;
   if (!args.memory_per_device.empty()) {
     auto cap = ParseBytes(args.memory_per_device);
     if (!cap.ok()) return cap.status();
@@ -41,6 +49,10 @@ absl::StatusOr<LocalTrainingOptions> MakeTrainingOptions(const RunArgs& args) {
   }
   if (auto st = options.Validate(); !st.ok()) return st;
   return options;
+}
+
+std::string FormatEvaluation(int64_t step, double loss, int64_t batches) {
+  return absl::StrFormat("eval after step %d  loss %.4f  (%d batch%s, no gradients)\n", step, loss, batches, batches == 1 ? "" : "es");
 }
 
 std::string FormatThroughput(const StepItems& items, double seconds) {
@@ -70,6 +82,7 @@ int RunTraining(const RunArgs& args) {
 
   const StepItems items = ItemsPerStep(*graph);
   nlohmann::json steps = nlohmann::json::array();
+  nlohmann::json evals = nlohmann::json::array();
   double first = 0, total_seconds = 0;
   std::vector<double> losses;
   auto st = TrainLocally(*graph, options, [&](const LocalStep& s) {
@@ -84,13 +97,19 @@ int RunTraining(const RunArgs& args) {
                                    FormatThroughput(items, s.seconds))
                 << std::flush;
     }
+    if (!s.evaluated) return;
+    if (args.format == "json") {
+      evals.push_back({{"step", s.step}, {"loss", s.eval_loss}, {"batches", options.eval_batches}});
+    } else {
+      std::cout << FormatEvaluation(s.step, s.eval_loss, options.eval_batches) << std::flush;
+    }
   });
   if (!st.ok()) return ReportError(st);
   const size_t tail = std::min<size_t>(10, losses.size());
   double last = 0;
   for (size_t i = losses.size() - tail; i < losses.size(); ++i) last += losses[i] / static_cast<double>(tail);
   if (args.format == "json") {
-    nlohmann::json j = {{"model", graph->name()},   {"steps", steps},        {"first_loss", first},
+    nlohmann::json j = {{"model", graph->name()},   {"steps", steps},        {"evals", evals},  {"first_loss", first},
                         {"final_loss_mean", last},  {"seconds", total_seconds}};
     std::cout << j.dump(2) << "\n";
     return kExitOk;

@@ -150,6 +150,10 @@ v1::RankJob RankJobFor(const LocalTrainingOptions& t, const RunArgs& args, const
   job.set_seed(t.seed);
   job.set_data(t.data);
   job.set_data_path(t.data_path);
+  job.set_eval_data(t.eval_data);
+  job.set_eval_data_path(t.eval_data_path);
+  job.set_eval_every(t.eval_every);
+  job.set_eval_batches(t.eval_batches);
   job.set_device(args.device);
   // --memory-per-device is the planner's budget and, enforced by each rank's counting
   // allocator, a real cap.
@@ -180,6 +184,11 @@ int RunOnRanks(const RunArgs& args) {
   if (plan->pipeline_stages > 1 && args.device == "cuda") {
     return ReportError(absl::UnimplementedError(
         "--device cuda with pipeline stages: NCCL point-to-point transfers are not built yet; run pipeline plans on --device cpu (Gloo)"));
+  }
+  if (plan->pipeline_stages > 1 && args.eval_every > 0) {
+    return ReportError(absl::UnimplementedError(absl::StrCat(
+        "--eval-every with ", plan->pipeline_stages, " pipeline stages: evaluation under pipeline stages is not built yet; drop "
+        "--eval-every, or train without stages")));
   }
   auto graph = Graph::Create(plan->graph);
   if (!graph.ok()) return ReportError(graph.status());
@@ -258,6 +267,7 @@ int RunOnRanks(const RunArgs& args) {
   std::vector<double> seconds;  // rank 0's
   const StepItems& items = plan->items;
   nlohmann::json steps = nlohmann::json::array();
+  nlohmann::json evals = nlohmann::json::array();
   LaunchOptions lo;
   lo.ranks = world;
   lo.silence_timeout = std::chrono::seconds(args.rank_timeout);
@@ -281,6 +291,11 @@ int RunOnRanks(const RunArgs& args) {
           std::cout << "checkpoint: step " << step << " committed to " << CheckpointStepDir(ckpt_dir, step) << "\n" << std::flush;
         }
       }
+    } else if (e.has_evaluated()) {
+      if (rank != 0) return;
+      const v1::Evaluated& v = e.evaluated();
+      evals.push_back({{"step", v.step()}, {"loss", v.loss()}, {"batches", v.batches()}});
+      if (args.format != "json") std::cout << FormatEvaluation(v.step(), v.loss(), v.batches()) << std::flush;
     } else if (e.has_done()) {
       peaks[rank] = e.done().peak_bytes();
     } else if (e.has_step_done()) {
@@ -401,7 +416,7 @@ int RunOnRanks(const RunArgs& args) {
                           {"predicted_communication_seconds", predicted[rank].communication_seconds}});
     }
     nlohmann::json j = {{"model", graph->name()}, {"ranks", world}, {"mesh", plan->mesh}, {"plan", absl::StrCat(plan->name, ": ", plan->summary)},
-                        {"steps", steps}, {"seconds", total}, {"predicted_peak_bytes", static_cast<int64_t>(plan->planner_peak_bytes)},
+                        {"steps", steps}, {"evals", evals}, {"seconds", total}, {"predicted_peak_bytes", static_cast<int64_t>(plan->planner_peak_bytes)},
                         {"per_rank", per_rank}, {"zero_stage", plan->zero_stage}, {"micro_batches", plan->micro_batches}, {"recomputed_layers", recompute},
                         {"precision", PrecisionName(plan->precision)}, {"pipeline_stages", plan->pipeline_stages}};
     if (plan->pipeline_stages > 1) {

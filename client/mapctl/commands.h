@@ -53,6 +53,9 @@ struct RunArgs {
   double weight_decay = 0.0;
   double clip = 0.0;
   uint64_t seed = 0;
+  std::string eval_data;      // --eval-data (kinds as --data; empty: the training data's)
+  int64_t eval_every = 0;     // evaluate every N steps and after the last (0: never)
+  int64_t eval_batches = 1;   // batches per evaluation
   std::string data = "synthetic";  // synthetic | text:FILE | tokens:FILE | npy:INPUTS[,TARGETS]
   std::string device = "cpu";
   int64_t log_every = 10;
@@ -92,6 +95,8 @@ int RunRank(const RankArgs& args);
 absl::StatusOr<int> ParseZeroStage(const std::string& text, int highest);
 // "  12345 tokens/s" (empty when unknown).
 std::string FormatThroughput(const StepItems& items, double seconds);
+// "eval after step S  loss L  (K batches, no gradients)\n"
+std::string FormatEvaluation(int64_t step, double loss, int64_t batches);
 // `run --ranks N` / `run --plan FILE` (cmd_run_ranks.cc).
 int RunOnRanks(const RunArgs& args);
 // The single-device training options `run` takes (also what every rank uses).

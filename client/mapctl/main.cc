@@ -105,6 +105,14 @@ int main(int argc, char** argv) {
   run->add_option("--weight-decay", run_args.weight_decay, "Weight decay (AdamW: decoupled)")->capture_default_str();
   run->add_option("--clip", run_args.clip, "Clip the global gradient norm to this (0: off)")->capture_default_str();
   run->add_option("--seed", run_args.seed, "Seed of the weights, data and dropout")->capture_default_str();
+  run->add_option("--eval-data", run_args.eval_data,
+                  "Evaluation data, as --data (default: the training data's source, drawn from a seed of its own)");
+  run->add_option("--eval-every", run_args.eval_every, "Evaluate every N steps and after the last: the mean loss over --eval-batches, no gradients (0: never)")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  run->add_option("--eval-batches", run_args.eval_batches, "Batches per evaluation (each evaluation draws the same)")
+      ->check(CLI::Range(int64_t{1}, int64_t{100000}))
+      ->capture_default_str();
   run->add_option("--init-from", run_args.init_from,
                   "Start from these weights: a PyTorch state dict (torch.save(model.state_dict(), FILE)), names and shapes checked");
   run->add_option("--data", run_args.data,

@@ -81,6 +81,10 @@ absl::StatusOr<LocalTrainingOptions> TrainingOptionsOf(const v1::RankJob& job) {
   t.data_path = job.data_path();
   t.device = job.device();
   t.memory_cap = job.memory_cap();
+  t.eval_data = job.eval_data();
+  t.eval_data_path = job.eval_data_path();
+  t.eval_every = job.eval_every();
+  t.eval_batches = job.eval_batches() > 0 ? job.eval_batches() : 1;
   if (auto st = t.Validate(); !st.ok()) return st;
   return t;
 }
@@ -123,6 +127,28 @@ struct RankContext {
   const RendezvousOptions& rendezvous;
   int world = 1;
 };
+
+// The mean global loss over the evaluation batches (every rank draws the same and keeps its
+// blocks, as for training's).
+template <typename RankT>
+absl::StatusOr<double> EvaluateRank(RankT& trainer, RankContext& c) {
+  auto source = MakeEvalSource(c.graph.proto(), c.training, c10::Device(c10::kCPU));
+  if (!source.ok()) return source.status();
+  double sum = 0;
+  for (int64_t k = 0; k < c.training.eval_batches; ++k) {
+    absl::StatusOr<RankTrainer::LocalBatch> blocks = absl::UnknownError("no batch");
+    {
+      auto batch = (*source)->Next();
+      if (!batch.ok()) return batch.status();
+      blocks = trainer.TakeBlocks(*batch);
+      if (!blocks.ok()) return blocks.status();
+    }
+    auto loss = trainer.Evaluate(*blocks);
+    if (!loss.ok()) return loss.status();
+    sum += *loss;
+  }
+  return sum / static_cast<double>(c.training.eval_batches);
+}
 
 // The steps, checkpoints and final blocks of a rank: a RankTrainer, or a PipelineRank (the same
 // calls).
@@ -181,6 +207,17 @@ absl::Status TrainRank(RankT& trainer, RankContext& c) {
       }
     });
     if (!done.ok()) return done;
+    if (EvaluatesAfter(c.training, s)) {
+      auto loss = EvaluateRank(trainer, c);
+      if (!loss.ok()) return loss.status();
+      auto evaluated = c.events.Emit(o.rank, [&](v1::RankEvent& e) {
+        v1::Evaluated* v = e.mutable_evaluated();
+        v->set_step(s);
+        v->set_loss(*loss);
+        v->set_batches(c.training.eval_batches);
+      });
+      if (!evaluated.ok()) return evaluated;
+    }
     if (c.job.checkpoint_every() > 0 && !checkpoint_dir.empty() && (s % c.job.checkpoint_every() == 0 || s == c.training.steps)) {
       auto checkpoint = trainer.Save();
       if (!checkpoint.ok()) return checkpoint.status();

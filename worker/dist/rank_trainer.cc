@@ -11,6 +11,7 @@
 #include <map>
 #include <set>
 
+#include "absl/cleanup/cleanup.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "planner/lower/lowering.h"
@@ -566,8 +567,8 @@ absl::Status RankTrainer::RunInstruction(int index, Env& env, at::Generator& gen
   for (const auto& t : c.output_types()) types.push_back(TensorType::FromProto(t));
   std::vector<at::Tensor> outs;
   try {
-    ExecContext ctx(node, std::move(inputs), types, c10::Device(c10::kCPU), /*training=*/true);
-    if (random_) {
+    ExecContext ctx(node, std::move(inputs), types, c10::Device(c10::kCPU), /*training=*/!evaluating_);
+    if (random_ && !evaluating_) {
       ctx.set_dropout_noise([&](const at::Tensor& like, double p) { return DropoutNoiseBlock(node, c, like, p, generator); });
       ctx.set_generator(generator);
     }
@@ -920,6 +921,31 @@ absl::StatusOr<StepResult> RankTrainer::Step(const LocalBatch& batch) {
   r.lr = LearningRate();
   r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return r;
+}
+
+absl::StatusOr<double> RankTrainer::Evaluate(const LocalBatch& batch) {
+  if (static_cast<int64_t>(batch.size()) != micro_batches_) {
+    return absl::InvalidArgumentError(absl::StrCat("an evaluation of ", micro_batches_, " micro-batches was given ", batch.size()));
+  }
+  at::NoGradGuard no_grad;
+  evaluating_ = true;
+  absl::Cleanup done = [this] {
+    evaluating_ = false;
+    pass_ = 0;
+  };
+  at::Tensor local;
+  for (int64_t k = 0; k < micro_batches_; ++k) {
+    auto pass = Forward(batch[k], k);
+    if (!pass.ok()) return pass.status();
+    auto loss = pass->env.find(program_.loss());
+    if (program_.loss().empty() || loss == pass->env.end()) return absl::InternalError("the program's loss was not computed");
+    const at::Tensor scaled = loss->second.detach().to(at::kDouble) * pass_loss_scale_;
+    local = k == 0 ? scaled : local + scaled;
+  }
+  for (int a : program_.loss_partial_axes()) {
+    if (auto st = groups_.at(a)->AllReduceSum(local); !st.ok()) return st;
+  }
+  return local.item<double>();
 }
 
 absl::Status RankTrainer::ReduceGradients() {

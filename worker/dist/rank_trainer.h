@@ -71,6 +71,10 @@ class RankTrainer {
   // One step on this rank's blocks (TakeBlocks), or on the global batch.
   absl::StatusOr<StepResult> Step(const LocalBatch& batch);
   absl::StatusOr<StepResult> Step(const TensorMap& global_batch);
+  // The global loss on the batch under this rank's program, forward only: no autograd, dropout
+  // off, no running statistics or optimizer state touched (the tail is not run). A collective:
+  // every rank of the plan calls it at the same point.
+  absl::StatusOr<double> Evaluate(const LocalBatch& batch);
 
   // A step pass by pass, as a pipeline stage takes it (pipeline_rank.h): the forward of each
   // pass, its backward — from the loss, or from the gradients of the values the stage sends —
@@ -196,6 +200,7 @@ class RankTrainer {
   // stays alive is what autograd saved — as the profiler assumes).
   std::vector<std::vector<std::string>> release_;
   bool random_ = false;  // the graph draws random numbers (DrawsRandomNumbers)
+  bool evaluating_ = false;  // within Evaluate: dropout is the identity
   // Micro-batches: passes per step, the graph of one (types of its values), the loss scale of a
   // pass, and the pass running now (dropout keeps its slice of the whole batch's mask).
   int64_t micro_batches_ = 1;

@@ -4,6 +4,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/data_spec.h"
+#include "common/status_macros.h"
+#include "worker/runtime/seed.h"
 #include "worker/local/trainer_factory.h"
 #include "worker/memory/counting_allocator.h"
 
@@ -18,6 +20,10 @@ absl::Status LocalTrainingOptions::Validate() const {
   if (weight_decay < 0) return absl::InvalidArgumentError("weight decay must not be negative");
   if (max_grad_norm < 0) return absl::InvalidArgumentError("max grad norm must not be negative");
   if (memory_cap < 0) return absl::InvalidArgumentError("the memory cap must not be negative");
+  if (eval_every < 0) return absl::InvalidArgumentError(absl::StrCat("--eval-every must not be negative, got ", eval_every));
+  if (eval_batches < 1 || eval_batches > kMaxEvalBatches) {
+    return absl::InvalidArgumentError(absl::StrCat("--eval-batches must be 1 to ", kMaxEvalBatches, ", got ", eval_batches));
+  }
   auto schedule = ScheduleOf(*this);
   if (!schedule.ok()) return schedule.status();
   return schedule->Validate(lr);
@@ -47,17 +53,49 @@ absl::StatusOr<std::unique_ptr<Trainer>> MakeTrainer(const v1::Graph& graph, con
   return Trainer::Create(graph, t);
 }
 
-absl::StatusOr<std::unique_ptr<DataSource>> MakeSource(const v1::Graph& graph, const LocalTrainingOptions& options,
-                                                      c10::Device device) {
-  auto kind = ParseDataSource(options.data);
+namespace {
+
+absl::StatusOr<std::unique_ptr<DataSource>> SourceOf(const v1::Graph& graph, const std::string& kind_name,
+                                                    const std::string& joined_files, uint64_t seed, c10::Device device) {
+  auto kind = ParseDataSource(kind_name);
   if (!kind.ok()) return kind.status();
   DataOptions d;
   d.source = *kind;
-  const std::vector<std::string> files = SplitDataFiles(options.data, options.data_path);
+  const std::vector<std::string> files = SplitDataFiles(kind_name, joined_files);
   if (!files.empty()) d.path = files[0];
   if (files.size() > 1) d.targets_path = files[1];
-  d.seed = options.seed;
+  d.seed = seed;
   return MakeDataSource(graph, d, device);
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<DataSource>> MakeSource(const v1::Graph& graph, const LocalTrainingOptions& options,
+                                                      c10::Device device) {
+  return SourceOf(graph, options.data, options.data_path, options.seed, device);
+}
+
+absl::StatusOr<std::unique_ptr<DataSource>> MakeEvalSource(const v1::Graph& graph, const LocalTrainingOptions& options,
+                                                          c10::Device device) {
+  const bool own = !options.eval_data.empty();
+  return SourceOf(graph, own ? options.eval_data : options.data, own ? options.eval_data_path : options.data_path,
+                  DeriveSeed(options.seed, "eval"), device);
+}
+
+bool EvaluatesAfter(const LocalTrainingOptions& options, int64_t step) {
+  return options.eval_every > 0 && (step % options.eval_every == 0 || step == options.steps);
+}
+
+// The mean loss over the evaluation batches (one process).
+static absl::StatusOr<double> EvaluateLocally(const v1::Graph& graph, const LocalTrainingOptions& options, Trainer& trainer) {
+  MAPD_ASSIGN_OR_RETURN(std::unique_ptr<DataSource> source, MakeEvalSource(graph, options, trainer.executor().device()));
+  double sum = 0;
+  for (int64_t k = 0; k < options.eval_batches; ++k) {
+    MAPD_ASSIGN_OR_RETURN(TensorMap batch, source->Next());
+    MAPD_ASSIGN_OR_RETURN(double loss, trainer.Evaluate(batch));
+    sum += loss;
+  }
+  return sum / static_cast<double>(options.eval_batches);
 }
 
 absl::Status TrainLocally(const v1::Graph& graph, const LocalTrainingOptions& options,
@@ -83,7 +121,14 @@ absl::Status TrainLocally(const v1::Graph& graph, const LocalTrainingOptions& op
       return absl::FailedPreconditionError(absl::StrCat("the loss is ", step->loss, " at step ", step->step,
                                                         "; lower the learning rate (--lr) or clip gradients"));
     }
-    on_step({step->step, step->loss, step->seconds, step->lr});
+    LocalStep done{step->step, step->loss, step->seconds, step->lr};
+    if (EvaluatesAfter(options, step->step)) {
+      auto eval = EvaluateLocally(graph, options, **trainer);
+      if (!eval.ok()) return eval.status();
+      done.evaluated = true;
+      done.eval_loss = *eval;
+    }
+    on_step(done);
   }
   if (final_parameters != nullptr) {
     const ParameterStore& store = (*trainer)->executor().parameters();

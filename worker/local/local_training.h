@@ -29,7 +29,16 @@ struct LocalTrainingOptions {
   std::string data_path;            // the text file (byte-level), token file (uint16) or npy's INPUTS[,TARGETS]
   std::string device = "cpu";       // cpu | cuda | cuda:N
   int64_t memory_cap = 0;           // > 0: CPU bytes the counting allocator allows (OOM past it)
+  // Evaluation: every `eval_every` steps and after the last (0: never), the mean loss over
+  // `eval_batches` batches of `eval_data` at `eval_data_path` (kinds as `data`'s; empty: the
+  // training data's source, drawn from a seed of its own), forward only: no gradients, dropout
+  // off, no running statistics or optimizer state touched. Each evaluation draws the same batches.
+  std::string eval_data;
+  std::string eval_data_path;
+  int64_t eval_every = 0;
+  int64_t eval_batches = 1;
 
+  static constexpr int64_t kMaxEvalBatches = 100000;
   absl::Status Validate() const;
 };
 
@@ -41,6 +50,8 @@ struct LocalStep {
   double loss = 0;
   double seconds = 0;
   double lr = 0;  // the learning rate this step's update used
+  bool evaluated = false;  // the model was evaluated after this step (LocalTrainingOptions::eval_every)
+  double eval_loss = 0;    // then: the mean loss over the evaluation batches
 };
 
 // Runs `options.steps` steps of `graph` (output 0 is the scalar loss), calling `on_step` after

@@ -17,6 +17,12 @@ OptimizerOptions MakeOptimizerOptions(const LocalTrainingOptions& options);
 absl::StatusOr<std::unique_ptr<Trainer>> MakeTrainer(const v1::Graph& graph, const LocalTrainingOptions& options);
 absl::StatusOr<std::unique_ptr<DataSource>> MakeSource(const v1::Graph& graph, const LocalTrainingOptions& options,
                                                       c10::Device device);
+// The evaluation batches' source: `eval_data` (or the training data's kind and files), seeded
+// apart from the training batches; made afresh for each evaluation, so each draws the same.
+absl::StatusOr<std::unique_ptr<DataSource>> MakeEvalSource(const v1::Graph& graph, const LocalTrainingOptions& options,
+                                                          c10::Device device);
+// Whether the model is evaluated after `step`: every eval_every steps, and after the last.
+bool EvaluatesAfter(const LocalTrainingOptions& options, int64_t step);
 
 }  // namespace mapd
 

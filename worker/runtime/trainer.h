@@ -43,6 +43,10 @@ class Trainer {
   static absl::StatusOr<std::unique_ptr<Trainer>> Create(v1::Graph graph, const TrainerOptions& options);
 
   absl::StatusOr<StepResult> Step(const TensorMap& batch);
+  // The loss on `batch`, forward only: no autograd, dropout off, the buffers' updates (batch
+  // norms' running statistics) and the optimizer untouched. Batch norms normalise by the
+  // batch's statistics, as in training (their graph is the training one).
+  absl::StatusOr<double> Evaluate(const TensorMap& batch);
 
   Executor& executor() { return *executor_; }
   Optimizer& optimizer() { return *optimizer_; }

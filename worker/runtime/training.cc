@@ -197,6 +197,14 @@ absl::StatusOr<std::unique_ptr<Trainer>> Trainer::Create(v1::Graph graph, const 
   return t;
 }
 
+absl::StatusOr<double> Trainer::Evaluate(const TensorMap& batch) {
+  MAPD_ASSIGN_OR_RETURN(Executor::Result result, executor_->Run(batch, RunMode::kEval));
+  double loss = 0;
+  MAPD_RETURN_IF_ERROR(CatchTorch(absl::StrCat("evaluating graph '", executor_->graph().name(), "'"),
+                                  [&] { loss = result.outputs[options_.loss_output].item<double>(); }));
+  return loss;
+}
+
 absl::StatusOr<StepResult> Trainer::Step(const TensorMap& batch) {
   const auto start = std::chrono::steady_clock::now();
   const int64_t step = steps_ + 1;
