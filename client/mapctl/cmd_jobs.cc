@@ -142,7 +142,7 @@ absl::Status FillSpecFromYaml(const std::string& file, SubmitArgs& a) {
   }
   if (!y.IsMap()) return absl::InvalidArgumentError(absl::StrCat("-f ", file, ": a job file is a mapping of fields (model, steps, ranks, ...)"));
   static const std::set<std::string> known = {"model", "inputs", "loss", "name", "steps", "ranks", "mesh", "device", "device_type",
-                                              "memory_per_device", "optimizer", "lr", "init_from", "lr_schedule", "warmup_steps", "min_lr", "data", "zero", "recompute", "micro_batches", "precision",
+                                              "memory_per_device", "optimizer", "lr", "init_from", "eval_data", "eval_every", "eval_batches", "lr_schedule", "warmup_steps", "min_lr", "data", "zero", "recompute", "micro_batches", "precision",
                                               "pipeline_stages", "checkpoint_every", "seed"};
   try {
     for (const auto& kv : y) {
@@ -168,6 +168,9 @@ absl::Status FillSpecFromYaml(const std::string& file, SubmitArgs& a) {
     if (y["warmup_steps"]) a.warmup_steps = y["warmup_steps"].as<int64_t>();
     if (y["min_lr"]) a.min_lr = y["min_lr"].as<double>();
     if (y["data"]) a.data = y["data"].as<std::string>();
+    if (y["eval_data"]) a.eval_data = y["eval_data"].as<std::string>();
+    if (y["eval_every"]) a.eval_every = y["eval_every"].as<int64_t>();
+    if (y["eval_batches"]) a.eval_batches = y["eval_batches"].as<int64_t>();
     if (y["zero"]) a.zero = y["zero"].as<std::string>();
     if (y["recompute"]) a.recompute = y["recompute"].as<std::string>();
     if (y["micro_batches"]) a.micro_batches = y["micro_batches"].as<std::string>();
@@ -224,6 +227,9 @@ int RunSubmit(SubmitArgs a) {
   spec.set_warmup_steps(a.warmup_steps);
   spec.set_min_lr(a.min_lr);
   spec.set_data(a.data);  // text:FILE / tokens:FILE / npy:A[,B]: relative to the workers' --data-root, as given
+  spec.set_eval_data(a.eval_data);
+  spec.set_eval_every(a.eval_every);
+  spec.set_eval_batches(a.eval_batches);
   spec.set_zero(a.zero);
   spec.set_recompute(a.recompute);
   spec.set_micro_batches(a.micro_batches);
@@ -304,13 +310,21 @@ int RunGet(const JobArgs& a, int64_t id) {
             << (s.lr_schedule().empty() || s.lr_schedule() == "constant"
                     ? (s.warmup_steps() > 0 ? absl::StrCat(" after ", s.warmup_steps(), " warm-up steps") : "")
                     : absl::StrCat(" (", s.lr_schedule(), " to ", s.min_lr(), " after ", s.warmup_steps(), " warm-up steps)"))
-            << ", data " << s.data() << "\n"
+            << ", data " << s.data()
+            << (s.eval_every() > 0 ? absl::StrCat(", evaluated every ", s.eval_every(), " steps on ", s.eval_batches(), " batch(es) of ",
+                                                  s.eval_data().empty() ? "the training data" : s.eval_data())
+                                   : "")
+            << "\n"
             << "Budget:     " << (s.memory_per_device() > 0 ? FormatBytes(s.memory_per_device()) : "the device's memory") << " per "
             << (s.device().empty() ? "cpu" : s.device()) << " device (cost model: " << s.device_type() << ")\n"
             << "Plan:       " << (job.plan_summary().empty() ? "-" : job.plan_summary()) << "\n"
             << "Progress:   step " << job.step() << "/" << s.steps()
             << (job.step() > 0 ? absl::StrFormat(", loss %.4f", job.loss()) : "")
-            << (job.attempt() > 0 ? absl::StrCat(" (restarted ", job.attempt(), " time(s))") : "") << "\n"
+            << (job.attempt() > 0 ? absl::StrCat(" (restarted ", job.attempt(), " time(s))") : "")
+            << (job.has_last_evaluation() ? absl::StrFormat(", eval loss %.4f after step %d", job.last_evaluation().loss(),
+                                                            job.last_evaluation().step())
+                                          : "")
+            << "\n"
             << "Created:    " << When(job.created_unix_seconds()) << "\n"
             << "Updated:    " << When(job.updated_unix_seconds()) << "\n";
   return kExitOk;

@@ -154,6 +154,9 @@ struct SubmitArgs {
   ModelArgs model;
   std::string loss = "auto";
   std::string init_from;  // --init-from: read here, the weights sent in the graph
+  std::string eval_data;  // --eval-data, --eval-every, --eval-batches: as mapctl run's
+  int64_t eval_every = 0;
+  int64_t eval_batches = 1;
   std::string name;
   int64_t steps = 100;
   int ranks = 1;

@@ -269,6 +269,13 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   submit->add_option("--warmup-steps", submit_args.warmup_steps, "Steps of linear warm-up to --lr")->check(CLI::NonNegativeNumber)->capture_default_str();
   submit->add_option("--min-lr", submit_args.min_lr, "The rate a cosine or linear schedule ends at")->check(CLI::NonNegativeNumber)->capture_default_str();
+  submit->add_option("--eval-data", submit_args.eval_data, "Evaluation data, as --data (default: the training data's source)");
+  submit->add_option("--eval-every", submit_args.eval_every, "Evaluate every N steps and after the last (0: never)")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  submit->add_option("--eval-batches", submit_args.eval_batches, "Batches per evaluation")
+      ->check(CLI::Range(int64_t{1}, int64_t{100000}))
+      ->capture_default_str();
   submit->add_option("--init-from", submit_args.init_from,
                      "Start from these weights: a PyTorch state dict read here and sent in the job's graph");
   submit->add_option("--data", submit_args.data, "synthetic | text:FILE | tokens:FILE | npy:INPUTS[,TARGETS] (paths under the workers' --data-root)")->capture_default_str();

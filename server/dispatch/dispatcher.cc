@@ -19,6 +19,8 @@ namespace {
 
 // The most rank steps one report may carry (workers send theirs at least every 256, job_runner.cc).
 constexpr int kMaxStepsPerReport = 4096;
+// And evaluations (one per eval_every steps at most; a worker sends each as it comes).
+constexpr int kMaxEvaluationsPerReport = 256;
 
 // "2-3" or "2".
 std::string RankRange(const v1::RankAssignment& a) {
@@ -247,6 +249,9 @@ absl::Status Dispatcher::PlaceLocked(int64_t id, ActiveJob& job, int64_t resume_
     a.set_warmup_steps(spec.warmup_steps());
     a.set_min_lr(spec.min_lr());
     a.set_data(spec.data());
+    a.set_eval_data(spec.eval_data());
+    a.set_eval_every(spec.eval_every());
+    a.set_eval_batches(spec.eval_batches());
     a.set_seed(spec.seed());
     a.set_memory_cap(spec.memory_per_device());
     a.set_checkpoint_every(spec.checkpoint_every());
@@ -528,6 +533,11 @@ absl::StatusOr<v1::ReportResponse> Dispatcher::ReportLocked(const v1::ReportRequ
     return absl::InvalidArgumentError(absl::StrCat("a report of ", report.steps_size(), " steps; workers send at most ",
                                                    kMaxStepsPerReport, " at once"));
   }
+  if (report.evaluations_size() > kMaxEvaluationsPerReport ||
+      (report.evaluations_size() > 0 && (job.spec.eval_every() <= 0 || !HasRankZero(part->assignment)))) {
+    return absl::InvalidArgumentError(absl::StrCat("a report of ", report.evaluations_size(), " evaluations of job ", id,
+                                                   ", whose rank 0 evaluates every ", job.spec.eval_every(), " steps"));
+  }
   if (report.checkpoint_step() > job.spec.steps()) {
     // No rank of this job writes such a step: a forged or broken report, not counted.
     return absl::InvalidArgumentError(absl::StrCat("checkpoint step ", report.checkpoint_step(), " of job ", id,
@@ -550,6 +560,10 @@ absl::StatusOr<v1::ReportResponse> Dispatcher::ReportLocked(const v1::ReportRequ
     p.peak_bytes = job.progress.worst_peak_bytes;
     p.lr = s.lr();
     Defer([this, id, p] { (void)jobs_->ReportProgress(id, p); });
+  }
+  for (const v1::Evaluation& e : report.evaluations()) {
+    if (e.step() < 1 || e.step() > job.spec.steps() || job.stopping()) continue;
+    Defer([this, id, e] { (void)jobs_->ReportEvaluation(id, e); });
   }
   const int part_index = static_cast<int>(part - job.parts.data());
   if (report.checkpoint_step() > 0 && !job.stopping() &&

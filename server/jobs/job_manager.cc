@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/time/time.h"
 #include "server/jobs/job_spec.h"
 
@@ -223,6 +224,23 @@ absl::StatusOr<v1::Job> JobManager::ReportProgress(int64_t id, const JobProgress
   event.set_items_per_second(p.items_per_second);
   event.set_peak_bytes(p.peak_bytes);
   event.set_lr(p.lr);
+  return Record(std::move(job), std::move(event));
+}
+
+absl::StatusOr<v1::Job> JobManager::ReportEvaluation(int64_t id, const v1::Evaluation& evaluation) {
+  absl::MutexLock lock(&mu_);
+  auto it = jobs_.find(id);
+  if (it == jobs_.end()) return absl::NotFoundError(absl::StrCat("no job ", id));
+  if (it->second.state() != v1::RUNNING) {
+    return absl::FailedPreconditionError(absl::StrCat("job ", id, " is ", v1::JobState_Name(it->second.state()),
+                                                      "; only a RUNNING job is evaluated"));
+  }
+  v1::Job job = it->second;
+  *job.mutable_last_evaluation() = evaluation;
+  v1::JobEvent event;
+  event.set_message(absl::StrFormat("eval after step %d: loss %.4f (%d batch%s, no gradients)", evaluation.step(), evaluation.loss(),
+                                    evaluation.batches(), evaluation.batches() == 1 ? "" : "es"));
+  *event.mutable_evaluation() = evaluation;
   return Record(std::move(job), std::move(event));
 }
 

@@ -108,6 +108,8 @@ class JobManager {
   // so that a long job's history stays bounded.
   absl::StatusOr<v1::Job> ReportProgress(int64_t id, const JobProgress& progress);
   static constexpr int64_t kMaxProgressEvents = 1000;
+  // The model was evaluated (RUNNING only): an event saying so, and the job's last evaluation.
+  absl::StatusOr<v1::Job> ReportEvaluation(int64_t id, const v1::Evaluation& evaluation);
 
   // Blocks until the job has an event after `after_seq` or `timeout_seconds` pass; returns them
   // (empty on timeout). For Watch streams.

@@ -16,6 +16,8 @@ namespace mapd {
 
 namespace {
 
+constexpr int64_t kMaxEvalBatches = 100000;  // as mapctl run's --eval-batches
+
 // text:FILE, tokens:FILE and npy:INPUTS[,TARGETS] name files under the workers' --data-root:
 // relative, without '..' and bounded (ParseDataSpec), so that a job cannot read what the
 // operator did not put there.
@@ -119,6 +121,17 @@ absl::Status ValidateJobSpec(const v1::JobSpec& s, const SpecLimits& limits) {
   static const std::set<std::string> precisions = {"", "auto", "fp32", "bf16"};
   if (!precisions.count(s.precision())) return bad("precision '", s.precision(), "' is not one of auto, fp32, bf16");
   if (auto st = CheckDataFiles(s.data()); !st.ok()) return st;
+  if (auto st = CheckDataFiles(s.eval_data()); !st.ok()) return bad("eval_data: ", st.message());
+  if (s.eval_every() < 0 || s.eval_every() > limits.max_steps) {
+    return bad("eval_every is ", s.eval_every(), "; give 0 (no evaluation) to ", limits.max_steps, " steps");
+  }
+  if (s.eval_batches() < 0 || s.eval_batches() > kMaxEvalBatches) {
+    return bad("eval_batches is ", s.eval_batches(), "; give 1 to ", kMaxEvalBatches, " (0: 1)");
+  }
+  if (s.eval_every() > 0 && s.pipeline_stages() != "" && s.pipeline_stages() != "1") {
+    return absl::UnimplementedError(absl::StrCat("eval_every with pipeline_stages ", s.pipeline_stages(),
+                                                 ": evaluation under pipeline stages is not built yet; drop one"));
+  }
   if (!s.device_type().empty() && FindDeviceProfile(s.device_type()) == nullptr) {
     std::vector<std::string> names;
     for (const DeviceProfile& p : KnownDeviceProfiles()) names.push_back(p.name);
@@ -154,6 +167,7 @@ v1::JobSpec WithDefaults(v1::JobSpec s) {
   if (s.micro_batches().empty()) s.set_micro_batches("1");
   if (s.precision().empty()) s.set_precision("auto");
   if (s.pipeline_stages().empty()) s.set_pipeline_stages("1");
+  if (s.eval_batches() == 0) s.set_eval_batches(1);
   return s;
 }
 

@@ -30,10 +30,10 @@ def _trace(model, example, path):
         torch.jit.trace(model, (example,), check_trace=False).save(str(path))
 
 
-def _gpt_with_batch(tmp_path):
-    """A traced nanoGPT (dropout 0, seed 0) and an npy batch of exactly B samples."""
+def _gpt_with_batch(tmp_path, dropout=0.0):
+    """A traced nanoGPT (seed 0) and an npy batch of exactly B samples."""
     torch.manual_seed(0)
-    config = nanogpt.GPTConfig(dropout=0.0)
+    config = nanogpt.GPTConfig(dropout=dropout)
     gen = torch.Generator().manual_seed(1)
     idx = torch.randint(0, config.vocab_size, (4, 16), generator=gen)
     targets = torch.randint(0, config.vocab_size, (4, 16), generator=gen)
@@ -181,17 +181,8 @@ def test_evaluation_under_a_plan_is_pytorchs_eval_loss_and_touches_nothing(tmp_p
     evaluation equals PyTorch's eval-mode loss with the exported weights within 1e-4; one
     process evaluates the same; the training losses are those of a run without evaluation, and
     the evaluation loss falls."""
-    torch.manual_seed(0)
-    config = nanogpt.GPTConfig()  # dropout 0.1
-    assert config.dropout > 0
-    gen = torch.Generator().manual_seed(1)
-    idx = torch.randint(0, config.vocab_size, (4, 16), generator=gen)
-    targets = torch.randint(0, config.vocab_size, (4, 16), generator=gen)
-    _trace(nanogpt.GPT(config), idx, tmp_path / "gpt.pt")
-    np.save(tmp_path / "idx.npy", idx.numpy())
-    np.save(tmp_path / "targets.npy", targets.numpy())
-    data = f"npy:{tmp_path / 'idx.npy'},{tmp_path / 'targets.npy'}"
-    model_args = (str(tmp_path / "gpt.pt"), "--input", "idx:i64[4,16]", "--data", data)
+    config, idx, targets, model_args = _gpt_with_batch(tmp_path, dropout=0.1)
+    data = model_args[-1]
     train = ("--steps", "12", "--optimizer", "adamw", "--lr", "0.01", "--lr-schedule", "cosine", "--warmup-steps", "2",
              "--log-every", "1")
     evaluate = ("--eval-every", "4", "--eval-data", data, "--eval-batches", "2")

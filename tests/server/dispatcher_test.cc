@@ -609,5 +609,41 @@ TEST_F(DispatcherTest, ForgedCheckpointAndStepReportsCountForNothing) {
   EXPECT_EQ(jobs_->Get(1)->step(), 4);
 }
 
+TEST_F(DispatcherTest, EvaluationsComeFromRankZerosWorkerOfAJobThatEvaluates) {
+  const std::string w1 = AddWorker(1), w2 = AddWorker(1);
+  v1::JobSpec spec = Spec(2);
+  spec.set_eval_every(5);
+  ASSERT_TRUE(jobs_->Submit(spec).ok());
+  dispatcher_->Tick();
+  ASSERT_EQ(State(1), v1::RUNNING);
+  auto report = [&](const std::string& worker, const std::vector<int64_t>& steps) {
+    v1::ReportRequest r;
+    r.set_worker_id(worker);
+    r.set_job_id(1);
+    for (int64_t s : steps) {
+      v1::Evaluation* e = r.add_evaluations();
+      e->set_step(s);
+      e->set_loss(2.5);
+      e->set_batches(3);
+    }
+    return dispatcher_->OnReport(r).status();
+  };
+  // The part of rank 0 reports; the other part's evaluations, a flood and steps outside the job
+  // count for nothing.
+  const v1::HeartbeatResponse first = Beat(w1);
+  ASSERT_EQ(first.assignments_size(), 1);
+  const std::string rank0 = first.assignments(0).ranks(0) == 0 ? w1 : w2;
+  const std::string other = rank0 == w1 ? w2 : w1;
+  const size_t events = Messages(1).size();
+  EXPECT_EQ(report(other, {5}).code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(report(rank0, std::vector<int64_t>(300, 5)).code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(Messages(1).size(), events);
+  ASSERT_TRUE(report(rank0, {5, 0, 11}).ok());
+  const auto messages = Messages(1);
+  ASSERT_EQ(messages.size(), events + 1);
+  EXPECT_EQ(messages.back(), "eval after step 5: loss 2.5000 (3 batches, no gradients)");
+  EXPECT_EQ(jobs_->Get(1)->last_evaluation().step(), 5);
+}
+
 }  // namespace
 }  // namespace mapd

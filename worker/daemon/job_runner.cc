@@ -18,6 +18,23 @@ namespace {
 // Committed steps a worker keeps of a job's checkpoints in its own work dir (without shared
 // storage): enough to resume from the last and the one before it.
 constexpr int kKeepCheckpointSteps = 3;
+
+// A job's data spec with its files resolved under --data-root (the coordinator checked the spec;
+// a worker checks again what it reads).
+absl::StatusOr<DataSpec> ResolveDataSpec(const std::string& root, const std::string& spec) {
+  auto data = ParseDataSpec(spec.empty() ? "synthetic" : spec);
+  if (!data.ok()) return data.status();
+  for (std::string& file : data->files) {
+    auto path = ResolveJobData(root, file);
+    if (!path.ok()) return path.status();
+    if (data->kind == "npy" && path->find(',') != std::string::npos) {
+      return absl::InvalidArgumentError(absl::StrCat("job data '", file, "' resolves to '", *path, "', whose ',' npy cannot tell apart"));
+    }
+    file = *path;
+  }
+  return data;
+}
+
 }  // namespace
 
 void DeclareJobMetrics(MetricsRegistry* m) {
@@ -29,6 +46,7 @@ void DeclareJobMetrics(MetricsRegistry* m) {
                         {0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60}),
            m->Gauge("mapd_worker_loss", "The training loss of the last step (every rank reports the global loss)."),
            m->Gauge("mapd_worker_learning_rate", "The learning rate of the last step's update (the job's schedule)."),
+           m->Gauge("mapd_worker_eval_loss", "The mean loss over the evaluation batches at the job's last evaluation (rank 0)."),
            m->Gauge("mapd_worker_items_per_second", "Training throughput at the last step, in the job's units (tokens or samples) per second."),
            m->Gauge("mapd_worker_model_flops_utilization",
                     "Model FLOPs utilisation at the last step: the model's forward and backward FLOPs over (step time x ranks x peak FLOP/s)."),
@@ -133,6 +151,15 @@ void JobRunner::OnEvent(int index, const v1::RankEvent& e) {
     OnCheckpoint(e.checkpoint_written().step());
   } else if (e.has_step_done()) {
     OnStep(rank, e.step_done());
+  } else if (e.has_evaluated() && rank == 0) {
+    // Every rank evaluates; rank 0 reports (its loss is the global one, as every rank's).
+    const v1::Evaluated& v = e.evaluated();
+    v1::Evaluation* out = pending_.add_evaluations();
+    out->set_step(v.step());
+    out->set_loss(v.loss());
+    out->set_batches(v.batches());
+    metrics_->Set("mapd_worker_eval_loss", {{"job_id", std::to_string(assignment_.job_id())}, {"rank", "0"}}, v.loss());
+    Send(pending_);
   }
 }
 
@@ -146,20 +173,20 @@ absl::StatusOr<v1::RankJob> JobRunner::RankJobOf() const {
   job.set_warmup_steps(a.warmup_steps());
   job.set_min_lr(a.min_lr());
   job.set_seed(a.seed());
-  // The data's files, resolved under --data-root (the coordinator checked the spec; a worker
-  // checks again what it reads).
-  auto data = ParseDataSpec(a.data().empty() ? "synthetic" : a.data());
+  auto data = ResolveDataSpec(options_.data_root, a.data());
   if (!data.ok()) return data.status();
   job.set_data(data->kind);
-  for (std::string& file : data->files) {
-    auto path = ResolveJobData(options_.data_root, file);
-    if (!path.ok()) return path.status();
-    if (data->kind == "npy" && path->find(',') != std::string::npos) {
-      return absl::InvalidArgumentError(absl::StrCat("job data '", file, "' resolves to '", *path, "', whose ',' npy cannot tell apart"));
-    }
-    file = *path;
-  }
   job.set_data_path(data->JoinedFiles());
+  if (a.eval_every() > 0) {  // without eval_data, the ranks evaluate on the training data's source
+    if (!a.eval_data().empty()) {
+      auto eval = ResolveDataSpec(options_.data_root, a.eval_data());
+      if (!eval.ok()) return eval.status();
+      job.set_eval_data(eval->kind);
+      job.set_eval_data_path(eval->JoinedFiles());
+    }
+    job.set_eval_every(a.eval_every());
+    job.set_eval_batches(std::max<int64_t>(1, a.eval_batches()));
+  }
   job.set_device(!a.devices().empty() && a.devices(0).rfind("cuda:", 0) == 0 ? "cuda" : "cpu");
   job.set_memory_cap(a.memory_cap());
   job.set_timeout_seconds(options_.rank_timeout_seconds);
