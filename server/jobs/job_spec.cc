@@ -1,6 +1,7 @@
 #include "server/jobs/job_spec.h"
 
 #include <algorithm>
+#include <cmath>
 #include <set>
 #include <string>
 
@@ -96,7 +97,7 @@ absl::Status ValidateJobSpec(const v1::JobSpec& s, const SpecLimits& limits) {
   if (s.memory_per_device() < 0) return bad("memory_per_device is ", s.memory_per_device(), "; give bytes (> 0) or 0 for the device's");
   static const std::set<std::string> optimizers = {"", "sgd", "momentum", "adamw"};
   if (!optimizers.count(s.optimizer())) return bad("optimizer '", s.optimizer(), "' is not one of sgd, momentum, adamw");
-  if (s.lr() < 0) return bad("lr is ", s.lr(), "; give a positive learning rate");
+  if (!(s.lr() >= 0) || std::isinf(s.lr())) return bad("lr is ", s.lr(), "; give a positive, finite learning rate");
   auto schedule = MakeLrSchedule(s.lr_schedule(), s.warmup_steps(), s.min_lr(), s.steps());
   if (!schedule.ok()) return bad("lr_schedule '", s.lr_schedule(), "' is not one of constant, cosine, linear");
   if (auto st = schedule->Validate(s.lr() == 0 ? 1e-3 : s.lr()); !st.ok()) return bad(st.message());

@@ -6,7 +6,9 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <cmath>
 #include <filesystem>
+#include <limits>
 #include <thread>
 
 #include "common/file_io.h"
@@ -66,6 +68,11 @@ TEST(JobManager, SubmitValidatesAndQueues) {
       {[](v1::JobSpec& s) { s.set_pipeline_stages("2"), s.add_mesh(2); }, "a mesh and pipeline_stages 2"},
       {[](v1::JobSpec& s) { s.set_pipeline_stages("2"), s.set_device("cuda"); }, "pipeline_stages 2 on device cuda"},
       {[](v1::JobSpec& s) { s.set_data("s3://bucket"); }, "data 's3://bucket'"},
+      {[](v1::JobSpec& s) { s.set_lr(std::nan("")); }, "lr is nan; give a positive, finite learning rate"},
+      {[](v1::JobSpec& s) { s.set_lr(std::numeric_limits<double>::infinity()); }, "lr is inf"},
+      {[](v1::JobSpec& s) { s.set_eval_every(-1); }, "eval_every is -1"},
+      {[](v1::JobSpec& s) { s.set_eval_every(5), s.set_eval_batches(1 << 20); }, "eval_batches is 1048576"},
+      {[](v1::JobSpec& s) { s.set_eval_data("npy:/etc/x.npy"); }, "eval_data: data 'npy:/etc/x.npy': give a file relative"},
       // Probes of issue 18: files named by clients.
       {[](v1::JobSpec& s) { s.set_data("text:/etc/passwd"); }, "relative to the workers' --data-root"},
       {[](v1::JobSpec& s) { s.set_data("text:../../../../etc/passwd"); }, "without '..'"},
