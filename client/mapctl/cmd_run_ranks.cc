@@ -294,7 +294,7 @@ int RunOnRanks(const RunArgs& args) {
     } else if (e.has_evaluated()) {
       if (rank != 0) return;
       const v1::Evaluated& v = e.evaluated();
-      evals.push_back({{"step", v.step()}, {"loss", v.loss()}, {"batches", v.batches()}});
+      evals.push_back({{"step", v.step()}, {"loss", v.loss()}, {"batches", v.batches()}, {"peak_bytes", v.peak_bytes()}});
       if (args.format != "json") std::cout << FormatEvaluation(v.step(), v.loss(), v.batches()) << std::flush;
     } else if (e.has_done()) {
       peaks[rank] = e.done().peak_bytes();

@@ -191,6 +191,8 @@ def test_evaluation_under_a_plan_is_pytorchs_eval_loss_and_touches_nothing(tmp_p
     r = json.loads(run_mapctl("run", *model_args, *train, *evaluate, *plan, "--checkpoint-dir", str(ck),
                               "--checkpoint-every", "12", "-o", "json", check=0).stdout)
     assert [e["step"] for e in r["evals"]] == [4, 8, 12], r["evals"]
+    # Forward only: rank 0's peak while evaluating stays within its step's predicted peak.
+    assert all(0 < e["peak_bytes"] <= r["per_rank"][0]["predicted_peak_bytes"] for e in r["evals"]), (r["evals"], r["per_rank"])
     assert r["evals"][-1]["loss"] < r["evals"][0]["loss"], r["evals"]
     plain = json.loads(run_mapctl("run", *model_args, *train, *plan, "-o", "json", check=0).stdout)
     assert [s["loss"] for s in plain["steps"]] == [s["loss"] for s in r["steps"]]  # evaluation changed nothing

@@ -208,6 +208,7 @@ absl::Status TrainRank(RankT& trainer, RankContext& c) {
     });
     if (!done.ok()) return done;
     if (EvaluatesAfter(c.training, s)) {
+      c.memory.ResetPeak();
       auto loss = EvaluateRank(trainer, c);
       if (!loss.ok()) return loss.status();
       auto evaluated = c.events.Emit(o.rank, [&](v1::RankEvent& e) {
@@ -215,6 +216,7 @@ absl::Status TrainRank(RankT& trainer, RankContext& c) {
         v->set_step(s);
         v->set_loss(*loss);
         v->set_batches(c.training.eval_batches);
+        v->set_peak_bytes(c.memory.peak_bytes());
       });
       if (!evaluated.ok()) return evaluated;
     }
