@@ -10,6 +10,7 @@
 #include "client/mapctl/commands.h"
 #include "common/bytes.h"
 #include "common/checkpoint/gather.h"
+#include "planner/ir/tensor_type.h"
 #include "worker/runtime/state_dict_file.h"
 
 namespace mapd::cli {
@@ -40,9 +41,7 @@ int RunExport(const ExportArgs& args) {
   for (const v1::TensorData& d : gathered->whole.parameters()) {
     if (d.place().kind() == v1::Parameter::CONSTANT) continue;  // not written (WriteStateDict)
     ++tensors;
-    int64_t n = 1;
-    for (int64_t s : d.type().shape()) n *= s;
-    elements += n;
+    elements += TensorType::FromProto(d.type()).NumElements();
     bytes += static_cast<int64_t>(d.data().size());
     aliases += d.place().aliases_size();
   }

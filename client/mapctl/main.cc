@@ -5,6 +5,7 @@
 
 #include "common/allocator.h"
 #include "client/mapctl/commands.h"
+#include "worker/local/local_training.h"
 
 namespace {
 
@@ -12,6 +13,17 @@ constexpr const char* kModelHelp =
     "MODEL: a zoo name with optional overrides (gpt2, llama2-7b:layers=2,seq=128; see `mapctl models`), "
     "a TorchScript archive (.pt, made by torch.jit.trace/script and torch.jit.save), or a MAP graph file "
     "(.pb or .json, made by `mapctl import`)";
+
+// --eval-data, --eval-every and --eval-batches, the same for `run` and `submit`.
+void AddEvalOptions(CLI::App* cmd, std::string& data, int64_t& every, int64_t& batches) {
+  cmd->add_option("--eval-data", data, "Evaluation data, as --data (default: the training data's source, drawn from a seed of its own)");
+  cmd->add_option("--eval-every", every, "Evaluate every N steps and after the last: the mean loss over --eval-batches, no gradients (0: never)")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  cmd->add_option("--eval-batches", batches, "Batches per evaluation (each evaluation draws the same)")
+      ->check(CLI::Range(int64_t{1}, mapd::LocalTrainingOptions::kMaxEvalBatches))
+      ->capture_default_str();
+}
 
 }  // namespace
 
@@ -105,14 +117,7 @@ int main(int argc, char** argv) {
   run->add_option("--weight-decay", run_args.weight_decay, "Weight decay (AdamW: decoupled)")->capture_default_str();
   run->add_option("--clip", run_args.clip, "Clip the global gradient norm to this (0: off)")->capture_default_str();
   run->add_option("--seed", run_args.seed, "Seed of the weights, data and dropout")->capture_default_str();
-  run->add_option("--eval-data", run_args.eval_data,
-                  "Evaluation data, as --data (default: the training data's source, drawn from a seed of its own)");
-  run->add_option("--eval-every", run_args.eval_every, "Evaluate every N steps and after the last: the mean loss over --eval-batches, no gradients (0: never)")
-      ->check(CLI::NonNegativeNumber)
-      ->capture_default_str();
-  run->add_option("--eval-batches", run_args.eval_batches, "Batches per evaluation (each evaluation draws the same)")
-      ->check(CLI::Range(int64_t{1}, int64_t{100000}))
-      ->capture_default_str();
+  AddEvalOptions(run, run_args.eval_data, run_args.eval_every, run_args.eval_batches);
   run->add_option("--init-from", run_args.init_from,
                   "Start from these weights: a PyTorch state dict (torch.save(model.state_dict(), FILE)), names and shapes checked");
   run->add_option("--data", run_args.data,
@@ -269,13 +274,7 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   submit->add_option("--warmup-steps", submit_args.warmup_steps, "Steps of linear warm-up to --lr")->check(CLI::NonNegativeNumber)->capture_default_str();
   submit->add_option("--min-lr", submit_args.min_lr, "The rate a cosine or linear schedule ends at")->check(CLI::NonNegativeNumber)->capture_default_str();
-  submit->add_option("--eval-data", submit_args.eval_data, "Evaluation data, as --data (default: the training data's source)");
-  submit->add_option("--eval-every", submit_args.eval_every, "Evaluate every N steps and after the last (0: never)")
-      ->check(CLI::NonNegativeNumber)
-      ->capture_default_str();
-  submit->add_option("--eval-batches", submit_args.eval_batches, "Batches per evaluation")
-      ->check(CLI::Range(int64_t{1}, int64_t{100000}))
-      ->capture_default_str();
+  AddEvalOptions(submit, submit_args.eval_data, submit_args.eval_every, submit_args.eval_batches);
   submit->add_option("--init-from", submit_args.init_from,
                      "Start from these weights: a PyTorch state dict read here and sent in the job's graph");
   submit->add_option("--data", submit_args.data, "synthetic | text:FILE | tokens:FILE | npy:INPUTS[,TARGETS] (paths under the workers' --data-root)")->capture_default_str();

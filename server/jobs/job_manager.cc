@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/time/time.h"
+#include "common/status_macros.h"
 #include "server/jobs/job_spec.h"
 
 namespace mapd {
@@ -198,15 +199,19 @@ absl::StatusOr<v1::Job> JobManager::Cancel(int64_t id) {
   return Transition(id, v1::CANCELLED, "cancelled by the user");
 }
 
-absl::StatusOr<v1::Job> JobManager::ReportProgress(int64_t id, const JobProgress& p) {
-  absl::MutexLock lock(&mu_);
+absl::StatusOr<v1::Job> JobManager::RunningJobLocked(int64_t id, absl::string_view does) const {
   auto it = jobs_.find(id);
   if (it == jobs_.end()) return absl::NotFoundError(absl::StrCat("no job ", id));
   if (it->second.state() != v1::RUNNING) {
     return absl::FailedPreconditionError(absl::StrCat("job ", id, " is ", v1::JobState_Name(it->second.state()),
-                                                      "; only a RUNNING job reports progress"));
+                                                      "; only a RUNNING job ", does));
   }
-  v1::Job job = it->second;
+  return it->second;
+}
+
+absl::StatusOr<v1::Job> JobManager::ReportProgress(int64_t id, const JobProgress& p) {
+  absl::MutexLock lock(&mu_);
+  MAPD_ASSIGN_OR_RETURN(v1::Job job, RunningJobLocked(id, "reports progress"));
   job.set_step(p.step);
   job.set_loss(p.loss);
   // A job's history holds at most about kMaxProgressEvents steps: every stride-th, the first and
@@ -214,8 +219,9 @@ absl::StatusOr<v1::Job> JobManager::ReportProgress(int64_t id, const JobProgress
   const int64_t steps = std::max<int64_t>(1, job.spec().steps());
   const int64_t stride = (steps + kMaxProgressEvents - 1) / kMaxProgressEvents;
   if (p.step != 1 && p.step != steps && p.step % stride != 0) {
-    it->second = std::move(job);
-    return it->second;
+    v1::Job& kept = jobs_.at(id);
+    kept = std::move(job);
+    return kept;
   }
   v1::JobEvent event;
   event.set_message(absl::StrCat("step ", p.step));
@@ -229,13 +235,7 @@ absl::StatusOr<v1::Job> JobManager::ReportProgress(int64_t id, const JobProgress
 
 absl::StatusOr<v1::Job> JobManager::ReportEvaluation(int64_t id, const v1::Evaluation& evaluation) {
   absl::MutexLock lock(&mu_);
-  auto it = jobs_.find(id);
-  if (it == jobs_.end()) return absl::NotFoundError(absl::StrCat("no job ", id));
-  if (it->second.state() != v1::RUNNING) {
-    return absl::FailedPreconditionError(absl::StrCat("job ", id, " is ", v1::JobState_Name(it->second.state()),
-                                                      "; only a RUNNING job is evaluated"));
-  }
-  v1::Job job = it->second;
+  MAPD_ASSIGN_OR_RETURN(v1::Job job, RunningJobLocked(id, "is evaluated"));
   *job.mutable_last_evaluation() = evaluation;
   v1::JobEvent event;
   event.set_message(absl::StrFormat("eval after step %d: loss %.4f (%d batch%s, no gradients)", evaluation.step(), evaluation.loss(),

@@ -119,6 +119,8 @@ class JobManager {
   JobManager(JobStore* store, Clock* clock) : store_(store), clock_(clock) {}
   // Writes the job with a new event (seq = last + 1) and keeps it. Requires mu_.
   absl::StatusOr<v1::Job> Record(v1::Job job, v1::JobEvent event) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // A copy of RUNNING job `id`; NOT_FOUND, or FAILED_PRECONDITION saying "only a RUNNING job `does`".
+  absl::StatusOr<v1::Job> RunningJobLocked(int64_t id, absl::string_view does) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   JobStore* store_;
   Clock* clock_;

@@ -132,22 +132,12 @@ struct RankContext {
 // blocks, as for training's).
 template <typename RankT>
 absl::StatusOr<double> EvaluateRank(RankT& trainer, RankContext& c) {
-  auto source = MakeEvalSource(c.graph.proto(), c.training, c10::Device(c10::kCPU));
-  if (!source.ok()) return source.status();
-  double sum = 0;
-  for (int64_t k = 0; k < c.training.eval_batches; ++k) {
-    absl::StatusOr<RankTrainer::LocalBatch> blocks = absl::UnknownError("no batch");
-    {
-      auto batch = (*source)->Next();
-      if (!batch.ok()) return batch.status();
-      blocks = trainer.TakeBlocks(*batch);
-      if (!blocks.ok()) return blocks.status();
-    }
-    auto loss = trainer.Evaluate(*blocks);
-    if (!loss.ok()) return loss.status();
-    sum += *loss;
-  }
-  return sum / static_cast<double>(c.training.eval_batches);
+  return MeanEvaluationLoss(c.graph.proto(), c.training, c10::Device(c10::kCPU), [&trainer](TensorMap batch) -> absl::StatusOr<double> {
+    auto blocks = trainer.TakeBlocks(batch);
+    batch.clear();  // the global batch goes before the evaluation, as before a step
+    if (!blocks.ok()) return blocks.status();
+    return trainer.Evaluate(*blocks);
+  });
 }
 
 // The steps, checkpoints and final blocks of a rank: a RankTrainer, or a PipelineRank (the same

@@ -800,11 +800,17 @@ absl::StatusOr<at::Tensor> RankTrainer::SumLossAndRunTail(Pass& pass, at::Tensor
   return loss;
 }
 
+absl::StatusOr<at::Tensor> RankTrainer::PassLoss(const Pass& pass) const {
+  auto it = pass.env.find(program_.loss());
+  if (program_.loss().empty() || it == pass.env.end()) return absl::InternalError("the program's loss was not computed");
+  return it->second;
+}
+
 absl::StatusOr<at::Tensor> RankTrainer::BackwardFromLocalLoss(Pass& pass) {
   pass_ = pass.index;  // a recomputed segment's dropout keeps this pass's slice
-  auto loss_it = pass.env.find(program_.loss());
-  if (program_.loss().empty() || loss_it == pass.env.end()) return absl::InternalError("the program's loss was not computed");
-  at::Tensor loss = loss_it->second;
+  auto found = PassLoss(pass);
+  if (!found.ok()) return found.status();
+  at::Tensor loss = *found;
   try {
     if (pass_loss_scale_ == 1) {
       loss.backward();
@@ -937,9 +943,9 @@ absl::StatusOr<double> RankTrainer::Evaluate(const LocalBatch& batch) {
   for (int64_t k = 0; k < micro_batches_; ++k) {
     auto pass = Forward(batch[k], k);
     if (!pass.ok()) return pass.status();
-    auto loss = pass->env.find(program_.loss());
-    if (program_.loss().empty() || loss == pass->env.end()) return absl::InternalError("the program's loss was not computed");
-    const at::Tensor scaled = loss->second.detach().to(at::kDouble) * pass_loss_scale_;
+    auto loss = PassLoss(*pass);
+    if (!loss.ok()) return loss.status();
+    const at::Tensor scaled = loss->detach().to(at::kDouble) * pass_loss_scale_;
     local = k == 0 ? scaled : local + scaled;
   }
   for (int a : program_.loss_partial_axes()) {

@@ -157,6 +157,8 @@ class RankTrainer {
   // then Step starts its all-reduce before the gradients' reduction and waits for it after the
   // optimizer step, so its round trip (milliseconds with ranks > cores) hides behind them.
   bool LossSummedAlone() const;
+  // This rank's local loss of the pass (the program's loss value); INTERNAL when not computed.
+  absl::StatusOr<at::Tensor> PassLoss(const Pass& pass) const;
   // Backward from the pass's loss times its loss scale; this rank's loss (unscaled, f64).
   absl::StatusOr<at::Tensor> BackwardFromLocalLoss(Pass& pass);
   absl::StatusOr<at::Tensor> Block(const at::Tensor& global, const v1::Shard& shard) const;

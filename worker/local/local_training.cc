@@ -86,13 +86,13 @@ bool EvaluatesAfter(const LocalTrainingOptions& options, int64_t step) {
   return options.eval_every > 0 && (step % options.eval_every == 0 || step == options.steps);
 }
 
-// The mean loss over the evaluation batches (one process).
-static absl::StatusOr<double> EvaluateLocally(const v1::Graph& graph, const LocalTrainingOptions& options, Trainer& trainer) {
-  MAPD_ASSIGN_OR_RETURN(std::unique_ptr<DataSource> source, MakeEvalSource(graph, options, trainer.executor().device()));
+absl::StatusOr<double> MeanEvaluationLoss(const v1::Graph& graph, const LocalTrainingOptions& options, c10::Device device,
+                                          const std::function<absl::StatusOr<double>(TensorMap)>& evaluate) {
+  MAPD_ASSIGN_OR_RETURN(std::unique_ptr<DataSource> source, MakeEvalSource(graph, options, device));
   double sum = 0;
   for (int64_t k = 0; k < options.eval_batches; ++k) {
     MAPD_ASSIGN_OR_RETURN(TensorMap batch, source->Next());
-    MAPD_ASSIGN_OR_RETURN(double loss, trainer.Evaluate(batch));
+    MAPD_ASSIGN_OR_RETURN(double loss, evaluate(std::move(batch)));
     sum += loss;
   }
   return sum / static_cast<double>(options.eval_batches);
@@ -123,7 +123,8 @@ absl::Status TrainLocally(const v1::Graph& graph, const LocalTrainingOptions& op
     }
     LocalStep done{step->step, step->loss, step->seconds, step->lr};
     if (EvaluatesAfter(options, step->step)) {
-      auto eval = EvaluateLocally(graph, options, **trainer);
+      Trainer& t = **trainer;
+      auto eval = MeanEvaluationLoss(graph, options, t.executor().device(), [&t](TensorMap batch) { return t.Evaluate(batch); });
       if (!eval.ok()) return eval.status();
       done.evaluated = true;
       done.eval_loss = *eval;

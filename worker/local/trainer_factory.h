@@ -3,6 +3,7 @@
 #ifndef MAPD_WORKER_LOCAL_TRAINER_FACTORY_H_
 #define MAPD_WORKER_LOCAL_TRAINER_FACTORY_H_
 
+#include <functional>
 #include <memory>
 
 #include "absl/status/statusor.h"
@@ -23,6 +24,11 @@ absl::StatusOr<std::unique_ptr<DataSource>> MakeEvalSource(const v1::Graph& grap
                                                           c10::Device device);
 // Whether the model is evaluated after `step`: every eval_every steps, and after the last.
 bool EvaluatesAfter(const LocalTrainingOptions& options, int64_t step);
+// The mean of `evaluate` over the eval_batches batches of a fresh MakeEvalSource: one process's
+// Trainer::Evaluate or a rank's. Each batch is handed over, so the caller may release it (a rank
+// keeps only its blocks) before evaluating.
+absl::StatusOr<double> MeanEvaluationLoss(const v1::Graph& graph, const LocalTrainingOptions& options, c10::Device device,
+                                          const std::function<absl::StatusOr<double>(TensorMap)>& evaluate);
 
 }  // namespace mapd
 

@@ -13,6 +13,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "planner/ir/dtype.h"
 
 namespace mapd {
 
@@ -161,15 +162,6 @@ absl::StatusOr<v1::DType> NpyDType(const std::string& descr) {
       "convert it with numpy's astype (e.g. astype('<f4') or astype('<i8')) and save it again"));
 }
 
-int64_t ItemBytes(v1::DType dtype) {
-  switch (dtype) {
-    case v1::FLOAT64: case v1::INT64: return 8;
-    case v1::FLOAT32: case v1::INT32: return 4;
-    case v1::FLOAT16: case v1::INT16: return 2;
-    default: return 1;
-  }
-}
-
 }  // namespace
 
 absl::StatusOr<NpyHeader> ParseNpyHeader(const std::string& text) {
@@ -235,7 +227,7 @@ absl::StatusOr<NpyArray> NpyArray::Open(const std::string& path) {
   a.dtype_ = *dtype;
   a.shape_ = header->shape;
   a.offset_ = prefix + header_len;
-  int64_t bytes = ItemBytes(a.dtype_);
+  int64_t bytes = DTypeSize(a.dtype_);
   for (int64_t d : a.shape_) {
     if (d != 0 && bytes > std::numeric_limits<int64_t>::max() / d) return bad("a shape whose size overflows");
     bytes *= d;
@@ -245,12 +237,6 @@ absl::StatusOr<NpyArray> NpyArray::Open(const std::string& path) {
   }
   a.file_ = std::move(*file);
   return a;
-}
-
-int64_t NpyArray::num_elements() const {
-  int64_t n = 1;
-  for (int64_t d : shape_) n *= d;  // checked against the file's size in Open
-  return n;
 }
 
 }  // namespace mapd

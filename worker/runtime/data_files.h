@@ -71,7 +71,6 @@ class NpyArray {
   const std::vector<int64_t>& shape() const { return shape_; }
   // The first element (aligned as numpy.save aligns it: at least 16 bytes into a mapped page).
   const void* data() const { return file_->data() + offset_; }
-  int64_t num_elements() const;
   const std::string& path() const { return file_->path(); }
 
  private:

@@ -78,7 +78,7 @@ class Machine {
       case ')': return Push(Make(Value::kTuple));                  // EMPTY_TUPLE
       case ']': return Push(Make(Value::kList));                   // EMPTY_LIST
       case '}': return Push(Make(Value::kDict));                   // EMPTY_DICT
-      case 't': return Collect(Value::kTuple);                     // TUPLE
+      case 't': return TupleOf(-1);                                // TUPLE
       case 0x85: case 0x86: case 0x87: return TupleOf(op - 0x84);  // TUPLE1..3
       case 'a': return Append(1);                                  // APPEND
       case 'e': return Append(-1);                                 // APPENDS
@@ -173,41 +173,29 @@ class Machine {
     g->s = absl::StrCat(module->s, ".", name->s);
     return Push(g);
   }
-  absl::Status Collect(Value::Kind kind) {
-    MAPD_ASSIGN_OR_RETURN(std::vector<Ref> items, PopToMark());
-    Ref t = Make(kind);
-    t->items = std::move(items);
-    return Push(t);
+  // The last `count` values in the order pushed, or (count < 0) those since the last MARK.
+  absl::StatusOr<std::vector<Ref>> PopItems(int count) {
+    if (count < 0) return PopToMark();
+    std::vector<Ref> items(count);
+    for (int k = count - 1; k >= 0; --k) {
+      MAPD_ASSIGN_OR_RETURN(items[k], Pop());
+    }
+    return items;
   }
+  // A tuple of the last n values (n < 0: those since the last MARK).
   absl::Status TupleOf(int n) {
     Ref t = Make(Value::kTuple);
-    t->items.resize(n);
-    for (int k = n - 1; k >= 0; --k) {
-      MAPD_ASSIGN_OR_RETURN(t->items[k], Pop());
-    }
+    MAPD_ASSIGN_OR_RETURN(t->items, PopItems(n));
     return Push(t);
   }
   absl::Status Append(int n) {
-    std::vector<Ref> items;
-    if (n < 0) {
-      MAPD_ASSIGN_OR_RETURN(items, PopToMark());
-    } else {
-      MAPD_ASSIGN_OR_RETURN(Ref v, Pop());
-      items.push_back(v);
-    }
+    MAPD_ASSIGN_OR_RETURN(std::vector<Ref> items, PopItems(n));
     if (stack_.empty() || stack_.back()->kind != Value::kList) return Bad("APPEND to no list");
     for (Ref& v : items) stack_.back()->items.push_back(v);
     return absl::OkStatus();
   }
-  absl::Status SetItems(int n) {
-    std::vector<Ref> items;
-    if (n < 0) {
-      MAPD_ASSIGN_OR_RETURN(items, PopToMark());
-    } else {
-      MAPD_ASSIGN_OR_RETURN(Ref v, Pop());
-      MAPD_ASSIGN_OR_RETURN(Ref k, Pop());
-      items = {k, v};
-    }
+  absl::Status SetItems(int pairs) {
+    MAPD_ASSIGN_OR_RETURN(std::vector<Ref> items, PopItems(pairs < 0 ? -1 : 2 * pairs));
     if (stack_.empty() || stack_.back()->kind != Value::kDict || items.size() % 2 != 0) return Bad("SETITEMS to no dict");
     for (size_t k = 0; k < items.size(); k += 2) stack_.back()->dict.emplace_back(items[k], items[k + 1]);
     return absl::OkStatus();
