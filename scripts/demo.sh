@@ -87,8 +87,8 @@ URL=$(sed -n 's/.*metrics on \(http[^ ]*\).*/\1/p' "$OUT/worker-a.log" | head -1
 import sys, urllib.request
 worker = urllib.request.urlopen(sys.argv[1], timeout=10).read().decode().splitlines()
 coord = urllib.request.urlopen(sys.argv[2], timeout=10).read().decode().splitlines()
-want = ("mapd_worker_step{", "mapd_worker_step_seconds_sum", "mapd_worker_step_seconds_count", "mapd_worker_items_per_second",
-        "mapd_worker_model_flops_utilization", "mapd_worker_memory_peak_bytes", "mapd_worker_predicted_peak_bytes",
+want = ("mapd_worker_step{", "mapd_worker_step_seconds_sum", "mapd_worker_step_seconds_count", "mapd_worker_tokens_total",
+        "mapd_worker_model_flops_utilization_ratio", "mapd_worker_memory_peak_bytes", "mapd_worker_predicted_peak_bytes",
         "mapd_worker_collective_seconds_total")
 print("worker-a, rank 0:")
 for line in worker:

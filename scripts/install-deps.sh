@@ -18,6 +18,8 @@ PACKAGES=(
   libgrpc++-dev protobuf-compiler-grpc
   nlohmann-json3-dev libcli11-dev libyaml-cpp-dev
   coinor-libcbc-dev libsqlite3-dev libcpp-httplib-dev
+  # metrics: prometheus-cpp's registry and text serializer
+  prometheus-cpp-dev
   # LibTorch (C++) and Debian's PyTorch for tracing test models
   libtorch-dev python3-torch python3-numpy
   # Gloo's headers (LibTorch's c10d Gloo process groups: the distributed runtime on CPU)

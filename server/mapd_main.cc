@@ -16,6 +16,7 @@
 #include <set>
 
 #include "common/allocator.h"
+#include "common/version.h"
 #include "common/bytes.h"
 #include "CLI/CLI.hpp"
 #include "planner/profile/device_profile.h"
@@ -67,6 +68,7 @@ bool ApplyConfig(const std::string& file, CLI::App& app) {
 int main(int argc, char** argv) {
   mapd::RetainFreedMemory();  // planning frees and reuses cost graphs by the hundred
   CLI::App app{"mapd: the MAP coordinator — takes training jobs over gRPC, plans them and runs them on mapd-workers"};
+  app.set_version_flag("--version", mapd::VersionLine("mapd"));
   mapd::ServerOptions o;
   std::string token_file, config;
   app.add_option("--config", config, "YAML file of these settings (listen, store, token_file, ...); flags given here win");

@@ -4,6 +4,7 @@
 #include <CLI/CLI.hpp>
 
 #include "common/allocator.h"
+#include "common/version.h"
 #include "client/mapctl/commands.h"
 #include "worker/local/local_training.h"
 
@@ -31,7 +32,7 @@ int main(int argc, char** argv) {
   mapd::RetainFreedMemory();  // planning frees and reuses cost graphs by the hundred
   using namespace mapd::cli;
   CLI::App app{"mapctl — plan and run PyTorch training across devices with MAP (Memory-aware Automated Parallelism)"};
-  app.set_version_flag("--version", "mapctl 0.1.0");
+  app.set_version_flag("--version", mapd::VersionLine("mapctl"));
   app.require_subcommand(1);
   app.footer(std::string("\n") + kModelHelp +
              "\n\nExit codes: 0 success, 1 the command failed, 2 bad usage; `watch`: 0 the job succeeded, 1 it failed, 3 it was cancelled.");

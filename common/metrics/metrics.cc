@@ -1,32 +1,23 @@
 #include "common/metrics/metrics.h"
 
-#include <charconv>
-#include <cmath>
-#include <iterator>
-#include <regex>
+#include <prometheus/check_names.h>
+#include <prometheus/counter.h>
+#include <prometheus/family.h>
+#include <prometheus/gauge.h>
+#include <prometheus/histogram.h>
+#include <prometheus/metric_family.h>
+#include <prometheus/registry.h>
+#include <prometheus/text_serializer.h>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_format.h"
 
 namespace mapd {
 
 namespace {
 
-bool ValidName(const std::string& name) {
-  static const std::regex re("[a-zA-Z_:][a-zA-Z0-9_:]*");
-  return std::regex_match(name, re);
-}
-
-std::string Number(double v) {
-  if (std::isnan(v)) return "NaN";
-  if (std::isinf(v)) return v > 0 ? "+Inf" : "-Inf";
-  if (v == std::floor(v) && std::abs(v) < 1e15) return absl::StrFormat("%.0f", v);
-  // The shortest text that reads back as the same double ("0.05", not "0.050000000000000003").
-  char buf[32];
-  const auto end = std::to_chars(buf, buf + sizeof(buf), v).ptr;
-  return std::string(buf, end);
-}
-
+// prometheus-cpp 1.0.1 writes HELP text as given; the format wants backslash and newline escaped
+// (a raw newline ends the comment and the next line is read as a sample).
 std::string EscapeHelp(const std::string& help) {
   std::string out;
   for (char c : help) {
@@ -37,45 +28,44 @@ std::string EscapeHelp(const std::string& help) {
   return out;
 }
 
-std::string LabelText(const Labels& labels, const std::string& extra_key = "", const std::string& extra_value = "") {
-  std::vector<std::string> parts;
-  for (const auto& [k, v] : labels) parts.push_back(absl::StrCat(k, "=\"", EscapeLabelValue(v), "\""));
-  if (!extra_key.empty()) parts.push_back(absl::StrCat(extra_key, "=\"", extra_value, "\""));
-  if (parts.empty()) return "";
-  std::string out = "{";
-  for (size_t i = 0; i < parts.size(); ++i) absl::StrAppend(&out, i ? "," : "", parts[i]);
-  return out + "}";
-}
-
 }  // namespace
 
-std::string EscapeLabelValue(const std::string& value) {
-  std::string out;
-  for (char c : value) {
-    if (c == '\\') out += "\\\\";
-    else if (c == '"') out += "\\\"";
-    else if (c == '\n') out += "\\n";
-    else out += c;
-  }
-  return out;
+MetricsRegistry::MetricsRegistry() : registry_(std::make_unique<prometheus::Registry>()) {
+  errors_ = &prometheus::BuildCounter()
+                 .Name("mapd_metrics_errors_total")
+                 .Help("Updates of metrics that were never declared, or with a label name Prometheus refuses (a bug if not 0).")
+                 .Register(*registry_)
+                 .Add({});
 }
 
+MetricsRegistry::~MetricsRegistry() = default;
+
 absl::Status MetricsRegistry::Declare(const std::string& name, const std::string& help, Type type, std::vector<double> bounds) {
-  if (!ValidName(name)) return absl::InvalidArgumentError(absl::StrCat("metric name '", name, "' is not [a-zA-Z_:][a-zA-Z0-9_:]*"));
-  if (type == Type::kCounter && (name.size() < 6 || name.substr(name.size() - 6) != "_total")) {
+  if (!prometheus::CheckMetricName(name)) {
+    return absl::InvalidArgumentError(absl::StrCat("metric name '", name, "' is not [a-zA-Z_:][a-zA-Z0-9_:]*"));
+  }
+  if (type == Type::kCounter && !absl::EndsWith(name, "_total")) {
     return absl::InvalidArgumentError(absl::StrCat("counter '", name, "' must end in _total"));
   }
   for (size_t i = 1; i < bounds.size(); ++i) {
     if (!(bounds[i] > bounds[i - 1])) return absl::InvalidArgumentError(absl::StrCat("histogram '", name, "': bounds must increase"));
   }
   absl::MutexLock lock(&mu_);
-  for (const Family& f : families_) {
-    if (f.name == name) {
-      if (f.type != type) return absl::InvalidArgumentError(absl::StrCat("metric '", name, "' is already declared as another type"));
-      return absl::OkStatus();
+  if (auto it = families_.find(name); it != families_.end() || name == "mapd_metrics_errors_total") {
+    if (it == families_.end() || it->second.type != type) {
+      return absl::InvalidArgumentError(absl::StrCat("metric '", name, "' is already declared as another type"));
     }
+    return absl::OkStatus();
   }
-  families_.push_back(Family{name, help, type, std::move(bounds), {}, {}});
+  Family f{type};
+  f.help = EscapeHelp(help);
+  f.bounds = std::move(bounds);
+  switch (type) {
+    case Type::kCounter: f.counters = &prometheus::BuildCounter().Name(name).Help(f.help).Register(*registry_); break;
+    case Type::kGauge: f.gauges = &prometheus::BuildGauge().Name(name).Help(f.help).Register(*registry_); break;
+    case Type::kHistogram: f.histograms = &prometheus::BuildHistogram().Name(name).Help(f.help).Register(*registry_); break;
+  }
+  families_.emplace(name, std::move(f));
   return absl::OkStatus();
 }
 
@@ -85,84 +75,90 @@ absl::Status MetricsRegistry::Histogram(const std::string& name, const std::stri
   return Declare(name, help, Type::kHistogram, std::move(bounds));
 }
 
-MetricsRegistry::Family* MetricsRegistry::Find(const std::string& name, Type type) {
-  for (Family& f : families_) {
-    if (f.name == name && f.type == type) return &f;
+MetricsRegistry::Family* MetricsRegistry::Series(const std::string& name, Type type, const Labels& labels) {
+  auto it = families_.find(name);
+  bool valid = it != families_.end() && it->second.type == type;
+  for (auto l = labels.begin(); valid && l != labels.end(); ++l) valid = prometheus::CheckLabelName(l->first);
+  if (!valid) {
+    errors_->Increment();
+    return nullptr;
   }
-  ++errors_;
-  return nullptr;
+  it->second.series.insert(labels);
+  return &it->second;
 }
 
 void MetricsRegistry::Add(const std::string& name, const Labels& labels, double by) {
   absl::MutexLock lock(&mu_);
-  if (Family* f = Find(name, Type::kCounter); f != nullptr && by >= 0) f->values[labels] += by;
+  if (!(by >= 0)) return;  // a counter only goes up
+  if (Family* f = Series(name, Type::kCounter, labels)) f->counters->Add(labels).Increment(by);
 }
 
 void MetricsRegistry::Set(const std::string& name, const Labels& labels, double value) {
   absl::MutexLock lock(&mu_);
-  if (Family* f = Find(name, Type::kGauge)) f->values[labels] = value;
-}
-
-void MetricsRegistry::Clear(const std::string& name) {
-  absl::MutexLock lock(&mu_);
-  if (Family* f = Find(name, Type::kGauge)) f->values.clear();
-}
-
-void MetricsRegistry::RemoveSeries(const std::string& label, const std::string& value) {
-  absl::MutexLock lock(&mu_);
-  auto has = [&](const Labels& labels) {
-    auto it = labels.find(label);
-    return it != labels.end() && it->second == value;
-  };
-  auto erase = [&](auto& samples) {
-    for (auto it = samples.begin(); it != samples.end();) it = has(it->first) ? samples.erase(it) : std::next(it);
-  };
-  for (Family& f : families_) {
-    erase(f.values);
-    erase(f.histograms);
-  }
+  if (Family* f = Series(name, Type::kGauge, labels)) f->gauges->Add(labels).Set(value);
 }
 
 void MetricsRegistry::Observe(const std::string& name, const Labels& labels, double value) {
   absl::MutexLock lock(&mu_);
-  Family* f = Find(name, Type::kHistogram);
-  if (f == nullptr) return;
-  HistogramSample& h = f->histograms[labels];
-  h.counts.resize(f->bounds.size(), 0);
-  for (size_t i = 0; i < f->bounds.size(); ++i) {
-    if (value <= f->bounds[i]) {
-      ++h.counts[i];
-      break;
+  if (Family* f = Series(name, Type::kHistogram, labels)) {
+    f->histograms->Add(labels, prometheus::Histogram::BucketBoundaries(f->bounds)).Observe(value);
+  }
+}
+
+void MetricsRegistry::RemoveLocked(Family& f, const Labels& labels) {
+  // Add returns the series already there; Remove drops it.
+  switch (f.type) {
+    case Type::kCounter: f.counters->Remove(&f.counters->Add(labels)); break;
+    case Type::kGauge: f.gauges->Remove(&f.gauges->Add(labels)); break;
+    case Type::kHistogram: f.histograms->Remove(&f.histograms->Add(labels, prometheus::Histogram::BucketBoundaries(f.bounds))); break;
+  }
+}
+
+void MetricsRegistry::Clear(const std::string& name) {
+  absl::MutexLock lock(&mu_);
+  auto it = families_.find(name);
+  if (it == families_.end() || it->second.type != Type::kGauge) {
+    errors_->Increment();
+    return;
+  }
+  for (const Labels& labels : it->second.series) RemoveLocked(it->second, labels);
+  it->second.series.clear();
+}
+
+void MetricsRegistry::RemoveSeries(const std::string& label, const std::string& value) {
+  absl::MutexLock lock(&mu_);
+  for (auto& [name, f] : families_) {
+    for (auto it = f.series.begin(); it != f.series.end();) {
+      const auto l = it->find(label);
+      if (l == it->end() || l->second != value) {
+        ++it;
+        continue;
+      }
+      RemoveLocked(f, *it);
+      it = f.series.erase(it);
     }
   }
-  h.sum += value;
-  ++h.count;
 }
 
 std::string MetricsRegistry::Encode() const {
+  std::vector<prometheus::MetricFamily> families = registry_->Collect();
+  // prometheus-cpp leaves out a family without series; ours are listed anyway (HELP and TYPE, no
+  // samples), so every metric a process can serve shows from its start (the dashboard test and
+  // the docs' table are checked against an idle daemon's).
+  std::set<std::string> collected;
+  for (const prometheus::MetricFamily& f : families) collected.insert(f.name);
   absl::MutexLock lock(&mu_);
-  std::string out;
-  for (const Family& f : families_) {
-    const char* type = f.type == Type::kCounter ? "counter" : f.type == Type::kGauge ? "gauge" : "histogram";
-    absl::StrAppend(&out, "# HELP ", f.name, " ", EscapeHelp(f.help), "\n# TYPE ", f.name, " ", type, "\n");
-    if (f.type != Type::kHistogram) {
-      for (const auto& [labels, v] : f.values) absl::StrAppend(&out, f.name, LabelText(labels), " ", Number(v), "\n");
-      continue;
-    }
-    for (const auto& [labels, h] : f.histograms) {
-      double cumulative = 0;
-      for (size_t i = 0; i < f.bounds.size(); ++i) {
-        cumulative += i < h.counts.size() ? h.counts[i] : 0;
-        absl::StrAppend(&out, f.name, "_bucket", LabelText(labels, "le", Number(f.bounds[i])), " ", Number(cumulative), "\n");
-      }
-      absl::StrAppend(&out, f.name, "_bucket", LabelText(labels, "le", "+Inf"), " ", Number(h.count), "\n");
-      absl::StrAppend(&out, f.name, "_sum", LabelText(labels), " ", Number(h.sum), "\n");
-      absl::StrAppend(&out, f.name, "_count", LabelText(labels), " ", Number(h.count), "\n");
-    }
+  for (const auto& [name, f] : families_) {
+    if (collected.count(name) != 0) continue;
+    prometheus::MetricFamily empty;
+    empty.name = name;
+    empty.help = f.help;
+    empty.type = f.type == Type::kCounter ? prometheus::MetricType::Counter
+                 : f.type == Type::kGauge ? prometheus::MetricType::Gauge
+                                          : prometheus::MetricType::Histogram;
+    families.push_back(std::move(empty));
   }
-  absl::StrAppend(&out, "# HELP mapd_metrics_errors_total Updates of metrics that were never declared (a bug if not 0).\n",
-                  "# TYPE mapd_metrics_errors_total counter\nmapd_metrics_errors_total ", Number(errors_), "\n");
-  return out;
+  return prometheus::TextSerializer().Serialize(families);
 }
 
 }  // namespace mapd

@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "absl/strings/str_cat.h"
+#include "common/metrics/build_info.h"
 #include "server/jobs/admission.h"
 
 namespace mapd {
@@ -83,6 +84,9 @@ absl::StatusOr<std::unique_ptr<MapdServer>> MapdServer::Start(const ServerOption
     if (!st.ok()) return st;
   }
   m.Set("mapd_up", {}, 1);
+  ExportBuildInfo(&m, "coordinator");
+  // Every outcome from the start, so rate() and increase() see the first one.
+  for (const char* outcome : {"admitted", "refused"}) m.Add("mapd_job_submissions_total", {{"outcome", outcome}}, 0);
   if (options.admit) {
     MapdServer* raw = s.get();
     s->jobs_->SetAdmission([raw](const v1::JobSpec& spec, v1::Job& job) {

@@ -33,7 +33,7 @@ def test_prometheus_configs_pass_promtool(tmp_path):
 
 
 def served_families(tmp_path):
-    """The metric families a running mapd and mapd-worker declare (from their # TYPE lines)."""
+    """The metric families an idle mapd and mapd-worker serve, name -> type (their # TYPE lines)."""
     env = dict(os.environ, MAPD_TOKEN=TOKEN, MAPD_WORKER_TOKEN=TOKEN + "-workers")
     mapd = subprocess.Popen([BINARIES["mapd"], "--listen", "127.0.0.1:0", "--metrics-listen", "127.0.0.1:0"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
@@ -45,10 +45,10 @@ def served_families(tmp_path):
                                    "--metrics-listen", "127.0.0.1:0", "--work-dir", str(tmp_path)],
                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
         worker_metrics = worker.stdout.readline().split("metrics on ")[1].strip()
-        families = set()
+        families = {}
         for url in (coordinator_metrics, worker_metrics):
             text = urllib.request.urlopen(url, timeout=10).read().decode()
-            families |= {line.split()[2] for line in text.splitlines() if line.startswith("# TYPE ")}
+            families.update({line.split()[2]: line.split()[3] for line in text.splitlines() if line.startswith("# TYPE ")})
         return families
     finally:
         for p in (worker, mapd):
@@ -67,11 +67,47 @@ def test_every_metric_the_dashboard_queries_is_served(tmp_path):
             used.add(re.sub(r"_(bucket|sum|count)$", "", name))
     assert len(used) >= 15, used
     families = served_families(tmp_path)
-    assert used <= families, sorted(used - families)
+    assert used <= families.keys(), sorted(used - families.keys())
     # Our label is job_id: `job` is Prometheus's own (the scrape job) and would be renamed.
     assert not any(re.search(r"\bjob\s*=", e) for e in exprs), exprs
     for path in (DEPLOY / "grafana" / "provisioning").rglob("*.yaml"):
         assert yaml.safe_load(path.read_text())["apiVersion"] == 1, path
+
+
+def documented_metrics(markdown):
+    """name -> (type, unit) from the tables of docs/coordinator.md's Metrics section: rows whose
+    first cell names metrics in backticks (labels in braces left out)."""
+    section = markdown.split("\n## Metrics\n")[1].split("\n## ")[0]
+    documented = {}
+    for row in section.splitlines():
+        cells = [c.strip() for c in row.strip().strip("|").split("|")]
+        if len(cells) != 4 or not cells[0].startswith("`mapd_"):
+            continue
+        for name in re.findall(r"`(mapd_[a-z_]+)", cells[0]):
+            documented[name] = (cells[1], cells[2])
+    return documented
+
+
+def test_the_docs_list_every_served_metric_with_its_type(tmp_path):
+    documented = documented_metrics((SOURCE / "docs" / "coordinator.md").read_text())
+    served = served_families(tmp_path)
+    assert len(served) >= 25, served
+    missing = sorted(set(served) - documented.keys())
+    assert not missing, f"served but not in docs/coordinator.md's Metrics tables: {missing}"
+    stale = sorted(documented.keys() - set(served))
+    assert not stale, f"in docs/coordinator.md's Metrics tables but not served: {stale}"
+    wrong = {n: (documented[n][0], t) for n, t in served.items() if documented[n][0] != t}
+    assert not wrong, f"documented type vs served: {wrong}"
+    assert all(unit for _, unit in documented.values()), documented
+    # The rules the names follow: a unit suffix where there is one.
+    for name, (kind, unit) in documented.items():
+        assert (kind == "counter") == name.endswith("_total"), name
+        if unit == "seconds":
+            assert name.endswith("_seconds") or name.endswith("_seconds_total"), name
+        if unit == "bytes":
+            assert name.endswith("_bytes") or name.endswith("_bytes_total"), name
+        if unit.startswith("ratio"):
+            assert name.endswith("_ratio"), name
 
 
 def help_flags(binary):

@@ -1,52 +1,74 @@
-// The exposition encoder (exact text, escaping, cumulative histogram buckets, name checks) and
+// The metrics facade over prometheus-cpp (exact text, escaping, cumulative histogram buckets,
+// name checks, series removed by label) and
 // the coordinator's /metrics endpoint, checked by Debian's `promtool check metrics`.
 #include "common/metrics/metrics.h"
 
 #include <gtest/gtest.h>
 #include <httplib.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
+#include <vector>
 
 #include "server/api/server.h"
 
 namespace mapd {
 namespace {
 
-TEST(Metrics, EncodesTheTextFormat) {
+// The text's lines, sorted: prometheus-cpp keeps a family's series in a hash map, so their order
+// is not fixed; a family's HELP and TYPE come first, and its name orders its lines together.
+std::vector<std::string> SortedLines(const std::string& text) {
+  std::vector<std::string> lines;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  std::sort(lines.begin(), lines.end());
+  return lines;
+}
+
+TEST(Metrics, EncodesTheTextFormatWithPrometheusCpp) {
   MetricsRegistry m;
   ASSERT_TRUE(m.Counter("mapd_things_total", "Things.\nTwo lines").ok());
   ASSERT_TRUE(m.Gauge("mapd_level", "A level.").ok());
   ASSERT_TRUE(m.Histogram("mapd_wait_seconds", "Waits.", {0.1, 1}).ok());
   m.Add("mapd_things_total", {{"kind", "a\"b\\c"}}, 2);
   m.Add("mapd_things_total", {{"kind", "a\"b\\c"}});
+  m.Add("mapd_things_total", {{"kind", "never"}}, 0);  // pre-initialised: shown at 0
+  m.Add("mapd_things_total", {{"kind", "never"}}, -1);  // a counter only goes up
   m.Set("mapd_level", {}, 0.25);
   m.Observe("mapd_wait_seconds", {}, 0.05);
   m.Observe("mapd_wait_seconds", {}, 0.5);
   m.Observe("mapd_wait_seconds", {}, 5);
-  m.Set("mapd_undeclared", {}, 1);  // a typo shows in the error counter
-  EXPECT_EQ(m.Encode(),
-            "# HELP mapd_things_total Things.\\nTwo lines\n"
-            "# TYPE mapd_things_total counter\n"
-            "mapd_things_total{kind=\"a\\\"b\\\\c\"} 3\n"
-            "# HELP mapd_level A level.\n"
-            "# TYPE mapd_level gauge\n"
-            "mapd_level 0.25\n"
-            "# HELP mapd_wait_seconds Waits.\n"
-            "# TYPE mapd_wait_seconds histogram\n"
-            "mapd_wait_seconds_bucket{le=\"0.1\"} 1\n"
-            "mapd_wait_seconds_bucket{le=\"1\"} 2\n"
-            "mapd_wait_seconds_bucket{le=\"+Inf\"} 3\n"
-            "mapd_wait_seconds_sum 5.55\n"
-            "mapd_wait_seconds_count 3\n"
-            "# HELP mapd_metrics_errors_total Updates of metrics that were never declared (a bug if not 0).\n"
-            "# TYPE mapd_metrics_errors_total counter\n"
-            "mapd_metrics_errors_total 1\n");
+  m.Set("mapd_undeclared", {}, 1);              // a typo shows in the error counter
+  m.Set("mapd_level", {{"__reserved", "x"}}, 1);  // so does a label name Prometheus refuses
+  const std::vector<std::string> expected = {
+      "# HELP mapd_level A level.",
+      "# HELP mapd_metrics_errors_total Updates of metrics that were never declared, or with a label name Prometheus refuses (a bug if not 0).",
+      "# HELP mapd_things_total Things.\\nTwo lines",
+      "# HELP mapd_wait_seconds Waits.",
+      "# TYPE mapd_level gauge",
+      "# TYPE mapd_metrics_errors_total counter",
+      "# TYPE mapd_things_total counter",
+      "# TYPE mapd_wait_seconds histogram",
+      "mapd_level 0.25",
+      "mapd_metrics_errors_total 2",
+      "mapd_things_total{kind=\"a\\\"b\\\\c\"} 3",
+      "mapd_things_total{kind=\"never\"} 0",
+      "mapd_wait_seconds_bucket{le=\"+Inf\"} 3",
+      "mapd_wait_seconds_bucket{le=\"0.1\"} 1",
+      "mapd_wait_seconds_bucket{le=\"1\"} 2",
+      "mapd_wait_seconds_count 3",
+      "mapd_wait_seconds_sum 5.55",
+  };
+  EXPECT_EQ(SortedLines(m.Encode()), expected) << m.Encode();
   EXPECT_FALSE(m.Counter("mapd_things", "no _total").ok());
   EXPECT_FALSE(m.Gauge("2bad", "bad name").ok());
   EXPECT_FALSE(m.Gauge("mapd_things_total", "declared as a counter").ok());
+  EXPECT_FALSE(m.Gauge("mapd_metrics_errors_total", "the registry's own").ok());
+  EXPECT_TRUE(m.Counter("mapd_things_total", "declared again: the same family").ok());
   EXPECT_FALSE(m.Histogram("mapd_h", "decreasing", {1, 0.5}).ok());
 }
 
@@ -66,6 +88,14 @@ TEST(Metrics, AFinishedJobsSeriesAreRemovedInEveryFamily) {
   EXPECT_NE(text.find("mapd_step{job_id=\"2\",rank=\"0\"} 5"), std::string::npos) << text;
   EXPECT_NE(text.find("mapd_step_seconds_count{job_id=\"2\",rank=\"0\"} 1"), std::string::npos) << text;
   EXPECT_NE(text.find("mapd_jobs_total{outcome=\"succeeded\"} 1"), std::string::npos) << text;
+  m.Clear("mapd_step");  // a gauge family emptied, the others kept
+  const std::string cleared = m.Encode();
+  EXPECT_EQ(cleared.find("mapd_step{"), std::string::npos) << cleared;
+  EXPECT_NE(cleared.find("# TYPE mapd_step gauge\n"), std::string::npos) << cleared;  // the family stays listed
+  EXPECT_NE(cleared.find("mapd_step_seconds_count{job_id=\"2\",rank=\"0\"} 1"), std::string::npos) << cleared;
+  m.Set("mapd_step", {{"job_id", "3"}}, 1);  // and filled again
+  EXPECT_NE(m.Encode().find("mapd_step{job_id=\"3\"} 1"), std::string::npos);
+  EXPECT_NE(m.Encode().find("mapd_metrics_errors_total 0"), std::string::npos);
 }
 
 std::string Promtool(const std::string& text, int* rc) {
@@ -107,6 +137,7 @@ TEST(Metrics, TheCoordinatorsEndpointPassesPromtool) {
   EXPECT_NE(text.find("mapd_job_predicted_peak_bytes{job_id=\"1\"} "), std::string::npos) << text;
   EXPECT_NE(text.find("mapd_workers{state=\"ALIVE\"} 0\n"), std::string::npos) << text;
   EXPECT_NE(text.find("mapd_metrics_errors_total 0\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("mapd_build_info{component=\"coordinator\",revision=\""), std::string::npos) << text;
   if (std::system("command -v promtool > /dev/null 2>&1") != 0) {
     GTEST_SKIP() << "promtool (Debian's prometheus package, in scripts/install-deps.sh) is not installed";
   }

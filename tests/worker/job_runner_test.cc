@@ -33,6 +33,7 @@ class JobRunnerTest : public ::testing::Test {
     options_.rank_program = MAPD_BINARY_DIR "/tests/worker/fake_rank";
     options_.rank_timeout_seconds = 10;
     options_.advertise_host = "10.0.0.9";
+    options_.worker_id = "w-5";
     DeclareJobMetrics(&metrics_);
   }
   void TearDown() override { std::filesystem::remove_all(dir_); }
@@ -110,7 +111,8 @@ TEST_F(JobRunnerTest, RankZeroHostsTheStoreAndStepsAndCheckpointsAreReported) {
   EXPECT_EQ(meta->step(), 4);
   EXPECT_EQ(meta->plan(), "mesh 2, layout 0123456789abcdef");
   EXPECT_TRUE(std::filesystem::exists(run + "/checkpoints/step-00000002/rank_1.pb"));
-  EXPECT_THAT(metrics_.Encode(), HasSubstr("mapd_worker_step{job_id=\"7\",rank=\"0\"} 4"));
+  // Rank series labelled with the worker and the rank's device; prometheus-cpp orders labels by name.
+  EXPECT_THAT(metrics_.Encode(), HasSubstr("mapd_worker_step{device=\"cpu:0\",job_id=\"7\",rank=\"0\",worker=\"w-5\"} 4"));
   EXPECT_THAT(metrics_.Encode(), HasSubstr("mapd_worker_jobs_total{outcome=\"succeeded\"} 1"));
 }
 

@@ -34,6 +34,9 @@ WorkerAgent::WorkerAgent(AgentOptions options, MetricsRegistry* metrics) : optio
   (void)metrics_->Counter("mapd_worker_registrations_total", "Registrations with the coordinator (again after a lost lease).");
   (void)metrics_->Counter("mapd_worker_heartbeats_total", "Heartbeats sent, by outcome (ok, transient, rejected).");
   (void)metrics_->Gauge("mapd_worker_devices", "Devices this worker offers.");
+  // Every series from the start (at 0), so rate() and increase() see the first event.
+  metrics_->Add("mapd_worker_registrations_total", {}, 0);
+  for (const char* outcome : {"ok", "transient", "rejected"}) metrics_->Add("mapd_worker_heartbeats_total", {{"outcome", outcome}}, 0);
   metrics_->Set("mapd_worker_devices", {}, static_cast<double>(options_.devices.size()));
 }
 
@@ -84,7 +87,9 @@ void WorkerAgent::Apply(const v1::HeartbeatResponse& response) {
     std::cout << "mapd-worker: job " << a.job_id() << (a.resume_step() > 0 ? absl::StrCat(" (from step ", a.resume_step(), ")") : "")
               << ": starting rank(s) " << a.ranks(0)
               << (a.ranks_size() > 1 ? absl::StrCat("-", a.ranks(a.ranks_size() - 1)) : "") << " (" << a.plan() << ")" << std::endl;
-    auto runner = std::make_unique<JobRunner>(a, options_.runner, [this](const v1::ReportRequest& r) { return SendReport(r); }, metrics_);
+    JobRunnerOptions runner_options = options_.runner;
+    runner_options.worker_id = worker_id();  // the `worker` label of the job's series
+    auto runner = std::make_unique<JobRunner>(a, std::move(runner_options), [this](const v1::ReportRequest& r) { return SendReport(r); }, metrics_);
     runner->Start();
     runners_[a.job_id()] = std::move(runner);
     ended_.erase(a.job_id());  // its series are this attempt's now

@@ -47,9 +47,12 @@ void DeclareJobMetrics(MetricsRegistry* m) {
            m->Gauge("mapd_worker_loss", "The training loss of the last step (every rank reports the global loss)."),
            m->Gauge("mapd_worker_learning_rate", "The learning rate of the last step's update (the job's schedule)."),
            m->Gauge("mapd_worker_eval_loss", "The mean loss over the evaluation batches at the job's last evaluation (rank 0)."),
-           m->Gauge("mapd_worker_items_per_second", "Training throughput at the last step, in the job's units (tokens or samples) per second."),
-           m->Gauge("mapd_worker_model_flops_utilization",
-                    "Model FLOPs utilisation at the last step: the model's forward and backward FLOPs over (step time x ranks x peak FLOP/s)."),
+           m->Counter("mapd_worker_tokens_total",
+                      "Tokens trained, the rank's share (the job's tokens a step over its ranks): sum by job_id for the job's; rate() for throughput."),
+           m->Counter("mapd_worker_samples_total",
+                      "Samples trained (jobs counted in samples), the rank's share (the job's samples a step over its ranks): sum by job_id for the job's."),
+           m->Gauge("mapd_worker_model_flops_utilization_ratio",
+                    "Model FLOPs utilisation at the last step, 0-1: the model's forward and backward FLOPs over (step time x ranks x peak FLOP/s)."),
            m->Gauge("mapd_worker_memory_live_bytes", "Bytes a rank's tensors hold at the end of the last step (counting allocator)."),
            m->Gauge("mapd_worker_memory_peak_bytes", "A rank's peak bytes in the last step (counting allocator)."),
            m->Gauge("mapd_worker_predicted_peak_bytes", "The peak the planner predicts for the rank (its program profiled)."),
@@ -60,6 +63,16 @@ void DeclareJobMetrics(MetricsRegistry* m) {
        }) {
     if (!st.ok()) std::cerr << "mapd-worker: " << st.message() << "\n";
   }
+  // Every outcome from the start (at 0), so rate() and increase() see the first job end.
+  for (const char* outcome : {"succeeded", "failed", "cancelled"}) m->Add("mapd_worker_jobs_total", {{"outcome", outcome}}, 0);
+}
+
+Labels JobRunner::RankLabels(int index) const {
+  const v1::RankAssignment& a = assignment_;
+  return {{"job_id", std::to_string(a.job_id())},
+          {"rank", std::to_string(a.ranks(index))},
+          {"worker", options_.worker_id},
+          {"device", index < a.devices_size() ? a.devices(index) : ""}};
 }
 
 JobRunner::JobRunner(v1::RankAssignment assignment, JobRunnerOptions options, ReportFn report, MetricsRegistry* metrics)
@@ -104,9 +117,10 @@ void JobRunner::OnCheckpoint(int64_t step) {
   Send(pending_);
 }
 
-void JobRunner::OnStep(int rank, const v1::StepDone& d) {
+void JobRunner::OnStep(int index, const v1::StepDone& d) {
   const v1::RankAssignment& a = assignment_;
-  const Labels labels = {{"job_id", std::to_string(a.job_id())}, {"rank", std::to_string(rank)}};
+  const int rank = a.ranks(index);
+  const Labels labels = RankLabels(index);
   v1::RankStep* s = pending_.add_steps();
   s->set_rank(rank);
   s->set_step(d.step());
@@ -120,13 +134,10 @@ void JobRunner::OnStep(int rank, const v1::StepDone& d) {
   metrics_->Set("mapd_worker_loss", labels, d.loss());
   metrics_->Set("mapd_worker_memory_peak_bytes", labels, static_cast<double>(d.peak_bytes()));
   metrics_->Set("mapd_worker_memory_live_bytes", labels, static_cast<double>(d.live_bytes()));
-  if (d.seconds() > 0) {
-    Labels with_unit = labels;
-    with_unit["unit"] = a.item_unit().empty() ? "samples" : a.item_unit();
-    metrics_->Set("mapd_worker_items_per_second", with_unit, static_cast<double>(a.items_per_step()) / d.seconds());
-    if (a.device_peak_flops() > 0) {
-      metrics_->Set("mapd_worker_model_flops_utilization", labels, a.model_flops_per_step() / (d.seconds() * world_ * a.device_peak_flops()));
-    }
+  metrics_->Add(a.item_unit() == "tokens" ? "mapd_worker_tokens_total" : "mapd_worker_samples_total", labels,
+                static_cast<double>(a.items_per_step()) / world_);
+  if (d.seconds() > 0 && a.device_peak_flops() > 0) {
+    metrics_->Set("mapd_worker_model_flops_utilization_ratio", labels, a.model_flops_per_step() / (d.seconds() * world_ * a.device_peak_flops()));
   }
   for (const auto& [kind, c] : d.collectives()) {
     Labels by_kind = labels;
@@ -150,7 +161,7 @@ void JobRunner::OnEvent(int index, const v1::RankEvent& e) {
   } else if (e.has_checkpoint_written()) {
     OnCheckpoint(e.checkpoint_written().step());
   } else if (e.has_step_done()) {
-    OnStep(rank, e.step_done());
+    OnStep(index, e.step_done());
   } else if (e.has_evaluated() && rank == 0) {
     // Every rank evaluates; rank 0 reports (its loss is the global one, as every rank's).
     const v1::Evaluated& v = e.evaluated();
@@ -158,7 +169,7 @@ void JobRunner::OnEvent(int index, const v1::RankEvent& e) {
     out->set_step(v.step());
     out->set_loss(v.loss());
     out->set_batches(v.batches());
-    metrics_->Set("mapd_worker_eval_loss", {{"job_id", std::to_string(assignment_.job_id())}, {"rank", "0"}}, v.loss());
+    metrics_->Set("mapd_worker_eval_loss", RankLabels(index), v.loss());
     Send(pending_);
   }
 }
@@ -221,7 +232,7 @@ void JobRunner::Run() {
   if (!job.ok()) return finish(job.status());
   if (auto st = WriteRunDirectory(dir_, a.graph(), *job, ranks, programs); !st.ok()) return finish(st);
   for (int i = 0; i < local; ++i) {
-    const Labels labels = {{"job_id", std::to_string(a.job_id())}, {"rank", std::to_string(a.ranks(i))}};
+    const Labels labels = RankLabels(i);
     if (i < a.predicted_peak_bytes_size()) metrics_->Set("mapd_worker_predicted_peak_bytes", labels, static_cast<double>(a.predicted_peak_bytes(i)));
     if (i < a.predicted_step_seconds_size()) metrics_->Set("mapd_worker_predicted_step_seconds", labels, a.predicted_step_seconds(i));
   }

@@ -36,6 +36,9 @@ struct JobRunnerOptions {
   // Jobs' data files (text:FILE, tokens:FILE, npy:INPUTS[,TARGETS]) are resolved under it and nowhere else (job_data.h);
   // empty: jobs here train on synthetic data only.
   std::string data_root;
+  // The coordinator's id for this worker ("w-3"): with the device, a label of every rank's series
+  // (`worker`, `device`), so they join with a device exporter's (DCGM's) by host and device.
+  std::string worker_id;
 };
 
 // Sends a report to the coordinator; true when the coordinator says to stop the ranks.
@@ -60,8 +63,10 @@ class JobRunner {
  private:
   void Run();
   void OnEvent(int index, const v1::RankEvent& event);
-  void OnStep(int rank, const v1::StepDone& step);
+  void OnStep(int index, const v1::StepDone& step);  // `index`: of the rank in the assignment
   void OnCheckpoint(int64_t step);
+  // job_id, rank, worker and device: the labels of the series of the rank at `index`.
+  Labels RankLabels(int index) const;
   // What each of this worker's ranks runs; PERMISSION_DENIED for data outside the data root.
   absl::StatusOr<v1::RankJob> RankJobOf() const;
   void Send(v1::ReportRequest& report);

@@ -14,7 +14,9 @@
 
 #include "CLI/CLI.hpp"
 #include "common/bytes.h"
+#include "common/metrics/build_info.h"
 #include "common/metrics/http_exporter.h"
+#include "common/version.h"
 #include "common/rpc/auth.h"
 #include "worker/daemon/agent.h"
 #include "worker/daemon/local_devices.h"
@@ -55,6 +57,7 @@ std::string DefaultAdvertiseHost(const std::string& coordinator, const std::stri
 int main(int argc, char** argv) {
   CLI::App app{"mapd-worker: a MAP worker — registers its devices with the coordinator (mapd), keeps its lease, and runs the ranks "
                "of jobs the coordinator assigns"};
+  app.set_version_flag("--version", mapd::VersionLine("mapd-worker"));
   mapd::AgentOptions o;
   std::string token_file, metrics_listen = "127.0.0.1:9465";
   char host[256] = {0};
@@ -129,6 +132,7 @@ int main(int argc, char** argv) {
   mapd::MetricsRegistry metrics;
   (void)metrics.Gauge("mapd_worker_up", "1 while the worker runs.");
   metrics.Set("mapd_worker_up", {}, 1);
+  mapd::ExportBuildInfo(&metrics, "worker");
   std::unique_ptr<mapd::MetricsExporter> exporter;
   if (!metrics_listen.empty()) {
     auto e = mapd::MetricsExporter::Start(metrics_listen, &metrics, nullptr);
