@@ -1,6 +1,7 @@
 #include "planner/plan/report_html.h"
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <vector>
 
@@ -82,11 +83,56 @@ std::string MeshSvg(const Cluster& cluster) {
   return s;
 }
 
+// Labels of the bar charts. SVG text is not laid out by the browser's flow: a name wider than the
+// chart's left margin runs off the drawing and is cut. So the margin is sized from the labels,
+// each name's width estimated from the advance widths of DejaVu Sans (Debian's sans-serif, and
+// wider than Liberation Sans, Arial or Helvetica, so a bound where those draw it), in
+// thousandths of an em for ASCII 32..126; other characters count as a full em.
+constexpr int kAdvance[95] = {
+    318, 401, 460, 838, 636, 950, 780, 275, 390, 390, 500, 838, 318, 361, 318, 337,  //  !"#$%&'()*+,-./
+    636, 636, 636, 636, 636, 636, 636, 636, 636, 636, 337, 337, 838, 838, 838, 531,  // 0-9 :;<=>?
+    1000, 684, 686, 698, 770, 632, 575, 775, 752, 295, 295, 656, 557, 863, 748, 787,  // @A-O
+    603, 787, 695, 635, 611, 732, 684, 989, 685, 611, 685, 390, 337, 390, 838, 500,  // P-Z [\]^_
+    500, 613, 635, 550, 635, 615, 352, 635, 634, 278, 278, 579, 278, 974, 634, 612,  // `a-o
+    635, 635, 411, 521, 392, 634, 592, 818, 592, 592, 525, 636, 337, 636, 838};      // p-z {|}~
+constexpr int kLabelFontPx = 12;
+
+// The estimated width in pixels of `text` (UTF-8) at `font_px`, with 5% to spare.
+double TextWidth(const std::string& text, int font_px) {
+  double em = 0;
+  for (const char ch : text) {
+    const unsigned char c = static_cast<unsigned char>(ch);
+    if (c >= 32 && c < 127) {
+      em += kAdvance[c - 32] / 1000.0;
+    } else if ((c & 0xC0) != 0x80) {  // the first byte of a character outside ASCII
+      em += 1.0;
+    }
+  }
+  return em * font_px * 1.05;
+}
+
+// The charts' left margin: the widest label and 16 px, at least `min_px`.
+int LabelMargin(const std::vector<std::string>& names, int min_px) {
+  double widest = 0;
+  for (const std::string& name : names) widest = std::max(widest, TextWidth(name, kLabelFontPx));
+  return std::max(min_px, static_cast<int>(std::ceil(widest)) + 16);
+}
+
+// A bar's label, right-aligned 8 px left of the bars.
+std::string LabelSvg(const std::string& name, int left, int y) {
+  return absl::StrFormat(R"(<text class="label" x="%d" y="%d" font-size="%d" text-anchor="end">%s</text>)", left - 8, y,
+                         kLabelFontPx, HtmlEscape(name));
+}
+
 // Horizontal stacked bars of memory per device with the budget as a red line.
 std::string MemorySvg(const std::vector<std::pair<std::string, const ChoiceCost*>>& bars, double budget) {
   double scale_max = budget;
-  for (const auto& [name, c] : bars) scale_max = std::max(scale_max, c->peak_bytes());
-  const int left = 220, bar_h = 20, gap = 8, top = 30, plot_w = 560;
+  std::vector<std::string> names;
+  for (const auto& [name, c] : bars) {
+    scale_max = std::max(scale_max, c->peak_bytes());
+    names.push_back(name);
+  }
+  const int left = LabelMargin(names, 120), bar_h = 20, gap = 8, top = 30, plot_w = 560;
   const int height = top + static_cast<int>(bars.size()) * (bar_h + gap) + 40;
   std::string s = absl::StrFormat(R"(<svg id="memory" xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" role="img">)",
                                   left + plot_w + 120, height);
@@ -95,12 +141,11 @@ std::string MemorySvg(const std::vector<std::pair<std::string, const ChoiceCost*
   for (const Part& p : kParts) {
     absl::StrAppendFormat(&s, R"(<rect x="%d" y="6" width="12" height="12" fill="%s"/><text x="%d" y="16" font-size="11">%s</text>)",
                           lx, p.color, lx + 16, p.name);
-    lx += 16 + 7 * static_cast<int>(std::string(p.name).size()) + 14;
+    lx += 16 + static_cast<int>(std::ceil(TextWidth(p.name, 11))) + 14;
   }
   for (size_t i = 0; i < bars.size(); ++i) {
     const int y = top + static_cast<int>(i) * (bar_h + gap);
-    absl::StrAppendFormat(&s, R"(<text x="%d" y="%d" font-size="12" text-anchor="end">%s</text>)", left - 8, y + 14,
-                          HtmlEscape(bars[i].first));
+    absl::StrAppend(&s, LabelSvg(bars[i].first, left, y + 14));
     double x = left;
     const std::vector<double> parts = PartsOf(*bars[i].second);
     for (size_t p = 0; p < parts.size(); ++p) {
@@ -124,8 +169,12 @@ std::string MemorySvg(const std::vector<std::pair<std::string, const ChoiceCost*
 // Horizontal bars of predicted step time; the plan green, fitting baselines grey, the others hatched pale.
 std::string StepSvg(const std::vector<std::tuple<std::string, double, bool, bool>>& bars) {
   double max_s = 0;
-  for (const auto& b : bars) max_s = std::max(max_s, std::get<1>(b));
-  const int left = 220, bar_h = 18, gap = 6, top = 10, plot_w = 560;
+  std::vector<std::string> names;
+  for (const auto& b : bars) {
+    max_s = std::max(max_s, std::get<1>(b));
+    names.push_back(std::get<0>(b));
+  }
+  const int left = LabelMargin(names, 120), bar_h = 18, gap = 6, top = 10, plot_w = 560;
   const int height = top + static_cast<int>(bars.size()) * (bar_h + gap) + 10;
   std::string s = absl::StrFormat(R"(<svg id="steps" xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" role="img">)",
                                   left + plot_w + 160, height);
@@ -133,7 +182,7 @@ std::string StepSvg(const std::vector<std::tuple<std::string, double, bool, bool
     const auto& [name, seconds, fits, is_plan] = bars[i];
     const int y = top + static_cast<int>(i) * (bar_h + gap);
     const double w = max_s > 0 ? seconds / max_s * plot_w : 0;
-    absl::StrAppendFormat(&s, R"(<text x="%d" y="%d" font-size="12" text-anchor="end">%s</text>)", left - 8, y + 13, HtmlEscape(name));
+    absl::StrAppend(&s, LabelSvg(name, left, y + 13));
     absl::StrAppendFormat(&s, R"(<rect x="%d" y="%d" width="%.1f" height="%d" fill="%s"/>)", left, y, w, bar_h,
                           is_plan ? "#59a14f" : (fits ? "#9d9d9d" : "#e8c4c4"));
     absl::StrAppendFormat(&s, R"(<text x="%.1f" y="%d" font-size="11">%s%s</text>)", left + w + 4, y + 13, Ms(seconds),

@@ -119,6 +119,76 @@ def test_plan_report_renders_in_headless_chromium(tmp_path):
     # Memory bars: gradients (orange) and optimizer states (red) of the plan and the baselines.
     assert _pixels(png, (0xf2, 0x8e, 0x2b)) > 6 * 20 * 10, "gradient bars missing"
     assert _pixels(png, (0xe1, 0x57, 0x59)) > 6 * 20 * 20, "optimizer-state bars missing"
+    _assert_no_label_clipped(chromium, report, tmp_path)
+    # Long baseline names ("Megatron TP=2 x DP=4 + full recompute": the baselines that fit only with
+    # every layer recomputed), at 1400 px: every name drawn whole, left of the bars.
+    long_names = tmp_path / "long-names.html"
+    r = json.loads(run_mapctl("plan", "gpt2:layers=4,hidden=64,heads=4,vocab=256,seq=128,batch=8", "--devices", "8",
+                              "--memory-per-device", "1200KiB", "--pipeline-stages", "1", "--report", str(long_names), "-o", "json",
+                              check=0).stdout)
+    names = [b["name"] for b in r["baselines"] if b.get("applicable", True)]
+    assert "Megatron TP=2 x DP=4 + full recompute" in names, names
+    labels = _assert_no_label_clipped(chromium, long_names, tmp_path)
+    assert labels["memory"] == labels["steps"] == ["MAP plan", *names], labels
+
+
+# Measures the report's SVG text in Chromium: a copy of the page with this script appended writes
+# each SVG's box and every text's box (getBBox, in the SVG's own coordinates) into the DOM, which
+# --dump-dom prints. The report itself stays script-free.
+_MEASURE = """<pre id="measured"></pre><script>
+const out = [];
+for (const svg of document.querySelectorAll("svg")) {
+  const box = svg.getBoundingClientRect();
+  const rects = [...svg.querySelectorAll("rect")].map(r => r.x.baseVal.value);
+  const texts = [...svg.querySelectorAll("text")].map(t => {
+    const b = t.getBBox();
+    return {text: t.textContent, label: t.classList.contains("label"), x0: b.x, x1: b.x + b.width};
+  });
+  out.push({id: svg.id, left: box.left, top: box.top, width: box.width, height: box.height,
+            bars_x: rects.length ? Math.min(...rects) : null, texts: texts});
+}
+document.getElementById("measured").textContent = JSON.stringify(out);
+</script>"""
+
+
+def _assert_no_label_clipped(chromium, report, tmp_path, width=1400, height=2400):
+    """Asserts that no text of the report's charts runs outside its SVG (where it would be cut off),
+    that bar labels end left of the bars, and that the screenshot shows no ink on a chart's left
+    edge (a name cut by the edge). Returns each bar chart's labels, top to bottom."""
+    import html as html_module
+    page = tmp_path / f"measure-{report.name}"
+    page.write_text(report.read_text().replace("</body>", _MEASURE + "</body>"))
+    common = [chromium, "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--hide-scrollbars",
+              f"--window-size={width},{height}"]
+    dom = subprocess.run(common + ["--dump-dom", page.as_uri()], capture_output=True, text=True, timeout=120, check=True,
+                         cwd=tmp_path).stdout
+    m = re.search(r'<pre id="measured">(.*?)</pre>', dom, re.S)
+    assert m, dom[-2000:]
+    svgs = json.loads(html_module.unescape(m.group(1)))
+    assert {"memory", "steps"} <= {s["id"] for s in svgs}, svgs
+    png = tmp_path / f"measure-{report.stem}.png"
+    subprocess.run(common + [f"--screenshot={png}", page.as_uri()], capture_output=True, timeout=120, check=True, cwd=tmp_path)
+    from PIL import Image
+    img = Image.open(png).convert("RGB")
+    labels = {}
+    for svg in svgs:
+        assert svg["left"] >= 0 and svg["left"] + svg["width"] <= width, f"{svg['id']} is wider than the page: {svg}"
+        for t in svg["texts"]:
+            assert t["x0"] >= 0 and t["x1"] <= svg["width"], f"{svg['id']}: {t['text']!r} is cut off ({t}, width {svg['width']})"
+        drawn = [t for t in svg["texts"] if t["label"]]
+        if svg["id"] in ("memory", "steps"):
+            assert drawn, svg
+            labels[svg["id"]] = [t["text"] for t in drawn]
+            for t in drawn:
+                assert t["x1"] <= svg["bars_x"], f"{svg['id']}: {t['text']!r} runs into the bars ({t}, bars at {svg['bars_x']})"
+            # The screenshot: no dark pixel (text) in the chart's first 3 columns, where a name the
+            # edge cut would show.
+            x0, top = round(svg["left"]), round(svg["top"])
+            assert top + svg["height"] <= img.height, f"{svg['id']} is below the screenshot"
+            ink = [(x, y) for x in range(x0, x0 + 3) for y in range(top, top + round(svg["height"]))
+                   if sum(img.getpixel((x, y))) < 3 * 160]
+            assert not ink, f"{svg['id']}: text at the chart's left edge, cut off: {ink[:5]}"
+    return labels
 
 
 def test_plan_micro_batches_are_chosen_pinned_or_refused():

@@ -1,6 +1,7 @@
 """deploy/ is checked against what MAP really serves and accepts: the Prometheus configurations
 pass promtool, every metric the Grafana dashboard queries is one mapd or mapd-worker serves, and
-every flag the Kubernetes manifests give a binary is one its --help lists."""
+every flag the Kubernetes manifests give a binary is one its --help lists. (test_deploy_schemas.py
+checks deploy/ against schemas, offline.)"""
 import json
 import os
 import pathlib
@@ -11,6 +12,8 @@ import time
 import urllib.request
 
 import yaml
+
+import grafana_dashboard_check
 
 SOURCE = pathlib.Path(os.environ.get("MAPD_SOURCE_DIR", pathlib.Path(__file__).resolve().parents[2]))
 DEPLOY = SOURCE / "deploy"
@@ -58,13 +61,11 @@ def served_families(tmp_path):
 
 
 def test_every_metric_the_dashboard_queries_is_served(tmp_path):
+    """Panels' targets, query variables and annotations (grafana_dashboard_check.py collects them;
+    test_deploy_schemas.py checks the dashboard's structure)."""
     dashboard = json.loads((DEPLOY / "grafana" / "dashboards" / "mapd.json").read_text())
-    exprs = [t["expr"] for p in dashboard["panels"] for t in p["targets"]]
-    exprs += [v["definition"] for v in dashboard["templating"]["list"]]
-    used = set()
-    for e in exprs:
-        for name in re.findall(r"\bmapd_[a-z_]+", e):
-            used.add(re.sub(r"_(bucket|sum|count)$", "", name))
+    exprs = grafana_dashboard_check.queried_expressions(dashboard)
+    used = grafana_dashboard_check.queried_metrics(dashboard)
     assert len(used) >= 15, used
     families = served_families(tmp_path)
     assert used <= families.keys(), sorted(used - families.keys())
