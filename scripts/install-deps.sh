@@ -26,12 +26,15 @@ PACKAGES=(
   libgloo-dev
   # an optimised BLAS: without it LibTorch falls back to the reference BLAS (~50x slower matmuls)
   libopenblas0-pthread
-  # python client and tests
-  python3-grpcio python3-protobuf python3-pytest
+  # python client and tests; venv and pip install the mapclient package (client/python) in its test
+  python3-grpcio python3-protobuf python3-pytest python3-venv python3-pip
   # torchvision's model zoo: the real-model suite (tests/import, scripts/torchvision-suite.py)
   python3-torchvision
   # tests/deploy reads the Kubernetes manifests and Grafana provisioning, and makes TLS certificates
   python3-yaml openssl
+  # tests/deploy validates the Kubernetes manifests against the API's schemas: the Python client's
+  # models, generated from Kubernetes' OpenAPI specification (tests/deploy/k8s_schema.py)
+  python3-kubernetes
   # promtool checks the /metrics endpoints in the tests
   prometheus
   # C++ tests and benchmarks

@@ -3,6 +3,7 @@
 #define MAPD_CLIENT_MAPCTL_COMMANDS_H_
 
 #include <cstdint>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -141,16 +142,30 @@ struct ExportArgs {
   std::string format = "table";
 };
 
+// The coordinator's address and token (flags, the environment, or a context of the config file:
+// job_client.h), and the output format.
 struct JobArgs {
-  std::string address;  // host:port; default $MAPD_ADDRESS, else 127.0.0.1:7070
-  std::string token;    // default $MAPD_TOKEN
-  std::string tls_ca;   // PEM roots: TLS to the coordinator
-  std::string format = "table";
+  std::string address;     // host:port; default $MAPD_ADDRESS, the context's, else 127.0.0.1:7070
+  std::string token;       // default --token-file, $MAPD_TOKEN, $MAPD_TOKEN_FILE, the context's token_file
+  std::string token_file;  // a file whose first line is the token
+  std::string tls_ca;      // PEM roots: TLS to the coordinator
+  std::string context;     // a context of ~/.config/mapd/config.yaml (default $MAPD_CONTEXT, its current-context)
+  std::string format = "table";  // table | wide | json | yaml | name
+};
+
+// mapctl logs ID [--rank R] [-f] [--tail N] [--all-steps]
+struct LogsArgs {
+  int rank = -1;           // >= 0: that rank's output instead of the job's events
+  bool follow = false;     // go on printing as it comes, until the job finishes
+  int tail = 0;            // > 0: only the last lines
+  bool all_steps = false;  // every progress event (by default at most kShownStepEvents of them)
 };
 
 struct SubmitArgs {
   JobArgs conn;
   std::string file;  // -f job.yaml (fields as the flags, snake_case)
+  // The flags given on the command line, by their job-file names (snake_case): they win over -f.
+  std::set<std::string> given;
   ModelArgs model;
   std::string loss = "auto";
   std::string init_from;  // --init-from: read here, the weights sent in the graph
@@ -183,7 +198,9 @@ int RunSubmit(SubmitArgs args);
 int RunJobs(const JobArgs& args);
 int RunGet(const JobArgs& args, int64_t id);
 int RunWatch(const JobArgs& args, int64_t id);
-int RunLogs(const JobArgs& args, int64_t id);
+int RunLogs(const JobArgs& args, int64_t id, const LogsArgs& logs);
+int RunDescribe(const JobArgs& args, int64_t id);
+int RunDelete(const JobArgs& args, int64_t id);
 int RunCancel(const JobArgs& args, int64_t id);
 int RunWorkers(const JobArgs& args);
 

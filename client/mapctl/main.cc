@@ -1,4 +1,5 @@
 // mapctl: the command-line interface of MAP.
+#include <algorithm>
 #include <iostream>
 
 #include <CLI/CLI.hpp>
@@ -6,6 +7,7 @@
 #include "common/allocator.h"
 #include "common/version.h"
 #include "client/mapctl/commands.h"
+#include "client/mapctl/suggest.h"
 #include "worker/local/local_training.h"
 
 namespace {
@@ -249,10 +251,14 @@ int main(int argc, char** argv) {
   // Job commands against the coordinator (docs/coordinator.md).
   JobArgs job_args;
   auto add_conn = [&job_args](CLI::App* cmd) {
-    cmd->add_option("--address", job_args.address, "Coordinator host:port (default $MAPD_ADDRESS, else 127.0.0.1:7070)");
-    cmd->add_option("--token", job_args.token, "Bearer token (default $MAPD_TOKEN)");
-    cmd->add_option("--tls-ca", job_args.tls_ca, "PEM root certificates: speak TLS to the coordinator");
-    cmd->add_option("-o,--output", job_args.format, "Output format")->check(CLI::IsMember({"table", "json"}))->capture_default_str();
+    cmd->add_option("--address", job_args.address, "Coordinator host:port (default $MAPD_ADDRESS, the context's, else 127.0.0.1:7070)");
+    cmd->add_option("--token", job_args.token, "Bearer token (visible to other users in ps: prefer --token-file or $MAPD_TOKEN)");
+    cmd->add_option("--token-file", job_args.token_file, "File whose first line is the bearer token (default $MAPD_TOKEN, $MAPD_TOKEN_FILE, the context's token_file)");
+    cmd->add_option("--tls-ca", job_args.tls_ca, "PEM root certificates: speak TLS to the coordinator (default $MAPD_TLS_CA, the context's)");
+    cmd->add_option("--context", job_args.context, "A context of ~/.config/mapd/config.yaml (default $MAPD_CONTEXT, its current-context)");
+    cmd->add_option("-o,--output", job_args.format, "Output format: table | wide | json | yaml | name")
+        ->check(CLI::IsMember({"table", "wide", "json", "yaml", "name"}))
+        ->capture_default_str();
   };
   SubmitArgs submit_args;
   CLI::App* submit = app.add_subcommand("submit", "Submit a training job to the coordinator (mapd)");
@@ -303,16 +309,45 @@ int main(int argc, char** argv) {
   };
   CLI::App* get = id_cmd("get", "Show one job: state, plan, progress");
   CLI::App* watch = id_cmd("watch", "Follow a job until it finishes (progress bar on a terminal); exits 0 succeeded, 1 failed, 3 cancelled");
-  CLI::App* logs = id_cmd("logs", "Print everything that happened to a job");
+  CLI::App* describe = id_cmd("describe", "Show a job in full: state, why it waits, plan, last error and its events");
+  LogsArgs logs_args;
+  CLI::App* logs = id_cmd("logs", "Print a job's events (progress sampled), or a rank's output with --rank");
+  logs->add_option("--rank", logs_args.rank, "Print this rank's output (its stderr, as its worker captured it) instead of the events");
+  logs->add_flag("-f,--follow", logs_args.follow, "Keep printing as it comes, until the job finishes");
+  logs->add_option("--tail", logs_args.tail, "Only the last N lines (events or output)")->check(CLI::Range(1, 100000));
+  logs->add_flag("--all-steps", logs_args.all_steps, "Every progress event (by default at most 50, spread over the job)");
   CLI::App* cancel = id_cmd("cancel", "Cancel a job");
+  CLI::App* delete_cmd = id_cmd("delete", "Forget a finished job with its events and output (cancel a running one first)");
   CLI::App* workers = app.add_subcommand("workers", "List the workers registered with the coordinator, with their leases");
   add_conn(workers);
+  std::string shell;
+  CLI::App* completion = app.add_subcommand("completion", "Print a shell completion script: source <(mapctl completion bash)");
+  completion->add_option("SHELL", shell, "bash (zsh: autoload bashcompinit && bashcompinit first)")->required()->check(CLI::IsMember({"bash"}));
 
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
+    // A mistyped command or flag gets the nearest one; other usage errors CLI11's words.
+    if (e.get_exit_code() != 0) {
+      if (const std::string hint = SuggestForCommandLine(app, argc, argv); !hint.empty()) {
+        std::cerr << "mapctl: " << hint << "\n";
+        return kExitUsage;
+      }
+    }
     const int rc = app.exit(e);
     return rc == 0 ? kExitOk : kExitUsage;
+  }
+  if (completion->parsed()) {
+    std::cout << BashCompletion(app, "mapctl");
+    return kExitOk;
+  }
+  // The flags typed for submit, by their job-file names: they win over -f's fields.
+  for (const CLI::Option* o : submit->get_options()) {
+    if (o->count() == 0) continue;
+    std::string name = o->get_lnames().empty() ? o->get_name() : o->get_lnames()[0];
+    if (name == "MODEL") name = "model";
+    std::replace(name.begin(), name.end(), '-', '_');
+    submit_args.given.insert(name);
   }
   if (models->parsed()) return RunModels(format);
   if (ops->parsed()) return RunOps(format, aten);
@@ -331,8 +366,10 @@ int main(int argc, char** argv) {
   if (jobs_cmd->parsed()) return RunJobs(job_args);
   if (get->parsed()) return RunGet(job_args, job_id);
   if (watch->parsed()) return RunWatch(job_args, job_id);
-  if (logs->parsed()) return RunLogs(job_args, job_id);
+  if (logs->parsed()) return RunLogs(job_args, job_id, logs_args);
+  if (describe->parsed()) return RunDescribe(job_args, job_id);
   if (cancel->parsed()) return RunCancel(job_args, job_id);
+  if (delete_cmd->parsed()) return RunDelete(job_args, job_id);
   if (workers->parsed()) return RunWorkers(job_args);
   return kExitUsage;
 }

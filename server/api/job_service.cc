@@ -56,4 +56,14 @@ grpc::Status JobServiceImpl::Cancel(grpc::ServerContext* ctx, const v1::CancelJo
   return Reply(jobs_->Cancel(req->id()), out);
 }
 
+grpc::Status JobServiceImpl::Delete(grpc::ServerContext* ctx, const v1::DeleteJobRequest* req, v1::DeleteJobResponse* out) {
+  if (auto st = auth_->Check(*ctx); !st.ok()) return st;
+  return ToGrpcStatus(jobs_->Delete(req->id()));
+}
+
+grpc::Status JobServiceImpl::Logs(grpc::ServerContext* ctx, const v1::JobLogsRequest* req, v1::JobLogsResponse* out) {
+  if (auto st = auth_->Check(*ctx); !st.ok()) return st;
+  return Reply(jobs_->RankOutput(*req), out);
+}
+
 }  // namespace mapd

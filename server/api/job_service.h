@@ -32,6 +32,8 @@ class JobServiceImpl final : public v1::JobService::WithCallbackMethod_Watch<v1:
   grpc::ServerWriteReactor<v1::JobEvent>* Watch(grpc::CallbackServerContext* ctx, const v1::WatchJobRequest* req) override;
   grpc::Status Events(grpc::ServerContext* ctx, const v1::JobEventsRequest* req, v1::JobEventsResponse* out) override;
   grpc::Status Cancel(grpc::ServerContext* ctx, const v1::CancelJobRequest* req, v1::Job* out) override;
+  grpc::Status Delete(grpc::ServerContext* ctx, const v1::DeleteJobRequest* req, v1::DeleteJobResponse* out) override;
+  grpc::Status Logs(grpc::ServerContext* ctx, const v1::JobLogsRequest* req, v1::JobLogsResponse* out) override;
 
  private:
   JobManager* jobs_;

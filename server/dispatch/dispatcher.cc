@@ -12,6 +12,7 @@
 #include "absl/strings/str_join.h"
 #include "common/bytes.h"
 #include "common/checkpoint/checkpoint_commit.h"
+#include "common/report_limits.h"
 
 namespace mapd {
 
@@ -495,6 +496,29 @@ void Dispatcher::HeartbeatLocked(const std::string& worker_id, const std::vector
   ReapLocked();
 }
 
+namespace {
+
+// The ranks' output a report carries: only this worker's ranks, within the per-report bound.
+absl::Status CheckRankOutputs(const v1::ReportRequest& report, const v1::RankAssignment& assignment) {
+  // A worker keeps at least kMinRankOutputBufferBytes a rank, so a report may carry that much
+  // for each of its ranks even past the per-report bound.
+  const int64_t bound = std::max<int64_t>(kMaxRankOutputBytesPerReport, kMinRankOutputBufferBytes * assignment.ranks_size());
+  int64_t bytes = 0;
+  for (const v1::RankOutput& o : report.outputs()) {
+    if (std::find(assignment.ranks().begin(), assignment.ranks().end(), o.rank()) == assignment.ranks().end()) {
+      return absl::InvalidArgumentError(absl::StrCat("output of rank ", o.rank(), ", which does not run on worker ", report.worker_id()));
+    }
+    if (o.dropped_bytes() < 0) return absl::InvalidArgumentError(absl::StrCat("output of rank ", o.rank(), ": dropped_bytes < 0"));
+    bytes += static_cast<int64_t>(o.text().size());
+  }
+  if (bytes > bound) {
+    return absl::InvalidArgumentError(absl::StrCat("a report of ", bytes, " bytes of ranks' output; workers send at most ", bound));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
 absl::StatusOr<v1::ReportResponse> Dispatcher::OnReport(const v1::ReportRequest& report) {
   absl::StatusOr<v1::ReportResponse> out;
   {
@@ -538,6 +562,7 @@ absl::StatusOr<v1::ReportResponse> Dispatcher::ReportLocked(const v1::ReportRequ
     return absl::InvalidArgumentError(absl::StrCat("a report of ", report.evaluations_size(), " evaluations of job ", id,
                                                    ", whose rank 0 evaluates every ", job.spec.eval_every(), " steps"));
   }
+  if (auto st = CheckRankOutputs(report, part->assignment); !st.ok()) return st;
   if (report.checkpoint_step() > job.spec.steps()) {
     // No rank of this job writes such a step: a forged or broken report, not counted.
     return absl::InvalidArgumentError(absl::StrCat("checkpoint step ", report.checkpoint_step(), " of job ", id,
@@ -560,6 +585,10 @@ absl::StatusOr<v1::ReportResponse> Dispatcher::ReportLocked(const v1::ReportRequ
     p.peak_bytes = job.progress.worst_peak_bytes;
     p.lr = s.lr();
     Defer([this, id, p] { (void)jobs_->ReportProgress(id, p); });
+  }
+  // Output counts even from a job that is stopping: a failing rank's last words are in it.
+  for (const v1::RankOutput& o : report.outputs()) {
+    Defer([this, id, o] { jobs_->AppendRankOutput(id, o.rank(), o.text(), o.dropped_bytes()); });
   }
   for (const v1::Evaluation& e : report.evaluations()) {
     if (e.step() < 1 || e.step() > job.spec.steps() || job.stopping()) continue;

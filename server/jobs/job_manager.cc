@@ -114,9 +114,63 @@ absl::StatusOr<int> JobManager::PruneFinished(const RetentionOptions& retention)
     if (auto st = store_->Delete(id); !st.ok()) return st;
     jobs_.erase(id);
     last_seq_.erase(id);
+    rank_logs_.Forget(id);
     ++deleted;
   }
   return deleted;
+}
+
+absl::Status JobManager::Delete(int64_t id) {
+  absl::MutexLock lock(&mu_);
+  auto it = jobs_.find(id);
+  if (it == jobs_.end()) return absl::NotFoundError(absl::StrCat("no job ", id));
+  if (!IsFinished(it->second.state())) {
+    return absl::FailedPreconditionError(absl::StrCat("job ", id, " is ", v1::JobState_Name(it->second.state()),
+                                                      ": cancel it first (mapctl cancel ", id, ")"));
+  }
+  if (auto st = store_->Delete(id); !st.ok()) return st;
+  jobs_.erase(it);
+  last_seq_.erase(id);
+  rank_logs_.Forget(id);
+  return absl::OkStatus();
+}
+
+void JobManager::AppendRankOutput(int64_t id, int rank, std::string_view text, int64_t dropped_before) {
+  int ranks = 1;
+  {
+    absl::MutexLock lock(&mu_);
+    auto it = jobs_.find(id);
+    if (it == jobs_.end()) return;  // deleted meanwhile
+    ranks = it->second.spec().ranks();
+  }
+  rank_logs_.Append(id, ranks, rank, text, dropped_before);
+}
+
+absl::StatusOr<v1::JobLogsResponse> JobManager::RankOutput(const v1::JobLogsRequest& request) const {
+  constexpr int kMaxTailLines = 100000;
+  bool finished = false;
+  {
+    absl::MutexLock lock(&mu_);
+    auto it = jobs_.find(request.id());
+    if (it == jobs_.end()) return absl::NotFoundError(absl::StrCat("no job ", request.id()));
+    const int ranks = it->second.spec().ranks();
+    if (request.rank() < 0 || request.rank() >= ranks) {
+      return absl::InvalidArgumentError(absl::StrCat("rank ", request.rank(), ": job ", request.id(), " has ranks 0..", ranks - 1));
+    }
+    finished = IsFinished(it->second.state());
+  }
+  if (request.tail_lines() < 0 || request.tail_lines() > kMaxTailLines) {
+    return absl::InvalidArgumentError(absl::StrCat("tail_lines ", request.tail_lines(), ": give 0 (all) to ", kMaxTailLines));
+  }
+  if (request.after_offset() < 0) return absl::InvalidArgumentError(absl::StrCat("after_offset ", request.after_offset(), " is negative"));
+  const RankLogs::Slice slice = rank_logs_.Read(request.id(), request.rank(), request.after_offset(), request.tail_lines());
+  v1::JobLogsResponse out;
+  out.set_text(slice.text);
+  out.set_start_offset(slice.start_offset);
+  out.set_next_offset(slice.next_offset);
+  out.set_dropped_bytes(slice.dropped_bytes);
+  out.set_finished(finished);
+  return out;
 }
 
 JobManager::Page JobManager::ListPage(int64_t after_id, int limit) const {

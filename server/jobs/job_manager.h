@@ -27,6 +27,7 @@
 #include "common/clock.h"
 #include "proto/mapd/v1/jobs.pb.h"
 #include "server/jobs/job_spec.h"
+#include "server/jobs/rank_logs.h"
 #include "server/store/job_store.h"
 
 namespace mapd {
@@ -111,6 +112,16 @@ class JobManager {
   // The model was evaluated (RUNNING only): an event saying so, and the job's last evaluation.
   absl::StatusOr<v1::Job> ReportEvaluation(int64_t id, const v1::Evaluation& evaluation);
 
+  // Forgets finished job `id` with its events and output (mapctl delete); NOT_FOUND, or
+  // FAILED_PRECONDITION while it has not finished.
+  absl::Status Delete(int64_t id);
+
+  // What rank `rank` of job `id` wrote (rank_logs.h), appended by the dispatcher from workers'
+  // reports and read by JobService.Logs: NOT_FOUND for an unknown job, INVALID_ARGUMENT for a
+  // rank it has not.
+  void AppendRankOutput(int64_t id, int rank, std::string_view text, int64_t dropped_before);
+  absl::StatusOr<v1::JobLogsResponse> RankOutput(const v1::JobLogsRequest& request) const;
+
   // Blocks until the job has an event after `after_seq` or `timeout_seconds` pass; returns them
   // (empty on timeout). For Watch streams.
   absl::StatusOr<std::vector<v1::JobEvent>> WaitForEvents(int64_t id, int64_t after_seq, double timeout_seconds) const;
@@ -129,6 +140,7 @@ class JobManager {
   std::map<int64_t, v1::Job> jobs_ ABSL_GUARDED_BY(mu_);
   std::map<int64_t, int64_t> last_seq_ ABSL_GUARDED_BY(mu_);
   SpecLimits limits_;  // set before calls begin
+  RankLogs rank_logs_;
   int64_t next_id_ ABSL_GUARDED_BY(mu_) = 1;
 };
 

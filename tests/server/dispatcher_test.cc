@@ -236,6 +236,50 @@ TEST_F(DispatcherTest, ProgressComesFromRankZeroAndTheJobSucceedsWhenEveryWorker
   EXPECT_EQ(Finish(w2, 1).status().code(), absl::StatusCode::kNotFound);  // no longer run here
 }
 
+TEST_F(DispatcherTest, RanksOutputIsKeptFromTheirOwnWorkerAndBounded) {
+  const std::string w1 = AddWorker(1), w2 = AddWorker(1);
+  ASSERT_TRUE(jobs_->Submit(Spec(2)).ok());
+  dispatcher_->Tick();  // rank 0 on w1, rank 1 on w2
+  v1::ReportRequest r;
+  r.set_worker_id(w2);
+  r.set_job_id(1);
+  v1::RankOutput* o = r.add_outputs();
+  o->set_rank(1);
+  o->set_text("[rank 1] step 1/4 loss 4.0\n");
+  ASSERT_TRUE(dispatcher_->OnReport(r).ok());
+  o->set_text("error: rank 1: out of memory\n");
+  o->set_dropped_bytes(100);
+  ASSERT_TRUE(dispatcher_->OnReport(r).ok());
+  v1::JobLogsRequest req;
+  req.set_id(1);
+  req.set_rank(1);
+  auto logs = jobs_->RankOutput(req);
+  ASSERT_TRUE(logs.ok()) << logs.status();
+  EXPECT_EQ(logs->text(),
+            "[rank 1] step 1/4 loss 4.0\n[mapd: 100 bytes of rank 1's output dropped by its worker; its rank_1.log has them]\n"
+            "error: rank 1: out of memory\n");
+  EXPECT_FALSE(logs->finished());
+  // Another worker's rank, a forged size, a rank the job has not: refused, nothing kept.
+  o->set_rank(0);
+  EXPECT_EQ(dispatcher_->OnReport(r).status().code(), absl::StatusCode::kInvalidArgument);
+  o->set_rank(1);
+  o->set_text(std::string((2 << 20), 'x'));
+  EXPECT_EQ(dispatcher_->OnReport(r).status().code(), absl::StatusCode::kInvalidArgument);
+  req.set_rank(2);
+  EXPECT_EQ(jobs_->RankOutput(req).status().code(), absl::StatusCode::kInvalidArgument);
+  req.set_rank(0);
+  EXPECT_EQ(jobs_->RankOutput(req)->text(), "");  // rank 0 said nothing
+  // A finished job can be deleted with its output; a running one cannot.
+  EXPECT_EQ(jobs_->Delete(1).code(), absl::StatusCode::kFailedPrecondition);
+  ASSERT_TRUE(Finish(w1, 1).ok());
+  ASSERT_TRUE(Finish(w2, 1).ok());
+  req.set_rank(1);
+  EXPECT_TRUE(jobs_->RankOutput(req)->finished());
+  ASSERT_TRUE(jobs_->Delete(1).ok());
+  EXPECT_EQ(jobs_->RankOutput(req).status().code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(jobs_->Get(1).status().code(), absl::StatusCode::kNotFound);
+}
+
 TEST_F(DispatcherTest, AFailedRankFailsTheJobAndTheOtherWorkersAreToldToStop) {
   const std::string w1 = AddWorker(1), w2 = AddWorker(1);
   ASSERT_TRUE(jobs_->Submit(Spec(2)).ok());

@@ -142,6 +142,16 @@ TEST_F(JobRunnerTest, AFailedRankEndsThePartWithItsCodeAndWords) {
   EXPECT_EQ(reports.back().code(), static_cast<int>(absl::StatusCode::kResourceExhausted));
   EXPECT_THAT(reports.back().error(), HasSubstr("rank 1 exited with status 1: error: rank 1: out of memory"));
   EXPECT_THAT(metrics_.Encode(), HasSubstr("mapd_worker_jobs_total{outcome=\"failed\"} 1"));
+  // What the rank said is kept in its log file and sent to the coordinator, as rank 1's output.
+  std::string sent;
+  for (const auto& r : reports) {
+    for (const auto& o : r.outputs()) {
+      EXPECT_EQ(o.rank(), 1) << o.text();  // rank 0 says nothing
+      sent += o.text();
+    }
+  }
+  EXPECT_THAT(sent, HasSubstr("error: rank 1: out of memory [RESOURCE_EXHAUSTED]\n"));
+  EXPECT_THAT(*ReadFileToString(dir_ + "/job-7/rank_1.log"), HasSubstr("error: rank 1: out of memory"));
 }
 
 }  // namespace

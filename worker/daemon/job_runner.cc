@@ -4,11 +4,14 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <filesystem>
+#include <fstream>
 #include <iostream>
 
 #include "absl/strings/str_cat.h"
 #include "common/checkpoint/checkpoint_commit.h"
 #include "common/data_spec.h"
+#include "common/report_limits.h"
 #include "worker/launch/launcher.h"
 #include "worker/launch/rank_command.h"
 
@@ -94,6 +97,15 @@ void JobRunner::Start() {
 }
 
 void JobRunner::Send(v1::ReportRequest& report) {
+  for (auto& [rank, buffer] : output_) {
+    if (buffer.text.empty() && buffer.dropped_bytes == 0) continue;
+    v1::RankOutput* out = report.add_outputs();
+    out->set_rank(rank);
+    out->set_text(std::move(buffer.text));
+    out->set_dropped_bytes(buffer.dropped_bytes);
+    buffer = RankOutputBuffer();
+  }
+  last_sent_ = std::chrono::steady_clock::now();
   report.set_job_id(assignment_.job_id());
   report.set_attempt(assignment_.attempt());
   if (report_(report)) cancel_ = true;
@@ -150,6 +162,27 @@ void JobRunner::OnStep(int index, const v1::StepDone& d) {
   // or go on their own every 256 (a worker without rank 0; the coordinator takes at most 4096 a
   // report).
   if (rank == 0 || pending_.steps_size() >= 256) Send(pending_);
+}
+
+void JobRunner::OnOutput(int index, std::string_view text) {
+  const int rank = assignment_.ranks(index);
+  // The worker's own copy, rotated: `rank_R.log` (and `rank_R.log.1`) in the run directory.
+  const std::string file = absl::StrCat(dir_, "/rank_", rank, ".log");
+  std::error_code ec;
+  if (std::filesystem::file_size(file, ec) > static_cast<uintmax_t>(kRankLogFileBytes) && !ec) {
+    std::filesystem::rename(file, file + ".1", ec);
+  }
+  std::ofstream(file, std::ios::app | std::ios::binary).write(text.data(), static_cast<std::streamsize>(text.size()));
+  // The coordinator's copy: within a report's bound, the oldest unsent bytes dropped first.
+  const int64_t bound = std::max<int64_t>(kMinRankOutputBufferBytes, kMaxRankOutputBytesPerReport / std::max(1, assignment_.ranks_size()));
+  RankOutputBuffer& b = output_[rank];
+  b.text.append(text);
+  if (static_cast<int64_t>(b.text.size()) > bound) {
+    const size_t cut = b.text.size() - static_cast<size_t>(bound);
+    b.text.erase(0, cut);
+    b.dropped_bytes += static_cast<int64_t>(cut);
+  }
+  if (std::chrono::steady_clock::now() - last_sent_ >= std::chrono::seconds(1)) Send(pending_);
 }
 
 void JobRunner::OnEvent(int index, const v1::RankEvent& e) {
@@ -242,6 +275,7 @@ void JobRunner::Run() {
   lo.cancel = &cancel_;
   lo.silence_timeout = std::chrono::seconds(options_.rank_timeout_seconds);
   lo.env = {"OMP_NUM_THREADS=1"};
+  lo.on_output = [this](int index, std::string_view text) { OnOutput(index, text); };
   // Rank 0 here: it hosts the store; the coordinator sent no address.
   const auto zero = std::find(ranks.begin(), ranks.end(), 0);
   if (zero != ranks.end()) {

@@ -14,9 +14,11 @@
 #define MAPD_WORKER_DAEMON_JOB_RUNNER_H_
 
 #include <atomic>
+#include <chrono>
 #include <functional>
 #include <map>
 #include <string>
+#include <string_view>
 #include <thread>
 
 #include "absl/status/statusor.h"
@@ -65,6 +67,9 @@ class JobRunner {
   void OnEvent(int index, const v1::RankEvent& event);
   void OnStep(int index, const v1::StepDone& step);  // `index`: of the rank in the assignment
   void OnCheckpoint(int64_t step);
+  // What the rank at `index` wrote: appended to its log file and sent with the next report (at
+  // least once a second while it writes).
+  void OnOutput(int index, std::string_view text);
   // job_id, rank, worker and device: the labels of the series of the rank at `index`.
   Labels RankLabels(int index) const;
   // What each of this worker's ranks runs; PERMISSION_DENIED for data outside the data root.
@@ -82,6 +87,12 @@ class JobRunner {
   std::thread thread_;
   // On the launcher's thread only:
   v1::ReportRequest pending_;                // steps not yet reported
+  struct RankOutputBuffer {
+    std::string text;           // not yet reported
+    int64_t dropped_bytes = 0;  // cut from its front (over the bound: the file has them)
+  };
+  std::map<int, RankOutputBuffer> output_;    // by global rank
+  std::chrono::steady_clock::time_point last_sent_{};
   std::map<int64_t, int> checkpoint_shards_; // step → local ranks that wrote it
 };
 

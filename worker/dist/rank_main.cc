@@ -17,6 +17,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "common/checkpoint/checkpoint_commit.h"
+#include "common/bytes.h"
 #include "common/file_io.h"
 #include "planner/ir/serialize.h"
 #include "worker/dist/gloo_communicator.h"
@@ -163,6 +164,10 @@ absl::Status TrainRank(RankT& trainer, RankContext& c) {
     first = resume_step + 1;
   }
   int64_t peak = 0;
+  // The rank's own log (stderr; its worker keeps it and the coordinator serves it: `mapctl logs
+  // ID --rank R`), a line a step as a training script prints.
+  std::fprintf(stderr, "[rank %d] of %d ranks: steps %lld to %lld\n", o.rank, c.world, static_cast<long long>(first),
+               static_cast<long long>(c.training.steps));
   for (int64_t s = first; s <= c.training.steps; ++s) {
     // Progress before the step too: a rank that never begins a step the others began is the
     // one they are waiting for.
@@ -197,6 +202,8 @@ absl::Status TrainRank(RankT& trainer, RankContext& c) {
       }
     });
     if (!done.ok()) return done;
+    std::fprintf(stderr, "[rank %d] step %lld/%lld loss %.4f lr %.3g %.3f s peak %s\n", o.rank, static_cast<long long>(s),
+                 static_cast<long long>(c.training.steps), r->loss, r->lr, r->seconds, FormatBytes(c.memory.peak_bytes()).c_str());
     if (EvaluatesAfter(c.training, s)) {
       c.memory.ResetPeak();
       auto loss = EvaluateRank(trainer, c);
@@ -209,6 +216,8 @@ absl::Status TrainRank(RankT& trainer, RankContext& c) {
         v->set_peak_bytes(c.memory.peak_bytes());
       });
       if (!evaluated.ok()) return evaluated;
+      std::fprintf(stderr, "[rank %d] eval after step %lld: loss %.4f (%lld batches)\n", o.rank, static_cast<long long>(s), *loss,
+                   static_cast<long long>(c.training.eval_batches));
     }
     if (c.job.checkpoint_every() > 0 && !checkpoint_dir.empty() && (s % c.job.checkpoint_every() == 0 || s == c.training.steps)) {
       auto checkpoint = trainer.Save();
@@ -220,6 +229,7 @@ absl::Status TrainRank(RankT& trainer, RankContext& c) {
       if (ec) return absl::InternalError(absl::StrCat("cannot make ", tmp, ": ", ec.message()));
       if (auto st = WriteStringToFileAtomic(absl::StrCat(tmp, "/rank_", o.rank, ".pb"), checkpoint->SerializeAsString()); !st.ok()) return st;
       if (auto st = c.events.Emit(o.rank, [&](v1::RankEvent& e) { e.mutable_checkpoint_written()->set_step(s); }); !st.ok()) return st;
+      std::fprintf(stderr, "[rank %d] checkpoint step %lld written\n", o.rank, static_cast<long long>(s));
     }
   }
   if (c.job.write_final_parameters()) {

@@ -15,7 +15,9 @@
 #include <cstring>
 #include <thread>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "worker/launch/rank_events.h"
 
 extern char** environ;
@@ -43,7 +45,10 @@ std::string Describe(int status) {
 }
 
 std::string Tail(const std::string& s) {
-  std::string t = s;
+  std::string t;  // without the rank's progress lines (rank_events.h)
+  for (absl::string_view line : absl::StrSplit(s, '\n')) {
+    if (!absl::StartsWith(line, kRankProgressPrefix)) absl::StrAppend(&t, line, "\n");
+  }
   while (!t.empty() && (t.back() == '\n' || t.back() == ' ')) t.pop_back();
   const size_t keep = 600;
   return t.size() > keep ? "..." + t.substr(t.size() - keep) : t;
@@ -84,6 +89,7 @@ class RankGroup {
   absl::Status Spawn(int i, const std::string& store);
   absl::Status Pump();      // reads what the ranks wrote; hands events on
   absl::Status Handle(int i, const char* data, size_t n);
+  void Said(int i, const char* data, size_t n);  // what rank i wrote on stderr
   absl::Status Reap(int* running);  // notices exits; a failed one ends the run
   absl::Status CheckSilence() const;
   void Drain();             // after every exit: the rest of the pipes
@@ -156,6 +162,13 @@ absl::Status RankGroup::Handle(int i, const char* data, size_t n) {
   return absl::OkStatus();
 }
 
+void RankGroup::Said(int i, const char* data, size_t n) {
+  Child& c = children_[i];
+  c.err_tail.append(data, n);
+  if (c.err_tail.size() > 8192) c.err_tail.erase(0, c.err_tail.size() - 4096);
+  if (o_.on_output) o_.on_output(i, std::string_view(data, n));
+}
+
 absl::Status RankGroup::Pump() {
   std::vector<pollfd> fds;
   std::vector<std::pair<int, bool>> who;  // (process, is_stdout)
@@ -179,8 +192,7 @@ absl::Status RankGroup::Pump() {
       continue;
     }
     if (!who[k].second) {
-      c.err_tail.append(buf, static_cast<size_t>(n));
-      if (c.err_tail.size() > 8192) c.err_tail.erase(0, c.err_tail.size() - 4096);
+      Said(who[k].first, buf, static_cast<size_t>(n));
       continue;
     }
     c.last_heard = Clock::now();
@@ -202,7 +214,7 @@ absl::Status RankGroup::Reap(int* running) {
     if (WIFEXITED(status) && WEXITSTATUS(status) == 0) continue;
     if (c.err >= 0) {  // what it said last
       ssize_t n;
-      while ((n = read(c.err, buf, sizeof(buf))) > 0) c.err_tail.append(buf, static_cast<size_t>(n));
+      while ((n = read(c.err, buf, sizeof(buf))) > 0) Said(i, buf, static_cast<size_t>(n));
     }
     // A rank that failed cleanly ends its last line with its status code ("error: ...
     // [RESOURCE_EXHAUSTED]"): the run fails with that code; a crash is ABORTED.
@@ -238,7 +250,13 @@ void RankGroup::Drain() {
       close(c.out);
       c.out = -1;
     }
-    if (c.err >= 0) close(c.err), c.err = -1;
+    if (c.err >= 0) {
+      fcntl(c.err, F_SETFL, 0);
+      ssize_t n;
+      while ((n = read(c.err, buf, sizeof(buf))) > 0) Said(i, buf, static_cast<size_t>(n));
+      close(c.err);
+      c.err = -1;
+    }
   }
 }
 

@@ -11,6 +11,7 @@
 #include <chrono>
 #include <functional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -36,6 +37,9 @@ struct LaunchOptions {
   std::vector<int> rank_names;
   // When set and it becomes true, the ranks are stopped and the launch ends CANCELLED.
   const std::atomic<bool>* cancel = nullptr;
+  // Called with what process `index` writes on stderr (and stdout that is not events: the rank
+  // points fd 1 at stderr), as it comes, on the launching thread.
+  std::function<void(int index, std::string_view text)> on_output;
 };
 
 // The OMP_NUM_THREADS each of `ranks` ranks on this machine gets unless the launcher's

@@ -20,6 +20,10 @@ inline constexpr size_t kMaxRankEventBytes = 1 << 20;
 // The byte before each event: not ASCII, not the first byte of any UTF-8 character.
 inline constexpr char kRankEventMarker = '\xa7';
 
+// A rank's progress lines on stderr (its log: "[rank 1] step 3/40 loss ...") begin with this;
+// the launcher leaves them out of a failed rank's last words, which are its error.
+constexpr char kRankProgressPrefix[] = "[rank ";
+
 // Frames `event` for the channel.
 std::string FrameRankEvent(const v1::RankEvent& event);
 
