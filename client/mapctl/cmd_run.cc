@@ -64,8 +64,10 @@ int RunTraining(const RunArgs& args) {
   if (args.model.model.empty() == args.plan.empty()) {
     return ReportError(absl::InvalidArgumentError("give a MODEL, or --plan FILE (a saved plan carries its model), not both"));
   }
-  // Micro-batches run on the rank runtime (one rank is a mesh of 1).
-  if (args.ranks > 1 || !args.plan.empty() || args.micro_batches != "1") return RunOnRanks(args);
+  // Micro-batches and checkpoints run on the rank runtime (one rank is a mesh of 1).
+  if (args.ranks > 1 || !args.plan.empty() || args.micro_batches != "1" || !args.resume.empty() || !args.checkpoint_dir.empty()) {
+    return RunOnRanks(args);
+  }
   auto made = MakeTrainingOptions(args);
   if (!made.ok()) return ReportError(made.status());
   const LocalTrainingOptions& options = *made;

@@ -213,13 +213,18 @@ int RunOnRanks(const RunArgs& args) {
   // Checkpoints: where, and where to resume from.
   const std::string ckpt_dir = !args.resume.empty() ? args.resume : args.checkpoint_dir;
   int64_t resume_step = 0;
+  bool resharded = false;  // the checkpoint was written under another plan
   if (!args.resume.empty()) {
     auto meta = ReadLatestCheckpoint(args.resume);
     if (!meta.ok()) {
       return ReportError(absl::Status(meta.status().code(), absl::StrCat("--resume ", args.resume, ": no committed checkpoint (", meta.status().message(), ")")));
     }
+    // Another plan's checkpoint (other ranks, mesh, ZeRO stage or split) is resharded: each rank
+    // takes its blocks of the whole tensors (docs/runtime.md "Resuming under another plan").
     if (auto st = CheckCheckpointMatches(*meta, world, plan->mesh, plan->checkpoint_plan, absl::StrCat("--resume ", args.resume)); !st.ok()) {
-      return ReportError(st);
+      resharded = true;
+      std::cerr << "--resume " << args.resume << ": step " << meta->step() << " was written by " << meta->ranks() << " rank(s) under \""
+                << meta->plan() << "\"; each of the " << world << " rank(s) takes its blocks of the whole tensors\n";
     }
     resume_step = meta->step();
     if (resume_step <= 0 || resume_step >= args.steps) {
@@ -237,6 +242,7 @@ int RunOnRanks(const RunArgs& args) {
   std::vector<const v1::RankProgram*> rank_programs(world);
   for (int r = 0; r < world; ++r) ranks[r] = r, rank_programs[r] = &programs[r];
   v1::RankJob job = RankJobFor(*training, args, ckpt_dir, every, resume_step);
+  job.set_resume_resharded(resharded);
   if (args.gradient_buckets == "off" || args.gradient_buckets == "0") {
     job.set_gradient_bucket_bytes(-1);
   } else if (auto bytes = ParseBytes(args.gradient_buckets); bytes.ok() && *bytes > 0) {

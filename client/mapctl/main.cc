@@ -165,10 +165,10 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   run->add_option("--rank-timeout", run_args.rank_timeout, "Seconds a rank may stay silent before the run is stopped")
       ->check(CLI::PositiveNumber)->capture_default_str();
-  run->add_option("--checkpoint-dir", run_args.checkpoint_dir, "Write checkpoints of a multi-rank run here");
+  run->add_option("--checkpoint-dir", run_args.checkpoint_dir, "Write checkpoints here (the run goes on the rank runtime, one rank included)");
   run->add_option("--checkpoint-every", run_args.checkpoint_every, "Steps between checkpoints (0: only after the last)")
       ->capture_default_str();
-  run->add_option("--resume", run_args.resume, "Continue a multi-rank run from the last checkpoint committed in this dir");
+  run->add_option("--resume", run_args.resume, "Continue from the last checkpoint committed in this dir, under this run's plan: another plan's checkpoint is resharded");
 
   // `run --ranks N` and mapd-worker start `mapctl _rank` once per rank (hidden: not for people).
   RankArgs rank_args;

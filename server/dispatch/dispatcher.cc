@@ -131,7 +131,11 @@ void Dispatcher::RecoverOrphans() {
     }
     const std::string why = absl::StrCat("the coordinator restarted; restarting from the checkpoint of step ", recovered->checkpoints.committed(),
                                          " (restart ", recovered->restarts, " of at most ", options_.max_restarts,
-                                         ") once no worker runs the job's earlier ranks");
+                                         ") once no worker runs the job's earlier ranks",
+                                         recovered->foreign_checkpoint_step > 0
+                                             ? absl::StrCat("; planned anew as ", recovered->plan->checkpoint_plan,
+                                                            ", so the checkpoint is resharded into it")
+                                             : "");
     auto noted = job.state() == v1::RUNNING ? jobs_->Transition(job.id(), v1::RESTARTING, why) : jobs_->Note(job.id(), why);
     if (!noted.ok()) continue;  // cancelled meanwhile
     absl::MutexLock lock(&mu_);
@@ -152,8 +156,12 @@ absl::StatusOr<Dispatcher::ActiveJob> Dispatcher::RecoverJob(const v1::Job& job)
   }
   auto plan = plan_(job.spec());
   if (!plan.ok()) return absl::FailedPreconditionError(absl::StrCat("planning it again failed: ", plan.status().message()));
-  if (auto st = CheckCheckpointMatches(*meta, job.spec().ranks(), plan->mesh, plan->checkpoint_plan, "the plan found now"); !st.ok()) return st;
   ActiveJob active;
+  // A plan other than the checkpoint's (the planner or its cost model changed, say) resumes
+  // resharded: each rank takes its blocks of the checkpoint's whole tensors.
+  if (!CheckCheckpointMatches(*meta, job.spec().ranks(), plan->mesh, plan->checkpoint_plan, "the plan found now").ok()) {
+    active.foreign_checkpoint_step = meta->step();
+  }
   active.spec = job.spec();
   active.plan = std::make_shared<const RunnablePlan>(*std::move(plan));
   active.phase = Phase::kRecovering;
@@ -263,6 +271,7 @@ absl::Status Dispatcher::PlaceLocked(int64_t id, ActiveJob& job, int64_t resume_
     a.set_plan(plan.checkpoint_plan);
     if (!options_.checkpoint_dir.empty()) a.set_checkpoint_dir(JobCheckpointDir(id));
     a.set_resume_step(resume_step);
+    a.set_resume_resharded(resume_step > 0 && resume_step == job.foreign_checkpoint_step);
     a.set_attempt(job.restarts);
     job.parts.push_back(std::move(part));
   }

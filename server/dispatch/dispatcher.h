@@ -143,6 +143,9 @@ class Dispatcher {
     // have stopped them).
     std::set<std::string> held_by;
     int restarts = 0;
+    // > 0: the committed step written under another plan than `plan` (a restarted coordinator
+    // planned the job differently): resuming from it reshards it.
+    int64_t foreign_checkpoint_step = 0;
     JobProgressStats progress;
     CheckpointTracker checkpoints;
     bool parts_ended() const {

@@ -120,11 +120,10 @@ def test_resume_after_a_crash_reproduces_the_uninterrupted_losses(tmp_path):
     for a, b in zip(full["steps"][5:], resumed["steps"]):
         assert abs(a["loss"] - b["loss"]) <= 1e-6 * abs(a["loss"]), (a, b)
         assert a["lr"] == b["lr"] and b["lr"] < 0.01, (a, b)
-    # Nothing to resume from is an error that says so; so is a checkpoint of another plan.
+    # Nothing to resume from is an error that says so (another plan's checkpoint is resharded:
+    # test_reshard.py).
     r = run_mapctl("run", GPT, *adam, "--resume", str(tmp_path / "none"))
     assert r.returncode == 1 and "no committed checkpoint" in r.stderr
-    r = run_mapctl("run", GPT, *adam, "--strategy", "dp", "--resume", str(ckpt))
-    assert r.returncode == 1 and "the checkpoint is of 4 rank(s), mesh " in r.stderr and "[FAILED_PRECONDITION]" in r.stderr, r.stderr
 
 
 def test_traced_models_go_through_the_same_path(models):

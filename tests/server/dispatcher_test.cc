@@ -498,25 +498,27 @@ TEST_F(DispatcherTest, ARestartedCoordinatorResumesRunningJobsFromTheirCheckpoin
   EXPECT_EQ(State(2), v1::FAILED);
   EXPECT_NE(jobs_->Get(2)->error().find("it cannot resume: no checkpoint committed in " + dir + "/job-2"), std::string::npos)
       << jobs_->Get(2)->error();
-  EXPECT_EQ(State(3), v1::FAILED);
-  EXPECT_NE(jobs_->Get(3)->error().find("the plan found now: the checkpoint is of 4 rank(s), mesh 4, plan 'mesh 4'; this run is 2 rank(s), mesh 2, plan 'mesh 2'"), std::string::npos)
-      << jobs_->Get(3)->error();
+  // A checkpoint of another plan is resharded into the one found now.
+  EXPECT_EQ(State(3), v1::RESTARTING);
+  EXPECT_NE(Messages(3).back().find("; planned anew as mesh 2, so the checkpoint is resharded into it"), std::string::npos)
+      << Messages(3).back();
   EXPECT_EQ(State(4), v1::FAILED);
   EXPECT_NE(jobs_->Get(4)->error().find("it has restarted 2 time(s) already (--max-restarts 2)"), std::string::npos)
       << jobs_->Get(4)->error();
 
-  // w1 still runs job 1's earlier ranks: told to stop them, and the job waits for that even
-  // after the lease period.
-  EXPECT_EQ(Beat(w1, {1}).cancel_job_ids_size(), 1);
+  // w1 still runs job 1's and job 3's earlier ranks: told to stop them, and the jobs wait for
+  // that even after the lease period.
+  EXPECT_EQ(Beat(w1, {1, 3}).cancel_job_ids_size(), 2);
   v1::ReportRequest late;  // their reports are refused: they are to stop
   late.set_worker_id(w1);
   late.set_job_id(1);
   EXPECT_EQ(dispatcher_->OnReport(late).status().code(), absl::StatusCode::kNotFound);
   clock_.Advance(5);
   Beat(w2);
-  EXPECT_EQ(Beat(w1, {1}).cancel_job_ids_size(), 1);
+  EXPECT_EQ(Beat(w1, {1, 3}).cancel_job_ids_size(), 2);
   dispatcher_->Tick();
   EXPECT_EQ(State(1), v1::RESTARTING);
+  EXPECT_EQ(State(3), v1::RESTARTING);
   // They have ended: the job is placed with the next attempt, from step 5.
   Beat(w1, {});
   dispatcher_->Tick();
@@ -530,6 +532,17 @@ TEST_F(DispatcherTest, ARestartedCoordinatorResumesRunningJobsFromTheirCheckpoin
   EXPECT_EQ(hb.assignments(0).attempt(), 1);
   EXPECT_EQ(hb.assignments(0).resume_step(), 5);
   EXPECT_EQ(hb.assignments(0).checkpoint_dir(), dir + "/job-1");
+  EXPECT_FALSE(hb.assignments(0).resume_resharded());  // its own plan's checkpoint
+  // Job 1 ends; job 3 takes the devices and its ranks are told to reshard step 5.
+  ASSERT_TRUE(Finish(w1, 1, 0, "", /*attempt=*/1).ok());
+  ASSERT_TRUE(Finish(w2, 1, 0, "", /*attempt=*/1).ok());
+  dispatcher_->Tick();
+  ASSERT_EQ(State(3), v1::RUNNING);
+  const v1::HeartbeatResponse first = Beat(w1);
+  ASSERT_EQ(first.assignments_size(), 1);
+  EXPECT_EQ(first.assignments(0).job_id(), 3);
+  EXPECT_EQ(first.assignments(0).resume_step(), 5);
+  EXPECT_TRUE(first.assignments(0).resume_resharded());
 }
 
 }  // namespace

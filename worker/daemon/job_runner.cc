@@ -237,6 +237,7 @@ absl::StatusOr<v1::RankJob> JobRunner::RankJobOf() const {
   job.set_checkpoint_dir(checkpoint_dir_);
   job.set_checkpoint_every(a.checkpoint_every() > 0 ? a.checkpoint_every() : a.steps());
   job.set_resume_step(a.resume_step());
+  job.set_resume_resharded(a.resume_resharded());
   job.set_local_host(options_.advertise_host);
   return job;
 }

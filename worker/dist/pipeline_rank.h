@@ -54,6 +54,7 @@ class PipelineRank {
   const v1::RankProgram& program() const { return trainer_->program(); }
   absl::StatusOr<v1::RankCheckpoint> Save() const { return trainer_->Save(); }
   absl::Status Restore(const v1::RankCheckpoint& c) { return trainer_->Restore(c); }
+  absl::Status RestoreWhole(const v1::RankCheckpoint& whole) { return trainer_->RestoreWhole(whole); }
   absl::StatusOr<std::vector<std::pair<std::string, at::Tensor>>> Blocks() const { return trainer_->Blocks(); }
 
  private:

@@ -17,6 +17,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "common/checkpoint/checkpoint_commit.h"
+#include "common/checkpoint/gather.h"
 #include "common/bytes.h"
 #include "common/file_io.h"
 #include "planner/ir/serialize.h"
@@ -152,12 +153,21 @@ absl::Status TrainRank(RankT& trainer, RankContext& c) {
   int64_t first = 1;
   const int64_t resume_step = c.job.resume_step();
   const std::string& checkpoint_dir = c.job.checkpoint_dir();
-  if (resume_step > 0) {
+  if (resume_step > 0 && c.job.resume_resharded()) {
+    // Written under another plan: the whole tensors, of which this rank takes its blocks.
+    auto gathered = GatherCheckpoint({checkpoint_dir}, resume_step);
+    if (!gathered.ok()) return gathered.status();
+    if (auto st = trainer.RestoreWhole(gathered->whole); !st.ok()) return st;
+    std::fprintf(stderr, "[rank %d] resumed from step %lld, resharded from %d rank(s) (%s)\n", o.rank, static_cast<long long>(resume_step),
+                 gathered->meta.ranks(), gathered->meta.plan().c_str());
+  } else if (resume_step > 0) {
     auto bytes = ReadFileToString(absl::StrCat(CheckpointStepDir(checkpoint_dir, resume_step), "/rank_", o.rank, ".pb"));
     if (!bytes.ok()) return bytes.status();
     v1::RankCheckpoint checkpoint;
     if (!checkpoint.ParseFromString(*bytes)) return absl::DataLossError(absl::StrCat("rank ", o.rank, "'s checkpoint does not parse"));
     if (auto st = trainer.Restore(checkpoint); !st.ok()) return st;
+  }
+  if (resume_step > 0) {
     for (int64_t s = 0; s < resume_step; ++s) {  // the batches already trained on
       if (auto b = (*source)->Next(); !b.ok()) return b.status();
     }

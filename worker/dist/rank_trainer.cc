@@ -14,6 +14,7 @@
 #include "absl/cleanup/cleanup.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "common/status_macros.h"
 #include "planner/lower/lowering.h"
 #include "planner/plan/micro_batch.h"
 #include "planner/sharding/placement.h"
@@ -166,7 +167,7 @@ absl::Status RankTrainer::Restore(const v1::RankCheckpoint& c) {
     if (!t.ok()) return t.status();
     if (!t->sizes().equals(it->second.sizes())) {
       return absl::InvalidArgumentError(absl::StrCat("checkpoint block of '", d.name(), "' is ", DescribeTensor(*t), "; this rank holds ",
-                                                     DescribeTensor(it->second), " (another plan?)"));
+                                                     DescribeTensor(it->second), " (another model or plan?)"));
     }
     restored[d.name()] = *t;
     if (BlockGathered(it->second)) it->second.copy_(*t);  // a ZeRO-3 block has no storage to write
@@ -205,6 +206,64 @@ absl::Status RankTrainer::Restore(const v1::RankCheckpoint& c) {
   if (auto st = optimizer_->Restore(state, c.optimizer_steps()); !st.ok()) return st;
   steps_ = c.step();
   return absl::OkStatus();
+}
+
+absl::Status RankTrainer::RestoreWhole(const v1::RankCheckpoint& whole) {
+  std::unordered_map<std::string, const v1::TensorData*> tensors;  // by name and tied name
+  for (const v1::TensorData& d : whole.parameters()) {
+    tensors[d.name()] = &d;
+    for (const std::string& alias : d.place().aliases()) tensors[alias] = &d;
+  }
+  std::unordered_map<std::string, const v1::OptimizerSlot*> slots;
+  for (const v1::OptimizerSlot& s : whole.optimizer()) slots[s.name()] = &s;
+  std::unordered_map<std::string, size_t> trainable_index;
+  for (size_t i = 0; i < trainable_.size(); ++i) trainable_index[trainable_[i].first] = i;
+  v1::RankCheckpoint mine;
+  mine.set_rank(program_.rank());
+  mine.set_step(whole.step());
+  mine.set_optimizer_steps(whole.optimizer_steps());
+  for (const v1::Shard& shard : program_.parameters()) {
+    const v1::Parameter* p = graph_.FindParameter(shard.name());
+    auto it = tensors.find(shard.name());
+    if (p == nullptr || it == tensors.end()) {
+      return absl::FailedPreconditionError(absl::StrCat("the checkpoint has no '", shard.name(), "' (was it written by another model?)"));
+    }
+    const std::vector<int64_t> start(shard.offsets().start().begin(), shard.offsets().start().end());
+    const std::vector<int64_t> shape(shard.local_type().shape().begin(), shard.local_type().shape().end());
+    // This rank's block of a whole tensor, or (`zero`) its flat shard of that block.
+    auto block_of = [&](const v1::TensorData& d, const ZeroParam* zero) -> absl::StatusOr<at::Tensor> {
+      auto t = TensorFromProto(d);
+      if (!t.ok()) return t.status();
+      if (!std::equal(p->type().shape().begin(), p->type().shape().end(), t->sizes().begin(), t->sizes().end())) {
+        return absl::FailedPreconditionError(absl::StrCat("the checkpoint's '", d.name(), "' is ", DescribeTensor(*t), "; the model's is [",
+                                                          absl::StrJoin(p->type().shape(), ", "), "] (another model?)"));
+      }
+      at::Tensor block = Narrow(*t, start, shape).contiguous();
+      return zero == nullptr ? block : FlatShard(block, *zero);
+    };
+    auto block = block_of(*it->second, nullptr);
+    if (!block.ok()) return block.status();
+    *mine.add_parameters() = TensorToProto(shard.name(), *block);
+    const auto index = trainable_index.find(shard.name());
+    const auto slot = slots.find(shard.name());
+    if (index == trainable_index.end() || slot == slots.end()) continue;  // a buffer, or no step taken yet
+    const int z = zero_of_[index->second];
+    const ZeroParam* zero = z >= 0 ? &zero_[z] : nullptr;
+    v1::OptimizerSlot* out = mine.add_optimizer();
+    out->set_name(shard.name());
+    out->set_steps(slot->second->steps());
+    auto take = [&](const v1::TensorData& from, v1::TensorData* to) -> absl::Status {
+      auto t = block_of(from, zero);
+      if (!t.ok()) return t.status();
+      *to = TensorToProto(shard.name(), *t);
+      return absl::OkStatus();
+    };
+    const v1::OptimizerSlot& s = *slot->second;
+    if (s.has_buf1()) MAPD_RETURN_IF_ERROR(take(s.buf1(), out->mutable_buf1()));
+    if (s.has_buf2()) MAPD_RETURN_IF_ERROR(take(s.buf2(), out->mutable_buf2()));
+    if (s.has_master()) MAPD_RETURN_IF_ERROR(take(s.master(), out->mutable_master()));
+  }
+  return Restore(mine);
 }
 
 at::Tensor RankTrainer::DropoutNoiseBlock(const v1::Node& node, const v1::Compute& c, const at::Tensor& like, double p,

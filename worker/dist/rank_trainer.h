@@ -124,6 +124,11 @@ class RankTrainer {
   // parameter names and block shapes must match, INVALID_ARGUMENT otherwise).
   absl::StatusOr<v1::RankCheckpoint> Save() const;
   absl::Status Restore(const v1::RankCheckpoint& checkpoint);
+  // Putting back a checkpoint written under any plan, gathered into whole tensors
+  // (common/checkpoint/gather.h): this rank takes its blocks of the parameters, buffers and
+  // optimizer slots (its ZeRO shards of them) — a resharded resume. FAILED_PRECONDITION naming a
+  // tensor the checkpoint lacks or holds in another shape (another model).
+  absl::Status RestoreWhole(const v1::RankCheckpoint& whole);
 
  private:
   explicit RankTrainer(Graph graph) : graph_(std::move(graph)) {}
