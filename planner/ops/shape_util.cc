@@ -91,8 +91,9 @@ absl::StatusOr<Shape> ResolveReshape(const OpContext& ctx, const Shape& input, c
       infer = static_cast<int>(i);
     } else if (out[i] < 0) {
       return ctx.Error("shape ", ShapeToString(target), " has a negative dimension");
-    } else {
-      known *= out[i];
+    } else if (__builtin_mul_overflow(known, out[i], &known)) {
+      // A client's graph may ask for any shape: its product must not overflow (found by fuzz_job_spec).
+      return ctx.Error("shape ", ShapeToString(target), " has more elements than an int64 counts");
     }
   }
   if (infer >= 0) {

@@ -17,6 +17,9 @@ TEST(ShapeOps, ViewReshapeFlatten) {
   EXPECT_EQ(Out("view", {F32({2, 16, 32})}, Attrs().Ints("shape", {2, 16, 4, 8})), "f32[2,16,4,8]");
   EXPECT_EQ(Out("reshape", {F32({2, 16, 32})}, Attrs().Ints("shape", {-1, 32})), "f32[32,32]");
   EXPECT_THAT(Out("view", {F32({2, 16, 32})}, Attrs().Ints("shape", {-1, -1})), HasSubstr("more than one -1"));
+  // A product past int64 is refused, not computed (fuzz_job_spec found the overflow).
+  EXPECT_THAT(Out("view", {F32({2, 16, 32})}, Attrs().Ints("shape", {2331711664260, 4194303, -1})),
+              HasSubstr("has more elements than an int64 counts"));
   EXPECT_THAT(Out("view", {F32({2, 16, 32})}, Attrs().Ints("shape", {5, -1})), HasSubstr("cannot reshape"));
   EXPECT_THAT(Out("view", {F32({2, 3})}, Attrs().Ints("shape", {7})), HasSubstr("(6 elements) to [7] (7 elements)"));
   EXPECT_EQ(Out("flatten", {F32({2, 3, 4, 5})}, Attrs().Int("start_dim", 1)), "f32[2,60]");
