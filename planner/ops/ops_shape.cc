@@ -121,11 +121,18 @@ absl::StatusOr<Types> InferRepeatInterleave(const OpContext& ctx) {
   const TensorType& x = ctx.input(0);
   MAPD_ASSIGN_OR_RETURN(int64_t repeats, ctx.Int("repeats"));
   if (repeats < 0) return ctx.Error("repeats must be non-negative, got ", repeats);
-  if (!ctx.has_attr("dim")) return Types{{x.dtype, {x.NumElements() * repeats}}};
+  const auto too_many = [&] { return ctx.Error("repeats ", repeats, " of ", ShapeToString(x.shape), " makes more elements than an int64 counts"); };
+  int64_t n = 0;
+  if (!ctx.has_attr("dim")) {
+    if (__builtin_mul_overflow(x.NumElements(), repeats, &n)) return too_many();
+    return Types{{x.dtype, {n}}};
+  }
   MAPD_ASSIGN_OR_RETURN(int64_t dim, ctx.Int("dim"));
   MAPD_ASSIGN_OR_RETURN(int d, NormalizeDim(ctx, dim, x.rank()));
   Shape out = x.shape;
-  out[d] *= repeats;
+  if (__builtin_mul_overflow(out[d], repeats, &out[d]) || __builtin_mul_overflow(x.NumElements() / std::max<int64_t>(x.shape[d], 1), out[d], &n)) {
+    return too_many();
+  }
   return Types{{x.dtype, out}};
 }
 

@@ -45,6 +45,11 @@ TEST(ShapeOps, ExpandRepeatInterleave) {
   EXPECT_EQ(Out("expand", {F32({3, 1})}, Attrs().Ints("shape", {2, 3, 4})), "f32[2,3,4]");
   EXPECT_THAT(Out("expand", {F32({3, 2})}, Attrs().Ints("shape", {3, 4})), HasSubstr("has size 2, not 1"));
   EXPECT_EQ(Out("repeat_interleave", {F32({2, 2, 16, 8})}, Attrs().Int("repeats", 4).Int("dim", 1)), "f32[2,8,16,8]");
+  // A hostile count is refused, not overflowed.
+  EXPECT_THAT(Out("repeat_interleave", {F32({2, 2, 16, 8})}, Attrs().Int("repeats", int64_t{1} << 61).Int("dim", 1)),
+              HasSubstr("makes more elements than an int64 counts"));
+  EXPECT_THAT(Out("repeat_interleave", {F32({2, 2, 16, 8})}, Attrs().Int("repeats", int64_t{1} << 60)),
+              HasSubstr("makes more elements than an int64 counts"));
   EXPECT_EQ(Out("repeat_interleave", {F32({2, 3})}, Attrs().Int("repeats", 2)), "f32[12]");
 }
 
