@@ -50,7 +50,7 @@ bool ApplyConfig(const std::string& file, CLI::App& app) {
       opt = app.get_option(flag);
     } catch (const CLI::OptionNotFound&) {
       std::cerr << "mapd: --config " << file << ": unknown setting '" << key
-                << "'; settings are listen, store, token_file, worker_token_file, tls_cert, tls_key, metrics_listen, lease_seconds, heartbeat_seconds, checkpoint_dir, max_restarts, max_devices_per_worker, max_device_memory, max_workers, lost_worker_retention_seconds, max_watch_streams, max_watch_streams_per_client, max_threads, max_concurrent_plans, plan_wait_seconds, job_retention_seconds, max_finished_jobs, keep_checkpoints, max_ranks, max_steps, max_graph_nodes, max_name_chars, max_model_spec_chars, max_message_bytes, device_profile_dir [INVALID_ARGUMENT]\n";
+                << "'; settings are listen, store, token_file, worker_token_file, tls_cert, tls_key, metrics_listen, lease_seconds, heartbeat_seconds, checkpoint_dir, max_restarts, elastic_grace_seconds, max_devices_per_worker, max_device_memory, max_workers, lost_worker_retention_seconds, max_watch_streams, max_watch_streams_per_client, max_threads, max_concurrent_plans, plan_wait_seconds, job_retention_seconds, max_finished_jobs, keep_checkpoints, max_ranks, max_steps, max_graph_nodes, max_name_chars, max_model_spec_chars, max_message_bytes, device_profile_dir [INVALID_ARGUMENT]\n";
       return false;
     }
     if (opt->count() > 0 || flag == "--config") continue;  // the command line wins
@@ -96,6 +96,9 @@ int main(int argc, char** argv) {
                  "checkpoints go there and a job whose worker is lost resumes from its last one (default: none — workers keep "
                  "their own and such a job fails)");
   app.add_option("--max-restarts", o.dispatch_options.max_restarts, "Times a job may resume after lost workers")->capture_default_str();
+  app.add_option("--elastic-grace-seconds", o.dispatch_options.elastic_grace_seconds,
+                 "How long an elastic job whose worker was lost waits for as many devices before it goes on with fewer")
+      ->capture_default_str();
   app.add_option("--keep-checkpoints", o.dispatch_options.keep_checkpoints,
                  "Committed checkpoint steps kept per job under --checkpoint-dir (older ones are deleted at each commit)")
       ->capture_default_str();

@@ -6,9 +6,11 @@
 #include <algorithm>
 #include <iostream>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "client/mapctl/commands.h"
 #include "client/mapctl/job_client.h"
 #include "client/mapctl/job_file.h"
@@ -38,6 +40,25 @@ nlohmann::json JobJson(const v1::Job& job, bool with_graph) {
   if (!with_graph && j.contains("spec")) j["spec"].erase("graph");
   return j;
 }
+
+// --elastic MIN[:MAX] (MAX left out: the coordinator's default, --ranks).
+absl::StatusOr<v1::ElasticPolicy> ParseElastic(const std::string& text) {
+  const std::vector<std::string> parts = absl::StrSplit(text, ':');
+  v1::ElasticPolicy out;
+  int32_t lo = 0, hi = 0;
+  if (parts.size() > 2 || !absl::SimpleAtoi(parts[0], &lo) || lo < 1 || (parts.size() == 2 && (!absl::SimpleAtoi(parts[1], &hi) || hi < lo))) {
+    return absl::InvalidArgumentError(absl::StrCat("--elastic '", text, "': give MIN or MIN:MAX devices, 1 <= MIN <= MAX (e.g. 2:4)"));
+  }
+  out.set_min_devices(lo);
+  out.set_max_devices(hi);
+  return out;
+}
+
+// The job's restarts after lost workers: its attempts, but for an elastic job's growing.
+int Restarts(const v1::Job& job) { return job.spec().has_elastic() ? job.restarts() : std::max(job.attempt(), job.restarts()); }
+
+// The devices a job runs on now ("2"), or asks for while it has none.
+std::string Devices(const v1::Job& job) { return std::to_string(job.devices() > 0 ? job.devices() : job.spec().ranks()); }
 
 // The spec the flags describe (their defaults where not given).
 absl::StatusOr<v1::JobSpec> SpecFromFlags(const SubmitArgs& a) {
@@ -73,6 +94,11 @@ absl::StatusOr<v1::JobSpec> SpecFromFlags(const SubmitArgs& a) {
   spec.set_precision(a.precision);
   spec.set_checkpoint_every(a.checkpoint_every);
   spec.set_seed(a.seed);
+  if (!a.elastic.empty()) {
+    auto bounds = ParseElastic(a.elastic);
+    if (!bounds.ok()) return bounds.status();
+    *spec.mutable_elastic() = *bounds;
+  }
   return spec;
 }
 
@@ -130,9 +156,12 @@ void PrintJob(const v1::Job& job) {
             << "Training:   " << TrainingLine(s) << "\n"
             << "Budget:     " << (s.memory_per_device() > 0 ? FormatBytes(s.memory_per_device()) : "the device's memory") << " per "
             << (s.device().empty() ? "cpu" : s.device()) << " device (cost model: " << s.device_type() << ")\n"
+            << (s.has_elastic() ? absl::StrCat("Devices:    ", job.devices() > 0 ? absl::StrCat(job.devices(), " now") : "none yet",
+                                               " (elastic: ", s.elastic().min_devices(), " to ", s.elastic().max_devices(), ")\n")
+                                : "")
             << "Plan:       " << (job.plan_summary().empty() ? "-" : job.plan_summary()) << "\n"
             << "Progress:   step " << job.step() << "/" << s.steps() << (job.step() > 0 ? absl::StrFormat(", loss %.4f", job.loss()) : "")
-            << (job.attempt() > 0 ? absl::StrCat(" (restarted ", job.attempt(), " time(s))") : "")
+            << (Restarts(job) > 0 ? absl::StrCat(" (restarted ", Restarts(job), " time(s))") : "")
             << (job.has_last_evaluation()
                     ? absl::StrFormat(", eval loss %.4f after step %d", job.last_evaluation().loss(), job.last_evaluation().step())
                     : "")
@@ -219,10 +248,10 @@ int RunJobs(const JobArgs& a) {
   for (const v1::Job& job : *jobs) {
     std::vector<std::string> row = {std::to_string(job.id()), job.spec().name(), StateName(job.state()),
                                     absl::StrCat(job.step(), "/", job.spec().steps()), job.step() > 0 ? absl::StrFormat("%.4f", job.loss()) : "-",
-                                    std::to_string(job.spec().ranks()), Age(job.created_unix_seconds(), now)};
+                                    Devices(job), Age(job.created_unix_seconds(), now)};
     if (wide) {
       row.insert(row.end(), {job.plan_summary().empty() ? "-" : job.plan_summary(),
-                             job.predicted_peak_bytes() > 0 ? FormatBytes(job.predicted_peak_bytes()) : "-", std::to_string(job.attempt()),
+                             job.predicted_peak_bytes() > 0 ? FormatBytes(job.predicted_peak_bytes()) : "-", std::to_string(Restarts(job)),
                              When(job.updated_unix_seconds())});
     }
     t.Row(row);

@@ -192,6 +192,7 @@ struct SubmitArgs {
   std::string pipeline_stages = "1";  // 1 | N | auto
   int64_t checkpoint_every = 0;
   uint64_t seed = 0;
+  std::string elastic;  // --elastic MIN[:MAX]: JobSpec.elastic
 };
 
 int RunSubmit(SubmitArgs args);

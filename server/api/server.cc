@@ -89,7 +89,14 @@ absl::StatusOr<std::unique_ptr<MapdServer>> MapdServer::Start(const ServerOption
   for (const char* outcome : {"admitted", "refused"}) m.Add("mapd_job_submissions_total", {{"outcome", outcome}}, 0);
   if (options.admit) {
     MapdServer* raw = s.get();
-    s->jobs_->SetAdmission([raw](const v1::JobSpec& spec, v1::Job& job) {
+    const bool shared_checkpoints = !options.dispatch_options.checkpoint_dir.empty();
+    s->jobs_->SetAdmission([raw, shared_checkpoints](const v1::JobSpec& spec, v1::Job& job) {
+      if (spec.has_elastic() && !shared_checkpoints) {
+        raw->metrics_.Add("mapd_job_submissions_total", {{"outcome", "refused"}});
+        return absl::FailedPreconditionError(
+            "an elastic job resumes on other devices from checkpoints on shared storage, and this coordinator has none (mapd "
+            "--checkpoint-dir); drop elastic or ask the operator for it");
+      }
       const auto start = std::chrono::steady_clock::now();
       auto admitted = AdmitJob(spec);
       raw->metrics_.Observe("mapd_admission_seconds", {},

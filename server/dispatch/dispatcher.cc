@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>
+#include <optional>
 #include <utility>
 
 #include "absl/strings/numbers.h"
@@ -47,6 +48,11 @@ int Count(const std::map<std::string, std::vector<std::string>>& free) {
   return n;
 }
 
+// The committed step `job` would resume from was written under another plan than its own.
+bool WrittenUnderAnotherPlan(const v1::CheckpointMeta& committed_under, const RunnablePlan& plan) {
+  return !CheckCheckpointMatches(committed_under, plan.world(), plan.mesh, plan.checkpoint_plan, "").ok();
+}
+
 bool HasRankZero(const v1::RankAssignment& a) {
   return std::find(a.ranks().begin(), a.ranks().end(), 0) != a.ranks().end();
 }
@@ -69,6 +75,9 @@ absl::Status DispatchOptions::Validate() const {
   if (max_restarts < 0) return absl::InvalidArgumentError(absl::StrCat("--max-restarts ", max_restarts, ": give 0 or more"));
   if (keep_checkpoints < 1) {
     return absl::InvalidArgumentError(absl::StrCat("--keep-checkpoints ", keep_checkpoints, ": give 1 or more (the last committed step is always kept)"));
+  }
+  if (!(elastic_grace_seconds >= 0) || elastic_grace_seconds > 86400) {
+    return absl::InvalidArgumentError(absl::StrCat("--elastic-grace-seconds ", elastic_grace_seconds, ": give 0 to 86400 seconds"));
   }
   if (!checkpoint_dir.empty() && checkpoint_dir[0] != '/') {
     return absl::InvalidArgumentError(absl::StrCat("--checkpoint-dir ", checkpoint_dir, ": give an absolute path (workers use it as is)"));
@@ -100,21 +109,25 @@ void Dispatcher::MoveLocked(int64_t id, ActiveJob& job, Phase to) {
 
 void Dispatcher::RunEffects() {
   absl::MutexLock order(&effects_mu_);  // one batch at a time, in the order they were queued
-  std::vector<std::function<void()>> run;
-  {
-    absl::MutexLock lock(&mu_);
-    run.swap(effects_);
+  for (;;) {  // (an effect may queue more: a committed checkpoint lets a job grow)
+    std::vector<std::function<void()>> run;
+    {
+      absl::MutexLock lock(&mu_);
+      run.swap(effects_);
+    }
+    if (run.empty()) return;
+    for (auto& effect : run) effect();
   }
-  for (auto& effect : run) effect();
 }
 
 Dispatcher::Dispatcher(JobManager* jobs, WorkerRegistry* workers, DispatchOptions options, PlanJobFn plan)
     : jobs_(jobs), workers_(workers), options_(std::move(options)), plan_(std::move(plan)) {}
 
 void Dispatcher::RecoverOrphans() {
+  double recover_after = 0;
   {
     absl::MutexLock lock(&mu_);
-    recover_after_ = workers_->NowUnixSeconds() + workers_->lease().lease_seconds;
+    recover_after = recover_after_ = workers_->NowUnixSeconds() + workers_->lease().lease_seconds;
   }
   for (const v1::Job& job : jobs_->List()) {
     if (job.state() == v1::PLANNING) {
@@ -132,13 +145,15 @@ void Dispatcher::RecoverOrphans() {
     const std::string why = absl::StrCat("the coordinator restarted; restarting from the checkpoint of step ", recovered->checkpoints.committed(),
                                          " (restart ", recovered->restarts, " of at most ", options_.max_restarts,
                                          ") once no worker runs the job's earlier ranks",
-                                         recovered->foreign_checkpoint_step > 0
+                                         WrittenUnderAnotherPlan(recovered->committed_under, *recovered->plan)
                                              ? absl::StrCat("; planned anew as ", recovered->plan->checkpoint_plan,
                                                             ", so the checkpoint is resharded into it")
                                              : "");
     auto noted = job.state() == v1::RUNNING ? jobs_->Transition(job.id(), v1::RESTARTING, why) : jobs_->Note(job.id(), why);
     if (!noted.ok()) continue;  // cancelled meanwhile
     absl::MutexLock lock(&mu_);
+    // An elastic job waits a grace past the workers' return for as many devices as it last had.
+    recovered->resize_after = recover_after + options_.elastic_grace_seconds;
     active_[job.id()] = *std::move(recovered);
   }
   orphans_checked_ = true;
@@ -150,22 +165,27 @@ absl::StatusOr<Dispatcher::ActiveJob> Dispatcher::RecoverJob(const v1::Job& job)
   }
   auto meta = ReadLatestCheckpoint(JobCheckpointDir(job.id()));
   if (!meta.ok()) return absl::FailedPreconditionError(absl::StrCat("it cannot resume: ", meta.status().message()));
-  const int restarts = job.attempt() + 1;
-  if (restarts > options_.max_restarts) {
-    return absl::FailedPreconditionError(absl::StrCat("it has restarted ", job.attempt(), " time(s) already (--max-restarts ", options_.max_restarts, ")"));
+  // (Jobs stored before Job.restarts existed, and jobs that are not elastic, restart with every
+  // attempt.)
+  const int restarted = job.spec().has_elastic() ? job.restarts() : std::max(job.attempt(), job.restarts());
+  if (restarted + 1 > options_.max_restarts) {
+    return absl::FailedPreconditionError(absl::StrCat("it has restarted ", restarted, " time(s) already (--max-restarts ", options_.max_restarts, ")"));
   }
   auto plan = plan_(job.spec());
   if (!plan.ok()) return absl::FailedPreconditionError(absl::StrCat("planning it again failed: ", plan.status().message()));
   ActiveJob active;
-  // A plan other than the checkpoint's (the planner or its cost model changed, say) resumes
-  // resharded: each rank takes its blocks of the checkpoint's whole tensors.
-  if (!CheckCheckpointMatches(*meta, job.spec().ranks(), plan->mesh, plan->checkpoint_plan, "the plan found now").ok()) {
-    active.foreign_checkpoint_step = meta->step();
-  }
+  // A plan other than the checkpoint's (the planner or its cost model changed, or an elastic job
+  // ran on fewer devices) resumes resharded: each rank takes its blocks of the whole tensors.
+  active.committed_under = *meta;
   active.spec = job.spec();
   active.plan = std::make_shared<const RunnablePlan>(*std::move(plan));
   active.phase = Phase::kRecovering;
-  active.restarts = restarts;
+  active.attempt = job.attempt() + 1;
+  active.restarts = restarted + 1;
+  if (active.spec.has_elastic()) {
+    active.plans.Found(active.plan);
+    active.devices_before = meta->ranks();
+  }
   active.checkpoints.Committed(meta->step());
   active.progress.last_step = meta->step();
   return active;
@@ -214,18 +234,18 @@ std::map<std::string, int> Dispatcher::BusyDevices() const {
   return out;
 }
 
-std::string Dispatcher::WaitingMessage(const v1::JobSpec& spec, int free) {
+std::string Dispatcher::WaitingMessage(const v1::JobSpec& spec, int devices, int free) {
   const int64_t budget = spec.memory_per_device();
-  return absl::StrCat("waiting for ", spec.ranks(), " free ", JobDeviceKind(spec), " device(s)",
+  return absl::StrCat("waiting for ", devices, " free ", JobDeviceKind(spec), " device(s)",
                       budget > 0 ? absl::StrCat(" with ", FormatBytes(budget), " each") : "", "; ", free, " free on ALIVE workers now");
 }
 
 absl::Status Dispatcher::PlaceLocked(int64_t id, ActiveJob& job, int64_t resume_step) {
   const v1::JobSpec& spec = job.spec;
   const RunnablePlan& plan = *job.plan;
-  const int ranks = spec.ranks();
+  const int ranks = plan.world();
   const auto free = FreeDevicesLocked(JobDeviceKind(spec), spec.memory_per_device());
-  if (Count(free) < ranks) return absl::FailedPreconditionError(WaitingMessage(spec, Count(free)));
+  if (Count(free) < ranks) return absl::FailedPreconditionError(WaitingMessage(spec, ranks, Count(free)));
   std::vector<std::pair<std::string, std::vector<std::string>>> order(free.begin(), free.end());
   std::stable_sort(order.begin(), order.end(), [](const auto& a, const auto& b) { return a.second.size() > b.second.size(); });
   job.parts.clear();
@@ -271,8 +291,8 @@ absl::Status Dispatcher::PlaceLocked(int64_t id, ActiveJob& job, int64_t resume_
     a.set_plan(plan.checkpoint_plan);
     if (!options_.checkpoint_dir.empty()) a.set_checkpoint_dir(JobCheckpointDir(id));
     a.set_resume_step(resume_step);
-    a.set_resume_resharded(resume_step > 0 && resume_step == job.foreign_checkpoint_step);
-    a.set_attempt(job.restarts);
+    a.set_resume_resharded(resume_step > 0 && WrittenUnderAnotherPlan(job.committed_under, plan));
+    a.set_attempt(job.attempt);
     job.parts.push_back(std::move(part));
   }
   return absl::OkStatus();
@@ -292,7 +312,9 @@ bool Dispatcher::TryStart(const v1::Job& job) {
     absl::MutexLock lock(&mu_);
     const int free = Count(FreeDevicesLocked(JobDeviceKind(spec), spec.memory_per_device()));
     if (free < spec.ranks()) {
-      if (told_waiting_.insert(job.id()).second) Defer([this, id = job.id(), why = WaitingMessage(spec, free)] { (void)jobs_->Note(id, why); });
+      if (told_waiting_.insert(job.id()).second) {
+        Defer([this, id = job.id(), why = WaitingMessage(spec, spec.ranks(), free)] { (void)jobs_->Note(id, why); });
+      }
       return false;
     }
   }
@@ -308,6 +330,7 @@ bool Dispatcher::TryStart(const v1::Job& job) {
   ActiveJob active;
   active.spec = spec;
   active.plan = std::make_shared<const RunnablePlan>(*std::move(plan));
+  if (spec.has_elastic()) active.plans.Found(active.plan);
   if (auto st = PlaceLocked(id, active, 0); !st.ok()) {
     const std::string why(st.message());
     if (st.code() == absl::StatusCode::kFailedPrecondition) {  // devices went away while planning (a lost worker)
@@ -321,32 +344,153 @@ bool Dispatcher::TryStart(const v1::Job& job) {
   const std::string summary = active.plan->summary;
   const std::string message = absl::StrCat("running on ", Where(active), "; plan: ", summary, "; ", FormatBytes(peak), " per rank predicted");
   // Cancelled while planning: the transition fails, and Watch stops the job as any cancelled one.
-  Defer([this, id, message, summary, peak] {
+  Defer([this, id, message, summary, peak, devices = spec.ranks()] {
     StopIfUnrecorded(id, jobs_->Transition(id, v1::RUNNING, message, [&](v1::Job& j) {
       j.set_plan_summary(summary);
       j.set_predicted_peak_bytes(peak);
+      j.set_devices(devices);
     }).status());
   });
   active_[id] = std::move(active);
   return true;
 }
 
+void Dispatcher::TellWaitLocked(int64_t id, ActiveJob& job, const std::string& kind, const std::string& why) {
+  if (job.told_wait == kind) return;
+  job.told_wait = kind;
+  Defer([this, id, why] { (void)jobs_->Note(id, why); });
+}
+
 void Dispatcher::TryResumeLocked(int64_t id, ActiveJob& job) {
   const int64_t from = job.checkpoints.committed();
+  const int before = job.plan->world();
+  if (job.spec.has_elastic() && !ChooseElasticPlanLocked(id, job)) return;
   if (auto st = PlaceLocked(id, job, from); !st.ok()) {  // (parts unchanged: they have all ended)
-    if (!job.told_waiting) {
-      job.told_waiting = true;
-      Defer([this, id, why = absl::StrCat(st.message(), " (to resume from step ", from, ")")] { (void)jobs_->Note(id, why); });
-    }
+    TellWaitLocked(id, job, "devices", absl::StrCat(st.message(), " (to resume from step ", from, ")"));
     return;
   }
-  job.told_waiting = false;
+  job.told_wait.clear();
   job.held_by.clear();
   job.progress.last_step = from;
+  const RunnablePlan& plan = *job.plan;
+  std::string message = absl::StrCat("resumed from the checkpoint of step ", from, " on ", Where(job));
+  if (job.spec.has_elastic()) {
+    message = absl::StrCat("resumed on ", plan.world(), " of ", BoundsOf(job.spec).max_devices, " devices from the checkpoint of step ", from,
+                           before != plan.world() ? absl::StrCat(" (", before, " before)") : "", ": plan ", plan.summary, "; on ", Where(job));
+  }
   // Cancelled meanwhile: the transition fails, and Watch stops the job as any cancelled one.
-  Defer([this, id, attempt = job.restarts, message = absl::StrCat("resumed from the checkpoint of step ", from, " on ", Where(job))] {
-    StopIfUnrecorded(id, jobs_->Transition(id, v1::RUNNING, message, [&](v1::Job& j) { j.set_attempt(attempt); }).status());
+  Defer([this, id, attempt = job.attempt, restarts = job.restarts, devices = plan.world(), summary = plan.summary,
+         peak = plan.predicted_peak_bytes, message] {
+    StopIfUnrecorded(id, jobs_->Transition(id, v1::RUNNING, message, [&](v1::Job& j) {
+      j.set_attempt(attempt);
+      j.set_restarts(restarts);
+      j.set_devices(devices);
+      j.set_plan_summary(summary);
+      j.set_predicted_peak_bytes(peak);
+    }).status());
   });
+}
+
+bool Dispatcher::ChooseElasticPlanLocked(int64_t id, ActiveJob& job) {
+  const DeviceBounds bounds = BoundsOf(job.spec);
+  const int free = Count(FreeDevicesLocked(JobDeviceKind(job.spec), job.spec.memory_per_device()));
+  const double now = workers_->NowUnixSeconds();
+  const bool in_grace = now < job.resize_after && job.devices_before > bounds.min_devices;
+  const int lo = in_grace ? job.devices_before : bounds.min_devices;
+  const int hi = std::min(bounds.max_devices, free);
+  if (hi < lo) {
+    if (in_grace) {
+      TellWaitLocked(id, job, "grace",
+                     absl::StrCat(WaitingMessage(job.spec, job.devices_before, free), " (to resume from step ", job.checkpoints.committed(),
+                                  "); going on with fewer, at least ", bounds.min_devices, ", if none come within ",
+                                  absl::StrFormat("%.0f", job.resize_after - now), " s"));
+    } else {
+      TellWaitLocked(id, job, "devices",
+                     absl::StrCat(WaitingMessage(job.spec, bounds.min_devices, free), " (the elastic job's min_devices, to resume from step ",
+                                  job.checkpoints.committed(), ")"));
+    }
+    return false;
+  }
+  const ElasticPlans::Choice choice = job.plans.Choose(lo, hi);
+  if (choice.plan_from > 0) {
+    job.plan_from = choice.plan_from, job.plan_to = choice.plan_to;  // StartPending plans them
+    TellWaitLocked(id, job, "planning",
+                   absl::StrCat("planning the job for ", choice.plan_from,
+                                choice.plan_to < choice.plan_from ? absl::StrCat(" (or down to ", choice.plan_to, ")") : "", " device(s), ",
+                                free, " free now, to resume from step ", job.checkpoints.committed()));
+    return false;
+  }
+  if (choice.plan == nullptr) {
+    TellWaitLocked(id, job, "plan", absl::StrCat("waiting: ", choice.why, "; ", free, " free devices now (to resume from step ",
+                                                 job.checkpoints.committed(), ")"));
+    return false;
+  }
+  job.plan = choice.plan;
+  return true;
+}
+
+void Dispatcher::MaybeGrowLocked(int64_t id, ActiveJob& job, int64_t step) {
+  if (!job.spec.has_elastic() || job.phase != Phase::kRunning) return;
+  const int world = job.plan->world();
+  const int free = Count(FreeDevicesLocked(JobDeviceKind(job.spec), job.spec.memory_per_device()));
+  const int hi = std::min(BoundsOf(job.spec).max_devices, world + free);
+  // Devices a queued job waits for are not grown into.
+  if (hi <= world || jobs_->NextPending().has_value()) return;
+  const ElasticPlans::Choice choice = job.plans.Choose(world + 1, hi);
+  if (choice.plan == nullptr) return;  // (WantGrowthPlansLocked asks for the plans)
+  MoveLocked(id, job, Phase::kRestarting);
+  ++job.attempt;  // a new attempt, but no restart
+  job.devices_before = 0;
+  job.resize_after = 0;
+  job.told_wait.clear();
+  Defer([this, id, message = absl::StrCat("growing from ", world, " to ", choice.plan->world(), " devices at the checkpoint of step ", step,
+                                          ": ", free, " more free")] { (void)jobs_->Transition(id, v1::RESTARTING, message); });
+}
+
+void Dispatcher::WantGrowthPlansLocked() {
+  std::optional<bool> queued;  // a job is PENDING (asked once, and only when some job could grow)
+  for (auto& [id, job] : active_) {
+    if (!job.spec.has_elastic() || job.phase != Phase::kRunning) continue;
+    const int world = job.plan->world();
+    const int hi = std::min(BoundsOf(job.spec).max_devices,
+                            world + Count(FreeDevicesLocked(JobDeviceKind(job.spec), job.spec.memory_per_device())));
+    if (hi <= world) continue;
+    if (!queued.has_value()) queued = jobs_->NextPending().has_value();
+    if (*queued) return;
+    const ElasticPlans::Choice choice = job.plans.Choose(world + 1, hi);
+    if (choice.plan_from > 0) job.plan_from = choice.plan_from, job.plan_to = choice.plan_to;
+  }
+}
+
+void Dispatcher::PlanElasticCounts() {
+  struct Wanted {
+    int64_t id;
+    v1::JobSpec spec;
+    int from, to;
+  };
+  std::vector<Wanted> wanted;
+  {
+    absl::MutexLock lock(&mu_);
+    for (auto& [id, job] : active_) {
+      if (job.plan_from == 0) continue;
+      wanted.push_back({id, job.spec, job.plan_from, job.plan_to});
+      job.plan_from = job.plan_to = 0;
+    }
+  }
+  for (const Wanted& w : wanted) {
+    // Largest first, down to the first count a plan fits: the dispatcher takes the largest.
+    for (int n = w.from; n >= w.to; --n) {
+      auto plan = PlanForDevices(plan_, w.spec, n);
+      absl::MutexLock lock(&mu_);
+      auto it = active_.find(w.id);
+      if (it == active_.end()) break;
+      if (plan.ok()) {
+        it->second.plans.Found(std::make_shared<const RunnablePlan>(*std::move(plan)));
+        break;
+      }
+      it->second.plans.Refused(n, std::string(plan.status().message()));
+    }
+  }
 }
 
 void Dispatcher::LoseLocked(int64_t id, ActiveJob& job, const std::string& why) {
@@ -360,7 +504,12 @@ void Dispatcher::LoseLocked(int64_t id, ActiveJob& job, const std::string& why) 
     return;
   }
   MoveLocked(id, job, Phase::kRestarting);
-  ++job.restarts;  // the next attempt's number
+  ++job.restarts;
+  ++job.attempt;  // the next attempt's number
+  job.told_wait.clear();
+  // An elastic job waits the grace for as many devices as it had, then goes on with fewer.
+  job.devices_before = job.plan->world();
+  job.resize_after = workers_->NowUnixSeconds() + options_.elastic_grace_seconds;
   Defer([this, id, message = absl::StrCat(why, "; restarting from the checkpoint of step ", committed, " (restart ", job.restarts,
                                           " of at most ", options_.max_restarts, ")")] {
     (void)jobs_->Transition(id, v1::RESTARTING, message);
@@ -417,6 +566,7 @@ void Dispatcher::Tick() {
 
 void Dispatcher::StartPending() {
   if (!orphans_checked_) return;  // the previous coordinator's jobs first: they hold checkpoints
+  PlanElasticCounts();
   for (const v1::Job& job : jobs_->Pending()) {
     TryStart(job);
     RunEffects();
@@ -455,6 +605,7 @@ void Dispatcher::Watch() {
       const bool may_resume = job.phase == Phase::kRestarting || (job.phase == Phase::kRecovering && RecoveredMayResumeLocked(job));
       if (may_resume && job.parts_ended()) TryResumeLocked(id, job);
     }
+    WantGrowthPlansLocked();
     for (auto it = told_waiting_.begin(); it != told_waiting_.end();) {
       auto j = jobs_->Get(*it);
       it = (!j.ok() || j->state() != v1::PENDING) ? told_waiting_.erase(it) : std::next(it);
@@ -552,7 +703,7 @@ absl::StatusOr<v1::ReportResponse> Dispatcher::ReportLocked(const v1::ReportRequ
   }
   const int64_t id = report.job_id();
   ActiveJob& job = it->second;
-  if (report.attempt() != job.restarts) {
+  if (report.attempt() != job.attempt) {
     // From the attempt before a restart: its ranks are to stop (and their end lets the job be
     // placed again).
     if (job.restarting() && report.finished()) part->finished = true;
@@ -612,13 +763,17 @@ absl::StatusOr<v1::ReportResponse> Dispatcher::ReportLocked(const v1::ReportRequ
     } else {
       // Every rank's shard is on the shared storage: commit the step (checkpoint_commit.h),
       // outside the lock; the job resumes from it once it is recorded.
-      Defer([this, id, attempt = job.restarts, dir = JobCheckpointDir(id),
-             meta = CheckpointMetaFor(step, job.spec.ranks(), job.plan->mesh, job.plan->checkpoint_plan)] {
+      Defer([this, id, attempt = job.attempt, dir = JobCheckpointDir(id),
+             meta = CheckpointMetaFor(step, job.plan->world(), job.plan->mesh, job.plan->checkpoint_plan)] {
         const absl::Status st = CommitCheckpointStep(dir, meta, options_.keep_checkpoints);
         if (st.ok()) {
           absl::MutexLock lock(&mu_);
           auto it = active_.find(id);
-          if (it != active_.end() && it->second.restarts == attempt) it->second.checkpoints.Committed(meta.step());
+          if (it != active_.end() && it->second.attempt == attempt) {
+            it->second.checkpoints.Committed(meta.step());
+            it->second.committed_under = meta;
+            MaybeGrowLocked(id, it->second, meta.step());  // (its event comes after this batch's)
+          }
         }
         (void)jobs_->Note(id, st.ok() ? absl::StrCat("checkpoint: step ", meta.step(), " committed to ", CheckpointStepDir(dir, meta.step()))
                                       : absl::StrCat("checkpoint: step ", meta.step(), " not committed: ", st.message()));
@@ -637,7 +792,7 @@ absl::StatusOr<v1::ReportResponse> Dispatcher::ReportLocked(const v1::ReportRequ
       MoveLocked(id, job, Phase::kStopping);
       const JobProgressStats& p = job.progress;
       Defer([this, id, message = absl::StrFormat("trained %d steps on %d rank(s): loss %.4f -> %.4f; worst rank's peak %s", p.last_step,
-                                                 job.spec.ranks(), p.first_loss, p.last_loss, FormatBytes(p.worst_peak_bytes))] {
+                                                 job.plan->world(), p.first_loss, p.last_loss, FormatBytes(p.worst_peak_bytes))] {
         (void)jobs_->Transition(id, v1::SUCCEEDED, message);
       });
     }

@@ -27,6 +27,11 @@
 // committed there, the job goes RESTARTING — its other ranks are stopped, and once they have
 // ended it is placed again with the same plan and world size (on any free devices of its kind)
 // and resumes from that step (RUNNING again); otherwise, or after `max_restarts`, it FAILS.
+// An elastic job (JobSpec.elastic; elastic.h) waits `elastic_grace_seconds` for as many devices,
+// then goes on with those left (at least its min_devices): planned for them (StartPending plans
+// the counts it lacks, outside the lock) and resumed from the step resharded. At each checkpoint
+// committed later, while no job is PENDING, it grows into free devices (up to max_devices): its
+// ranks are stopped (RESTARTING, no restart counted) and it resumes on more.
 //
 // After a coordinator restart (the first round): jobs that were PLANNING go back to the queue.
 // Jobs that were RUNNING or RESTARTING resume like a lost worker's job when a step of theirs is
@@ -57,7 +62,9 @@
 
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
+#include "proto/mapd/v1/checkpoint.pb.h"
 #include "proto/mapd/v1/workers.pb.h"
+#include "server/dispatch/elastic.h"
 #include "server/dispatch/job_tracking.h"
 #include "server/jobs/job_manager.h"
 #include "server/jobs/job_planner.h"
@@ -77,11 +84,12 @@ struct DispatchOptions {
   // Committed steps kept per job on that storage (mapd --keep-checkpoints): each commit deletes
   // the steps older than the newest this many (never the one LATEST names).
   int keep_checkpoints = 3;
+  // How long an elastic job whose worker was lost waits for as many devices as it had before it
+  // goes on with fewer (mapd --elastic-grace-seconds): a worker restarting in place comes back
+  // within it and the job keeps its plan.
+  double elastic_grace_seconds = 10;
   absl::Status Validate() const;
 };
-
-// Plans a job for its ranks (PlanJob; tests may stand in a faster one).
-using PlanJobFn = std::function<absl::StatusOr<RunnablePlan>(const v1::JobSpec&)>;
 
 class Dispatcher {
  public:
@@ -131,7 +139,9 @@ class Dispatcher {
     Phase phase = Phase::kRunning;
     bool stopping() const { return phase != Phase::kRunning; }  // no new assignments; parts told to stop
     bool restarting() const { return phase == Phase::kRestarting || phase == Phase::kRecovering; }
-    bool told_waiting = false;     // its wait to resume has an event
+    // What its wait to resume was last told as ("devices", "grace", "plan"; empty: not waiting),
+    // so that each kind of wait has one event.
+    std::string told_wait;
     // The first rank failure a worker reported while the job ran ("worker w-2: rank 2 exited
     // ..."), and a worker lost after it. The job's fate waits until every part has ended: a
     // worker that dies takes its ranks with it, and their peers on other workers fail at once
@@ -142,10 +152,18 @@ class Dispatcher {
     // kRecovering: the workers that still list the job's earlier ranks (it waits until they
     // have stopped them).
     std::set<std::string> held_by;
-    int restarts = 0;
-    // > 0: the committed step written under another plan than `plan` (a restarted coordinator
-    // planned the job differently): resuming from it reshards it.
-    int64_t foreign_checkpoint_step = 0;
+    int attempt = 0;   // the run of the job its ranks are: workers start each (job, attempt) once
+    int restarts = 0;  // attempts after a lost worker or a coordinator restart (--max-restarts)
+    // The world, mesh and plan the committed step was written under: a placement under another
+    // plan resumes from it resharded.
+    v1::CheckpointMeta committed_under;
+    // Elastic jobs (elastic.h): the plans by device count; while restarting, fewer devices than
+    // `devices_before` only once `resize_after` (unix seconds) has passed (the grace for a
+    // replacement); the counts StartPending is to plan next (plan_from down to plan_to, 0: none).
+    ElasticPlans plans;
+    int devices_before = 0;
+    double resize_after = 0;
+    int plan_from = 0, plan_to = 0;
     JobProgressStats progress;
     CheckpointTracker checkpoints;
     bool parts_ended() const {
@@ -187,11 +205,24 @@ class Dispatcher {
   void LoseLocked(int64_t id, ActiveJob& job, const std::string& why) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Places a RESTARTING job again, from its committed step, when devices allow.
   void TryResumeLocked(int64_t id, ActiveJob& job) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // An elastic job about to resume: its plan for the most devices free now (within its bounds
+  // and, during the grace, no fewer than before); false when it must wait — for devices, or for
+  // StartPending to plan the counts it lacks — with one event for each kind of wait.
+  bool ChooseElasticPlanLocked(int64_t id, ActiveJob& job) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // At a committed checkpoint of a running elastic job: RESTARTING to grow into free devices
+  // when a plan for more is at hand and no job is PENDING.
+  void MaybeGrowLocked(int64_t id, ActiveJob& job, int64_t step) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Asks StartPending for plans of running elastic jobs for the devices they could grow into.
+  void WantGrowthPlansLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Plans the device counts elastic jobs asked for (outside the lock; StartPending's thread).
+  void PlanElasticCounts() ABSL_LOCKS_EXCLUDED(mu_);
+  // An event saying why the job waits to resume, unless the last one was of the same kind.
+  void TellWaitLocked(int64_t id, ActiveJob& job, const std::string& kind, const std::string& why) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Places the job's ranks on free devices (consecutive ranks, workers with the most free devices
   // first) and makes its parts; FAILED_PRECONDITION (saying what it waits for) when devices are
   // short.
   absl::Status PlaceLocked(int64_t id, ActiveJob& job, int64_t resume_step) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  static std::string WaitingMessage(const v1::JobSpec& spec, int free);
+  static std::string WaitingMessage(const v1::JobSpec& spec, int devices, int free);
   static std::string Where(const ActiveJob& job);  // "w-1 (rank 0-1), w-2 (rank 2-3)"
   std::string JobCheckpointDir(int64_t id) const;
   // Settles the failures of jobs whose parts have all ended, then drops those jobs (not those

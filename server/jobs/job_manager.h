@@ -4,7 +4,7 @@
 //   PENDING ◄─► PLANNING ──► RUNNING ──► SUCCEEDED
 //      │            │          │  ▲          (PLANNING → PENDING: devices went away meanwhile)
 //      │            │          ▼  │
-//      │            │       RESTARTING (a lost worker: resume from the last checkpoint)
+//      │            │       RESTARTING (a lost worker, an elastic job growing: resume from the last checkpoint)
 //      ▼            ▼          ▼
 //   CANCELLED | FAILED  (from any state that is not finished)
 //

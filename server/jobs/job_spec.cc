@@ -94,6 +94,24 @@ absl::Status ValidateJobSpec(const v1::JobSpec& s, const SpecLimits& limits) {
                  "; make them agree or drop the mesh");
     }
   }
+  if (s.has_elastic()) {
+    const v1::ElasticPolicy& e = s.elastic();
+    if (e.min_devices() < 0 || e.min_devices() > s.ranks()) {
+      return bad("elastic.min_devices is ", e.min_devices(), "; give the fewest devices the job goes on with, from 1 to ranks (",
+                 s.ranks(), ")");
+    }
+    if (e.max_devices() != 0 && (e.max_devices() < s.ranks() || e.max_devices() > limits.max_ranks)) {
+      return bad("elastic.max_devices is ", e.max_devices(), "; give the most devices the job grows to, from ranks (", s.ranks(),
+                 ") to ", limits.max_ranks, ", or 0 for ranks");
+    }
+    // An elastic job changes its devices only at a committed checkpoint.
+    if (s.checkpoint_every() <= 0) {
+      return bad("elastic jobs resume and grow at checkpoints: give checkpoint_every (steps between checkpoints, > 0)");
+    }
+    if (s.mesh_size() > 0) {
+      return bad("elastic jobs are planned anew for the devices they have: drop the mesh (", absl::StrJoin(s.mesh(), "x"), ")");
+    }
+  }
   if (s.memory_per_device() < 0) return bad("memory_per_device is ", s.memory_per_device(), "; give bytes (> 0) or 0 for the device's");
   static const std::set<std::string> optimizers = {"", "sgd", "momentum", "adamw"};
   if (!optimizers.count(s.optimizer())) return bad("optimizer '", s.optimizer(), "' is not one of sgd, momentum, adamw");
@@ -169,6 +187,10 @@ v1::JobSpec WithDefaults(v1::JobSpec s) {
   if (s.precision().empty()) s.set_precision("auto");
   if (s.pipeline_stages().empty()) s.set_pipeline_stages("1");
   if (s.eval_batches() == 0) s.set_eval_batches(1);
+  if (s.has_elastic()) {
+    if (s.elastic().min_devices() == 0) s.mutable_elastic()->set_min_devices(1);
+    if (s.elastic().max_devices() == 0) s.mutable_elastic()->set_max_devices(s.ranks());
+  }
   return s;
 }
 

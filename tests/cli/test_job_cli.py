@@ -94,6 +94,13 @@ def test_yaml_round_trips_through_submit_and_flags_win_over_the_file(coordinator
         (tmp / "bad.yaml").write_text(f"model: {GPT}\n{text}")
         bad = mapctl(env, "submit", "-f", str(tmp / "bad.yaml"))
         assert bad.returncode == 1 and f"-f {tmp / 'bad.yaml'}: " in bad.stderr and words in bad.stderr, (text, bad.stderr)
+    # An elastic policy from a file reaches the coordinator (which, without shared checkpoint
+    # storage, refuses it); a malformed --elastic is refused before anything is sent.
+    (tmp / "elastic.yaml").write_text(f"model: {GPT}\nranks: 2\ncheckpoint_every: 5\nelastic: {{min_devices: 1, max_devices: 2}}\n")
+    refused = mapctl(env, "submit", "-f", str(tmp / "elastic.yaml"))
+    assert refused.returncode == 1 and "[FAILED_PRECONDITION]" in refused.stderr and "mapd --checkpoint-dir" in refused.stderr, refused.stderr
+    bad = mapctl(env, "submit", GPT, "--ranks", "2", "--elastic", "3:2")
+    assert bad.returncode == 1 and "--elastic '3:2': give MIN or MIN:MAX devices" in bad.stderr, bad.stderr
     # Output formats.
     names = mapctl(env, "jobs", "-o", "name", check=0).stdout.split()
     assert names == ["job/1", "job/2", "job/3", "job/4"], names

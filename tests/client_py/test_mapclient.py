@@ -265,6 +265,14 @@ def test_unknown_keywords_and_models_without_a_loss_are_refused(venv, cluster, t
                 c.submit({GPT!r}, ranks=3, mesh="2x2")
             except mapclient.MapError as e:
                 out["invalid"] = [e.code, e.message]
+            try:
+                c.submit({GPT!r}, ranks=2, elastic="two")
+            except ValueError as e:
+                out["bad_elastic"] = str(e)
+            try:  # sent, and refused by a coordinator without shared checkpoint storage
+                c.submit({GPT!r}, ranks=2, checkpoint_every=5, elastic=(1, 2))
+            except mapclient.MapError as e:
+                out["elastic"] = [e.code, e.message]
             out["submitted"] = len(c.list()) - before
         print(json.dumps(out))
         """))
@@ -274,6 +282,8 @@ def test_unknown_keywords_and_models_without_a_loss_are_refused(venv, cluster, t
     assert "returns no floating-point scalar" in got["no_loss"] and "FLOAT32[8,4]" in got["no_loss"], got
     assert got["no_mapctl"][0] == "NOT_FOUND" and "/nonexistent/mapctl" in got["no_mapctl"][1], got
     assert got["invalid"][0] == "INVALID_ARGUMENT" and "make them agree" in got["invalid"][1], got
+    assert "elastic=" in got["bad_elastic"] and "'MIN:MAX'" in got["bad_elastic"], got
+    assert got["elastic"][0] == "FAILED_PRECONDITION" and "mapd --checkpoint-dir" in got["elastic"][1], got
     assert got["submitted"] == 0, got
 
 

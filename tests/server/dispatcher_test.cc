@@ -92,13 +92,15 @@ class DispatcherTest : public ::testing::Test {
     return dispatcher_->OnReport(r).status();
   }
   // A dispatcher with shared checkpoint storage in a fresh directory (removed at the end).
-  std::string UseCheckpointDir(const std::string& name, int max_restarts = 3) {
+  std::string UseCheckpointDir(const std::string& name, int max_restarts = 3, double elastic_grace_seconds = 10,
+                               PlanJobFn plan = FakePlan) {
     checkpoint_dir_ = ::testing::TempDir() + "/" + name + "_" + std::to_string(getpid());
     std::filesystem::remove_all(checkpoint_dir_);
     DispatchOptions o;
     o.checkpoint_dir = checkpoint_dir_;
     o.max_restarts = max_restarts;
-    dispatcher_ = std::make_unique<Dispatcher>(jobs_.get(), workers_.get(), o, FakePlan);
+    o.elastic_grace_seconds = elastic_grace_seconds;
+    dispatcher_ = std::make_unique<Dispatcher>(jobs_.get(), workers_.get(), o, std::move(plan));
     return checkpoint_dir_;
   }
   void TearDown() override {
@@ -113,11 +115,12 @@ class DispatcherTest : public ::testing::Test {
     ASSERT_EQ(State(1), v1::RUNNING);
   }
   // Each of `workers` reports its shards of `step` of `job` written.
-  void ReportCheckpoint(const std::vector<std::string>& workers, int64_t job, int64_t step) {
+  void ReportCheckpoint(const std::vector<std::string>& workers, int64_t job, int64_t step, int attempt = 0) {
     for (const std::string& w : workers) {
       v1::ReportRequest r;
       r.set_worker_id(w);
       r.set_job_id(job);
+      r.set_attempt(attempt);
       r.set_checkpoint_step(step);
       ASSERT_TRUE(dispatcher_->OnReport(r).ok());
     }
@@ -700,6 +703,190 @@ TEST_F(DispatcherTest, EvaluationsComeFromRankZerosWorkerOfAJobThatEvaluates) {
   ASSERT_EQ(messages.size(), events + 1);
   EXPECT_EQ(messages.back(), "eval after step 5: loss 2.5000 (3 batches, no gradients)");
   EXPECT_EQ(jobs_->Get(1)->last_evaluation().step(), 5);
+}
+
+}  // namespace
+}  // namespace mapd
+
+namespace mapd {
+namespace {
+
+TEST(Elastic, BoundsPlansForFewerDevicesAndTheCountChosen) {
+  v1::JobSpec spec = Spec(4);
+  EXPECT_EQ(BoundsOf(spec).min_devices, 4);
+  EXPECT_EQ(BoundsOf(spec).max_devices, 4);
+  spec.mutable_elastic();
+  EXPECT_EQ(BoundsOf(spec).min_devices, 1);
+  EXPECT_EQ(BoundsOf(spec).max_devices, 4);
+  // A pinned micro-batch count that no plan fits on fewer devices is left to the planner; a
+  // pinned stage count is kept where it divides the devices.
+  std::vector<v1::JobSpec> asked;
+  PlanJobFn planner = [&](const v1::JobSpec& s) -> absl::StatusOr<RunnablePlan> {
+    asked.push_back(s);
+    if (s.micro_batches() == "1" && s.ranks() < 4) return absl::FailedPreconditionError("no plan fits");
+    return FakePlan(s);
+  };
+  spec.set_micro_batches("1");
+  spec.set_pipeline_stages("2");
+  auto two = PlanForDevices(planner, spec, 2);
+  ASSERT_TRUE(two.ok()) << two.status();
+  EXPECT_EQ(two->world(), 2);
+  ASSERT_EQ(asked.size(), 2u);
+  EXPECT_EQ(asked[0].micro_batches(), "1");
+  EXPECT_EQ(asked[0].pipeline_stages(), "2");
+  EXPECT_EQ(asked[1].micro_batches(), "auto");
+  asked.clear();
+  spec.set_micro_batches("auto");
+  ASSERT_TRUE(PlanForDevices(planner, spec, 3).ok());
+  ASSERT_EQ(asked.size(), 1u);
+  EXPECT_EQ(asked[0].pipeline_stages(), "auto");  // 2 stages do not divide 3 devices
+  // An error other than "nothing fits" is not retried.
+  PlanJobFn broken = [](const v1::JobSpec&) -> absl::StatusOr<RunnablePlan> { return absl::InvalidArgumentError("bad graph"); };
+  spec.set_micro_batches("1");
+  EXPECT_EQ(PlanForDevices(broken, spec, 2).status().code(), absl::StatusCode::kInvalidArgument);
+
+  ElasticPlans plans;
+  plans.Found(std::make_shared<const RunnablePlan>(*FakePlan(Spec(4))));
+  plans.Refused(3, "no plan fits 1 KiB");
+  EXPECT_EQ(plans.Choose(2, 4).plan->world(), 4);
+  ElasticPlans::Choice c = plans.Choose(2, 3);  // 3 refused, 2 not planned yet
+  EXPECT_EQ(c.plan, nullptr);
+  EXPECT_EQ(c.plan_from, 2);
+  EXPECT_EQ(c.plan_to, 2);
+  plans.Refused(2, "no plan fits 1 KiB");
+  c = plans.Choose(2, 3);
+  EXPECT_EQ(c.plan, nullptr);
+  EXPECT_EQ(c.plan_from, 0);
+  EXPECT_EQ(c.why, "no plan fits 2 to 3 device(s) (2 device(s): no plan fits 1 KiB)");
+}
+
+// Job 1 (4 ranks on two workers of 2 devices, elastic from 2 to 4, a checkpoint every 5 steps)
+// with step 5 committed, its second worker lost and its first one's rank ended.
+class ElasticDispatcherTest : public DispatcherTest {
+ protected:
+  void StartAndLoseAWorker(double grace, int min_devices = 2, PlanJobFn plan = FakePlan) {
+    UseCheckpointDir("dispatcher_elastic", /*max_restarts=*/3, grace, std::move(plan));
+    w1_ = AddWorker(2), w2_ = AddWorker(2);
+    v1::JobSpec spec = Spec(4, /*steps=*/100);
+    spec.set_checkpoint_every(5);
+    spec.mutable_elastic()->set_min_devices(min_devices);
+    spec.mutable_elastic()->set_max_devices(4);
+    ASSERT_TRUE(jobs_->Submit(spec).ok());
+    dispatcher_->Tick();
+    ASSERT_EQ(State(1), v1::RUNNING);
+    ReportCheckpoint({w1_, w2_}, 1, 5);
+    clock_.Advance(4);
+    Beat(w1_, {1});
+    clock_.Advance(2);
+    workers_->ExpireLeases();
+    dispatcher_->Tick();
+    ASSERT_EQ(State(1), v1::RESTARTING);
+    ASSERT_TRUE(Finish(w1_, 1, 1, "cancelled").ok());
+  }
+  // Time passes with w1 (and `others`) alive, then two rounds (one to plan, one to place).
+  void Pass(double seconds, const std::vector<std::string>& others = {}) {
+    clock_.Advance(seconds);
+    Beat(w1_);
+    for (const std::string& w : others) Beat(w);
+    dispatcher_->Tick();
+    dispatcher_->Tick();
+  }
+  std::string w1_, w2_;
+};
+
+TEST_F(ElasticDispatcherTest, GoesOnWithTheDevicesLeftAfterTheGraceAndGrowsBackAtACheckpoint) {
+  StartAndLoseAWorker(/*grace=*/8);
+  Pass(0);
+  EXPECT_EQ(State(1), v1::RESTARTING);  // the grace: waiting for as many devices as before
+  EXPECT_EQ(Messages(1).back(),
+            "waiting for 4 free cpu device(s); 2 free on ALIVE workers now (to resume from step 5); going on with "
+            "fewer, at least 2, if none come within 8 s");
+  Pass(4);
+  EXPECT_EQ(State(1), v1::RESTARTING);
+  Pass(4);  // the grace is over: planned for the 2 devices left, resumed from step 5 resharded
+  ASSERT_EQ(State(1), v1::RUNNING);
+  EXPECT_EQ(Messages(1).back(), "resumed on 2 of 4 devices from the checkpoint of step 5 (4 before): plan mesh 2; on " + w1_ + " (rank 0-1)");
+  EXPECT_EQ(Messages(1)[Messages(1).size() - 2], "planning the job for 2 device(s), 2 free now, to resume from step 5");
+  v1::Job job = *jobs_->Get(1);
+  EXPECT_EQ(job.devices(), 2);
+  EXPECT_EQ(job.attempt(), 1);
+  EXPECT_EQ(job.restarts(), 1);
+  EXPECT_EQ(job.plan_summary(), "mesh 2");
+  v1::HeartbeatResponse hb = Beat(w1_);
+  ASSERT_EQ(hb.assignments_size(), 1);
+  EXPECT_EQ(hb.assignments(0).ranks_size(), 2);
+  EXPECT_EQ(hb.assignments(0).programs_size(), 2);
+  EXPECT_EQ(std::vector<int64_t>(hb.assignments(0).mesh().begin(), hb.assignments(0).mesh().end()), std::vector<int64_t>{2});
+  EXPECT_EQ(hb.assignments(0).resume_step(), 5);
+  EXPECT_TRUE(hb.assignments(0).resume_resharded());
+  EXPECT_EQ(hb.assignments(0).attempt(), 1);
+  // Steps are committed under the plan of 2 devices.
+  ReportCheckpoint({w1_}, 1, 10, /*attempt=*/1);
+  EXPECT_EQ(ReadLatestCheckpoint(checkpoint_dir_ + "/job-1")->ranks(), 2);
+  EXPECT_EQ(ReadLatestCheckpoint(checkpoint_dir_ + "/job-1")->plan(), "mesh 2");
+  // A worker comes back while a job is PENDING: the elastic job leaves the devices to it.
+  ASSERT_TRUE(jobs_->Submit(Spec(8)).ok());
+  const std::string w3 = AddWorker(2);
+  Pass(1, {w3});
+  ReportCheckpoint({w1_}, 1, 15, /*attempt=*/1);
+  EXPECT_EQ(State(1), v1::RUNNING);
+  ASSERT_TRUE(jobs_->Cancel(2).ok());
+  // At its next checkpoint it grows to 4 (no restart counted).
+  Pass(1, {w3});
+  EXPECT_EQ(State(1), v1::RUNNING);  // not before a checkpoint
+  ReportCheckpoint({w1_}, 1, 20, /*attempt=*/1);
+  ASSERT_EQ(State(1), v1::RESTARTING);
+  EXPECT_EQ(Messages(1).back(), "growing from 2 to 4 devices at the checkpoint of step 20: 2 more free");
+  EXPECT_EQ(Beat(w1_, {1}).cancel_job_ids_size(), 1);
+  EXPECT_TRUE(Finish(w1_, 1, 0, "", /*attempt=*/1)->cancel());
+  Pass(0, {w3});
+  ASSERT_EQ(State(1), v1::RUNNING);
+  EXPECT_EQ(Messages(1).back(), "resumed on 4 of 4 devices from the checkpoint of step 20 (2 before): plan mesh 4; on " + w1_ +
+                                    " (rank 0-1), " + w3 + " (rank 2-3)");
+  job = *jobs_->Get(1);
+  EXPECT_EQ(job.devices(), 4);
+  EXPECT_EQ(job.attempt(), 2);
+  EXPECT_EQ(job.restarts(), 1);
+  hb = Beat(w1_);
+  ASSERT_EQ(hb.assignments_size(), 1);
+  EXPECT_EQ(hb.assignments(0).resume_step(), 20);
+  EXPECT_TRUE(hb.assignments(0).resume_resharded());
+  EXPECT_EQ(hb.assignments(0).attempt(), 2);
+}
+
+TEST_F(ElasticDispatcherTest, AReplacementWithinTheGraceKeepsThePlan) {
+  StartAndLoseAWorker(/*grace=*/30);
+  const std::string w3 = AddWorker(2);
+  Pass(1, {w3});
+  ASSERT_EQ(State(1), v1::RUNNING);
+  EXPECT_EQ(Messages(1).back(), "resumed on 4 of 4 devices from the checkpoint of step 5: plan mesh 4; on " + w1_ + " (rank 0-1), " + w3 +
+                                    " (rank 2-3)");
+  const v1::HeartbeatResponse hb = Beat(w1_);
+  ASSERT_EQ(hb.assignments_size(), 1);
+  EXPECT_FALSE(hb.assignments(0).resume_resharded());  // its own plan's checkpoint
+}
+
+TEST_F(ElasticDispatcherTest, WaitsSayingWhyWhenTooFewDevicesAreLeftOrNoPlanFitsThem) {
+  PlanJobFn no_three = [](const v1::JobSpec& s) -> absl::StatusOr<RunnablePlan> {
+    if (s.ranks() == 3) return absl::FailedPreconditionError("no plan fits 1.00 GiB per device");
+    return FakePlan(s);
+  };
+  StartAndLoseAWorker(/*grace=*/0, /*min_devices=*/3, no_three);
+  Pass(1);
+  EXPECT_EQ(State(1), v1::RESTARTING);
+  EXPECT_EQ(Messages(1).back(),
+            "waiting for 3 free cpu device(s); 2 free on ALIVE workers now (the elastic job's min_devices, to resume "
+            "from step 5)");
+  const std::string w3 = AddWorker(1);
+  Pass(1, {w3});
+  EXPECT_EQ(State(1), v1::RESTARTING);
+  EXPECT_EQ(Messages(1).back(),
+            "waiting: no plan fits 3 device(s) (3 device(s): no plan fits 1.00 GiB per device); 3 free devices now (to resume from step 5)");
+  const std::string w4 = AddWorker(1);
+  Pass(1, {w3, w4});
+  ASSERT_EQ(State(1), v1::RUNNING);
+  EXPECT_EQ(Messages(1).back(), "resumed on 4 of 4 devices from the checkpoint of step 5: plan mesh 4; on " + w1_ + " (rank 0-1), " + w3 +
+                                    " (rank 2), " + w4 + " (rank 3)");
 }
 
 }  // namespace

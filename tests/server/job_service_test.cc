@@ -203,6 +203,28 @@ TEST_F(JobServiceTest, JobsThatCouldNeverRunAreRefusedAtSubmission) {
   v1::JobSpec zoo = Spec();
   zoo.set_model("gpt9");
   EXPECT_EQ(submit(zoo, &out).error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  // Elastic jobs: bounds that do not hold ranks, no checkpoints to resize at (INVALID_ARGUMENT),
+  // and a coordinator without shared checkpoint storage to resume them from (FAILED_PRECONDITION).
+  v1::JobSpec elastic = Spec();
+  elastic.mutable_elastic()->set_min_devices(3);
+  elastic.set_checkpoint_every(2);
+  st = submit(elastic, &out);
+  EXPECT_EQ(st.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << st.error_message();
+  EXPECT_NE(st.error_message().find("elastic.min_devices is 3; give the fewest devices the job goes on with, from 1 to ranks (2)"),
+            std::string::npos)
+      << st.error_message();
+  elastic.mutable_elastic()->set_min_devices(1);
+  elastic.mutable_elastic()->set_max_devices(1);
+  EXPECT_NE(submit(elastic, &out).error_message().find("elastic.max_devices is 1; give the most devices the job grows to, from ranks (2)"),
+            std::string::npos);
+  elastic.mutable_elastic()->set_max_devices(0);
+  elastic.set_checkpoint_every(0);
+  EXPECT_NE(submit(elastic, &out).error_message().find("elastic jobs resume and grow at checkpoints: give checkpoint_every"),
+            std::string::npos);
+  elastic.set_checkpoint_every(2);
+  st = submit(elastic, &out);
+  EXPECT_EQ(st.error_code(), grpc::StatusCode::FAILED_PRECONDITION) << st.error_message();
+  EXPECT_NE(st.error_message().find("this coordinator has none (mapd --checkpoint-dir)"), std::string::npos) << st.error_message();
   // Only the good job is queued.
   EXPECT_EQ(server->jobs().List().size(), 1u);
 }

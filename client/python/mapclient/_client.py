@@ -226,8 +226,10 @@ class Client:
         ``min_lr``, ``data`` (synthetic | text:FILE | tokens:FILE | npy:INPUTS[,TARGETS], paths
         under the workers' ``--data-root``), ``eval_data``, ``eval_every``, ``eval_batches``,
         ``zero`` (auto | 0-3), ``recompute``, ``micro_batches``, ``precision``,
-        ``pipeline_stages``, ``checkpoint_every``, ``seed``. Fields left out get the
-        coordinator's defaults.
+        ``pipeline_stages``, ``checkpoint_every``, ``seed``, ``elastic`` (``"2:4"``, ``(2, 4)`` or
+        ``{"min_devices": 2, "max_devices": 4}``: after a lost worker the job goes on with the
+        devices left and grows back at its checkpoints). Fields left out get the coordinator's
+        defaults.
 
         Raises:
             TypeError: an unknown keyword (naming it and the valid ones), a model given twice or
@@ -478,6 +480,30 @@ class Client:
         return _stubs.health_pb2.HealthCheckResponse.ServingStatus.Name(got.status)
 
 
+def _set_elastic(policy: Any, value: Any) -> None:
+    """An elastic policy from "MIN[:MAX]", (MIN, MAX), {"min_devices": .., "max_devices": ..} or
+    a ``mapd.v1.ElasticPolicy``."""
+    if isinstance(value, type(policy)):
+        policy.CopyFrom(value)
+        return
+    if isinstance(value, str):
+        m = re.fullmatch(r"(\d+)(?::(\d+))?", value.strip())
+        if not m:
+            raise ValueError("an elastic policy is 'MIN' or 'MIN:MAX' devices (e.g. '2:4')")
+        bounds: Dict[str, int] = {"min_devices": int(m.group(1)), "max_devices": int(m.group(2) or 0)}
+    elif isinstance(value, dict):
+        unknown = set(value) - {"min_devices", "max_devices"}
+        if unknown:
+            raise TypeError(f"unknown elastic field(s) {', '.join(sorted(unknown))}; the fields are min_devices, max_devices")
+        bounds = {k: int(v) for k, v in value.items()}
+    elif isinstance(value, (tuple, builtins.list)) and 1 <= len(value) <= 2:
+        bounds = {"min_devices": int(value[0]), "max_devices": int(value[1]) if len(value) == 2 else 0}
+    else:
+        raise TypeError("an elastic policy is 'MIN:MAX', (MIN, MAX) or a dict of min_devices and max_devices")
+    policy.min_devices = bounds.get("min_devices", 0)
+    policy.max_devices = bounds.get("max_devices", 0)
+
+
 def _set_field(spec: Any, key: str, value: Any) -> None:
     """Sets JobSpec field `key`, converting what Python callers naturally give."""
     if key == "mesh":
@@ -494,6 +520,9 @@ def _set_field(spec: Any, key: str, value: Any) -> None:
         return
     if key == "memory_per_device":
         spec.memory_per_device = parse_bytes(value)
+        return
+    if key == "elastic":
+        _set_elastic(spec.elastic, value)
         return
     field = spec.DESCRIPTOR.fields_by_name[key]
     if field.type == field.TYPE_STRING:

@@ -105,7 +105,8 @@ class Job:
     FAILED job failed (with the status code's name); ``step``/``loss`` are the last step finished
     and its loss; ``spec`` is the ``mapd.v1.JobSpec`` with the coordinator's defaults filled in
     (``list()`` returns jobs whose ``spec.graph`` keeps only its name); ``proto`` is the whole
-    ``mapd.v1.Job`` message.
+    ``mapd.v1.Job`` message. ``devices`` are the devices it runs on now (an elastic job's may be
+    fewer than ``ranks``); ``restarts`` its resumes after lost workers.
     """
 
     id: int
@@ -119,6 +120,8 @@ class Job:
     plan_summary: str
     predicted_peak_bytes: int
     attempt: int
+    devices: int
+    restarts: int
     created_unix_seconds: float
     updated_unix_seconds: float
     last_evaluation: Optional[Evaluation]
@@ -145,6 +148,7 @@ class Job:
         return cls(id=int(j.id), name=j.spec.name, state=JobState.from_proto(j.state), step=int(j.step), steps=int(j.spec.steps),
                    ranks=int(j.spec.ranks), loss=float(j.loss), error=j.error, plan_summary=j.plan_summary,
                    predicted_peak_bytes=int(j.predicted_peak_bytes), attempt=int(j.attempt),
+                   devices=int(j.devices) or int(j.spec.ranks), restarts=int(j.restarts),
                    created_unix_seconds=float(j.created_unix_seconds), updated_unix_seconds=float(j.updated_unix_seconds),
                    last_evaluation=Evaluation.from_proto(j.last_evaluation) if j.HasField("last_evaluation") else None,
                    spec=j.spec, proto=j)
