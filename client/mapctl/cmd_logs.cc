@@ -17,6 +17,7 @@
 #include "client/mapctl/job_client.h"
 #include "client/mapctl/job_output.h"
 #include "common/bytes.h"
+#include "common/job_state.h"
 #include "nlohmann/json.hpp"
 
 namespace mapd::cli {
@@ -34,8 +35,6 @@ int OutcomeCode(v1::JobState s) {
   if (s == v1::CANCELLED) return kExitJobCancelled;
   return kExitFailed;
 }
-
-bool IsFinishedState(v1::JobState s) { return s == v1::SUCCEEDED || s == v1::FAILED || s == v1::CANCELLED; }
 
 bool IsTransient(const grpc::Status& st) {
   return st.error_code() == grpc::StatusCode::UNAVAILABLE || st.error_code() == grpc::StatusCode::CANCELLED ||
@@ -63,7 +62,7 @@ absl::StatusOr<v1::JobState> FollowEvents(const Client& client, int64_t id, int6
       on_event(e);
     }
     const grpc::Status st = reader->Finish();
-    if (st.ok() && IsFinishedState(state)) return state;
+    if (st.ok() && IsFinished(state)) return state;
     if (!st.ok() && !IsTransient(st)) return FromGrpc(st, absl::StrCat("watch ", id));
     const double now = NowUnixSeconds();
     if (failing_since < 0) failing_since = now;
@@ -204,7 +203,7 @@ int RunLogs(const JobArgs& a, int64_t id, const LogsArgs& logs) {
   if (!logs.follow) return kExitOk;
   const int64_t last = out.events_size() > 0 ? out.events(out.events_size() - 1).seq() : 0;
   v1::JobState state = out.events_size() > 0 ? out.events(out.events_size() - 1).state() : job.state();
-  if (IsFinishedState(state)) return kExitOk;
+  if (IsFinished(state)) return kExitOk;
   auto end = FollowEvents(*client, id, last, state, [&](const v1::JobEvent& e) {
     if (a.format == "json") std::cout << ToJson(e).dump() << "\n" << std::flush;
     else std::cout << EventLine(e, job.spec().steps()) << "\n" << std::flush;

@@ -80,7 +80,8 @@ absl::StatusOr<std::unique_ptr<MapdServer>> MapdServer::Start(const ServerOption
                   m.Counter("mapd_job_submissions_total", "Submissions by outcome: admitted (queued) or refused."),
                   m.Histogram("mapd_admission_seconds", "Time to build, verify and plan a submitted job (the planner's search).",
                               {0.01, 0.05, 0.1, 0.5, 1, 5, 10, 30, 60}),
-                  m.Gauge("mapd_job_predicted_peak_bytes", "The plan's predicted peak memory per device, per job.")}) {
+                  m.Gauge("mapd_job_predicted_peak_bytes", "The plan's predicted peak memory per device, per job."),
+                  m.Gauge("mapd_job_devices", "Devices each unfinished job runs on now (an elastic job's after it shrank or grew).")}) {
     if (!st.ok()) return st;
   }
   m.Set("mapd_up", {}, 1);
@@ -200,11 +201,13 @@ void MapdServer::Collect() {
   std::map<std::string, double> by_state;
   for (int st = v1::PENDING; st <= v1::RESTARTING; ++st) by_state[v1::JobState_Name(static_cast<v1::JobState>(st))] = 0;
   metrics_.Clear("mapd_job_predicted_peak_bytes");
+  metrics_.Clear("mapd_job_devices");
   for (const v1::Job& job : jobs_->List()) {
     ++by_state[v1::JobState_Name(job.state())];
-    if (!IsFinished(job.state()) && job.predicted_peak_bytes() > 0) {
-      metrics_.Set("mapd_job_predicted_peak_bytes", {{"job_id", std::to_string(job.id())}}, static_cast<double>(job.predicted_peak_bytes()));
-    }
+    if (IsFinished(job.state())) continue;
+    const std::string id = std::to_string(job.id());
+    if (job.predicted_peak_bytes() > 0) metrics_.Set("mapd_job_predicted_peak_bytes", {{"job_id", id}}, static_cast<double>(job.predicted_peak_bytes()));
+    if (job.devices() > 0) metrics_.Set("mapd_job_devices", {{"job_id", id}}, job.devices());
   }
   for (const auto& [state, n] : by_state) metrics_.Set("mapd_jobs", {{"state", state}}, n);
   std::map<std::string, double> workers = {{"ALIVE", 0}, {"LOST", 0}};

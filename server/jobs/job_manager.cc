@@ -11,8 +11,6 @@
 
 namespace mapd {
 
-bool IsFinished(v1::JobState s) { return s == v1::SUCCEEDED || s == v1::FAILED || s == v1::CANCELLED; }
-
 bool IsAllowedTransition(v1::JobState from, v1::JobState to) {
   if (IsFinished(from)) return false;
   if (to == v1::FAILED || to == v1::CANCELLED) return true;

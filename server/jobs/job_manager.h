@@ -27,6 +27,7 @@
 #include "common/clock.h"
 #include "proto/mapd/v1/jobs.pb.h"
 #include "server/jobs/job_spec.h"
+#include "common/job_state.h"
 #include "server/jobs/rank_logs.h"
 #include "server/store/job_store.h"
 
@@ -34,7 +35,6 @@ namespace mapd {
 
 // Whether `from` → `to` is an edge of the state machine above.
 bool IsAllowedTransition(v1::JobState from, v1::JobState to);
-bool IsFinished(v1::JobState state);
 
 // Progress a running job reports (one event per report).
 struct JobProgress {

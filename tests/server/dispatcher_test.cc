@@ -13,6 +13,7 @@
 
 #include "absl/synchronization/notification.h"
 #include "common/checkpoint/checkpoint_commit.h"
+#include "server/jobs/job_spec.h"
 #include "server/store/job_store.h"
 
 namespace mapd {
@@ -758,6 +759,32 @@ TEST(Elastic, BoundsPlansForFewerDevicesAndTheCountChosen) {
   EXPECT_EQ(c.plan, nullptr);
   EXPECT_EQ(c.plan_from, 0);
   EXPECT_EQ(c.why, "no plan fits 2 to 3 device(s) (2 device(s): no plan fits 1 KiB)");
+}
+
+TEST(Elastic, MicroBatchesMakeUpForFewerDevicesUnderTheSameBudget) {
+  // A GPT whose global batch of 16 fits 4 MiB a device on 4 devices in one pass, and on 2 only
+  // in several (the real planner; no recomputation to fall back on).
+  v1::JobSpec spec;
+  spec.set_model("gpt2:layers=2,hidden=64,heads=2,vocab=256,seq=64,batch=16");
+  spec.set_steps(10);
+  spec.set_ranks(4);
+  spec.set_memory_per_device(4 << 20);
+  spec.set_recompute("off");
+  spec.set_checkpoint_every(5);
+  spec.mutable_elastic()->set_min_devices(2);
+  spec = WithDefaults(spec);
+  auto four = PlanJob(spec);
+  ASSERT_TRUE(four.ok()) << four.status();
+  EXPECT_EQ(four->micro_batches, 1);
+  v1::JobSpec two = spec;
+  two.set_ranks(2);
+  EXPECT_EQ(PlanJob(two).status().code(), absl::StatusCode::kFailedPrecondition);  // one pass does not fit
+  auto shrunk = PlanForDevices(PlanJob, spec, 2);
+  ASSERT_TRUE(shrunk.ok()) << shrunk.status();
+  EXPECT_EQ(shrunk->world(), 2);
+  EXPECT_GT(shrunk->micro_batches, 1);
+  EXPECT_LE(shrunk->predicted_peak_bytes, 4 << 20);
+  EXPECT_NE(shrunk->summary.find("micro-batches"), std::string::npos) << shrunk->summary;
 }
 
 // Job 1 (4 ranks on two workers of 2 devices, elastic from 2 to 4, a checkpoint every 5 steps)

@@ -156,3 +156,31 @@ TEST_F(JobRunnerTest, AFailedRankEndsThePartWithItsCodeAndWords) {
 
 }  // namespace
 }  // namespace mapd
+
+namespace mapd {
+namespace {
+
+TEST(RotatingLog, RollsOverPastItsSizeKeepingOneOldFile) {
+  const std::string dir = ::testing::TempDir() + "/rotating_log_" + std::to_string(getpid());
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  const std::string file = dir + "/rank_0.log";
+  {
+    RotatingLog log(file, /*max_bytes=*/10);
+    log.Append("first\n");
+    log.Append("second\n");  // 13 bytes now: the next chunk starts a new file
+    EXPECT_EQ(*ReadFileToString(file), "first\nsecond\n");  // written as it comes
+    log.Append("third\n");
+  }
+  EXPECT_EQ(*ReadFileToString(file + ".1"), "first\nsecond\n");
+  EXPECT_EQ(*ReadFileToString(file), "third\n");
+  // What the file holds already counts: a log opened on it rolls over at once past its size.
+  RotatingLog again(file, /*max_bytes=*/5);
+  again.Append("fourth\n");
+  EXPECT_EQ(*ReadFileToString(file + ".1"), "third\n");
+  EXPECT_EQ(*ReadFileToString(file), "fourth\n");
+  std::filesystem::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace mapd

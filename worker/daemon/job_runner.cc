@@ -4,8 +4,6 @@
 
 #include <algorithm>
 #include <cstdlib>
-#include <filesystem>
-#include <fstream>
 #include <iostream>
 
 #include "absl/strings/str_cat.h"
@@ -167,12 +165,9 @@ void JobRunner::OnStep(int index, const v1::StepDone& d) {
 void JobRunner::OnOutput(int index, std::string_view text) {
   const int rank = assignment_.ranks(index);
   // The worker's own copy, rotated: `rank_R.log` (and `rank_R.log.1`) in the run directory.
-  const std::string file = absl::StrCat(dir_, "/rank_", rank, ".log");
-  std::error_code ec;
-  if (std::filesystem::file_size(file, ec) > static_cast<uintmax_t>(kRankLogFileBytes) && !ec) {
-    std::filesystem::rename(file, file + ".1", ec);
-  }
-  std::ofstream(file, std::ios::app | std::ios::binary).write(text.data(), static_cast<std::streamsize>(text.size()));
+  auto log = logs_.find(rank);
+  if (log == logs_.end()) log = logs_.try_emplace(rank, absl::StrCat(dir_, "/rank_", rank, ".log"), kRankLogFileBytes).first;
+  log->second.Append(text);
   // The coordinator's copy: within a report's bound, the oldest unsent bytes dropped first.
   const int64_t bound = std::max<int64_t>(kMinRankOutputBufferBytes, kMaxRankOutputBytesPerReport / std::max(1, assignment_.ranks_size()));
   RankOutputBuffer& b = output_[rank];

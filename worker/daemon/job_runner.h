@@ -25,6 +25,7 @@
 #include "common/metrics/metrics.h"
 #include "proto/mapd/v1/rank_job.pb.h"
 #include "proto/mapd/v1/workers.pb.h"
+#include "worker/daemon/rotating_log.h"
 
 namespace mapd {
 
@@ -92,6 +93,7 @@ class JobRunner {
     int64_t dropped_bytes = 0;  // cut from its front (over the bound: the file has them)
   };
   std::map<int, RankOutputBuffer> output_;    // by global rank
+  std::map<int, RotatingLog> logs_;           // each rank's file here, by global rank
   std::chrono::steady_clock::time_point last_sent_{};
   std::map<int64_t, int> checkpoint_shards_; // step → local ranks that wrote it
 };
