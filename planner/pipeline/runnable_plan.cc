@@ -100,7 +100,9 @@ absl::StatusOr<const PlanCandidate*> Pick(const PlanResult& r, const PlanRequest
     if (!r.fits) return NothingFitsError(r, Devices(request.planner.cluster));
     return &r.plan;
   }
-  const std::string want = request.strategy == "dp" ? "data parallel" : absl::StrCat("Megatron TP=", request.planner.cluster.devices);
+  const std::string want = request.strategy == "tp"             ? absl::StrCat("Megatron TP=", request.planner.cluster.devices)
+                           : request.planner.zero_stage == 3 ? "ZeRO-3 (FSDP)"
+                                                             : "data parallel";
   for (const PlanCandidate& b : r.baselines) {
     if (b.name != want) continue;
     if (!b.applicable) return absl::FailedPreconditionError(absl::StrCat("--strategy ", request.strategy, ": ", b.note));
@@ -201,6 +203,16 @@ absl::Status PlanRequest::Validate() const {
   }
   if (strategy != "map" && strategy != "dp" && strategy != "tp") {
     return absl::InvalidArgumentError(absl::StrCat("--strategy ", strategy, ": use map, dp or tp"));
+  }
+  // A baseline runs as people run it: data parallelism plain (ZeRO-0) or fully sharded (FSDP,
+  // ZeRO-3); tensor parallelism over every device has no data axis to shard states over.
+  const int zero = planner.zero_stage;
+  if ((strategy == "dp" && (zero == 1 || zero == 2)) || (strategy == "tp" && zero > 0)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--strategy ", strategy, " with --zero ", zero, ": ",
+        strategy == "dp" ? "the data-parallel baselines are ZeRO-0 (plain) and ZeRO-3 (FSDP: --zero 3)"
+                         : "tensor parallelism over every device has no data axis to shard optimizer states over",
+        "; for ZeRO-", zero, " run MAP's plan under it (--strategy map --zero ", zero, ")"));
   }
   return absl::OkStatus();
 }

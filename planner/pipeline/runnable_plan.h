@@ -30,7 +30,8 @@ struct PlanRequest {
   // `recompute` is set from `recompute` below.
   PlannerOptions planner;
   // map: MAP's plan, checked rank program by rank program against the budget; dp: the data
-  // parallel baseline; tp: Megatron tensor parallelism over every device (1-D mesh).
+  // parallel baseline (with planner.zero_stage 3: the FSDP one; 1 or 2 is refused); tp:
+  // Megatron tensor parallelism over every device (1-D mesh; no ZeRO).
   std::string strategy = "map";
   // The layers recomputed in backward (LayersToRecompute): auto (the plan's; the search may
   // choose them under the budget), off, all, or LAYER,LAYER...

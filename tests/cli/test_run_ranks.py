@@ -97,6 +97,12 @@ def test_errors():
     assert r.returncode == 1 and "--zero 4: use auto, 0, 1, 2 or 3" in r.stderr, r.stderr
     r = run_mapctl("run", GPT, "--ranks", "3", "--strategy", "dp")
     assert r.returncode == 1 and "does not split over 3 devices" in r.stderr
+    # A baseline runs with its own ZeRO stage: data parallelism's are 0 and 3 (FSDP).
+    r = run_mapctl("run", GPT, "--ranks", "2", "--strategy", "dp", "--zero", "2")
+    assert r.returncode == 1 and "the data-parallel baselines are ZeRO-0 (plain) and ZeRO-3 (FSDP: --zero 3)" in r.stderr, r.stderr
+    assert "(--strategy map --zero 2)" in r.stderr, r.stderr
+    r = run_mapctl("run", GPT, "--ranks", "2", "--strategy", "tp", "--zero", "1")
+    assert r.returncode == 1 and "no data axis to shard optimizer states over" in r.stderr, r.stderr
     r = run_mapctl("run", GPT, "--ranks", "4", "--batch-norm", "ghost")
     assert r.returncode != 0 and "--batch-norm" in r.stderr, r.stderr
     r = run_mapctl("run", "--plan", "plan.pb", "--batch-norm", "local")
@@ -246,10 +252,13 @@ def test_micro_batches_reproduce_one_process_and_fit_a_cap_one_pass_cannot():
     memory, --micro-batches auto lets MAP's plan run in passes and train under it."""
     for extra in (("--ranks", "2", "--strategy", "dp", "--micro-batches", "2"),
                   ("--ranks", "4", "--mesh", "2x2", "--micro-batches", "2"),
-                  ("--ranks", "2", "--strategy", "dp", "--micro-batches", "2", "--zero", "2"),
+                  ("--ranks", "2", "--mesh", "2", "--micro-batches", "2", "--zero", "2"),
+                  ("--ranks", "2", "--strategy", "dp", "--micro-batches", "2", "--zero", "3"),  # the FSDP baseline
                   ("--ranks", "2", "--micro-batches", "4", "--strategy", "tp")):
         r = _json_run(GPT, *TRAIN, *extra, "--check-reference")
         assert r["micro_batches"] == int(extra[extra.index("--micro-batches") + 1]), (extra, r["micro_batches"])
+        if "--zero" in extra:
+            assert r["zero_stage"] == int(extra[extra.index("--zero") + 1]), (extra, r["zero_stage"])
         _assert_matches_one_process_and_prediction(r, extra)
     long_gpt = "gpt2:layers=2,hidden=64,heads=4,vocab=64,seq=256,batch=16"
     capped = ("--ranks", "4", "--steps", "3", "--memory-per-device", "10MiB", "--recompute", "off")
