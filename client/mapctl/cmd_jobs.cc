@@ -94,6 +94,7 @@ absl::StatusOr<v1::JobSpec> SpecFromFlags(const SubmitArgs& a) {
   spec.set_precision(a.precision);
   spec.set_checkpoint_every(a.checkpoint_every);
   spec.set_seed(a.seed);
+  spec.set_batch_norm(a.batch_norm);
   if (!a.elastic.empty()) {
     auto bounds = ParseElastic(a.elastic);
     if (!bounds.ok()) return bounds.status();

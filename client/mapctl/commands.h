@@ -193,6 +193,7 @@ struct SubmitArgs {
   int64_t checkpoint_every = 0;
   uint64_t seed = 0;
   std::string elastic;  // --elastic MIN[:MAX]: JobSpec.elastic
+  std::string batch_norm = "sync";  // sync | local (groups: --ranks)
 };
 
 int RunSubmit(SubmitArgs args);

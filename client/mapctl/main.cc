@@ -296,6 +296,11 @@ int main(int argc, char** argv) {
   submit->add_option("--precision", submit_args.precision, "auto (bf16 on GPU device types, fp32 on cpu) | fp32 | bf16 (mixed: bf16 weights, activations and gradients; fp32 master weights, optimizer states and loss)")->capture_default_str();
   submit->add_option("--checkpoint-every", submit_args.checkpoint_every, "Steps between checkpoints (0: at the end)");
   submit->add_option("--seed", submit_args.seed, "Parameter and data seed");
+  submit->add_option("--batch-norm", submit_args.batch_norm,
+                     "sync (statistics over the whole batch) | local (over each rank's 1/ranks of it, as PyTorch DDP's "
+                     "BatchNorm: no collective; the groups stay when an elastic job changes its devices)")
+      ->check(CLI::IsMember({"sync", "local"}))
+      ->capture_default_str();
   submit->add_option("--elastic", submit_args.elastic,
                      "MIN[:MAX]: after a lost worker, go on with at least MIN devices (re-planned, checkpoint resharded) and grow "
                      "back up to MAX (default --ranks) at checkpoints; needs --checkpoint-every and a mapd with --checkpoint-dir");

@@ -4,6 +4,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "planner/graph/batch_norm_groups.h"
 #include "planner/graph/loss.h"
 #include "planner/graph/verifier.h"
 #include "planner/profile/profiler.h"
@@ -27,6 +28,11 @@ absl::StatusOr<Graph> BuildJobGraph(const v1::JobSpec& spec) {
     proto = *std::move(trainable);
   } else {
     proto = spec.graph();
+  }
+  if (spec.batch_norm() == "local") {  // the groups are the model's (planner/graph/batch_norm_groups.h)
+    auto grouped = GroupBatchNorms(std::move(proto), std::max(1, spec.batch_norm_groups()));
+    if (!grouped.ok()) return Named(grouped.status(), "batch_norm local");
+    proto = *std::move(grouped);
   }
   auto graph = MakeVerifiedGraph(std::move(proto));
   if (!graph.ok()) {

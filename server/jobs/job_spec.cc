@@ -94,6 +94,13 @@ absl::Status ValidateJobSpec(const v1::JobSpec& s, const SpecLimits& limits) {
                  "; make them agree or drop the mesh");
     }
   }
+  if (!s.batch_norm().empty() && s.batch_norm() != "sync" && s.batch_norm() != "local") {
+    return bad("batch_norm '", s.batch_norm().substr(0, 64), "' is not sync or local");
+  }
+  if (s.batch_norm_groups() != 0 && (s.batch_norm() != "local" || s.batch_norm_groups() < 0 || s.batch_norm_groups() > limits.max_ranks)) {
+    return bad("batch_norm_groups is ", s.batch_norm_groups(), "; give it with batch_norm local, from 1 to ", limits.max_ranks,
+               " (0: ranks)");
+  }
   if (s.has_elastic()) {
     const v1::ElasticPolicy& e = s.elastic();
     if (e.min_devices() < 0 || e.min_devices() > s.ranks()) {
@@ -187,6 +194,8 @@ v1::JobSpec WithDefaults(v1::JobSpec s) {
   if (s.precision().empty()) s.set_precision("auto");
   if (s.pipeline_stages().empty()) s.set_pipeline_stages("1");
   if (s.eval_batches() == 0) s.set_eval_batches(1);
+  if (s.batch_norm().empty()) s.set_batch_norm("sync");
+  if (s.batch_norm() == "local" && s.batch_norm_groups() == 0) s.set_batch_norm_groups(s.ranks());
   if (s.has_elastic()) {
     if (s.elastic().min_devices() == 0) s.mutable_elastic()->set_min_devices(1);
     if (s.elastic().max_devices() == 0) s.mutable_elastic()->set_max_devices(s.ranks());

@@ -584,7 +584,8 @@ def test_a_job_runs_in_micro_batches(tmp_path):
 
 def test_a_job_trains_on_numpy_arrays_under_the_workers_data_root(tmp_path, models):
     """npy:IMAGES,LABELS in a job: both files resolved under the worker's --data-root, the ranks
-    train on them; a path out of the root is refused at submission, a file missing there fails
+    train on them (a ResNet, its batch norms over each rank's half of the batch: --batch-norm
+    local); a path out of the root is refused at submission, a file missing there fails
     the job saying so."""
     from test_run_ranks import _save_image_classes
     d, _ = models
@@ -597,7 +598,11 @@ def test_a_job_trains_on_numpy_arrays_under_the_workers_data_root(tmp_path, mode
     workers = []
     try:
         workers = [start_worker(env, tmp_path, "alpha", "--data-root", str(data))]
-        mapctl(env, "submit", *model, "--steps", "20", "--lr", "0.003", "--data", "npy:images.npy,labels.npy", check=0)
+        # Batch norms over each rank's half of the batch, as DDP's (the graph grouped at admission).
+        mapctl(env, "submit", *model, "--steps", "20", "--lr", "0.003", "--data", "npy:images.npy,labels.npy", "--batch-norm", "local",
+               check=0)
+        spec = json.loads(mapctl(env, "get", "1", "-o", "json", check=0).stdout)["spec"]
+        assert spec["batch_norm"] == "local" and spec["batch_norm_groups"] == 2, spec
         assert mapctl(env, "watch", "1", check=None).returncode == 0
         events = json.loads(mapctl(env, "logs", "1", "-o", "json", check=0).stdout)
         losses = [e["loss"] for e in events if int(e.get("step", 0)) > 0]

@@ -225,6 +225,15 @@ TEST_F(JobServiceTest, JobsThatCouldNeverRunAreRefusedAtSubmission) {
   st = submit(elastic, &out);
   EXPECT_EQ(st.error_code(), grpc::StatusCode::FAILED_PRECONDITION) << st.error_message();
   EXPECT_NE(st.error_message().find("this coordinator has none (mapd --checkpoint-dir)"), std::string::npos) << st.error_message();
+  // Batch norms: sync or local, groups only with local.
+  v1::JobSpec bn = Spec();
+  bn.set_batch_norm("ghost");
+  st = submit(bn, &out);
+  EXPECT_EQ(st.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << st.error_message();
+  EXPECT_NE(st.error_message().find("batch_norm 'ghost' is not sync or local"), std::string::npos) << st.error_message();
+  bn.set_batch_norm("sync");
+  bn.set_batch_norm_groups(2);
+  EXPECT_NE(submit(bn, &out).error_message().find("batch_norm_groups is 2; give it with batch_norm local"), std::string::npos);
   // Only the good job is queued.
   EXPECT_EQ(server->jobs().List().size(), 1u);
 }
