@@ -5,6 +5,7 @@
 #include <CLI/CLI.hpp>
 
 #include "common/allocator.h"
+#include "common/training_limits.h"
 #include "common/version.h"
 #include "client/mapctl/commands.h"
 #include "client/mapctl/suggest.h"
@@ -24,7 +25,7 @@ void AddEvalOptions(CLI::App* cmd, std::string& data, int64_t& every, int64_t& b
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
   cmd->add_option("--eval-batches", batches, "Batches per evaluation (each evaluation draws the same)")
-      ->check(CLI::Range(int64_t{1}, mapd::LocalTrainingOptions::kMaxEvalBatches))
+      ->check(CLI::Range(int64_t{1}, mapd::kMaxEvalBatches))
       ->capture_default_str();
 }
 

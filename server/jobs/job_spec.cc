@@ -11,13 +11,13 @@
 #include "absl/strings/str_split.h"
 #include "common/data_spec.h"
 #include "common/lr_schedule.h"
+#include "common/training_limits.h"
 #include "planner/profile/device_profile.h"
 
 namespace mapd {
 
 namespace {
 
-constexpr int64_t kMaxEvalBatches = 100000;  // as mapctl run's --eval-batches
 
 // text:FILE, tokens:FILE and npy:INPUTS[,TARGETS] name files under the workers' --data-root:
 // relative, without '..' and bounded (ParseDataSpec), so that a job cannot read what the

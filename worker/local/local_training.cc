@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "absl/strings/str_cat.h"
+#include "common/training_limits.h"
 #include "common/data_spec.h"
 #include "common/status_macros.h"
 #include "worker/runtime/seed.h"

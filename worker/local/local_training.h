@@ -36,9 +36,8 @@ struct LocalTrainingOptions {
   std::string eval_data;
   std::string eval_data_path;
   int64_t eval_every = 0;
-  int64_t eval_batches = 1;
+  int64_t eval_batches = 1;  // 1 .. kMaxEvalBatches (common/training_limits.h)
 
-  static constexpr int64_t kMaxEvalBatches = 100000;
   absl::Status Validate() const;
 };
 
