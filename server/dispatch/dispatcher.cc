@@ -306,27 +306,54 @@ std::string Dispatcher::Where(const ActiveJob& job) {
 
 std::string Dispatcher::JobCheckpointDir(int64_t id) const { return absl::StrCat(options_.checkpoint_dir, "/job-", id); }
 
+absl::StatusOr<RunnablePlan> Dispatcher::PlanSmallerStart(const v1::JobSpec& spec, int devices) const {
+  ElasticPlans plans;
+  for (int n = devices; n >= BoundsOf(spec).min_devices; --n) {
+    auto plan = PlanForDevices(plan_, spec, n);
+    if (plan.ok() || plan.status().code() != absl::StatusCode::kFailedPrecondition) return plan;
+    plans.Refused(n, std::string(plan.status().message()));
+  }
+  return absl::FailedPreconditionError(plans.Choose(BoundsOf(spec).min_devices, devices).why);
+}
+
 bool Dispatcher::TryStart(const v1::Job& job) {
   const v1::JobSpec& spec = job.spec();
+  const int64_t id = job.id();
+  int devices = spec.ranks();
   {
     absl::MutexLock lock(&mu_);
     const int free = Count(FreeDevicesLocked(JobDeviceKind(spec), spec.memory_per_device()));
-    if (free < spec.ranks()) {
-      if (told_waiting_.insert(job.id()).second) {
-        Defer([this, id = job.id(), why = WaitingMessage(spec, spec.ranks(), free)] { (void)jobs_->Note(id, why); });
+    // An elastic job starts on the devices free, at least its min_devices, rather than wait (it
+    // grows at its checkpoints) — unless no plan fitted so few before.
+    const bool smaller = spec.has_elastic() && free >= BoundsOf(spec).min_devices && !small_start_refused_.count(id);
+    if (free < spec.ranks() && !smaller) {
+      if (told_waiting_.insert(id).second) {
+        Defer([this, id, why = WaitingMessage(spec, spec.ranks(), free)] { (void)jobs_->Note(id, why); });
       }
       return false;
     }
+    devices = std::min(free, spec.ranks());
   }
-  if (!jobs_->Transition(job.id(), v1::PLANNING, absl::StrCat("planning for ", spec.ranks(), " rank(s)")).ok()) return true;  // cancelled
-  auto plan = plan_(spec);
+  const bool fewer = devices < spec.ranks();
+  const std::string elastic_start = fewer ? absl::StrCat(" of its ", spec.ranks(), " (elastic: it grows at its checkpoints)") : "";
+  if (!jobs_->Transition(id, v1::PLANNING, absl::StrCat("planning for ", devices, " rank(s)", elastic_start)).ok()) return true;  // cancelled
+  auto plan = fewer ? PlanSmallerStart(spec, devices) : plan_(spec);
+  if (!plan.ok() && fewer && plan.status().code() == absl::StatusCode::kFailedPrecondition) {
+    // Nothing fits the devices free now: the job waits for all it asks for.
+    absl::MutexLock lock(&mu_);
+    small_start_refused_.insert(id);
+    Defer([this, id, why = absl::StrCat("back in the queue: ", plan.status().message(), "; waiting for ", spec.ranks(), " devices")] {
+      (void)jobs_->Transition(id, v1::PENDING, why);
+    });
+    return false;
+  }
   if (!plan.ok()) {
-    MarkFailed(jobs_, job.id(), absl::StrCat(absl::StatusCodeToString(plan.status().code()), ": ", plan.status().message()));
+    MarkFailed(jobs_, id, absl::StrCat(absl::StatusCodeToString(plan.status().code()), ": ", plan.status().message()));
     return true;
   }
   absl::MutexLock lock(&mu_);
-  const int64_t id = job.id();
   told_waiting_.erase(id);
+  small_start_refused_.erase(id);
   ActiveJob active;
   active.spec = spec;
   active.plan = std::make_shared<const RunnablePlan>(*std::move(plan));
@@ -342,9 +369,10 @@ bool Dispatcher::TryStart(const v1::Job& job) {
   }
   const int64_t peak = active.plan->predicted_peak_bytes;
   const std::string summary = active.plan->summary;
-  const std::string message = absl::StrCat("running on ", Where(active), "; plan: ", summary, "; ", FormatBytes(peak), " per rank predicted");
+  const std::string message = absl::StrCat("running on ", Where(active), "; plan: ", summary, "; ", FormatBytes(peak), " per rank predicted",
+                                           fewer ? absl::StrCat("; ", devices, elastic_start) : "");
   // Cancelled while planning: the transition fails, and Watch stops the job as any cancelled one.
-  Defer([this, id, message, summary, peak, devices = spec.ranks()] {
+  Defer([this, id, message, summary, peak, devices] {
     StopIfUnrecorded(id, jobs_->Transition(id, v1::RUNNING, message, [&](v1::Job& j) {
       j.set_plan_summary(summary);
       j.set_predicted_peak_bytes(peak);
@@ -606,9 +634,11 @@ void Dispatcher::Watch() {
       if (may_resume && job.parts_ended()) TryResumeLocked(id, job);
     }
     WantGrowthPlansLocked();
-    for (auto it = told_waiting_.begin(); it != told_waiting_.end();) {
-      auto j = jobs_->Get(*it);
-      it = (!j.ok() || j->state() != v1::PENDING) ? told_waiting_.erase(it) : std::next(it);
+    for (std::set<int64_t>* pending : {&told_waiting_, &small_start_refused_}) {
+      for (auto it = pending->begin(); it != pending->end();) {
+        auto j = jobs_->Get(*it);
+        it = (!j.ok() || j->state() != v1::PENDING) ? pending->erase(it) : std::next(it);
+      }
     }
   }
   RunEffects();

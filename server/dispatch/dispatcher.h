@@ -27,11 +27,13 @@
 // committed there, the job goes RESTARTING — its other ranks are stopped, and once they have
 // ended it is placed again with the same plan and world size (on any free devices of its kind)
 // and resumes from that step (RUNNING again); otherwise, or after `max_restarts`, it FAILS.
-// An elastic job (JobSpec.elastic; elastic.h) waits `elastic_grace_seconds` for as many devices,
-// then goes on with those left (at least its min_devices): planned for them (StartPending plans
-// the counts it lacks, outside the lock) and resumed from the step resharded. At each checkpoint
-// committed later, while no job is PENDING, it grows into free devices (up to max_devices): its
-// ranks are stopped (RESTARTING, no restart counted) and it resumes on more.
+// An elastic job (JobSpec.elastic; elastic.h) starts on the devices free when fewer than it asks
+// for (at least its min_devices, if a plan fits them). After a lost worker it waits
+// `elastic_grace_seconds` for as many devices, then goes on with those left (at least its
+// min_devices): planned for them (StartPending plans the counts it lacks, outside the lock) and
+// resumed from the step resharded. At each checkpoint committed later, while no job is PENDING,
+// it grows into free devices (up to max_devices): its ranks are stopped (RESTARTING, no restart
+// counted) and it resumes on more.
 //
 // After a coordinator restart (the first round): jobs that were PLANNING go back to the queue.
 // Jobs that were RUNNING or RESTARTING resume like a lost worker's job when a step of theirs is
@@ -191,8 +193,12 @@ class Dispatcher {
   void RunEffects() ABSL_LOCKS_EXCLUDED(mu_, effects_mu_);
   // The job's one phase change (above); a move the diagram has not is a bug in the dispatcher.
   void MoveLocked(int64_t id, ActiveJob& job, Phase to) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Starts `job` if devices allow; false when it must wait.
+  // Starts `job` if devices allow (an elastic job on fewer, at least its min_devices); false when
+  // it must wait.
   bool TryStart(const v1::Job& job);
+  // An elastic job's plan for the most of `devices` (down to its min_devices) that a plan fits;
+  // FAILED_PRECONDITION saying why none does.
+  absl::StatusOr<RunnablePlan> PlanSmallerStart(const v1::JobSpec& spec, int devices) const;
   // The first failure of a running job: FAILED with `why`, the other parts stopped.
   void FailLocked(int64_t id, ActiveJob& job, const std::string& why) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // After the move to RUNNING: when the store refused it, stops the job's ranks and fails it.
@@ -244,6 +250,8 @@ class Dispatcher {
   std::vector<std::function<void()>> effects_ ABSL_GUARDED_BY(mu_);
   std::map<int64_t, ActiveJob> active_ ABSL_GUARDED_BY(mu_);
   std::set<int64_t> told_waiting_ ABSL_GUARDED_BY(mu_);  // pending jobs whose wait has an event
+  // Pending elastic jobs no plan fitted on fewer devices than they ask for: they wait for all.
+  std::set<int64_t> small_start_refused_ ABSL_GUARDED_BY(mu_);
   std::atomic<bool> orphans_checked_{false};  // set by Watch once it has recovered them
   double recover_after_ ABSL_GUARDED_BY(mu_) = 0;  // when recovered jobs may be placed (unix seconds)
 };

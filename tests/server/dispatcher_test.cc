@@ -918,3 +918,64 @@ TEST_F(ElasticDispatcherTest, WaitsSayingWhyWhenTooFewDevicesAreLeftOrNoPlanFits
 
 }  // namespace
 }  // namespace mapd
+
+namespace mapd {
+namespace {
+
+TEST_F(DispatcherTest, AnElasticJobStartsOnTheDevicesFreeAndGrowsAtACheckpoint) {
+  UseCheckpointDir("dispatcher_elastic_start", /*max_restarts=*/3, /*elastic_grace_seconds=*/10);
+  const std::string w1 = AddWorker(2);
+  v1::JobSpec spec = Spec(4, /*steps=*/100);
+  spec.set_checkpoint_every(5);
+  spec.mutable_elastic()->set_min_devices(2);
+  spec.mutable_elastic()->set_max_devices(4);
+  ASSERT_TRUE(jobs_->Submit(spec).ok());
+  ASSERT_TRUE(jobs_->Submit(Spec(4)).ok());  // not elastic: it waits for 4
+  dispatcher_->Tick();
+  ASSERT_EQ(State(1), v1::RUNNING);
+  EXPECT_EQ(Messages(1).back(), "running on " + w1 + " (rank 0-1); plan: mesh 2; 1003 B per rank predicted; 2 of its 4 (elastic: it grows "
+                                "at its checkpoints)");
+  EXPECT_EQ(jobs_->Get(1)->devices(), 2);
+  EXPECT_EQ(State(2), v1::PENDING);
+  ASSERT_TRUE(jobs_->Cancel(2).ok());
+  const std::string w2 = AddWorker(2);
+  dispatcher_->Tick();  // plans for the 4 devices it could grow into
+  ReportCheckpoint({w1}, 1, 5);
+  ASSERT_EQ(State(1), v1::RESTARTING);
+  EXPECT_EQ(Messages(1).back(), "growing from 2 to 4 devices at the checkpoint of step 5: 2 more free");
+  ASSERT_TRUE(Finish(w1, 1, 1, "cancelled").ok());
+  dispatcher_->Tick();
+  ASSERT_EQ(State(1), v1::RUNNING);
+  EXPECT_EQ(Messages(1).back(), "resumed on 4 of 4 devices from the checkpoint of step 5 (2 before): plan mesh 4; on " + w1 + " (rank 0-1), " +
+                                    w2 + " (rank 2-3)");
+  EXPECT_EQ(jobs_->Get(1)->restarts(), 0);
+  EXPECT_EQ(jobs_->Get(1)->attempt(), 1);
+}
+
+TEST_F(DispatcherTest, AnElasticJobThatFitsNoFewerDevicesWaitsForAll) {
+  PlanJobFn four_only = [](const v1::JobSpec& s) -> absl::StatusOr<RunnablePlan> {
+    if (s.ranks() < 4) return absl::FailedPreconditionError("no plan fits 1.00 GiB per device");
+    return FakePlan(s);
+  };
+  UseCheckpointDir("dispatcher_elastic_start_wait", /*max_restarts=*/3, /*elastic_grace_seconds=*/10, four_only);
+  AddWorker(2);
+  v1::JobSpec spec = Spec(4, /*steps=*/100);
+  spec.set_checkpoint_every(5);
+  spec.mutable_elastic()->set_min_devices(2);
+  ASSERT_TRUE(jobs_->Submit(spec).ok());
+  dispatcher_->Tick();
+  EXPECT_EQ(State(1), v1::PENDING);
+  EXPECT_EQ(Messages(1).back(),
+            "back in the queue: no plan fits 2 device(s) (2 device(s): no plan fits 1.00 GiB per device); waiting for 4 devices");
+  const size_t events = Messages(1).size();
+  dispatcher_->Tick();  // not planned again for fewer
+  EXPECT_EQ(Messages(1).size(), events + 1);
+  EXPECT_EQ(Messages(1).back(), "waiting for 4 free cpu device(s); 2 free on ALIVE workers now");
+  AddWorker(2);
+  dispatcher_->Tick();
+  EXPECT_EQ(State(1), v1::RUNNING);
+  EXPECT_EQ(jobs_->Get(1)->devices(), 4);
+}
+
+}  // namespace
+}  // namespace mapd
