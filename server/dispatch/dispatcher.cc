@@ -391,7 +391,9 @@ void Dispatcher::TellWaitLocked(int64_t id, ActiveJob& job, const std::string& k
 
 void Dispatcher::TryResumeLocked(int64_t id, ActiveJob& job) {
   const int64_t from = job.checkpoints.committed();
-  const int before = job.plan->world();
+  // The devices it ran on (after a coordinator restart: its checkpoint's world, not the plan
+  // found for `ranks`).
+  const int before = job.devices_before > 0 ? job.devices_before : job.plan->world();
   if (job.spec.has_elastic() && !ChooseElasticPlanLocked(id, job)) return;
   if (auto st = PlaceLocked(id, job, from); !st.ok()) {  // (parts unchanged: they have all ended)
     TellWaitLocked(id, job, "devices", absl::StrCat(st.message(), " (to resume from step ", from, ")"));

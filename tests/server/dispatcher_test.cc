@@ -979,3 +979,40 @@ TEST_F(DispatcherTest, AnElasticJobThatFitsNoFewerDevicesWaitsForAll) {
 
 }  // namespace
 }  // namespace mapd
+
+namespace mapd {
+namespace {
+
+TEST_F(ElasticDispatcherTest, ARestartedCoordinatorResumesAShrunkJobOnTheDevicesItHas) {
+  StartAndLoseAWorker(/*grace=*/0);
+  Pass(0);
+  ASSERT_EQ(State(1), v1::RUNNING);  // on 2 devices
+  ReportCheckpoint({w1_}, 1, 10, /*attempt=*/1);
+  ASSERT_EQ(ReadLatestCheckpoint(checkpoint_dir_ + "/job-1")->ranks(), 2);
+  // A new coordinator on the same jobs; w1 registers with it, still running the job's ranks.
+  DispatchOptions o;
+  o.checkpoint_dir = checkpoint_dir_;
+  o.elastic_grace_seconds = 0;
+  dispatcher_ = std::make_unique<Dispatcher>(jobs_.get(), workers_.get(), o, FakePlan);
+  dispatcher_->Tick();
+  ASSERT_EQ(State(1), v1::RESTARTING);
+  EXPECT_NE(Messages(1).back().find("planned anew as mesh 4, so the checkpoint is resharded into it"), std::string::npos)
+      << Messages(1).back();
+  EXPECT_EQ(Beat(w1_, {1}).cancel_job_ids_size(), 1);
+  clock_.Advance(5);
+  Pass(0);
+  Beat(w1_, {});  // its earlier ranks have stopped
+  Pass(0);
+  ASSERT_EQ(State(1), v1::RUNNING);
+  EXPECT_EQ(Messages(1).back(), "resumed on 2 of 4 devices from the checkpoint of step 10: plan mesh 2; on " + w1_ + " (rank 0-1)");
+  const v1::Job job = *jobs_->Get(1);
+  EXPECT_EQ(job.restarts(), 2);
+  EXPECT_EQ(job.attempt(), 2);
+  const v1::HeartbeatResponse hb = Beat(w1_);
+  ASSERT_EQ(hb.assignments_size(), 1);
+  EXPECT_EQ(hb.assignments(0).resume_step(), 10);
+  EXPECT_FALSE(hb.assignments(0).resume_resharded());  // written under the plan for 2 it resumes with
+}
+
+}  // namespace
+}  // namespace mapd
