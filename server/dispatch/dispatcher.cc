@@ -19,6 +19,11 @@ namespace mapd {
 
 namespace {
 
+// Device counts an elastic job is planned for in one round of the planning thread: a job whose
+// plans do not fit many counts (a client's min_devices 1 on thousands of devices) goes on being
+// planned in later rounds, after the other jobs' starts, rather than hold the thread for each.
+constexpr int kElasticPlansPerRound = 4;
+
 // The most rank steps one report may carry (workers send theirs at least every 256, job_runner.cc).
 constexpr int kMaxStepsPerReport = 4096;
 // And evaluations (one per eval_every steps at most; a worker sends each as it comes).
@@ -307,13 +312,15 @@ std::string Dispatcher::Where(const ActiveJob& job) {
 std::string Dispatcher::JobCheckpointDir(int64_t id) const { return absl::StrCat(options_.checkpoint_dir, "/job-", id); }
 
 absl::StatusOr<RunnablePlan> Dispatcher::PlanSmallerStart(const v1::JobSpec& spec, int devices) const {
+  // The few largest counts (kElasticPlansPerRound): a job that fits none of them waits for all.
+  const int lo = std::max(BoundsOf(spec).min_devices, devices - kElasticPlansPerRound + 1);
   ElasticPlans plans;
-  for (int n = devices; n >= BoundsOf(spec).min_devices; --n) {
+  for (int n = devices; n >= lo; --n) {
     auto plan = PlanForDevices(plan_, spec, n);
     if (plan.ok() || plan.status().code() != absl::StatusCode::kFailedPrecondition) return plan;
     plans.Refused(n, std::string(plan.status().message()));
   }
-  return absl::FailedPreconditionError(plans.Choose(BoundsOf(spec).min_devices, devices).why);
+  return absl::FailedPreconditionError(plans.Choose(lo, devices).why);
 }
 
 bool Dispatcher::TryStart(const v1::Job& job) {
@@ -508,8 +515,9 @@ void Dispatcher::PlanElasticCounts() {
     }
   }
   for (const Wanted& w : wanted) {
-    // Largest first, down to the first count a plan fits: the dispatcher takes the largest.
-    for (int n = w.from; n >= w.to; --n) {
+    // Largest first, down to the first count a plan fits: the dispatcher takes the largest (the
+    // counts below, if none of these fits, in a later round: Choose asks for them).
+    for (int n = w.from; n >= w.to && n > w.from - kElasticPlansPerRound; --n) {
       auto plan = PlanForDevices(plan_, w.spec, n);
       absl::MutexLock lock(&mu_);
       auto it = active_.find(w.id);

@@ -196,8 +196,8 @@ class Dispatcher {
   // Starts `job` if devices allow (an elastic job on fewer, at least its min_devices); false when
   // it must wait.
   bool TryStart(const v1::Job& job);
-  // An elastic job's plan for the most of `devices` (down to its min_devices) that a plan fits;
-  // FAILED_PRECONDITION saying why none does.
+  // An elastic job's plan for the most of `devices` (down to its min_devices, at most
+  // kElasticPlansPerRound counts) that a plan fits; FAILED_PRECONDITION saying why none does.
   absl::StatusOr<RunnablePlan> PlanSmallerStart(const v1::JobSpec& spec, int devices) const;
   // The first failure of a running job: FAILED with `why`, the other parts stopped.
   void FailLocked(int64_t id, ActiveJob& job, const std::string& why) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

@@ -1016,3 +1016,45 @@ TEST_F(ElasticDispatcherTest, ARestartedCoordinatorResumesAShrunkJobOnTheDevices
 
 }  // namespace
 }  // namespace mapd
+
+namespace mapd {
+namespace {
+
+TEST_F(DispatcherTest, AnElasticJobIsPlannedForAFewDeviceCountsARound) {
+  // Only 8 devices or 1 fit: after losing one device of 8 it is planned for 7, 6, 5, 4 in one
+  // round of the planning thread, for 3, 2, 1 in the next, and resumes on 1.
+  std::vector<int> asked;
+  PlanJobFn one_or_eight = [&](const v1::JobSpec& s) -> absl::StatusOr<RunnablePlan> {
+    if (s.micro_batches() != "auto") asked.push_back(s.ranks());  // (a count that fails is asked again with auto)
+    if (s.ranks() != 1 && s.ranks() != 8) return absl::FailedPreconditionError("no plan fits");
+    return FakePlan(s);
+  };
+  UseCheckpointDir("dispatcher_elastic_rounds", /*max_restarts=*/3, /*elastic_grace_seconds=*/0, one_or_eight);
+  const std::string w1 = AddWorker(7), w2 = AddWorker(1);
+  v1::JobSpec spec = Spec(8, /*steps=*/100);
+  spec.set_checkpoint_every(5);
+  spec.mutable_elastic()->set_min_devices(1);
+  ASSERT_TRUE(jobs_->Submit(spec).ok());
+  dispatcher_->Tick();
+  ASSERT_EQ(State(1), v1::RUNNING);
+  ReportCheckpoint({w1, w2}, 1, 5);
+  clock_.Advance(4);
+  Beat(w1, {1});
+  clock_.Advance(2);
+  workers_->ExpireLeases();
+  dispatcher_->Tick();
+  ASSERT_EQ(State(1), v1::RESTARTING);
+  ASSERT_TRUE(Finish(w1, 1, 1, "cancelled").ok());
+  asked.clear();
+  Beat(w1);
+  dispatcher_->Tick();
+  EXPECT_EQ(asked, (std::vector<int>{7, 6, 5, 4}));
+  dispatcher_->Tick();
+  EXPECT_EQ(asked, (std::vector<int>{7, 6, 5, 4, 3, 2, 1}));
+  dispatcher_->Tick();
+  ASSERT_EQ(State(1), v1::RUNNING);
+  EXPECT_EQ(Messages(1).back(), "resumed on 1 of 8 devices from the checkpoint of step 5 (8 before): plan mesh 1; on " + w1 + " (rank 0)");
+}
+
+}  // namespace
+}  // namespace mapd
