@@ -329,7 +329,7 @@ bool Dispatcher::TryStart(const v1::Job& job) {
   int devices = spec.ranks();
   {
     absl::MutexLock lock(&mu_);
-    const int free = Count(FreeDevicesLocked(JobDeviceKind(spec), spec.memory_per_device()));
+    const int free = FreeForLocked(spec);
     // An elastic job starts on the devices free, at least its min_devices, rather than wait (it
     // grows at its checkpoints) — unless no plan fitted so few before.
     const bool smaller = spec.has_elastic() && free >= BoundsOf(spec).min_devices && !small_start_refused_.count(id);
@@ -430,7 +430,7 @@ void Dispatcher::TryResumeLocked(int64_t id, ActiveJob& job) {
 
 bool Dispatcher::ChooseElasticPlanLocked(int64_t id, ActiveJob& job) {
   const DeviceBounds bounds = BoundsOf(job.spec);
-  const int free = Count(FreeDevicesLocked(JobDeviceKind(job.spec), job.spec.memory_per_device()));
+  const int free = FreeForLocked(job.spec);
   const double now = workers_->NowUnixSeconds();
   const bool in_grace = now < job.resize_after && job.devices_before > bounds.min_devices;
   const int lo = in_grace ? job.devices_before : bounds.min_devices;
@@ -469,8 +469,8 @@ bool Dispatcher::ChooseElasticPlanLocked(int64_t id, ActiveJob& job) {
 void Dispatcher::MaybeGrowLocked(int64_t id, ActiveJob& job, int64_t step) {
   if (!job.spec.has_elastic() || job.phase != Phase::kRunning) return;
   const int world = job.plan->world();
-  const int free = Count(FreeDevicesLocked(JobDeviceKind(job.spec), job.spec.memory_per_device()));
-  const int hi = std::min(BoundsOf(job.spec).max_devices, world + free);
+  const int free = FreeForLocked(job.spec);
+  const int hi = GrowthCeilingLocked(job, free);
   // Devices a queued job waits for are not grown into.
   if (hi <= world || jobs_->NextPending().has_value()) return;
   const ElasticPlans::Choice choice = job.plans.Choose(world + 1, hi);
@@ -484,13 +484,20 @@ void Dispatcher::MaybeGrowLocked(int64_t id, ActiveJob& job, int64_t step) {
                                           ": ", free, " more free")] { (void)jobs_->Transition(id, v1::RESTARTING, message); });
 }
 
+int Dispatcher::FreeForLocked(const v1::JobSpec& spec) const {
+  return Count(FreeDevicesLocked(JobDeviceKind(spec), spec.memory_per_device()));
+}
+
+int Dispatcher::GrowthCeilingLocked(const ActiveJob& job, int free) const {
+  return std::min(BoundsOf(job.spec).max_devices, job.plan->world() + free);
+}
+
 void Dispatcher::WantGrowthPlansLocked() {
   std::optional<bool> queued;  // a job is PENDING (asked once, and only when some job could grow)
   for (auto& [id, job] : active_) {
     if (!job.spec.has_elastic() || job.phase != Phase::kRunning) continue;
     const int world = job.plan->world();
-    const int hi = std::min(BoundsOf(job.spec).max_devices,
-                            world + Count(FreeDevicesLocked(JobDeviceKind(job.spec), job.spec.memory_per_device())));
+    const int hi = GrowthCeilingLocked(job, FreeForLocked(job.spec));
     if (hi <= world) continue;
     if (!queued.has_value()) queued = jobs_->NextPending().has_value();
     if (*queued) return;

@@ -218,6 +218,10 @@ class Dispatcher {
   // At a committed checkpoint of a running elastic job: RESTARTING to grow into free devices
   // when a plan for more is at hand and no job is PENDING.
   void MaybeGrowLocked(int64_t id, ActiveJob& job, int64_t step) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Free devices a job of `spec` could run on: of its kind, with its budget each.
+  int FreeForLocked(const v1::JobSpec& spec) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The most devices an elastic job could run on with `free` more, within its max_devices.
+  int GrowthCeilingLocked(const ActiveJob& job, int free) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Asks StartPending for plans of running elastic jobs for the devices they could grow into.
   void WantGrowthPlansLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Plans the device counts elastic jobs asked for (outside the lock; StartPending's thread).

@@ -126,6 +126,15 @@ class DispatcherTest : public ::testing::Test {
       ASSERT_TRUE(dispatcher_->OnReport(r).ok());
     }
   }
+  // Time passes with only `alive` heartbeating (running `job`) until the other workers' leases
+  // run out; then a round.
+  void LoseAllBut(const std::string& alive, int64_t job) {
+    clock_.Advance(4);
+    Beat(alive, {job});
+    clock_.Advance(2);
+    workers_->ExpireLeases();
+    dispatcher_->Tick();
+  }
   v1::JobState State(int64_t id) { return jobs_->Get(id)->state(); }
   std::vector<std::string> Messages(int64_t id) {
     std::vector<std::string> out;
@@ -802,11 +811,7 @@ class ElasticDispatcherTest : public DispatcherTest {
     dispatcher_->Tick();
     ASSERT_EQ(State(1), v1::RUNNING);
     ReportCheckpoint({w1_, w2_}, 1, 5);
-    clock_.Advance(4);
-    Beat(w1_, {1});
-    clock_.Advance(2);
-    workers_->ExpireLeases();
-    dispatcher_->Tick();
+    LoseAllBut(w1_, 1);
     ASSERT_EQ(State(1), v1::RESTARTING);
     ASSERT_TRUE(Finish(w1_, 1, 1, "cancelled").ok());
   }
@@ -1038,11 +1043,7 @@ TEST_F(DispatcherTest, AnElasticJobIsPlannedForAFewDeviceCountsARound) {
   dispatcher_->Tick();
   ASSERT_EQ(State(1), v1::RUNNING);
   ReportCheckpoint({w1, w2}, 1, 5);
-  clock_.Advance(4);
-  Beat(w1, {1});
-  clock_.Advance(2);
-  workers_->ExpireLeases();
-  dispatcher_->Tick();
+  LoseAllBut(w1, 1);
   ASSERT_EQ(State(1), v1::RESTARTING);
   ASSERT_TRUE(Finish(w1, 1, 1, "cancelled").ok());
   asked.clear();
