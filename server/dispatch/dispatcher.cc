@@ -472,7 +472,7 @@ void Dispatcher::MaybeGrowLocked(int64_t id, ActiveJob& job, int64_t step) {
   const int free = FreeForLocked(job.spec);
   const int hi = GrowthCeilingLocked(job, free);
   // Devices a queued job waits for are not grown into.
-  if (hi <= world || jobs_->NextPending().has_value()) return;
+  if (hi <= world || jobs_->HasPending()) return;
   const ElasticPlans::Choice choice = job.plans.Choose(world + 1, hi);
   if (choice.plan == nullptr) return;  // (WantGrowthPlansLocked asks for the plans)
   MoveLocked(id, job, Phase::kRestarting);
@@ -499,7 +499,7 @@ void Dispatcher::WantGrowthPlansLocked() {
     const int world = job.plan->world();
     const int hi = GrowthCeilingLocked(job, FreeForLocked(job.spec));
     if (hi <= world) continue;
-    if (!queued.has_value()) queued = jobs_->NextPending().has_value();
+    if (!queued.has_value()) queued = jobs_->HasPending();
     if (*queued) return;
     const ElasticPlans::Choice choice = job.plans.Choose(world + 1, hi);
     if (choice.plan_from > 0) job.plan_from = choice.plan_from, job.plan_to = choice.plan_to;

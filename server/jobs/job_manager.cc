@@ -195,6 +195,14 @@ absl::StatusOr<std::vector<v1::JobEvent>> JobManager::Events(int64_t id, int64_t
   return store_->LoadEvents(id, after_seq);
 }
 
+bool JobManager::HasPending() const {
+  absl::MutexLock lock(&mu_);
+  for (const auto& [id, job] : jobs_) {
+    if (job.state() == v1::PENDING) return true;
+  }
+  return false;
+}
+
 std::optional<v1::Job> JobManager::NextPending() const {
   absl::MutexLock lock(&mu_);
   for (const auto& [id, job] : jobs_) {

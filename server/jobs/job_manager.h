@@ -91,6 +91,8 @@ class JobManager {
   absl::StatusOr<int> PruneFinished(const RetentionOptions& retention);
   // The oldest PENDING job, if any.
   std::optional<v1::Job> NextPending() const;
+  // Whether a job is PENDING (without copying one: a job may carry a graph of megabytes).
+  bool HasPending() const;
   // Every PENDING job, oldest first.
   std::vector<v1::Job> Pending() const;
 

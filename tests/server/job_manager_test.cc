@@ -31,6 +31,7 @@ TEST(JobManager, SubmitValidatesAndQueues) {
   FakeClock clock;
   auto m = JobManager::Create(store.get(), &clock);
   ASSERT_TRUE(m.ok()) << m.status();
+  EXPECT_FALSE((*m)->HasPending());
   auto job = (*m)->Submit(Spec());
   ASSERT_TRUE(job.ok()) << job.status();
   EXPECT_EQ(job->id(), 1);
@@ -41,6 +42,7 @@ TEST(JobManager, SubmitValidatesAndQueues) {
   EXPECT_EQ(job->spec().pipeline_stages(), "1");
   EXPECT_EQ(job->spec().name(), Spec().model());
   EXPECT_EQ((*m)->NextPending()->id(), 1);
+  EXPECT_TRUE((*m)->HasPending());
   // Bad specs: INVALID_ARGUMENT naming the field; nothing queued.
   struct Case {
     std::function<void(v1::JobSpec&)> edit;
