@@ -258,7 +258,7 @@ int64_t SubmitPendingJob(int port) {
   mapd::v1::SubmitJobRequest req;
   req.mutable_spec()->set_name("load-bench");
   req.mutable_spec()->set_model("mlp:in=16,hidden=16,layers=1,out=4,batch=4");
-  req.mutable_spec()->set_steps(10);
+  req.mutable_spec()->mutable_training()->set_steps(10);
   req.mutable_spec()->set_ranks(1);
   req.mutable_spec()->set_device("cuda");
   mapd::v1::Job job;

@@ -38,7 +38,7 @@ int main() {
       if (!r.ok()) ++failures;
     }
     mapd::LocalTrainingOptions m;
-    m.steps = 3;
+    m.training.set_steps(3);
     auto measured = mapd::MeasureTraining(graph->proto(), m);
     if (!measured.ok()) {
       std::printf("%s: %s\n", spec, std::string(measured.status().message()).c_str());

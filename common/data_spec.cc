@@ -18,6 +18,8 @@ absl::Status Bad(absl::string_view spec, absl::string_view why) {
 
 }  // namespace
 
+std::string DataSpec::ToString() const { return files.empty() ? kind : absl::StrCat(kind, ":", JoinedFiles()); }
+
 std::string DataSpec::JoinedFiles() const { return absl::StrJoin(files, ","); }
 
 std::vector<std::string> SplitDataFiles(absl::string_view kind, absl::string_view joined) {

@@ -17,8 +17,10 @@ struct DataSpec {
   std::string kind;                // synthetic, text, tokens or npy
   std::vector<std::string> files;  // none (synthetic), one (text, tokens), one or two (npy)
 
-  // The files as one string, ','-separated (RankJob.data_path, LocalTrainingOptions.data_path).
+  // The files as one string, ','-separated .
   std::string JoinedFiles() const;
+  // The spec as users write it and ParseDataSpec reads it: "synthetic", "text:FILE", "npy:A,B".
+  std::string ToString() const;
 };
 
 // INVALID_ARGUMENT naming the spec for an unknown kind, a missing or extra file, or an empty or

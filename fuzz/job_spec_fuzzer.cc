@@ -18,12 +18,12 @@ std::vector<std::string> JobSpecSeeds() {
   mapd::v1::JobSpec zoo;
   zoo.set_name("fuzz");
   zoo.set_model("gpt2:layers=1,hidden=32,heads=2,vocab=64,seq=8,batch=4");
-  zoo.set_steps(10);
+  zoo.mutable_training()->set_steps(10);
   zoo.set_ranks(4);
-  zoo.set_optimizer("adamw");
-  zoo.set_lr(1e-3);
-  zoo.set_data("text:corpus.txt");
-  zoo.set_checkpoint_every(5);
+  zoo.mutable_training()->set_optimizer("adamw");
+  zoo.mutable_training()->set_lr(1e-3);
+  zoo.mutable_training()->set_data("text:corpus.txt");
+  zoo.mutable_training()->set_checkpoint_every(5);
   seeds.push_back(zoo.SerializeAsString());
 
   mapd::v1::JobSpec pinned = zoo;
@@ -31,8 +31,8 @@ std::vector<std::string> JobSpecSeeds() {
   pinned.add_mesh(2);
   pinned.set_zero("2");
   pinned.set_recompute("all");
-  pinned.set_micro_batches("auto");
-  pinned.set_precision("bf16");
+  pinned.mutable_training()->set_micro_batches("auto");
+  pinned.mutable_training()->set_precision("bf16");
   pinned.set_device_type("h100-80g");
   pinned.set_memory_per_device(int64_t{1} << 30);
   seeds.push_back(pinned.SerializeAsString());
@@ -40,13 +40,13 @@ std::vector<std::string> JobSpecSeeds() {
   mapd::v1::JobSpec staged = zoo;
   staged.set_model("llama2-7b:layers=2,hidden=32,heads=4,kv_heads=2,ffn=64,vocab=64,seq=8,batch=4");
   staged.set_pipeline_stages("2");
-  staged.set_micro_batches("2");
-  staged.set_data("tokens:train.bin");
+  staged.mutable_training()->set_micro_batches("2");
+  staged.mutable_training()->set_data("tokens:train.bin");
   seeds.push_back(staged.SerializeAsString());
 
   for (const std::string& graph : mapd::fuzz::SmallZooGraphs()) {
     mapd::v1::JobSpec submitted;
-    submitted.set_steps(3);
+    submitted.mutable_training()->set_steps(3);
     submitted.set_ranks(2);
     submitted.mutable_graph()->ParseFromString(graph);
     seeds.push_back(submitted.SerializeAsString());

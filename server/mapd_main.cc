@@ -50,7 +50,7 @@ bool ApplyConfig(const std::string& file, CLI::App& app) {
       opt = app.get_option(flag);
     } catch (const CLI::OptionNotFound&) {
       std::cerr << "mapd: --config " << file << ": unknown setting '" << key
-                << "'; settings are listen, store, token_file, worker_token_file, tls_cert, tls_key, metrics_listen, lease_seconds, heartbeat_seconds, checkpoint_dir, max_restarts, elastic_grace_seconds, max_devices_per_worker, max_device_memory, max_workers, lost_worker_retention_seconds, max_watch_streams, max_watch_streams_per_client, max_threads, max_concurrent_plans, plan_wait_seconds, job_retention_seconds, max_finished_jobs, keep_checkpoints, max_ranks, max_steps, max_graph_nodes, max_name_chars, max_model_spec_chars, max_message_bytes, device_profile_dir [INVALID_ARGUMENT]\n";
+                << "'; settings are listen, store, token_file, worker_token_file, tls_cert, tls_key, metrics_listen, lease_seconds, heartbeat_seconds, checkpoint_dir, max_restarts, elastic_grace_seconds, max_devices_per_worker, max_device_memory, max_workers, lost_worker_retention_seconds, max_watch_streams, max_watch_streams_per_client, max_threads, max_concurrent_plans, plan_wait_seconds, admitted_plan_bytes, job_retention_seconds, max_finished_jobs, keep_checkpoints, max_ranks, max_steps, max_graph_nodes, max_name_chars, max_model_spec_chars, max_message_bytes, device_profile_dir [INVALID_ARGUMENT]\n";
       return false;
     }
     if (opt->count() > 0 || flag == "--config") continue;  // the command line wins
@@ -119,6 +119,10 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--plan-wait-seconds", o.plan_wait_seconds,
                  "How long a call waits for a place among the plan searches before RESOURCE_EXHAUSTED")
+      ->capture_default_str();
+  app.add_option("--admitted-plan-bytes", o.admitted_plan_bytes,
+                 "Memory the plans made at admission may take while their jobs wait (a job whose plan is dropped past it is "
+                 "planned again as it starts; 0: keep none)")
       ->capture_default_str();
   app.add_option("--job-retention-seconds", o.retention.finished_job_seconds,
                  "A finished job and its events are deleted this long after its last change (default 30 days)")

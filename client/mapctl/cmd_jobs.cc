@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <iostream>
+#include <memory>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -64,7 +65,8 @@ std::string Devices(const v1::Job& job) { return std::to_string(job.devices() > 
 absl::StatusOr<v1::JobSpec> SpecFromFlags(const SubmitArgs& a) {
   v1::JobSpec spec;
   spec.set_name(a.name);
-  spec.set_steps(a.steps);
+  // Data files are relative to the workers' --data-root, as given.
+  *spec.mutable_training() = a.training;
   spec.set_ranks(a.ranks);
   if (!a.mesh.empty()) {
     auto mesh = ParseMesh(a.mesh);
@@ -78,22 +80,9 @@ absl::StatusOr<v1::JobSpec> SpecFromFlags(const SubmitArgs& a) {
     if (!bytes.ok()) return bytes.status();
     spec.set_memory_per_device(*bytes);
   }
-  spec.set_optimizer(a.optimizer);
-  spec.set_lr(a.lr);
-  spec.set_lr_schedule(a.lr_schedule);
-  spec.set_warmup_steps(a.warmup_steps);
-  spec.set_min_lr(a.min_lr);
-  spec.set_data(a.data);  // text:FILE / tokens:FILE / npy:A[,B]: relative to the workers' --data-root, as given
-  spec.set_eval_data(a.eval_data);
-  spec.set_eval_every(a.eval_every);
-  spec.set_eval_batches(a.eval_batches);
   spec.set_zero(a.zero);
   spec.set_recompute(a.recompute);
-  spec.set_micro_batches(a.micro_batches);
   spec.set_pipeline_stages(a.pipeline_stages);
-  spec.set_precision(a.precision);
-  spec.set_checkpoint_every(a.checkpoint_every);
-  spec.set_seed(a.seed);
   spec.set_batch_norm(a.batch_norm);
   if (!a.elastic.empty()) {
     auto bounds = ParseElastic(a.elastic);
@@ -105,17 +94,33 @@ absl::StatusOr<v1::JobSpec> SpecFromFlags(const SubmitArgs& a) {
 
 // The file's fields over the flags' defaults, and the flags given on the command line over the
 // file (as `mapd --config`: what is typed wins).
-void OverlayFile(const JobFile& file, const std::set<std::string>& given, v1::JobSpec& spec, SubmitArgs& a) {
-  v1::JobSpec from_file = file.spec;
-  const auto* d = v1::JobSpec::descriptor();
-  const auto* r = v1::JobSpec::GetReflection();
+// Of `into` and `from_file`, each field the file gives (in `file_fields`) and no flag typed (in
+// `given`) is taken from the file; the rest keeps `into`'s. Messages of the spec (training) are
+// overlaid field by field the same way.
+void OverlayFields(google::protobuf::Message& into, const google::protobuf::Message& file, const std::set<std::string>& file_fields,
+                   const std::set<std::string>& given) {
+  std::unique_ptr<google::protobuf::Message> from_file(file.New());
+  from_file->CopyFrom(file);
+  const auto* d = into.GetDescriptor();
+  const auto* r = into.GetReflection();
   for (int i = 0; i < d->field_count(); ++i) {
     const auto* f = d->field(i);
-    const bool take = file.fields.count(f->name()) != 0 && given.count(f->name()) == 0;
-    if (take) r->ClearField(&spec, f);
-    else r->ClearField(&from_file, f);
+    if (f->message_type() == v1::TrainingConfig::descriptor()) {
+      OverlayFields(*r->MutableMessage(&into, f), r->GetMessage(*from_file, f), file_fields, given);
+      r->ClearField(from_file.get(), f);
+      continue;
+    }
+    const bool take = file_fields.count(f->name()) != 0 && given.count(f->name()) == 0;
+    if (take) r->ClearField(&into, f);
+    else r->ClearField(from_file.get(), f);
   }
-  spec.MergeFrom(from_file);
+  into.MergeFrom(*from_file);
+}
+
+// The file's fields over the flags' defaults, and the flags given on the command line over the
+// file (as `mapd --config`: what is typed wins).
+void OverlayFile(const JobFile& file, const std::set<std::string>& given, v1::JobSpec& spec, SubmitArgs& a) {
+  OverlayFields(spec, file.spec, file.fields, given);
   if (!given.count("model")) a.model.model = file.model;
   if (!given.count("input") && file.fields.count("inputs")) a.model.inputs = file.inputs;
   if (!given.count("loss") && file.fields.count("loss")) a.loss = file.loss;
@@ -137,15 +142,18 @@ absl::StatusOr<std::vector<v1::Job>> ListAll(const Client& client) {
 }
 
 std::string TrainingLine(const v1::JobSpec& s) {
+  const v1::TrainingConfig& t = s.training();
   return absl::StrCat(
-      s.steps(), " steps on ", s.ranks(), " rank(s)", s.mesh_size() > 0 ? absl::StrCat(", mesh ", absl::StrJoin(s.mesh(), "x")) : "", ", ",
-      s.optimizer(), " lr ", s.lr(),
-      s.lr_schedule().empty() || s.lr_schedule() == "constant"
-          ? (s.warmup_steps() > 0 ? absl::StrCat(" after ", s.warmup_steps(), " warm-up steps") : "")
-          : absl::StrCat(" (", s.lr_schedule(), " to ", s.min_lr(), " after ", s.warmup_steps(), " warm-up steps)"),
-      ", data ", s.data(),
-      s.eval_every() > 0 ? absl::StrCat(", evaluated every ", s.eval_every(), " steps on ", s.eval_batches(), " batch(es) of ",
-                                        s.eval_data().empty() ? "the training data" : s.eval_data())
+      t.steps(), " steps on ", s.ranks(), " rank(s)", s.mesh_size() > 0 ? absl::StrCat(", mesh ", absl::StrJoin(s.mesh(), "x")) : "", ", ",
+      t.optimizer(), " lr ", t.lr(),
+      t.lr_schedule().empty() || t.lr_schedule() == "constant"
+          ? (t.warmup_steps() > 0 ? absl::StrCat(" after ", t.warmup_steps(), " warm-up steps") : "")
+          : absl::StrCat(" (", t.lr_schedule(), " to ", t.min_lr(), " after ", t.warmup_steps(), " warm-up steps)"),
+      t.weight_decay() > 0 ? absl::StrCat(", weight decay ", t.weight_decay()) : "",
+      t.max_grad_norm() > 0 ? absl::StrCat(", gradients clipped to norm ", t.max_grad_norm()) : "",
+      ", data ", t.data(),
+      t.eval_every() > 0 ? absl::StrCat(", evaluated every ", t.eval_every(), " steps on ", t.eval_batches(), " batch(es) of ",
+                                        t.eval_data().empty() ? "the training data" : t.eval_data())
                          : "");
 }
 
@@ -161,7 +169,7 @@ void PrintJob(const v1::Job& job) {
                                                " (elastic: ", s.elastic().min_devices(), " to ", s.elastic().max_devices(), ")\n")
                                 : "")
             << "Plan:       " << (job.plan_summary().empty() ? "-" : job.plan_summary()) << "\n"
-            << "Progress:   step " << job.step() << "/" << s.steps() << (job.step() > 0 ? absl::StrFormat(", loss %.4f", job.loss()) : "")
+            << "Progress:   step " << job.step() << "/" << s.training().steps() << (job.step() > 0 ? absl::StrFormat(", loss %.4f", job.loss()) : "")
             << (Restarts(job) > 0 ? absl::StrCat(" (restarted ", Restarts(job), " time(s))") : "")
             << (job.has_last_evaluation()
                     ? absl::StrFormat(", eval loss %.4f after step %d", job.last_evaluation().loss(), job.last_evaluation().step())
@@ -248,7 +256,7 @@ int RunJobs(const JobArgs& a) {
   const double now = NowUnixSeconds();
   for (const v1::Job& job : *jobs) {
     std::vector<std::string> row = {std::to_string(job.id()), job.spec().name(), StateName(job.state()),
-                                    absl::StrCat(job.step(), "/", job.spec().steps()), job.step() > 0 ? absl::StrFormat("%.4f", job.loss()) : "-",
+                                    absl::StrCat(job.step(), "/", job.spec().training().steps()), job.step() > 0 ? absl::StrFormat("%.4f", job.loss()) : "-",
                                     Devices(job), Age(job.created_unix_seconds(), now)};
     if (wide) {
       row.insert(row.end(), {job.plan_summary().empty() ? "-" : job.plan_summary(),
@@ -310,7 +318,7 @@ int RunDescribe(const JobArgs& a, int64_t id) {
   std::cout << "Events:\n";
   if (said.size() > 20) std::cout << "  (" << said.size() - 20 << " earlier: mapctl logs " << id << ")\n";
   for (size_t i = said.size() > 20 ? said.size() - 20 : 0; i < said.size(); ++i) {
-    std::cout << "  " << EventLine(*said[i], job->spec().steps()) << "\n";
+    std::cout << "  " << EventLine(*said[i], job->spec().training().steps()) << "\n";
   }
   return kExitOk;
 }

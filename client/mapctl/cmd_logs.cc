@@ -88,7 +88,7 @@ class ProgressBar {
   void Draw(const v1::JobEvent& e) {
     const double now = NowUnixSeconds();
     if (first_seen_ < 0) first_seen_ = now, first_step_ = e.step() - 1;
-    const int64_t total = std::max<int64_t>(job_.spec().steps(), 1);
+    const int64_t total = std::max<int64_t>(job_.spec().training().steps(), 1);
     const double fraction = std::min(1.0, static_cast<double>(e.step()) / total);
     const int width = 24, filled = static_cast<int>(width * fraction);
     const double rate = (now - first_seen_) > 0 ? (e.step() - first_step_) / (now - first_seen_) : 0;
@@ -198,7 +198,7 @@ int RunLogs(const JobArgs& a, int64_t id, const LogsArgs& logs) {
     if (hidden > 0 && logs.tail == 0) {
       std::cout << "(" << hidden << " of the progress events left out; --all-steps shows every one)\n";
     }
-    for (const v1::JobEvent* e : shown) std::cout << EventLine(*e, job.spec().steps()) << "\n";
+    for (const v1::JobEvent* e : shown) std::cout << EventLine(*e, job.spec().training().steps()) << "\n";
   }
   if (!logs.follow) return kExitOk;
   const int64_t last = out.events_size() > 0 ? out.events(out.events_size() - 1).seq() : 0;
@@ -206,7 +206,7 @@ int RunLogs(const JobArgs& a, int64_t id, const LogsArgs& logs) {
   if (IsFinished(state)) return kExitOk;
   auto end = FollowEvents(*client, id, last, state, [&](const v1::JobEvent& e) {
     if (a.format == "json") std::cout << ToJson(e).dump() << "\n" << std::flush;
-    else std::cout << EventLine(e, job.spec().steps()) << "\n" << std::flush;
+    else std::cout << EventLine(e, job.spec().training().steps()) << "\n" << std::flush;
   });
   if (!end.ok()) return ReportError(end.status());
   return kExitOk;
@@ -227,7 +227,7 @@ int RunWatch(const JobArgs& a, int64_t id) {
       bar.Draw(e);
     } else {
       bar.EndLine();
-      std::cout << EventLine(e, job.spec().steps()) << "\n" << std::flush;
+      std::cout << EventLine(e, job.spec().training().steps()) << "\n" << std::flush;
     }
   });
   bar.EndLine();

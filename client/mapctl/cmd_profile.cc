@@ -67,8 +67,8 @@ int RunProfile(const ProfileArgs& args) {
   std::optional<MeasureResult> measured;
   if (args.measure) {
     LocalTrainingOptions m;
-    m.steps = args.steps;
-    m.optimizer = args.optimizer == "adam" ? "adamw" : args.optimizer;
+    m.training.set_steps(args.steps);
+    m.training.set_optimizer(args.optimizer == "adam" ? "adamw" : args.optimizer);
     auto result = MeasureTraining(graph->proto(), m);
     if (!result.ok()) return ReportError(result.status());
     measured = *result;

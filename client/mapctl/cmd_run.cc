@@ -20,28 +20,8 @@ namespace mapd::cli {
 
 absl::StatusOr<LocalTrainingOptions> MakeTrainingOptions(const RunArgs& args) {
   LocalTrainingOptions options;
-  options.steps = args.steps;
-  options.optimizer = args.optimizer;
-  options.lr = args.lr;
-  options.lr_schedule = args.lr_schedule;
-  options.warmup_steps = args.warmup_steps;
-  options.min_lr = args.min_lr;
-  options.weight_decay = args.weight_decay;
-  options.max_grad_norm = args.clip;
-  options.seed = args.seed;
+  options.training = args.training;
   options.device = args.device;
-  auto data = ParseDataSpec(args.data);  // synthetic | text:FILE | tokens:FILE | npy:INPUTS[,TARGETS]
-  if (!data.ok()) return data.status();
-  options.data = data->kind;
-  options.data_path = data->JoinedFiles();
-  if (!args.eval_data.empty()) {
-    auto eval = ParseDataSpec(args.eval_data);
-    if (!eval.ok()) return absl::InvalidArgumentError(absl::StrCat("--eval-data: ", eval.status().message()));
-    options.eval_data = eval->kind;
-    options.eval_data_path = eval->JoinedFiles();
-  }
-  options.eval_every = args.eval_every;
-  options.eval_batches = args.eval_batches;
   if (!args.memory_per_device.empty()) {
     auto cap = ParseBytes(args.memory_per_device);
     if (!cap.ok()) return cap.status();
@@ -65,7 +45,7 @@ int RunTraining(const RunArgs& args) {
     return ReportError(absl::InvalidArgumentError("give a MODEL, or --plan FILE (a saved plan carries its model), not both"));
   }
   // Micro-batches and checkpoints run on the rank runtime (one rank is a mesh of 1).
-  if (args.ranks > 1 || !args.plan.empty() || args.micro_batches != "1" || !args.resume.empty() || !args.checkpoint_dir.empty()) {
+  if (args.ranks > 1 || !args.plan.empty() || args.training.micro_batches() != "1" || !args.resume.empty() || !args.checkpoint_dir.empty()) {
     return RunOnRanks(args);
   }
   auto made = MakeTrainingOptions(args);
@@ -74,7 +54,7 @@ int RunTraining(const RunArgs& args) {
   auto graph = LoadTrainingGraph(args.model.model, args.model.inputs, /*batch_size=*/0, /*seq_len=*/0, args.loss);
   if (!graph.ok()) return ReportError(graph.status());
   if (auto st = InitFrom(args.init_from, *graph); !st.ok()) return ReportError(st);
-  auto precision = ResolvePrecision(args.precision, args.device_type);
+  auto precision = ResolvePrecision(args.training.precision(), args.device_type);
   if (!precision.ok()) return ReportError(precision.status());
   if (*precision == Precision::kBf16Mixed) {  // train the mixed-precision graph
     auto mixed = ToBf16Mixed(*std::move(graph));
@@ -94,16 +74,16 @@ int RunTraining(const RunArgs& args) {
     if (args.format == "json") {
       steps.push_back({{"step", s.step}, {"loss", s.loss}, {"seconds", s.seconds}, {"lr", s.lr},
                        {absl::StrCat(items.unit, "_per_second"), s.seconds > 0 ? items.count / s.seconds : 0.0}});
-    } else if (s.step == 1 || s.step % args.log_every == 0 || s.step == options.steps) {
+    } else if (s.step == 1 || s.step % args.log_every == 0 || s.step == options.training.steps()) {
       std::cout << absl::StrFormat("step %6d  loss %.4f  lr %.3g  %8.1f ms  %s\n", s.step, s.loss, s.lr, s.seconds * 1e3,
                                    FormatThroughput(items, s.seconds))
                 << std::flush;
     }
     if (!s.evaluated) return;
     if (args.format == "json") {
-      evals.push_back({{"step", s.step}, {"loss", s.eval_loss}, {"batches", options.eval_batches}});
+      evals.push_back({{"step", s.step}, {"loss", s.eval_loss}, {"batches", options.training.eval_batches()}});
     } else {
-      std::cout << FormatEvaluation(s.step, s.eval_loss, options.eval_batches) << std::flush;
+      std::cout << FormatEvaluation(s.step, s.eval_loss, options.training.eval_batches()) << std::flush;
     }
   });
   if (!st.ok()) return ReportError(st);
@@ -116,7 +96,7 @@ int RunTraining(const RunArgs& args) {
     std::cout << j.dump(2) << "\n";
     return kExitOk;
   }
-  std::cout << absl::StrFormat("trained %d steps in %.1f s: loss %.4f -> %.4f (mean of the last %d)\n", options.steps,
+  std::cout << absl::StrFormat("trained %d steps in %.1f s: loss %.4f -> %.4f (mean of the last %d)\n", options.training.steps(),
                                total_seconds, first, last, static_cast<int>(tail));
   return kExitOk;
 }

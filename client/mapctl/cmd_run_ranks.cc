@@ -58,10 +58,10 @@ absl::StatusOr<PlanRequest> RunPlanRequest(const RunArgs& args, int64_t micro_ba
     if (!b.ok()) return b.status();
     o.cluster.memory_per_device = *b;
   }
-  auto opt = ParseOptimizer(args.optimizer);
+  auto opt = ParseOptimizer(args.training.optimizer());
   if (!opt.ok()) return opt.status();
   o.profile.optimizer = *opt;
-  auto precision = ResolvePrecision(args.precision, args.device_type);
+  auto precision = ResolvePrecision(args.training.precision(), args.device_type);
   if (!precision.ok()) return precision.status();
   o.profile.precision = *precision;
   o.max_zero_stage = 3;
@@ -85,8 +85,8 @@ absl::StatusOr<RunnablePlan> SavedPlan(const RunArgs& args, const PlanRequest& r
   v1::Plan plan;
   if (!plan.ParseFromString(*bytes)) return absl::InvalidArgumentError(absl::StrCat(args.plan, " is not a saved plan (mapctl plan --save)"));
   const std::string saved_precision = plan.precision().empty() ? "fp32" : plan.precision();
-  if (args.precision != "auto" && args.precision != saved_precision) {
-    return absl::InvalidArgumentError(absl::StrCat("--precision ", args.precision, " but ", args.plan, " is planned for ", saved_precision,
+  if (args.training.precision() != "auto" && args.training.precision() != saved_precision) {
+    return absl::InvalidArgumentError(absl::StrCat("--precision ", args.training.precision(), " but ", args.plan, " is planned for ", saved_precision,
                                                    "; drop --precision or plan again with it"));
   }
   const int64_t saved_micro = std::max<int64_t>(1, plan.micro_batches());
@@ -106,7 +106,7 @@ absl::StatusOr<RunnablePlan> SavedPlan(const RunArgs& args, const PlanRequest& r
 
 // The plan the ranks run: a saved one, or one made by the planning pipeline.
 absl::StatusOr<RunnablePlan> ChoosePlan(const RunArgs& args) {
-  auto micro = ParseMicroBatches(args.micro_batches);
+  auto micro = ParseMicroBatches(args.training.micro_batches());
   if (!micro.ok()) return micro.status();
   auto request = RunPlanRequest(args, *micro);
   if (!request.ok()) return request.status();
@@ -136,31 +136,15 @@ absl::StatusOr<RunnablePlan> ChoosePlan(const RunArgs& args) {
 }
 
 // What every rank of `mapctl run --ranks N` runs (RUN_DIR/job.pb).
-v1::RankJob RankJobFor(const LocalTrainingOptions& t, const RunArgs& args, const std::string& checkpoint_dir, int64_t every,
-                       int64_t resume_step) {
+v1::RankJob RankJobFor(const LocalTrainingOptions& t, const RunArgs& args, const std::string& checkpoint_dir, int64_t resume_step) {
   v1::RankJob job;
-  job.set_steps(t.steps);
-  job.set_optimizer(t.optimizer);
-  job.set_lr(t.lr);
-  job.set_lr_schedule(t.lr_schedule);
-  job.set_warmup_steps(t.warmup_steps);
-  job.set_min_lr(t.min_lr);
-  job.set_weight_decay(t.weight_decay);
-  job.set_max_grad_norm(t.max_grad_norm);
-  job.set_seed(t.seed);
-  job.set_data(t.data);
-  job.set_data_path(t.data_path);
-  job.set_eval_data(t.eval_data);
-  job.set_eval_data_path(t.eval_data_path);
-  job.set_eval_every(t.eval_every);
-  job.set_eval_batches(t.eval_batches);
+  *job.mutable_training() = t.training;
   job.set_device(args.device);
   // --memory-per-device is the planner's budget and, enforced by each rank's counting
   // allocator, a real cap.
   job.set_memory_cap(t.memory_cap);
   job.set_timeout_seconds(static_cast<int>(args.rank_timeout));
   job.set_checkpoint_dir(checkpoint_dir);
-  job.set_checkpoint_every(every);
   job.set_resume_step(resume_step);
   job.set_write_final_parameters(args.check_reference);
   job.set_local_host("127.0.0.1");
@@ -185,7 +169,7 @@ int RunOnRanks(const RunArgs& args) {
     return ReportError(absl::UnimplementedError(
         "--device cuda with pipeline stages: NCCL point-to-point transfers are not built yet; run pipeline plans on --device cpu (Gloo)"));
   }
-  if (plan->pipeline_stages > 1 && args.eval_every > 0) {
+  if (plan->pipeline_stages > 1 && args.training.eval_every() > 0) {
     return ReportError(absl::UnimplementedError(absl::StrCat(
         "--eval-every with ", plan->pipeline_stages, " pipeline stages: evaluation under pipeline stages is not built yet; drop "
         "--eval-every, or train without stages")));
@@ -227,12 +211,11 @@ int RunOnRanks(const RunArgs& args) {
                 << meta->plan() << "\"; each of the " << world << " rank(s) takes its blocks of the whole tensors\n";
     }
     resume_step = meta->step();
-    if (resume_step <= 0 || resume_step >= args.steps) {
+    if (resume_step <= 0 || resume_step >= args.training.steps()) {
       return ReportError(absl::FailedPreconditionError(absl::StrCat("--resume ", args.resume, ": the last checkpoint is step ", resume_step,
-                                                                    "; --steps ", args.steps, " leaves nothing to do")));
+                                                                    "; --steps ", args.training.steps(), " leaves nothing to do")));
     }
   }
-  const int64_t every = ckpt_dir.empty() ? 0 : (args.checkpoint_every > 0 ? args.checkpoint_every : args.steps);
   std::map<int64_t, int> written;  // checkpoint step → ranks that wrote it
 
   // The run directory: what every rank runs, the graph and one program per rank.
@@ -241,7 +224,7 @@ int RunOnRanks(const RunArgs& args) {
   std::vector<int> ranks(world);
   std::vector<const v1::RankProgram*> rank_programs(world);
   for (int r = 0; r < world; ++r) ranks[r] = r, rank_programs[r] = &programs[r];
-  v1::RankJob job = RankJobFor(*training, args, ckpt_dir, every, resume_step);
+  v1::RankJob job = RankJobFor(*training, args, ckpt_dir, resume_step);
   job.set_resume_resharded(resharded);
   if (args.gradient_buckets == "off" || args.gradient_buckets == "0") {
     job.set_gradient_bucket_bytes(-1);
@@ -321,7 +304,7 @@ int RunOnRanks(const RunArgs& args) {
         steps.push_back({{"step", d.step()}, {"loss", d.loss()}, {"seconds", d.seconds()}, {"lr", d.lr()},
                          {absl::StrCat(items.unit, "_per_second"), d.seconds() > 0 ? items.count / d.seconds() : 0.0},
                          {"collective_seconds", in_collectives}, {"collectives", collectives}});
-      } else if (d.step() == 1 || d.step() % args.log_every == 0 || d.step() == args.steps) {
+      } else if (d.step() == 1 || d.step() % args.log_every == 0 || d.step() == args.training.steps()) {
         std::cout << absl::StrFormat("step %6d  loss %.4f  lr %.3g  %8.1f ms  %s\n", d.step(), d.loss(), d.lr(), d.seconds() * 1e3,
                                      FormatThroughput(items, d.seconds()))
                   << std::flush;
@@ -345,7 +328,7 @@ int RunOnRanks(const RunArgs& args) {
       if (b < least) least = b, behind = r, count = 1;
       else if (b == least) ++count;
     }
-    if (count == 1 && least < args.steps) {
+    if (count == 1 && least < args.training.steps()) {
       return ReportError(absl::DeadlineExceededError(absl::StrCat(
           "rank ", behind, " stopped responding before step ", least + 1, " (the other ranks began it and waited for rank ",
           behind, " for ", args.rank_timeout, " s); the run was stopped")));
@@ -369,8 +352,8 @@ int RunOnRanks(const RunArgs& args) {
   // part of lr x steps; a wrong plan moves elements by whole steps. A hundredth of lr x steps
   // (at least the plain tolerance) tells the two apart; noise-driven elements get 2 x lr x
   // steps (reference_check.h).
-  const bool adamw = training->optimizer == "adamw";
-  const double lr_steps = training->lr * static_cast<double>(args.steps);
+  const bool adamw = training->training.optimizer() == "adamw";
+  const double lr_steps = training->training.lr() * static_cast<double>(args.training.steps());
   const double parameter_tolerance =
       std::max(plan->precision == Precision::kBf16Mixed ? 2e-2 : 1e-4, adamw ? 1e-2 * lr_steps : 0.0);
   double noise_tolerance = 0;
@@ -449,7 +432,7 @@ int RunOnRanks(const RunArgs& args) {
              absl::StrFormat("%.2f ms", 1e3 * median_step(rank_seconds[rank])),
              absl::StrFormat("%.2f ms (%.2f)", 1e3 * p.step_seconds(), 1e3 * p.communication_seconds)});
     }
-    std::cout << absl::StrFormat("trained %d steps on %d ranks in %.1f s (rank 0's step times): loss %.4f -> %.4f\n", args.steps, world,
+    std::cout << absl::StrFormat("trained %d steps on %d ranks in %.1f s (rank 0's step times): loss %.4f -> %.4f\n", args.training.steps(), world,
                                  total, losses[0].empty() ? 0 : losses[0].front(), losses[0].empty() ? 0 : losses[0].back());
     t.Print(std::cout);
     std::cout << absl::StrFormat("planner's estimate for the plan: %s per device; step times predicted for %s\n",

@@ -10,6 +10,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "planner/graph/step_items.h"
+#include "common/training_config.h"
 #include "worker/local/local_training.h"
 
 namespace mapd::cli {
@@ -45,19 +46,9 @@ struct RunArgs {
   ModelArgs model;
   std::string loss = "auto";
   std::string init_from;  // --init-from: a PyTorch state dict (torch.save) the weights start from
-  int64_t steps = 100;
-  std::string optimizer = "adamw";
-  double lr = 1e-3;
-  std::string lr_schedule = "constant";  // constant | cosine | linear (common/lr_schedule.h)
-  int64_t warmup_steps = 0;
-  double min_lr = 0;
-  double weight_decay = 0.0;
-  double clip = 0.0;
-  uint64_t seed = 0;
-  std::string eval_data;      // --eval-data (kinds as --data; empty: the training data's)
-  int64_t eval_every = 0;     // evaluate every N steps and after the last (0: never)
-  int64_t eval_batches = 1;   // batches per evaluation
-  std::string data = "synthetic";  // synthetic | text:FILE | tokens:FILE | npy:INPUTS[,TARGETS]
+  // Steps, optimizer, schedule, data, evaluation, checkpoints, micro-batches, precision
+  // (AddTrainingFlags), with their defaults.
+  v1::TrainingConfig training = WithTrainingDefaults({});
   std::string device = "cpu";
   int64_t log_every = 10;
   std::string format = "table";
@@ -69,16 +60,13 @@ struct RunArgs {
   std::string device_type = "cpu";   // the planner's cost model for `--strategy map`
   std::string zero = "auto";         // ZeRO stage for `--strategy map`: auto | 0 | 1 | 2
   std::string recompute = "auto";    // activation checkpointing: auto (the plan's) | off | all | LAYER,LAYER...
-  std::string micro_batches = "1";   // passes per step, gradients accumulated: 1 | N | auto (the planner's choice)
   std::string pipeline_stages = "1"; // 1 | N | auto: the layers cut into stages (1F1B)
-  std::string precision = "auto";    // auto (bf16 on GPU device types, fp32 on cpu) | fp32 | bf16
   std::string memory_per_device;     // the planner's budget
   bool check_reference = false;      // also train on one process and compare
   std::string gradient_buckets = "25MiB";  // data-parallel gradient buckets' size; "off": none
   std::string batch_norm = "sync";   // sync (statistics over the whole batch) | local (over each rank's share)
   int64_t rank_timeout = 60;         // seconds a rank may stay silent (hung) or wait in a collective
   std::string checkpoint_dir;        // checkpoints of a multi-rank run
-  int64_t checkpoint_every = 0;      // steps between checkpoints (0: at the end only, if a dir is given)
   std::string resume;                // continue from the last committed checkpoint in this dir
 };
 
@@ -169,29 +157,17 @@ struct SubmitArgs {
   ModelArgs model;
   std::string loss = "auto";
   std::string init_from;  // --init-from: read here, the weights sent in the graph
-  std::string eval_data;  // --eval-data, --eval-every, --eval-batches: as mapctl run's
-  int64_t eval_every = 0;
-  int64_t eval_batches = 1;
+  // The job's training (AddTrainingFlags), sent as JobSpec.training.
+  v1::TrainingConfig training = WithTrainingDefaults({});
   std::string name;
-  int64_t steps = 100;
   int ranks = 1;
   std::string mesh;
   std::string device = "cpu";        // what the ranks run on: cpu | cuda
   std::string device_type = "cpu";
   std::string memory_per_device;
-  std::string optimizer = "adamw";
-  double lr = 1e-3;
-  std::string lr_schedule = "constant";  // constant | cosine | linear
-  int64_t warmup_steps = 0;
-  double min_lr = 0;
-  std::string data = "synthetic";
   std::string zero = "auto";
   std::string recompute = "auto";
-  std::string micro_batches = "1";  // auto | N
-  std::string precision = "auto";   // auto | fp32 | bf16
   std::string pipeline_stages = "1";  // 1 | N | auto
-  int64_t checkpoint_every = 0;
-  uint64_t seed = 0;
   std::string elastic;  // --elastic MIN[:MAX]: JobSpec.elastic
   std::string batch_norm = "sync";  // sync | local (groups: --ranks)
 };

@@ -80,7 +80,11 @@ absl::StatusOr<nlohmann::json> Convert(const YAML::Node& node, const Descriptor*
     if (f == nullptr) {
       std::vector<std::string> names;
       for (int i = 0; i < d->field_count(); ++i) names.push_back(d->field(i)->name());
-      if (path.empty()) names.insert(names.end(), ClientJobFileKeys().begin(), ClientJobFileKeys().end());
+      if (path.empty()) {
+        names.insert(names.end(), ClientJobFileKeys().begin(), ClientJobFileKeys().end());
+        const Descriptor* t = v1::TrainingConfig::descriptor();
+        for (int i = 0; i < t->field_count(); ++i) names.push_back(t->field(i)->name());
+      }
       const std::string near = Closest(key, names);
       return absl::InvalidArgumentError(absl::StrCat(where, ": unknown field", near.empty() ? "" : absl::StrCat("; did you mean '", near, "'?"),
                                                      " (fields: ", absl::StrJoin(names, ", "), ")"));
@@ -90,6 +94,11 @@ absl::StatusOr<nlohmann::json> Convert(const YAML::Node& node, const Descriptor*
     out[key] = *std::move(v);
   }
   return out;
+}
+
+// A TrainingConfig field written at the top level of a job file, as the flags are.
+bool IsTrainingKey(const std::string& key) {
+  return v1::TrainingConfig::descriptor()->FindFieldByName(key) != nullptr && v1::JobSpec::descriptor()->FindFieldByName(key) == nullptr;
 }
 
 std::vector<std::string> Strings(const YAML::Node& node, const std::string& key) {
@@ -120,12 +129,20 @@ absl::StatusOr<JobFile> ReadJobFile(const std::string& path) {
   if (y["spec"] && y["spec"].IsMap()) y = y["spec"];
   JobFile out;
   YAML::Node spec_fields(YAML::NodeType::Map);
+  YAML::Node training(YAML::NodeType::Map);  // flat keys and `training:`'s, as one mapping
   try {
     for (const auto& kv : y) {
       const std::string key = kv.first.as<std::string>();
       const YAML::Node& v = kv.second;
       out.fields.insert(key);
-      if (key == "inputs") {
+      if (key == "training" && v.IsMap()) {
+        for (const auto& t : v) {
+          out.fields.insert(t.first.as<std::string>());
+          training[t.first.as<std::string>()] = t.second;
+        }
+      } else if (IsTrainingKey(key)) {
+        training[key] = v;
+      } else if (key == "inputs") {
         out.inputs = Strings(v, key);
       } else if (key == "loss") {
         out.loss = v.as<std::string>();
@@ -151,6 +168,7 @@ absl::StatusOr<JobFile> ReadJobFile(const std::string& path) {
   } catch (const YAML::Exception& e) {
     return absl::InvalidArgumentError(absl::StrCat(where, ": ", e.what()));
   }
+  if (training.size() > 0) spec_fields["training"] = training;
   auto json = Convert(spec_fields, v1::JobSpec::descriptor(), "");
   if (!json.ok()) return fail(json.status());
   google::protobuf::util::JsonParseOptions o;

@@ -1,4 +1,5 @@
-// A job file (`mapctl submit -f job.yaml`): the JobSpec's fields in YAML, read through the proto's
+// A job file (`mapctl submit -f job.yaml`): the JobSpec's fields in YAML — its training fields
+// (TrainingConfig's: steps, lr, ...) at the top level as the flags are, or under `training:` — read through the proto's
 // JSON mapping so a wrong field or value is named ("-f job.yaml: steps: ..."), plus what only
 // the client reads (a model file, its inputs, the loss, weights to start from). A Job document
 // (`mapctl get ID -o yaml`) is a job file too: its `spec` is read and the rest (id, state, times)
@@ -17,7 +18,7 @@ namespace mapd::cli {
 
 struct JobFile {
   v1::JobSpec spec;              // the fields the file gives; the rest unset
-  std::set<std::string> fields;  // which: JobSpec field names, and the client's below
+  std::set<std::string> fields;  // which: JobSpec and TrainingConfig field names, and the client's below
   std::string model;             // `model`: a zoo spec (also in spec.model) or a model file
   std::vector<std::string> inputs;
   std::string loss;

@@ -5,10 +5,10 @@
 #include <CLI/CLI.hpp>
 
 #include "common/allocator.h"
-#include "common/training_limits.h"
 #include "common/version.h"
 #include "client/mapctl/commands.h"
 #include "client/mapctl/suggest.h"
+#include "client/mapctl/training_flags.h"
 #include "worker/local/local_training.h"
 
 namespace {
@@ -17,17 +17,6 @@ constexpr const char* kModelHelp =
     "MODEL: a zoo name with optional overrides (gpt2, llama2-7b:layers=2,seq=128; see `mapctl models`), "
     "a TorchScript archive (.pt, made by torch.jit.trace/script and torch.jit.save), or a MAP graph file "
     "(.pb or .json, made by `mapctl import`)";
-
-// --eval-data, --eval-every and --eval-batches, the same for `run` and `submit`.
-void AddEvalOptions(CLI::App* cmd, std::string& data, int64_t& every, int64_t& batches) {
-  cmd->add_option("--eval-data", data, "Evaluation data, as --data (default: the training data's source, drawn from a seed of its own)");
-  cmd->add_option("--eval-every", every, "Evaluate every N steps and after the last: the mean loss over --eval-batches, no gradients (0: never)")
-      ->check(CLI::NonNegativeNumber)
-      ->capture_default_str();
-  cmd->add_option("--eval-batches", batches, "Batches per evaluation (each evaluation draws the same)")
-      ->check(CLI::Range(int64_t{1}, mapd::kMaxEvalBatches))
-      ->capture_default_str();
-}
 
 }  // namespace
 
@@ -106,28 +95,9 @@ int main(int argc, char** argv) {
   run->add_option("MODEL", run_args.model.model, "Zoo spec, .pt archive or .pb/.json graph (not with --plan)");
   run->add_option("--input", run_args.model.inputs, "Input spec NAME:DTYPE[D0,D1,...] (repeatable)");
   run->add_option("--loss", run_args.loss, "auto | output | cross_entropy | mse")->capture_default_str();
-  run->add_option("--steps", run_args.steps, "Training steps")->check(CLI::PositiveNumber)->capture_default_str();
-  run->add_option("--optimizer", run_args.optimizer, "sgd | momentum | adamw")->capture_default_str();
-  run->add_option("--lr", run_args.lr, "Learning rate (the peak, under a schedule)")->check(CLI::PositiveNumber)->capture_default_str();
-  run->add_option("--lr-schedule", run_args.lr_schedule,
-                  "constant | cosine | linear: after --warmup-steps of linear warm-up, the rate decays from --lr to --min-lr over the "
-                  "run's steps (a resumed run goes on where it stopped)")
-      ->check(CLI::IsMember({"constant", "cosine", "linear"}))
-      ->capture_default_str();
-  run->add_option("--warmup-steps", run_args.warmup_steps, "Steps of linear warm-up to --lr (any schedule)")
-      ->check(CLI::NonNegativeNumber)
-      ->capture_default_str();
-  run->add_option("--min-lr", run_args.min_lr, "The rate a cosine or linear schedule ends at")->check(CLI::NonNegativeNumber)->capture_default_str();
-  run->add_option("--weight-decay", run_args.weight_decay, "Weight decay (AdamW: decoupled)")->capture_default_str();
-  run->add_option("--clip", run_args.clip, "Clip the global gradient norm to this (0: off)")->capture_default_str();
-  run->add_option("--seed", run_args.seed, "Seed of the weights, data and dropout")->capture_default_str();
-  AddEvalOptions(run, run_args.eval_data, run_args.eval_every, run_args.eval_batches);
+  AddTrainingFlags(run, &run_args.training, "paths on this machine");
   run->add_option("--init-from", run_args.init_from,
                   "Start from these weights: a PyTorch state dict (torch.save(model.state_dict(), FILE)), names and shapes checked");
-  run->add_option("--data", run_args.data,
-                  "synthetic, text:FILE (bytes as tokens; vocab >= 256), tokens:FILE (little-endian uint16 ids) or "
-                  "npy:INPUTS[,TARGETS] (NumPy arrays of samples for the model's first inputs)")
-      ->capture_default_str();
   run->add_option("--device", run_args.device, "cpu, or cuda[:N] where LibTorch has CUDA; with --ranks: cpu (Gloo) or cuda (NCCL, rank r on GPU r)")->capture_default_str();
   run->add_option("--log-every", run_args.log_every, "Print every N steps")->check(CLI::PositiveNumber)->capture_default_str();
   run->add_option("-o,--output", run_args.format, "Output format")->check(CLI::IsMember({"table", "json"}))->capture_default_str();
@@ -144,15 +114,10 @@ int main(int argc, char** argv) {
                   "Activation checkpointing with --ranks: auto (as MAP's plan or the saved plan says), off, all, or LAYER,LAYER... "
                   "as `mapctl profile` names them")
       ->capture_default_str();
-  run->add_option("--micro-batches", run_args.micro_batches,
-                  "Forward/backward passes per step on slices of the batch, gradients accumulated and applied once: 1 | N | auto "
-                  "(the planner chooses; runs on ranks)")
-      ->capture_default_str();
   run->add_option("--pipeline-stages", run_args.pipeline_stages,
                   "Pipeline stages with --ranks: 1 (none) | N (the layers cut into N stages, each on ranks/N ranks, micro-batches "
                   "streamed through them by 1F1B; give --micro-batches N or auto) | auto (the planner decides)")
       ->capture_default_str();
-  run->add_option("--precision", run_args.precision, "auto (bf16 on GPU device types, fp32 on cpu) | fp32 | bf16 (mixed: bf16 weights, activations and gradients; fp32 master weights, optimizer states and loss)")->capture_default_str();
   run->add_option("--memory-per-device", run_args.memory_per_device, "Memory per rank, e.g. 1GiB: the planner's budget, and a cap each rank enforces (an allocation past it fails, naming the rank and the bytes)");
   run->add_flag("--check-reference", run_args.check_reference, "Also train on one process and compare the losses");
   run->add_option("--gradient-buckets", run_args.gradient_buckets,
@@ -167,8 +132,6 @@ int main(int argc, char** argv) {
   run->add_option("--rank-timeout", run_args.rank_timeout, "Seconds a rank may stay silent before the run is stopped")
       ->check(CLI::PositiveNumber)->capture_default_str();
   run->add_option("--checkpoint-dir", run_args.checkpoint_dir, "Write checkpoints here (the run goes on the rank runtime, one rank included)");
-  run->add_option("--checkpoint-every", run_args.checkpoint_every, "Steps between checkpoints (0: only after the last)")
-      ->capture_default_str();
   run->add_option("--resume", run_args.resume, "Continue from the last checkpoint committed in this dir, under this run's plan: another plan's checkpoint is resharded");
 
   // `run --ranks N` and mapd-worker start `mapctl _rank` once per rank (hidden: not for people).
@@ -268,35 +231,20 @@ int main(int argc, char** argv) {
   submit->add_option("--input", submit_args.model.inputs, "Input spec NAME:DTYPE[D0,D1,...] (repeatable)");
   submit->add_option("--loss", submit_args.loss, "auto | output | cross_entropy | mse")->capture_default_str();
   submit->add_option("--name", submit_args.name, "Name shown by `mapctl jobs` (default: the model)");
-  submit->add_option("--steps", submit_args.steps, "Training steps")->capture_default_str();
   submit->add_option("--ranks", submit_args.ranks, "Devices to train on")->capture_default_str();
   submit->add_option("--mesh", submit_args.mesh, "Pin the mesh shape, e.g. 2x2");
   submit->add_option("--device", submit_args.device, "What the ranks run on: cpu (Gloo) | cuda (NCCL, on workers that offer GPUs)")
       ->capture_default_str();
   submit->add_option("--device-type", submit_args.device_type, "The cost model's device")->capture_default_str();
   submit->add_option("--memory-per-device", submit_args.memory_per_device, "Budget per device, e.g. 40GiB");
-  submit->add_option("--optimizer", submit_args.optimizer, "sgd | momentum | adamw")->capture_default_str();
-  submit->add_option("--lr", submit_args.lr, "Learning rate (the peak, under a schedule)")->capture_default_str();
-  submit->add_option("--lr-schedule", submit_args.lr_schedule, "constant | cosine | linear (as mapctl run's)")
-      ->check(CLI::IsMember({"constant", "cosine", "linear"}))
-      ->capture_default_str();
-  submit->add_option("--warmup-steps", submit_args.warmup_steps, "Steps of linear warm-up to --lr")->check(CLI::NonNegativeNumber)->capture_default_str();
-  submit->add_option("--min-lr", submit_args.min_lr, "The rate a cosine or linear schedule ends at")->check(CLI::NonNegativeNumber)->capture_default_str();
-  AddEvalOptions(submit, submit_args.eval_data, submit_args.eval_every, submit_args.eval_batches);
+  AddTrainingFlags(submit, &submit_args.training, "paths under the workers' --data-root");
   submit->add_option("--init-from", submit_args.init_from,
                      "Start from these weights: a PyTorch state dict read here and sent in the job's graph");
-  submit->add_option("--data", submit_args.data, "synthetic | text:FILE | tokens:FILE | npy:INPUTS[,TARGETS] (paths under the workers' --data-root)")->capture_default_str();
   submit->add_option("--zero", submit_args.zero, "ZeRO stage: auto | 0 | 1 | 2 | 3")->capture_default_str();
   submit->add_option("--recompute", submit_args.recompute, "auto | off | all | LAYER,...")->capture_default_str();
-  submit->add_option("--micro-batches", submit_args.micro_batches,
-                     "Passes per step, gradients accumulated and applied once: 1 | N | auto (the planner chooses)")
-      ->capture_default_str();
   submit->add_option("--pipeline-stages", submit_args.pipeline_stages,
                      "1 (no stages) | N (the layers cut into N stages of ranks/N devices, 1F1B; micro-batches 1 then means auto) | auto")
       ->capture_default_str();
-  submit->add_option("--precision", submit_args.precision, "auto (bf16 on GPU device types, fp32 on cpu) | fp32 | bf16 (mixed: bf16 weights, activations and gradients; fp32 master weights, optimizer states and loss)")->capture_default_str();
-  submit->add_option("--checkpoint-every", submit_args.checkpoint_every, "Steps between checkpoints (0: at the end)");
-  submit->add_option("--seed", submit_args.seed, "Parameter and data seed");
   submit->add_option("--batch-norm", submit_args.batch_norm,
                      "sync (statistics over the whole batch) | local (over each rank's 1/ranks of it, as PyTorch DDP's "
                      "BatchNorm: no collective; the groups stay when an elastic job changes its devices)")

@@ -18,7 +18,6 @@ struct Prepared {
 };
 
 absl::StatusOr<Prepared> Prepare(v1::JobSpec spec, const SpecLimits& limits) {
-  if (spec.steps() == 0) spec.set_steps(1);
   if (auto st = ValidateJobSpec(spec, limits); !st.ok()) return st;
   spec = WithDefaults(std::move(spec));
   auto graph = BuildJobGraph(spec);

@@ -48,6 +48,9 @@ absl::Status ServerOptions::Validate() const {
     return absl::InvalidArgumentError(absl::StrCat("--max-concurrent-plans ", max_concurrent_plans, " and --plan-wait-seconds ",
                                                    plan_wait_seconds, ": give at least 1 plan and a wait of 0 or more"));
   }
+  if (admitted_plan_bytes < 0) {
+    return absl::InvalidArgumentError(absl::StrCat("--admitted-plan-bytes ", admitted_plan_bytes, ": give 0 (keep none) or more"));
+  }
   if (max_threads < 4) return absl::InvalidArgumentError(absl::StrCat("--max-threads ", max_threads, ": give at least 4"));
   if (auto st = dispatch_options.Validate(); !st.ok()) return st;
   if (dispatch_period_seconds <= 0) return absl::InvalidArgumentError("the dispatch period must be positive");
@@ -81,17 +84,23 @@ absl::StatusOr<std::unique_ptr<MapdServer>> MapdServer::Start(const ServerOption
                   m.Histogram("mapd_admission_seconds", "Time to build, verify and plan a submitted job (the planner's search).",
                               {0.01, 0.05, 0.1, 0.5, 1, 5, 10, 30, 60}),
                   m.Gauge("mapd_job_predicted_peak_bytes", "The plan's predicted peak memory per device, per job."),
-                  m.Gauge("mapd_job_devices", "Devices each unfinished job runs on now (an elastic job's after it shrank or grew).")}) {
+                  m.Gauge("mapd_job_devices", "Devices each unfinished job runs on now (an elastic job's after it shrank or grew)."),
+                  m.Counter("mapd_plan_searches_total",
+                            "Plans searched for jobs, by phase: admission (one per submitted job), dispatch (a job planned again "
+                            "as it starts or resumes: after a coordinator restart, on other devices, or its admitted plan dropped)."),
+                  m.Gauge("mapd_admitted_plans_bytes", "What the plans admission kept for waiting jobs take in memory (serialized).")}) {
     if (!st.ok()) return st;
   }
   m.Set("mapd_up", {}, 1);
   ExportBuildInfo(&m, "coordinator");
   // Every outcome from the start, so rate() and increase() see the first one.
   for (const char* outcome : {"admitted", "refused"}) m.Add("mapd_job_submissions_total", {{"outcome", outcome}}, 0);
+  for (const char* phase : {"admission", "dispatch"}) m.Add("mapd_plan_searches_total", {{"phase", phase}}, 0);
+  s->admitted_ = std::make_unique<AdmittedPlans>(options.admitted_plan_bytes);
   if (options.admit) {
     MapdServer* raw = s.get();
     const bool shared_checkpoints = !options.dispatch_options.checkpoint_dir.empty();
-    s->jobs_->SetAdmission([raw, shared_checkpoints](const v1::JobSpec& spec, v1::Job& job) {
+    s->jobs_->SetAdmission([raw, shared_checkpoints](const v1::JobSpec& spec, v1::Job& job) -> absl::StatusOr<AdmittedFn> {
       if (spec.has_elastic() && !shared_checkpoints) {
         raw->metrics_.Add("mapd_job_submissions_total", {{"outcome", "refused"}});
         return absl::FailedPreconditionError(
@@ -100,13 +109,14 @@ absl::StatusOr<std::unique_ptr<MapdServer>> MapdServer::Start(const ServerOption
       }
       const auto start = std::chrono::steady_clock::now();
       auto admitted = AdmitJob(spec);
+      raw->metrics_.Add("mapd_plan_searches_total", {{"phase", "admission"}});
       raw->metrics_.Observe("mapd_admission_seconds", {},
                             std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
       raw->metrics_.Add("mapd_job_submissions_total", {{"outcome", admitted.ok() ? "admitted" : "refused"}});
       if (!admitted.ok()) return admitted.status();
       job.set_plan_summary(admitted->plan_summary);
       job.set_predicted_peak_bytes(admitted->predicted_peak_bytes);
-      return absl::OkStatus();
+      return AdmittedFn([raw, plan = admitted->plan](int64_t id) { raw->admitted_->Put(id, plan); });
     });
   }
   s->auth_ = std::make_unique<TokenAuth>(options.token);
@@ -115,7 +125,15 @@ absl::StatusOr<std::unique_ptr<MapdServer>> MapdServer::Start(const ServerOption
                                                      options.max_watch_streams_per_client);
   s->planner_service_ = std::make_unique<PlannerServiceImpl>(s->auth_.get(), s->plans_.get(), options.spec_limits);
   s->workers_ = std::make_unique<WorkerRegistry>(options.lease, SystemClock(), options.registrations);
-  s->dispatcher_ = std::make_unique<Dispatcher>(s->jobs_.get(), s->workers_.get(), options.dispatch_options);
+  {
+    MapdServer* raw = s.get();
+    // Every search the dispatcher makes is one admission did not save it (counted by phase).
+    PlanJobFn plan = [raw](const v1::JobSpec& spec) {
+      raw->metrics_.Add("mapd_plan_searches_total", {{"phase", "dispatch"}});
+      return PlanJob(spec);
+    };
+    s->dispatcher_ = std::make_unique<Dispatcher>(s->jobs_.get(), s->workers_.get(), options.dispatch_options, plan, s->admitted_.get());
+  }
   s->worker_auth_ = std::make_unique<TokenAuth>(
       options.worker_token, "mapd-worker: --token-file or MAPD_WORKER_TOKEN, the coordinator's worker token",
       "this coordinator takes no workers: start mapd with --worker-token-file (or MAPD_WORKER_TOKEN)");
@@ -210,6 +228,7 @@ void MapdServer::Collect() {
     if (job.devices() > 0) metrics_.Set("mapd_job_devices", {{"job_id", id}}, job.devices());
   }
   for (const auto& [state, n] : by_state) metrics_.Set("mapd_jobs", {{"state", state}}, n);
+  metrics_.Set("mapd_admitted_plans_bytes", {}, static_cast<double>(admitted_->bytes()));
   std::map<std::string, double> workers = {{"ALIVE", 0}, {"LOST", 0}};
   for (const v1::Worker& w : workers_->List()) ++workers[v1::WorkerState_Name(w.state())];
   for (const auto& [state, n] : workers) metrics_.Set("mapd_workers", {{"state", state}}, n);

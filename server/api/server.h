@@ -19,6 +19,7 @@
 #include "server/api/planner_service.h"
 #include "server/api/worker_service.h"
 #include "server/dispatch/dispatcher.h"
+#include "server/jobs/admitted_plans.h"
 #include "server/jobs/job_manager.h"
 #include "server/store/job_store.h"
 
@@ -67,6 +68,10 @@ struct ServerOptions {
   int64_t max_message_bytes = int64_t{256} << 20;
   double prune_period_seconds = 10;
   double plan_wait_seconds = 60;
+  // What the plans admission made may take in memory while their jobs wait (admitted_plans.h):
+  // a job whose plan was dropped past it is planned again when it starts (mapd
+  // --admitted-plan-bytes; 0 keeps none).
+  int64_t admitted_plan_bytes = int64_t{512} << 20;
   // How often the dispatcher looks at the queue and the leases.
   double dispatch_period_seconds = 0.2;
 
@@ -97,6 +102,7 @@ class MapdServer {
   std::unique_ptr<JobServiceImpl> job_service_;
   std::unique_ptr<PlannerServiceImpl> planner_service_;
   std::unique_ptr<WorkerRegistry> workers_;
+  std::unique_ptr<AdmittedPlans> admitted_;  // admission's plans, for the dispatcher
   std::unique_ptr<Dispatcher> dispatcher_;
   std::unique_ptr<WorkerServiceImpl> worker_service_;
   std::thread lease_thread_;     // expires workers' leases

@@ -125,8 +125,8 @@ void Dispatcher::RunEffects() {
   }
 }
 
-Dispatcher::Dispatcher(JobManager* jobs, WorkerRegistry* workers, DispatchOptions options, PlanJobFn plan)
-    : jobs_(jobs), workers_(workers), options_(std::move(options)), plan_(std::move(plan)) {}
+Dispatcher::Dispatcher(JobManager* jobs, WorkerRegistry* workers, DispatchOptions options, PlanJobFn plan, AdmittedPlans* admitted)
+    : jobs_(jobs), workers_(workers), options_(std::move(options)), plan_(std::move(plan)), admitted_(admitted) {}
 
 void Dispatcher::RecoverOrphans() {
   double recover_after = 0;
@@ -276,19 +276,8 @@ absl::Status Dispatcher::PlaceLocked(int64_t id, ActiveJob& job, int64_t resume_
     for (int64_t d : plan.mesh) a.add_mesh(d);
     *a.mutable_graph() = plan.graph;
     // store_address stays empty until rank 0 (in the first part) reports where it hosts the store.
-    a.set_steps(spec.steps());
-    a.set_optimizer(spec.optimizer());
-    a.set_lr(spec.lr());
-    a.set_lr_schedule(spec.lr_schedule());
-    a.set_warmup_steps(spec.warmup_steps());
-    a.set_min_lr(spec.min_lr());
-    a.set_data(spec.data());
-    a.set_eval_data(spec.eval_data());
-    a.set_eval_every(spec.eval_every());
-    a.set_eval_batches(spec.eval_batches());
-    a.set_seed(spec.seed());
+    *a.mutable_training() = spec.training();
     a.set_memory_cap(spec.memory_per_device());
-    a.set_checkpoint_every(spec.checkpoint_every());
     a.set_items_per_step(plan.items.count);
     a.set_item_unit(plan.items.unit);
     a.set_model_flops_per_step(plan.model_flops_per_step);
@@ -343,8 +332,21 @@ bool Dispatcher::TryStart(const v1::Job& job) {
   }
   const bool fewer = devices < spec.ranks();
   const std::string elastic_start = fewer ? absl::StrCat(" of its ", spec.ranks(), " (elastic: it grows at its checkpoints)") : "";
-  if (!jobs_->Transition(id, v1::PLANNING, absl::StrCat("planning for ", devices, " rank(s)", elastic_start)).ok()) return true;  // cancelled
-  auto plan = fewer ? PlanSmallerStart(spec, devices) : plan_(spec);
+  // Admission planned the job for its ranks: it starts on that plan unless it gets fewer devices
+  // (or the plan is gone: dropped past mapd --admitted-plan-bytes, or made before a restart).
+  std::shared_ptr<const RunnablePlan> admitted = admitted_ != nullptr && !fewer ? admitted_->Take(id) : nullptr;
+  if (admitted != nullptr && admitted->world() != devices) admitted = nullptr;
+  const std::string planning =
+      admitted != nullptr ? absl::StrCat("placing on the plan admission made for ", devices, " rank(s)")
+                          : absl::StrCat("planning for ", devices, " rank(s)", elastic_start,
+                                         fewer ? "" : (admitted_ != nullptr ? " (admission's plan is no longer kept)" : ""));
+  if (!jobs_->Transition(id, v1::PLANNING, planning).ok()) return true;  // cancelled
+  absl::StatusOr<std::shared_ptr<const RunnablePlan>> plan = admitted;
+  if (admitted == nullptr) {
+    auto made = fewer ? PlanSmallerStart(spec, devices) : plan_(spec);
+    if (made.ok()) plan = std::make_shared<const RunnablePlan>(*std::move(made));
+    else plan = made.status();
+  }
   if (!plan.ok() && fewer && plan.status().code() == absl::StatusCode::kFailedPrecondition) {
     // Nothing fits the devices free now: the job waits for all it asks for.
     absl::MutexLock lock(&mu_);
@@ -363,11 +365,16 @@ bool Dispatcher::TryStart(const v1::Job& job) {
   small_start_refused_.erase(id);
   ActiveJob active;
   active.spec = spec;
-  active.plan = std::make_shared<const RunnablePlan>(*std::move(plan));
-  if (spec.has_elastic()) active.plans.Found(active.plan);
+  active.plan = *std::move(plan);
+  if (spec.has_elastic()) {
+    active.plans.Found(active.plan);
+    // Started on fewer devices: admission's plan for all of them is the one it grows back into.
+    if (std::shared_ptr<const RunnablePlan> all = fewer && admitted_ != nullptr ? admitted_->Take(id) : nullptr) active.plans.Found(all);
+  }
   if (auto st = PlaceLocked(id, active, 0); !st.ok()) {
     const std::string why(st.message());
     if (st.code() == absl::StatusCode::kFailedPrecondition) {  // devices went away while planning (a lost worker)
+      if (!fewer && admitted_ != nullptr) admitted_->Put(id, active.plan);  // kept for its next try
       Defer([this, id, why] { (void)jobs_->Transition(id, v1::PENDING, absl::StrCat("back in the queue: ", why)); });
       return false;
     }
@@ -765,15 +772,15 @@ absl::StatusOr<v1::ReportResponse> Dispatcher::ReportLocked(const v1::ReportRequ
                                                    kMaxStepsPerReport, " at once"));
   }
   if (report.evaluations_size() > kMaxEvaluationsPerReport ||
-      (report.evaluations_size() > 0 && (job.spec.eval_every() <= 0 || !HasRankZero(part->assignment)))) {
+      (report.evaluations_size() > 0 && (job.spec.training().eval_every() <= 0 || !HasRankZero(part->assignment)))) {
     return absl::InvalidArgumentError(absl::StrCat("a report of ", report.evaluations_size(), " evaluations of job ", id,
-                                                   ", whose rank 0 evaluates every ", job.spec.eval_every(), " steps"));
+                                                   ", whose rank 0 evaluates every ", job.spec.training().eval_every(), " steps"));
   }
   if (auto st = CheckRankOutputs(report, part->assignment); !st.ok()) return st;
-  if (report.checkpoint_step() > job.spec.steps()) {
+  if (report.checkpoint_step() > job.spec.training().steps()) {
     // No rank of this job writes such a step: a forged or broken report, not counted.
     return absl::InvalidArgumentError(absl::StrCat("checkpoint step ", report.checkpoint_step(), " of job ", id,
-                                                   ", which trains ", job.spec.steps(), " steps"));
+                                                   ", which trains ", job.spec.training().steps(), " steps"));
   }
   if (!report.store_address().empty() && HasRankZero(part->assignment)) {
     if (auto st = CheckStoreAddress(report.store_address()); !st.ok()) return st;
@@ -784,7 +791,7 @@ absl::StatusOr<v1::ReportResponse> Dispatcher::ReportLocked(const v1::ReportRequ
   const v1::RankAssignment& a = part->assignment;
   const bool was_stopping = job.stopping();
   for (const v1::RankStep& s : report.steps()) {
-    if (!job.progress.Add(s, job.spec.steps()) || job.stopping()) continue;
+    if (!job.progress.Add(s, job.spec.training().steps()) || job.stopping()) continue;
     JobProgress p;
     p.step = s.step();
     p.loss = s.loss();
@@ -798,7 +805,7 @@ absl::StatusOr<v1::ReportResponse> Dispatcher::ReportLocked(const v1::ReportRequ
     Defer([this, id, o] { jobs_->AppendRankOutput(id, o.rank(), o.text(), o.dropped_bytes()); });
   }
   for (const v1::Evaluation& e : report.evaluations()) {
-    if (e.step() < 1 || e.step() > job.spec.steps() || job.stopping()) continue;
+    if (e.step() < 1 || e.step() > job.spec.training().steps() || job.stopping()) continue;
     Defer([this, id, e] { (void)jobs_->ReportEvaluation(id, e); });
   }
   const int part_index = static_cast<int>(part - job.parts.data());

@@ -68,6 +68,7 @@
 #include "proto/mapd/v1/workers.pb.h"
 #include "server/dispatch/elastic.h"
 #include "server/dispatch/job_tracking.h"
+#include "server/jobs/admitted_plans.h"
 #include "server/jobs/job_manager.h"
 #include "server/jobs/job_planner.h"
 #include "server/workers/worker_registry.h"
@@ -95,8 +96,11 @@ struct DispatchOptions {
 
 class Dispatcher {
  public:
-  // Everything given must outlive the dispatcher.
-  Dispatcher(JobManager* jobs, WorkerRegistry* workers, DispatchOptions options, PlanJobFn plan = PlanJob);
+  // Everything given must outlive the dispatcher. `admitted`: the plans admission made (a job
+  // starts on its own when it is there and for the devices the job gets); null: every job is
+  // planned as it starts.
+  Dispatcher(JobManager* jobs, WorkerRegistry* workers, DispatchOptions options, PlanJobFn plan = PlanJob,
+             AdmittedPlans* admitted = nullptr);
 
   // Watch then StartPending: one round on one thread (tests; a server without threads).
   void Tick();
@@ -249,6 +253,7 @@ class Dispatcher {
   WorkerRegistry* workers_;
   DispatchOptions options_;
   PlanJobFn plan_;
+  AdmittedPlans* admitted_;
   absl::Mutex effects_mu_ ABSL_ACQUIRED_BEFORE(mu_);
   mutable absl::Mutex mu_;
   std::vector<std::function<void()>> effects_ ABSL_GUARDED_BY(mu_);

@@ -21,10 +21,10 @@ absl::StatusOr<RunnablePlan> PlanForDevices(const PlanJobFn& plan, const v1::Job
   int stages = 1;
   if (absl::SimpleAtoi(at.pipeline_stages(), &stages) && stages > 1 && devices % stages != 0) at.set_pipeline_stages("auto");
   auto found = plan(at);
-  const bool pinned_micro_batches = at.micro_batches() != "auto";
+  const bool pinned_micro_batches = at.training().micro_batches() != "auto";
   if (found.ok() || found.status().code() != absl::StatusCode::kFailedPrecondition || !pinned_micro_batches) return found;
   // Fewer devices hold more of the global batch each: let the planner split it into more passes.
-  at.set_micro_batches("auto");
+  at.mutable_training()->set_micro_batches("auto");
   auto retried = plan(at);
   if (retried.ok()) return retried;
   return found.status();

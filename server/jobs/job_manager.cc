@@ -58,15 +58,19 @@ absl::StatusOr<v1::Job> JobManager::Submit(const v1::JobSpec& spec) {
   if (auto st = ValidateJobSpec(spec, limits_); !st.ok()) return st;
   v1::Job job;
   *job.mutable_spec() = WithDefaults(spec);
+  AdmittedFn admitted;
   if (admission_) {
-    if (auto st = admission_(job.spec(), job); !st.ok()) return st;
+    auto decided = admission_(job.spec(), job);
+    if (!decided.ok()) return decided.status();
+    admitted = *std::move(decided);
   }
   absl::MutexLock lock(&mu_);
   job.set_id(next_id_);
+  if (admitted) admitted(next_id_);  // (a failed Record leaves the id to the next job, which replaces it)
   job.set_state(v1::PENDING);
   job.set_created_unix_seconds(clock_->NowUnixSeconds());
   v1::JobEvent event;
-  event.set_message(absl::StrCat("submitted: ", job.spec().name(), ", ", job.spec().steps(), " steps on ", job.spec().ranks(),
+  event.set_message(absl::StrCat("submitted: ", job.spec().name(), ", ", job.spec().training().steps(), " steps on ", job.spec().ranks(),
                                  " rank(s)", job.plan_summary().empty() ? "" : absl::StrCat("; plan: ", job.plan_summary())));
   auto recorded = Record(std::move(job), std::move(event));
   if (recorded.ok()) ++next_id_;
@@ -276,7 +280,7 @@ absl::StatusOr<v1::Job> JobManager::ReportProgress(int64_t id, const JobProgress
   job.set_loss(p.loss);
   // A job's history holds at most about kMaxProgressEvents steps: every stride-th, the first and
   // the last. The others only move the job's step and loss (Get, List), not its events.
-  const int64_t steps = std::max<int64_t>(1, job.spec().steps());
+  const int64_t steps = std::max<int64_t>(1, job.spec().training().steps());
   const int64_t stride = (steps + kMaxProgressEvents - 1) / kMaxProgressEvents;
   if (p.step != 1 && p.step != steps && p.step % stride != 0) {
     v1::Job& kept = jobs_.at(id);

@@ -46,8 +46,10 @@ struct JobProgress {
 };
 
 // Decides whether a valid spec (defaults filled in) may be queued, and what to record with it
-// (admission.h): its error is the submission's, and nothing is stored.
-using AdmissionFn = std::function<absl::Status(const v1::JobSpec& spec, v1::Job& job)>;
+// (admission.h): its error is the submission's, and nothing is stored. What it returns runs
+// with the job's id once it has one, before the job can be seen (the admitted plan kept for it).
+using AdmittedFn = std::function<void(int64_t id)>;
+using AdmissionFn = std::function<absl::StatusOr<AdmittedFn>(const v1::JobSpec& spec, v1::Job& job)>;
 
 // How long finished jobs are kept (operator settings: mapd --job-retention-seconds,
 // --max-finished-jobs). Unfinished jobs are never deleted.

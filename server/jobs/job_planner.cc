@@ -9,6 +9,7 @@
 #include "planner/graph/verifier.h"
 #include "planner/profile/profiler.h"
 #include "planner/zoo/zoo.h"
+#include "common/training_config.h"
 
 namespace mapd {
 
@@ -39,7 +40,7 @@ absl::StatusOr<Graph> BuildJobGraph(const v1::JobSpec& spec) {
     return absl::InvalidArgumentError(absl::StrCat("the job's graph does not verify: ", graph.status().message()));
   }
   // The graph the job trains: bf16 mixed precision plans and runs its bf16 form.
-  auto precision = ResolvePrecision(spec.precision(), spec.device_type());
+  auto precision = ResolvePrecision(spec.training().precision(), spec.device_type());
   if (!precision.ok()) return Named(precision.status(), "precision");
   return GraphAtPrecision(*graph, *precision);
 }
@@ -51,21 +52,18 @@ absl::StatusOr<PlanRequest> JobPlanRequest(const v1::JobSpec& spec) {
   o.cluster.mesh.assign(spec.mesh().begin(), spec.mesh().end());
   o.cluster.device_type = spec.device_type();
   o.cluster.memory_per_device = spec.memory_per_device();
-  auto opt = ParseOptimizer(spec.optimizer());
+  auto opt = ParseOptimizer(spec.training().optimizer());
   if (!opt.ok()) return opt.status();
   o.profile.optimizer = *opt;
-  auto precision = ResolvePrecision(spec.precision(), spec.device_type());
+  auto precision = ResolvePrecision(spec.training().precision(), spec.device_type());
   if (!precision.ok()) return precision.status();
   o.profile.precision = *precision;
   if (spec.zero() != "auto") o.zero_stage = spec.zero()[0] - '0';
   request.recompute = spec.recompute().empty() ? "auto" : spec.recompute();
   o.recompute = request.recompute == "auto";
-  // ValidateJobSpec checked it: auto, or a count.
-  if (spec.micro_batches() == "auto") {
-    o.micro_batches = 0;
-  } else if (!spec.micro_batches().empty() && !absl::SimpleAtoi(spec.micro_batches(), &o.micro_batches)) {
-    return absl::InvalidArgumentError(absl::StrCat("micro_batches '", spec.micro_batches(), "' is not auto or a count"));
-  }
+  auto micro = MicroBatchesOf(spec.training());  // 0: auto
+  if (!micro.ok()) return micro.status();
+  o.micro_batches = *micro;
   // ValidateJobSpec checked it too: auto, or a count. A pipeline streams at least as many
   // micro-batches as it has stages: one pass a step then means the planner's choice.
   if (spec.pipeline_stages() == "auto") {

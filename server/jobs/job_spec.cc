@@ -10,8 +10,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "common/data_spec.h"
-#include "common/lr_schedule.h"
-#include "common/training_limits.h"
+#include "common/training_config.h"
 #include "planner/profile/device_profile.h"
 
 namespace mapd {
@@ -71,9 +70,6 @@ absl::Status ValidateJobSpec(const v1::JobSpec& s, const SpecLimits& limits) {
       }
     }
   }
-  if (s.steps() <= 0 || s.steps() > limits.max_steps) {
-    return bad("steps is ", s.steps(), "; give a number of steps from 1 to ", limits.max_steps);
-  }
   if (s.ranks() <= 0 || s.ranks() > limits.max_ranks) {
     return bad("ranks is ", s.ranks(), "; give how many devices to train on, from 1 to ", limits.max_ranks);
   }
@@ -112,7 +108,7 @@ absl::Status ValidateJobSpec(const v1::JobSpec& s, const SpecLimits& limits) {
                  ") to ", limits.max_ranks, ", or 0 for ranks");
     }
     // An elastic job changes its devices only at a committed checkpoint.
-    if (s.checkpoint_every() <= 0) {
+    if (s.training().checkpoint_every() <= 0) {
       return bad("elastic jobs resume and grow at checkpoints: give checkpoint_every (steps between checkpoints, > 0)");
     }
     if (s.mesh_size() > 0) {
@@ -120,20 +116,10 @@ absl::Status ValidateJobSpec(const v1::JobSpec& s, const SpecLimits& limits) {
     }
   }
   if (s.memory_per_device() < 0) return bad("memory_per_device is ", s.memory_per_device(), "; give bytes (> 0) or 0 for the device's");
-  static const std::set<std::string> optimizers = {"", "sgd", "momentum", "adamw"};
-  if (!optimizers.count(s.optimizer())) return bad("optimizer '", s.optimizer(), "' is not one of sgd, momentum, adamw");
-  if (!(s.lr() >= 0) || std::isinf(s.lr())) return bad("lr is ", s.lr(), "; give a positive, finite learning rate");
-  auto schedule = MakeLrSchedule(s.lr_schedule(), s.warmup_steps(), s.min_lr(), s.steps());
-  if (!schedule.ok()) return bad("lr_schedule '", s.lr_schedule(), "' is not one of constant, cosine, linear");
-  if (auto st = schedule->Validate(s.lr() == 0 ? 1e-3 : s.lr()); !st.ok()) return bad(st.message());
+  const v1::TrainingConfig training = WithTrainingDefaults(s.training());
+  if (auto st = ValidateTrainingConfig(training, limits.max_steps); !st.ok()) return st;
   static const std::set<std::string> zero = {"", "auto", "0", "1", "2", "3"};
   if (!zero.count(s.zero())) return bad("zero '", s.zero(), "' is not one of auto, 0, 1, 2, 3");
-  if (!s.micro_batches().empty() && s.micro_batches() != "auto") {
-    int64_t m = 0;
-    if (!absl::SimpleAtoi(s.micro_batches(), &m) || m < 1 || m > (int64_t{1} << 20)) {
-      return bad("micro_batches '", s.micro_batches(), "' is not auto or a count from 1 to ", int64_t{1} << 20);
-    }
-  }
   if (!s.pipeline_stages().empty() && s.pipeline_stages() != "auto") {
     int p = 0;
     if (!absl::SimpleAtoi(s.pipeline_stages(), &p) || p < 1 || p > std::max(1, s.ranks())) {
@@ -144,17 +130,9 @@ absl::Status ValidateJobSpec(const v1::JobSpec& s, const SpecLimits& limits) {
       return bad("pipeline_stages ", p, " on device cuda: NCCL point-to-point transfers are not built yet; use device cpu");
     }
   }
-  static const std::set<std::string> precisions = {"", "auto", "fp32", "bf16"};
-  if (!precisions.count(s.precision())) return bad("precision '", s.precision(), "' is not one of auto, fp32, bf16");
-  if (auto st = CheckDataFiles(s.data()); !st.ok()) return st;
-  if (auto st = CheckDataFiles(s.eval_data()); !st.ok()) return bad("eval_data: ", st.message());
-  if (s.eval_every() < 0 || s.eval_every() > limits.max_steps) {
-    return bad("eval_every is ", s.eval_every(), "; give 0 (no evaluation) to ", limits.max_steps, " steps");
-  }
-  if (s.eval_batches() < 0 || s.eval_batches() > kMaxEvalBatches) {
-    return bad("eval_batches is ", s.eval_batches(), "; give 1 to ", kMaxEvalBatches, " (0: 1)");
-  }
-  if (s.eval_every() > 0 && s.pipeline_stages() != "" && s.pipeline_stages() != "1") {
+  if (auto st = CheckDataFiles(training.data()); !st.ok()) return st;
+  if (auto st = CheckDataFiles(training.eval_data()); !st.ok()) return absl::InvalidArgumentError(absl::StrCat("eval_data: ", st.message()));
+  if (training.eval_every() > 0 && s.pipeline_stages() != "" && s.pipeline_stages() != "1") {
     return absl::UnimplementedError(absl::StrCat("eval_every with pipeline_stages ", s.pipeline_stages(),
                                                  ": evaluation under pipeline stages is not built yet; drop one"));
   }
@@ -176,7 +154,6 @@ absl::Status ValidateJobSpec(const v1::JobSpec& s, const SpecLimits& limits) {
   if (!s.device().empty() && s.device() != "cpu" && s.device() != "cuda") {
     return bad("device '", s.device(), "' is not cpu or cuda (the devices workers offer)");
   }
-  if (s.checkpoint_every() < 0) return bad("checkpoint_every is ", s.checkpoint_every(), "; give 0 or a positive number of steps");
   return absl::OkStatus();
 }
 
@@ -184,16 +161,10 @@ v1::JobSpec WithDefaults(v1::JobSpec s) {
   if (s.name().empty()) s.set_name(s.model().empty() ? s.graph().name() : s.model());
   if (s.device_type().empty()) s.set_device_type("cpu");
   if (s.device().empty()) s.set_device("cpu");
-  if (s.optimizer().empty()) s.set_optimizer("adamw");
-  if (s.lr() == 0) s.set_lr(1e-3);
-  if (s.lr_schedule().empty()) s.set_lr_schedule("constant");
-  if (s.data().empty()) s.set_data("synthetic");
   if (s.zero().empty()) s.set_zero("auto");
   if (s.recompute().empty()) s.set_recompute("auto");
-  if (s.micro_batches().empty()) s.set_micro_batches("1");
-  if (s.precision().empty()) s.set_precision("auto");
   if (s.pipeline_stages().empty()) s.set_pipeline_stages("1");
-  if (s.eval_batches() == 0) s.set_eval_batches(1);
+  *s.mutable_training() = WithTrainingDefaults(s.training());
   if (s.batch_norm().empty()) s.set_batch_norm("sync");
   if (s.batch_norm() == "local" && s.batch_norm_groups() == 0) s.set_batch_norm_groups(s.ranks());
   if (s.has_elastic()) {

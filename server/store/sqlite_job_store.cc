@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "server/store/job_store.h"
+#include "server/store/legacy_spec.h"
 
 namespace mapd {
 
@@ -85,6 +86,7 @@ class SqliteJobStore : public JobStore {
   absl::StatusOr<std::vector<v1::Job>> LoadJobs() const override {
     std::vector<v1::Job> out;
     if (auto st = Query("SELECT job FROM jobs ORDER BY id", 0, 0, ParsedInto(out)); !st.ok()) return st;
+    for (v1::Job& job : out) MoveLegacyTrainingFields(job.mutable_spec());
     return out;
   }
 

@@ -212,4 +212,4 @@ def test_evaluation_under_a_plan_is_pytorchs_eval_loss_and_touches_nothing(tmp_p
                      "--eval-every", "1", "--steps", "1")
     assert bad.returncode == 1 and "evaluation under pipeline stages is not built yet" in bad.stderr, bad.stderr
     bad = run_mapctl("run", *model_args, "--eval-every", "1", "--eval-data", "npy:")
-    assert bad.returncode == 1 and "--eval-data: data 'npy:'" in bad.stderr, bad.stderr
+    assert bad.returncode == 1 and "eval_data: data 'npy:'" in bad.stderr, bad.stderr

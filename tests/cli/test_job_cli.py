@@ -71,7 +71,7 @@ def test_yaml_round_trips_through_submit_and_flags_win_over_the_file(coordinator
     printed = mapctl(env, "get", "1", "-o", "yaml", check=0).stdout
     got = json.loads(mapctl(env, "get", "1", "-o", "json", check=0).stdout)
     # Integers are JSON numbers, times RFC 3339.
-    assert isinstance(got["id"], int) and got["spec"]["steps"] == 7 and got["spec"]["mesh"] == [2], got
+    assert isinstance(got["id"], int) and got["spec"]["training"]["steps"] == 7 and got["spec"]["mesh"] == [2], got
     assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", got["created_time"]) and "created_unix_seconds" not in got, got
     (tmp / "job.yaml").write_text(printed)
     assert mapctl(env, "submit", "-f", str(tmp / "job.yaml"), "-o", "name", check=0).stdout == "job/2\n"
@@ -80,13 +80,13 @@ def test_yaml_round_trips_through_submit_and_flags_win_over_the_file(coordinator
     # A flag typed on the command line wins over the file's field; the rest is the file's.
     mapctl(env, "submit", "-f", str(tmp / "job.yaml"), "--steps", "3", check=0)
     third = json.loads(mapctl(env, "get", "3", "-o", "json", check=0).stdout)["spec"]
-    assert third["steps"] == 3 and third["lr"] == 0.002 and third["zero"] == "1" and third["ranks"] == 2, third
+    assert third["training"]["steps"] == 3 and third["training"]["lr"] == 0.002 and third["zero"] == "1" and third["ranks"] == 2, third
     # Job files: sizes and shapes as the flags take them, field-named errors.
     (tmp / "ok.yaml").write_text(f"model: {GPT}\nsteps: 2\nranks: 2\nmesh: 2\nmemory_per_device: 2GiB\nzero: 2\n")
     mapctl(env, "submit", "-f", str(tmp / "ok.yaml"), check=0)
     fourth = json.loads(mapctl(env, "get", "4", "-o", "json", check=0).stdout)["spec"]
     assert fourth["memory_per_device"] == 2 << 30 and fourth["zero"] == "2" and fourth["mesh"] == [2], fourth
-    for text, words in [("steps: ten\n", '(steps): invalid value "ten" for type TYPE_INT64'),
+    for text, words in [("steps: ten\n", 'steps): invalid value "ten" for type TYPE_INT64'),
                         ("stepz: 3\n", "stepz: unknown field; did you mean 'steps'?"),
                         ("mesh: 2y2\n", "mesh: "),
                         ("memory_per_device: lots\n", "memory_per_device: "),

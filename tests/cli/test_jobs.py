@@ -582,6 +582,40 @@ def test_a_job_runs_in_micro_batches(tmp_path):
         stop_all(proc, workers)
 
 
+def test_a_job_trains_with_its_weight_decay_and_clipping_searched_once(tmp_path):
+    """--weight-decay and --max-grad-norm (--clip) reach a job's ranks through its training config:
+    the job's losses on 2 ranks are one process's with the same flags (mapctl run), and not those
+    of a run without them. The job is searched once (admission's plan is the one it runs)."""
+    proc, port = start_mapd(tmp_path / "jobs.db", "--lease-seconds", "2", "--heartbeat-seconds", "0.25")
+    coordinator_metrics = proc.stdout.readline().split("metrics on ")[1].strip()
+    env = {"MAPD_ADDRESS": f"127.0.0.1:{port}", "MAPD_TOKEN": TOKEN}
+    workers = []
+    training = ("--steps", "6", "--optimizer", "sgd", "--lr", "0.5", "--seed", "3")
+    regularised = ("--weight-decay", "0.2", "--clip", "0.05")
+    try:
+        workers = [start_worker(env, tmp_path, "alpha")]
+        mapctl(env, "submit", GPT, "--ranks", "2", *training, *regularised, check=0)
+        assert mapctl(env, "watch", "1", check=None).returncode == 0
+        assert "weight decay 0.2, gradients clipped to norm 0.05" in mapctl(env, "get", "1", check=0).stdout
+        events = json.loads(mapctl(env, "logs", "1", "-o", "json", "--all-steps", check=0).stdout)
+        job = [e["loss"] for e in events if int(e.get("step", 0)) > 0]
+
+        def run(*flags):
+            out = json.loads(mapctl(env, "run", GPT, *training, *flags, "-o", "json", check=0).stdout)
+            return [s["loss"] for s in out["steps"]]
+        same, plain = run(*regularised), run()
+        assert len(job) == len(same) == 6, (job, same)
+        assert all(abs(a - b) < 1e-4 for a, b in zip(job, same)), (job, same)
+        assert max(abs(a - b) for a, b in zip(job, plain)) > 1e-2, (job, plain)
+        # The job was searched once, at admission: it started on that plan.
+        text = scrape(coordinator_metrics)
+        assert sample(text, "mapd_plan_searches_total", phase="admission") == 1, text
+        assert sample(text, "mapd_plan_searches_total", phase="dispatch") == 0, text
+        assert any("placing on the plan admission made for 2 rank(s)" in e["message"] for e in events), events
+    finally:
+        stop_all(proc, workers)
+
+
 def test_a_job_trains_on_numpy_arrays_under_the_workers_data_root(tmp_path, models):
     """npy:IMAGES,LABELS in a job: both files resolved under the worker's --data-root, the ranks
     train on them (a ResNet, its batch norms over each rank's half of the batch: --batch-norm

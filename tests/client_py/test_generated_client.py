@@ -19,7 +19,7 @@ def stubs(tmp_path_factory):
     proto = os.path.join(SOURCE_DIR, "proto")
     subprocess.run(["protoc", f"-I{proto}", f"--python_out={out}", f"--grpc_out={out}",
                     "--plugin=protoc-gen-grpc=/usr/bin/grpc_python_plugin",
-                    "mapd/v1/graph.proto", "mapd/v1/jobs.proto", "mapd/v1/job_service.proto", "mapd/v1/plan.proto",
+                    "mapd/v1/graph.proto", "mapd/v1/training.proto", "mapd/v1/jobs.proto", "mapd/v1/job_service.proto", "mapd/v1/plan.proto",
                     "mapd/v1/planner_service.proto"],
                    check=True, cwd=proto, capture_output=True)
     sys.path.insert(0, str(out))
@@ -49,17 +49,20 @@ def test_python_stubs_list_and_submit(stubs, mapd):
     channel = grpc.insecure_channel(f"127.0.0.1:{port}")
     stub = service.JobServiceStub(channel)
     auth = [("authorization", f"Bearer {TOKEN}")]
-    spec = jobs_pb2.JobSpec(model="gpt2:layers=2,hidden=32,heads=4,vocab=64,seq=8,batch=4", steps=5, ranks=2)
+    spec = jobs_pb2.JobSpec(model="gpt2:layers=2,hidden=32,heads=4,vocab=64,seq=8,batch=4", ranks=2)
+    spec.training.steps = 5
     job = stub.Submit(jobs_pb2.SubmitJobRequest(spec=spec), metadata=auth, timeout=10)
-    assert job.id == 1 and job.state == jobs_pb2.PENDING and job.spec.optimizer == "adamw"
+    assert job.id == 1 and job.state == jobs_pb2.PENDING and job.spec.training.optimizer == "adamw"
     listed = stub.List(jobs_pb2.ListJobsRequest(), metadata=auth, timeout=10)
     assert [j.id for j in listed.jobs] == [1]
     with pytest.raises(grpc.RpcError) as err:
         stub.List(jobs_pb2.ListJobsRequest(), timeout=10)
     assert err.value.code() == grpc.StatusCode.UNAUTHENTICATED
     with pytest.raises(grpc.RpcError) as err:
-        stub.Submit(jobs_pb2.SubmitJobRequest(spec=jobs_pb2.JobSpec(model="gpt2", steps=0, ranks=1)), metadata=auth, timeout=10)
-    assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT and "steps is 0" in err.value.details()
+        bad = jobs_pb2.JobSpec(model="gpt2", ranks=1)
+        bad.training.steps = -1
+        stub.Submit(jobs_pb2.SubmitJobRequest(spec=bad), metadata=auth, timeout=10)
+    assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT and "steps is -1" in err.value.details()
     # SIGTERM: a graceful exit.
     start = time.monotonic()
     proc.send_signal(signal.SIGTERM)

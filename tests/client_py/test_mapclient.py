@@ -177,6 +177,29 @@ def test_three_lines_train_a_traced_module_on_two_ranks(venv, cluster, tmp_path)
     assert time.monotonic() - start < 60
 
 
+def test_a_job_trains_with_the_weight_decay_and_clipping_it_was_submitted_with(venv, cluster, tmp_path):
+    """weight_decay and max_grad_norm (training fields, given as keywords) reach the job's ranks:
+    its losses on 2 ranks are one process's with the same flags (mapctl run), not those without."""
+    got = run_script(venv, tmp_path, textwrap.dedent(f"""\
+        import json, mapclient
+        with mapclient.Client({cluster!r}, token={TOKEN!r}) as c:
+            job = c.submit({GPT!r}, ranks=2, steps=6, optimizer="sgd", lr=0.5, seed=3, weight_decay=0.2, max_grad_norm=0.05)
+            assert c.wait(job).state == "SUCCEEDED"
+            t = c.get(job).spec.training
+            print(json.dumps({{"losses": [e.loss for e in c.events(job) if e.step > 0], "weight_decay": t.weight_decay,
+                              "max_grad_norm": t.max_grad_norm}}))
+        """))
+    assert got["weight_decay"] == 0.2 and got["max_grad_norm"] == 0.05, got
+
+    def run(*flags):
+        out = subprocess.run([MAPCTL, "run", GPT, "--steps", "6", "--optimizer", "sgd", "--lr", "0.5", "--seed", "3", *flags,
+                              "-o", "json"], capture_output=True, text=True, check=True)
+        return [s["loss"] for s in json.loads(out.stdout)["steps"]]
+    same, plain = run("--weight-decay", "0.2", "--max-grad-norm", "0.05"), run()
+    assert len(got["losses"]) == 6 and all(abs(a - b) < 1e-4 for a, b in zip(got["losses"], same)), (got, same)
+    assert max(abs(a - b) for a, b in zip(got["losses"], plain)) > 1e-2, (got, plain)
+
+
 def test_watch_resumes_after_a_coordinator_restart_without_duplicates(venv, tmp_path):
     """A watch open when mapd stops reconnects to the mapd started again on the same port with the
     same --store, from the last event's seq: every event once, in order, to SUCCEEDED. The job is
@@ -276,7 +299,8 @@ def test_unknown_keywords_and_models_without_a_loss_are_refused(venv, cluster, t
             out["submitted"] = len(c.list()) - before
         print(json.dumps(out))
         """))
-    assert "unexpected keyword argument 'stepz'" in got["unknown"] and "steps, ranks, mesh" in got["unknown"], got
+    assert "unexpected keyword argument 'stepz'" in got["unknown"] and "ranks, mesh" in got["unknown"], got
+    assert "steps" in got["unknown"] and "weight_decay" in got["unknown"], got
     assert "'devices'" in got["plan_unknown"], got
     assert "exactly one of model=" in got["twice"], got
     assert "returns no floating-point scalar" in got["no_loss"] and "FLOAT32[8,4]" in got["no_loss"], got

@@ -33,7 +33,7 @@ void ExpectPeakWithinTolerance(const std::string& what, v1::Graph proto) {
   auto predicted = ProfileTrainingStep(*graph, opt);
   ASSERT_TRUE(predicted.ok()) << predicted.status();
   LocalTrainingOptions m;
-  m.steps = 2;
+  m.training.set_steps(2);
   auto measured = MeasureTraining(graph->proto(), m);
   ASSERT_TRUE(measured.ok()) << measured.status();
   const double error = static_cast<double>(predicted->predicted_peak_bytes - measured->peak_bytes) /

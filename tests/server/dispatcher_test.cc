@@ -20,7 +20,7 @@ namespace mapd {
 namespace {
 
 absl::StatusOr<RunnablePlan> FakePlan(const v1::JobSpec& spec) {
-  if (spec.steps() == 13) return absl::FailedPreconditionError("no plan fits 1 KiB per device");
+  if (spec.training().steps() == 13) return absl::FailedPreconditionError("no plan fits 1 KiB per device");
   RunnablePlan p;
   p.mesh = {spec.ranks()};
   for (int r = 0; r < spec.ranks(); ++r) {
@@ -41,7 +41,7 @@ absl::StatusOr<RunnablePlan> FakePlan(const v1::JobSpec& spec) {
 v1::JobSpec Spec(int ranks, int64_t steps = 10) {
   v1::JobSpec s;
   s.set_model("gpt2:layers=1,hidden=32");
-  s.set_steps(steps);
+  s.mutable_training()->set_steps(steps);
   s.set_ranks(ranks);
   return s;
 }
@@ -110,7 +110,7 @@ class DispatcherTest : public ::testing::Test {
   // Starts job 1: 2 ranks, a checkpoint every 5 steps, RUNNING.
   void StartCheckpointedJob() {
     v1::JobSpec spec = Spec(2);
-    spec.set_checkpoint_every(5);
+    spec.mutable_training()->set_checkpoint_every(5);
     ASSERT_TRUE(jobs_->Submit(spec).ok());
     dispatcher_->Tick();
     ASSERT_EQ(State(1), v1::RUNNING);
@@ -184,6 +184,63 @@ TEST_F(DispatcherTest, PlacesConsecutiveRanksOnTheWorkersWithMostFreeDevicesFirs
   EXPECT_EQ(Beat(big, {1}).assignments_size(), 0);
   EXPECT_EQ(dispatcher_->BusyDevices(), (std::map<std::string, int>{{small, 1}, {big, 2}}));
   EXPECT_NE(Messages(1).back().find("running on " + big + " (rank 0-1), " + small + " (rank 2)"), std::string::npos) << Messages(1).back();
+}
+
+// A job is searched once: the dispatcher starts it on the plan admission kept for it, and plans
+// again only when that plan is gone (saying so) or is for other devices.
+TEST_F(DispatcherTest, AJobStartsOnThePlanAdmissionKeptForIt) {
+  AdmittedPlans admitted(int64_t{1} << 20);
+  int searches = 0;
+  PlanJobFn counted = [&searches](const v1::JobSpec& spec) {
+    ++searches;
+    return FakePlan(spec);
+  };
+  dispatcher_ = std::make_unique<Dispatcher>(jobs_.get(), workers_.get(), DispatchOptions{}, counted, &admitted);
+  const std::string w = AddWorker(4);
+  // Job 1: admission's plan (marked so it can be told from one made here) is kept and used.
+  auto kept = FakePlan(Spec(2));
+  ASSERT_TRUE(kept.ok());
+  kept->summary = "mesh 2 (admitted)";
+  ASSERT_TRUE(jobs_->Submit(Spec(2)).ok());
+  admitted.Put(1, std::make_shared<const RunnablePlan>(*kept));
+  EXPECT_EQ(admitted.count(), 1);
+  dispatcher_->Tick();
+  ASSERT_EQ(State(1), v1::RUNNING);
+  EXPECT_EQ(searches, 0);
+  EXPECT_EQ(admitted.count(), 0);
+  EXPECT_EQ(admitted.bytes(), 0);
+  auto job = jobs_->Get(1);
+  EXPECT_EQ(job->plan_summary(), "mesh 2 (admitted)");
+  const auto one = Messages(1);
+  EXPECT_TRUE(std::any_of(one.begin(), one.end(), [](const std::string& m) { return m.find("placing on the plan admission made for 2 rank(s)") != std::string::npos; }));
+  // Job 2: no plan kept for it (as after a restart): planned here, and the event says why.
+  ASSERT_TRUE(jobs_->Submit(Spec(2)).ok());
+  dispatcher_->Tick();
+  ASSERT_EQ(State(2), v1::RUNNING);
+  EXPECT_EQ(searches, 1);
+  const auto two = Messages(2);
+  EXPECT_TRUE(std::any_of(two.begin(), two.end(), [](const std::string& m) { return m.find("(admission's plan is no longer kept)") != std::string::npos; }));
+  dispatcher_.reset();  // before `admitted`
+}
+
+TEST(AdmittedPlansTest, KeepsPlansWithinItsBudgetOldestDroppedFirst) {
+  auto plan = FakePlan(Spec(4));
+  ASSERT_TRUE(plan.ok());
+  auto shared = std::make_shared<const RunnablePlan>(*plan);
+  const int64_t each = AdmittedPlans::BytesOf(*shared);
+  ASSERT_GT(each, 0);
+  AdmittedPlans plans(2 * each);
+  plans.Put(1, shared);
+  plans.Put(2, shared);
+  EXPECT_EQ(plans.bytes(), 2 * each);
+  plans.Put(3, shared);  // over the budget: job 1's goes
+  EXPECT_EQ(plans.count(), 2);
+  EXPECT_EQ(plans.Take(1), nullptr);
+  EXPECT_EQ(plans.Take(2), shared);
+  EXPECT_EQ(plans.Take(2), nullptr);  // taken once
+  AdmittedPlans none(0);              // keeps none
+  none.Put(1, shared);
+  EXPECT_EQ(none.Take(1), nullptr);
 }
 
 TEST_F(DispatcherTest, AJobWaitsForDevicesWithOneEventWhileASmallerOneStarts) {
@@ -325,7 +382,7 @@ TEST_F(DispatcherTest, PlanningANewJobDoesNotDelayNoticingALostWorker) {
   absl::Notification planning, release;
   dispatcher_ = std::make_unique<Dispatcher>(jobs_.get(), workers_.get(), DispatchOptions{},
                                              [&](const v1::JobSpec& spec) -> absl::StatusOr<RunnablePlan> {
-                                               if (spec.steps() == 99) {
+                                               if (spec.training().steps() == 99) {
                                                  planning.Notify();
                                                  release.WaitForNotification();
                                                }
@@ -682,7 +739,7 @@ TEST_F(DispatcherTest, ForgedCheckpointAndStepReportsCountForNothing) {
 TEST_F(DispatcherTest, EvaluationsComeFromRankZerosWorkerOfAJobThatEvaluates) {
   const std::string w1 = AddWorker(1), w2 = AddWorker(1);
   v1::JobSpec spec = Spec(2);
-  spec.set_eval_every(5);
+  spec.mutable_training()->set_eval_every(5);
   ASSERT_TRUE(jobs_->Submit(spec).ok());
   dispatcher_->Tick();
   ASSERT_EQ(State(1), v1::RUNNING);
@@ -733,26 +790,26 @@ TEST(Elastic, BoundsPlansForFewerDevicesAndTheCountChosen) {
   std::vector<v1::JobSpec> asked;
   PlanJobFn planner = [&](const v1::JobSpec& s) -> absl::StatusOr<RunnablePlan> {
     asked.push_back(s);
-    if (s.micro_batches() == "1" && s.ranks() < 4) return absl::FailedPreconditionError("no plan fits");
+    if (s.training().micro_batches() == "1" && s.ranks() < 4) return absl::FailedPreconditionError("no plan fits");
     return FakePlan(s);
   };
-  spec.set_micro_batches("1");
+  spec.mutable_training()->set_micro_batches("1");
   spec.set_pipeline_stages("2");
   auto two = PlanForDevices(planner, spec, 2);
   ASSERT_TRUE(two.ok()) << two.status();
   EXPECT_EQ(two->world(), 2);
   ASSERT_EQ(asked.size(), 2u);
-  EXPECT_EQ(asked[0].micro_batches(), "1");
+  EXPECT_EQ(asked[0].training().micro_batches(), "1");
   EXPECT_EQ(asked[0].pipeline_stages(), "2");
-  EXPECT_EQ(asked[1].micro_batches(), "auto");
+  EXPECT_EQ(asked[1].training().micro_batches(), "auto");
   asked.clear();
-  spec.set_micro_batches("auto");
+  spec.mutable_training()->set_micro_batches("auto");
   ASSERT_TRUE(PlanForDevices(planner, spec, 3).ok());
   ASSERT_EQ(asked.size(), 1u);
   EXPECT_EQ(asked[0].pipeline_stages(), "auto");  // 2 stages do not divide 3 devices
   // An error other than "nothing fits" is not retried.
   PlanJobFn broken = [](const v1::JobSpec&) -> absl::StatusOr<RunnablePlan> { return absl::InvalidArgumentError("bad graph"); };
-  spec.set_micro_batches("1");
+  spec.mutable_training()->set_micro_batches("1");
   EXPECT_EQ(PlanForDevices(broken, spec, 2).status().code(), absl::StatusCode::kInvalidArgument);
 
   ElasticPlans plans;
@@ -775,11 +832,11 @@ TEST(Elastic, MicroBatchesMakeUpForFewerDevicesUnderTheSameBudget) {
   // in several (the real planner; no recomputation to fall back on).
   v1::JobSpec spec;
   spec.set_model("gpt2:layers=2,hidden=64,heads=2,vocab=256,seq=64,batch=16");
-  spec.set_steps(10);
+  spec.mutable_training()->set_steps(10);
   spec.set_ranks(4);
   spec.set_memory_per_device(4 << 20);
   spec.set_recompute("off");
-  spec.set_checkpoint_every(5);
+  spec.mutable_training()->set_checkpoint_every(5);
   spec.mutable_elastic()->set_min_devices(2);
   spec = WithDefaults(spec);
   auto four = PlanJob(spec);
@@ -804,7 +861,7 @@ class ElasticDispatcherTest : public DispatcherTest {
     UseCheckpointDir("dispatcher_elastic", /*max_restarts=*/3, grace, std::move(plan));
     w1_ = AddWorker(2), w2_ = AddWorker(2);
     v1::JobSpec spec = Spec(4, /*steps=*/100);
-    spec.set_checkpoint_every(5);
+    spec.mutable_training()->set_checkpoint_every(5);
     spec.mutable_elastic()->set_min_devices(min_devices);
     spec.mutable_elastic()->set_max_devices(4);
     ASSERT_TRUE(jobs_->Submit(spec).ok());
@@ -931,7 +988,7 @@ TEST_F(DispatcherTest, AnElasticJobStartsOnTheDevicesFreeAndGrowsAtACheckpoint) 
   UseCheckpointDir("dispatcher_elastic_start", /*max_restarts=*/3, /*elastic_grace_seconds=*/10);
   const std::string w1 = AddWorker(2);
   v1::JobSpec spec = Spec(4, /*steps=*/100);
-  spec.set_checkpoint_every(5);
+  spec.mutable_training()->set_checkpoint_every(5);
   spec.mutable_elastic()->set_min_devices(2);
   spec.mutable_elastic()->set_max_devices(4);
   ASSERT_TRUE(jobs_->Submit(spec).ok());
@@ -965,7 +1022,7 @@ TEST_F(DispatcherTest, AnElasticJobThatFitsNoFewerDevicesWaitsForAll) {
   UseCheckpointDir("dispatcher_elastic_start_wait", /*max_restarts=*/3, /*elastic_grace_seconds=*/10, four_only);
   AddWorker(2);
   v1::JobSpec spec = Spec(4, /*steps=*/100);
-  spec.set_checkpoint_every(5);
+  spec.mutable_training()->set_checkpoint_every(5);
   spec.mutable_elastic()->set_min_devices(2);
   ASSERT_TRUE(jobs_->Submit(spec).ok());
   dispatcher_->Tick();
@@ -1030,14 +1087,14 @@ TEST_F(DispatcherTest, AnElasticJobIsPlannedForAFewDeviceCountsARound) {
   // round of the planning thread, for 3, 2, 1 in the next, and resumes on 1.
   std::vector<int> asked;
   PlanJobFn one_or_eight = [&](const v1::JobSpec& s) -> absl::StatusOr<RunnablePlan> {
-    if (s.micro_batches() != "auto") asked.push_back(s.ranks());  // (a count that fails is asked again with auto)
+    if (s.training().micro_batches() != "auto") asked.push_back(s.ranks());  // (a count that fails is asked again with auto)
     if (s.ranks() != 1 && s.ranks() != 8) return absl::FailedPreconditionError("no plan fits");
     return FakePlan(s);
   };
   UseCheckpointDir("dispatcher_elastic_rounds", /*max_restarts=*/3, /*elastic_grace_seconds=*/0, one_or_eight);
   const std::string w1 = AddWorker(7), w2 = AddWorker(1);
   v1::JobSpec spec = Spec(8, /*steps=*/100);
-  spec.set_checkpoint_every(5);
+  spec.mutable_training()->set_checkpoint_every(5);
   spec.mutable_elastic()->set_min_devices(1);
   ASSERT_TRUE(jobs_->Submit(spec).ok());
   dispatcher_->Tick();

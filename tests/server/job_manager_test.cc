@@ -21,7 +21,7 @@ namespace {
 v1::JobSpec Spec() {
   v1::JobSpec s;
   s.set_model("gpt2:layers=2,hidden=32,heads=4,vocab=64,seq=8,batch=4");
-  s.set_steps(10);
+  s.mutable_training()->set_steps(10);
   s.set_ranks(2);
   return s;
 }
@@ -36,9 +36,9 @@ TEST(JobManager, SubmitValidatesAndQueues) {
   ASSERT_TRUE(job.ok()) << job.status();
   EXPECT_EQ(job->id(), 1);
   EXPECT_EQ(job->state(), v1::PENDING);
-  EXPECT_EQ(job->spec().optimizer(), "adamw");  // defaults filled in
-  EXPECT_EQ(job->spec().micro_batches(), "1");
-  EXPECT_EQ(job->spec().precision(), "auto");
+  EXPECT_EQ(job->spec().training().optimizer(), "adamw");  // defaults filled in
+  EXPECT_EQ(job->spec().training().micro_batches(), "1");
+  EXPECT_EQ(job->spec().training().precision(), "auto");
   EXPECT_EQ(job->spec().pipeline_stages(), "1");
   EXPECT_EQ(job->spec().name(), Spec().model());
   EXPECT_EQ((*m)->NextPending()->id(), 1);
@@ -49,7 +49,7 @@ TEST(JobManager, SubmitValidatesAndQueues) {
     std::string says;
   };
   const Case cases[] = {
-      {[](v1::JobSpec& s) { s.set_steps(0); }, "steps is 0"},
+      {[](v1::JobSpec& s) { s.mutable_training()->set_steps(-1); }, "steps is -1"},
       {[](v1::JobSpec& s) { s.set_ranks(-1); }, "ranks is -1"},
       {[](v1::JobSpec& s) { s.clear_model(); }, "not neither"},
       {[](v1::JobSpec& s) { s.add_mesh(3); }, "mesh 3 has more devices than ranks (2)"},
@@ -59,26 +59,26 @@ TEST(JobManager, SubmitValidatesAndQueues) {
       {[](v1::JobSpec& s) { s.set_name(std::string(3 << 20, 'n')); }, "the job's name has 3145728 characters; give at most 256"},
       {[](v1::JobSpec& s) { s.set_model(std::string(5000, 'g')); }, "the model spec has 5000 characters"},
       {[](v1::JobSpec& s) { s.set_ranks(1 << 20); }, "from 1 to 65536"},
-      {[](v1::JobSpec& s) { s.set_steps(int64_t{1} << 62); }, "give a number of steps from 1 to"},
-      {[](v1::JobSpec& s) { s.set_optimizer("lamb"); }, "optimizer 'lamb'"},
+      {[](v1::JobSpec& s) { s.mutable_training()->set_steps(int64_t{1} << 62); }, "give a number of steps from 1 to"},
+      {[](v1::JobSpec& s) { s.mutable_training()->set_optimizer("lamb"); }, "optimizer 'lamb'"},
       {[](v1::JobSpec& s) { s.set_zero("4"); }, "zero '4'"},
-      {[](v1::JobSpec& s) { s.set_micro_batches("0"); }, "micro_batches '0'"},
-      {[](v1::JobSpec& s) { s.set_micro_batches("two"); }, "micro_batches 'two'"},
-      {[](v1::JobSpec& s) { s.set_precision("fp8"); }, "precision 'fp8'"},
+      {[](v1::JobSpec& s) { s.mutable_training()->set_micro_batches("0"); }, "micro_batches '0'"},
+      {[](v1::JobSpec& s) { s.mutable_training()->set_micro_batches("two"); }, "micro_batches 'two'"},
+      {[](v1::JobSpec& s) { s.mutable_training()->set_precision("fp8"); }, "precision 'fp8'"},
       {[](v1::JobSpec& s) { s.set_pipeline_stages("0"); }, "pipeline_stages '0' is not auto or a count from 1 to ranks (2)"},
       {[](v1::JobSpec& s) { s.set_pipeline_stages("3"); }, "pipeline_stages '3'"},
       {[](v1::JobSpec& s) { s.set_pipeline_stages("2"), s.add_mesh(2); }, "a mesh and pipeline_stages 2"},
       {[](v1::JobSpec& s) { s.set_pipeline_stages("2"), s.set_device("cuda"); }, "pipeline_stages 2 on device cuda"},
-      {[](v1::JobSpec& s) { s.set_data("s3://bucket"); }, "data 's3://bucket'"},
-      {[](v1::JobSpec& s) { s.set_lr(std::nan("")); }, "lr is nan; give a positive, finite learning rate"},
-      {[](v1::JobSpec& s) { s.set_lr(std::numeric_limits<double>::infinity()); }, "lr is inf"},
-      {[](v1::JobSpec& s) { s.set_eval_every(-1); }, "eval_every is -1"},
-      {[](v1::JobSpec& s) { s.set_eval_every(5), s.set_eval_batches(1 << 20); }, "eval_batches is 1048576"},
-      {[](v1::JobSpec& s) { s.set_eval_data("npy:/etc/x.npy"); }, "eval_data: data 'npy:/etc/x.npy': give a file relative"},
+      {[](v1::JobSpec& s) { s.mutable_training()->set_data("s3://bucket"); }, "data 's3://bucket'"},
+      {[](v1::JobSpec& s) { s.mutable_training()->set_lr(std::nan("")); }, "lr is nan; give a positive, finite learning rate"},
+      {[](v1::JobSpec& s) { s.mutable_training()->set_lr(std::numeric_limits<double>::infinity()); }, "lr is inf"},
+      {[](v1::JobSpec& s) { s.mutable_training()->set_eval_every(-1); }, "eval_every is -1"},
+      {[](v1::JobSpec& s) { s.mutable_training()->set_eval_every(5), s.mutable_training()->set_eval_batches(1 << 20); }, "eval_batches is 1048576"},
+      {[](v1::JobSpec& s) { s.mutable_training()->set_eval_data("npy:/etc/x.npy"); }, "eval_data: data 'npy:/etc/x.npy': give a file relative"},
       // Probes of issue 18: files named by clients.
-      {[](v1::JobSpec& s) { s.set_data("text:/etc/passwd"); }, "relative to the workers' --data-root"},
-      {[](v1::JobSpec& s) { s.set_data("text:../../../../etc/passwd"); }, "without '..'"},
-      {[](v1::JobSpec& s) { s.set_data("tokens:a/../../b"); }, "without '..'"},
+      {[](v1::JobSpec& s) { s.mutable_training()->set_data("text:/etc/passwd"); }, "relative to the workers' --data-root"},
+      {[](v1::JobSpec& s) { s.mutable_training()->set_data("text:../../../../etc/passwd"); }, "without '..'"},
+      {[](v1::JobSpec& s) { s.mutable_training()->set_data("tokens:a/../../b"); }, "without '..'"},
       {[](v1::JobSpec& s) { s.set_device_type("/etc/shadow"); }, "device_type '/etc/shadow' is not one of this coordinator's"},
       {[](v1::JobSpec& s) { s.set_device_type("/dev/zero"); }, "is not one of this coordinator's: cpu,"},
       {[](v1::JobSpec& s) { s.set_device_type("profile.json"); }, "a calibrated profile file is for mapctl"},
@@ -116,7 +116,7 @@ TEST(JobManager, TheOperatorsLimitsBoundWhatAJobMayAskFor) {
   spec.set_ranks(8);
   EXPECT_NE((*m)->Submit(spec).status().message().find("from 1 to 4"), std::string::npos);
   spec = Spec();
-  spec.set_steps(101);
+  spec.mutable_training()->set_steps(101);
   EXPECT_NE((*m)->Submit(spec).status().message().find("from 1 to 100"), std::string::npos);
   spec = Spec();
   spec.set_name("a-long-name");
@@ -283,7 +283,7 @@ TEST(JobManager, ALongJobsHistoryKeepsAboutAThousandSteps) {
   auto m = JobManager::Create(store.get(), &clock);
   ASSERT_TRUE(m.ok()) << m.status();
   v1::JobSpec spec = Spec();
-  spec.set_steps(20000);
+  spec.mutable_training()->set_steps(20000);
   ASSERT_TRUE((*m)->Submit(spec).ok());
   ASSERT_TRUE((*m)->Transition(1, v1::PLANNING, "planning").ok());
   ASSERT_TRUE((*m)->Transition(1, v1::RUNNING, "running").ok());

@@ -50,7 +50,7 @@ void Authorize(grpc::ClientContext& ctx, const std::string& token = kToken) {
 v1::JobSpec Spec() {
   v1::JobSpec s;
   s.set_model("gpt2:layers=2,hidden=32,heads=4,vocab=64,seq=8,batch=4");
-  s.set_steps(5);
+  s.mutable_training()->set_steps(5);
   s.set_ranks(2);
   return s;
 }
@@ -207,7 +207,7 @@ TEST_F(JobServiceTest, JobsThatCouldNeverRunAreRefusedAtSubmission) {
   // and a coordinator without shared checkpoint storage to resume them from (FAILED_PRECONDITION).
   v1::JobSpec elastic = Spec();
   elastic.mutable_elastic()->set_min_devices(3);
-  elastic.set_checkpoint_every(2);
+  elastic.mutable_training()->set_checkpoint_every(2);
   st = submit(elastic, &out);
   EXPECT_EQ(st.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << st.error_message();
   EXPECT_NE(st.error_message().find("elastic.min_devices is 3; give the fewest devices the job goes on with, from 1 to ranks (2)"),
@@ -218,10 +218,10 @@ TEST_F(JobServiceTest, JobsThatCouldNeverRunAreRefusedAtSubmission) {
   EXPECT_NE(submit(elastic, &out).error_message().find("elastic.max_devices is 1; give the most devices the job grows to, from ranks (2)"),
             std::string::npos);
   elastic.mutable_elastic()->set_max_devices(0);
-  elastic.set_checkpoint_every(0);
+  elastic.mutable_training()->set_checkpoint_every(0);
   EXPECT_NE(submit(elastic, &out).error_message().find("elastic jobs resume and grow at checkpoints: give checkpoint_every"),
             std::string::npos);
-  elastic.set_checkpoint_every(2);
+  elastic.mutable_training()->set_checkpoint_every(2);
   st = submit(elastic, &out);
   EXPECT_EQ(st.error_code(), grpc::StatusCode::FAILED_PRECONDITION) << st.error_message();
   EXPECT_NE(st.error_message().find("this coordinator has none (mapd --checkpoint-dir)"), std::string::npos) << st.error_message();
@@ -330,7 +330,7 @@ TEST_F(JobServiceTest, ListIsPagedAndLeavesGraphsOut) {
   ASSERT_TRUE(graph.ok()) << graph.status();
   v1::JobSpec with_graph;
   *with_graph.mutable_graph() = *graph;
-  with_graph.set_steps(3);
+  with_graph.mutable_training()->set_steps(3);
   with_graph.set_ranks(1);
   ASSERT_TRUE(server->jobs().Submit(with_graph).ok());
   for (int i = 0; i < 4; ++i) ASSERT_TRUE(server->jobs().Submit(Spec()).ok());
@@ -465,7 +465,7 @@ TEST_F(JobServiceTest, ThePlannerServiceProfilesAndPlansWithoutRunning) {
   ASSERT_NE(server, nullptr);
   auto planner = v1::PlannerService::NewStub(Connect(server->port()));
   v1::JobSpec spec = Spec();
-  spec.clear_steps();  // not needed to plan
+  spec.mutable_training()->clear_steps();  // not needed to plan
   spec.set_ranks(4);
   spec.set_device_type("cpu");
   {

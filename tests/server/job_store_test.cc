@@ -15,7 +15,7 @@ v1::Job MakeJob(int64_t id, v1::JobState state) {
   job.set_id(id);
   job.set_state(state);
   job.mutable_spec()->set_model("gpt2:layers=2");
-  job.mutable_spec()->set_steps(10);
+  job.mutable_spec()->mutable_training()->set_steps(10);
   return job;
 }
 
@@ -76,6 +76,49 @@ TEST(JobStore, SqliteStoreSurvivesReopening) {
   EXPECT_EQ((*again)->LoadEvents(1, 0)->size(), 2u);
   // WAL mode: the write-ahead log sits beside the database.
   EXPECT_TRUE(std::filesystem::exists(path + "-wal") || std::filesystem::exists(path));
+  std::filesystem::remove_all(dir);
+}
+
+// A store written before the training fields moved into JobSpec.training: those fields were
+// JobSpec's own (steps 4, lr 10, data 11, ...), which TrainingConfig keeps, so an old row reads
+// them into `training`.
+TEST(JobStore, SpecsWrittenBeforeTrainingConfigReadTheirTrainingFields) {
+  v1::TrainingConfig old_fields;  // as the old JobSpec held them, at the same numbers
+  old_fields.set_steps(7);
+  old_fields.set_lr(0.01);
+  old_fields.set_data("text:corpus.txt");
+  old_fields.set_eval_every(3);
+  v1::JobSpec current;
+  current.set_model("gpt2:layers=2");
+  current.set_ranks(2);
+  v1::JobSpec legacy;  // the bytes an old coordinator wrote: its fields and the training ones side by side
+  ASSERT_TRUE(legacy.ParseFromString(current.SerializeAsString() + old_fields.SerializeAsString()));
+  ASSERT_FALSE(legacy.has_training());  // the numbers are unknown to JobSpec now
+  const std::filesystem::path dir = std::filesystem::temp_directory_path() / ("mapd-legacy-" + std::to_string(getpid()));
+  std::filesystem::create_directories(dir);
+  const std::string path = (dir / "jobs.db").string();
+  {
+    auto store = OpenSqliteJobStore(path);
+    ASSERT_TRUE(store.ok()) << store.status();
+    v1::Job job;
+    job.set_id(1);
+    job.set_state(v1::PENDING);
+    *job.mutable_spec() = legacy;
+    ASSERT_TRUE((*store)->Write(job, MakeEvent(1, 1, "submitted")).ok());
+  }
+  auto again = OpenSqliteJobStore(path);
+  ASSERT_TRUE(again.ok()) << again.status();
+  auto jobs = (*again)->LoadJobs();
+  ASSERT_TRUE(jobs.ok()) << jobs.status();
+  ASSERT_EQ(jobs->size(), 1u);
+  const v1::JobSpec& spec = (*jobs)[0].spec();
+  EXPECT_EQ(spec.model(), "gpt2:layers=2");
+  EXPECT_EQ(spec.ranks(), 2);
+  EXPECT_EQ(spec.training().steps(), 7);
+  EXPECT_EQ(spec.training().lr(), 0.01);
+  EXPECT_EQ(spec.training().data(), "text:corpus.txt");
+  EXPECT_EQ(spec.training().eval_every(), 3);
+  EXPECT_TRUE(spec.GetReflection()->GetUnknownFields(spec).empty());
   std::filesystem::remove_all(dir);
 }
 

@@ -119,7 +119,7 @@ TEST(Metrics, TheCoordinatorsEndpointPassesPromtool) {
   ASSERT_TRUE(server.ok()) << server.status();
   v1::JobSpec spec;
   spec.set_model("gpt2:layers=2,hidden=32,heads=4,vocab=64,seq=8,batch=4");
-  spec.set_steps(3);
+  spec.mutable_training()->set_steps(3);
   spec.set_ranks(2);
   ASSERT_TRUE((*server)->jobs().Submit(spec).ok());
   spec.set_memory_per_device(1024);

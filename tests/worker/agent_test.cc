@@ -68,7 +68,7 @@ TEST(WorkerAgent, TwoWorkersRunAJobWhoseRanksMeetOnRankZerosStore) {
   v1::JobSpec spec;
   spec.set_model("gpt2:layers=1,hidden=32,heads=2,vocab=64,seq=8,batch=4");
   spec.set_ranks(2);
-  spec.set_steps(3);
+  spec.mutable_training()->set_steps(3);
   spec.set_device_type("cpu");
   auto job = (*server)->jobs().Submit(WithDefaults(spec));
   ASSERT_TRUE(job.ok()) << job.status();

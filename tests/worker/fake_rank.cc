@@ -64,14 +64,16 @@ int RankCommand(int argc, char** argv) {
   }
   if (store.empty() && rank == 0) Emit(rank, [](mapd::v1::RankEvent& e) { e.mutable_store_ready()->set_port(4242); });
   const char* fault = std::getenv("MAPD_FAULT");
-  for (int64_t s = 1; s <= job->steps(); ++s) {
+  const int64_t steps = job->training().steps();
+  for (int64_t s = 1; s <= steps; ++s) {
     Step(rank, s);
     if (fault != nullptr && std::string(fault) == "fail:" + std::to_string(rank)) {
       std::fprintf(stderr, "error: rank %d: out of memory [RESOURCE_EXHAUSTED]\n", rank);
       return 1;
     }
-    const int64_t every = job->checkpoint_every();
-    if (every > 0 && !job->checkpoint_dir().empty() && (s % every == 0 || s == job->steps())) {
+    // As a real rank: every checkpoint_every steps and after the last (common/training_config.h).
+    const int64_t every = job->training().checkpoint_every();
+    if (!job->checkpoint_dir().empty() && ((every > 0 && s % every == 0) || s == steps)) {
       const std::string tmp = mapd::CheckpointStepDir(job->checkpoint_dir(), s) + ".tmp";
       std::filesystem::create_directories(tmp);
       if (!mapd::WriteStringToFileAtomic(tmp + "/rank_" + std::to_string(rank) + ".pb", "shard").ok()) return 4;

@@ -49,11 +49,11 @@ class JobRunnerTest : public ::testing::Test {
       a.add_devices("cpu:" + std::to_string(r));
       a.add_programs()->set_rank(r);
     }
-    a.set_steps(4);
-    a.set_optimizer("sgd");
-    a.set_lr(0.1);
-    a.set_data("synthetic");
-    a.set_checkpoint_every(2);
+    a.mutable_training()->set_steps(4);
+    a.mutable_training()->set_optimizer("sgd");
+    a.mutable_training()->set_lr(0.1);
+    a.mutable_training()->set_data("synthetic");
+    a.mutable_training()->set_checkpoint_every(2);
     a.set_items_per_step(10);
     a.set_plan("mesh 2, layout 0123456789abcdef");
     return a;
@@ -101,7 +101,7 @@ TEST_F(JobRunnerTest, RankZeroHostsTheStoreAndStepsAndCheckpointsAreReported) {
   EXPECT_EQ(reports.back().code(), 0) << reports.back().error();
   // The run directory and the one command line: rank 0 hosts, rank 1 is given its address.
   const std::string run = dir_ + "/job-7";
-  EXPECT_EQ(ReadRankJob(run)->steps(), 4);
+  EXPECT_EQ(ReadRankJob(run)->training().steps(), 4);
   EXPECT_EQ(ReadRankJob(run)->local_host(), "10.0.0.9");
   EXPECT_EQ(*ReadFileToString(run + "/argv_0.txt"), "_rank --run-dir " + run + " --rank 0\n");
   EXPECT_EQ(*ReadFileToString(run + "/argv_1.txt"), "_rank --run-dir " + run + " --rank 1 --store 10.0.0.9:4242\n");

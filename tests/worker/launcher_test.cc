@@ -71,13 +71,13 @@ TEST(RankCommand, OneCommandLineAndARunDirectoryTheRankReadsBack) {
   v1::Graph graph;
   graph.set_name("g");
   v1::RankJob job;
-  job.set_steps(7);
-  job.set_optimizer("sgd");
+  job.mutable_training()->set_steps(7);
+  job.mutable_training()->set_optimizer("sgd");
   v1::RankProgram p2, p3;
   p2.set_rank(2);
   p3.set_rank(3);
   ASSERT_TRUE(WriteRunDirectory(dir, graph, job, {2, 3}, {&p2, &p3}).ok());
-  EXPECT_EQ(ReadRankJob(dir)->steps(), 7);
+  EXPECT_EQ(ReadRankJob(dir)->training().steps(), 7);
   EXPECT_EQ(ReadRankProgram(dir, 3)->rank(), 3);
   EXPECT_EQ(ReadRankProgram(dir, 0).status().code(), absl::StatusCode::kNotFound);
   EXPECT_FALSE(WriteRunDirectory(dir, graph, job, {2}, {&p2, &p3}).ok());

@@ -205,32 +205,20 @@ void JobRunner::OnEvent(int index, const v1::RankEvent& e) {
 absl::StatusOr<v1::RankJob> JobRunner::RankJobOf() const {
   const v1::RankAssignment& a = assignment_;
   v1::RankJob job;
-  job.set_steps(a.steps());
-  job.set_optimizer(a.optimizer());
-  job.set_lr(a.lr());
-  job.set_lr_schedule(a.lr_schedule());
-  job.set_warmup_steps(a.warmup_steps());
-  job.set_min_lr(a.min_lr());
-  job.set_seed(a.seed());
-  auto data = ResolveDataSpec(options_.data_root, a.data());
+  // The job's training, its files resolved under this worker's --data-root.
+  *job.mutable_training() = a.training();
+  auto data = ResolveDataSpec(options_.data_root, a.training().data());
   if (!data.ok()) return data.status();
-  job.set_data(data->kind);
-  job.set_data_path(data->JoinedFiles());
-  if (a.eval_every() > 0) {  // without eval_data, the ranks evaluate on the training data's source
-    if (!a.eval_data().empty()) {
-      auto eval = ResolveDataSpec(options_.data_root, a.eval_data());
-      if (!eval.ok()) return eval.status();
-      job.set_eval_data(eval->kind);
-      job.set_eval_data_path(eval->JoinedFiles());
-    }
-    job.set_eval_every(a.eval_every());
-    job.set_eval_batches(std::max<int64_t>(1, a.eval_batches()));
+  job.mutable_training()->set_data(data->ToString());
+  if (!a.training().eval_data().empty()) {
+    auto eval = ResolveDataSpec(options_.data_root, a.training().eval_data());
+    if (!eval.ok()) return eval.status();
+    job.mutable_training()->set_eval_data(eval->ToString());
   }
   job.set_device(!a.devices().empty() && a.devices(0).rfind("cuda:", 0) == 0 ? "cuda" : "cpu");
   job.set_memory_cap(a.memory_cap());
   job.set_timeout_seconds(options_.rank_timeout_seconds);
   job.set_checkpoint_dir(checkpoint_dir_);
-  job.set_checkpoint_every(a.checkpoint_every() > 0 ? a.checkpoint_every() : a.steps());
   job.set_resume_step(a.resume_step());
   job.set_resume_resharded(a.resume_resharded());
   job.set_local_host(options_.advertise_host);

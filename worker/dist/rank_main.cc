@@ -70,23 +70,9 @@ class EventChannel {
 
 absl::StatusOr<LocalTrainingOptions> TrainingOptionsOf(const v1::RankJob& job) {
   LocalTrainingOptions t;
-  t.steps = job.steps();
-  t.optimizer = job.optimizer();
-  t.lr = job.lr();
-  t.lr_schedule = job.lr_schedule().empty() ? "constant" : job.lr_schedule();
-  t.warmup_steps = job.warmup_steps();
-  t.min_lr = job.min_lr();
-  t.weight_decay = job.weight_decay();
-  t.max_grad_norm = job.max_grad_norm();
-  t.seed = job.seed();
-  t.data = job.data();
-  t.data_path = job.data_path();
+  t.training = WithTrainingDefaults(job.training());
   t.device = job.device();
   t.memory_cap = job.memory_cap();
-  t.eval_data = job.eval_data();
-  t.eval_data_path = job.eval_data_path();
-  t.eval_every = job.eval_every();
-  t.eval_batches = job.eval_batches() > 0 ? job.eval_batches() : 1;
   if (auto st = t.Validate(); !st.ok()) return st;
   return t;
 }
@@ -121,7 +107,8 @@ absl::StatusOr<RendezvousOptions> JoinRendezvous(const RankProcessOptions& o, co
 struct RankContext {
   const RankProcessOptions& options;
   const v1::RankJob& job;
-  const LocalTrainingOptions& training;
+  const LocalTrainingOptions& run;     // its training config, device and cap
+  const v1::TrainingConfig& training;  // run.training
   const Graph& graph;                  // the whole training graph (its batches)
   EventChannel& events;
   CountingCpuAllocator& memory;
@@ -134,7 +121,7 @@ struct RankContext {
 // blocks, as for training's).
 template <typename RankT>
 absl::StatusOr<double> EvaluateRank(RankT& trainer, RankContext& c) {
-  return MeanEvaluationLoss(c.graph.proto(), c.training, c10::Device(c10::kCPU), [&trainer](TensorMap batch) -> absl::StatusOr<double> {
+  return MeanEvaluationLoss(c.graph.proto(), c.run, c10::Device(c10::kCPU), [&trainer](TensorMap batch) -> absl::StatusOr<double> {
     auto blocks = trainer.TakeBlocks(batch);
     batch.clear();  // the global batch goes before the evaluation, as before a step
     if (!blocks.ok()) return blocks.status();
@@ -148,7 +135,7 @@ template <typename RankT>
 absl::Status TrainRank(RankT& trainer, RankContext& c) {
   const RankProcessOptions& o = c.options;
   // Every rank draws the same global batches (the single-device run's) and keeps its block.
-  auto source = MakeSource(c.graph.proto(), c.training, c10::Device(c10::kCPU));
+  auto source = MakeSource(c.graph.proto(), c.run, c10::Device(c10::kCPU));
   if (!source.ok()) return source.status();
   int64_t first = 1;
   const int64_t resume_step = c.job.resume_step();
@@ -177,8 +164,8 @@ absl::Status TrainRank(RankT& trainer, RankContext& c) {
   // The rank's own log (stderr; its worker keeps it and the coordinator serves it: `mapctl logs
   // ID --rank R`), a line a step as a training script prints.
   std::fprintf(stderr, "[rank %d] of %d ranks: steps %lld to %lld\n", o.rank, c.world, static_cast<long long>(first),
-               static_cast<long long>(c.training.steps));
-  for (int64_t s = first; s <= c.training.steps; ++s) {
+               static_cast<long long>(c.training.steps()));
+  for (int64_t s = first; s <= c.training.steps(); ++s) {
     // Progress before the step too: a rank that never begins a step the others began is the
     // one they are waiting for.
     MaybeFault(o.rank, s);
@@ -213,7 +200,7 @@ absl::Status TrainRank(RankT& trainer, RankContext& c) {
     });
     if (!done.ok()) return done;
     std::fprintf(stderr, "[rank %d] step %lld/%lld loss %.4f lr %.3g %.3f s peak %s\n", o.rank, static_cast<long long>(s),
-                 static_cast<long long>(c.training.steps), r->loss, r->lr, r->seconds, FormatBytes(c.memory.peak_bytes()).c_str());
+                 static_cast<long long>(c.training.steps()), r->loss, r->lr, r->seconds, FormatBytes(c.memory.peak_bytes()).c_str());
     if (EvaluatesAfter(c.training, s)) {
       c.memory.ResetPeak();
       auto loss = EvaluateRank(trainer, c);
@@ -222,14 +209,14 @@ absl::Status TrainRank(RankT& trainer, RankContext& c) {
         v1::Evaluated* v = e.mutable_evaluated();
         v->set_step(s);
         v->set_loss(*loss);
-        v->set_batches(c.training.eval_batches);
+        v->set_batches(c.training.eval_batches());
         v->set_peak_bytes(c.memory.peak_bytes());
       });
       if (!evaluated.ok()) return evaluated;
       std::fprintf(stderr, "[rank %d] eval after step %lld: loss %.4f (%lld batches)\n", o.rank, static_cast<long long>(s), *loss,
-                   static_cast<long long>(c.training.eval_batches));
+                   static_cast<long long>(c.training.eval_batches()));
     }
-    if (c.job.checkpoint_every() > 0 && !checkpoint_dir.empty() && (s % c.job.checkpoint_every() == 0 || s == c.training.steps)) {
+    if (!checkpoint_dir.empty() && CheckpointsAfter(c.training, s)) {
       auto checkpoint = trainer.Save();
       if (!checkpoint.ok()) return checkpoint.status();
       checkpoint->set_step(s);
@@ -289,11 +276,11 @@ absl::Status RunRankJob(const RankProcessOptions& o) {
   }
   int64_t world = 1;
   for (int64_t d : mesh) world *= d;
-  RankContext context{o, *job, *training, *graph, events, memory, collectives, *ro, static_cast<int>(world)};
+  RankContext context{o, *job, *training, training->training, *graph, events, memory, collectives, *ro, static_cast<int>(world)};
 
   RankTrainerOptions to;
-  to.seed = training->seed;
-  to.optimizer = MakeOptimizerOptions(*training);
+  to.seed = training->training.seed();
+  to.optimizer = MakeOptimizerOptions(training->training);
   if (job->gradient_bucket_bytes() != 0) to.bucket_bytes = std::max<int64_t>(job->gradient_bucket_bytes(), 0);
   auto named = [&](const absl::Status& st) { return absl::Status(st.code(), absl::StrCat("rank ", o.rank, ": ", st.message())); };
   if (pipeline) {

@@ -3,7 +3,6 @@
 #include <cmath>
 
 #include "absl/strings/str_cat.h"
-#include "common/training_limits.h"
 #include "common/data_spec.h"
 #include "common/status_macros.h"
 #include "worker/runtime/seed.h"
@@ -13,35 +12,19 @@
 namespace mapd {
 
 absl::Status LocalTrainingOptions::Validate() const {
-  if (steps <= 0) return absl::InvalidArgumentError(absl::StrCat("steps must be positive, got ", steps));
-  if (optimizer != "sgd" && optimizer != "momentum" && optimizer != "adamw") {
-    return absl::InvalidArgumentError(absl::StrCat("unknown optimizer '", optimizer, "': use sgd, momentum or adamw"));
-  }
-  if (!(lr > 0)) return absl::InvalidArgumentError(absl::StrCat("lr must be positive, got ", lr));
-  if (weight_decay < 0) return absl::InvalidArgumentError("weight decay must not be negative");
-  if (max_grad_norm < 0) return absl::InvalidArgumentError("max grad norm must not be negative");
+  if (auto st = ValidateTrainingConfig(training); !st.ok()) return st;
   if (memory_cap < 0) return absl::InvalidArgumentError("the memory cap must not be negative");
-  if (eval_every < 0) return absl::InvalidArgumentError(absl::StrCat("--eval-every must not be negative, got ", eval_every));
-  if (eval_batches < 1 || eval_batches > kMaxEvalBatches) {
-    return absl::InvalidArgumentError(absl::StrCat("--eval-batches must be 1 to ", kMaxEvalBatches, ", got ", eval_batches));
-  }
-  auto schedule = ScheduleOf(*this);
-  if (!schedule.ok()) return schedule.status();
-  return schedule->Validate(lr);
+  return absl::OkStatus();
 }
 
-absl::StatusOr<LrSchedule> ScheduleOf(const LocalTrainingOptions& options) {
-  return MakeLrSchedule(options.lr_schedule, options.warmup_steps, options.min_lr, options.steps);
-}
-
-OptimizerOptions MakeOptimizerOptions(const LocalTrainingOptions& options) {
+OptimizerOptions MakeOptimizerOptions(const v1::TrainingConfig& t) {
   OptimizerOptions o;
-  o.kind = options.optimizer == "adamw" ? OptimizerOptions::Kind::kAdamW : OptimizerOptions::Kind::kSgd;
-  o.momentum = options.optimizer == "momentum" ? 0.9 : 0.0;
-  o.lr = options.lr;
-  o.weight_decay = options.weight_decay;
-  o.max_grad_norm = options.max_grad_norm;
-  if (auto schedule = ScheduleOf(options); schedule.ok()) o.schedule = *schedule;  // (Validate reports a bad one)
+  o.kind = t.optimizer() == "adamw" ? OptimizerOptions::Kind::kAdamW : OptimizerOptions::Kind::kSgd;
+  o.momentum = t.optimizer() == "momentum" ? 0.9 : 0.0;
+  o.lr = t.lr();
+  o.weight_decay = t.weight_decay();
+  o.max_grad_norm = t.max_grad_norm();
+  if (auto schedule = ScheduleOf(t); schedule.ok()) o.schedule = *schedule;  // (Validate reports a bad one)
   return o;
 }
 
@@ -49,22 +32,23 @@ absl::StatusOr<std::unique_ptr<Trainer>> MakeTrainer(const v1::Graph& graph, con
   if (auto st = options.Validate(); !st.ok()) return st;
   TrainerOptions t;
   t.executor.device = options.device;
-  t.executor.seed = options.seed;
-  t.optimizer = MakeOptimizerOptions(options);
+  t.executor.seed = options.training.seed();
+  t.optimizer = MakeOptimizerOptions(options.training);
   return Trainer::Create(graph, t);
 }
 
 namespace {
 
-absl::StatusOr<std::unique_ptr<DataSource>> SourceOf(const v1::Graph& graph, const std::string& kind_name,
-                                                    const std::string& joined_files, uint64_t seed, c10::Device device) {
-  auto kind = ParseDataSource(kind_name);
+absl::StatusOr<std::unique_ptr<DataSource>> SourceOf(const v1::Graph& graph, const std::string& spec, uint64_t seed,
+                                                    c10::Device device) {
+  auto parsed = ParseDataSpec(spec);
+  if (!parsed.ok()) return parsed.status();
+  auto kind = ParseDataSource(parsed->kind);
   if (!kind.ok()) return kind.status();
   DataOptions d;
   d.source = *kind;
-  const std::vector<std::string> files = SplitDataFiles(kind_name, joined_files);
-  if (!files.empty()) d.path = files[0];
-  if (files.size() > 1) d.targets_path = files[1];
+  if (!parsed->files.empty()) d.path = parsed->files[0];
+  if (parsed->files.size() > 1) d.targets_path = parsed->files[1];
   d.seed = seed;
   return MakeDataSource(graph, d, device);
 }
@@ -73,30 +57,26 @@ absl::StatusOr<std::unique_ptr<DataSource>> SourceOf(const v1::Graph& graph, con
 
 absl::StatusOr<std::unique_ptr<DataSource>> MakeSource(const v1::Graph& graph, const LocalTrainingOptions& options,
                                                       c10::Device device) {
-  return SourceOf(graph, options.data, options.data_path, options.seed, device);
+  return SourceOf(graph, options.training.data(), options.training.seed(), device);
 }
 
 absl::StatusOr<std::unique_ptr<DataSource>> MakeEvalSource(const v1::Graph& graph, const LocalTrainingOptions& options,
                                                           c10::Device device) {
-  const bool own = !options.eval_data.empty();
-  return SourceOf(graph, own ? options.eval_data : options.data, own ? options.eval_data_path : options.data_path,
-                  DeriveSeed(options.seed, "eval"), device);
-}
-
-bool EvaluatesAfter(const LocalTrainingOptions& options, int64_t step) {
-  return options.eval_every > 0 && (step % options.eval_every == 0 || step == options.steps);
+  const v1::TrainingConfig& t = options.training;
+  return SourceOf(graph, t.eval_data().empty() ? t.data() : t.eval_data(), DeriveSeed(t.seed(), "eval"), device);
 }
 
 absl::StatusOr<double> MeanEvaluationLoss(const v1::Graph& graph, const LocalTrainingOptions& options, c10::Device device,
                                           const std::function<absl::StatusOr<double>(TensorMap)>& evaluate) {
   MAPD_ASSIGN_OR_RETURN(std::unique_ptr<DataSource> source, MakeEvalSource(graph, options, device));
   double sum = 0;
-  for (int64_t k = 0; k < options.eval_batches; ++k) {
+  const int64_t batches = options.training.eval_batches();
+  for (int64_t k = 0; k < batches; ++k) {
     MAPD_ASSIGN_OR_RETURN(TensorMap batch, source->Next());
     MAPD_ASSIGN_OR_RETURN(double loss, evaluate(std::move(batch)));
     sum += loss;
   }
-  return sum / static_cast<double>(options.eval_batches);
+  return sum / static_cast<double>(batches);
 }
 
 absl::Status TrainLocally(const v1::Graph& graph, const LocalTrainingOptions& options,
@@ -113,7 +93,7 @@ absl::Status TrainLocally(const v1::Graph& graph, const LocalTrainingOptions& op
   if (!trainer.ok()) return trainer.status();
   auto source = MakeSource(graph, options, (*trainer)->executor().device());
   if (!source.ok()) return source.status();
-  for (int64_t i = 0; i < options.steps; ++i) {
+  for (int64_t i = 0; i < options.training.steps(); ++i) {
     auto batch = (*source)->Next();
     if (!batch.ok()) return batch.status();
     auto step = (*trainer)->Step(*batch);
@@ -123,7 +103,7 @@ absl::Status TrainLocally(const v1::Graph& graph, const LocalTrainingOptions& op
                                                         "; lower the learning rate (--lr) or clip gradients"));
     }
     LocalStep done{step->step, step->loss, step->seconds, step->lr};
-    if (EvaluatesAfter(options, step->step)) {
+    if (EvaluatesAfter(options.training, step->step)) {
       Trainer& t = **trainer;
       auto eval = MeanEvaluationLoss(graph, options, t.executor().device(), [&t](TensorMap batch) { return t.Evaluate(batch); });
       if (!eval.ok()) return eval.status();

@@ -13,8 +13,9 @@
 
 namespace mapd {
 
-// The optimizer `options.optimizer` names (sgd | momentum: SGD with momentum 0.9 | adamw).
-OptimizerOptions MakeOptimizerOptions(const LocalTrainingOptions& options);
+// The optimizer the config names (sgd | momentum: SGD with momentum 0.9 | adamw), with its rate,
+// schedule, weight decay and clipping.
+OptimizerOptions MakeOptimizerOptions(const v1::TrainingConfig& training);
 absl::StatusOr<std::unique_ptr<Trainer>> MakeTrainer(const v1::Graph& graph, const LocalTrainingOptions& options);
 absl::StatusOr<std::unique_ptr<DataSource>> MakeSource(const v1::Graph& graph, const LocalTrainingOptions& options,
                                                       c10::Device device);
@@ -22,8 +23,6 @@ absl::StatusOr<std::unique_ptr<DataSource>> MakeSource(const v1::Graph& graph, c
 // apart from the training batches; made afresh for each evaluation, so each draws the same.
 absl::StatusOr<std::unique_ptr<DataSource>> MakeEvalSource(const v1::Graph& graph, const LocalTrainingOptions& options,
                                                           c10::Device device);
-// Whether the model is evaluated after `step`: every eval_every steps, and after the last.
-bool EvaluatesAfter(const LocalTrainingOptions& options, int64_t step);
 // The mean of `evaluate` over the eval_batches batches of a fresh MakeEvalSource: one process's
 // Trainer::Evaluate or a rank's. Each batch is handed over, so the caller may release it (a rank
 // keeps only its blocks) before evaluating.

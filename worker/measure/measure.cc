@@ -9,8 +9,9 @@
 namespace mapd {
 
 absl::StatusOr<MeasureResult> MeasureTraining(const v1::Graph& graph, const LocalTrainingOptions& options) {
-  if (options.steps < 2) {
-    return absl::InvalidArgumentError(absl::StrCat("measure: steps must be at least 2, got ", options.steps));
+  const int64_t steps = options.training.steps();
+  if (steps < 2) {
+    return absl::InvalidArgumentError(absl::StrCat("measure: steps must be at least 2, got ", steps));
   }
   if (options.device != "cpu") {
     return absl::FailedPreconditionError(
@@ -26,7 +27,7 @@ absl::StatusOr<MeasureResult> MeasureTraining(const v1::Graph& graph, const Loca
 
   MeasureResult result;
   std::vector<double> times;
-  for (int i = 0; i < options.steps; ++i) {
+  for (int64_t i = 0; i < steps; ++i) {
     TensorMap batch;
     {
       auto next = (*source)->Next();

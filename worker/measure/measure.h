@@ -24,7 +24,7 @@ struct MeasureResult {
   double step_seconds = 0;          // median time of steps 2..N
 };
 
-// Runs `options.steps` (at least 2) training steps of `graph` (output 0 is the loss) on the CPU
+// Runs `options.training.steps()` (at least 2) training steps of `graph` (output 0 is the loss) on the CPU
 // with the counting allocator installed. The first step allocates the optimizer state (the
 // profiler predicts the steady state), so the figures come from steps 2..N. Memory counts from
 // before the parameters are made: parameters, optimizer state, the batch, activations,

@@ -36,7 +36,13 @@ _CHANNEL_OPTIONS = [
 
 
 def _job_fields() -> List[str]:
-    return [f.name for f in _stubs.jobs_pb2.JobSpec.DESCRIPTOR.fields if f.name not in ("model", "graph")]
+    """JobSpec's fields and, flat beside them, its ``training`` message's (steps, lr, weight_decay, ...)."""
+    spec = [f.name for f in _stubs.jobs_pb2.JobSpec.DESCRIPTOR.fields if f.name not in ("model", "graph")]
+    return spec + _training_fields()
+
+
+def _training_fields() -> List[str]:
+    return [f.name for f in _stubs.jobs_pb2.JobSpec.DESCRIPTOR.fields_by_name["training"].message_type.fields]
 
 
 def parse_bytes(text: Union[int, str]) -> int:
@@ -223,10 +229,12 @@ class Client:
         ``steps`` (default 100), ``ranks`` (default 1), ``mesh`` (``"2x2"`` or ``(2, 2)``),
         ``device`` (cpu | cuda), ``device_type``, ``memory_per_device`` (bytes or ``"64MiB"``),
         ``optimizer`` (sgd | momentum | adamw), ``lr``, ``lr_schedule``, ``warmup_steps``,
-        ``min_lr``, ``data`` (synthetic | text:FILE | tokens:FILE | npy:INPUTS[,TARGETS], paths
+        ``min_lr``, ``weight_decay``, ``max_grad_norm`` (clip the global gradient norm), ``data`` (synthetic | text:FILE | tokens:FILE | npy:INPUTS[,TARGETS], paths
         under the workers' ``--data-root``), ``eval_data``, ``eval_every``, ``eval_batches``,
         ``zero`` (auto | 0-3), ``recompute``, ``micro_batches``, ``precision``,
-        ``pipeline_stages``, ``checkpoint_every``, ``seed``, ``elastic`` (``"2:4"``, ``(2, 4)`` or
+        ``pipeline_stages``, ``checkpoint_every``, ``seed`` — the training fields
+        (``mapd.v1.TrainingConfig``'s, sent as ``spec.training``; ``training={...}`` works too) —,
+        ``elastic`` (``"2:4"``, ``(2, 4)`` or
         ``{"min_devices": 2, "max_devices": 4}``: after a lost worker the job goes on with the
         devices left and grows back at its checkpoints). Fields left out get the coordinator's
         defaults.
@@ -524,6 +532,16 @@ def _set_field(spec: Any, key: str, value: Any) -> None:
     if key == "elastic":
         _set_elastic(spec.elastic, value)
         return
+    if key == "training":
+        if not isinstance(value, dict):
+            raise TypeError("training: a dict of its fields (steps, lr, weight_decay, ...), or give them as keywords")
+        for k, v in value.items():
+            if k not in _training_fields():
+                raise TypeError(f"training: unknown field {k!r}; its fields are: {', '.join(_training_fields())}")
+            _set_field(spec, k, v)
+        return
+    if key not in spec.DESCRIPTOR.fields_by_name and key in _training_fields():
+        spec = spec.training  # a training field given flat, as `mapctl submit --lr` is
     field = spec.DESCRIPTOR.fields_by_name[key]
     if field.type == field.TYPE_STRING:
         if isinstance(value, bool):

@@ -145,7 +145,7 @@ class Job:
 
     @classmethod
     def from_proto(cls, j: Any) -> "Job":
-        return cls(id=int(j.id), name=j.spec.name, state=JobState.from_proto(j.state), step=int(j.step), steps=int(j.spec.steps),
+        return cls(id=int(j.id), name=j.spec.name, state=JobState.from_proto(j.state), step=int(j.step), steps=int(j.spec.training.steps),
                    ranks=int(j.spec.ranks), loss=float(j.loss), error=j.error, plan_summary=j.plan_summary,
                    predicted_peak_bytes=int(j.predicted_peak_bytes), attempt=int(j.attempt),
                    devices=int(j.devices) or int(j.spec.ranks), restarts=int(j.restarts),
