@@ -6,10 +6,13 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 
 namespace mapd {
 
@@ -66,6 +69,25 @@ absl::Status WriteStringToFileAtomic(const std::string& path, const std::string&
   }
   const size_t slash = path.rfind('/');
   return SyncDirectory(slash == std::string::npos ? "." : (slash == 0 ? "/" : path.substr(0, slash)));
+}
+
+absl::StatusOr<std::string> FindExecutable(const std::string& name, const std::vector<std::string>& beside_self,
+                                           const std::string& what_to_do) {
+  std::error_code ec;
+  const std::filesystem::path self = std::filesystem::read_symlink("/proc/self/exe", ec);
+  std::vector<std::filesystem::path> tried;
+  if (!ec) {
+    for (const std::string& dir : beside_self) tried.push_back(self.parent_path() / dir / name);
+  }
+  if (const char* path = std::getenv("PATH")) {
+    for (absl::string_view d : absl::StrSplit(path, ':', absl::SkipEmpty())) tried.push_back(std::filesystem::path(std::string(d)) / name);
+  }
+  std::vector<std::string> where;
+  for (const std::filesystem::path& p : tried) {
+    if (access(p.c_str(), X_OK) == 0) return std::filesystem::weakly_canonical(p, ec).string();
+    where.push_back(p.string());
+  }
+  return absl::NotFoundError(absl::StrCat(name, " was not found (looked at ", absl::StrJoin(where, ", "), "): ", what_to_do));
 }
 
 }  // namespace mapd

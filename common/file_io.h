@@ -3,6 +3,7 @@
 #define MAPD_COMMON_FILE_IO_H_
 
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -20,6 +21,12 @@ absl::Status WriteStringToFileAtomic(const std::string& path, const std::string&
 
 // Flushes a directory's entries (a rename into it, a new file) to the device.
 absl::Status SyncDirectory(const std::string& dir);
+
+// An executable named `name` that MAP's programs start (mapd-rank, mapctl-torch): in each of
+// `beside_self` (folders relative to the running executable's: "." for an install, build-tree
+// folders) then on PATH. NOT_FOUND naming every place looked at and `what_to_do`.
+absl::StatusOr<std::string> FindExecutable(const std::string& name, const std::vector<std::string>& beside_self,
+                                           const std::string& what_to_do);
 
 }  // namespace mapd
 

@@ -2,9 +2,9 @@
 
 #include <cmath>
 
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "common/data_spec.h"
+#include "common/plan_choices.h"
 #include "common/training_limits.h"
 
 namespace mapd {
@@ -67,16 +67,6 @@ bool CheckpointsAfter(const v1::TrainingConfig& c, int64_t step) {
   return (c.checkpoint_every() > 0 && step % c.checkpoint_every() == 0) || step == c.steps();
 }
 
-absl::StatusOr<int64_t> MicroBatchesOf(const v1::TrainingConfig& c) {
-  if (c.micro_batches() == "auto") return 0;
-  int64_t m = 0;
-  constexpr int64_t kMax = int64_t{1} << 20;
-  if (c.micro_batches().empty()) return 1;
-  if (!absl::SimpleAtoi(c.micro_batches(), &m) || m < 1 || m > kMax) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("micro_batches '", c.micro_batches().substr(0, 64), "' is not auto or a count from 1 to ", kMax));
-  }
-  return m;
-}
+absl::StatusOr<int64_t> MicroBatchesOf(const v1::TrainingConfig& c) { return ParseMicroBatches(c.micro_batches(), "micro_batches"); }
 
 }  // namespace mapd

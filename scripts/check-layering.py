@@ -1,11 +1,15 @@
 #!/usr/bin/python3
 """Checks MAP's layering (docs/architecture.md, "Layers"): every quoted #include of a module's
 sources names a module that module may depend on. Modules depend downwards only; the coordinator
-(server/) and the worker (worker/) share the common layer and never include each other.
+(server/) and the worker (worker/) share the common layer and never include each other. Inside a
+module its sub-folders depend downwards too (SUB_MAY_INCLUDE), and what the ranks link takes
+only the solver-free part of the planner.
 
 Usage: scripts/check-layering.py [REPO_ROOT]   (exit 1 listing each violation as FILE:LINE)
        scripts/check-layering.py --links-no-torch BINARY...   (exit 1 when `ldd` shows one links
                                                                 LibTorch, c10 or Gloo)
+       scripts/check-layering.py --links-no-solver BINARY...  (exit 1 when one links CBC or
+                                                                another COIN-OR library)
 """
 import os
 import re
@@ -22,6 +26,78 @@ MAY_INCLUDE = {
     "client": {"common", "planner", "worker", "client", "proto"},
 }
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"')
+
+# Inside a module, its sub-folders in order: sub-folder → the sibling sub-folders its sources may
+# include (files at a module's top level are not checked here). Each order is the build's: a
+# sub-folder's library links only those below it.
+SUB_MAY_INCLUDE = {
+    "common": {"checkpoint": set(), "rpc": set(), "metrics": set()},
+    "planner": {
+        "ir": set(),
+        "ops": {"ir"},
+        "graph": {"ir", "ops"},
+        "zoo": {"ir", "ops", "graph"},
+        "import": {"ir", "ops", "graph"},
+        "profile": {"ir", "ops", "graph"},
+        "sharding": {"ir", "ops", "graph", "profile"},
+        "solver": set(),
+        "plan": {"ir", "ops", "graph", "profile", "sharding", "solver"},
+        "lower": {"ir", "ops", "graph", "profile", "sharding", "plan"},
+        "runnable": {"ir", "ops", "graph", "profile", "sharding", "solver", "plan", "lower"},
+    },
+    "worker": {
+        "device": set(),
+        "memory": set(),
+        "launch": set(),
+        "runtime": {"memory"},
+        "local": {"runtime", "memory"},
+        "measure": {"local", "runtime", "memory"},
+        "dist": {"launch", "local", "memory", "runtime", "device"},
+        "calibrate": {"dist", "runtime", "local", "memory", "device", "launch"},
+        "daemon": {"device", "launch"},  # no LibTorch: the ranks are mapd-rank processes
+    },
+    "server": {
+        "store": set(),
+        "workers": set(),
+        "jobs": {"store"},
+        "dispatch": {"jobs", "workers", "store"},
+        "api": {"dispatch", "jobs", "store", "workers"},
+    },
+    "client": {"mapctl": set(), "python": set()},
+}
+
+# What the lowering and the ranks may take from planner/plan: its part with no cost model and no
+# solver (mapd_plan_graph), so that mapd-rank links no CBC.
+SOLVER_FREE_PLAN_HEADERS = {"planner/plan/prepared_graph.h", "planner/plan/batch_dims.h", "planner/plan/micro_batch.h",
+                            "planner/plan/stages.h", "planner/plan/describe.h"}
+SOLVER_FREE = ("planner/lower/", "worker/")
+
+
+def sub_folder_violations(root):
+    found = []
+    for module, subs in SUB_MAY_INCLUDE.items():
+        for sub, allowed in subs.items():
+            base = os.path.join(root, module, sub)
+            for dirpath, _, files in os.walk(base):
+                for name in sorted(files):
+                    if not name.endswith((".h", ".cc", ".cu")):
+                        continue
+                    path = os.path.join(dirpath, name)
+                    rel = os.path.relpath(path, root)
+                    with open(path, encoding="utf-8", errors="replace") as f:
+                        for number, line in enumerate(f, 1):
+                            m = INCLUDE.match(line)
+                            if not m:
+                                continue
+                            parts = m.group(1).split("/")
+                            if len(parts) > 2 and parts[0] == module and parts[1] in subs and parts[1] != sub and parts[1] not in allowed:
+                                found.append(f"{rel}:{number}: {module}/{sub}/ may not include {m.group(1)} "
+                                             f"({module}/{sub}/ may include {', '.join(sorted(allowed)) or 'no other sub-folder of ' + module})")
+                            if (rel.startswith(SOLVER_FREE) and m.group(1).startswith("planner/plan/")
+                                    and m.group(1) not in SOLVER_FREE_PLAN_HEADERS):
+                                found.append(f"{rel}:{number}: {m.group(1)} is the planner's search (cost model, solver); "
+                                             f"{rel.split('/')[0]}/ takes only {', '.join(sorted(SOLVER_FREE_PLAN_HEADERS))}")
+    return found
 
 
 def violations(root):
@@ -46,34 +122,42 @@ def violations(root):
     return found
 
 
-TORCH_LIBRARIES = re.compile(r"^\s*(lib(torch\w*|c10\w*|gloo\w*)\.so\S*)", re.MULTILINE)
+# What a binary must not link, by the flag that checks it: LibTorch for the daemons (ranks are
+# mapd-rank processes), the planner's ILP solver for the ranks (mapd-rank runs no search).
+FORBIDDEN = {
+    "--links-no-torch": (re.compile(r"^\s*(lib(torch\w*|c10\w*|gloo\w*)\.so\S*)", re.MULTILINE), "LibTorch, c10 or Gloo"),
+    "--links-no-solver": (re.compile(r"^\s*(lib(Cbc\w*|Clp\w*|Cgl\w*|Osi\w*|CoinUtils\w*)\.so\S*)", re.MULTILINE),
+                          "CBC or another COIN-OR library"),
+}
 
 
-def links_no_torch(binaries):
+def links_none_of(flag, binaries):
+    pattern, what = FORBIDDEN[flag]
     bad = 0
     for b in binaries:
         out = subprocess.run(["ldd", b], capture_output=True, text=True, check=True).stdout
-        found = sorted(set(m.group(1) for m in TORCH_LIBRARIES.finditer(out)))
+        found = sorted(set(m.group(1) for m in pattern.finditer(out)))
         if found:
             print(f"{b} links {', '.join(found)}: it must not (docs/architecture.md, \"Layers\")")
             bad += 1
         else:
-            print(f"{b}: no LibTorch, c10 or Gloo")
+            print(f"{b}: no {what}")
     return 1 if bad else 0
 
 
 def main():
-    if len(sys.argv) > 1 and sys.argv[1] == "--links-no-torch":
-        return links_no_torch(sys.argv[2:])
+    if len(sys.argv) > 1 and sys.argv[1] in FORBIDDEN:
+        return links_none_of(sys.argv[1], sys.argv[2:])
     root = sys.argv[1] if len(sys.argv) > 1 else os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    found = violations(root)
+    found = violations(root) + sub_folder_violations(root)
     for v in found:
         print(v)
     if found:
         print(f"{len(found)} include(s) break the layering; see docs/architecture.md, \"Layers\"")
         return 1
     deps = "; ".join(m + "/ on " + ", ".join(sorted(a - {m})) for m, a in MAY_INCLUDE.items())
-    print("layering ok: " + deps)
+    print("layering ok: " + deps + "; and within them, " + ", ".join(
+        f"{m}/ ({', '.join(subs)}: each on those its table names)" for m, subs in SUB_MAY_INCLUDE.items() if len(subs) > 2))
     return 0
 
 

@@ -9,7 +9,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
-scripts/build.sh --target mapctl mapd mapd-worker
+scripts/build.sh --target mapctl mapctl-torch mapd mapd-worker mapd-rank
 BUILD_DIR="${MAPD_BUILD_DIR:-build}"
 MAPCTL="$PWD/$BUILD_DIR/client/mapctl/mapctl"
 MAPD="$PWD/$BUILD_DIR/server/mapd"

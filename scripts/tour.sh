@@ -6,7 +6,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
-scripts/build.sh --target mapctl
+scripts/build.sh --target mapctl mapctl-torch mapd-rank
 BUILD_DIR="${MAPD_BUILD_DIR:-build}"
 MAPCTL="$BUILD_DIR/client/mapctl/mapctl"
 OUT="$BUILD_DIR/demo"

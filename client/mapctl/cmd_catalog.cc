@@ -1,14 +1,16 @@
 // `mapctl models` and `mapctl ops`: what MAP knows about.
 #include <iostream>
+#include <memory>
 
 #include <nlohmann/json.hpp>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "client/mapctl/command_table.h"
 #include "client/mapctl/commands.h"
 #include "client/mapctl/table.h"
 #include "common/bytes.h"
-#include "planner/import/torchscript_importer.h"
+#include "client/mapctl/torch_commands.h"
 #include "planner/ops/registry.h"
 #include "planner/zoo/zoo.h"
 #include "worker/device/device_info.h"
@@ -42,11 +44,12 @@ int RunModels(const std::string& format) {
 
 int RunOps(const std::string& format, bool aten) {
   if (aten) {
-    const auto names = SupportedAtenOps();
+    auto names = SupportedAtenOpNames();
+    if (!names.ok()) return ReportError(names.status());
     if (format == "json") {
-      std::cout << nlohmann::json(names).dump(2) << "\n";
+      std::cout << nlohmann::json(*names).dump(2) << "\n";
     } else {
-      for (const auto& n : names) std::cout << n << "\n";
+      for (const auto& n : *names) std::cout << n << "\n";
     }
     return kExitOk;
   }
@@ -116,6 +119,27 @@ int RunDevices(const std::string& format) {
   }
   t.Print(std::cout);
   return kExitOk;
+}
+
+void AddCatalogCommands(CLI::App& app, Commands& out) {
+  auto format = std::make_shared<std::string>("table");
+  auto aten = std::make_shared<bool>(false);
+  auto add_format = [format](CLI::App* cmd) {
+    cmd->add_option("-o,--output", *format, "Output format")->check(CLI::IsMember({"table", "json"}))->capture_default_str();
+  };
+  CLI::App* models = app.add_subcommand("models", "List the model zoo and each model's options");
+  add_format(models);
+
+  CLI::App* ops = app.add_subcommand("ops", "List the operators MAP understands (the op registry)");
+  add_format(ops);
+  ops->add_flag("--aten", *aten, "List the PyTorch aten ops the TorchScript importer maps instead");
+
+  CLI::App* devices = app.add_subcommand("devices", "Show whether CUDA/NCCL support is built and which GPUs are visible");
+  add_format(devices);
+
+  out.push_back({models, [format] { return RunModels(*format); }});
+  out.push_back({ops, [format, aten] { return RunOps(*format, *aten); }});
+  out.push_back({devices, [format] { return RunDevices(*format); }});
 }
 
 }  // namespace mapd::cli

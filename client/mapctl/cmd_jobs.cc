@@ -4,6 +4,7 @@
 #include <grpcpp/grpcpp.h>
 
 #include <algorithm>
+#include <functional>
 #include <iostream>
 #include <memory>
 
@@ -12,12 +13,15 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "client/mapctl/command_table.h"
 #include "client/mapctl/commands.h"
 #include "client/mapctl/job_client.h"
 #include "client/mapctl/job_file.h"
 #include "client/mapctl/job_output.h"
 #include "client/mapctl/model_loader.h"
+#include "client/mapctl/torch_commands.h"
 #include "client/mapctl/table.h"
+#include "client/mapctl/training_flags.h"
 #include "common/bytes.h"
 #include "nlohmann/json.hpp"
 #include "planner/sharding/cluster.h"
@@ -376,6 +380,71 @@ int RunWorkers(const JobArgs& a) {
   }
   t.Print(std::cout);
   return kExitOk;
+}
+
+void AddJobCommands(CLI::App& app, Commands& out) {
+  // Job commands against the coordinator (docs/coordinator.md), with one connection's flags.
+  auto conn = std::make_shared<JobArgs>();
+  auto args = std::make_shared<SubmitArgs>();
+  CLI::App* submit = app.add_subcommand("submit", "Submit a training job to the coordinator (mapd)");
+  submit->add_option("MODEL", args->model.model, "Zoo spec, .pt archive or .pb/.json graph");
+  submit->add_option("-f,--file", args->file, "A job file (YAML): model, steps, ranks, mesh, memory_per_device, ...");
+  submit->add_option("--input", args->model.inputs, "Input spec NAME:DTYPE[D0,D1,...] (repeatable)");
+  submit->add_option("--loss", args->loss, "auto | output | cross_entropy | mse")->capture_default_str();
+  submit->add_option("--name", args->name, "Name shown by `mapctl jobs` (default: the model)");
+  submit->add_option("--ranks", args->ranks, "Devices to train on")->capture_default_str();
+  submit->add_option("--mesh", args->mesh, "Pin the mesh shape, e.g. 2x2");
+  submit->add_option("--device", args->device, "What the ranks run on: cpu (Gloo) | cuda (NCCL, on workers that offer GPUs)")
+      ->capture_default_str();
+  submit->add_option("--device-type", args->device_type, "The cost model's device")->capture_default_str();
+  submit->add_option("--memory-per-device", args->memory_per_device, "Budget per device, e.g. 40GiB");
+  AddTrainingFlags(submit, &args->training, "paths under the workers' --data-root");
+  submit->add_option("--init-from", args->init_from,
+                     "Start from these weights: a PyTorch state dict read here and sent in the job's graph");
+  submit->add_option("--zero", args->zero, "ZeRO stage: auto | 0 | 1 | 2 | 3")->capture_default_str();
+  submit->add_option("--recompute", args->recompute, "auto | off | all | LAYER,...")->capture_default_str();
+  submit->add_option("--pipeline-stages", args->pipeline_stages,
+                     "1 (no stages) | N (the layers cut into N stages of ranks/N devices, 1F1B; micro-batches 1 then means auto) | auto")
+      ->capture_default_str();
+  submit->add_option("--batch-norm", args->batch_norm,
+                     "sync (statistics over the whole batch) | local (over each rank's 1/ranks of it, as PyTorch DDP's "
+                     "BatchNorm: no collective; the groups stay when an elastic job changes its devices)")
+      ->check(CLI::IsMember({"sync", "local"}))
+      ->capture_default_str();
+  submit->add_option("--elastic", args->elastic,
+                     "MIN[:MAX]: after a lost worker, go on with at least MIN devices (re-planned, checkpoint resharded) and grow "
+                     "back up to MAX (default --ranks) at checkpoints; needs --checkpoint-every and a mapd with --checkpoint-dir");
+  AddConnectionFlags(submit, conn.get());
+  submit->footer(kModelHelp);
+  out.push_back({submit, [submit, conn, args] {
+    // The flags typed for submit, by their job-file names: they win over -f's fields.
+    for (const CLI::Option* o : submit->get_options()) {
+      if (o->count() == 0) continue;
+      std::string name = o->get_lnames().empty() ? o->get_name() : o->get_lnames()[0];
+      if (name == "MODEL") name = "model";
+      std::replace(name.begin(), name.end(), '-', '_');
+      args->given.insert(name);
+    }
+    args->conn = *conn;
+    return RunSubmit(*args);
+  }});
+  CLI::App* jobs_cmd = app.add_subcommand("jobs", "List the coordinator's jobs");
+  AddConnectionFlags(jobs_cmd, conn.get());
+  out.push_back({jobs_cmd, [conn] { return RunJobs(*conn); }});
+  auto id = std::make_shared<int64_t>(0);
+  auto id_cmd = [&](const char* name, const char* help, std::function<int(const JobArgs&, int64_t)> run) {
+    CLI::App* cmd = app.add_subcommand(name, help);
+    cmd->add_option("ID", *id, "Job id (mapctl jobs)")->required();
+    AddConnectionFlags(cmd, conn.get());
+    out.push_back({cmd, [conn, id, run] { return run(*conn, *id); }});
+  };
+  id_cmd("get", "Show one job: state, plan, progress", RunGet);
+  id_cmd("describe", "Show a job in full: state, why it waits, plan, last error and its events", RunDescribe);
+  id_cmd("cancel", "Cancel a job", RunCancel);
+  id_cmd("delete", "Forget a finished job with its events and output (cancel a running one first)", RunDelete);
+  CLI::App* workers = app.add_subcommand("workers", "List the workers registered with the coordinator, with their leases");
+  AddConnectionFlags(workers, conn.get());
+  out.push_back({workers, [conn] { return RunWorkers(*conn); }});
 }
 
 }  // namespace mapd::cli

@@ -9,10 +9,12 @@
 #include <chrono>
 #include <deque>
 #include <iostream>
+#include <memory>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "client/mapctl/command_table.h"
 #include "client/mapctl/commands.h"
 #include "client/mapctl/job_client.h"
 #include "client/mapctl/job_output.h"
@@ -233,6 +235,26 @@ int RunWatch(const JobArgs& a, int64_t id) {
   bar.EndLine();
   if (!end.ok()) return ReportError(end.status());
   return OutcomeCode(*end);
+}
+
+void AddLogCommands(CLI::App& app, Commands& out) {
+  auto conn = std::make_shared<JobArgs>();
+  auto id = std::make_shared<int64_t>(0);
+  auto logs_args = std::make_shared<LogsArgs>();
+  auto id_cmd = [&](const char* name, const char* help) {
+    CLI::App* cmd = app.add_subcommand(name, help);
+    cmd->add_option("ID", *id, "Job id (mapctl jobs)")->required();
+    AddConnectionFlags(cmd, conn.get());
+    return cmd;
+  };
+  CLI::App* watch = id_cmd("watch", "Follow a job until it finishes (progress bar on a terminal); exits 0 succeeded, 1 failed, 3 cancelled");
+  CLI::App* logs = id_cmd("logs", "Print a job's events (progress sampled), or a rank's output with --rank");
+  logs->add_option("--rank", logs_args->rank, "Print this rank's output (its stderr, as its worker captured it) instead of the events");
+  logs->add_flag("-f,--follow", logs_args->follow, "Keep printing as it comes, until the job finishes");
+  logs->add_option("--tail", logs_args->tail, "Only the last N lines (events or output)")->check(CLI::Range(1, 100000));
+  logs->add_flag("--all-steps", logs_args->all_steps, "Every progress event (by default at most 50, spread over the job)");
+  out.push_back({watch, [conn, id] { return RunWatch(*conn, *id); }});
+  out.push_back({logs, [conn, id, logs_args] { return RunLogs(*conn, *id, *logs_args); }});
 }
 
 }  // namespace mapd::cli

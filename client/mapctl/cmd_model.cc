@@ -1,10 +1,12 @@
 // `mapctl inspect` (what a model is) and `mapctl import` (save a model as a MAP graph file).
 #include <iostream>
+#include <memory>
 
 #include <nlohmann/json.hpp>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "client/mapctl/command_table.h"
 #include "client/mapctl/commands.h"
 #include "client/mapctl/model_loader.h"
 #include "client/mapctl/table.h"
@@ -162,6 +164,29 @@ int RunImport(const ModelArgs& args, const std::string& output_path) {
   }
   std::cout << "wrote " << output_path << ": " << graph->nodes_size() << " nodes, " << params << " parameters\n";
   return kExitOk;
+}
+
+void AddModelCommands(CLI::App& app, Commands& out) {
+  auto args = std::make_shared<ModelArgs>();
+  auto format = std::make_shared<std::string>("table");
+  auto text = std::make_shared<bool>(false);
+  auto import_out = std::make_shared<std::string>();
+  CLI::App* inspect = app.add_subcommand("inspect", "Describe a model: nodes by op, parameters, inputs and outputs");
+  inspect->add_option("MODEL", args->model, "Zoo spec, .pt archive or .pb/.json graph")->required();
+  inspect->add_option("--input", args->inputs,
+                      "Input spec of a TorchScript model, NAME:DTYPE[D0,D1,...] (repeatable), e.g. idx:i64[8,1024]");
+  inspect->add_option("-o,--output", *format, "Output format")->check(CLI::IsMember({"table", "json"}))->capture_default_str();
+  inspect->add_flag("--text", *text, "Print the whole graph in MAP's text form instead");
+  inspect->footer(kModelHelp);
+
+  CLI::App* import = app.add_subcommand("import", "Convert a model (usually a TorchScript .pt) into a MAP graph file");
+  import->add_option("MODEL", args->model, "TorchScript archive (or zoo spec / graph file)")->required();
+  import->add_option("--input", args->inputs, "Input spec NAME:DTYPE[D0,D1,...] (repeatable)");
+  import->add_option("-o,--output", *import_out, "Output file: .pb (binary) or .json")->required();
+  import->footer(kModelHelp);
+
+  out.push_back({inspect, [args, format, text] { return RunInspect(*args, *format, *text); }});
+  out.push_back({import, [args, import_out] { return RunImport(*args, *import_out); }});
 }
 
 }  // namespace mapd::cli

@@ -3,6 +3,7 @@
 // time, memory breakdown and communication, beside the baselines on the same cost model.
 #include <fstream>
 #include <iostream>
+#include <memory>
 #include <map>
 
 #include <nlohmann/json.hpp>
@@ -11,10 +12,12 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "client/mapctl/command_table.h"
 #include "client/mapctl/commands.h"
 #include "client/mapctl/model_loader.h"
 #include "client/mapctl/table.h"
 #include "common/bytes.h"
+#include "common/plan_choices.h"
 #include "common/file_io.h"
 #include "planner/ir/graph.h"
 #include "planner/plan/describe.h"
@@ -124,33 +127,6 @@ std::string MicroBatchesString(int64_t m, int64_t global_batch) {
 
 }  // namespace
 
-absl::StatusOr<int64_t> ParseMicroBatches(const std::string& text) {
-  if (text == "auto") return 0;
-  int64_t m = 0;
-  if (!absl::SimpleAtoi(text, &m) || m < 1) {
-    return absl::InvalidArgumentError(absl::StrCat("--micro-batches ", text, ": use auto or a positive count that divides the global batch"));
-  }
-  return m;
-}
-
-absl::StatusOr<int> ParsePipelineStages(const std::string& text) {
-  if (text == "auto") return 0;
-  int p = 0;
-  if (!absl::SimpleAtoi(text, &p) || p < 1) {
-    return absl::InvalidArgumentError(absl::StrCat("--pipeline-stages ", text, ": use auto or a positive count (1: no stages)"));
-  }
-  return p;
-}
-
-absl::StatusOr<int> ParseZeroStage(const std::string& text, int highest) {
-  if (text == "auto") return -1;
-  if (text.size() == 1 && text[0] >= '0' && text[0] - '0' <= highest) return text[0] - '0';
-  std::string stages = "0";
-  for (int z = 1; z <= highest; ++z) absl::StrAppend(&stages, z == highest ? " or " : ", ", z);
-  return absl::InvalidArgumentError(absl::StrCat("--zero ", text, ": use auto, ", stages,
-                                                 highest < 3 ? " (stage 3 is not built in the runtime)" : ""));
-}
-
 // The plan without stages: its layers' strategies, mesh, memory and communication.
 void PrintFlatPlan(const Graph& g, const PlanResult& r, const PlannerOptions& options) {
   const Graph* graph = &g;
@@ -213,186 +189,160 @@ void PrintFlatPlan(const Graph& g, const PlanResult& r, const PlannerOptions& op
 
 }
 
-int RunPlan(const PlanArgs& args) {
+namespace {
+
+// The planner's options from `plan`'s flags.
+absl::StatusOr<PlannerOptions> PlanOptionsOf(const PlanArgs& args) {
   PlannerOptions options;
   options.cluster.devices = args.devices;
   if (!args.mesh.empty()) {
     auto mesh = ParseMesh(args.mesh);
-    if (!mesh.ok()) return ReportError(mesh.status());
+    if (!mesh.ok()) return mesh.status();
     options.cluster.mesh = *mesh;
   }
   options.cluster.device_type = args.device_type;
   options.cluster.gpus_per_node = args.gpus_per_node;
   if (!args.memory_per_device.empty()) {
     auto bytes = ParseBytes(args.memory_per_device);
-    if (!bytes.ok()) return ReportError(bytes.status());
+    if (!bytes.ok()) return bytes.status();
     options.cluster.memory_per_device = *bytes;
   }
   auto opt = ParseOptimizer(args.optimizer);
-  if (!opt.ok()) return ReportError(opt.status());
+  if (!opt.ok()) return opt.status();
   options.profile.optimizer = *opt;
   auto precision = ResolvePrecision(args.precision, args.device_type);
-  if (!precision.ok()) return ReportError(precision.status());
+  if (!precision.ok()) return precision.status();
   options.profile.precision = *precision;
-  auto zero = ParseZeroStage(args.zero, 3);
-  if (!zero.ok()) return ReportError(zero.status());
+  auto zero = ParseZeroStage(args.zero, 3, "--zero");
+  if (!zero.ok()) return zero.status();
   options.zero_stage = *zero;
   options.recompute = args.recompute != "off";
-  auto micro = ParseMicroBatches(args.micro_batches);
-  if (!micro.ok()) return ReportError(micro.status());
+  auto micro = ParseMicroBatches(args.micro_batches, "--micro-batches");
+  if (!micro.ok()) return micro.status();
   options.micro_batches = *micro;
-  auto stages = ParsePipelineStages(args.pipeline_stages);
-  if (!stages.ok()) return ReportError(stages.status());
+  auto stages = ParsePipelineStages(args.pipeline_stages, kMaxStagesFlag, "--pipeline-stages");
+  if (!stages.ok()) return stages.status();
   options.pipeline_stages = *stages;
   options.time_limit_seconds = args.time_limit;
   options.relative_gap = args.gap;
-  if (auto st = options.Validate(); !st.ok()) return ReportError(st);
-  if (auto c = MakeCluster(options.cluster); !c.ok()) return ReportError(c.status());
+  if (auto st = options.Validate(); !st.ok()) return st;
+  if (auto c = MakeCluster(options.cluster); !c.ok()) return c.status();
+  return options;
+}
 
-  auto trainable = LoadTrainingGraph(args.model.model, args.model.inputs, args.batch_size, args.seq_len, args.loss);
-  if (!trainable.ok()) return ReportError(trainable.status());
-  auto loaded = Graph::Create(*std::move(trainable));
-  if (!loaded.ok()) return ReportError(loaded.status());
-  // bf16: the search plans the mixed-precision graph, which a saved plan carries.
-  auto graph = GraphAtPrecision(*loaded, options.profile.precision);
-  if (!graph.ok()) return ReportError(graph.status());
-
-  auto result = SearchPlan(*graph, options);
-  if (!result.ok()) return ReportError(result.status());
+// -o json of a pipeline plan: the pipeline, with the keys a plan without stages has for it as a whole.
+void PrintPipelineJson(const Graph* graph, const PlanResult* result, const PlannerOptions& options) {
+  const PipelinePlan* pipeline = &*result->pipeline;
   const PlanCandidate& plan = result->plan;
   const Cluster& cluster = result->cluster;
+  nlohmann::json j = PipelineJson(*pipeline, result->global_batch);
+  // The keys a plan without stages has, for the pipeline as a whole.
+  std::vector<std::string> recomputed;
+  int zero = 0;
+  for (const StagePlan& st : pipeline->stage_plans) {
+    recomputed.insert(recomputed.end(), st.plan.recomputed_layers.begin(), st.plan.recomputed_layers.end());
+    zero = std::max(zero, st.plan.zero_stage);
+  }
+  j["mesh"] = pipeline->stage_mesh;
+  j["zero_stage"] = zero;
+  j["recomputed_layers"] = recomputed;
+  j["micro_batch_counts_searched"] = result->micro_batch_counts;
+  j["model"] = graph->name();
+  j["device"] = cluster.device.name;
+  j["devices"] = pipeline->devices();
+  j["global_batch"] = result->global_batch;
+  j["precision"] = PrecisionName(options.profile.precision);
+  j["memory_per_device"] = cluster.memory_per_device;
+  j["solve_seconds"] = result->search_seconds;
+  j["without_stages"] = CandidateJson(*graph, plan, result->global_batch);
+  j["pipelines"] = nlohmann::json::array();
+  for (const auto& p : result->pipelines) j["pipelines"].push_back(PipelineJson(p, result->global_batch));
+  j["pipeline_baselines"] = nlohmann::json::array();
+  for (const auto& b : result->pipeline_baselines) j["pipeline_baselines"].push_back(PipelineJson(b, result->global_batch));
+  j["baselines"] = nlohmann::json::array();
+  for (const auto& b : result->baselines) j["baselines"].push_back(CandidateJson(*graph, b, result->global_batch));
+  std::cout << j.dump(2) << "\n";
+}
 
-  if (!args.dump_request.empty()) {
-    if (auto st = WriteStringToFileAtomic(args.dump_request, plan.request.SerializeAsString()); !st.ok()) {
-      return ReportError(st);
-    }
-  }
-  if (!args.report.empty()) {
-    PlanReportInfo info{graph->name(), args.devices > 0 ? args.devices : cluster.num_devices(), cluster.device.name,
-                        static_cast<double>(cluster.memory_per_device)};
-    if (auto st = WriteStringToFileAtomic(args.report, RenderPlanHtml(*graph, *result, info)); !st.ok()) {
-      return ReportError(st);
-    }
-  }
-  const PipelinePlan* pipeline = result->pipeline ? &*result->pipeline : nullptr;
-  if (!result->fits && pipeline == nullptr) {
-    return ReportError(absl::FailedPreconditionError(absl::StrFormat(
-        "no plan fits %s per device: the least memory any plan searched needs is %s per device "
-        "(mesh shapes %s, ZeRO %s, micro-batches %s); give each device at least that (--memory-per-device), use more "
-        "devices, or a smaller batch",
-        FormatBytes(cluster.memory_per_device), Bytes(result->min_memory_bytes),
-        options.cluster.mesh.empty() ? "all 1-D and 2-D" : MeshString(options.cluster.mesh),
-        options.zero_stage < 0 ? "up to stage 3" : absl::StrCat("stage ", options.zero_stage),
-        absl::StrJoin(result->micro_batch_counts, ", "))));
-  }
-  if (!args.save.empty()) {
-    if (auto st = WriteStringToFileAtomic(args.save, ToPlanProto(*graph, *result, options).SerializeAsString()); !st.ok()) {
-      return ReportError(st);
-    }
-  }
-
+// -o json of a plan without stages.
+void PrintFlatJson(const Graph* graph, const PlanResult* result, const PlannerOptions& options) {
+  const PlanCandidate& plan = result->plan;
+  const Cluster& cluster = result->cluster;
   const ChoiceCost& cost = plan.cost;
   const int sequence_parallel_norms = SequenceParallelNorms(*graph, plan.strategies);
-  const double chosen_step = pipeline != nullptr ? pipeline->step_seconds : cost.step_seconds;
-  if (args.format == "json" && pipeline != nullptr) {
-    nlohmann::json j = PipelineJson(*pipeline, result->global_batch);
-    // The keys a plan without stages has, for the pipeline as a whole.
-    std::vector<std::string> recomputed;
-    int zero = 0;
-    for (const StagePlan& st : pipeline->stage_plans) {
-      recomputed.insert(recomputed.end(), st.plan.recomputed_layers.begin(), st.plan.recomputed_layers.end());
-      zero = std::max(zero, st.plan.zero_stage);
-    }
-    j["mesh"] = pipeline->stage_mesh;
-    j["zero_stage"] = zero;
-    j["recomputed_layers"] = recomputed;
-    j["micro_batch_counts_searched"] = result->micro_batch_counts;
-    j["model"] = graph->name();
-    j["device"] = cluster.device.name;
-    j["devices"] = pipeline->devices();
-    j["global_batch"] = result->global_batch;
-    j["precision"] = PrecisionName(options.profile.precision);
-    j["memory_per_device"] = cluster.memory_per_device;
-    j["solve_seconds"] = result->search_seconds;
-    j["without_stages"] = CandidateJson(*graph, plan, result->global_batch);
-    j["pipelines"] = nlohmann::json::array();
-    for (const auto& p : result->pipelines) j["pipelines"].push_back(PipelineJson(p, result->global_batch));
-    j["pipeline_baselines"] = nlohmann::json::array();
-    for (const auto& b : result->pipeline_baselines) j["pipeline_baselines"].push_back(PipelineJson(b, result->global_batch));
-    j["baselines"] = nlohmann::json::array();
-    for (const auto& b : result->baselines) j["baselines"].push_back(CandidateJson(*graph, b, result->global_batch));
-    std::cout << j.dump(2) << "\n";
-    return kExitOk;
+  nlohmann::json j;
+  j["model"] = graph->name();
+  j["pipeline_stages"] = 1;
+  j["device"] = cluster.device.name;
+  j["devices"] = cluster.num_devices();
+  j["mesh"] = plan.mesh;
+  j["zero_stage"] = plan.zero_stage;
+  j["global_batch"] = result->global_batch;
+  j["micro_batches"] = plan.micro_batches;
+  j["micro_batch_size"] = plan.micro_batches > 0 ? result->global_batch / plan.micro_batches : result->global_batch;
+  j["micro_batch_counts_searched"] = result->micro_batch_counts;
+  if (!result->micro_batch_note.empty()) j["micro_batch_note"] = result->micro_batch_note;
+  if (!result->adopted_note.empty()) j["adopted_note"] = result->adopted_note;
+  j["precision"] = PrecisionName(options.profile.precision);
+  j["sequence_parallel"] = sequence_parallel_norms > 0;
+  j["sequence_parallel_norms"] = sequence_parallel_norms;
+  j["memory_per_device"] = cluster.memory_per_device;
+  j["fits"] = result->fits;
+  j["predicted_step_seconds"] = cost.step_seconds;
+  j["predicted_compute_seconds"] = cost.compute_seconds;
+  j["predicted_communication_seconds"] = cost.comm_seconds;
+  j["predicted_recompute_seconds"] = cost.recompute_seconds;
+  j["recomputed_layers"] = plan.recomputed_layers;
+  j["predicted_peak_bytes"] = static_cast<int64_t>(cost.peak_bytes());
+  j["memory_breakdown"] = {{"parameters", static_cast<int64_t>(cost.parameter_bytes)},
+                           {"gradients", static_cast<int64_t>(cost.gradient_bytes)},
+                           {"optimizer_states", static_cast<int64_t>(cost.optimizer_bytes)},
+                           {"activations", static_cast<int64_t>(cost.activation_bytes + cost.recompute_bytes)},
+                           {"gathered_parameters", static_cast<int64_t>(cost.fixed_bytes)}};
+  nlohmann::json comm;
+  for (int k = 0; k < 4; ++k) comm[CollectiveName(static_cast<CollectiveKind>(k))] = static_cast<int64_t>(cost.comm_bytes[k]);
+  j["communication_bytes"] = comm;
+  j["solve_seconds"] = result->search_seconds;
+  j["solver_status"] = v1::SolverResponse::Status_Name(plan.solver_status);
+  j["decisions"] = plan.decisions;
+  j["meshes_solved"] = result->meshes_solved;
+  j["meshes_pruned"] = result->meshes_pruned;
+  j["alternatives"] = nlohmann::json::array();
+  for (const auto& a : result->alternatives) j["alternatives"].push_back(CandidateJson(*graph, a, result->global_batch));
+  j["pruned"] = nlohmann::json::array();
+  for (const auto& p : result->pruned) {
+    j["pruned"].push_back({{"mesh", p.mesh}, {"lower_bound_step_seconds", p.cost.step_seconds}, {"note", p.note}});
   }
-  if (args.format == "json") {
-    nlohmann::json j;
-    j["model"] = graph->name();
-    j["pipeline_stages"] = 1;
-    j["device"] = cluster.device.name;
-    j["devices"] = cluster.num_devices();
-    j["mesh"] = plan.mesh;
-    j["zero_stage"] = plan.zero_stage;
-    j["global_batch"] = result->global_batch;
-    j["micro_batches"] = plan.micro_batches;
-    j["micro_batch_size"] = plan.micro_batches > 0 ? result->global_batch / plan.micro_batches : result->global_batch;
-    j["micro_batch_counts_searched"] = result->micro_batch_counts;
-    if (!result->micro_batch_note.empty()) j["micro_batch_note"] = result->micro_batch_note;
-    if (!result->adopted_note.empty()) j["adopted_note"] = result->adopted_note;
-    j["precision"] = PrecisionName(options.profile.precision);
-    j["sequence_parallel"] = sequence_parallel_norms > 0;
-    j["sequence_parallel_norms"] = sequence_parallel_norms;
-    j["memory_per_device"] = cluster.memory_per_device;
-    j["fits"] = result->fits;
-    j["predicted_step_seconds"] = cost.step_seconds;
-    j["predicted_compute_seconds"] = cost.compute_seconds;
-    j["predicted_communication_seconds"] = cost.comm_seconds;
-    j["predicted_recompute_seconds"] = cost.recompute_seconds;
-    j["recomputed_layers"] = plan.recomputed_layers;
-    j["predicted_peak_bytes"] = static_cast<int64_t>(cost.peak_bytes());
-    j["memory_breakdown"] = {{"parameters", static_cast<int64_t>(cost.parameter_bytes)},
-                             {"gradients", static_cast<int64_t>(cost.gradient_bytes)},
-                             {"optimizer_states", static_cast<int64_t>(cost.optimizer_bytes)},
-                             {"activations", static_cast<int64_t>(cost.activation_bytes + cost.recompute_bytes)},
-                             {"gathered_parameters", static_cast<int64_t>(cost.fixed_bytes)}};
-    nlohmann::json comm;
-    for (int k = 0; k < 4; ++k) comm[CollectiveName(static_cast<CollectiveKind>(k))] = static_cast<int64_t>(cost.comm_bytes[k]);
-    j["communication_bytes"] = comm;
-    j["solve_seconds"] = result->search_seconds;
-    j["solver_status"] = v1::SolverResponse::Status_Name(plan.solver_status);
-    j["decisions"] = plan.decisions;
-    j["meshes_solved"] = result->meshes_solved;
-    j["meshes_pruned"] = result->meshes_pruned;
-    j["alternatives"] = nlohmann::json::array();
-    for (const auto& a : result->alternatives) j["alternatives"].push_back(CandidateJson(*graph, a, result->global_batch));
-    j["pruned"] = nlohmann::json::array();
-    for (const auto& p : result->pruned) {
-      j["pruned"].push_back({{"mesh", p.mesh}, {"lower_bound_step_seconds", p.cost.step_seconds}, {"note", p.note}});
-    }
-    j["baselines"] = nlohmann::json::array();
-    for (const auto& b : result->baselines) j["baselines"].push_back(CandidateJson(*graph, b, result->global_batch));
-    j["pipelines"] = nlohmann::json::array();
-    for (const auto& p : result->pipelines) j["pipelines"].push_back(PipelineJson(p, result->global_batch));
-    j["pipeline_baselines"] = nlohmann::json::array();
-    for (const auto& b : result->pipeline_baselines) j["pipeline_baselines"].push_back(PipelineJson(b, result->global_batch));
-    if (!result->pipeline_note.empty()) j["pipeline_note"] = result->pipeline_note;
-    j["layers"] = nlohmann::json::array();
-    for (const LayerSummary& r : SummarizeLayers(*graph, plan.strategies)) {
-      j["layers"].push_back({{"layer", r.layer},
-                             {"op", graph->node(r.node).op()},
-                             {"strategy", r.words},
-                             {"placements", plan.strategies[r.node].PlacementsString()},
-                             {"count", r.count}});
-    }
-    j["nodes"] = nlohmann::json::array();
-    for (int n = 0; n < graph->num_nodes(); ++n) {
-      const Strategy& s = plan.strategies[n];
-      j["nodes"].push_back({{"node", graph->node(n).name()}, {"op", graph->node(n).op()}, {"strategy", s.ToString()},
-                            {"placements", s.PlacementsString()}});
-    }
-    std::cout << j.dump(2) << "\n";
-    return kExitOk;
+  j["baselines"] = nlohmann::json::array();
+  for (const auto& b : result->baselines) j["baselines"].push_back(CandidateJson(*graph, b, result->global_batch));
+  j["pipelines"] = nlohmann::json::array();
+  for (const auto& p : result->pipelines) j["pipelines"].push_back(PipelineJson(p, result->global_batch));
+  j["pipeline_baselines"] = nlohmann::json::array();
+  for (const auto& b : result->pipeline_baselines) j["pipeline_baselines"].push_back(PipelineJson(b, result->global_batch));
+  if (!result->pipeline_note.empty()) j["pipeline_note"] = result->pipeline_note;
+  j["layers"] = nlohmann::json::array();
+  for (const LayerSummary& r : SummarizeLayers(*graph, plan.strategies)) {
+    j["layers"].push_back({{"layer", r.layer},
+                           {"op", graph->node(r.node).op()},
+                           {"strategy", r.words},
+                           {"placements", plan.strategies[r.node].PlacementsString()},
+                           {"count", r.count}});
   }
+  j["nodes"] = nlohmann::json::array();
+  for (int n = 0; n < graph->num_nodes(); ++n) {
+    const Strategy& s = plan.strategies[n];
+    j["nodes"].push_back({{"node", graph->node(n).name()}, {"op", graph->node(n).op()}, {"strategy", s.ToString()},
+                          {"placements", s.PlacementsString()}});
+  }
+  std::cout << j.dump(2) << "\n";
+}
 
+// The tables: the plan (pipeline or not), the mesh shapes, the baselines and the pipelines.
+void PrintPlanTables(const Graph* graph, const PlanResult* result, const PlannerOptions& options) {
+  const PipelinePlan* pipeline = result->pipeline ? &*result->pipeline : nullptr;
+  const Cluster& cluster = result->cluster;
+  const ChoiceCost& cost = result->plan.cost;
+  const double chosen_step = pipeline != nullptr ? pipeline->step_seconds : cost.step_seconds;
   if (pipeline != nullptr) {
     PrintStages(*pipeline);
     std::cout << "\nPipeline:     " << pipeline->stages << " stages, " << pipeline->schedule << ", each on "
@@ -450,9 +400,100 @@ int RunPlan(const PlanArgs& args) {
   } else if (!result->pipeline_note.empty()) {
     std::cout << "\nPipeline stages: not searched (" << result->pipeline_note << ")\n";
   }
-  if (!args.save.empty()) std::cout << "\nSaved the plan to " << args.save << "\n";
-  if (!args.report.empty()) std::cout << "Wrote the report to " << args.report << "\n";
+}
+
+}  // namespace
+
+int RunPlan(const PlanArgs& args) {
+  auto options = PlanOptionsOf(args);
+  if (!options.ok()) return ReportError(options.status());
+  auto trainable = LoadTrainingGraph(args.model.model, args.model.inputs, args.batch_size, args.seq_len, args.loss);
+  if (!trainable.ok()) return ReportError(trainable.status());
+  auto loaded = Graph::Create(*std::move(trainable));
+  if (!loaded.ok()) return ReportError(loaded.status());
+  // bf16: the search plans the mixed-precision graph, which a saved plan carries.
+  auto graph = GraphAtPrecision(*loaded, options->profile.precision);
+  if (!graph.ok()) return ReportError(graph.status());
+  auto result = SearchPlan(*graph, *options);
+  if (!result.ok()) return ReportError(result.status());
+  const Cluster& cluster = result->cluster;
+  if (!args.dump_request.empty()) {
+    if (auto st = WriteStringToFileAtomic(args.dump_request, result->plan.request.SerializeAsString()); !st.ok()) {
+      return ReportError(st);
+    }
+  }
+  if (!args.report.empty()) {
+    PlanReportInfo info{graph->name(), args.devices > 0 ? args.devices : cluster.num_devices(), cluster.device.name,
+                        static_cast<double>(cluster.memory_per_device)};
+    if (auto st = WriteStringToFileAtomic(args.report, RenderPlanHtml(*graph, *result, info)); !st.ok()) {
+      return ReportError(st);
+    }
+  }
+  const PipelinePlan* pipeline = result->pipeline ? &*result->pipeline : nullptr;
+  if (!result->fits && pipeline == nullptr) {
+    return ReportError(absl::FailedPreconditionError(absl::StrFormat(
+        "no plan fits %s per device: the least memory any plan searched needs is %s per device "
+        "(mesh shapes %s, ZeRO %s, micro-batches %s); give each device at least that (--memory-per-device), use more "
+        "devices, or a smaller batch",
+        FormatBytes(cluster.memory_per_device), Bytes(result->min_memory_bytes),
+        options->cluster.mesh.empty() ? "all 1-D and 2-D" : MeshString(options->cluster.mesh),
+        options->zero_stage < 0 ? "up to stage 3" : absl::StrCat("stage ", options->zero_stage),
+        absl::StrJoin(result->micro_batch_counts, ", "))));
+  }
+  if (!args.save.empty()) {
+    if (auto st = WriteStringToFileAtomic(args.save, ToPlanProto(*graph, *result, *options).SerializeAsString()); !st.ok()) {
+      return ReportError(st);
+    }
+  }
+
+  if (args.format == "json" && pipeline != nullptr) PrintPipelineJson(&*graph, &*result, *options);
+  else if (args.format == "json") PrintFlatJson(&*graph, &*result, *options);
+  else PrintPlanTables(&*graph, &*result, *options);
+  if (args.format != "json" && !args.save.empty()) std::cout << "\nSaved the plan to " << args.save << "\n";
+  if (args.format != "json" && !args.report.empty()) std::cout << "Wrote the report to " << args.report << "\n";
   return kExitOk;
+}
+
+void AddPlanCommand(CLI::App& app, Commands& out) {
+  auto args = std::make_shared<PlanArgs>();
+  CLI::App* plan = app.add_subcommand(
+      "plan", "Find the sharding plan that trains fastest within the memory budget: mesh shape, ZeRO stage and a strategy per operator, beside the baselines");
+  plan->add_option("MODEL", args->model.model, "Zoo spec, .pt archive or .pb/.json graph")->required();
+  plan->add_option("--input", args->model.inputs, "Input spec NAME:DTYPE[D0,D1,...] (repeatable)");
+  plan->add_option("--devices", args->devices, "Number of devices")->check(CLI::PositiveNumber);
+  plan->add_option("--mesh", args->mesh, "Pin the mesh shape, outermost axis first, e.g. 2x4 (default: search every 1-D and 2-D shape)");
+  plan->add_option("--device-type", args->device_type, "Catalogue name or a `mapctl calibrate` JSON")->capture_default_str();
+  plan->add_option("--memory-per-device", args->memory_per_device, "Budget per device, e.g. 80GiB (default: the device's)");
+  plan->add_option("--gpus-per-node", args->gpus_per_node, "Devices per node (fast links inside)")->capture_default_str();
+  plan->add_option("--batch-size", args->batch_size, "Global batch (zoo models)")->check(CLI::PositiveNumber);
+  plan->add_option("--seq-len", args->seq_len, "Sequence length (zoo language models)")->check(CLI::PositiveNumber);
+  plan->add_option("--loss", args->loss, "auto | output | cross_entropy | mse")->capture_default_str();
+  plan->add_option("--optimizer", args->optimizer, "sgd | momentum | adamw")->capture_default_str();
+  plan->add_option("--time-limit", args->time_limit, "Solver time limit in seconds")->capture_default_str();
+  plan->add_option("--gap", args->gap,
+                   "Accepted optimality gap: the plan is within this fraction of the cost model's optimum (0: proven optimal, slower)")
+      ->capture_default_str();
+  plan->add_option("--dump-solver-request", args->dump_request, "Write the winning ILP request (proto) here");
+  plan->add_option("--zero", args->zero, "ZeRO stage over data-parallel axes: auto | 0 | 1 | 2 | 3")->capture_default_str();
+  plan->add_option("--precision", args->precision, "auto (bf16 on GPU device types, fp32 on cpu) | fp32 | bf16 (mixed: bf16 weights, activations and gradients; fp32 master weights, optimizer states and loss)")
+      ->capture_default_str();
+  plan->add_option("--recompute", args->recompute,
+                   "Activation checkpointing: auto (under the budget the search may recompute repeated layers) | off")
+      ->check(CLI::IsMember({"auto", "off"}))
+      ->capture_default_str();
+  plan->add_option("--micro-batches", args->micro_batches,
+                   "Forward/backward passes per step, gradients accumulated: auto (the search chooses among the divisors of the global batch) | N")
+      ->capture_default_str();
+  plan->add_option("--pipeline-stages", args->pipeline_stages,
+                   "Pipeline stages over the layers (1F1B, each stage on devices/N devices): auto (the search also tries "
+                   "every N dividing the devices, up to the layers) | N (1: none)")
+      ->capture_default_str();
+  plan->add_option("--save", args->save, "Save the plan (proto, with its graph) to this file");
+  plan->add_option("--report", args->report, "Write a self-contained HTML report (SVG) to this file");
+  plan->add_option("-o,--output", args->format, "Output format")->check(CLI::IsMember({"table", "json"}))->capture_default_str();
+  plan->footer(kModelHelp);
+
+  out.push_back({plan, [args] { return RunPlan(*args); }});
 }
 
 }  // namespace mapd::cli

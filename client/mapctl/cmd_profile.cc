@@ -1,11 +1,13 @@
 // `mapctl profile`: memory and compute of one training step, predicted from the IR.
 #include <iostream>
+#include <memory>
 #include <optional>
 
 #include <nlohmann/json.hpp>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "client/mapctl/command_table.h"
 #include "client/mapctl/commands.h"
 #include "client/mapctl/model_loader.h"
 #include "client/mapctl/table.h"
@@ -14,7 +16,7 @@
 #include "planner/ir/graph.h"
 #include "planner/profile/profiler.h"
 #include "planner/profile/timeline_svg.h"
-#include "worker/measure/measure.h"
+#include "client/mapctl/torch_commands.h"
 
 namespace mapd::cli {
 
@@ -66,10 +68,7 @@ int RunProfile(const ProfileArgs& args) {
   const ProfileReport& r = *report;
   std::optional<MeasureResult> measured;
   if (args.measure) {
-    LocalTrainingOptions m;
-    m.training.set_steps(args.steps);
-    m.training.set_optimizer(args.optimizer == "adam" ? "adamw" : args.optimizer);
-    auto result = MeasureTraining(graph->proto(), m);
+    auto result = MeasureSteps(graph->proto(), args.steps, args.optimizer);
     if (!result.ok()) return ReportError(result.status());
     measured = *result;
   }
@@ -161,6 +160,37 @@ int RunProfile(const ProfileArgs& args) {
   }
   if (!args.timeline.empty()) std::cout << "Timeline:     " << args.timeline << "\n";
   return kExitOk;
+}
+
+void AddProfileCommand(CLI::App& app, Commands& out) {
+  auto args = std::make_shared<ProfileArgs>();
+  CLI::App* profile = app.add_subcommand(
+      "profile", "Predict memory (peak and its composition) and compute of one training step, without running it");
+  profile->add_option("MODEL", args->model.model, "Zoo spec, .pt archive or .pb/.json graph")->required();
+  profile->add_option("--input", args->model.inputs, "Input spec NAME:DTYPE[D0,D1,...] (repeatable)");
+  profile->add_option("--batch-size", args->batch_size, "Batch size (zoo models)")->check(CLI::PositiveNumber);
+  profile->add_option("--seq-len", args->seq_len, "Sequence length (zoo language models)")->check(CLI::PositiveNumber);
+  profile->add_option("--loss", args->loss,
+                      "How the step gets its loss: auto (the model's scalar output, else cross_entropy on its logits), "
+                      "output, cross_entropy, mse")
+      ->capture_default_str();
+  profile->add_option("--optimizer", args->optimizer, "sgd | momentum | adamw")->capture_default_str();
+  profile->add_option("--precision", args->precision, "auto (bf16 on GPU device types, fp32 on cpu) | fp32 | bf16 (mixed: bf16 weights, activations and gradients; fp32 master weights, optimizer states and loss)")->capture_default_str();
+  profile->add_option("--device-type", args->device_type,
+                      "cpu | a100-40g | a100-80g | h100-80g | h200-141g, or a JSON profile from `mapctl calibrate`")
+      ->capture_default_str();
+  profile->add_flag("--measure", args->measure,
+                    "Also run real training steps on this CPU (LibTorch) and compare predicted with measured peak "
+                    "memory and step time");
+  profile->add_option("--steps", args->steps, "Steps to run with --measure (the first warms up)")
+      ->check(CLI::Range(2, 1000))
+      ->capture_default_str();
+  profile->add_flag("--ops", args->ops, "Include one row per op in the JSON");
+  profile->add_option("-o,--output", args->format, "Output format")->check(CLI::IsMember({"table", "json"}))->capture_default_str();
+  profile->add_option("--timeline", args->timeline, "Write live memory over the step as an SVG picture");
+  profile->footer(kModelHelp);
+
+  out.push_back({profile, [args] { return RunProfile(*args); }});
 }
 
 }  // namespace mapd::cli

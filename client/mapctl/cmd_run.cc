@@ -8,6 +8,7 @@
 #include "absl/strings/str_format.h"
 #include "client/mapctl/commands.h"
 #include "client/mapctl/model_loader.h"
+#include "client/mapctl/torch_commands.h"
 #include "common/bytes.h"
 #include "common/data_spec.h"
 #include "planner/graph/mixed_precision.h"

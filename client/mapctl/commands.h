@@ -70,18 +70,6 @@ struct RunArgs {
   std::string resume;                // continue from the last committed checkpoint in this dir
 };
 
-// The hidden `mapctl _rank` that `run --ranks N` starts once per rank.
-// `mapctl _rank` (worker/launch/rank_command.h builds its command line).
-struct RankArgs {
-  std::string run_dir;
-  int rank = -1;
-  int cuda_device = -1;  // a cuda job: this GPU
-  std::string store;     // host:port of the rendezvous store; empty: host it (rank 0)
-};
-int RunRank(const RankArgs& args);
-// --zero: "auto" → -1, "0".."highest" → the stage; INVALID_ARGUMENT otherwise, saying which
-// stages there are (and, below 3, that the rest is not built in the runtime).
-absl::StatusOr<int> ParseZeroStage(const std::string& text, int highest);
 // "  12345 tokens/s" (empty when unknown).
 std::string FormatThroughput(const StepItems& items, double seconds);
 // "eval after step S  loss L  (K batches, no gradients)\n"
@@ -115,10 +103,8 @@ struct PlanArgs {
   std::string format = "table";
 };
 
-// "auto" → 0 (the search chooses), else a positive count; INVALID_ARGUMENT naming the flag.
-absl::StatusOr<int64_t> ParseMicroBatches(const std::string& text);
-// "auto" → 0 (the search chooses), else a positive stage count; INVALID_ARGUMENT naming the flag.
-absl::StatusOr<int> ParsePipelineStages(const std::string& text);
+// --pipeline-stages' bound before the device count is known (the planner checks it against them).
+constexpr int kMaxStagesFlag = 1 << 20;
 
 // The coordinator's address and token (flags, else MAPD_ADDRESS / MAPD_TOKEN), and output format.
 // mapctl export DIR... -o weights.pt

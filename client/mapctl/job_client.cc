@@ -162,4 +162,15 @@ absl::StatusOr<v1::Job> GetJob(const Client& client, int64_t id, const std::stri
   return job;
 }
 
+void AddConnectionFlags(CLI::App* cmd, JobArgs* args) {
+  cmd->add_option("--address", args->address, "Coordinator host:port (default $MAPD_ADDRESS, the context's, else 127.0.0.1:7070)");
+  cmd->add_option("--token", args->token, "Bearer token (visible to other users in ps: prefer --token-file or $MAPD_TOKEN)");
+  cmd->add_option("--token-file", args->token_file, "File whose first line is the bearer token (default $MAPD_TOKEN, $MAPD_TOKEN_FILE, the context's token_file)");
+  cmd->add_option("--tls-ca", args->tls_ca, "PEM root certificates: speak TLS to the coordinator (default $MAPD_TLS_CA, the context's)");
+  cmd->add_option("--context", args->context, "A context of ~/.config/mapd/config.yaml (default $MAPD_CONTEXT, its current-context)");
+  cmd->add_option("-o,--output", args->format, "Output format: table | wide | json | yaml | name")
+      ->check(CLI::IsMember({"table", "wide", "json", "yaml", "name"}))
+      ->capture_default_str();
+}
+
 }  // namespace mapd::cli

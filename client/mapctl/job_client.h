@@ -11,6 +11,7 @@
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "CLI/CLI.hpp"
 #include "client/mapctl/commands.h"
 #include "proto/mapd/v1/job_service.grpc.pb.h"
 #include "proto/mapd/v1/workers.grpc.pb.h"
@@ -27,6 +28,9 @@ struct Connection {
   std::string tls_ca;
 };
 absl::StatusOr<Connection> ResolveConnection(const JobArgs& args);
+
+// --address, --token, --token-file, --tls-ca, --context and -o of a job command, into `*args`.
+void AddConnectionFlags(CLI::App* cmd, JobArgs* args);
 
 // The call's status, named by what was asked; an unreachable coordinator says what to check.
 absl::Status FromGrpc(const grpc::Status& status, const std::string& what);

@@ -7,11 +7,9 @@
 #include "common/status_macros.h"
 #include "planner/graph/loss.h"
 #include "planner/graph/verifier.h"
-#include "planner/import/input_spec.h"
-#include "planner/import/torchscript_importer.h"
 #include "planner/ir/serialize.h"
 #include "planner/zoo/zoo.h"
-#include "worker/runtime/state_dict_file.h"
+#include "client/mapctl/torch_commands.h"
 
 namespace mapd::cli {
 
@@ -47,16 +45,8 @@ absl::StatusOr<v1::Graph> LoadModel(const std::string& model, const std::vector<
     if (!st.ok()) return absl::InvalidArgumentError(absl::StrCat("graph file '", model, "' is invalid: ", st.message()));
     return graph;
   }
-  if (LooksLikeTorchScript(model)) {
-    ImportOptions options;
-    for (const auto& s : input_specs) {
-      MAPD_ASSIGN_OR_RETURN(InputSpec spec, ParseInputSpec(s));
-      options.inputs.push_back(std::move(spec));
-    }
-    return ImportTorchScript(model, options);
-  }
-  return absl::InvalidArgumentError(absl::StrCat("cannot tell what '", model,
-                                                 "' is: use a .pt TorchScript archive or a .pb/.json MAP graph"));
+  // Any other file: a TorchScript archive, imported with LibTorch (torch_commands.h).
+  return ImportTorchScriptModel(model, input_specs);
 }
 
 absl::StatusOr<v1::Graph> LoadTrainingGraph(const std::string& model, const std::vector<std::string>& input_specs,
@@ -77,26 +67,6 @@ absl::StatusOr<v1::Graph> LoadTrainingGraph(const std::string& model, const std:
   }
   MAPD_ASSIGN_OR_RETURN(v1::Graph graph, LoadModel(spec, input_specs));
   return WithTrainingLoss(std::move(graph), kind);
-}
-
-absl::Status InlineParameterData(v1::Graph& graph) {
-  ArchiveScope archives;  // each archive loaded once
-  for (v1::Parameter& p : *graph.mutable_parameters()) {
-    if (!p.has_data() || p.data().source().empty()) continue;
-    auto data = LoadParameterData(p);
-    if (!data.ok()) return data.status();
-    v1::DataRef* ref = p.mutable_data();
-    ref->set_inline_data(std::string(data->bytes.begin(), data->bytes.end()));
-    ref->clear_source();
-    if (data->bytes.empty()) ref->set_key("constant:inline");  // no bytes: still read inline
-  }
-  return absl::OkStatus();
-}
-
-absl::Status InitFrom(const std::string& path, v1::Graph& graph) {
-  if (path.empty()) return absl::OkStatus();
-  MAPD_ASSIGN_OR_RETURN(std::vector<v1::TensorData> state, ReadStateDict(path));
-  return SetInitialWeights(state, graph);
 }
 
 }  // namespace mapd::cli

@@ -21,14 +21,7 @@ absl::StatusOr<v1::Graph> LoadModel(const std::string& model, const std::vector<
 absl::StatusOr<v1::Graph> LoadTrainingGraph(const std::string& model, const std::vector<std::string>& input_specs,
                                             int64_t batch_size, int64_t seq_len, const std::string& loss);
 
-// --init-from FILE: the graph's parameters and buffers start from a PyTorch state dict (a
-// torch.save file), names and shapes checked (worker/runtime/state_dict_file.h); nothing for an
-// empty `path`.
-absl::Status InitFrom(const std::string& path, v1::Graph& graph);
-
-// The values of every parameter the graph reads from a TorchScript archive, carried in the graph
-// instead (DataRef.inline_data): what is sent to a coordinator names no files on this machine.
-absl::Status InlineParameterData(v1::Graph& graph);
+// --init-from and the archives' parameter data: torch_commands.h.
 
 }  // namespace mapd::cli
 

@@ -1,5 +1,5 @@
 // A plan lowered to one program per rank, each program profiled (rank_cost.h): what
-// planner/pipeline checks against the budget and ranks run.
+// planner/runnable checks against the budget and ranks run.
 #ifndef MAPD_PLANNER_LOWER_LOWERED_PLAN_H_
 #define MAPD_PLANNER_LOWER_LOWERED_PLAN_H_
 
@@ -9,7 +9,8 @@
 
 #include "absl/status/statusor.h"
 #include "planner/lower/rank_cost.h"
-#include "planner/plan/planner.h"
+#include "planner/profile/profile_options.h"
+#include "planner/sharding/strategies.h"
 #include "proto/mapd/v1/rank_program.pb.h"
 
 namespace mapd {

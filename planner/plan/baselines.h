@@ -24,21 +24,11 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "planner/plan/batch_dims.h"
 #include "planner/plan/cost_graph.h"
 #include "planner/plan/prepared_graph.h"
 
 namespace mapd {
-
-// Per node, the label of the batch dimension in its sharding rule (0 when the node does not
-// carry the batch, as a table of positions does). The batch is dimension 0 of every graph input
-// whose first dimension equals the first input's; it follows labels from inputs to outputs.
-struct BatchInfo {
-  int64_t batch = 0;              // the global batch (0 when the graph has no batched input)
-  std::vector<char> label;        // per node
-  // Per value carrying the batch (graph inputs and node outputs): its batch dimension.
-  std::unordered_map<std::string, int> value_dim;
-};
-absl::StatusOr<BatchInfo> FindBatch(const Graph& graph, const std::vector<std::unique_ptr<PreparedNode>>& prepared);
 
 enum class AxisRole {
   kData,    // split the batch (or nothing, for nodes that do not carry it)

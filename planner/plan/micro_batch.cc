@@ -2,7 +2,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "planner/graph/verifier.h"
-#include "planner/plan/baselines.h"
+#include "planner/plan/batch_dims.h"
 #include "planner/plan/prepared_graph.h"
 
 namespace mapd {

@@ -11,7 +11,7 @@
 #include <string>
 
 #include "absl/status/statusor.h"
-#include "planner/pipeline/runnable_plan.h"
+#include "planner/runnable/runnable_plan.h"
 #include "proto/mapd/v1/jobs.pb.h"
 
 namespace mapd {

@@ -14,7 +14,7 @@
 #include <memory>
 
 #include "absl/synchronization/mutex.h"
-#include "planner/pipeline/runnable_plan.h"
+#include "planner/runnable/runnable_plan.h"
 
 namespace mapd {
 

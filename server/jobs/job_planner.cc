@@ -9,6 +9,7 @@
 #include "planner/graph/verifier.h"
 #include "planner/profile/profiler.h"
 #include "planner/zoo/zoo.h"
+#include "common/plan_choices.h"
 #include "common/training_config.h"
 
 namespace mapd {
@@ -58,19 +59,19 @@ absl::StatusOr<PlanRequest> JobPlanRequest(const v1::JobSpec& spec) {
   auto precision = ResolvePrecision(spec.training().precision(), spec.device_type());
   if (!precision.ok()) return precision.status();
   o.profile.precision = *precision;
-  if (spec.zero() != "auto") o.zero_stage = spec.zero()[0] - '0';
+  auto zero = ParseZeroStage(spec.zero(), 3, "zero");  // -1: auto
+  if (!zero.ok()) return zero.status();
+  o.zero_stage = *zero;
   request.recompute = spec.recompute().empty() ? "auto" : spec.recompute();
   o.recompute = request.recompute == "auto";
   auto micro = MicroBatchesOf(spec.training());  // 0: auto
   if (!micro.ok()) return micro.status();
   o.micro_batches = *micro;
-  // ValidateJobSpec checked it too: auto, or a count. A pipeline streams at least as many
-  // micro-batches as it has stages: one pass a step then means the planner's choice.
-  if (spec.pipeline_stages() == "auto") {
-    o.pipeline_stages = 0;
-  } else if (!spec.pipeline_stages().empty() && !absl::SimpleAtoi(spec.pipeline_stages(), &o.pipeline_stages)) {
-    return absl::InvalidArgumentError(absl::StrCat("pipeline_stages '", spec.pipeline_stages(), "' is not auto or a count"));
-  }
+  auto stages = ParsePipelineStages(spec.pipeline_stages(), std::max(1, spec.ranks()), "pipeline_stages");  // 0: auto
+  if (!stages.ok()) return stages.status();
+  o.pipeline_stages = *stages;
+  // A pipeline streams at least as many micro-batches as it has stages: one pass a step then
+  // means the planner's choice.
   if (o.pipeline_stages != 1 && o.micro_batches == 1) o.micro_batches = 0;
   o.baselines = false;
   return request;

@@ -1,13 +1,13 @@
 // Planning a job (DESIGN §9): its training graph built and verified and the planning request
 // made from its spec; when the dispatcher starts it, the plan made runnable by the planning
-// pipeline (planner/pipeline/runnable_plan.h), which `mapctl run` uses too. Admission uses the
+// pipeline (planner/runnable/runnable_plan.h), which `mapctl run` uses too. Admission uses the
 // first parts to refuse a job that could never run before it is queued.
 #ifndef MAPD_SERVER_JOBS_JOB_PLANNER_H_
 #define MAPD_SERVER_JOBS_JOB_PLANNER_H_
 
 #include "absl/status/statusor.h"
 #include "planner/ir/graph.h"
-#include "planner/pipeline/runnable_plan.h"
+#include "planner/runnable/runnable_plan.h"
 #include "planner/plan/planner.h"
 #include "proto/mapd/v1/jobs.pb.h"
 

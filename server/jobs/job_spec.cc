@@ -10,6 +10,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "common/data_spec.h"
+#include "common/plan_choices.h"
 #include "common/training_config.h"
 #include "planner/profile/device_profile.h"
 
@@ -118,15 +119,12 @@ absl::Status ValidateJobSpec(const v1::JobSpec& s, const SpecLimits& limits) {
   if (s.memory_per_device() < 0) return bad("memory_per_device is ", s.memory_per_device(), "; give bytes (> 0) or 0 for the device's");
   const v1::TrainingConfig training = WithTrainingDefaults(s.training());
   if (auto st = ValidateTrainingConfig(training, limits.max_steps); !st.ok()) return st;
-  static const std::set<std::string> zero = {"", "auto", "0", "1", "2", "3"};
-  if (!zero.count(s.zero())) return bad("zero '", s.zero(), "' is not one of auto, 0, 1, 2, 3");
-  if (!s.pipeline_stages().empty() && s.pipeline_stages() != "auto") {
-    int p = 0;
-    if (!absl::SimpleAtoi(s.pipeline_stages(), &p) || p < 1 || p > std::max(1, s.ranks())) {
-      return bad("pipeline_stages '", s.pipeline_stages(), "' is not auto or a count from 1 to ranks (", s.ranks(), ")");
-    }
-    if (p > 1 && s.mesh_size() > 0) return bad("a mesh and pipeline_stages ", p, ": a pipeline's stages choose their own mesh; drop one");
-    if (p > 1 && s.device() == "cuda") {
+  if (auto zero = ParseZeroStage(s.zero(), 3, "zero"); !zero.ok()) return zero.status();
+  auto stages = ParsePipelineStages(s.pipeline_stages(), std::max(1, s.ranks()), "pipeline_stages");
+  if (!stages.ok()) return stages.status();
+  if (const int p = *stages; p > 1) {  // (auto: the planner's choice, checked by it)
+    if (s.mesh_size() > 0) return bad("a mesh and pipeline_stages ", p, ": a pipeline's stages choose their own mesh; drop one");
+    if (s.device() == "cuda") {
       return bad("pipeline_stages ", p, " on device cuda: NCCL point-to-point transfers are not built yet; use device cpu");
     }
   }

@@ -69,7 +69,7 @@ def test_plan_errors():
     r = run_mapctl("plan", SMALL_GPT, "--devices", "4", "--device-type", "tpu-v9")
     assert r.returncode == 1 and "unknown device type" in r.stderr
     r = run_mapctl("plan", SMALL_GPT, "--devices", "4", "--zero", "5")
-    assert r.returncode == 1 and "--zero 5" in r.stderr
+    assert r.returncode == 1 and "--zero '5' is not auto, 0, 1, 2 or 3" in r.stderr
     r = run_mapctl("plan", SMALL_GPT)
     assert r.returncode == 1 and "--devices N or --mesh" in r.stderr
 
@@ -207,7 +207,7 @@ def test_plan_micro_batches_are_chosen_pinned_or_refused():
     bad = run_mapctl("plan", spec, *common, "--micro-batches", "3", check=1)
     assert "3 micro-batches do not divide the global batch of 8" in bad.stderr
     junk = run_mapctl("plan", spec, *common, "--micro-batches", "many")
-    assert junk.returncode != 0 and "--micro-batches many" in junk.stderr
+    assert junk.returncode != 0 and "--micro-batches 'many' is not auto or a count" in junk.stderr
 
 
 def test_plan_reports_sequence_parallelism():
@@ -250,7 +250,7 @@ def test_plan_pipeline_stages_table_json_and_refusals():
     many = run_mapctl("plan", spec, "--devices", "8", "--device-type", "cpu", "--pipeline-stages", "8", check=1)
     assert "8 pipeline stages for 4 layers" in many.stderr, many.stderr
     junk = run_mapctl("plan", spec, *common, "--pipeline-stages", "some")
-    assert junk.returncode != 0 and "--pipeline-stages some" in junk.stderr, junk.stderr
+    assert junk.returncode != 0 and "--pipeline-stages 'some' is not auto or a count" in junk.stderr, junk.stderr
 
 
 

@@ -94,7 +94,7 @@ def test_errors():
     r = run_mapctl("run", GPT, "--ranks", "4", "--recompute", "h.9")
     assert r.returncode == 1 and "no operator belongs to layer 'h.9'" in r.stderr
     r = run_mapctl("run", GPT, "--ranks", "4", "--zero", "4")
-    assert r.returncode == 1 and "--zero 4: use auto, 0, 1, 2 or 3" in r.stderr, r.stderr
+    assert r.returncode == 1 and "--zero '4' is not auto, 0, 1, 2 or 3" in r.stderr, r.stderr
     r = run_mapctl("run", GPT, "--ranks", "3", "--strategy", "dp")
     assert r.returncode == 1 and "does not split over 3 devices" in r.stderr
     # A baseline runs with its own ZeRO stage: data parallelism's are 0 and 3 (FSDP).
@@ -377,7 +377,7 @@ def test_pipeline_stages_reproduce_one_process_and_their_memory(tmp_path):
     bad = run_mapctl("run", gpt4, "--ranks", "4", "--pipeline-stages", "3", "--steps", "1")
     assert bad.returncode == 1 and "3 pipeline stages do not divide 4 devices" in bad.stderr, bad.stderr
     bad = run_mapctl("run", gpt4, "--ranks", "4", "--pipeline-stages", "x", "--steps", "1")
-    assert bad.returncode == 1 and "--pipeline-stages x: use auto or a positive count" in bad.stderr, bad.stderr
+    assert bad.returncode == 1 and "--pipeline-stages 'x' is not auto or a count" in bad.stderr, bad.stderr
 
 
 def test_ranks_die_with_their_launcher():

@@ -26,7 +26,8 @@ SOURCE = pathlib.Path(os.environ.get("MAPD_SOURCE_DIR", pathlib.Path(__file__).r
 DEPLOY = SOURCE / "deploy"
 DASHBOARD = DEPLOY / "grafana" / "dashboards" / "mapd.json"
 BINARIES = {"mapctl": os.environ.get("MAPCTL", ""), "mapd": os.environ.get("MAPD", ""),
-            "mapd-worker": os.environ.get("MAPD_WORKER", "")}
+            "mapd-worker": os.environ.get("MAPD_WORKER", ""), "mapd-rank": os.environ.get("MAPD_RANK", ""),
+            "mapctl-torch": os.environ.get("MAPCTL_TORCH", "")}
 
 
 def dashboard():
@@ -380,11 +381,11 @@ def test_the_runtime_packages_are_debian_packages():
 
 
 def test_the_runtime_packages_hold_every_library_the_binaries_link():
-    """readelf's NEEDED entries of mapctl, mapd and mapd-worker, each library mapped to its package
+    """readelf's NEEDED entries of mapctl, mapctl-torch, mapd, mapd-worker and mapd-rank, each library mapped to its package
     with dpkg -S, are all within the runtime packages and what apt installs with them (Depends,
     recursively) or the base image's C and C++ runtimes."""
     if not all(BINARIES.values()) or not all(shutil.which(t) for t in ("readelf", "ldd", "dpkg", "apt-cache")):
-        pytest.skip("needs the binaries (MAPCTL, MAPD, MAPD_WORKER), readelf, ldd, dpkg and apt-cache")
+        pytest.skip("needs the binaries (MAPCTL, MAPCTL_TORCH, MAPD, MAPD_WORKER, MAPD_RANK), readelf, ldd, dpkg and apt-cache")
     closure = subprocess.run(["apt-cache", "depends", "--recurse", "--no-recommends", "--no-suggests", "--no-conflicts",
                               "--no-breaks", "--no-replaces", "--no-enhances", *runtime_packages()],
                              capture_output=True, text=True).stdout

@@ -5,7 +5,7 @@
 #include "planner/graph/builder.h"
 #include "planner/graph/loss.h"
 #include "planner/graph/verifier.h"
-#include "planner/pipeline/runnable_plan.h"
+#include "planner/runnable/runnable_plan.h"
 #include "planner/plan/planner.h"
 #include "planner/zoo/zoo.h"
 

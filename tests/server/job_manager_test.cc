@@ -65,7 +65,7 @@ TEST(JobManager, SubmitValidatesAndQueues) {
       {[](v1::JobSpec& s) { s.mutable_training()->set_micro_batches("0"); }, "micro_batches '0'"},
       {[](v1::JobSpec& s) { s.mutable_training()->set_micro_batches("two"); }, "micro_batches 'two'"},
       {[](v1::JobSpec& s) { s.mutable_training()->set_precision("fp8"); }, "precision 'fp8'"},
-      {[](v1::JobSpec& s) { s.set_pipeline_stages("0"); }, "pipeline_stages '0' is not auto or a count from 1 to ranks (2)"},
+      {[](v1::JobSpec& s) { s.set_pipeline_stages("0"); }, "pipeline_stages '0' is not auto or a count from 1 to 2"},
       {[](v1::JobSpec& s) { s.set_pipeline_stages("3"); }, "pipeline_stages '3'"},
       {[](v1::JobSpec& s) { s.set_pipeline_stages("2"), s.add_mesh(2); }, "a mesh and pipeline_stages 2"},
       {[](v1::JobSpec& s) { s.set_pipeline_stages("2"), s.set_device("cuda"); }, "pipeline_stages 2 on device cuda"},

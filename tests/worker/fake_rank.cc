@@ -1,4 +1,4 @@
-// A stand-in for `mapctl _rank` in the launcher's tests: behaves as its first argument says and
+// A stand-in for `mapd-rank` in the launcher's tests: behaves as its first argument says and
 // reports RankEvents on stdout as a rank does. No LibTorch.
 //   fake_rank ok RANK [STORE]   three steps, then done (rank 0 without STORE first reports StoreReady)
 //   fake_rank fail RANK         a step, then "error: ... [RESOURCE_EXHAUSTED]" and exit 1
@@ -7,7 +7,7 @@
 //   fake_rank garbage RANK      bytes that are no event stream
 //   fake_rank record RANK FILE INDEX [STORE]  appends "INDEX [STORE]" to FILE, then as ok (hosting
 //                                            the store without STORE)
-//   fake_rank _rank --run-dir D --rank R [--cuda-device K] [--store H:P]   as `mapctl _rank`: reads
+//   fake_rank --run-dir D --rank R [--cuda-device K] [--store H:P]   as `mapd-rank`: reads
 //       D/job.pb, reports StoreReady (rank 0 without --store), job.steps steps, a checkpoint shard
 //       every job.checkpoint_every steps (and after the last), and writes its argv to
 //       D/argv_R.txt; MAPD_FAULT=fail:R makes rank R fail after its first step
@@ -44,12 +44,12 @@ void Step(int rank, int64_t s) {
   });
 }
 
-// `mapctl _rank`'s command line (worker/launch/rank_command.h), run as a rank of a launch would.
+// `mapd-rank`'s command line (worker/launch/rank_command.h), run as a rank of a launch would.
 int RankCommand(int argc, char** argv) {
   std::string dir, store;
   int rank = -1;
   std::string args;
-  for (int i = 2; i + 1 < argc; i += 2) {
+  for (int i = 1; i + 1 < argc; i += 2) {
     const std::string flag = argv[i], value = argv[i + 1];
     if (flag == "--run-dir") dir = value;
     if (flag == "--rank") rank = std::atoi(value.c_str());
@@ -87,7 +87,7 @@ int RankCommand(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc >= 2 && std::string(argv[1]) == "_rank") return RankCommand(argc, argv);
+  if (argc >= 2 && std::string(argv[1]) == "--run-dir") return RankCommand(argc, argv);
   if (argc < 3) return 2;
   const std::string mode = argv[1];
   const int rank = std::atoi(argv[2]);

@@ -103,8 +103,8 @@ TEST_F(JobRunnerTest, RankZeroHostsTheStoreAndStepsAndCheckpointsAreReported) {
   const std::string run = dir_ + "/job-7";
   EXPECT_EQ(ReadRankJob(run)->training().steps(), 4);
   EXPECT_EQ(ReadRankJob(run)->local_host(), "10.0.0.9");
-  EXPECT_EQ(*ReadFileToString(run + "/argv_0.txt"), "_rank --run-dir " + run + " --rank 0\n");
-  EXPECT_EQ(*ReadFileToString(run + "/argv_1.txt"), "_rank --run-dir " + run + " --rank 1 --store 10.0.0.9:4242\n");
+  EXPECT_EQ(*ReadFileToString(run + "/argv_0.txt"), "--run-dir " + run + " --rank 0\n");
+  EXPECT_EQ(*ReadFileToString(run + "/argv_1.txt"), "--run-dir " + run + " --rank 1 --store 10.0.0.9:4242\n");
   // Without shared storage the worker commits its own ranks' shards.
   auto meta = ReadLatestCheckpoint(run + "/checkpoints");
   ASSERT_TRUE(meta.ok()) << meta.status();
@@ -122,7 +122,7 @@ TEST_F(JobRunnerTest, WithoutRankZeroTheRanksJoinTheStoreTheCoordinatorNamed) {
   const auto reports = Run(a);
   ASSERT_FALSE(reports.empty());
   EXPECT_EQ(reports.back().code(), 0) << reports.back().error();
-  EXPECT_EQ(*ReadFileToString(dir_ + "/job-7/argv_1.txt"), "_rank --run-dir " + dir_ + "/job-7 --rank 1 --store 10.0.0.1:29500\n");
+  EXPECT_EQ(*ReadFileToString(dir_ + "/job-7/argv_1.txt"), "--run-dir " + dir_ + "/job-7 --rank 1 --store 10.0.0.1:29500\n");
   for (const auto& r : reports) EXPECT_TRUE(r.store_address().empty());
   // Neither rank 0 nor an address: refused, naming why.
   a.clear_store_address();

@@ -64,9 +64,9 @@ TEST(RankEvents, RefuseWhatIsNoEventStream) {
 }
 
 TEST(RankCommand, OneCommandLineAndARunDirectoryTheRankReadsBack) {
-  EXPECT_EQ(RankCommandLine({"/bin/mapctl", "/run", 0, -1, ""}), (std::vector<std::string>{"/bin/mapctl", "_rank", "--run-dir", "/run", "--rank", "0"}));
-  EXPECT_EQ(RankCommandLine({"/bin/mapctl", "/run", 3, 1, "10.0.0.1:29500"}),
-            (std::vector<std::string>{"/bin/mapctl", "_rank", "--run-dir", "/run", "--rank", "3", "--cuda-device", "1", "--store", "10.0.0.1:29500"}));
+  EXPECT_EQ(RankCommandLine({"/bin/mapd-rank", "/run", 0, -1, ""}), (std::vector<std::string>{"/bin/mapd-rank", "--run-dir", "/run", "--rank", "0"}));
+  EXPECT_EQ(RankCommandLine({"/bin/mapd-rank", "/run", 3, 1, "10.0.0.1:29500"}),
+            (std::vector<std::string>{"/bin/mapd-rank", "--run-dir", "/run", "--rank", "3", "--cuda-device", "1", "--store", "10.0.0.1:29500"}));
   const std::string dir = ::testing::TempDir() + "/rank_command_" + std::to_string(getpid());
   v1::Graph graph;
   graph.set_name("g");

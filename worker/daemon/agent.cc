@@ -23,7 +23,7 @@ absl::Status AgentOptions::Validate() const {
   if (runner.work_dir.empty()) return absl::InvalidArgumentError("--work-dir: give a directory for the ranks' files and checkpoints");
   if (runner.rank_program.empty() || access(runner.rank_program.c_str(), X_OK) != 0) {
     return absl::FailedPreconditionError(absl::StrCat("--rank-program '", runner.rank_program,
-                                                      "': not an executable mapctl (it runs the ranks); give its path"));
+                                                      "': not an executable mapd-rank (it runs the ranks); install it beside mapd-worker or give its path"));
   }
   return absl::OkStatus();
 }

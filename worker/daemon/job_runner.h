@@ -1,5 +1,5 @@
 // One job's ranks on this worker (DESIGN §9): from the coordinator's RankAssignment, writes the
-// run directory (worker/launch/rank_command.h), starts one `mapctl _rank` process per rank
+// run directory (worker/launch/rank_command.h), starts one `mapd-rank` process per rank
 // (worker/launch) — when rank 0 is here it starts first, hosts the job's rendezvous store, and the
 // store's address is reported to the coordinator for the other workers — and while they train
 // reports their steps (rank 0's are the job's progress), commits this worker's checkpoint shards,
@@ -31,7 +31,7 @@ namespace mapd {
 
 struct JobRunnerOptions {
   std::string work_dir;           // run directories and checkpoints go under it
-  std::string rank_program;       // the `mapctl` whose `_rank` runs one rank
+  std::string rank_program;       // the mapd-rank binary that runs one rank
   int rank_timeout_seconds = 60;  // a rank silent this long (or waiting in a collective) fails the job
   // The address other machines reach this worker's ranks at (the rendezvous store rank 0 hosts,
   // Gloo's transport).

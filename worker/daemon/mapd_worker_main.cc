@@ -20,30 +20,12 @@
 #include "common/rpc/auth.h"
 #include "worker/daemon/agent.h"
 #include "worker/daemon/local_devices.h"
+#include "worker/launch/rank_command.h"
 
 namespace {
 mapd::WorkerAgent* g_agent = nullptr;
 void OnSignal(int) {
   if (g_agent != nullptr) g_agent->Stop();
-}
-// The mapctl that runs ranks: beside this executable (an install), in the build tree, or on PATH.
-std::string FindRankProgram() {
-  std::error_code ec;
-  const std::filesystem::path self = std::filesystem::read_symlink("/proc/self/exe", ec);
-  for (const std::filesystem::path& p : {self.parent_path() / "mapctl", self.parent_path() / "../../client/mapctl/mapctl"}) {
-    if (!ec && access(p.c_str(), X_OK) == 0) return std::filesystem::weakly_canonical(p, ec).string();
-  }
-  if (const char* path = std::getenv("PATH")) {
-    std::string dirs = path;
-    size_t start = 0;
-    while (start <= dirs.size()) {
-      const size_t end = std::min(dirs.find(':', start), dirs.size());
-      const std::string candidate = dirs.substr(start, end - start) + "/mapctl";
-      if (end > start && access(candidate.c_str(), X_OK) == 0) return candidate;
-      start = end + 1;
-    }
-  }
-  return "";
 }
 // Where peers reach this worker's ranks unless --advertise-host says: on loopback when the
 // coordinator is (one machine), else by this machine's name.
@@ -86,8 +68,9 @@ int main(int argc, char** argv) {
   app.add_option("--data-root", o.runner.data_root,
                  "Directory jobs' data files (text:FILE, tokens:FILE, npy:INPUTS[,TARGETS]) are read from, and nothing outside it (default: none — "
                  "jobs here train on synthetic data only)");
-  o.runner.rank_program = FindRankProgram();
-  app.add_option("--rank-program", o.runner.rank_program, "The mapctl that runs ranks (default: beside mapd-worker, or on PATH)")
+  if (auto found = mapd::FindRankBinary(); found.ok()) o.runner.rank_program = *found;
+  app.add_option("--rank-program", o.runner.rank_program,
+                 "The mapd-rank binary that runs one rank (default: beside mapd-worker, in the build tree, or on PATH)")
       ->capture_default_str();
   app.add_option("--rank-timeout", o.runner.rank_timeout_seconds,
                  "Seconds a rank may stay silent or wait in a collective before its job fails")

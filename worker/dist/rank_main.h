@@ -1,4 +1,4 @@
-// One rank of `mapctl run --ranks N` or of a job on mapd-workers (the hidden `mapctl _rank`,
+// One rank of `mapctl run --ranks N` or of a job on mapd-workers (the `mapd-rank` binary,
 // proto/mapd/v1/rank_job.proto): reads what to run from the run directory its launcher wrote
 // (worker/launch/rank_command.h), joins the mesh's process groups on the job's rendezvous store —
 // rank 0 hosts it and reports its port first — and trains, reporting RankEvents on its stdout

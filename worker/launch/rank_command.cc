@@ -19,10 +19,15 @@ std::string GraphPath(const std::string& dir) { return dir + "/graph.pb"; }
 std::string FinalParametersPath(const std::string& dir, int rank) { return absl::StrCat(dir, "/final_rank_", rank, ".pb"); }
 
 std::vector<std::string> RankCommandLine(const RankCommand& c) {
-  std::vector<std::string> argv{c.program, "_rank", "--run-dir", c.run_dir, "--rank", std::to_string(c.rank)};
+  std::vector<std::string> argv{c.program, "--run-dir", c.run_dir, "--rank", std::to_string(c.rank)};
   if (c.cuda_device >= 0) argv.insert(argv.end(), {"--cuda-device", std::to_string(c.cuda_device)});
   if (!c.store.empty()) argv.insert(argv.end(), {"--store", c.store});
   return argv;
+}
+
+absl::StatusOr<std::string> FindRankBinary() {
+  return FindExecutable("mapd-rank", {".", "../dist", "../../worker/dist"},
+                        "mapd-rank runs the ranks; install it beside this program or put it on PATH");
 }
 
 absl::Status WriteRunDirectory(const std::string& dir, const v1::Graph& graph, const v1::RankJob& job, const std::vector<int>& ranks,

@@ -1,6 +1,6 @@
-// A launch's run directory and the `mapctl _rank` command line (proto/mapd/v1/rank_job.proto):
-// what `mapctl run --ranks N` and a mapd-worker write before they start ranks, and the one place
-// the rank's command line is built (mapctl's `_rank` subcommand parses it). No LibTorch.
+// A launch's run directory and the `mapd-rank` command line (proto/mapd/v1/rank_job.proto): what
+// `mapctl run --ranks N` and a mapd-worker write before they start ranks, where they find the
+// rank binary, and the one place its command line is built (mapd-rank parses it). No LibTorch.
 //
 //   RUN_DIR/job.pb          the RankJob every rank of the launch runs
 //   RUN_DIR/graph.pb        the training graph
@@ -22,7 +22,7 @@ namespace mapd {
 
 // One rank's process.
 struct RankCommand {
-  std::string program;         // the mapctl whose `_rank` runs a rank
+  std::string program;         // the mapd-rank binary (FindRankBinary)
   std::string run_dir;
   int rank = 0;
   int cuda_device = -1;        // a job on device "cuda": the GPU of this machine the rank uses
@@ -31,8 +31,13 @@ struct RankCommand {
   std::string store;
 };
 
-// argv of `mapctl _rank` for `command` (argv[0] is the program).
+// argv of `mapd-rank` for `command` (argv[0] is the program).
 std::vector<std::string> RankCommandLine(const RankCommand& command);
+
+// The mapd-rank binary a launcher starts: beside the running executable (an install), where the
+// build tree puts it (worker/dist/mapd-rank, seen from worker/daemon/ or client/mapctl/), or on
+// PATH. NOT_FOUND saying where it looked.
+absl::StatusOr<std::string> FindRankBinary();
 
 // Writes job.pb, graph.pb and the programs of `ranks` (programs[i] is rank ranks[i]'s) under
 // `dir`, which is made if missing.

@@ -8,8 +8,8 @@
 //
 // The planner's memory is its start-of-backward model; a rank program's profile is the finer one
 // (about 10% higher for checkpointed plans), hence the check.
-#ifndef MAPD_PLANNER_PIPELINE_RUNNABLE_PLAN_H_
-#define MAPD_PLANNER_PIPELINE_RUNNABLE_PLAN_H_
+#ifndef MAPD_PLANNER_RUNNABLE_RUNNABLE_PLAN_H_
+#define MAPD_PLANNER_RUNNABLE_RUNNABLE_PLAN_H_
 
 #include <cstdint>
 #include <string>
@@ -93,4 +93,4 @@ absl::Status NothingFitsError(const PlanResult& result, int64_t devices);
 
 }  // namespace mapd
 
-#endif  // MAPD_PLANNER_PIPELINE_RUNNABLE_PLAN_H_
+#endif  // MAPD_PLANNER_RUNNABLE_RUNNABLE_PLAN_H_

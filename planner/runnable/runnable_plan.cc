@@ -1,4 +1,4 @@
-#include "planner/pipeline/runnable_plan.h"
+#include "planner/runnable/runnable_plan.h"
 
 #include <algorithm>
 #include <optional>
