@@ -210,7 +210,9 @@ absl::StatusOr<v1::RankJob> JobRunner::RankJobOf() const {
   auto data = ResolveDataSpec(options_.data_root, a.training().data());
   if (!data.ok()) return data.status();
   job.mutable_training()->set_data(data->ToString());
-  if (!a.training().eval_data().empty()) {
+  if (a.training().eval_every() <= 0) {
+    job.mutable_training()->clear_eval_data();  // no evaluation: its files are not read
+  } else if (!a.training().eval_data().empty()) {  // (without, the ranks evaluate on the training data's source)
     auto eval = ResolveDataSpec(options_.data_root, a.training().eval_data());
     if (!eval.ok()) return eval.status();
     job.mutable_training()->set_eval_data(eval->ToString());
