@@ -7,7 +7,7 @@
 
 namespace mapd {
 
-// Evaluation batches after each evaluated step (--eval-batches, JobSpec.eval_batches).
+// Evaluation batches after each evaluated step (--eval-batches, TrainingConfig.eval_batches).
 constexpr int64_t kMaxEvalBatches = 100000;
 
 }  // namespace mapd

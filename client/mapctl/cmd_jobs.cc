@@ -433,9 +433,7 @@ void AddJobCommands(CLI::App& app, Commands& out) {
   out.push_back({jobs_cmd, [conn] { return RunJobs(*conn); }});
   auto id = std::make_shared<int64_t>(0);
   auto id_cmd = [&](const char* name, const char* help, std::function<int(const JobArgs&, int64_t)> run) {
-    CLI::App* cmd = app.add_subcommand(name, help);
-    cmd->add_option("ID", *id, "Job id (mapctl jobs)")->required();
-    AddConnectionFlags(cmd, conn.get());
+    CLI::App* cmd = AddJobIdCommand(app, name, help, id.get(), conn.get());
     out.push_back({cmd, [conn, id, run] { return run(*conn, *id); }});
   };
   id_cmd("get", "Show one job: state, plan, progress", RunGet);

@@ -241,14 +241,9 @@ void AddLogCommands(CLI::App& app, Commands& out) {
   auto conn = std::make_shared<JobArgs>();
   auto id = std::make_shared<int64_t>(0);
   auto logs_args = std::make_shared<LogsArgs>();
-  auto id_cmd = [&](const char* name, const char* help) {
-    CLI::App* cmd = app.add_subcommand(name, help);
-    cmd->add_option("ID", *id, "Job id (mapctl jobs)")->required();
-    AddConnectionFlags(cmd, conn.get());
-    return cmd;
-  };
-  CLI::App* watch = id_cmd("watch", "Follow a job until it finishes (progress bar on a terminal); exits 0 succeeded, 1 failed, 3 cancelled");
-  CLI::App* logs = id_cmd("logs", "Print a job's events (progress sampled), or a rank's output with --rank");
+  CLI::App* watch = AddJobIdCommand(app, "watch", "Follow a job until it finishes (progress bar on a terminal); exits 0 succeeded, 1 failed, 3 cancelled",
+                                    id.get(), conn.get());
+  CLI::App* logs = AddJobIdCommand(app, "logs", "Print a job's events (progress sampled), or a rank's output with --rank", id.get(), conn.get());
   logs->add_option("--rank", logs_args->rank, "Print this rank's output (its stderr, as its worker captured it) instead of the events");
   logs->add_flag("-f,--follow", logs_args->follow, "Keep printing as it comes, until the job finishes");
   logs->add_option("--tail", logs_args->tail, "Only the last N lines (events or output)")->check(CLI::Range(1, 100000));

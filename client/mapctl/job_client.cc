@@ -173,4 +173,11 @@ void AddConnectionFlags(CLI::App* cmd, JobArgs* args) {
       ->capture_default_str();
 }
 
+CLI::App* AddJobIdCommand(CLI::App& app, const char* name, const char* help, int64_t* id, JobArgs* args) {
+  CLI::App* cmd = app.add_subcommand(name, help);
+  cmd->add_option("ID", *id, "Job id (mapctl jobs)")->required();
+  AddConnectionFlags(cmd, args);
+  return cmd;
+}
+
 }  // namespace mapd::cli

@@ -32,6 +32,10 @@ absl::StatusOr<Connection> ResolveConnection(const JobArgs& args);
 // --address, --token, --token-file, --tls-ca, --context and -o of a job command, into `*args`.
 void AddConnectionFlags(CLI::App* cmd, JobArgs* args);
 
+// A job command that names one job (`get ID`, `watch ID`, ...): its ID into `*id`, its
+// connection's flags into `*args`.
+CLI::App* AddJobIdCommand(CLI::App& app, const char* name, const char* help, int64_t* id, JobArgs* args);
+
 // The call's status, named by what was asked; an unreachable coordinator says what to check.
 absl::Status FromGrpc(const grpc::Status& status, const std::string& what);
 
