@@ -36,11 +36,11 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "common/bytes.h"
-#include "planner/graph/loss.h"
-#include "planner/graph/verifier.h"
+#include "model/graph/loss.h"
+#include "model/graph/verifier.h"
 #include "planner/plan/planner.h"
 #include "planner/profile/profiler.h"
-#include "planner/zoo/zoo.h"
+#include "model/zoo/zoo.h"
 
 namespace {
 

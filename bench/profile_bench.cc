@@ -5,9 +5,9 @@
 #include <cstdio>
 #include <string>
 
-#include "planner/graph/verifier.h"
+#include "model/graph/verifier.h"
 #include "planner/profile/profiler.h"
-#include "planner/zoo/zoo.h"
+#include "model/zoo/zoo.h"
 
 namespace {
 

@@ -9,9 +9,9 @@
 #include <cstdlib>
 #include <string>
 
-#include "planner/graph/verifier.h"
-#include "planner/ir/graph.h"
-#include "planner/zoo/zoo.h"
+#include "model/graph/verifier.h"
+#include "model/ir/graph.h"
+#include "model/zoo/zoo.h"
 
 namespace {
 

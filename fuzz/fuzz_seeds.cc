@@ -4,7 +4,7 @@
 #include <cstdlib>
 #include <fstream>
 
-#include "planner/zoo/zoo.h"
+#include "model/zoo/zoo.h"
 
 namespace mapd::fuzz {
 

@@ -6,7 +6,7 @@
 #include <cstdint>
 
 #include "fuzz/fuzz_seeds.h"
-#include "planner/graph/verifier.h"
+#include "model/graph/verifier.h"
 #include "planner/profile/profiler.h"
 #include "proto/mapd/v1/graph.pb.h"
 

@@ -21,8 +21,8 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "fuzz/fuzz_seeds.h"
-#include "planner/import/input_spec.h"
-#include "planner/import/torchscript_importer.h"
+#include "model/import/input_spec.h"
+#include "model/import/torchscript_importer.h"
 
 namespace {
 

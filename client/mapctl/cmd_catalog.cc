@@ -11,8 +11,8 @@
 #include "client/mapctl/table.h"
 #include "common/bytes.h"
 #include "client/mapctl/torch_commands.h"
-#include "planner/ops/registry.h"
-#include "planner/zoo/zoo.h"
+#include "model/ops/registry.h"
+#include "model/zoo/zoo.h"
 #include "worker/device/device_info.h"
 
 namespace mapd::cli {

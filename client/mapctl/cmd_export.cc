@@ -10,7 +10,7 @@
 #include "client/mapctl/commands.h"
 #include "common/bytes.h"
 #include "common/checkpoint/gather.h"
-#include "planner/ir/tensor_type.h"
+#include "model/ir/tensor_type.h"
 #include "worker/runtime/state_dict_file.h"
 
 namespace mapd::cli {

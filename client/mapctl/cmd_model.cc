@@ -11,10 +11,10 @@
 #include "client/mapctl/model_loader.h"
 #include "client/mapctl/table.h"
 #include "common/bytes.h"
-#include "planner/graph/verifier.h"
-#include "planner/ir/dump.h"
-#include "planner/ir/graph.h"
-#include "planner/ir/serialize.h"
+#include "model/graph/verifier.h"
+#include "model/ir/dump.h"
+#include "model/ir/graph.h"
+#include "model/ir/serialize.h"
 
 namespace mapd::cli {
 

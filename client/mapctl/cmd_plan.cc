@@ -17,13 +17,13 @@
 #include "client/mapctl/model_loader.h"
 #include "client/mapctl/table.h"
 #include "common/bytes.h"
-#include "common/plan_choices.h"
 #include "common/file_io.h"
-#include "planner/ir/graph.h"
+#include "model/ir/graph.h"
 #include "planner/plan/describe.h"
 #include "planner/plan/planner.h"
 #include "planner/plan/report_html.h"
 #include "planner/profile/profiler.h"
+#include "planner/runnable/plan_request.h"
 
 namespace mapd::cli {
 
@@ -191,38 +191,21 @@ void PrintFlatPlan(const Graph& g, const PlanResult& r, const PlannerOptions& op
 
 namespace {
 
-// The planner's options from `plan`'s flags.
+// The planner's options from `plan`'s flags: the choices `run` and a job make too
+// (planner/runnable/plan_request.h), and the search's own settings.
 absl::StatusOr<PlannerOptions> PlanOptionsOf(const PlanArgs& args) {
-  PlannerOptions options;
-  options.cluster.devices = args.devices;
-  if (!args.mesh.empty()) {
-    auto mesh = ParseMesh(args.mesh);
-    if (!mesh.ok()) return mesh.status();
-    options.cluster.mesh = *mesh;
-  }
-  options.cluster.device_type = args.device_type;
+  auto choices = ChoicesFromFlags(args.devices, args.mesh, args.device_type, args.memory_per_device);
+  if (!choices.ok()) return choices.status();
+  choices->optimizer = args.optimizer;
+  choices->precision = args.precision;
+  choices->zero = args.zero;
+  choices->recompute = args.recompute;
+  choices->micro_batches = args.micro_batches;
+  choices->pipeline_stages = args.pipeline_stages;
+  auto request = PlanRequestOf(*choices);
+  if (!request.ok()) return request.status();
+  PlannerOptions options = request->planner;
   options.cluster.gpus_per_node = args.gpus_per_node;
-  if (!args.memory_per_device.empty()) {
-    auto bytes = ParseBytes(args.memory_per_device);
-    if (!bytes.ok()) return bytes.status();
-    options.cluster.memory_per_device = *bytes;
-  }
-  auto opt = ParseOptimizer(args.optimizer);
-  if (!opt.ok()) return opt.status();
-  options.profile.optimizer = *opt;
-  auto precision = ResolvePrecision(args.precision, args.device_type);
-  if (!precision.ok()) return precision.status();
-  options.profile.precision = *precision;
-  auto zero = ParseZeroStage(args.zero, 3, "--zero");
-  if (!zero.ok()) return zero.status();
-  options.zero_stage = *zero;
-  options.recompute = args.recompute != "off";
-  auto micro = ParseMicroBatches(args.micro_batches, "--micro-batches");
-  if (!micro.ok()) return micro.status();
-  options.micro_batches = *micro;
-  auto stages = ParsePipelineStages(args.pipeline_stages, kMaxStagesFlag, "--pipeline-stages");
-  if (!stages.ok()) return stages.status();
-  options.pipeline_stages = *stages;
   options.time_limit_seconds = args.time_limit;
   options.relative_gap = args.gap;
   if (auto st = options.Validate(); !st.ok()) return st;

@@ -13,7 +13,7 @@
 #include "client/mapctl/table.h"
 #include "common/bytes.h"
 #include "common/file_io.h"
-#include "planner/ir/graph.h"
+#include "model/ir/graph.h"
 #include "planner/profile/profiler.h"
 #include "planner/profile/timeline_svg.h"
 #include "client/mapctl/torch_commands.h"

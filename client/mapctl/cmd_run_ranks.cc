@@ -20,10 +20,11 @@
 #include "client/mapctl/torch_commands.h"
 #include "client/mapctl/table.h"
 #include "common/bytes.h"
-#include "common/plan_choices.h"
 #include "common/checkpoint/checkpoint_commit.h"
 #include "common/file_io.h"
-#include "planner/graph/batch_norm_groups.h"
+#include "common/plan_choices.h"
+#include "model/graph/batch_norm_groups.h"
+#include "planner/runnable/plan_request.h"
 #include "planner/runnable/runnable_plan.h"
 #include "planner/lower/lowering.h"
 #include "planner/lower/rank_cost.h"
@@ -32,8 +33,8 @@
 #include "planner/profile/profiler.h"
 #include "proto/mapd/v1/checkpoint.pb.h"
 #include "worker/device/device_info.h"
-#include "worker/dist/rank_main.h"
-#include "worker/dist/reference_check.h"
+#include "worker/rank/rank_main.h"
+#include "worker/rank/reference_check.h"
 #include "worker/launch/launcher.h"
 #include "worker/launch/rank_command.h"
 
@@ -41,41 +42,21 @@ namespace mapd::cli {
 
 namespace {
 
-// The planning request `run` makes from its flags.
-absl::StatusOr<PlanRequest> RunPlanRequest(const RunArgs& args, int64_t micro_batches) {
-  PlanRequest request;
-  request.strategy = args.strategy;
-  request.recompute = args.recompute;
-  PlannerOptions& o = request.planner;
-  o.cluster.devices = args.ranks;
-  if (!args.mesh.empty()) {
-    auto mesh = ParseMesh(args.mesh);
-    if (!mesh.ok()) return mesh.status();
-    o.cluster.mesh = *mesh;
-  }
-  o.cluster.device_type = args.device_type;
-  if (!args.memory_per_device.empty()) {
-    auto b = ParseBytes(args.memory_per_device);
-    if (!b.ok()) return b.status();
-    o.cluster.memory_per_device = *b;
-  }
-  auto opt = ParseOptimizer(args.training.optimizer());
-  if (!opt.ok()) return opt.status();
-  o.profile.optimizer = *opt;
-  auto precision = ResolvePrecision(args.training.precision(), args.device_type);
-  if (!precision.ok()) return precision.status();
-  o.profile.precision = *precision;
-  o.max_zero_stage = 3;
-  auto zero = ParseZeroStage(args.zero, o.max_zero_stage, "--zero");
-  if (!zero.ok()) return zero.status();
-  o.zero_stage = *zero;
-  auto stages = ParsePipelineStages(args.pipeline_stages, kMaxStagesFlag, "--pipeline-stages");
-  if (!stages.ok()) return stages.status();
-  o.pipeline_stages = *stages;
-  // A pipeline streams at least as many micro-batches as it has stages: with stages, one pass a
-  // step (the default) means the planner's choice.
-  o.micro_batches = *stages != 1 && micro_batches == 1 ? 0 : micro_batches;
-  if (auto st = request.Validate(); !st.ok()) return st;
+// The planning request `run` makes from its flags (planner/runnable/plan_request.h).
+absl::StatusOr<PlanRequest> RunPlanRequest(const RunArgs& args) {
+  auto choices = ChoicesFromFlags(args.ranks, args.mesh, args.device_type, args.memory_per_device);
+  if (!choices.ok()) return choices.status();
+  PlanningChoices& c = *choices;
+  c.optimizer = args.training.optimizer();
+  c.precision = args.training.precision();
+  c.zero = args.zero;
+  c.recompute = args.recompute;
+  c.micro_batches = args.training.micro_batches();
+  c.pipeline_stages = args.pipeline_stages;
+  c.strategy = args.strategy;
+  auto request = PlanRequestOf(c);
+  if (!request.ok()) return request.status();
+  if (auto st = request->Validate(); !st.ok()) return st;  // a saved plan's run too
   return request;
 }
 
@@ -109,7 +90,7 @@ absl::StatusOr<RunnablePlan> SavedPlan(const RunArgs& args, const PlanRequest& r
 absl::StatusOr<RunnablePlan> ChoosePlan(const RunArgs& args) {
   auto micro = ParseMicroBatches(args.training.micro_batches(), "--micro-batches");
   if (!micro.ok()) return micro.status();
-  auto request = RunPlanRequest(args, *micro);
+  auto request = RunPlanRequest(args);
   if (!request.ok()) return request.status();
   if (!args.plan.empty()) {
     if (!args.init_from.empty()) {
@@ -125,7 +106,7 @@ absl::StatusOr<RunnablePlan> ChoosePlan(const RunArgs& args) {
   auto trainable = LoadTrainingGraph(args.model.model, args.model.inputs, 0, 0, args.loss);
   if (!trainable.ok()) return trainable.status();
   if (auto st = InitFrom(args.init_from, *trainable); !st.ok()) return st;
-  if (args.batch_norm == "local") {  // one group of the batch per rank (planner/graph/batch_norm_groups.h)
+  if (args.batch_norm == "local") {  // one group of the batch per rank (model/graph/batch_norm_groups.h)
     trainable = GroupBatchNorms(*std::move(trainable), args.ranks);
     if (!trainable.ok()) return trainable.status();
   }

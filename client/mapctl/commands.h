@@ -9,7 +9,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "planner/graph/step_items.h"
+#include "model/graph/step_items.h"
 #include "common/training_config.h"
 #include "worker/local/local_training.h"
 
@@ -102,9 +102,6 @@ struct PlanArgs {
   std::string report;             // plan.html
   std::string format = "table";
 };
-
-// --pipeline-stages' bound before the device count is known (the planner checks it against them).
-constexpr int kMaxStagesFlag = 1 << 20;
 
 // The coordinator's address and token (flags, else MAPD_ADDRESS / MAPD_TOKEN), and output format.
 // mapctl export DIR... -o weights.pt

@@ -9,7 +9,7 @@
 #include "common/bytes.h"
 #include "nlohmann/json.hpp"
 #include "planner/sharding/cluster.h"
-#include "planner/zoo/zoo.h"
+#include "model/zoo/zoo.h"
 
 namespace mapd::cli {
 

@@ -5,10 +5,10 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
-#include "planner/graph/loss.h"
-#include "planner/graph/verifier.h"
-#include "planner/ir/serialize.h"
-#include "planner/zoo/zoo.h"
+#include "model/graph/loss.h"
+#include "model/graph/verifier.h"
+#include "model/ir/serialize.h"
+#include "model/zoo/zoo.h"
 #include "client/mapctl/torch_commands.h"
 
 namespace mapd::cli {

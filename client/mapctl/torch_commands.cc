@@ -3,9 +3,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
-#include "planner/graph/verifier.h"
-#include "planner/import/input_spec.h"
-#include "planner/import/torchscript_importer.h"
+#include "model/graph/verifier.h"
+#include "model/import/input_spec.h"
+#include "model/import/torchscript_importer.h"
 #include "worker/local/local_training.h"
 #include "worker/runtime/state_dict_file.h"
 

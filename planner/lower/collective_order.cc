@@ -5,7 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "planner/ir/tensor_type.h"
+#include "model/ir/tensor_type.h"
 #include "planner/lower/lowering.h"
 
 namespace mapd {

@@ -7,7 +7,7 @@
 #define MAPD_PLANNER_LOWER_LOCAL_GRAPH_H_
 
 #include "absl/status/statusor.h"
-#include "planner/ir/graph.h"
+#include "model/ir/graph.h"
 #include "proto/mapd/v1/rank_program.pb.h"
 
 namespace mapd {

@@ -22,7 +22,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "planner/ir/graph.h"
+#include "model/ir/graph.h"
 #include "planner/sharding/strategies.h"
 #include "proto/mapd/v1/plan.pb.h"
 #include "proto/mapd/v1/rank_program.pb.h"

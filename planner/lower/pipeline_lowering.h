@@ -24,7 +24,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "planner/ir/graph.h"
+#include "model/ir/graph.h"
 #include "planner/lower/lowered_plan.h"
 #include "planner/profile/profile_options.h"
 #include "planner/sharding/strategies.h"

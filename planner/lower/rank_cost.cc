@@ -9,7 +9,7 @@
 #include <unordered_map>
 
 #include "absl/strings/str_cat.h"
-#include "planner/ir/dtype.h"
+#include "model/ir/dtype.h"
 #include "planner/lower/local_graph.h"
 #include "planner/lower/zero.h"
 #include "planner/profile/bucket_size.h"
@@ -20,7 +20,7 @@ namespace mapd {
 
 namespace {
 
-// The collectives the runtime makes a bucket at a time (worker/dist/grad_buckets.h) instead of a
+// The collectives the runtime makes a bucket at a time (worker/rank/grad_buckets.h) instead of a
 // parameter at a time, with the default bucket size: data parallelism's buckets (an all-reduce
 // each on each of their axes, parameters in gradient order and one dtype and set of axes a
 // bucket, as GradBuckets fills them) and ZeRO

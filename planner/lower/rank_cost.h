@@ -1,7 +1,7 @@
 // What one rank's program is predicted to cost, to set beside what the rank measures
 // (`mapctl run --ranks N`): memory and compute from profiling the program as a graph of its
 // local tensors (LocalGraph + the symbolic profiler: liveness, transients, saved tensors,
-// gradients, optimizer state), communication from its Communicate steps as worker/dist runs
+// gradients, optimizer state), communication from its Communicate steps as worker/rank runs
 // them, on the cluster's links (planner/sharding/collectives.h).
 #ifndef MAPD_PLANNER_LOWER_RANK_COST_H_
 #define MAPD_PLANNER_LOWER_RANK_COST_H_
@@ -9,7 +9,7 @@
 #include <cstdint>
 
 #include "absl/status/statusor.h"
-#include "planner/ir/graph.h"
+#include "model/ir/graph.h"
 #include "planner/profile/profile_options.h"
 #include "planner/sharding/cluster.h"
 #include "proto/mapd/v1/rank_program.pb.h"

@@ -5,7 +5,7 @@
 #include <set>
 #include <unordered_map>
 
-#include "planner/ir/tensor_type.h"
+#include "model/ir/tensor_type.h"
 #include "planner/lower/lowering.h"
 
 namespace mapd {

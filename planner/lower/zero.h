@@ -1,5 +1,5 @@
 // ZeRO as a rank runs it (stages 1 and 2; DESIGN §6): which parameters are sharded, over which
-// ranks, and which part is this rank's. Shared by the runtime (worker/dist) and the memory
+// ranks, and which part is this rank's. Shared by the runtime (worker/rank) and the memory
 // prediction (rank_cost.h), so both see the same shards.
 //
 // A trainable parameter's data-parallel axes are the axes of the GRAD_SYNC steps that read it
@@ -40,7 +40,7 @@ std::vector<ZeroParam> ZeroParams(const v1::RankProgram& program);
 // instead of in each pass (`index`, `chunk` as for ZeRO over the chain's axes).
 std::vector<ZeroParam> GradSyncChains(const v1::RankProgram& program);
 
-// The chains whose all-reduce the runtime leaves to gradient buckets (worker/dist/grad_buckets.h):
+// The chains whose all-reduce the runtime leaves to gradient buckets (worker/rank/grad_buckets.h):
 // data parallelism over one axis or several — one reader, a chain of one GRAD_SYNC per axis —
 // under ZeRO 0 or 1 with one pass a step (ZeRO-1 then cuts its shard from the bucket's sum). The
 // chain's first step (grad_syncs[0], the one reading the parameter) hands the gradient to its
@@ -50,7 +50,7 @@ std::vector<ZeroParam> GradSyncChains(const v1::RankProgram& program);
 // each parameter's gradient all-reduced on each axis: 56 all-reduces a step for nanoGPT.
 std::vector<ZeroParam> BucketedGradSyncs(const v1::RankProgram& program);
 
-// ZeRO 2-3's gradient buckets (ZeroBuckets, worker/dist/grad_buckets.h). The sharded parameters of
+// ZeRO 2-3's gradient buckets (ZeroBuckets, worker/rank/grad_buckets.h). The sharded parameters of
 // one axis and one dtype, in one pass a step, are reduced a bucket at a time instead
 // of one reduce-scatter each. A bucket's gradients are laid out rank-major in a staging buffer of
 // `ranks × segment` elements — row r holds chunk r of each of its parameters, end to end — so one

@@ -1,5 +1,10 @@
 #include "planner/plan/baselines.h"
 
+#include <optional>
+
+#include "absl/strings/str_cat.h"
+#include "planner/plan/mesh_search.h"
+
 #include <unordered_map>
 
 namespace mapd {
@@ -51,6 +56,85 @@ std::vector<std::vector<bool>> FamilyMask(const CostGraph& cg, const BatchInfo& 
     if (!any && !strategies.empty()) mask[n][0] = true;  // generation puts the replicated strategy first
   }
   return mask;
+}
+
+std::vector<BaselineSpec> BaselineSpecs(int64_t devices) {
+  std::vector<BaselineSpec> specs = {
+      {"data parallel", {devices}, {AxisRole::kData}, 0, devices},
+      {"ZeRO-3 (FSDP)", {devices}, {AxisRole::kData}, 3, devices},
+  };
+  for (int64_t tp = 2; tp <= devices; ++tp) {
+    if (devices % tp != 0) continue;
+    const int64_t dp = devices / tp;
+    // With the distributed optimizer (ZeRO-1 over dp) and sequence parallelism (baselines.h).
+    if (dp == 1) {
+      specs.push_back({absl::StrCat("Megatron TP=", tp), {tp}, {AxisRole::kTensor}, 0, 1});
+    } else {
+      specs.push_back({absl::StrCat("Megatron TP=", tp, " x DP=", dp), {dp, tp}, {AxisRole::kData, AxisRole::kTensor}, 1, dp});
+    }
+  }
+  return specs;
+}
+
+absl::StatusOr<PlanCandidate> SolveBaselineAt(const PlannerOptions& options, CostGraphCache& cache, const BaselineSpec& spec,
+                                              int64_t m) {
+  const double budget = BudgetOf(options);
+  PlanCandidate c;
+  c.name = spec.name;
+  c.mesh = spec.mesh;
+  c.zero_stage = spec.zero_stage;
+  c.micro_batches = m;
+  auto graph = cache.GraphFor(m);
+  if (!graph.ok()) return graph.status();
+  auto facts = cache.FactsFor(m);
+  if (!facts.ok()) return facts.status();
+  const BatchInfo* batch = &(*facts)->batch;
+  if (spec.data_degree > 1 && (batch->batch == 0 || batch->batch % spec.data_degree != 0)) {
+    c.applicable = false;
+    c.note = m == 1 ? absl::StrCat("the global batch of ", batch->batch, " does not split over ", spec.data_degree, " devices")
+                    : absl::StrCat("a micro-batch of ", batch->batch, " does not split over ", spec.data_degree, " devices");
+    return c;
+  }
+  auto cluster = cache.ClusterFor(spec.mesh);
+  if (!cluster.ok()) return cluster.status();
+  auto cg = cache.Get(spec.mesh, spec.zero_stage, m);
+  if (!cg.ok()) return cg.status();
+  auto restricted = RestrictStrategies(**cg, **graph, FamilyMask(**cg, *batch, (*facts)->prepared, spec.roles));
+  if (!restricted.ok()) return restricted.status();
+  auto s = SolveCostGraph(**graph, *restricted, budget, options);
+  if (!s.ok()) return s.status();
+  if (s->choice.empty() && options.recompute) {
+    // Does not fit: the same family with every repeated layer recomputed, as people run it.
+    auto all = SolveCostGraph(**graph, *restricted, budget, options, *cluster, 0, /*recompute_all=*/true);
+    if (!all.ok()) return all.status();
+    c.solve_seconds += s->response.solve_seconds();
+    if (!all->choice.empty() && !all->recomputed_layers.empty()) {
+      s = std::move(all);
+      c.name = absl::StrCat(spec.name, " + full recompute");
+    }
+  }
+  if (s->choice.empty()) {  // does not fit: cost its fastest plan anyway
+    c.solve_seconds += s->response.solve_seconds();
+    s = SolveCostGraph(**graph, *restricted, 0, options);
+    if (!s.ok()) return s.status();
+  }
+  if (auto st = Fill(c, **graph, **cluster, *restricted, *s, options); !st.ok()) return st;
+  return c;
+}
+
+absl::StatusOr<PlanCandidate> SolveBaseline(const PlannerOptions& options, CostGraphCache& cache, const BaselineSpec& spec,
+                                            const std::vector<int64_t>& counts) {
+  std::optional<PlanCandidate> first, recomputed;
+  for (int64_t m : counts) {
+    auto c = SolveBaselineAt(options, cache, spec, m);
+    if (!c.ok()) return c.status();
+    if (!first || (!first->applicable && c->applicable)) first = *c;
+    if (!c->applicable || !c->fits) continue;
+    if (c->recomputed_layers.empty()) return *c;
+    if (!recomputed) recomputed = *std::move(c);
+  }
+  if (recomputed) return *recomputed;
+  return *first;
 }
 
 }  // namespace mapd

@@ -26,6 +26,8 @@
 #include "absl/status/statusor.h"
 #include "planner/plan/batch_dims.h"
 #include "planner/plan/cost_graph.h"
+#include "planner/plan/cost_graph_cache.h"
+#include "planner/plan/planner.h"
 #include "planner/plan/prepared_graph.h"
 
 namespace mapd {
@@ -40,6 +42,32 @@ enum class AxisRole {
 std::vector<std::vector<bool>> FamilyMask(const CostGraph& cost_graph, const BatchInfo& batch,
                                           const std::vector<std::unique_ptr<PreparedNode>>& prepared,
                                           const std::vector<AxisRole>& roles);
+
+// A baseline family on a mesh: which axis splits the batch and which shards the matrices, the
+// ZeRO stage it runs with, and over how many devices the batch is split.
+struct BaselineSpec {
+  std::string name;
+  std::vector<int64_t> mesh;
+  std::vector<AxisRole> roles;
+  int zero_stage = 0;
+  int64_t data_degree = 1;  // devices the batch is split over
+};
+
+// The families on `devices`: data parallel, ZeRO-3 (FSDP), and Megatron TP x DP for every
+// tensor degree that divides the devices.
+std::vector<BaselineSpec> BaselineSpecs(int64_t devices);
+
+// One baseline at one micro-batch count: its family's fastest plan under the options' budget, or
+// with every repeated layer recomputed when that alone fits; `fits` false when neither does
+// (then the family's fastest plan, unconstrained, is what is reported).
+absl::StatusOr<PlanCandidate> SolveBaselineAt(const PlannerOptions& options, CostGraphCache& cache, const BaselineSpec& spec,
+                                              int64_t m);
+
+// A baseline as its users tune it: the fewest micro-batches (the largest micro-batch) at which
+// the family fits without recomputation, else the fewest at which it fits with every repeated
+// layer recomputed; reported at one micro-batch (not fitting) when neither exists.
+absl::StatusOr<PlanCandidate> SolveBaseline(const PlannerOptions& options, CostGraphCache& cache, const BaselineSpec& spec,
+                                            const std::vector<int64_t>& counts);
 
 }  // namespace mapd
 

@@ -9,8 +9,8 @@
 #include <unordered_set>
 
 #include "absl/strings/str_cat.h"
-#include "planner/graph/mixed_precision.h"
-#include "planner/ops/registry.h"
+#include "model/graph/mixed_precision.h"
+#include "model/ops/registry.h"
 #include "planner/plan/describe.h"
 #include "planner/plan/prepared_graph.h"
 
@@ -282,7 +282,6 @@ absl::StatusOr<CostGraph> BuildCostGraph(const Graph& graph, const std::vector<s
       if (memo != nullptr) memo->edges.emplace(std::move(memo_key), cg.edge_costs.back());
     }
   }
-  cg.request.set_memory_budget(static_cast<double>(cluster.memory_per_device));
   // ZeRO-3 gathers a parameter before use and frees it after; with the next one prefetched, two
   // gathered parameters are live at once (the largest two bound it).
   cg.request.set_memory_fixed(cost_options.zero_stage == 3 ? 2 * largest_param : 0);
@@ -368,7 +367,6 @@ absl::StatusOr<CostGraph> RestrictStrategies(const CostGraph& cg, const Graph& g
   out.layer_keys = cg.layer_keys;
   out.fixed_at_stage = cg.fixed_at_stage;
   out.zero_stage = cg.zero_stage;
-  out.request.set_memory_budget(cg.request.memory_budget());
   out.request.set_memory_fixed(cg.request.memory_fixed());
   out.request.set_time_limit_seconds(cg.request.time_limit_seconds());
   return out;
@@ -540,7 +538,6 @@ FoldedCostGraph FoldRepeatedLayers(const Graph& graph, const CostGraph& cg) {
     fe->set_multiplicity(fe->multiplicity() + std::max<int64_t>(e.multiplicity(), 1));
     f.edge_of[ei] = into;
   }
-  f.request.set_memory_budget(cg.request.memory_budget());
   f.request.set_memory_fixed(cg.request.memory_fixed());
   f.request.set_time_limit_seconds(cg.request.time_limit_seconds());
   return f;

@@ -23,7 +23,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "planner/ir/graph.h"
+#include "model/ir/graph.h"
 #include "planner/profile/profile_options.h"
 #include "planner/sharding/cluster.h"
 #include "planner/sharding/collectives.h"

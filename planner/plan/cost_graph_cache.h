@@ -16,8 +16,8 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "planner/ir/graph.h"
-#include "planner/plan/baselines.h"
+#include "model/ir/graph.h"
+#include "planner/plan/batch_dims.h"
 #include "planner/plan/cost_graph.h"
 #include "planner/plan/micro_batch.h"
 #include "planner/plan/prepared_graph.h"

@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "planner/ir/graph.h"
+#include "model/ir/graph.h"
 #include "planner/sharding/strategies.h"
 
 namespace mapd {

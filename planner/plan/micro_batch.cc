@@ -1,7 +1,7 @@
 #include "planner/plan/micro_batch.h"
 
 #include "absl/strings/str_cat.h"
-#include "planner/graph/verifier.h"
+#include "model/graph/verifier.h"
 #include "planner/plan/batch_dims.h"
 #include "planner/plan/prepared_graph.h"
 

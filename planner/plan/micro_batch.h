@@ -17,7 +17,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "planner/ir/graph.h"
+#include "model/ir/graph.h"
 
 namespace mapd {
 

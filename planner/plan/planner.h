@@ -21,7 +21,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "planner/ir/graph.h"
+#include "model/ir/graph.h"
 #include "planner/plan/cost_graph.h"
 #include "planner/profile/profile_options.h"
 #include "planner/sharding/cluster.h"
@@ -183,23 +183,6 @@ std::vector<std::vector<int64_t>> MeshShapes(int64_t devices, int max_axes);
 
 // The plan as saved by `mapctl plan --save`: the graph, the mesh and every node's placements.
 v1::Plan ToPlanProto(const Graph& graph, const PlanResult& result, const PlannerOptions& options);
-
-// One stage of a Megatron TP × PP × DP baseline: the Megatron TP × DP family (baselines.h) on
-// `graph` with the options' pinned mesh ({dp, tp}, {tp} or {dp}: `tp` says which axis is tensor
-// parallel) and micro-batch count — its fastest plan under the budget, or with every repeated
-// layer recomputed when only that fits (`fits` false when neither does).
-// The plan of `graph` on the options' pinned mesh and micro-batch count with no memory limit,
-// at the lowest ZeRO stage allowed: a lower bound on every plan there (higher stages only add
-// seconds). `once_seconds`: the part of it paid once a step. For the pipeline search's bounds.
-struct FreeOptimum {
-  double objective = 0, once_seconds = 0;
-};
-absl::StatusOr<FreeOptimum> SolveUnconstrained(const Graph& graph, const PlannerOptions& options,
-                                               CostGraphCache* cache = nullptr);
-
-// `cache` (optional) is the graph's cost-graph cache, shared between searches of one graph.
-absl::StatusOr<PlanCandidate> SolveMegatronStage(const Graph& graph, const PlannerOptions& options, int64_t tp,
-                                                 CostGraphCache* cache = nullptr);
 
 // Errors: the options' validation; a graph the cost model cannot cost (unknown op, an op
 // without a sharding rule). A plan that does not fit is not an error: `fits` is false.

@@ -9,8 +9,8 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "planner/ir/graph.h"
-#include "planner/ops/registry.h"
+#include "model/ir/graph.h"
+#include "model/ops/registry.h"
 
 namespace mapd {
 

@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "planner/ir/graph.h"
+#include "model/ir/graph.h"
 #include "planner/plan/cost_graph.h"
 #include "planner/sharding/cluster.h"
 

@@ -6,7 +6,7 @@
 
 #include <string>
 
-#include "planner/ir/graph.h"
+#include "model/ir/graph.h"
 #include "planner/plan/planner.h"
 
 namespace mapd {

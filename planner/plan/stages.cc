@@ -7,7 +7,7 @@
 #include <unordered_set>
 
 #include "absl/strings/str_cat.h"
-#include "planner/graph/verifier.h"
+#include "model/graph/verifier.h"
 #include "planner/plan/describe.h"
 #include "planner/profile/layers.h"
 

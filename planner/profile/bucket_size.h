@@ -1,4 +1,4 @@
-// Gradient bucket sizes, shared by the runtime's buckets (worker/dist/grad_buckets.h), the
+// Gradient bucket sizes, shared by the runtime's buckets (worker/rank/grad_buckets.h), the
 // lowering's ZeRO bucket layout (planner/lower/zero.h) and the planner's memory model
 // (planner/plan/cost_graph.cc), so that all three assume the same buffers.
 #ifndef MAPD_PLANNER_PROFILE_BUCKET_SIZE_H_

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "planner/ir/graph.h"
+#include "model/ir/graph.h"
 
 namespace mapd {
 

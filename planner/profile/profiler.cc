@@ -12,9 +12,9 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
-#include "planner/graph/mixed_precision.h"
-#include "planner/graph/verifier.h"
-#include "planner/ops/registry.h"
+#include "model/graph/mixed_precision.h"
+#include "model/graph/verifier.h"
+#include "model/ops/registry.h"
 #include "planner/profile/memory_ledger.h"
 
 namespace mapd {
@@ -112,6 +112,21 @@ class Simulator {
   }
   void SetUpValues();
   absl::Status Forward();
+  // Forward's parts, per node n: a recomputed range that begins at n keeps its inputs until its
+  // backward is done; the node's types, cost, outputs and profile; what autograd keeps for its
+  // backward; what it was the last to read, freed.
+  struct NodeTypes {
+    std::vector<const TensorType*> inputs;  // nullptr: an absent optional input
+    std::vector<bool> requires_grad, contiguous;
+    std::vector<TensorType> outputs;
+  };
+  void HoldSegmentInputs(int n, int seg);
+  NodeTypes TypesOf(const v1::Node& node) const;
+  OpCost CostOf(const OpDef& def, const CostContext& ctx) const;
+  void MakeOutputs(const v1::Node& node, const OpDef& def, const CostContext& ctx, bool any_rg);
+  OpProfile ProfileOf(const v1::Node& node, const OpCost& cost, bool any_rg) const;
+  void HoldSaved(int n, const SavedSpec& spec, int seg, int segment_start_storage, OpProfile& prof);
+  void ReleaseAfter(int n);
   void Backward();
   void OptimizerStep();
   void Summarise();
@@ -231,147 +246,22 @@ absl::Status Simulator::Forward() {
     if (def == nullptr) return absl::InvalidArgumentError(absl::StrCat("node '", node.name(), "': unknown op '", node.op(), "'"));
     const int seg = segment_of_[n];
     if (seg >= 0 && (n == 0 || segment_of_[n - 1] != seg)) {
-      // A recomputed range begins: it keeps its inputs (made before it, not parameters) until
-      // its backward is done, which ends at this node.
       segment_start_storage = ledger_.num_storages();
-      std::unordered_set<int> kept;
-      int last = n;
-      while (last + 1 < n_nodes && segment_of_[last + 1] == seg) ++last;
-      for (int m = n; m < n_nodes && segment_of_[m] == seg; ++m) {
-        for (const auto& in : g_.node(m).inputs()) {
-          if (in.empty() || g_.FindValue(in)->def != ValueDef::kNode) continue;
-          auto it = values_.find(in);
-          if (it == values_.end() || it->second.storage < 0 || !ledger_.live(it->second.storage)) continue;
-          if (gathered_.count(it->second.storage)) {  // ZeRO-3: gathered again before the rerun
-            if (kept.insert(it->second.storage).second) needs_block_[last].push_back(it->second.storage);
-            continue;
-          }
-          if (kept.insert(it->second.storage).second) {
-            ledger_.Hold(it->second.storage);
-            held_[n].push_back(it->second.storage);
-          }
-        }
-      }
+      HoldSegmentInputs(n, seg);
     }
-    std::vector<const TensorType*> in_types;
-    std::vector<bool> rg, contig;
-    for (const auto& in : node.inputs()) {
-      if (in.empty()) {
-        in_types.push_back(nullptr);
-        rg.push_back(false);
-        contig.push_back(true);
-        continue;
-      }
-      const ValueState& v = values_.at(in);
-      in_types.push_back(&v.type);
-      rg.push_back(v.requires_grad);
-      contig.push_back(v.contiguous);
-    }
-    std::vector<TensorType> outs;
-    for (const auto& o : node.outputs()) outs.push_back(g_.TypeOf(o));
-    OpContext octx(node.name(), node.op(), in_types, node.attrs());
-    CostContext ctx{octx, outs, rg, contig};
+    const NodeTypes types = TypesOf(node);
+    OpContext octx(node.name(), node.op(), types.inputs, node.attrs());
+    CostContext ctx{octx, types.outputs, types.requires_grad, types.contiguous};
     const bool any_rg = ctx.any_requires_grad();
     needs_backward_[n] = any_rg;
-
-    OpCost cost;
-    if (def->cost) {
-      cost = def->cost(ctx);
-    } else {
-      for (const auto& o : outs) cost.flops += static_cast<double>(o.NumElements());
-      cost.bytes = IoBytes(ctx);
-      cost.grad_flops.assign(in_types.size(), 0.0);
-    }
-
-    // Outputs: views share the input's storage unless they must copy it.
-    const bool alias = def->traits.view && !(def->traits.copies_if_noncontiguous && !ctx.input_contiguous(0));
-    const bool out_contiguous = alias ? (def->layout ? def->layout(ctx) : ctx.input_contiguous(0)) : true;
-    for (size_t o = 0; o < outs.size(); ++o) {
-      ValueState v;
-      v.type = outs[o];
-      v.requires_grad = any_rg && IsFloating(outs[o].dtype);
-      v.contiguous = out_contiguous;
-      if (alias) {
-        v.storage = values_.at(node.inputs(0)).storage;
-        ledger_.AddRef(v.storage);
-      } else if (IsZeroGather(node)) {
-        v.storage = ledger_.New(Bytes(outs[o]), StorageKind::kParameter);
-        gathered_[v.storage] = Bytes(outs[o]);
-        if (opt_.zero_gather_bytes > 0) ledger_.Transient(opt_.zero_gather_bytes);  // its bucket's all-gather
-      } else {
-        v.storage = ledger_.New(Bytes(outs[o]), StorageKind::kActivation);
-      }
-      ValueState& slot = values_[node.outputs(o)];
-      v.last_use = slot.last_use;
-      v.pinned = slot.pinned;
-      slot = v;
-    }
+    const OpCost cost = CostOf(*def, ctx);
+    MakeOutputs(node, *def, ctx, any_rg);
     grad_workspace_[n] = cost.grad_workspace_bytes;
     if (cost.workspace_bytes > 0) ledger_.Transient(cost.workspace_bytes);
-
-    OpProfile prof;
-    prof.node = node.name();
-    prof.op = node.op();
-    prof.scope = node.scope();
-    prof.forward_flops = cost.flops;
-    prof.bytes = cost.bytes;
-    const std::string rate_key = OpRateKey(node.op(), node.attrs());
-    prof.forward_seconds = Seconds(cost.flops, prof.bytes, cost.kernels, cost.flops_per_product, cost.vector_arithmetic, rate_key);
-    if (any_rg) {
-      for (double f : cost.grad_flops) prof.backward_flops += f;
-      prof.backward_seconds = Seconds(prof.backward_flops, 2.0 * prof.bytes, 2 * std::max(cost.kernels, 1), cost.flops_per_product,
-                                      cost.vector_arithmetic, rate_key);
-    }
-
-    // What autograd keeps.
-    if (any_rg && def->saved) {
-      const SavedSpec spec = def->saved(ctx);
-      std::unordered_set<int> seen;
-      auto hold = [&](int storage) {
-        if (!seen.insert(storage).second) return;
-        if (gathered_.count(storage)) {  // ZeRO-3: not kept; gathered again for this backward
-          needs_block_[n].push_back(storage);
-          return;
-        }
-        if (seg >= 0) {
-          // Recomputed: nothing kept now; what the range made is made again in backward.
-          if (storage >= segment_start_storage) rematerialize_[n].push_back({storage, ledger_.bytes(storage)});
-          return;
-        }
-        ledger_.Hold(storage);
-        held_[n].push_back(storage);
-        if (ledger_.kind(storage) == StorageKind::kActivation) prof.saved_bytes += ledger_.bytes(storage);
-      };
-      for (int i : spec.inputs) {
-        if (i < static_cast<int>(node.inputs_size()) && !node.inputs(i).empty()) hold(values_.at(node.inputs(i)).storage);
-      }
-      for (int o : spec.outputs) {
-        if (o < node.outputs_size()) hold(values_.at(node.outputs(o)).storage);
-      }
-      if (spec.extra_bytes > 0 && seg >= 0) {
-        rematerialize_[n].push_back({-1, spec.extra_bytes});
-      } else if (spec.extra_bytes > 0) {
-        const int64_t extra = spec.extra_bytes;
-        const int s = ledger_.New(extra, StorageKind::kActivation);
-        ledger_.Hold(s);
-        ledger_.Release(s);  // only the hold keeps it
-        held_[n].push_back(s);
-        prof.saved_bytes += extra;
-      }
-    }
+    OpProfile prof = ProfileOf(node, cost, any_rg);
+    if (any_rg && def->saved) HoldSaved(n, def->saved(ctx), seg, segment_start_storage, prof);
     Point(Phase::kForward, node.name());
-
-    // Free what this node was the last to read, and outputs nobody reads.
-    std::unordered_set<std::string> released;
-    for (const auto& in : node.inputs()) {
-      if (in.empty() || !released.insert(in).second) continue;
-      ValueState& v = values_.at(in);
-      if (v.last_use == n && !v.pinned && g_.FindValue(in)->def == ValueDef::kNode) ledger_.Release(v.storage);
-    }
-    for (const auto& o : node.outputs()) {
-      ValueState& v = values_.at(o);
-      if (v.last_use < 0 && !v.pinned) ledger_.Release(v.storage);
-    }
+    ReleaseAfter(n);
     if (seg >= 0) {  // recomputed: its forward runs again in backward
       prof.backward_flops += prof.forward_flops;
       prof.backward_seconds += prof.forward_seconds;
@@ -383,6 +273,151 @@ absl::Status Simulator::Forward() {
     report_.ops.push_back(std::move(prof));
   }
   return absl::OkStatus();
+}
+
+void Simulator::HoldSegmentInputs(int n, int seg) {
+  const int n_nodes = g_.num_nodes();
+  std::unordered_set<int> kept;
+  int last = n;
+  while (last + 1 < n_nodes && segment_of_[last + 1] == seg) ++last;
+  for (int m = n; m < n_nodes && segment_of_[m] == seg; ++m) {
+    for (const auto& in : g_.node(m).inputs()) {
+      if (in.empty() || g_.FindValue(in)->def != ValueDef::kNode) continue;
+      auto it = values_.find(in);
+      if (it == values_.end() || it->second.storage < 0 || !ledger_.live(it->second.storage)) continue;
+      if (gathered_.count(it->second.storage)) {  // ZeRO-3: gathered again before the rerun
+        if (kept.insert(it->second.storage).second) needs_block_[last].push_back(it->second.storage);
+        continue;
+      }
+      if (kept.insert(it->second.storage).second) {
+        ledger_.Hold(it->second.storage);
+        held_[n].push_back(it->second.storage);
+      }
+    }
+  }
+}
+
+Simulator::NodeTypes Simulator::TypesOf(const v1::Node& node) const {
+  NodeTypes t;
+  for (const auto& in : node.inputs()) {
+    if (in.empty()) {
+      t.inputs.push_back(nullptr);
+      t.requires_grad.push_back(false);
+      t.contiguous.push_back(true);
+      continue;
+    }
+    const ValueState& v = values_.at(in);
+    t.inputs.push_back(&v.type);
+    t.requires_grad.push_back(v.requires_grad);
+    t.contiguous.push_back(v.contiguous);
+  }
+  for (const auto& o : node.outputs()) t.outputs.push_back(g_.TypeOf(o));
+  return t;
+}
+
+OpCost Simulator::CostOf(const OpDef& def, const CostContext& ctx) const {
+  if (def.cost) return def.cost(ctx);
+  // No cost function: an element-wise pass over the outputs.
+  OpCost cost;
+  for (const auto& o : ctx.outputs) cost.flops += static_cast<double>(o.NumElements());
+  cost.bytes = IoBytes(ctx);
+  cost.grad_flops.assign(ctx.op.num_inputs(), 0.0);
+  return cost;
+}
+
+void Simulator::MakeOutputs(const v1::Node& node, const OpDef& def, const CostContext& ctx, bool any_rg) {
+  // Views share the input's storage unless they must copy it.
+  const bool alias = def.traits.view && !(def.traits.copies_if_noncontiguous && !ctx.input_contiguous(0));
+  const bool out_contiguous = alias ? (def.layout ? def.layout(ctx) : ctx.input_contiguous(0)) : true;
+  for (size_t o = 0; o < ctx.outputs.size(); ++o) {
+    const TensorType& type = ctx.outputs[o];
+    ValueState v;
+    v.type = type;
+    v.requires_grad = any_rg && IsFloating(type.dtype);
+    v.contiguous = out_contiguous;
+    if (alias) {
+      v.storage = values_.at(node.inputs(0)).storage;
+      ledger_.AddRef(v.storage);
+    } else if (IsZeroGather(node)) {
+      v.storage = ledger_.New(Bytes(type), StorageKind::kParameter);
+      gathered_[v.storage] = Bytes(type);
+      if (opt_.zero_gather_bytes > 0) ledger_.Transient(opt_.zero_gather_bytes);  // its bucket's all-gather
+    } else {
+      v.storage = ledger_.New(Bytes(type), StorageKind::kActivation);
+    }
+    ValueState& slot = values_[node.outputs(o)];
+    v.last_use = slot.last_use;
+    v.pinned = slot.pinned;
+    slot = v;
+  }
+}
+
+OpProfile Simulator::ProfileOf(const v1::Node& node, const OpCost& cost, bool any_rg) const {
+  OpProfile prof;
+  prof.node = node.name();
+  prof.op = node.op();
+  prof.scope = node.scope();
+  prof.forward_flops = cost.flops;
+  prof.bytes = cost.bytes;
+  const std::string rate_key = OpRateKey(node.op(), node.attrs());
+  prof.forward_seconds = Seconds(cost.flops, prof.bytes, cost.kernels, cost.flops_per_product, cost.vector_arithmetic, rate_key);
+  if (any_rg) {
+    for (double f : cost.grad_flops) prof.backward_flops += f;
+    prof.backward_seconds = Seconds(prof.backward_flops, 2.0 * prof.bytes, 2 * std::max(cost.kernels, 1), cost.flops_per_product,
+                                    cost.vector_arithmetic, rate_key);
+  }
+  return prof;
+}
+
+void Simulator::HoldSaved(int n, const SavedSpec& spec, int seg, int segment_start_storage, OpProfile& prof) {
+  const v1::Node& node = g_.node(n);
+  std::unordered_set<int> seen;
+  auto hold = [&](int storage) {
+    if (!seen.insert(storage).second) return;
+    if (gathered_.count(storage)) {  // ZeRO-3: not kept; gathered again for this backward
+      needs_block_[n].push_back(storage);
+      return;
+    }
+    if (seg >= 0) {
+      // Recomputed: nothing kept now; what the range made is made again in backward.
+      if (storage >= segment_start_storage) rematerialize_[n].push_back({storage, ledger_.bytes(storage)});
+      return;
+    }
+    ledger_.Hold(storage);
+    held_[n].push_back(storage);
+    if (ledger_.kind(storage) == StorageKind::kActivation) prof.saved_bytes += ledger_.bytes(storage);
+  };
+  for (int i : spec.inputs) {
+    if (i < static_cast<int>(node.inputs_size()) && !node.inputs(i).empty()) hold(values_.at(node.inputs(i)).storage);
+  }
+  for (int o : spec.outputs) {
+    if (o < node.outputs_size()) hold(values_.at(node.outputs(o)).storage);
+  }
+  if (spec.extra_bytes > 0 && seg >= 0) {
+    rematerialize_[n].push_back({-1, spec.extra_bytes});
+  } else if (spec.extra_bytes > 0) {
+    const int64_t extra = spec.extra_bytes;
+    const int s = ledger_.New(extra, StorageKind::kActivation);
+    ledger_.Hold(s);
+    ledger_.Release(s);  // only the hold keeps it
+    held_[n].push_back(s);
+    prof.saved_bytes += extra;
+  }
+}
+
+void Simulator::ReleaseAfter(int n) {
+  const v1::Node& node = g_.node(n);
+  // Free what this node was the last to read, and outputs nobody reads.
+  std::unordered_set<std::string> released;
+  for (const auto& in : node.inputs()) {
+    if (in.empty() || !released.insert(in).second) continue;
+    ValueState& v = values_.at(in);
+    if (v.last_use == n && !v.pinned && g_.FindValue(in)->def == ValueDef::kNode) ledger_.Release(v.storage);
+  }
+  for (const auto& o : node.outputs()) {
+    ValueState& v = values_.at(o);
+    if (v.last_use < 0 && !v.pinned) ledger_.Release(v.storage);
+  }
 }
 
 void Simulator::Backward() {
@@ -588,7 +623,7 @@ absl::StatusOr<ProfileReport> ProfileTrainingStep(const Graph& graph, const Prof
         ", not a scalar loss; profile a model that returns its loss (zoo models do; for an imported model, "
         "return the loss from forward())"));
   }
-  // bf16 mixed precision profiles the graph that runs (planner/graph/mixed_precision.h).
+  // bf16 mixed precision profiles the graph that runs (model/graph/mixed_precision.h).
   std::optional<Graph> mixed;
   if (options.precision == Precision::kBf16Mixed && !IsBf16Mixed(graph.proto())) {
     auto converted = GraphAtPrecision(graph, options.precision);

@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "planner/ir/graph.h"
+#include "model/ir/graph.h"
 #include "planner/profile/layers.h"
 #include "planner/profile/profile_options.h"
 
@@ -82,7 +82,7 @@ struct ProfileReport {
 };
 
 // The graph a run at `precision` trains: `graph` itself for fp32; for bf16 its mixed-precision
-// form (planner/graph/mixed_precision.h), verified. Plan, lower and run that graph.
+// form (model/graph/mixed_precision.h), verified. Plan, lower and run that graph.
 absl::StatusOr<Graph> GraphAtPrecision(const Graph& graph, Precision precision);
 
 // Profiles one training step of a verified graph (output 0 is the loss).

@@ -17,8 +17,8 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "planner/graph/step_items.h"
-#include "planner/ir/graph.h"
+#include "model/graph/step_items.h"
+#include "model/ir/graph.h"
 #include "planner/lower/lowered_plan.h"
 #include "planner/plan/planner.h"
 #include "proto/mapd/v1/plan.pb.h"

@@ -22,7 +22,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "planner/ir/tensor_type.h"
+#include "model/ir/tensor_type.h"
 #include "planner/sharding/cluster.h"
 #include "planner/sharding/placement.h"
 

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "planner/ir/tensor_type.h"
+#include "model/ir/tensor_type.h"
 
 namespace mapd {
 

@@ -1,5 +1,5 @@
 // Strategies: the ways one node can run on a device mesh, generated from its op's sharding rule
-// (planner/ops/sharding_rule.h) — never listed by hand per op (DESIGN §3). See docs/sharding.md.
+// (model/ops/sharding_rule.h) — never listed by hand per op (DESIGN §3). See docs/sharding.md.
 //
 // A strategy picks, for each mesh axis, one label of the rule to split across that axis (or
 // none). The same label may be picked on several axes: a 2-axis shard, the dimension split by
@@ -15,8 +15,8 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "planner/ops/registry.h"
-#include "planner/ops/sharding_rule.h"
+#include "model/ops/registry.h"
+#include "model/ops/sharding_rule.h"
 #include "planner/sharding/placement.h"
 
 namespace mapd {

@@ -50,6 +50,10 @@
 // or a shared filesystem. A checkpoint step counts for a restart once its commit has run: a
 // worker lost in the moment between (microseconds) restarts from the step before. Lock order:
 // the effects' mutex, then the dispatcher's, then the job manager's and the registry's.
+//
+// One class behind one lock, defined in a file per part: dispatcher.cc (the two halves, phases,
+// effects), dispatcher_placement.cc, dispatcher_reports.cc (heartbeats and reports),
+// dispatcher_recovery.cc (restarts, a coordinator restart) and dispatcher_elastic.cc.
 #ifndef MAPD_SERVER_DISPATCH_DISPATCHER_H_
 #define MAPD_SERVER_DISPATCH_DISPATCHER_H_
 
@@ -180,6 +184,68 @@ class Dispatcher {
     }
   };
 
+  // Defined in dispatcher.cc (the loop and the phases):
+  // Queues a write to the job store or shared storage for RunEffects (above).
+  void Defer(std::function<void()> effect) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { effects_.push_back(std::move(effect)); }
+  void RunEffects() ABSL_LOCKS_EXCLUDED(mu_, effects_mu_);
+  // The job's one phase change (above); a move the diagram has not is a bug in the dispatcher.
+  void MoveLocked(int64_t id, ActiveJob& job, Phase to) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The first failure of a running job: FAILED with `why`, the other parts stopped.
+  void FailLocked(int64_t id, ActiveJob& job, const std::string& why) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // After the move to RUNNING: when the store refused it, stops the job's ranks and fails it.
+  void StopIfUnrecorded(int64_t id, const absl::Status& moved) ABSL_LOCKS_EXCLUDED(mu_);
+  // Once every part of a job with a reported failure has ended: RESTARTING (or FAILED) as for a
+  // lost worker if one was lost meanwhile, FAILED with the reported failure otherwise.
+  void SettleFailureLocked(int64_t id, ActiveJob& job) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Settles the failures of jobs whose parts have all ended, then drops those jobs (not those
+  // restarting).
+  void ReapLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  std::string JobCheckpointDir(int64_t id) const;
+
+  // Defined in dispatcher_reports.cc (what workers tell):
+  void HeartbeatLocked(const std::string& worker_id, const std::vector<int64_t>& running, v1::HeartbeatResponse* out)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::StatusOr<v1::ReportResponse> ReportLocked(const v1::ReportRequest& report) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // A report's steps (rank 0's are the job's progress), its ranks' output and its evaluations, as
+  // events for the job store; `a` is the reporting part's assignment.
+  void RecordProgressLocked(int64_t id, ActiveJob& job, const v1::ReportRequest& report, const v1::RankAssignment& a)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Every part has written checkpoint `step`: committed on the shared storage after the lock (the
+  // job may grow then), or noted as committed on every worker without it.
+  void CommitCheckpointLocked(int64_t id, ActiveJob& job, int64_t step) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  // Defined in dispatcher_placement.cc (placement):
+  // Starts `job` if devices allow (an elastic job on fewer, at least its min_devices); false when
+  // it must wait.
+  bool TryStart(const v1::Job& job);
+  // TryStart's end, under the lock: places the job planned for `devices` (`elastic_start` says how
+  // many it asks for when fewer) and queues its move to RUNNING; false when it must wait (back in
+  // the queue: devices went away while it was planned).
+  bool StartOnPlanLocked(const v1::JobSpec& spec, int64_t id, std::shared_ptr<const RunnablePlan> plan, int devices,
+                         const std::string& elastic_start) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Places the job's ranks on free devices (consecutive ranks, workers with the most free devices
+  // first) and makes its parts; FAILED_PRECONDITION (saying what it waits for) when devices are
+  // short.
+  absl::Status PlaceLocked(int64_t id, ActiveJob& job, int64_t resume_step) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  static std::string WaitingMessage(const v1::JobSpec& spec, int devices, int free);
+  static std::string Where(const ActiveJob& job);  // "w-1 (rank 0-1), w-2 (rank 2-3)"
+  // Free devices a job of `spec` could run on: of its kind, with its budget each.
+  int FreeForLocked(const v1::JobSpec& spec) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Devices taken by parts whose ranks have not ended, per worker id.
+  std::map<std::string, std::set<std::string>> BusyLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Free devices (names) of `kind` ("cpu", "cuda") per ALIVE worker with at least `min_memory`
+  // bytes each.
+  std::map<std::string, std::vector<std::string>> FreeDevicesLocked(const std::string& kind, int64_t min_memory) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  // Defined in dispatcher_recovery.cc (restarts, and recovery after a coordinator restart):
+  // A lost worker: RESTARTING when a checkpoint on shared storage allows (the other parts are
+  // stopped, then the job is placed again), FAILED otherwise.
+  void LoseLocked(int64_t id, ActiveJob& job, const std::string& why) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Places a RESTARTING job again, from its committed step, when devices allow.
+  void TryResumeLocked(int64_t id, ActiveJob& job) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // An event saying why the job waits to resume, unless the last one was of the same kind.
+  void TellWaitLocked(int64_t id, ActiveJob& job, const std::string& kind, const std::string& why) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Jobs left PLANNING, RUNNING or RESTARTING by a previous coordinator (once, on the first
   // round): queued again, resumed from their checkpoint, or FAILED (above).
   void RecoverOrphans();
@@ -189,32 +255,11 @@ class Dispatcher {
   // A recovered job may be placed: a lease period has passed since this coordinator's first
   // round and no ALIVE worker lists its earlier ranks.
   bool RecoveredMayResumeLocked(const ActiveJob& job) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void HeartbeatLocked(const std::string& worker_id, const std::vector<int64_t>& running, v1::HeartbeatResponse* out)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  absl::StatusOr<v1::ReportResponse> ReportLocked(const v1::ReportRequest& report) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Queues a write to the job store or shared storage for RunEffects (above).
-  void Defer(std::function<void()> effect) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { effects_.push_back(std::move(effect)); }
-  void RunEffects() ABSL_LOCKS_EXCLUDED(mu_, effects_mu_);
-  // The job's one phase change (above); a move the diagram has not is a bug in the dispatcher.
-  void MoveLocked(int64_t id, ActiveJob& job, Phase to) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Starts `job` if devices allow (an elastic job on fewer, at least its min_devices); false when
-  // it must wait.
-  bool TryStart(const v1::Job& job);
+
+  // Defined in dispatcher_elastic.cc (the elastic policy):
   // An elastic job's plan for the most of `devices` (down to its min_devices, at most
   // kElasticPlansPerRound counts) that a plan fits; FAILED_PRECONDITION saying why none does.
   absl::StatusOr<RunnablePlan> PlanSmallerStart(const v1::JobSpec& spec, int devices) const;
-  // The first failure of a running job: FAILED with `why`, the other parts stopped.
-  void FailLocked(int64_t id, ActiveJob& job, const std::string& why) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // After the move to RUNNING: when the store refused it, stops the job's ranks and fails it.
-  void StopIfUnrecorded(int64_t id, const absl::Status& moved) ABSL_LOCKS_EXCLUDED(mu_);
-  // Once every part of a job with a reported failure has ended: RESTARTING (or FAILED) as for a
-  // lost worker if one was lost meanwhile, FAILED with the reported failure otherwise.
-  void SettleFailureLocked(int64_t id, ActiveJob& job) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // A lost worker: RESTARTING when a checkpoint on shared storage allows (the other parts are
-  // stopped, then the job is placed again), FAILED otherwise.
-  void LoseLocked(int64_t id, ActiveJob& job, const std::string& why) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Places a RESTARTING job again, from its committed step, when devices allow.
-  void TryResumeLocked(int64_t id, ActiveJob& job) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // An elastic job about to resume: its plan for the most devices free now (within its bounds
   // and, during the grace, no fewer than before); false when it must wait — for devices, or for
   // StartPending to plan the counts it lacks — with one event for each kind of wait.
@@ -222,32 +267,12 @@ class Dispatcher {
   // At a committed checkpoint of a running elastic job: RESTARTING to grow into free devices
   // when a plan for more is at hand and no job is PENDING.
   void MaybeGrowLocked(int64_t id, ActiveJob& job, int64_t step) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Free devices a job of `spec` could run on: of its kind, with its budget each.
-  int FreeForLocked(const v1::JobSpec& spec) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The most devices an elastic job could run on with `free` more, within its max_devices.
   int GrowthCeilingLocked(const ActiveJob& job, int free) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Asks StartPending for plans of running elastic jobs for the devices they could grow into.
   void WantGrowthPlansLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Plans the device counts elastic jobs asked for (outside the lock; StartPending's thread).
   void PlanElasticCounts() ABSL_LOCKS_EXCLUDED(mu_);
-  // An event saying why the job waits to resume, unless the last one was of the same kind.
-  void TellWaitLocked(int64_t id, ActiveJob& job, const std::string& kind, const std::string& why) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Places the job's ranks on free devices (consecutive ranks, workers with the most free devices
-  // first) and makes its parts; FAILED_PRECONDITION (saying what it waits for) when devices are
-  // short.
-  absl::Status PlaceLocked(int64_t id, ActiveJob& job, int64_t resume_step) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  static std::string WaitingMessage(const v1::JobSpec& spec, int devices, int free);
-  static std::string Where(const ActiveJob& job);  // "w-1 (rank 0-1), w-2 (rank 2-3)"
-  std::string JobCheckpointDir(int64_t id) const;
-  // Settles the failures of jobs whose parts have all ended, then drops those jobs (not those
-  // restarting).
-  void ReapLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Devices taken by parts whose ranks have not ended, per worker id.
-  std::map<std::string, std::set<std::string>> BusyLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Free devices (names) of `kind` ("cpu", "cuda") per ALIVE worker with at least `min_memory`
-  // bytes each.
-  std::map<std::string, std::vector<std::string>> FreeDevicesLocked(const std::string& kind, int64_t min_memory) const
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   JobManager* jobs_;
   WorkerRegistry* workers_;

@@ -4,13 +4,13 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "planner/graph/batch_norm_groups.h"
-#include "planner/graph/loss.h"
-#include "planner/graph/verifier.h"
+#include "model/graph/batch_norm_groups.h"
+#include "model/graph/loss.h"
+#include "model/graph/verifier.h"
 #include "planner/profile/profiler.h"
-#include "planner/zoo/zoo.h"
-#include "common/plan_choices.h"
+#include "model/zoo/zoo.h"
 #include "common/training_config.h"
+#include "planner/runnable/plan_request.h"
 
 namespace mapd {
 
@@ -31,7 +31,7 @@ absl::StatusOr<Graph> BuildJobGraph(const v1::JobSpec& spec) {
   } else {
     proto = spec.graph();
   }
-  if (spec.batch_norm() == "local") {  // the groups are the model's (planner/graph/batch_norm_groups.h)
+  if (spec.batch_norm() == "local") {  // the groups are the model's (model/graph/batch_norm_groups.h)
     auto grouped = GroupBatchNorms(std::move(proto), std::max(1, spec.batch_norm_groups()));
     if (!grouped.ok()) return Named(grouped.status(), "batch_norm local");
     proto = *std::move(grouped);
@@ -47,33 +47,9 @@ absl::StatusOr<Graph> BuildJobGraph(const v1::JobSpec& spec) {
 }
 
 absl::StatusOr<PlanRequest> JobPlanRequest(const v1::JobSpec& spec) {
-  PlanRequest request;
-  PlannerOptions& o = request.planner;
-  o.cluster.devices = spec.ranks();
-  o.cluster.mesh.assign(spec.mesh().begin(), spec.mesh().end());
-  o.cluster.device_type = spec.device_type();
-  o.cluster.memory_per_device = spec.memory_per_device();
-  auto opt = ParseOptimizer(spec.training().optimizer());
-  if (!opt.ok()) return opt.status();
-  o.profile.optimizer = *opt;
-  auto precision = ResolvePrecision(spec.training().precision(), spec.device_type());
-  if (!precision.ok()) return precision.status();
-  o.profile.precision = *precision;
-  auto zero = ParseZeroStage(spec.zero(), 3, "zero");  // -1: auto
-  if (!zero.ok()) return zero.status();
-  o.zero_stage = *zero;
-  request.recompute = spec.recompute().empty() ? "auto" : spec.recompute();
-  o.recompute = request.recompute == "auto";
-  auto micro = MicroBatchesOf(spec.training());  // 0: auto
-  if (!micro.ok()) return micro.status();
-  o.micro_batches = *micro;
-  auto stages = ParsePipelineStages(spec.pipeline_stages(), std::max(1, spec.ranks()), "pipeline_stages");  // 0: auto
-  if (!stages.ok()) return stages.status();
-  o.pipeline_stages = *stages;
-  // A pipeline streams at least as many micro-batches as it has stages: one pass a step then
-  // means the planner's choice.
-  if (o.pipeline_stages != 1 && o.micro_batches == 1) o.micro_batches = 0;
-  o.baselines = false;
+  auto request = PlanRequestOf(ChoicesOf(spec));
+  if (!request.ok()) return request.status();
+  request->planner.baselines = false;
   return request;
 }
 

@@ -6,7 +6,7 @@
 #define MAPD_SERVER_JOBS_JOB_PLANNER_H_
 
 #include "absl/status/statusor.h"
-#include "planner/ir/graph.h"
+#include "model/ir/graph.h"
 #include "planner/runnable/runnable_plan.h"
 #include "planner/plan/planner.h"
 #include "proto/mapd/v1/jobs.pb.h"
@@ -18,8 +18,9 @@ namespace mapd {
 // verify).
 absl::StatusOr<Graph> BuildJobGraph(const v1::JobSpec& spec);
 
-// The planning request for the spec (with its defaults): devices, mesh, device type, budget,
-// optimizer, precision, ZeRO stage, micro-batches, recompute; MAP's plan, no baselines.
+// The planning request for the spec (with its defaults; planner/runnable/plan_request.h, as
+// mapctl's): devices, mesh, device type, budget, optimizer, precision, ZeRO stage, micro-batches,
+// pipeline stages, recompute; MAP's plan, no baselines.
 absl::StatusOr<PlanRequest> JobPlanRequest(const v1::JobSpec& spec);
 
 // A fitting plan whose predicted peak per rank is below what the model's parameters take on each

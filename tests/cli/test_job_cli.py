@@ -48,7 +48,8 @@ def test_logs_follow_a_ranks_output_and_describe_says_why_a_job_waits(tmp_path):
         # A job that cannot be placed waits; describe says why.
         mapctl(env, "submit", GPT, "--ranks", "4", "--steps", "5", check=0)
         deadline = time.time() + 20
-        while "Waiting:" not in (described := mapctl(env, "describe", "2", check=0).stdout) and time.time() < deadline:
+        # (the submission's own note stands there until the dispatcher has looked at the job)
+        while "Waiting:    waiting for" not in (described := mapctl(env, "describe", "2", check=0).stdout) and time.time() < deadline:
             time.sleep(0.2)
         assert re.search(r"^State: +PENDING", described, re.M), described
         assert re.search(r"^Waiting: +waiting for 4 free cpu device\(s\); 2 free on ALIVE workers now", described, re.M), described

@@ -5,8 +5,8 @@
 
 #include <gtest/gtest.h>
 
-#include "planner/graph/builder.h"
-#include "planner/graph/verifier.h"
+#include "model/graph/builder.h"
+#include "model/graph/verifier.h"
 
 namespace mapd {
 

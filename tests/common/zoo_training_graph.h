@@ -7,9 +7,9 @@
 
 #include <string>
 
-#include "planner/graph/loss.h"
-#include "planner/graph/verifier.h"
-#include "planner/zoo/zoo.h"
+#include "model/graph/loss.h"
+#include "model/graph/verifier.h"
+#include "model/zoo/zoo.h"
 
 namespace mapd {
 

@@ -1,15 +1,15 @@
-// Batch norm over groups of the batch (planner/graph/batch_norm_groups.h): what the transform
+// Batch norm over groups of the batch (model/graph/batch_norm_groups.h): what the transform
 // sets, that the result verifies (every type inferred again agrees), where the running
 // statistics go, and its refusals.
-#include "planner/graph/batch_norm_groups.h"
+#include "model/graph/batch_norm_groups.h"
 
 #include <google/protobuf/util/message_differencer.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include "planner/graph/loss.h"
-#include "planner/graph/verifier.h"
-#include "planner/zoo/zoo.h"
+#include "model/graph/loss.h"
+#include "model/graph/verifier.h"
+#include "model/zoo/zoo.h"
 
 namespace mapd {
 namespace {

@@ -1,14 +1,14 @@
-// The bf16 mixed-precision graph (planner/graph/mixed_precision.h): what it casts, what it
+// The bf16 mixed-precision graph (model/graph/mixed_precision.h): what it casts, what it
 // keeps in fp32, and that converting twice changes nothing.
-#include "planner/graph/mixed_precision.h"
+#include "model/graph/mixed_precision.h"
 
 #include <google/protobuf/util/message_differencer.h>
 #include <gtest/gtest.h>
 
-#include "planner/graph/builder.h"
-#include "planner/graph/loss.h"
-#include "planner/graph/verifier.h"
-#include "planner/zoo/zoo.h"
+#include "model/graph/builder.h"
+#include "model/graph/loss.h"
+#include "model/graph/verifier.h"
+#include "model/zoo/zoo.h"
 
 namespace mapd {
 namespace {

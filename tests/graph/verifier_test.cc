@@ -1,13 +1,13 @@
 // Builder and verifier: every fault is INVALID_ARGUMENT naming the node or value.
-#include "planner/graph/verifier.h"
+#include "model/graph/verifier.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
 
-#include "planner/graph/builder.h"
-#include "planner/graph/loss.h"
+#include "model/graph/builder.h"
+#include "model/graph/loss.h"
 
 namespace mapd {
 namespace {

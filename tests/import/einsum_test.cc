@@ -1,5 +1,5 @@
 // ParseEinsum: labels per operand and output, the ellipsis, the implicit output, refusals.
-#include "planner/import/einsum.h"
+#include "model/import/einsum.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

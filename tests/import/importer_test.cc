@@ -1,6 +1,6 @@
 // Imports models traced/scripted at test time by Debian's python3-torch and checks them
 // against what PyTorch itself reports (tests/import/models/make_models.py → expected.json).
-#include "planner/import/torchscript_importer.h"
+#include "model/import/torchscript_importer.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -14,8 +14,8 @@
 #include <set>
 #include <nlohmann/json.hpp>
 
-#include "planner/graph/verifier.h"
-#include "planner/ir/graph.h"
+#include "model/graph/verifier.h"
+#include "model/ir/graph.h"
 
 namespace mapd {
 namespace {

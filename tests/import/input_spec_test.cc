@@ -1,4 +1,4 @@
-#include "planner/import/input_spec.h"
+#include "model/import/input_spec.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

@@ -1,8 +1,8 @@
-#include "planner/ir/dtype.h"
+#include "model/ir/dtype.h"
 
 #include <gtest/gtest.h>
 
-#include "planner/ir/tensor_type.h"
+#include "model/ir/tensor_type.h"
 
 namespace mapd {
 namespace {

@@ -1,5 +1,5 @@
 // Round trips through binary and JSON, the text dump, and file errors.
-#include "planner/ir/serialize.h"
+#include "model/ir/serialize.h"
 
 #include <gtest/gtest.h>
 #include <google/protobuf/util/message_differencer.h>
@@ -7,9 +7,9 @@
 #include <cstdlib>
 #include <fstream>
 
-#include "planner/graph/builder.h"
-#include "planner/ir/dump.h"
-#include "planner/ir/graph.h"
+#include "model/graph/builder.h"
+#include "model/ir/dump.h"
+#include "model/ir/graph.h"
 
 namespace mapd {
 namespace {

@@ -7,11 +7,11 @@
 
 #include <numeric>
 
-#include "planner/graph/builder.h"
-#include "planner/graph/loss.h"
-#include "planner/graph/verifier.h"
+#include "model/graph/builder.h"
+#include "model/graph/loss.h"
+#include "model/graph/verifier.h"
 #include "planner/plan/planner.h"
-#include "planner/zoo/zoo.h"
+#include "model/zoo/zoo.h"
 #include "tests/common/mlp_graph.h"
 #include "tests/common/zoo_training_graph.h"
 

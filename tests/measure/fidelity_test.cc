@@ -9,11 +9,11 @@
 #include <string>
 #include <vector>
 
-#include "planner/graph/loss.h"
-#include "planner/graph/verifier.h"
-#include "planner/import/torchscript_importer.h"
+#include "model/graph/loss.h"
+#include "model/graph/verifier.h"
+#include "model/import/torchscript_importer.h"
 #include "planner/profile/profiler.h"
-#include "planner/zoo/zoo.h"
+#include "model/zoo/zoo.h"
 #include "worker/measure/measure.h"
 
 namespace mapd {

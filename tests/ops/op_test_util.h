@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "planner/ops/registry.h"
+#include "model/ops/registry.h"
 
 namespace mapd::testing {
 

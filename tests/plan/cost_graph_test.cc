@@ -5,10 +5,10 @@
 
 #include <gtest/gtest.h>
 
-#include "planner/graph/builder.h"
-#include "planner/graph/verifier.h"
+#include "model/graph/builder.h"
+#include "model/graph/verifier.h"
 #include "planner/solver/strategy_solver.h"
-#include "planner/zoo/zoo.h"
+#include "model/zoo/zoo.h"
 #include "tests/common/mlp_graph.h"
 
 namespace mapd {

@@ -4,13 +4,13 @@
 
 #include <gtest/gtest.h>
 
-#include "planner/graph/builder.h"
-#include "planner/graph/verifier.h"
+#include "model/graph/builder.h"
+#include "model/graph/verifier.h"
 #include "planner/plan/cost_graph.h"
 #include "planner/plan/planner.h"
 #include "planner/profile/profiler.h"
 #include "planner/sharding/strategies.h"
-#include "planner/zoo/zoo.h"
+#include "model/zoo/zoo.h"
 
 namespace mapd {
 namespace {

@@ -10,9 +10,9 @@
 #include <tuple>
 
 #include "common/bytes.h"
-#include "planner/graph/builder.h"
-#include "planner/graph/loss.h"
-#include "planner/graph/verifier.h"
+#include "model/graph/builder.h"
+#include "model/graph/loss.h"
+#include "model/graph/verifier.h"
 #include "planner/plan/cost_graph.h"
 #include "planner/plan/pipeline_search.h"
 #include "planner/plan/planner.h"

@@ -7,14 +7,14 @@
 
 #include <cmath>
 
-#include "planner/graph/builder.h"
-#include "planner/graph/loss.h"
+#include "model/graph/builder.h"
+#include "model/graph/loss.h"
 #include "planner/profile/profiler.h"
-#include "planner/graph/verifier.h"
+#include "model/graph/verifier.h"
 #include "planner/plan/baselines.h"
 #include "planner/plan/describe.h"
 #include "planner/solver/strategy_solver.h"
-#include "planner/zoo/zoo.h"
+#include "model/zoo/zoo.h"
 #include "tests/common/zoo_training_graph.h"
 
 namespace mapd {

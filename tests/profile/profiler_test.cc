@@ -5,10 +5,10 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include "planner/graph/builder.h"
-#include "planner/graph/verifier.h"
+#include "model/graph/builder.h"
+#include "model/graph/verifier.h"
 #include "planner/profile/timeline_svg.h"
-#include "planner/zoo/zoo.h"
+#include "model/zoo/zoo.h"
 
 namespace mapd {
 namespace {

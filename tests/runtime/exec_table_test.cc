@@ -13,9 +13,9 @@
 #include <limits>
 #include <set>
 
-#include "planner/graph/builder.h"
-#include "planner/import/input_spec.h"
-#include "planner/ops/registry.h"
+#include "model/graph/builder.h"
+#include "model/import/input_spec.h"
+#include "model/ops/registry.h"
 #include "worker/runtime/executor.h"
 
 namespace mapd {
@@ -306,7 +306,7 @@ TEST(ExecTableTest, EveryOpRunsForwardAndBackwardWithTheInferredTypes) {
     ASSERT_TRUE(eval.ok()) << eval.status();
     covered.insert(c.op);
   }
-  // "collective" runs only in the distributed runtime (worker/dist; tests/dist), never here.
+  // "collective" runs only in the distributed runtime (worker/rank; tests/rank), never here.
   covered.insert("collective");
   for (const std::string& op : OpRegistry::Global().Names()) EXPECT_TRUE(covered.count(op)) << "no case for " << op;
 }

@@ -8,7 +8,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "planner/ir/dtype.h"
+#include "model/ir/dtype.h"
 
 namespace mapd {
 namespace testing_util {

@@ -8,7 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "planner/import/input_spec.h"
+#include "model/import/input_spec.h"
 
 namespace mapd {
 namespace testing_util {

@@ -14,7 +14,7 @@
 
 #include <ATen/CPUGeneratorImpl.h>
 
-#include "planner/import/torchscript_importer.h"
+#include "model/import/torchscript_importer.h"
 #include "tests/runtime/test_models.h"
 #include "worker/runtime/data.h"
 #include "worker/runtime/executor.h"

@@ -12,8 +12,8 @@
 #include <fstream>
 #include <numeric>
 
-#include "planner/graph/builder.h"
-#include "planner/zoo/zoo.h"
+#include "model/graph/builder.h"
+#include "model/zoo/zoo.h"
 #include "tests/runtime/test_models.h"
 #include "worker/runtime/data.h"
 #include "worker/runtime/data_files.h"

@@ -11,8 +11,8 @@
 #include "proto/mapd/v1/job_service.grpc.pb.h"
 #include "proto/mapd/v1/planner_service.grpc.pb.h"
 #include "server/api/server.h"
-#include "planner/ir/graph.h"
-#include "planner/zoo/zoo.h"
+#include "model/ir/graph.h"
+#include "model/zoo/zoo.h"
 #include "server/jobs/job_planner.h"
 #include "server/api/watch_stream.h"
 

@@ -1,4 +1,4 @@
-// Sharding rules (planner/ops/sharding_rule.h) and the strategies generated from them
+// Sharding rules (model/ops/sharding_rule.h) and the strategies generated from them
 // (planner/sharding/strategies.h): every registry op has a rule that fits its nodes — in zoo
 // graphs and hand-built nodes — and the strategies of linear, softmax, views, attention,
 // convolution and losses are the ones parallelism needs.
@@ -12,9 +12,9 @@
 #include <optional>
 #include <set>
 
-#include "planner/ir/graph.h"
-#include "planner/ops/registry.h"
-#include "planner/zoo/zoo.h"
+#include "model/ir/graph.h"
+#include "model/ops/registry.h"
+#include "model/zoo/zoo.h"
 
 namespace mapd {
 namespace {

@@ -7,7 +7,7 @@
 #include <new>
 
 #include "gtest/gtest.h"
-#include "planner/zoo/zoo.h"
+#include "model/zoo/zoo.h"
 
 namespace {
 std::atomic<uint64_t> g_allocated_bytes{0};

@@ -7,9 +7,9 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "planner/graph/verifier.h"
-#include "planner/ir/graph.h"
-#include "planner/zoo/zoo.h"
+#include "model/graph/verifier.h"
+#include "model/ir/graph.h"
+#include "model/zoo/zoo.h"
 
 namespace mapd {
 namespace {

@@ -16,10 +16,10 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "planner/ir/attrs.h"
-#include "planner/ops/cost.h"
-#include "planner/ops/registry.h"
-#include "worker/dist/gloo_communicator.h"
+#include "model/ir/attrs.h"
+#include "model/ops/cost.h"
+#include "model/ops/registry.h"
+#include "worker/transport/gloo_communicator.h"
 #include "worker/runtime/blas_threads.h"
 
 namespace mapd {

@@ -4,7 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/file_io.h"
-#include "planner/ir/serialize.h"
+#include "model/ir/serialize.h"
 
 namespace mapd {
 
@@ -26,7 +26,7 @@ std::vector<std::string> RankCommandLine(const RankCommand& c) {
 }
 
 absl::StatusOr<std::string> FindRankBinary() {
-  return FindExecutable("mapd-rank", {".", "../dist", "../../worker/dist"},
+  return FindExecutable("mapd-rank", {".", "../rank", "../../worker/rank"},
                         "mapd-rank runs the ranks; install it beside this program or put it on PATH");
 }
 

@@ -35,7 +35,7 @@ struct RankCommand {
 std::vector<std::string> RankCommandLine(const RankCommand& command);
 
 // The mapd-rank binary a launcher starts: beside the running executable (an install), where the
-// build tree puts it (worker/dist/mapd-rank, seen from worker/daemon/ or client/mapctl/), or on
+// build tree puts it (worker/rank/mapd-rank, seen from worker/daemon/ or client/mapctl/), or on
 // PATH. NOT_FOUND saying where it looked.
 absl::StatusOr<std::string> FindRankBinary();
 

@@ -13,7 +13,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "planner/ir/dtype.h"
+#include "model/ir/dtype.h"
 
 namespace mapd {
 

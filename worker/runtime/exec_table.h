@@ -1,6 +1,6 @@
-// The execution table: for every op of the registry (planner/ops), the LibTorch call that runs
+// The execution table: for every op of the registry (model/ops), the LibTorch call that runs
 // it, keyed by the same op name. It is the registry's parallel table in the worker (see
-// planner/ops/registry.h): the registry says what an op means and infers its types, this table
+// model/ops/registry.h): the registry says what an op means and infers its types, this table
 // computes it.
 //
 // Each entry also says what autograd keeps for backward when the op runs with gradients
@@ -18,8 +18,8 @@
 #include <string>
 #include <vector>
 
-#include "planner/ir/attrs.h"
-#include "planner/ir/tensor_type.h"
+#include "model/ir/attrs.h"
+#include "model/ir/tensor_type.h"
 #include "proto/mapd/v1/graph.pb.h"
 
 namespace mapd {

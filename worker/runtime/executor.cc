@@ -9,7 +9,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
-#include "planner/graph/verifier.h"
+#include "model/graph/verifier.h"
 #include "worker/runtime/blas_threads.h"
 
 namespace mapd {

@@ -22,7 +22,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "planner/ir/graph.h"
+#include "model/ir/graph.h"
 #include "proto/mapd/v1/graph.pb.h"
 #include "worker/runtime/exec_table.h"
 #include "worker/runtime/parameters.h"

@@ -18,7 +18,7 @@
 //   Gradient clipping (max_grad_norm > 0), as torch.nn.utils.clip_grad_norm_: one 0-d norm
 //     per parameter, their stack ([P] elements) and a few 0-d tensors; gradients are scaled
 //     in place.
-// 16-bit parameters (bf16 mixed precision, planner/graph/mixed_precision.h): the optimizer keeps
+// 16-bit parameters (bf16 mixed precision, model/graph/mixed_precision.h): the optimizer keeps
 //   an fp32 master of each (made from the parameter at Create, its ZeRO shard when that is what
 //   it is given) and fp32 states; Step() updates the master from an fp32 copy of the gradient
 //   (the one temporary of parameter size: one parameter at a time; AdamW reuses it as the

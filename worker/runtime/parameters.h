@@ -19,7 +19,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "planner/import/torchscript_importer.h"
+#include "model/import/torchscript_importer.h"
 #include "proto/mapd/v1/checkpoint.pb.h"
 #include "proto/mapd/v1/graph.pb.h"
 

@@ -14,7 +14,7 @@
 #include "absl/strings/str_join.h"
 #include "common/file_io.h"
 #include "common/status_macros.h"
-#include "planner/ir/tensor_type.h"
+#include "model/ir/tensor_type.h"
 #include "worker/runtime/torch_pickle.h"
 #include "worker/runtime/parameters.h"
 #include "worker/runtime/torch_types.h"

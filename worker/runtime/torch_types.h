@@ -14,9 +14,9 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "planner/import/torch_dtype.h"
-#include "planner/ir/dtype.h"
-#include "planner/ir/tensor_type.h"
+#include "model/import/torch_dtype.h"
+#include "model/ir/dtype.h"
+#include "model/ir/tensor_type.h"
 
 namespace mapd {
 
@@ -32,7 +32,7 @@ inline std::string DescribeTensor(const at::Tensor& t) {
   return absl::StrCat(dtype, "[", absl::StrJoin(t.sizes(), ","), "]");
 }
 
-// A bf16 or f16 tensor (planner/ir/dtype.h's Is16BitFloat).
+// A bf16 or f16 tensor (model/ir/dtype.h's Is16BitFloat).
 inline bool Is16BitFloat(const at::Tensor& t) { return Is16BitFloat(FromScalarType(t.scalar_type())); }
 
 inline bool MatchesType(const at::Tensor& t, const TensorType& type) {

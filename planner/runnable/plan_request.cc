@@ -1,0 +1,88 @@
+#include "planner/runnable/plan_request.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
+#include "common/bytes.h"
+#include "common/plan_choices.h"
+#include "common/training_config.h"
+#include "planner/profile/profile_options.h"
+#include "planner/sharding/cluster.h"
+
+namespace mapd {
+
+namespace {
+// "pipeline_stages" as the flag (--pipeline-stages) or the field it is.
+std::string NameOf(const PlanningChoices& c, const std::string& field) {
+  return c.named_as_flags ? absl::StrCat("--", absl::StrReplaceAll(field, {{"_", "-"}})) : field;
+}
+}  // namespace
+
+absl::StatusOr<PlanningChoices> ChoicesFromFlags(int64_t devices, const std::string& mesh, const std::string& device_type,
+                                                 const std::string& memory_per_device) {
+  PlanningChoices c;
+  c.devices = devices;
+  if (!mesh.empty()) {
+    auto dims = ParseMesh(mesh);
+    if (!dims.ok()) return dims.status();
+    c.mesh = *dims;
+  }
+  c.device_type = device_type;
+  if (!memory_per_device.empty()) {
+    auto bytes = ParseBytes(memory_per_device);
+    if (!bytes.ok()) return bytes.status();
+    c.memory_per_device = *bytes;
+  }
+  return c;
+}
+
+PlanningChoices ChoicesOf(const v1::JobSpec& spec) {
+  const v1::TrainingConfig training = WithTrainingDefaults(spec.training());
+  PlanningChoices c;
+  c.devices = spec.ranks();
+  c.mesh.assign(spec.mesh().begin(), spec.mesh().end());
+  c.device_type = spec.device_type();
+  c.memory_per_device = spec.memory_per_device();
+  c.optimizer = training.optimizer();
+  c.precision = training.precision();
+  c.zero = spec.zero();
+  c.recompute = spec.recompute().empty() ? "auto" : spec.recompute();
+  c.micro_batches = training.micro_batches();
+  c.pipeline_stages = spec.pipeline_stages();
+  c.max_pipeline_stages = static_cast<int>(std::clamp<int64_t>(spec.ranks(), 1, kMaxPipelineStagesChoice));
+  c.named_as_flags = false;
+  return c;
+}
+
+absl::StatusOr<PlanRequest> PlanRequestOf(const PlanningChoices& c) {
+  PlanRequest request;
+  request.strategy = c.strategy;
+  request.recompute = c.recompute.empty() ? "auto" : c.recompute;
+  PlannerOptions& o = request.planner;
+  o.cluster.devices = c.devices;
+  o.cluster.mesh = c.mesh;
+  o.cluster.device_type = c.device_type;
+  o.cluster.memory_per_device = c.memory_per_device;
+  auto optimizer = ParseOptimizer(c.optimizer);
+  if (!optimizer.ok()) return optimizer.status();
+  o.profile.optimizer = *optimizer;
+  auto precision = ResolvePrecision(c.precision, c.device_type);
+  if (!precision.ok()) return precision.status();
+  o.profile.precision = *precision;
+  o.max_zero_stage = 3;
+  auto zero = ParseZeroStage(c.zero, o.max_zero_stage, NameOf(c, "zero"));  // -1: auto
+  if (!zero.ok()) return zero.status();
+  o.zero_stage = *zero;
+  // An explicit choice is the user's, not the search's (PlanToRun says the same).
+  o.recompute = request.recompute == "auto";
+  auto micro = ParseMicroBatches(c.micro_batches, NameOf(c, "micro_batches"));  // 0: auto
+  if (!micro.ok()) return micro.status();
+  auto stages = ParsePipelineStages(c.pipeline_stages, c.max_pipeline_stages, NameOf(c, "pipeline_stages"));  // 0: auto
+  if (!stages.ok()) return stages.status();
+  o.pipeline_stages = *stages;
+  o.micro_batches = *stages != 1 && *micro == 1 ? 0 : *micro;
+  return request;
+}
+
+}  // namespace mapd
