@@ -8,7 +8,7 @@
 
 #include "fuzz/fuzz_seeds.h"
 #include "proto/mapd/v1/jobs.pb.h"
-#include "server/jobs/job_planner.h"
+#include "server/jobs/job_graph.h"
 #include "server/jobs/job_spec.h"
 
 namespace {

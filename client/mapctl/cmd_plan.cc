@@ -392,10 +392,8 @@ int RunPlan(const PlanArgs& args) {
   if (!options.ok()) return ReportError(options.status());
   auto trainable = LoadTrainingGraph(args.model.model, args.model.inputs, args.batch_size, args.seq_len, args.loss);
   if (!trainable.ok()) return ReportError(trainable.status());
-  auto loaded = Graph::Create(*std::move(trainable));
-  if (!loaded.ok()) return ReportError(loaded.status());
   // bf16: the search plans the mixed-precision graph, which a saved plan carries.
-  auto graph = GraphAtPrecision(*loaded, options->profile.precision);
+  auto graph = TrainingGraphOf(*std::move(trainable), "sync", 1, options->profile.precision);
   if (!graph.ok()) return ReportError(graph.status());
   auto result = SearchPlan(*graph, *options);
   if (!result.ok()) return ReportError(result.status());

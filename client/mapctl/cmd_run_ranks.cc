@@ -106,13 +106,8 @@ absl::StatusOr<RunnablePlan> ChoosePlan(const RunArgs& args) {
   auto trainable = LoadTrainingGraph(args.model.model, args.model.inputs, 0, 0, args.loss);
   if (!trainable.ok()) return trainable.status();
   if (auto st = InitFrom(args.init_from, *trainable); !st.ok()) return st;
-  if (args.batch_norm == "local") {  // one group of the batch per rank (model/graph/batch_norm_groups.h)
-    trainable = GroupBatchNorms(*std::move(trainable), args.ranks);
-    if (!trainable.ok()) return trainable.status();
-  }
-  auto loaded = Graph::Create(*trainable);
-  if (!loaded.ok()) return loaded.status();
-  auto graph = GraphAtPrecision(*loaded, request->planner.profile.precision);  // what the ranks train
+  // What the ranks train: with --batch-norm local, one group of the batch per rank.
+  auto graph = TrainingGraphOf(*std::move(trainable), args.batch_norm, static_cast<int>(args.ranks), request->planner.profile.precision);
   if (!graph.ok()) return graph.status();
   return PlanToRun(*graph, *request);
 }

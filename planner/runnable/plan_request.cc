@@ -7,7 +7,10 @@
 #include "common/bytes.h"
 #include "common/plan_choices.h"
 #include "common/training_config.h"
+#include "model/graph/batch_norm_groups.h"
+#include "model/graph/verifier.h"
 #include "planner/profile/profile_options.h"
+#include "planner/profile/profiler.h"
 #include "planner/sharding/cluster.h"
 
 namespace mapd {
@@ -18,6 +21,30 @@ std::string NameOf(const PlanningChoices& c, const std::string& field) {
   return c.named_as_flags ? absl::StrCat("--", absl::StrReplaceAll(field, {{"_", "-"}})) : field;
 }
 }  // namespace
+
+absl::Status PlanRequest::Validate() const {
+  if (planner.pipeline_stages != 1 && !planner.cluster.mesh.empty()) {
+    return absl::InvalidArgumentError("--mesh with --pipeline-stages: a pipeline's stages choose their own mesh; drop one of them");
+  }
+  if (strategy != "map" && planner.pipeline_stages != 1) {
+    return absl::InvalidArgumentError(absl::StrCat("--pipeline-stages with --strategy ", strategy,
+                                                   ": pipeline stages come with MAP's plan (--strategy map)"));
+  }
+  if (strategy != "map" && strategy != "dp" && strategy != "tp") {
+    return absl::InvalidArgumentError(absl::StrCat("--strategy ", strategy, ": use map, dp or tp"));
+  }
+  // A baseline runs as people run it: data parallelism plain (ZeRO-0) or fully sharded (FSDP,
+  // ZeRO-3); tensor parallelism over every device has no data axis to shard states over.
+  const int zero = planner.zero_stage;
+  if ((strategy == "dp" && (zero == 1 || zero == 2)) || (strategy == "tp" && zero > 0)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--strategy ", strategy, " with --zero ", zero, ": ",
+        strategy == "dp" ? "the data-parallel baselines are ZeRO-0 (plain) and ZeRO-3 (FSDP: --zero 3)"
+                         : "tensor parallelism over every device has no data axis to shard optimizer states over",
+        "; for ZeRO-", zero, " run MAP's plan under it (--strategy map --zero ", zero, ")"));
+  }
+  return absl::OkStatus();
+}
 
 absl::StatusOr<PlanningChoices> ChoicesFromFlags(int64_t devices, const std::string& mesh, const std::string& device_type,
                                                  const std::string& memory_per_device) {
@@ -83,6 +110,22 @@ absl::StatusOr<PlanRequest> PlanRequestOf(const PlanningChoices& c) {
   o.pipeline_stages = *stages;
   o.micro_batches = *stages != 1 && *micro == 1 ? 0 : *micro;
   return request;
+}
+
+absl::StatusOr<Graph> TrainingGraphOf(v1::Graph trainable, const std::string& batch_norm, int batch_norm_groups,
+                                      Precision precision) {
+  if (batch_norm == "local") {
+    auto grouped = GroupBatchNorms(std::move(trainable), std::max(1, batch_norm_groups));
+    if (!grouped.ok()) {
+      return absl::Status(grouped.status().code(), absl::StrCat("batch norm local: ", grouped.status().message()));
+    }
+    trainable = *std::move(grouped);
+  }
+  auto graph = MakeVerifiedGraph(std::move(trainable));
+  if (!graph.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat("the training graph does not verify: ", graph.status().message()));
+  }
+  return GraphAtPrecision(*graph, precision);
 }
 
 }  // namespace mapd

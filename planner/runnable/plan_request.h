@@ -12,10 +12,27 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "planner/runnable/runnable_plan.h"
+#include "model/ir/graph.h"
+#include "planner/plan/planner.h"
+#include "planner/profile/profile_options.h"
 #include "proto/mapd/v1/jobs.pb.h"
 
 namespace mapd {
+
+// What the planning pipeline (runnable_plan.h) is asked for.
+struct PlanRequest {
+  // Devices, mesh, device type, budget, optimizer, precision, ZeRO stage, micro-batches. Its
+  // `recompute` is set from `recompute` below.
+  PlannerOptions planner;
+  // map: MAP's plan, checked rank program by rank program against the budget; dp: the data
+  // parallel baseline (with planner.zero_stage 3: the FSDP one; 1 or 2 is refused); tp:
+  // Megatron tensor parallelism over every device (1-D mesh; no ZeRO).
+  std::string strategy = "map";
+  // The layers recomputed in backward (LayersToRecompute): auto (the plan's; the search may
+  // choose them under the budget), off, all, or LAYER,LAYER...
+  std::string recompute = "auto";
+  absl::Status Validate() const;
+};
 
 // The most pipeline stages a command line may ask for (the planner refuses more stages than
 // devices or layers with a message of its own).
@@ -57,6 +74,14 @@ PlanningChoices ChoicesOf(const v1::JobSpec& spec);
 // checks the choices together (PlanRequest::Validate, in PlanToRun): `mapctl plan` searches no
 // stages on a pinned mesh where `run` refuses the two.
 absl::StatusOr<PlanRequest> PlanRequestOf(const PlanningChoices& choices);
+
+// The graph a plan is made for and the ranks train, from a training graph (output 0 its loss):
+// with batch_norm "local", its batch norms per group of the batch (`batch_norm_groups` groups,
+// model/graph/batch_norm_groups.h); verified; at `precision` (bf16: the mixed-precision graph).
+// One path for `mapctl plan`, `mapctl run --ranks N` and a job. Errors name the step: "batch
+// norm local: ...", "the training graph does not verify: ...".
+absl::StatusOr<Graph> TrainingGraphOf(v1::Graph trainable, const std::string& batch_norm, int batch_norm_groups,
+                                      Precision precision);
 
 }  // namespace mapd
 

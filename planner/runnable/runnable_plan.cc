@@ -193,30 +193,6 @@ absl::StatusOr<RunnablePlan> PipelineToRun(const Graph& graph, const PlanRequest
   return out;
 }
 
-absl::Status PlanRequest::Validate() const {
-  if (planner.pipeline_stages != 1 && !planner.cluster.mesh.empty()) {
-    return absl::InvalidArgumentError("--mesh with --pipeline-stages: a pipeline's stages choose their own mesh; drop one of them");
-  }
-  if (strategy != "map" && planner.pipeline_stages != 1) {
-    return absl::InvalidArgumentError(absl::StrCat("--pipeline-stages with --strategy ", strategy,
-                                                   ": pipeline stages come with MAP's plan (--strategy map)"));
-  }
-  if (strategy != "map" && strategy != "dp" && strategy != "tp") {
-    return absl::InvalidArgumentError(absl::StrCat("--strategy ", strategy, ": use map, dp or tp"));
-  }
-  // A baseline runs as people run it: data parallelism plain (ZeRO-0) or fully sharded (FSDP,
-  // ZeRO-3); tensor parallelism over every device has no data axis to shard states over.
-  const int zero = planner.zero_stage;
-  if ((strategy == "dp" && (zero == 1 || zero == 2)) || (strategy == "tp" && zero > 0)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "--strategy ", strategy, " with --zero ", zero, ": ",
-        strategy == "dp" ? "the data-parallel baselines are ZeRO-0 (plain) and ZeRO-3 (FSDP: --zero 3)"
-                         : "tensor parallelism over every device has no data axis to shard optimizer states over",
-        "; for ZeRO-", zero, " run MAP's plan under it (--strategy map --zero ", zero, ")"));
-  }
-  return absl::OkStatus();
-}
-
 int RunnablePlan::world() const {
   int w = std::max(1, pipeline_stages);
   for (int64_t d : mesh) w *= static_cast<int>(d);

@@ -21,23 +21,10 @@
 #include "model/ir/graph.h"
 #include "planner/lower/lowered_plan.h"
 #include "planner/plan/planner.h"
+#include "planner/runnable/plan_request.h"
 #include "proto/mapd/v1/plan.pb.h"
 
 namespace mapd {
-
-struct PlanRequest {
-  // Devices, mesh, device type, budget, optimizer, precision, ZeRO stage, micro-batches. Its
-  // `recompute` is set from `recompute` below.
-  PlannerOptions planner;
-  // map: MAP's plan, checked rank program by rank program against the budget; dp: the data
-  // parallel baseline (with planner.zero_stage 3: the FSDP one; 1 or 2 is refused); tp:
-  // Megatron tensor parallelism over every device (1-D mesh; no ZeRO).
-  std::string strategy = "map";
-  // The layers recomputed in backward (LayersToRecompute): auto (the plan's; the search may
-  // choose them under the budget), off, all, or LAYER,LAYER...
-  std::string recompute = "auto";
-  absl::Status Validate() const;
-};
 
 // A plan lowered to rank programs that fit: everything ranks need to start.
 struct RunnablePlan {

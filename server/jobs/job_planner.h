@@ -7,21 +7,12 @@
 
 #include "absl/status/statusor.h"
 #include "model/ir/graph.h"
+#include "server/jobs/job_graph.h"
 #include "planner/runnable/runnable_plan.h"
 #include "planner/plan/planner.h"
 #include "proto/mapd/v1/jobs.pb.h"
 
 namespace mapd {
-
-// The graph the job trains: a zoo model with its loss, or the submitted graph (which has one),
-// verified. INVALID_ARGUMENT naming what is wrong (an unknown model or op, a graph that does not
-// verify).
-absl::StatusOr<Graph> BuildJobGraph(const v1::JobSpec& spec);
-
-// The planning request for the spec (with its defaults; planner/runnable/plan_request.h, as
-// mapctl's): devices, mesh, device type, budget, optimizer, precision, ZeRO stage, micro-batches,
-// pipeline stages, recompute; MAP's plan, no baselines.
-absl::StatusOr<PlanRequest> JobPlanRequest(const v1::JobSpec& spec);
 
 // A fitting plan whose predicted peak per rank is below what the model's parameters take on each
 // rank — at one byte an element, sharded over every rank — is a planner bug (a wrapped product, a

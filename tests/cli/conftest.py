@@ -10,6 +10,11 @@ MAPCTL = os.environ.get("MAPCTL", "")
 SOURCE_DIR = os.environ.get("MAPD_SOURCE_DIR", os.path.join(os.path.dirname(__file__), "..", ".."))
 
 
+def pytest_configure(config):
+    config.addinivalue_line("markers", "long: a slow end-to-end case, left to the long form (scripts/test.sh --long, "
+                            "CTest label `long`: test mapctl_cli_long); CTest's other tests run `-m 'not long'`")
+
+
 def run_mapctl(*args, check=None, env_extra=None):
     """Runs mapctl; returns CompletedProcess. check=0 asserts success; env_extra adds variables."""
     assert MAPCTL and os.path.exists(MAPCTL), "set MAPCTL to the mapctl binary (ctest does)"

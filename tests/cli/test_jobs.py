@@ -457,6 +457,7 @@ def assert_resumed_steps_repeat(events, steps, resumed_from, committed, stopped_
         assert abs(before - after) <= 1e-5 * abs(before), (step, before, after)
 
 
+@pytest.mark.long  # slow: the long form runs it (scripts/test.sh --long)
 def test_a_running_job_resumes_after_a_coordinator_restart(tmp_path):
     """mapd stopped mid-job and started again (same store, same checkpoint storage): its workers
     register again, are told to stop the job's earlier ranks, and the job resumes from its last

@@ -5,6 +5,8 @@ import re
 import shutil
 import subprocess
 
+import pytest
+
 from conftest import SOURCE_DIR, run_mapctl
 
 SMALL_GPT = "gpt2:layers=2,hidden=64,heads=4,vocab=256,seq=32,batch=8"
@@ -95,6 +97,7 @@ def _pixels(png, rgb, tol=12):
     return sum(n for n, c in colors if all(abs(a - b) <= tol for a, b in zip(c, rgb)))
 
 
+@pytest.mark.long  # slow: the long form runs it (scripts/test.sh --long)
 def test_plan_report_renders_in_headless_chromium(tmp_path):
     report = tmp_path / "plan.html"
     # A budget near the plan's peak (about 2 MiB) so that the memory bars are wide.
@@ -276,6 +279,7 @@ def test_plan_saves_a_pipeline_plan_that_runs(tmp_path):
     assert wrong.returncode != 0 and "on each of 2 stages has 4 devices" in wrong.stderr, wrong.stderr
 
 
+@pytest.mark.long  # slow: the long form runs it (scripts/test.sh --long)
 def test_plan_report_draws_the_pipeline_schedule_in_headless_chromium(tmp_path):
     # A two-stage plan's report: the stages' table and the 1F1B timeline (forward slots blue,
     # backward orange) at the top of the page, drawn by Debian's headless Chromium.

@@ -5,6 +5,8 @@ import subprocess
 import tempfile
 import time
 
+import pytest
+
 from conftest import SOURCE_DIR, run_mapctl
 
 GPT = "gpt2:layers=2,hidden=32,heads=4,vocab=64,seq=8,batch=4"
@@ -132,6 +134,7 @@ def test_resume_after_a_crash_reproduces_the_uninterrupted_losses(tmp_path):
     assert r.returncode == 1 and "no committed checkpoint" in r.stderr
 
 
+@pytest.mark.long  # slow: the long form runs it (scripts/test.sh --long)
 def test_traced_models_go_through_the_same_path(models):
     """The importer's traced test models (tests/import/models/make_models.py) on 4 ranks."""
     out, _ = models
