@@ -22,7 +22,6 @@
 #include "common/bytes.h"
 #include "common/checkpoint/checkpoint_commit.h"
 #include "common/file_io.h"
-#include "common/plan_choices.h"
 #include "model/graph/batch_norm_groups.h"
 #include "planner/runnable/plan_request.h"
 #include "planner/runnable/runnable_plan.h"
@@ -61,7 +60,8 @@ absl::StatusOr<PlanRequest> RunPlanRequest(const RunArgs& args) {
 }
 
 // A saved plan's (--plan FILE), checked against the flags that would contradict it.
-absl::StatusOr<RunnablePlan> SavedPlan(const RunArgs& args, const PlanRequest& request, int64_t micro_batches) {
+absl::StatusOr<RunnablePlan> SavedPlan(const RunArgs& args, const PlanRequest& request) {
+  const int64_t micro_batches = request.planner.micro_batches;  // 0: auto; > 1 pins it
   auto bytes = ReadFileToString(args.plan);
   if (!bytes.ok()) return bytes.status();
   v1::Plan plan;
@@ -88,8 +88,6 @@ absl::StatusOr<RunnablePlan> SavedPlan(const RunArgs& args, const PlanRequest& r
 
 // The plan the ranks run: a saved one, or one made by the planning pipeline.
 absl::StatusOr<RunnablePlan> ChoosePlan(const RunArgs& args) {
-  auto micro = ParseMicroBatches(args.training.micro_batches(), "--micro-batches");
-  if (!micro.ok()) return micro.status();
   auto request = RunPlanRequest(args);
   if (!request.ok()) return request.status();
   if (!args.plan.empty()) {
@@ -101,7 +99,7 @@ absl::StatusOr<RunnablePlan> ChoosePlan(const RunArgs& args) {
       return absl::InvalidArgumentError("--batch-norm local with --plan: a saved plan keeps its graph's batch norms; drop "
                                         "--batch-norm or run without --plan");
     }
-    return SavedPlan(args, *request, *micro);
+    return SavedPlan(args, *request);
   }
   auto trainable = LoadTrainingGraph(args.model.model, args.model.inputs, 0, 0, args.loss);
   if (!trainable.ok()) return trainable.status();

@@ -174,7 +174,7 @@ absl::StatusOr<PlanCandidate> SearchMesh(const PlannerOptions& options, CostGrap
     return c;
   }
   // Nothing fits on this mesh: report the unconstrained plan with the most sharded stage's memory.
-  c.zero_stage = pinned >= 0 ? pinned : options.max_zero_stage;
+  c.zero_stage = HighestZeroStage(options);
   if (auto st = Fill(c, graph, **cluster, **cache.Get(mesh, c.zero_stage, m), free, options); !st.ok()) return st;
   return c;
 }

@@ -62,6 +62,11 @@ absl::Status Fill(PlanCandidate& c, const Graph& graph, const Cluster& cluster, 
 absl::StatusOr<Solved> SolveFree(const PlannerOptions& options, CostGraphCache& cache, const std::vector<int64_t>& mesh,
                                  int64_t m);
 
+// The highest ZeRO stage the options allow: the pinned one, or max_zero_stage.
+inline int HighestZeroStage(const PlannerOptions& options) {
+  return options.zero_stage >= 0 ? options.zero_stage : options.max_zero_stage;
+}
+
 // The highest ZeRO stage that costs ZeRO 0's seconds (the pinned stage when one is): 1, and 2
 // with one micro-batch — with more, ZeRO 2 reduce-scatters every pass's gradients.
 int SameSecondsStage(const PlannerOptions& options, int64_t m);

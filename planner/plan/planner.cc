@@ -179,7 +179,7 @@ void PlanSearch::Lap(const char* what) const {
 absl::Status PlanSearch::Bound() {
   const double budget = BudgetOf(options_);
   const int lowest_allowed = std::max(options_.zero_stage, 0);
-  const int highest_allowed = options_.zero_stage >= 0 ? options_.zero_stage : options_.max_zero_stage;
+  const int highest_allowed = HighestZeroStage(options_);
   for (const auto& mesh : meshes_) {
     for (int64_t m : counts_) {
       auto cg0 = cache_.Get(mesh, lowest_allowed, m);
@@ -259,7 +259,7 @@ absl::Status PlanSearch::Visit(int pass, size_t i) {
 absl::StatusOr<bool> PlanSearch::TakeUnconstrained(const Pair& p) {
   int fits_at = -1;
   const int same_seconds = SameSecondsStage(options_, p.m);
-  const int highest = options_.zero_stage >= 0 ? options_.zero_stage : options_.max_zero_stage;
+  const int highest = HighestZeroStage(options_);
   auto cg0 = cache_.Get(p.mesh, std::max(options_.zero_stage, 0), p.m);
   if (!cg0.ok()) return cg0.status();
   StagePrice price;
@@ -342,7 +342,7 @@ void PlanSearch::OnePrunedPerMesh() {
 // reported, unconstrained, at the most sharded stage.
 absl::Status PlanSearch::AddNearest() {
   const auto& [mesh, m] = nearest_->first;
-  const int highest_allowed = options_.zero_stage >= 0 ? options_.zero_stage : options_.max_zero_stage;
+  const int highest_allowed = HighestZeroStage(options_);
   PlannerOptions at = options_;
   at.zero_stage = highest_allowed;
   auto free = SolveFree(at, cache_, mesh, m);
@@ -381,7 +381,7 @@ absl::Status PlanSearch::Collect() {
 // The least memory any searched plan needs: every node at its smallest strategy, with the most
 // memory-saving ZeRO stage allowed and the most micro-batches searched.
 absl::Status PlanSearch::LeastMemory() {
-  const int stage = options_.zero_stage >= 0 ? options_.zero_stage : options_.max_zero_stage;
+  const int stage = HighestZeroStage(options_);
   result_.min_memory_bytes = std::numeric_limits<double>::infinity();
   for (const auto& mesh : meshes_) {
     for (int64_t m : counts_) {
