@@ -44,13 +44,37 @@ int RunModels(const std::string& format) {
 
 int RunOps(const std::string& format, bool aten) {
   if (aten) {
-    auto names = SupportedAtenOpNames();
-    if (!names.ok()) return ReportError(names.status());
+    auto rows = AtenOpPathList();
+    if (!rows.ok()) return ReportError(rows.status());
+    auto path = [](const AtenOpPath& r) -> std::string {
+      if (r.entry) return "entry";
+      return r.refused.empty() ? "generic" : "refused";
+    };
     if (format == "json") {
-      std::cout << nlohmann::json(*names).dump(2) << "\n";
-    } else {
-      for (const auto& n : *names) std::cout << n << "\n";
+      nlohmann::json out = nlohmann::json::array();
+      for (const auto& r : *rows) {
+        nlohmann::json j = {{"op", r.op}, {"path", path(r)}};
+        if (!r.entry && r.refused.empty()) j["measured_on"] = r.meta ? "meta" : "cpu";
+        if (!r.refused.empty() && !r.entry) j["why"] = r.refused;
+        out.push_back(std::move(j));
+      }
+      std::cout << out.dump(2) << "\n";
+      return kExitOk;
     }
+    Table t({"OP", "PATH", "DETAIL"});
+    int entries = 0, generic = 0, refused = 0;
+    for (const auto& r : *rows) {
+      const std::string p = path(r);
+      entries += p == "entry";
+      generic += p == "generic";
+      refused += p == "refused";
+      t.Row({r.op, p, p == "entry"     ? "a hand-written registry entry (exact)"
+                      : p == "generic" ? (r.meta ? "measured on meta tensors" : "measured on small CPU tensors (no meta kernel)")
+                                       : r.refused});
+    }
+    t.Print(std::cout);
+    std::cout << "\n" << entries << " by hand-written entries, " << generic << " by the generic ATen path, " << refused
+              << " refused (docs/importer.md, \"The generic ATen path\")\n";
     return kExitOk;
   }
   const OpRegistry& reg = OpRegistry::Global();

@@ -45,7 +45,7 @@ absl::Status InlineParameterData(v1::Graph& graph) {
   return absl::OkStatus();
 }
 
-absl::StatusOr<std::vector<std::string>> SupportedAtenOpNames() { return SupportedAtenOps(); }
+absl::StatusOr<std::vector<AtenOpPath>> AtenOpPathList() { return AtenOpPaths(); }
 
 absl::StatusOr<MeasureResult> MeasureSteps(const v1::Graph& graph, int steps, const std::string& optimizer) {
   LocalTrainingOptions m;

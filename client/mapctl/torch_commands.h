@@ -16,6 +16,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "model/import/torchscript_importer.h"  // AtenOpPath (torch-free header)
 #include "proto/mapd/v1/graph.pb.h"
 #include "worker/measure/measure.h"
 
@@ -37,8 +38,9 @@ absl::Status InitFrom(const std::string& path, v1::Graph& graph);
 // Nothing to do (and no LibTorch needed) for a graph whose parameters read no archive.
 absl::Status InlineParameterData(v1::Graph& graph);
 
-// The aten ops the TorchScript importer maps (`mapctl ops --aten`).
-absl::StatusOr<std::vector<std::string>> SupportedAtenOpNames();
+// Every ATen operator and how the importer takes it: a hand-written entry or the generic path
+// (`mapctl ops --aten`).
+absl::StatusOr<std::vector<AtenOpPath>> AtenOpPathList();
 
 // `steps` real training steps of `graph` on this CPU, memory counted (`mapctl profile --measure`).
 absl::StatusOr<MeasureResult> MeasureSteps(const v1::Graph& graph, int steps, const std::string& optimizer);

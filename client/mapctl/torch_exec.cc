@@ -63,7 +63,7 @@ absl::Status InlineParameterData(v1::Graph& graph) {
   return absl::OkStatus();
 }
 
-absl::StatusOr<std::vector<std::string>> SupportedAtenOpNames() { return ExecTorch(); }
+absl::StatusOr<std::vector<AtenOpPath>> AtenOpPathList() { return ExecTorch(); }
 
 absl::StatusOr<MeasureResult> MeasureSteps(const v1::Graph&, int, const std::string&) { return ExecTorch(); }
 

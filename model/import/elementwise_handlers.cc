@@ -100,6 +100,15 @@ Handler Clamp(const std::string& bounds) {
       if (a[i].kind == AValue::Kind::kTensor && !a[i].scalar_tensor) {
         return im.Error(n, absl::StrCat("clamp with a tensor ", names[k], " bound is not supported; give a number"));
       }
+      // An integer bound stays an integer: clamp of an integer tensor by a float promotes it to
+      // float (PyTorch's rule), which the registry's clamp does not model — the generic path does.
+      if (a[i].is_number() && (a[i].constant.isInt() || a[i].constant.isBool())) {
+        attrs.Int(names[k], a[i].constant.isBool() ? a[i].constant.toBool() : a[i].constant.toInt());
+        continue;
+      }
+      if (!IsFloating(im.builder().TypeOf(x)->dtype)) {
+        return im.Error(n, "clamp of an integer tensor by a float bound makes floats");
+      }
       MAPD_ASSIGN_OR_RETURN(double v, im.DoubleArg(n, a, i));
       attrs.Float(names[k], v);
     }

@@ -14,6 +14,7 @@
 #include <optional>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -100,6 +101,9 @@ void AddRnnHandlers(std::map<std::string, Handler>& m);
 // Adds convolutions (1-D, 2-D, transposed), pooling, resizing, group and instance norms
 // (spatial_handlers.cc).
 void AddSpatialHandlers(std::map<std::string, Handler>& m);
+// The generic path (generic_handler.cc): `n` as one "aten" node of its schema, measured through
+// LibTorch (model/ops/generic_op.h); its refusal says why.
+Result EmitGeneric(Importer& im, torch::jit::Node* n, const std::vector<AValue>& args);
 // Adds selections and scatters: max/min/argmax/argmin over a dim, topk, sort, cumsum, flip,
 // gather, scatter(_add), index_add, one_hot, unbind (index_handlers.cc).
 void AddIndexHandlers(std::map<std::string, Handler>& m);
@@ -174,6 +178,12 @@ class Importer {
   // Tensor or number argument: fills either `tensor` or `scalar`.
   absl::Status TensorOrScalarArg(torch::jit::Node* n, const std::vector<AValue>& args, int i, std::string* tensor,
                                  v1::AttrValue* scalar);
+  // A tensor known at import (kConstTensor) as a graph value (a CONSTANT parameter).
+  absl::StatusOr<std::string> ConstantTensor(torch::jit::Node* n, const AValue& v) {
+    auto m = Materialise(n, v);
+    if (!m.ok()) return m.status();
+    return m->tensor;
+  }
   // Materialises a number as a 0-d tensor node (for ops that need a tensor operand).
   absl::StatusOr<std::string> ScalarTensor(torch::jit::Node* n, const AValue& v);
 
@@ -186,6 +196,13 @@ class Importer {
   void RecordSliceView(const std::string& view, const std::string& base, const Attrs& slice);
 
   absl::Status Error(torch::jit::Node* n, const std::string& msg) const;
+
+  // Whether a graph value needs a gradient in training, as the profiler will decide it: a
+  // trainable parameter does, and so does a floating output of a node reading one that does
+  // (a generic node's outputs as measured: detach's does not).
+  bool RequiresGrad(const std::string& value) const { return grad_values_.count(value) > 0; }
+  // The model's batch: dimension 0 of its first input (0 when it has none).
+  int64_t batch() const { return batch_; }
 
  private:
   friend struct InterpreterAccess;
@@ -219,6 +236,10 @@ class Importer {
 
   GraphBuilder builder_;
   std::string source_path_;
+  std::unordered_set<std::string> grad_values_;
+  int64_t batch_ = 0;
+  // MAPD_IMPORT_GENERIC_ONLY=1 (a test switch): every aten op goes by the generic path.
+  bool generic_only_ = false;
   std::unordered_map<torch::jit::Value*, AValue> env_;
   // TensorImpl → parameter name (first name; others are aliases).
   std::unordered_map<const c10::TensorImpl*, std::string> param_by_impl_;

@@ -3,6 +3,7 @@
 #include "model/import/torchscript_importer.h"
 
 #include <ATen/ops/scalar_tensor.h>
+#include <ATen/core/dispatch/Dispatcher.h>
 #include <torch/csrc/jit/api/function_impl.h>
 #include <torch/csrc/jit/passes/inliner.h>
 #include <torch/csrc/jit/serialization/import.h>
@@ -19,6 +20,7 @@
 #include "common/status_macros.h"
 #include "model/graph/verifier.h"
 #include "model/import/importer_internal.h"
+#include "model/ops/generic_op.h"
 
 namespace mapd {
 namespace import_internal {
@@ -82,7 +84,10 @@ bool DependsOnGraph(const std::vector<AValue>& args) {
 bool IsInterpreterKind(const std::string& kind) { return InterpreterKinds().count(kind) > 0; }
 
 Importer::Importer(std::string graph_name, std::string source_path)
-    : builder_(std::move(graph_name)), source_path_(std::move(source_path)) {}
+    : builder_(std::move(graph_name)), source_path_(std::move(source_path)) {
+  const char* generic = std::getenv("MAPD_IMPORT_GENERIC_ONLY");
+  generic_only_ = generic != nullptr && std::string(generic) == "1";
+}
 
 absl::Status Importer::Error(torch::jit::Node* n, const std::string& msg) const {
   std::string where = KindOf(n);
@@ -121,6 +126,7 @@ absl::Status Importer::CollectParameters(torch::jit::Module& module) {
     p.set_trainable(kind == v1::Parameter::PARAMETER && t.requires_grad() && IsFloating(*dtype));
     p.mutable_data()->set_source(source_path_);
     p.mutable_data()->set_key(name);
+    if (p.trainable()) grad_values_.insert(name);
     builder_.AddParameter(std::move(p));
     param_by_impl_[t.unsafeGetTensorImpl()] = name;
     param_kind_[name] = kind;
@@ -185,6 +191,7 @@ absl::Status Importer::BindInputs(torch::jit::Graph& g, torch::jit::Module& modu
                                                      " but the model was traced with a rank-", *rank, " '", name, "'"));
     }
     builder_.Input(name, spec.type);
+    if (batch_ == 0 && spec.type.rank() > 0) batch_ = spec.type.shape[0];
     Bind(in, AValue::Tensor(name));
   }
   for (const auto& s : specs) {
@@ -491,9 +498,26 @@ absl::Status Importer::RunNode(torch::jit::Node* n) {
     MAPD_ASSIGN_OR_RETURN(args[i], Materialise(n, args[i]));
   }
 
-  auto h = AtenHandlers().find(kind);
-  if (h == AtenHandlers().end()) return Error(n, "unsupported op");
-  MAPD_ASSIGN_OR_RETURN(std::vector<AValue> outs, h->second(*this, n, args));
+  auto h = generic_only_ ? AtenHandlers().end() : AtenHandlers().find(kind);
+  std::vector<AValue> outs;
+  if (h != AtenHandlers().end()) {
+    auto handled = h->second(*this, n, args);
+    if (!handled.ok() && builder_.status().ok()) {
+      // A case the hand-written handler does not cover (aten::index with two index tensors):
+      // the generic path is the floor under it.
+      auto generic = EmitGeneric(*this, n, args);
+      if (!generic.ok()) {
+        return absl::Status(handled.status().code(), absl::StrCat(handled.status().message(), "; the generic path: ",
+                                                                  generic.status().message()));
+      }
+      handled = std::move(generic);
+    }
+    MAPD_ASSIGN_OR_RETURN(outs, std::move(handled));
+  } else if (absl::StartsWith(kind, "aten::")) {
+    MAPD_ASSIGN_OR_RETURN(outs, EmitGeneric(*this, n, args));
+  } else {
+    return Error(n, "unsupported op");
+  }
   if (outs.size() != n->outputs().size()) {
     return Error(n, absl::StrCat("handler produced ", outs.size(), " values for ", n->outputs().size(), " outputs"));
   }
@@ -514,8 +538,19 @@ absl::StatusOr<std::vector<AValue>> Importer::Emit(torch::jit::Node* n, const st
   if (!builder_.status().ok()) {
     return absl::InvalidArgumentError(absl::StrCat(builder_.status().message(), " (from ", KindOf(n), ")"));
   }
+  // Gradients as the profiler will decide them (a generic node's measured per output).
+  bool any_grad = false;
+  for (const auto& in : inputs) any_grad |= RequiresGrad(in);
+  std::vector<int64_t> measured_grad;
+  if (auto g = attrs.map().find("grad"); op == kGenericOp && g != attrs.map().end()) {
+    measured_grad.assign(g->second.ints().values().begin(), g->second.ints().values().end());
+  }
   std::vector<AValue> vals;
-  for (auto& o : outs) vals.push_back(AValue::Tensor(std::move(o)));
+  for (size_t o = 0; o < outs.size(); ++o) {
+    const bool measured = o >= measured_grad.size() || measured_grad[o] != 0;
+    if (any_grad && measured && IsFloating(builder_.TypeOf(outs[o])->dtype)) grad_values_.insert(outs[o]);
+    vals.push_back(AValue::Tensor(std::move(outs[o])));
+  }
   return vals;
 }
 
@@ -563,7 +598,15 @@ absl::StatusOr<v1::Graph> Importer::Run(torch::jit::Module& module, const std::v
   builder_.SetMetadata("source", source_path_);
   builder_.SetMetadata("importer", "torchscript");
   builder_.SetMetadata("mode", module.is_training() ? "train" : "eval");
-  return builder_.Build();
+  MAPD_ASSIGN_OR_RETURN(v1::Graph graph, builder_.Build());
+  for (auto& in : *graph.mutable_inputs()) {
+    for (const auto& s : specs) {
+      if (s.name != in.name() || !s.range) continue;
+      in.mutable_value_range()->set_low(s.range->first);
+      in.mutable_value_range()->set_high(s.range->second);
+    }
+  }
+  return graph;
 }
 
 }  // namespace import_internal
@@ -571,6 +614,44 @@ absl::StatusOr<v1::Graph> Importer::Run(torch::jit::Module& module, const std::v
 std::vector<std::string> SupportedAtenOps() {
   std::vector<std::string> out;
   for (const auto& kv : import_internal::AtenHandlers()) out.push_back(kv.first);
+  return out;
+}
+
+std::vector<AtenOpPath> AtenOpPaths() {
+  const auto& handlers = import_internal::AtenHandlers();
+  std::map<std::string, AtenOpPath> rows;
+  std::set<std::string> taken;
+  for (const auto& kv : handlers) {
+    rows[kv.first].op = kv.first;
+    rows[kv.first].entry = true;
+  }
+  for (const c10::OperatorName& name : c10::Dispatcher::singleton().getAllOpNames()) {
+    if (!absl::StartsWith(name.name, "aten::")) continue;
+    if (absl::StartsWith(name.name, "aten::_") && !handlers.count(name.name)) continue;  // internals
+    auto op = c10::Dispatcher::singleton().findSchema(name);
+    if (!op.has_value() || absl::EndsWith(name.overload_name, "out")) continue;
+    AtenOpPath& row = rows[name.name];
+    row.op = name.name;
+    row.entry = handlers.count(name.name) > 0;
+    const bool meta = op->hasKernelForDispatchKey(c10::DispatchKey::Meta) ||
+                      op->hasKernelForDispatchKey(c10::DispatchKey::CompositeImplicitAutograd) ||
+                      op->hasKernelForDispatchKey(c10::DispatchKey::CompositeExplicitAutograd);
+    const bool cpu = meta || op->hasKernelForDispatchKey(c10::DispatchKey::CPU);
+    row.meta = row.meta || meta;
+    const bool inplace = name.name.size() > 1 && name.name.back() == '_';
+    std::string why;
+    if (!cpu) why = "no CPU kernel";
+    if (op->schema().is_mutable() && !inplace) why = "writes into its arguments";
+    // Refused only when every overload is.
+    if (why.empty()) {
+      taken.insert(name.name);
+      row.refused.clear();
+    } else if (!taken.count(name.name)) {
+      row.refused = why;
+    }
+  }
+  std::vector<AtenOpPath> out;
+  for (auto& kv : rows) out.push_back(std::move(kv.second));
   return out;
 }
 

@@ -72,6 +72,19 @@ int64_t ArchiveLoads();
 // computation (integer arithmetic, list ops, ...) is folded and not listed.
 std::vector<std::string> SupportedAtenOps();
 
+// How the importer takes each ATen operator LibTorch has: by a hand-written handler (`entry`),
+// or by the generic path, measured on meta tensors where the operator has a meta kernel and on
+// small real CPU tensors where it has only a CPU one; `refused` says why the generic path cannot
+// take it (no CPU kernel; writes into its arguments with no functional form). One row per
+// operator name (its overloads together), sorted.
+struct AtenOpPath {
+  std::string op;        // "aten::cdist"
+  bool entry = false;    // a hand-written handler maps it to a registry op
+  bool meta = false;     // the generic path: meta kernels (else real CPU tensors)
+  std::string refused;   // the generic path refuses it, and why ("" when it takes it)
+};
+std::vector<AtenOpPath> AtenOpPaths();
+
 // True when the path looks like a TorchScript archive (a .pt/.pth/.ts name or a zip file).
 bool LooksLikeTorchScript(const std::string& path);
 

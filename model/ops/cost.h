@@ -50,6 +50,10 @@ struct OpCost {
   // device's vector rate where a calibrated profile measured one (vector_flops) — erf GELU takes
   // ~2 ns an element on one thread here, ~15x its FLOPs at the matrix-product peak.
   bool vector_arithmetic = false;
+  // The FLOPs are a guess, not a formula: a generic ATen op (model/ops/generic_op.h) of no known
+  // formula, costed as memory-bound at one FLOP per output element. mapctl profile reports the
+  // share of FLOPs so estimated.
+  bool flops_estimated = false;
 };
 
 // Storage autograd keeps from the forward until this node's backward runs.

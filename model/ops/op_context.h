@@ -47,6 +47,7 @@ class OpContext {
   absl::StatusOr<DType> DTypeAttr(const std::string& name, DType def) const;
   // The attribute, if present.
   const v1::AttrValue* Attr(const std::string& name) const;
+  const AttrMap& attrs() const { return attrs_; }
 
   // INVALID_ARGUMENT "node 'n' (op): <message>".
   template <typename... Args>

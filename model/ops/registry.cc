@@ -21,6 +21,7 @@ const OpRegistry& OpRegistry::Global() {
     RegisterLossOps(*r);
     RegisterCommOps(*r);
     RegisterIndexOps(*r);
+    RegisterGenericOps(*r);
     return r;
   }();
   return *registry;
@@ -44,6 +45,16 @@ void OpRegistry::Add(Op& op) {
     std::fprintf(stderr, "mapd: the op registry cannot register '%s': %s\n", name.c_str(), std::string(st.message()).c_str());
     std::abort();
   }
+}
+
+bool IsViewNode(const OpDef& def, const CostContext& ctx) {
+  if (def.is_view) return def.is_view(ctx);
+  return def.traits.view && !(def.traits.copies_if_noncontiguous && !ctx.input_contiguous(0));
+}
+
+bool OutputNeedsGrad(const OpDef& def, const CostContext& ctx, int o, bool any_input_needs_grad) {
+  if (!any_input_needs_grad || o >= static_cast<int>(ctx.outputs.size()) || !IsFloating(ctx.outputs[o].dtype)) return false;
+  return def.output_grad ? def.output_grad(ctx, o) : true;
 }
 
 const OpDef* OpRegistry::Find(const std::string& name) const {

@@ -50,6 +50,10 @@ struct OpTraits {
 };
 
 using InferFn = std::function<absl::StatusOr<std::vector<TensorType>>(const OpContext&)>;
+// Per node, where an op's traits cannot say it for every node (the generic ATen op): whether
+// its outputs are views of input 0, and whether output `o` carries a gradient when an input does.
+using IsViewFn = std::function<bool(const CostContext&)>;
+using OutputGradFn = std::function<bool(const CostContext&, int output)>;
 
 struct OpDef {
   std::string name;
@@ -69,7 +73,17 @@ struct OpDef {
   // Which dimensions may be split across devices, einsum style (model/ops/sharding_rule.h,
   // docs/sharding.md); the planner generates the node's strategies from it.
   ShardingFn sharding;
+  // Unset: traits.view for every node.
+  IsViewFn is_view;
+  // Unset: every floating-point output carries a gradient when an input does.
+  OutputGradFn output_grad;
 };
+
+// Whether the node's outputs share input 0's storage (views; a reshape of a non-contiguous
+// input copies).
+bool IsViewNode(const OpDef& def, const CostContext& ctx);
+// Whether output `o` of the node needs a gradient, given whether any input does.
+bool OutputNeedsGrad(const OpDef& def, const CostContext& ctx, int o, bool any_input_needs_grad);
 
 // An OpDef built by field name (ops_*.cc):
 //   r.Add(Op("linear", "y = x @ w^T + b").Inputs({{"x"}, {"weight"}, {"bias", true}})
@@ -89,6 +103,8 @@ class Op {
   Op& Saved(SavedFn f) { return Set(def_.saved, std::move(f)); }
   Op& Layout(LayoutFn f) { return Set(def_.layout, std::move(f)); }
   Op& Sharding(ShardingFn f) { return Set(def_.sharding, std::move(f)); }
+  Op& IsView(IsViewFn f) { return Set(def_.is_view, std::move(f)); }
+  Op& OutputGrad(OutputGradFn f) { return Set(def_.output_grad, std::move(f)); }
   OpDef Take() { return std::move(def_); }
 
  private:
@@ -135,6 +151,7 @@ void RegisterConvOps(OpRegistry& r);
 void RegisterLossOps(OpRegistry& r);
 void RegisterCommOps(OpRegistry& r);
 void RegisterIndexOps(OpRegistry& r);
+void RegisterGenericOps(OpRegistry& r);
 
 }  // namespace mapd
 

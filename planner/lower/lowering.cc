@@ -73,7 +73,7 @@ class Lowerer {
     if (!prepared.ok()) return prepared.status();
     for (int n = 0; n < graph_.num_nodes(); ++n) {
       for (size_t o = 0; o < (*prepared)[n]->out.size(); ++o) {
-        needs_grad_[graph_.node(n).outputs(o)] = (*prepared)[n]->any_rg && IsFloating((*prepared)[n]->out[o].dtype);
+        needs_grad_[graph_.node(n).outputs(o)] = (*prepared)[n]->out_rg[o];
       }
     }
     for (const auto& p : graph_.proto().parameters()) needs_grad_[p.name()] = p.trainable();

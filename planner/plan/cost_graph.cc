@@ -239,7 +239,7 @@ absl::StatusOr<CostGraph> BuildCostGraph(const Graph& graph, const std::vector<s
   for (int n = 0; n < p.nodes_size(); ++n) {
     const v1::Node& node = p.nodes(n);
     for (int o = 0; o < node.outputs_size(); ++o) {
-      needs_grad[node.outputs(o)] = (*prepared)[n]->any_rg && IsFloating((*prepared)[n]->out[o].dtype);
+      needs_grad[node.outputs(o)] = (*prepared)[n]->out_rg[o];
     }
   }
   for (int n = 0; n < p.nodes_size(); ++n) {

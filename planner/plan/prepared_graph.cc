@@ -74,7 +74,10 @@ absl::StatusOr<std::vector<std::unique_ptr<PreparedNode>>> PrepareNodes(const Gr
     pn->octx = std::make_unique<OpContext>(node.name(), node.op(), pn->in_ptrs, node.attrs());
     const CostContext ctx = pn->ctx();
     pn->any_rg = ctx.any_requires_grad();
-    for (size_t o = 0; o < pn->out.size(); ++o) rg[node.outputs(o)] = pn->any_rg && IsFloating(pn->out[o].dtype);
+    for (size_t o = 0; o < pn->out.size(); ++o) {
+      pn->out_rg.push_back(OutputNeedsGrad(*pn->def, ctx, static_cast<int>(o), pn->any_rg));
+      rg[node.outputs(o)] = pn->out_rg.back();
+    }
     pn->cost = pn->def->cost ? pn->def->cost(ctx) : OpCost();
     for (double f : pn->cost.grad_flops) pn->grad_flops += f;
     if (pn->any_rg && pn->def->saved) pn->saved = pn->def->saved(ctx);
@@ -83,7 +86,7 @@ absl::StatusOr<std::vector<std::unique_ptr<PreparedNode>>> PrepareNodes(const Gr
     for (int i : pn->saved.inputs) {
       if (pn->role[i] == ParamRole::kNone && !node.inputs(i).empty()) pn->saved_input_charge[i] = charge(node.inputs(i));
     }
-    if (pn->def->traits.view && node.inputs_size() > 0 && !node.inputs(0).empty()) {
+    if (IsViewNode(*pn->def, ctx) && node.inputs_size() > 0 && !node.inputs(0).empty()) {
       for (const auto& o : node.outputs()) storage_of[o] = storage(node.inputs(0));
     }
     for (int o : pn->saved.outputs) pn->saved_output_charge[o] = charge(node.outputs(o));

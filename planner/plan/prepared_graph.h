@@ -34,6 +34,7 @@ struct PreparedNode {
   std::vector<bool> rg, contig;
   std::vector<ParamRole> role;
   bool any_rg = false;
+  std::vector<bool> out_rg;  // per output: needs a gradient (OutputNeedsGrad)
   OpCost cost;
   double grad_flops = 0;
   SavedSpec saved;

@@ -14,6 +14,7 @@
 #include "absl/strings/str_split.h"
 #include "model/graph/mixed_precision.h"
 #include "model/graph/verifier.h"
+#include "model/ops/generic_op.h"
 #include "model/ops/registry.h"
 #include "planner/profile/memory_ledger.h"
 
@@ -268,6 +269,8 @@ absl::Status Simulator::Forward() {
     }
     report_.forward_flops += prof.forward_flops;
     report_.backward_flops += prof.backward_flops;
+    if (prof.flops_estimated) report_.estimated_flops += prof.forward_flops + prof.backward_flops;
+    if (node.op() == kGenericOp) ++report_.generic_nodes;
     report_.forward_seconds += prof.forward_seconds;
     report_.backward_seconds += prof.backward_seconds;
     report_.ops.push_back(std::move(prof));
@@ -327,13 +330,13 @@ OpCost Simulator::CostOf(const OpDef& def, const CostContext& ctx) const {
 
 void Simulator::MakeOutputs(const v1::Node& node, const OpDef& def, const CostContext& ctx, bool any_rg) {
   // Views share the input's storage unless they must copy it.
-  const bool alias = def.traits.view && !(def.traits.copies_if_noncontiguous && !ctx.input_contiguous(0));
+  const bool alias = IsViewNode(def, ctx);
   const bool out_contiguous = alias ? (def.layout ? def.layout(ctx) : ctx.input_contiguous(0)) : true;
   for (size_t o = 0; o < ctx.outputs.size(); ++o) {
     const TensorType& type = ctx.outputs[o];
     ValueState v;
     v.type = type;
-    v.requires_grad = any_rg && IsFloating(type.dtype);
+    v.requires_grad = OutputNeedsGrad(def, ctx, static_cast<int>(o), any_rg);
     v.contiguous = out_contiguous;
     if (alias) {
       v.storage = values_.at(node.inputs(0)).storage;
@@ -358,6 +361,7 @@ OpProfile Simulator::ProfileOf(const v1::Node& node, const OpCost& cost, bool an
   prof.op = node.op();
   prof.scope = node.scope();
   prof.forward_flops = cost.flops;
+  prof.flops_estimated = cost.flops_estimated;
   prof.bytes = cost.bytes;
   const std::string rate_key = OpRateKey(node.op(), node.attrs());
   prof.forward_seconds = Seconds(cost.flops, prof.bytes, cost.kernels, cost.flops_per_product, cost.vector_arithmetic, rate_key);

@@ -43,6 +43,7 @@ struct TimelinePoint {
 struct OpProfile {
   std::string node, op, scope;
   double forward_flops = 0, backward_flops = 0;
+  bool flops_estimated = false;  // a generic op of no known formula (OpCost::flops_estimated)
   int64_t bytes = 0;  // forward bytes moved
   double forward_seconds = 0, backward_seconds = 0;
   int64_t saved_bytes = 0;  // bytes this node makes autograd keep (its share of saved storage)
@@ -63,6 +64,10 @@ struct ProfileReport {
   double forward_flops = 0;
   double backward_flops = 0;
   double optimizer_flops = 0;
+  // Of forward + backward, the FLOPs estimated rather than counted by a formula (generic ATen
+  // ops of no known formula, costed as memory-bound), and the nodes that went by the generic path.
+  double estimated_flops = 0;
+  int generic_nodes = 0;
   double training_flops() const { return forward_flops + backward_flops; }
   double flops_per_step() const { return forward_flops + backward_flops + optimizer_flops; }
 

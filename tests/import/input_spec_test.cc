@@ -27,6 +27,27 @@ TEST(InputSpec, RejectsBadSpecs) {
   }
 }
 
+TEST(InputSpec, AnIntegerInputTakesAValueRange) {
+  auto s = ParseInputSpec("t:i64[8]:0..999");
+  ASSERT_TRUE(s.ok()) << s.status();
+  ASSERT_TRUE(s->range.has_value());
+  EXPECT_EQ(s->range->first, 0);
+  EXPECT_EQ(s->range->second, 999);
+  EXPECT_EQ(s->ToString(), "t:i64[8]:0..999");
+  EXPECT_EQ(ParseInputSpec("d:i32[2,3]:-5..5")->range->first, -5);
+  EXPECT_THAT(std::string(ParseInputSpec("x:f32[8]:0..1").status().message()), HasSubstr("for integer inputs"));
+  EXPECT_THAT(std::string(ParseInputSpec("t:i64[8]:9..1").status().message()), HasSubstr("is empty"));
+  EXPECT_THAT(std::string(ParseInputSpec("t:i64[8]:0-9").status().message()), HasSubstr("not a value range :LOW..HIGH"));
+  auto json = ParseInputSpecsJson(R"({"inputs": [{"name": "t", "dtype": "int64", "shape": [8], "range": [1, 7]}]})");
+  ASSERT_TRUE(json.ok()) << json.status();
+  EXPECT_EQ((*json)[0].ToString(), "t:i64[8]:1..7");
+  EXPECT_EQ((*ParseInputSpecsJson(InputSpecsToJson(*json)))[0].ToString(), "t:i64[8]:1..7");
+  EXPECT_THAT(std::string(ParseInputSpecsJson(R"({"inputs": [{"name": "t", "dtype": "int64", "shape": [8], "range": [1]}]})")
+                              .status()
+                              .message()),
+              HasSubstr("must be [low, high]"));
+}
+
 TEST(InputSpec, Json) {
   auto specs = ParseInputSpecsJson(R"({"inputs": [{"name": "x", "dtype": "float32", "shape": [4, 8]}]})");
   ASSERT_TRUE(specs.ok()) << specs.status();

@@ -15,6 +15,7 @@
 
 #include "model/graph/builder.h"
 #include "model/import/input_spec.h"
+#include "model/ops/generic_op.h"
 #include "model/ops/registry.h"
 #include "worker/runtime/executor.h"
 
@@ -91,6 +92,21 @@ Built BuildCase(const OpCase& c, at::Generator& gen) {
   EXPECT_TRUE(g.ok()) << c.op << " " << c.label << ": " << g.status();
   if (g.ok()) out.graph = *g;
   return out;
+}
+
+// The generic op as the importer writes it: logsumexp over dimension 1, per-sample.
+Attrs GenericLogsumexp() {
+  GenericNode g;
+  g.schema = "aten::logsumexp";
+  g.args = {*GenericArg::Decode("t:0"), *GenericArg::Decode("il:1"), *GenericArg::Decode("b:0")};
+  g.input_types = {{v1::FLOAT32, {2, 3}}};
+  g.output_types = {{v1::FLOAT32, {2}}};
+  g.batch = {2, {0}, {0}};
+  g.alias = {-1};
+  g.grad = {true};
+  g.saved_inputs = {0};
+  g.saved_outputs = {0};
+  return g.ToAttrs();
 }
 
 std::vector<OpCase> Cases() {
@@ -275,6 +291,7 @@ std::vector<OpCase> Cases() {
       {"where", {"b:bool[2,3]", "p:f32[2,3]"}, Attrs().Float("y_scalar", 0.0), "y scalar"},
       {"where", {"b:bool[2,3]"}, Attrs().Int("x_scalar", 1).Float("y_scalar", 0.5), "both scalars"},
       {"zeros", {}, Attrs().Ints("shape", {2}).Str("dtype", "bool")},
+      {"aten", {"p:f32[2,3]"}, GenericLogsumexp(), "logsumexp by its schema"},
   };
 }
 

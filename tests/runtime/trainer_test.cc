@@ -418,7 +418,7 @@ TEST(RuntimeErrorsTest, NumPyArraysThatDoNotFitAreRefusedByName) {
   EXPECT_THAT(refused(Npy("<f4", "(9, 2)", Bytes(x)), ""), HasSubstr("has shape [9, 2]; input 'features' is f32[4,3]: save its samples as [N, 3]"));
   EXPECT_THAT(refused(good, Npy("<f4", "(6,)", Bytes(std::vector<float>(6)))), HasSubstr("holds floats; input 'labels'"));
   EXPECT_THAT(refused(good, Npy("<i8", "(6,)", Bytes(std::vector<int64_t>{0, 1, 2, 3, 4, 5}))),
-              HasSubstr("holds values in [0, 5]; input 'labels' takes [0, 5)"));
+              HasSubstr("holds values in [0, 5]; input 'labels' takes 0..4 (the graph's classes"));
   EXPECT_THAT(refused(good, Npy("|u1", "(5,)", std::string(5, '\1'))), HasSubstr("has 5 samples and"));
   EXPECT_THAT(refused(Npy("<f4", "(6, 3)", Bytes(x), 1, true), ""), HasSubstr("Fortran order"));
   EXPECT_THAT(refused(Npy(">f4", "(6, 3)", Bytes(x)), ""), HasSubstr("element type '>f4'"));
@@ -457,6 +457,22 @@ TEST(DataTest, SyntheticBoundsComeFromTheGraph) {
   EXPECT_EQ(*IndexBound(bert, "labels"), 3);
   v1::Graph gpt = Zoo("gpt2:layers=1,hidden=32,heads=2,vocab=77,seq=8,batch=2");
   EXPECT_EQ(*IndexBound(gpt, "targets"), 77);  // through the loss's view
+  EXPECT_EQ(InputRange(gpt, "targets")->high, 76);
+  // A stated range is followed to the indices it reaches and must fit them.
+  for (auto& in : *gpt.mutable_inputs()) {
+    if (in.name() != "tokens") continue;
+    in.mutable_value_range()->set_low(3);
+    in.mutable_value_range()->set_high(70);
+  }
+  EXPECT_EQ(InputRange(gpt, "tokens")->low, 3);
+  EXPECT_EQ(InputRange(gpt, "tokens")->high, 70);
+  for (auto& in : *gpt.mutable_inputs()) {
+    if (in.name() == "tokens") in.mutable_value_range()->set_high(80);
+  }
+  auto too_wide = InputRange(gpt, "tokens");
+  ASSERT_FALSE(too_wide.ok());
+  EXPECT_THAT(std::string(too_wide.status().message()), HasSubstr("ranges 3..80, so node"));
+  EXPECT_THAT(std::string(too_wide.status().message()), HasSubstr("where it takes 0..76"));
   DataOptions data;
   data.seed = 9;
   auto source = MakeDataSource(bert, data, at::kCPU);

@@ -13,6 +13,7 @@
 #include <set>
 
 #include "model/ir/graph.h"
+#include "model/ops/generic_op.h"
 #include "model/ops/registry.h"
 #include "model/zoo/zoo.h"
 
@@ -250,6 +251,27 @@ std::vector<std::unique_ptr<Node>> HandBuilt() {
   v.push_back(Make("nll_loss", {F32({8, 10}), I64({8})}));
   v.push_back(Make("mse_loss", {F32({8, 4}), F32({4})}));
   v.push_back(Make("mse_loss", {F32({8, 4}), F32({8, 1})}, Attrs().Str("reduction", "none")));
+  // The generic ATen op: per-sample (cdist's batch shared by both inputs and the output), and
+  // replicated (a reduction over the batch).
+  {
+    GenericNode per_sample;
+    per_sample.schema = "aten::cdist";
+    per_sample.args = {*GenericArg::Decode("t:0"), *GenericArg::Decode("t:1"), *GenericArg::Decode("f:2"),
+                       *GenericArg::Decode("none")};
+    per_sample.input_types = {F32({4, 6, 3}), F32({4, 5, 3})};
+    per_sample.output_types = {F32({4, 6, 5})};
+    per_sample.batch = {4, {0, 0}, {0}};
+    per_sample.alias = {-1};
+    per_sample.grad = {true};
+    v.push_back(Make("aten", {F32({4, 6, 3}), F32({4, 5, 3})}, per_sample.ToAttrs()));
+    GenericNode whole = per_sample;
+    whole.schema = "aten::logsumexp";
+    whole.args = {*GenericArg::Decode("t:0"), *GenericArg::Decode("il:0"), *GenericArg::Decode("b:0")};
+    whole.input_types = {F32({4, 6})};
+    whole.output_types = {F32({6})};
+    whole.batch = {};
+    v.push_back(Make("aten", {F32({4, 6})}, whole.ToAttrs()));
+  }
   return v;
 }
 

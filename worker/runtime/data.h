@@ -1,9 +1,10 @@
 // Training batches, one tensor per graph input, chosen by the input's role.
 //
 // Sources:
-// - synthetic (seeded): tokens/targets and other integer inputs uniform in [0, bound) where
-//   the bound comes from the graph (IndexBound: rows of the embedding the input indexes, or
-//   classes of the loss it is the target of); images, features and other float inputs N(0, 1).
+// - synthetic (seeded): tokens/targets and other integer inputs uniform in their range
+//   (InputRange: the stated one, else [0, bound) from the graph — rows of the embedding the input
+//   indexes, classes of the loss it is the target of); images, features and other float inputs
+//   N(0, 1).
 // - text file, byte-level: each batch row is a random window of T bytes of the file as
 //   `tokens` and the same window shifted by one as `targets`; the vocabulary must be >= 256.
 // - token file: the same windows over little-endian uint16 ids (nanoGPT's train.bin); every
@@ -12,8 +13,7 @@
 //   `targets` [N, ...] its second: each batch is B samples (rows) in the order of a seeded
 //   permutation of the N, a new permutation each epoch (a batch may span two epochs), converted
 //   to the inputs' dtypes as PyTorch's .to() converts (uint8 images are not rescaled). Integer
-//   targets must lie in the bound the graph gives them (IndexBound). Floats do not become
-//   integers.
+//   inputs must lie in their range (InputRange). Floats do not become integers.
 // Text and token files feed a language model: an input of role "tokens" [B, T] (and optionally
 // "targets" of the same shape). An input no file feeds is synthetic. Every batch is drawn from a
 // generator seeded with DeriveSeed(seed, "data"), so a seed gives the same batch sequence; every
@@ -29,6 +29,7 @@
 
 #include "absl/status/statusor.h"
 #include "proto/mapd/v1/graph.pb.h"
+#include "worker/runtime/input_range.h"  // IndexBound, InputRange
 #include "worker/runtime/torch_types.h"
 
 namespace mapd {
@@ -46,11 +47,6 @@ struct DataOptions {
 // "synthetic", "text", "tokens" or "npy"; INVALID_ARGUMENT otherwise.
 absl::StatusOr<DataOptions::Source> ParseDataSource(const std::string& name);
 
-// Exclusive upper bound of the values of integer input `input`, read off the graph: the rows
-// of an embedding it indexes, or the classes of a cross_entropy/nll_loss it is the target of,
-// following view-like ops in between (the smallest bound if several). INVALID_ARGUMENT when the
-// input reaches neither.
-absl::StatusOr<int64_t> IndexBound(const v1::Graph& graph, const std::string& input);
 
 class DataSource {
  public:

@@ -12,10 +12,15 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <memory>
+#include <mutex>
 #include <stdexcept>
+#include <unordered_map>
 
 #include "absl/strings/str_cat.h"
 #include "model/ir/dtype.h"
+#include "model/import/generic_call.h"
+#include "model/ops/generic_op.h"
 #include "model/ops/registry.h"
 #include "worker/runtime/exec_table_internal.h"
 #include "worker/runtime/torch_types.h"
@@ -39,6 +44,10 @@ bool DrawsRandomNumbers(const v1::Node& node) {
   // with a dropout probability.
   const OpDef* def = OpRegistry::Global().Find(node.op());
   if (def != nullptr && def->traits.random) return true;
+  if (node.op() == kGenericOp) {
+    auto r = node.attrs().find("random");
+    return r != node.attrs().end() && r->second.b();
+  }
   if (node.op() != "scaled_dot_product_attention") return false;
   auto it = node.attrs().find("dropout_p");
   return it != node.attrs().end() && (it->second.f() > 0 || it->second.i() > 0);
@@ -558,6 +567,58 @@ Outs Upsample(const ExecContext& c) {
   return {at::upsample_nearest2d(c.in(0), size, scale("scale_h"), scale("scale_w"))};
 }
 
+// ---------------------------------------------------------------- the generic ATen op
+//
+// A generic node (model/ops/generic_op.h) runs by its schema through c10::Dispatcher with a boxed
+// stack; autograd differentiates it like any other call.
+
+// A node's parsed attributes and operator, kept per node (a step runs the same nodes again).
+struct PreparedCall {
+  GenericNode node;
+  c10::OperatorHandle op;
+};
+
+const PreparedCall& Prepare(const v1::Node& node) {
+  static std::mutex mu;
+  static auto* cache = new std::unordered_map<std::string, std::unique_ptr<PreparedCall>>();
+  // The call depends on the schema and the arguments only (not on shapes, which micro-batch and
+  // rank graphs change).
+  std::string key = node.name();
+  for (const char* attr : {"schema", "args"}) {
+    auto a = node.attrs().find(attr);
+    if (a == node.attrs().end()) continue;
+    key += "|" + a->second.s();
+    for (const auto& v : a->second.strings().values()) key += "|" + v;
+  }
+  std::lock_guard<std::mutex> lock(mu);
+  auto it = cache->find(key);
+  if (it != cache->end()) return *it->second;
+  auto g = GenericNode::Parse(node.attrs(), node.inputs_size());
+  if (!g.ok()) throw std::invalid_argument(std::string(g.status().message()));
+  auto op = FindAtenOperator(g->schema);
+  if (!op.ok()) throw std::invalid_argument(std::string(op.status().message()));
+  auto call = std::make_unique<PreparedCall>(PreparedCall{std::move(*g), *op});
+  return *cache->emplace(key, std::move(call)).first->second;
+}
+
+std::vector<at::Tensor> RunGeneric(const ExecContext& c) {
+  const PreparedCall& call = Prepare(c.node());
+  auto out = CallAten(call.op, call.node.args, c.inputs(), c.device(), c.generator());
+  if (!out.ok()) throw std::invalid_argument(std::string(out.status().message()));
+  if (out->size() != c.output_types().size()) {
+    throw std::invalid_argument(absl::StrCat(call.node.schema, " returned ", out->size(), " tensors; the node has ",
+                                             c.output_types().size(), " outputs"));
+  }
+  // LibTorch 1.13's erf-GELU backward is wrong for a non-contiguous gradient (see Gelu above): its
+  // gradient is made contiguous first.
+  if (call.node.schema == "aten::gelu") {
+    for (at::Tensor& y : *out) {
+      if (y.requires_grad()) y.register_hook([](const at::Tensor& g) { return g.contiguous(); });
+    }
+  }
+  return *std::move(out);
+}
+
 // The table. `saved` names what autograd keeps for backward (inputs only when they require
 // grad's counterpart; "nothing" means no tensor beyond sizes/scalars).
 ExecTable* BuildTable() {
@@ -580,6 +641,9 @@ ExecTable* BuildTable() {
       "matmul P (or the dropped-out P) and v. The scaled scores are freed after the softmax");
   // normalisation and softmax (exec_table_norm.cc)
   exec_internal::AddNormOps(*t);
+  // any ATen op without an entry of its own
+  add(kGenericOp, RunGeneric,
+      "what autograd saved when the importer ran it (the node's saved_in, saved_out and saved_extra attributes)");
   // losses
   add("cross_entropy", CrossEntropy,
       "the log_softmax output [N, C] (shared by log_softmax and nll_loss backward), target, weight, and a 0-d "

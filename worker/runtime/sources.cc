@@ -180,77 +180,6 @@ absl::StatusOr<DataOptions::Source> ParseDataSource(const std::string& name) {
       "unknown data source '", name, "'; use synthetic, text (a byte-level text file), tokens (uint16 ids) or npy (NumPy arrays)"));
 }
 
-namespace {
-
-// Ops through which an integer input keeps its values (only their arrangement changes).
-bool PassesValues(const std::string& op) {
-  static const std::set<std::string> ops = {"view",    "reshape", "flatten", "transpose", "permute",
-                                            "contiguous", "unsqueeze", "squeeze", "expand", "slice",
-                                            "select",  "split",   "chunk",   "cat",       "stack",
-                                            "repeat_interleave"};
-  return ops.count(op) > 0;
-}
-
-// The size an integer tensor in input `slot` of `n` indexes: embedding's rows, the classes of a
-// loss's target, the indexed dimension of index_select/gather/scatter(_add)/index_add, one_hot's
-// classes; -1 when the op reads no index there.
-int64_t IndexedSize(const Graph& graph, const v1::Node& n, int slot) {
-  const std::string& op = n.op();
-  if (op == "embedding" && slot == 0) return graph.TypeOf(n.inputs(1)).shape.at(0);
-  if ((op == "cross_entropy" || op == "nll_loss") && slot == 1) {
-    const TensorType& x = graph.TypeOf(n.inputs(0));
-    return x.shape.at(x.rank() == 1 ? 0 : 1);
-  }
-  if (op == "one_hot" && slot == 0) {
-    auto it = n.attrs().find("num_classes");
-    return it == n.attrs().end() ? -1 : it->second.i();
-  }
-  static const std::set<std::string> indexing = {"index_select", "gather", "scatter", "scatter_add", "index_add"};
-  if (indexing.count(op) > 0 && slot == 1) {
-    const TensorType& x = graph.TypeOf(n.inputs(0));
-    if (x.rank() == 0) return 1;
-    auto it = n.attrs().find("dim");
-    return x.shape.at(WrapDim(it == n.attrs().end() ? 0 : it->second.i(), x.rank()));
-  }
-  return -1;
-}
-
-}  // namespace
-
-absl::StatusOr<int64_t> IndexBound(const v1::Graph& proto, const std::string& input) {
-  MAPD_ASSIGN_OR_RETURN(Graph graph, Graph::Create(proto));
-  if (graph.FindValue(input) == nullptr) {
-    return absl::InvalidArgumentError(absl::StrCat("graph '", proto.name(), "' has no value '", input, "'"));
-  }
-  int64_t bound = std::numeric_limits<int64_t>::max();
-  std::deque<std::string> todo = {input};
-  std::set<std::string> seen = {input};
-  while (!todo.empty()) {
-    const std::string v = todo.front();
-    todo.pop_front();
-    for (int ni : graph.FindValue(v)->consumers) {
-      const v1::Node& n = graph.node(ni);
-      for (int slot = 0; slot < n.inputs_size(); ++slot) {
-        if (n.inputs(slot) != v) continue;
-        const int64_t indexed = IndexedSize(graph, n, slot);
-        if (indexed >= 0) {
-          bound = std::min(bound, indexed);
-        } else if (PassesValues(n.op())) {
-          for (const std::string& out : n.outputs()) {
-            if (seen.insert(out).second) todo.push_back(out);
-          }
-        }
-      }
-    }
-  }
-  if (bound == std::numeric_limits<int64_t>::max()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "cannot tell the value range of integer input '", input, "' of graph '", proto.name(),
-        "': it indexes no embedding, index_select, gather, scatter or index_add, is no one_hot's classes and "
-        "is the target of no cross_entropy/nll_loss"));
-  }
-  return bound;
-}
 
 namespace {
 
@@ -263,7 +192,7 @@ class BatchSource : public DataSource {
  public:
   struct Feed {
     const v1::GraphInput* input;
-    int64_t bound = 0;  // integer inputs: values in [0, bound)
+    ValueRange range;  // integer inputs: their values
   };
 
   BatchSource(std::vector<Feed> feeds, c10::Device device, uint64_t seed)
@@ -294,7 +223,7 @@ class BatchSource : public DataSource {
         if (type.dtype == v1::BOOL) {
           t = at::randint(0, 2, type.shape, gen_, at::TensorOptions().dtype(at::kLong)).to(at::kBool);
         } else if (IsIntegral(type.dtype)) {
-          t = at::randint(0, f.bound, type.shape, gen_, at::TensorOptions().dtype(at::kLong)).to(dtype);
+          t = at::randint(f.range.low, f.range.high + 1, type.shape, gen_, at::TensorOptions().dtype(at::kLong)).to(dtype);
         } else {
           t = at::randn(type.shape, gen_, at::TensorOptions().dtype(at::kFloat)).to(dtype);
         }
@@ -373,8 +302,8 @@ class BatchSource : public DataSource {
 };
 
 // INVALID_ARGUMENT unless `a` holds samples of graph input `in`: the same shape past the batch
-// dimension, at least one sample, and for an integer input integer values in [0, bound).
-absl::Status CheckArrayFeeds(const NpyArray& a, const v1::GraphInput& in, int64_t bound) {
+// dimension, at least one sample, and for an integer input integer values in its range.
+absl::Status CheckArrayFeeds(const NpyArray& a, const v1::GraphInput& in, const ValueRange& range) {
   const TensorType want = TensorType::FromProto(in.type());
   const std::string shape = absl::StrCat("[", absl::StrJoin(a.shape(), ", "), "]");
   if (want.rank() < 1 || static_cast<int>(a.shape().size()) != want.rank() ||
@@ -396,9 +325,10 @@ absl::Status CheckArrayFeeds(const NpyArray& a, const v1::GraphInput& in, int64_
     lo = t.min().item<int64_t>();
     hi = t.max().item<int64_t>();
   }));
-  if (lo < 0 || hi >= bound) {
+  if (lo < range.low || hi > range.high) {
     return absl::InvalidArgumentError(absl::StrCat("array '", a.path(), "' holds values in [", lo, ", ", hi, "]; input '",
-                                                   in.name(), "' takes [0, ", bound, ") (the graph's classes or rows it indexes)"));
+                                                   in.name(), "' takes ", range.low, "..", range.high,
+                                                   in.has_value_range() ? " (its stated range)" : " (the graph's classes or rows it indexes)"));
   }
   return absl::OkStatus();
 }
@@ -416,7 +346,7 @@ absl::Status FeedArrays(const v1::Graph& graph, const DataOptions& options, cons
   for (int i = 0; i < wanted; ++i) {
     const std::string& path = i == 0 ? options.path : options.targets_path;
     MAPD_ASSIGN_OR_RETURN(NpyArray a, NpyArray::Open(path));
-    MAPD_RETURN_IF_ERROR(CheckArrayFeeds(a, graph.inputs(i), feeds[i].bound));
+    MAPD_RETURN_IF_ERROR(CheckArrayFeeds(a, graph.inputs(i), feeds[i].range));
     if (samples >= 0 && a.shape()[0] != samples) {
       return absl::InvalidArgumentError(absl::StrCat("array '", path, "' has ", a.shape()[0], " samples and '", first, "' has ",
                                                      samples, "; give inputs and targets of as many samples"));
@@ -436,10 +366,10 @@ absl::StatusOr<std::unique_ptr<DataSource>> MakeDataSource(const v1::Graph& grap
   const v1::GraphInput* tokens = nullptr;
   const v1::GraphInput* targets = nullptr;
   for (const v1::GraphInput& in : graph.inputs()) {
-    BatchSource::Feed f{&in, 0};
+    BatchSource::Feed f{&in, {}};
     const DType dtype = in.type().dtype();
     if (IsIntegral(dtype)) {
-      MAPD_ASSIGN_OR_RETURN(f.bound, IndexBound(graph, in.name()));
+      MAPD_ASSIGN_OR_RETURN(f.range, InputRange(graph, in.name()));
     }
     if (in.role() == "tokens") tokens = &in;
     if (in.role() == "targets") targets = &in;

@@ -179,7 +179,7 @@ class Client:
     # --- jobs ---------------------------------------------------------------------------------
 
     def _spec(self, what: str, model: Optional[str], module: Any, example_inputs: Any, graph: Any, mapctl: Optional[str],
-              fields: Dict[str, Any], defaults: Dict[str, Any]) -> Any:
+              fields: Dict[str, Any], defaults: Dict[str, Any], input_ranges: Optional[dict] = None) -> Any:
         valid = _job_fields()
         for key in fields:
             if key not in valid:
@@ -188,8 +188,8 @@ class Client:
         if len(given) != 1:
             raise TypeError(f"{what}(): give exactly one of model= (a zoo spec), module= (a torch.nn.Module) or graph= "
                             f"(a mapd.v1.Graph){'; got ' + ' and '.join(given) if given else ''}")
-        if example_inputs is not None and module is None:
-            raise TypeError(f"{what}(): example_inputs go with module=")
+        if (example_inputs is not None or input_ranges is not None) and module is None:
+            raise TypeError(f"{what}(): example_inputs and input_ranges go with module=")
         spec = _stubs.jobs_pb2.JobSpec()
         for key, value in {**defaults, **fields}.items():  # checked before a module is traced
             if value is None:
@@ -205,7 +205,8 @@ class Client:
             spec.model = model
         elif module is not None:
             from mapclient._module import module_to_graph
-            spec.graph.CopyFrom(module_to_graph(module, example_inputs, mapctl=mapctl or self.mapctl))
+            spec.graph.CopyFrom(module_to_graph(module, example_inputs, mapctl=mapctl or self.mapctl,
+                                                input_ranges=input_ranges))
         else:
             if not isinstance(graph, _stubs.graph_pb2.Graph):
                 raise TypeError(f"graph: a mapd.v1.Graph (mapclient.proto.graph_pb2.Graph), not a {type(graph).__name__}")
@@ -213,7 +214,7 @@ class Client:
         return spec
 
     def submit(self, model: Optional[str] = None, *, module: Any = None, example_inputs: Any = None, graph: Any = None,
-               mapctl: Optional[str] = None, **fields: Any) -> Job:
+               mapctl: Optional[str] = None, input_ranges: Optional[dict] = None, **fields: Any) -> Job:
         """Submits a training job; returns it as admitted (PENDING, with its plan's summary).
 
         Give the model one way:
@@ -221,7 +222,8 @@ class Client:
         - ``model="gpt2:layers=2,hidden=64"``: a zoo spec (``mapctl models``), sent as text;
         - ``module=net, example_inputs=(x, y)``: a ``torch.nn.Module`` whose ``forward`` returns the
           training loss, traced and converted with ``mapctl import`` (see
-          :func:`mapclient.module_to_graph`), its weights sent inside the graph;
+          :func:`mapclient.module_to_graph`), its weights sent inside the graph; an integer input
+          whose values MAP cannot bound from the graph takes ``input_ranges={"t": (0, 999)}``;
         - ``graph=g``: a ``mapd.v1.Graph`` whose output 0 is the loss, its parameters initialised
           by rule or carrying their data.
 
@@ -247,7 +249,8 @@ class Client:
                 FAILED_PRECONDITION when no plan fits the budget — or ``mapctl import`` refusing
                 the module.
         """
-        spec = self._spec("submit", model, module, example_inputs, graph, mapctl, fields, {"steps": 100, "ranks": 1})
+        spec = self._spec("submit", model, module, example_inputs, graph, mapctl, fields, {"steps": 100, "ranks": 1},
+                          input_ranges)
         return Job.from_proto(self._call("submit", self._jobs.Submit, _stubs.jobs_pb2.SubmitJobRequest(spec=spec)))
 
     def get(self, job: JobRef) -> Job:
@@ -441,7 +444,7 @@ class Client:
     # --- planner ------------------------------------------------------------------------------
 
     def plan(self, model: Optional[str] = None, *, module: Any = None, example_inputs: Any = None, graph: Any = None,
-             mapctl: Optional[str] = None, **fields: Any) -> Any:
+             mapctl: Optional[str] = None, input_ranges: Optional[dict] = None, **fields: Any) -> Any:
         """Plans the model for ``ranks`` devices (default 1) without running anything
         (``PlannerService.Plan``, what ``mapctl plan`` does locally) and returns the
         ``mapd.v1.PlanResponse``: ``fits``; when it fits, ``plan`` (as ``mapctl plan --save``
@@ -457,7 +460,7 @@ class Client:
             TypeError, ValueError: as :meth:`submit`.
             MapError: INVALID_ARGUMENT for a bad spec, an unknown model or op.
         """
-        spec = self._spec("plan", model, module, example_inputs, graph, mapctl, fields, {"ranks": 1})
+        spec = self._spec("plan", model, module, example_inputs, graph, mapctl, fields, {"ranks": 1}, input_ranges)
         return self._call("plan", self._planner.Plan, _stubs.planner_service_pb2.PlanRequest(spec=spec))
 
     def profile(self, model: Optional[str] = None, *, module: Any = None, example_inputs: Any = None, graph: Any = None,

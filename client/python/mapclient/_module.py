@@ -66,13 +66,27 @@ def _inputs(example_inputs: Any) -> Tuple[Any, ...]:
     return tuple(example_inputs)
 
 
-def input_specs(traced: Any, example_inputs: Sequence[Any]) -> list:
-    """`mapctl import`'s --input specs, NAME:DTYPE[D0,...], of a traced module's forward arguments."""
+def input_specs(traced: Any, example_inputs: Sequence[Any], input_ranges: Optional[dict] = None) -> list:
+    """`mapctl import`'s --input specs, NAME:DTYPE[D0,...], of a traced module's forward arguments;
+    NAME:DTYPE[D0,...]:LOW..HIGH for an integer input given a range in ``input_ranges``."""
     names = [a.name for a in traced.forward.schema.arguments][1:]  # [0] is self
     if len(names) != len(example_inputs):
         raise TypeError(f"forward() takes {len(names)} argument(s) ({', '.join(names)}) and {len(example_inputs)} example input(s) "
                         "were given")
-    return [f"{n}:{_DTYPES[str(t.dtype)][0]}[{','.join(str(d) for d in t.shape)}]" for n, t in zip(names, example_inputs)]
+    ranges = dict(input_ranges or {})
+    unknown = sorted(set(ranges) - set(names))
+    if unknown:
+        raise TypeError(f"input_ranges names {', '.join(unknown)}, not forward() arguments ({', '.join(names)})")
+    specs = []
+    for n, t in zip(names, example_inputs):
+        spec = f"{n}:{_DTYPES[str(t.dtype)][0]}[{','.join(str(d) for d in t.shape)}]"
+        if n in ranges:
+            low, high = ranges[n]
+            if not (isinstance(low, int) and isinstance(high, int)) or low > high:
+                raise ValueError(f"input_ranges[{n!r}] = {ranges[n]!r}: (low, high), integers, both inclusive, low <= high")
+            spec += f":{low}..{high}"
+        specs.append(spec)
+    return specs
 
 
 def _run_mapctl(mapctl: str, args: Sequence[str], what: str) -> str:
@@ -113,7 +127,8 @@ def _find_tensor(traced: Any, key: str) -> Any:
     return cur if isinstance(cur, _torch().Tensor) else None
 
 
-def module_to_graph(module: Any, example_inputs: Any, *, mapctl: Optional[str] = None, name: Optional[str] = None) -> Any:
+def module_to_graph(module: Any, example_inputs: Any, *, mapctl: Optional[str] = None, name: Optional[str] = None,
+                    input_ranges: Optional[dict] = None) -> Any:
     """Converts a ``torch.nn.Module`` into the ``mapd.v1.Graph`` a job trains.
 
     The module is traced with ``torch.jit.trace(module, example_inputs)`` in its current mode
@@ -129,6 +144,8 @@ def module_to_graph(module: Any, example_inputs: Any, *, mapctl: Optional[str] =
             and dtypes every step is fed (the batch size is the first dimension's).
         mapctl: the mapctl binary (else $MAPCTL, else PATH).
         name: the graph's name (default: the module's class name).
+        input_ranges: ``{"t": (0, 999)}``: the values of integer inputs MAP cannot bound from the
+            graph (both ends inclusive): a timestep, an id hashed before its embedding.
 
     Raises:
         TypeError: example inputs that are not tensors of MAP's dtypes, or not one per argument.
@@ -154,7 +171,7 @@ def module_to_graph(module: Any, example_inputs: Any, *, mapctl: Optional[str] =
         with torch.no_grad():
             for b, saved in buffers:
                 b.copy_(saved)
-    specs = input_specs(traced, inputs)
+    specs = input_specs(traced, inputs, input_ranges)
     with tempfile.TemporaryDirectory(prefix="mapclient-") as tmp:
         archive = os.path.join(tmp, f"{name}.pt")
         traced.save(archive)

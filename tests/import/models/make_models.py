@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """Generate tiny TorchScript archives + expected.json for the MAP importer tests.
 
-Usage:  /usr/bin/python3 tests/import/models/make_models.py OUTDIR
+Usage:  /usr/bin/python3 tests/import/models/make_models.py OUTDIR [--without-families]
         MAPD_DUMP_GRAPHS=1 ... also writes OUTDIR/<model>.graph.txt
         (the inlined graph of the re-loaded archive) for every model.
 
@@ -18,10 +18,19 @@ import torch
 
 sys.dont_write_bytecode = True  # keep the source tree free of __pycache__
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import audio  # noqa: E402
+import families  # noqa: E402
+import generative  # noqa: E402
+import graph  # noqa: E402
+import language  # noqa: E402
 import llama  # noqa: E402
 import misc  # noqa: E402
+import multimodal  # noqa: E402
 import nanogpt  # noqa: E402
+import recsys  # noqa: E402
 import resnet  # noqa: E402
+import sigproc  # noqa: E402
+import vision  # noqa: E402
 import wild  # noqa: E402
 
 BATCH, SEQ = 2, 16
@@ -117,7 +126,115 @@ def build(outdir, fname, model, inputs, arg_names, mode, script=False,
     return entry, node_kinds(graph)
 
 
+def add_families(add, gen):
+    """The real-model families of families.py (one miniature per published architecture), traced
+    in train mode on batch 8 (graph models: 16 nodes). Inputs come from gen, drawn after all the
+    other models' inputs so that those archives do not change."""
+    B = 8
+
+    def fam(fname, cls, inputs, names):
+        torch.manual_seed(0)
+        add(fname, cls(), inputs, names, "train")
+
+    def ids(high, *shape):
+        return torch.randint(0, high, shape, generator=gen)
+
+    def padded(tokens, lengths, end=None):
+        """tokens with every position at or after lengths[b] set to 0; end (if given) at lengths - 1."""
+        keep = torch.arange(tokens.size(1))[None, :] < lengths[:, None]
+        tokens = torch.where(keep, tokens, torch.zeros_like(tokens))
+        if end is not None:
+            tokens[torch.arange(tokens.size(0)), lengths - 1] = end
+        return tokens
+
+    def sym_adj(*shape, p=0.25):
+        a = (torch.rand(*shape, generator=gen) < p).float()
+        a = ((a + a.transpose(-1, -2)) > 0).float()
+        return a * (1 - torch.eye(shape[-1]))
+
+    img = torch.randn(B, 3, 32, 32, generator=gen)
+    tokens = ids(64, B, 16)
+
+    # vision
+    fam("mlp_mixer_trace_train.pt", vision.MLPMixer, [img], ["x"])
+    fam("detr_trace_train.pt", vision.DETR,
+        [img, ids(8, B, 8), torch.rand(B, 8, 4, generator=gen) * 0.5 + 0.25],
+        ["images", "target_classes", "target_boxes"])
+    fam("yolov5_trace_train.pt", vision.YOLOv5, [img], ["x"])
+    fam("espcn_trace_train.pt", vision.ESPCN, [torch.rand(B, 1, 16, 16, generator=gen)], ["x"])
+    # language
+    fam("mamba_trace_train.pt", language.Mamba, [tokens], ["input_ids"])
+    fam("rwkv_trace_train.pt", language.RWKV, [tokens], ["idx"])
+    lengths = torch.randint(8, 17, (B,), generator=gen)
+    mask = (torch.arange(16)[None, :] < lengths[:, None]).long()
+    fam("bloom_trace_train.pt", language.Bloom, [tokens, mask], ["input_ids", "attention_mask"])
+    fam("gemma2_trace_train.pt", language.Gemma2, [tokens], ["input_ids"])
+    # audio
+    fam("whisper_encoder_trace_train.pt", audio.WhisperEncoder, [torch.randn(B, 16, 32, generator=gen)], ["mel"])
+    fam("wavenet_trace_train.pt", audio.WaveNet, [torch.rand(B, 1, 64, generator=gen) * 2 - 1], ["audio"])
+    fam("conformer_trace_train.pt", audio.Conformer,
+        [torch.randn(B, 32, 16, generator=gen), torch.randint(1, 33, (B,), generator=gen)], ["features", "lengths"])
+    fam("hifigan_trace_train.pt", audio.HiFiGANGenerator, [torch.randn(B, 16, 8, generator=gen)], ["x"])
+    # recommendation
+    fam("dlrm_trace_train.pt", recsys.DLRM,
+        [torch.randn(B, 4, generator=gen), ids(10 ** 6, B, 3, 4)], ["dense_x", "sparse_ids"])
+    fields = torch.stack([ids(d, B) for d in (8, 12, 16, 4)], 1)
+    clicks = ids(2, B).float()
+    fam("deepfm_trace_train.pt", recsys.DeepFM, [fields, clicks], ["x", "label"])
+    sparse = torch.stack([ids(d, B) for d in (10, 20, 8, 12)], 1)
+    fam("dcnv2_trace_train.pt", recsys.DCNv2, [torch.randn(B, 4, generator=gen), sparse, clicks],
+        ["dense", "sparse", "label"])
+    # generative
+    fam("vqvae_trace_train.pt", generative.VQVAE, [torch.rand(B, 3, 16, 16, generator=gen)], ["x"])
+    fam("dcgan_trace_train.pt", generative.DCGAN,
+        [torch.randn(B, 16, 1, 1, generator=gen), torch.rand(B, 3, 16, 16, generator=gen) * 2 - 1], ["noise", "real"])
+    fam("realnvp_trace_train.pt", generative.RealNVP, [torch.randn(B, 16, generator=gen)], ["x"])
+    fam("dit_trace_train.pt", generative.DiT, [torch.randn(B, 4, 8, 8, generator=gen), ids(1000, B), ids(10, B)],
+        ["x", "t", "y"])
+    fam("nerf_trace_train.pt", generative.NeRF, [torch.randn(B, 3, generator=gen), torch.randn(B, 3, generator=gen)],
+        ["rays_o", "rays_d"])
+    fam("gumbel_vae_trace_train.pt", generative.GumbelSoftmaxVAE, [torch.rand(B, 32, generator=gen)], ["x"])
+    # graph
+    fam("schnet_trace_train.pt", graph.SchNet, [ids(10, B, 12), torch.randn(B, 12, 3, generator=gen) * 1.5],
+        ["z", "pos"])
+    nodes, adj = torch.randn(16, 8, generator=gen), sym_adj(16, 16)
+    fam("gcn_trace_train.pt", graph.GCN, [nodes, adj], ["x", "adj"])
+    fam("graphsage_trace_train.pt", graph.GraphSAGE, [nodes, adj], ["x", "adj"])
+    fam("gin_trace_train.pt", graph.GIN, [torch.randn(B, 12, 8, generator=gen), sym_adj(B, 12, 12, p=0.15)],
+        ["x", "adj"])
+    # signal processing
+    fam("tcn_trace_train.pt", sigproc.TCN, [torch.randn(B, 1, 32, generator=gen)], ["inputs"])
+    fam("sincnet_trace_train.pt", sigproc.SincNet, [torch.randn(B, 128, generator=gen)], ["x"])
+    fam("nbeats_trace_train.pt", sigproc.NBeats,
+        [torch.randn(B, 16, generator=gen), (torch.rand(B, 16, generator=gen) > 0.1).float()], ["x", "input_mask"])
+    # multimodal
+    text = padded(torch.randint(1, 63, (B, 8), generator=gen), torch.randint(2, 9, (B,), generator=gen), end=63)
+    fam("clip_trace_train.pt", multimodal.CLIP, [torch.randn(B, 3, 16, 16, generator=gen), text], ["image", "text"])
+    question = padded(torch.randint(1, 32, (B, 8), generator=gen), torch.randint(3, 9, (B,), generator=gen))
+    fam("film_vqa_trace_train.pt", multimodal.FiLMVQA, [torch.randn(B, 3, 16, 16, generator=gen), question],
+        ["image", "question"])
+
+
+def check_families(expected):
+    """families.FAMILIES and the archives agree: one entry per archive, the same input specs."""
+    dt = {"float32": "f32", "float64": "f64", "int64": "i64", "bool": "bool"}
+    archives = [f["archive"] for f in families.FAMILIES]
+    assert len(set(archives)) == len(archives), archives
+    for fam in families.FAMILIES:
+        entry = expected[fam["archive"]]
+        specs = [f"{i['name']}:{dt[i['dtype']]}[{','.join(map(str, i['shape']))}]" for i in entry["inputs"]]
+        assert specs == fam["inputs"], (fam["archive"], specs, fam["inputs"])
+        assert fam["loss"] in ("cross_entropy", "mse", "output"), fam
+        outs = entry["outputs"]
+        assert (fam["loss"] == "output") == (len(outs) == 1 and outs[0]["shape"] == []), (fam["archive"], outs)
+        assert set(fam["ranges"]) <= {i["name"] for i in entry["inputs"]}, fam
+
+
 def main(argv):
+    # --without-families: only the archives the importer's and runtime's C++ tests read (each test
+    # process makes its own; the 30 families take most of the time).
+    families = "--without-families" not in argv
+    argv = [a for a in argv if a != "--without-families"]
     if len(argv) != 2:
         print(__doc__, file=sys.stderr)
         return 2
@@ -211,10 +328,15 @@ def main(argv):
         extra_files={"mapd_inputs.json": json.dumps(spec)})
 
     torch.manual_seed(0)
-    add("unsupported.pt", misc.Unsupported(), [uns_x], ["x"], "eval",
-        extra={"unsupported_ops": misc.UNSUPPORTED_OPS})
-    got = {k: kinds["unsupported.pt"][k] for k in misc.UNSUPPORTED_OPS}
-    assert got == misc.UNSUPPORTED_OPS, got
+    add("generic_ops.pt", misc.GenericOps(), [uns_x], ["x"], "eval", extra={"generic_ops": misc.GENERIC_OPS})
+    got = {k: kinds["generic_ops.pt"][k] for k in misc.GENERIC_OPS}
+    assert got == misc.GENERIC_OPS, got
+    torch.manual_seed(0)
+    add("refused.pt", misc.Refused(), [uns_x], ["x"], "eval")
+
+    if families:
+        add_families(add, gen)
+        check_families(expected)
 
     with open(os.path.join(outdir, "expected.json"), "w") as f:
         json.dump(expected, f, indent=2, sort_keys=True)

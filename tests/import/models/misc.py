@@ -417,8 +417,9 @@ class SignalOps(nn.Module):
         return self.head(feat) + torch.argmin(feat, dim=1, keepdim=True).float()
 
 
-class Unsupported(nn.Module):
-    """Uses kthvalue x2, logcumsumexp x1, renorm x1 (plus a Linear so it has parameters)."""
+class GenericOps(nn.Module):
+    """Uses kthvalue x2, logcumsumexp x1, renorm x1 (plus a Linear so it has parameters): ops with
+    no hand-written entry, which import by the generic ATen path."""
 
     def __init__(self, dim=8):
         super().__init__()
@@ -433,5 +434,19 @@ class Unsupported(nn.Module):
         return y + low
 
 
-# What we expect in Unsupported's inlined graph (make_models.py checks this).
-UNSUPPORTED_OPS = {"aten::kthvalue": 2, "aten::logcumsumexp": 1, "aten::renorm": 1}
+# What we expect in GenericOps's inlined graph (make_models.py checks this).
+GENERIC_OPS = {"aten::kthvalue": 2, "aten::logcumsumexp": 1, "aten::renorm": 1}
+
+
+class Refused(nn.Module):
+    """What even the generic path refuses: an output whose shape depends on the input's values
+    (torch.nonzero), after a Linear."""
+
+    def __init__(self, dim=8):
+        super().__init__()
+        self.proj = nn.Linear(dim, dim)
+
+    def forward(self, x):
+        x = self.proj(x)
+        rows = torch.nonzero(x > 0)[:, 0]
+        return x.index_select(0, rows).sum()
