@@ -423,3 +423,31 @@ def test_tls_with_a_ca_file(venv, tmp_path):
     finally:
         stop(proc)
     assert got == {"jobs": 0, "health": "SERVING", "plain": "UNAVAILABLE"}, got
+
+
+def test_an_integer_input_takes_a_range_from_python(venv, tmp_path):
+    """module_to_graph(input_ranges={"ids": (0, 9999)}): a raw id hashed by % before its embedding
+    carries its stated range into the graph (what synthetic data draws from); a range for no
+    argument is a TypeError naming the arguments."""
+    got = run_script(venv, tmp_path, textwrap.dedent("""\
+        import json, mapclient, torch
+
+        class Hashed(torch.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.emb = torch.nn.Embedding(10, 4)
+
+            def forward(self, ids, y):
+                return torch.nn.functional.mse_loss(self.emb(ids % 10).sum(1), y)
+
+        ids, y = torch.randint(0, 9999, (8, 3)), torch.randn(8, 4)
+        g = mapclient.module_to_graph(Hashed(), (ids, y), input_ranges={"ids": (0, 9999)})
+        out = {i.name: [i.HasField("value_range"), i.value_range.low, i.value_range.high] for i in g.inputs}
+        try:
+            mapclient.module_to_graph(Hashed(), (ids, y), input_ranges={"idz": (0, 1)})
+        except TypeError as e:
+            out["bad"] = str(e)
+        print(json.dumps(out))
+        """))
+    assert got["ids"] == [True, 0, 9999] and got["y"][0] is False, got
+    assert "idz" in got["bad"] and "ids, y" in got["bad"], got
