@@ -46,6 +46,21 @@ def test_generic_ops_import_profile_and_train_on_four_ranks():
     assert dlrm["ranks_blocks"] > 0 and dlrm["ranks_loss_diff"] < 1e-4 and dlrm["ranks_param_diff"] < 1e-4, dlrm
 
 
+def test_a_replicated_generic_op_leaves_the_rest_of_the_model_data_parallel(models):
+    """DLRM's embedding_bag (its offsets make it no per-sample op: it runs on whole batches) does
+    not stop data parallelism around it: 4 ranks equal one process, each rank's peak within 5%."""
+    out, _ = models
+    r = run_mapctl("run", str(out / "dlrm_trace_train.pt"), "--input", "dense_x:f32[8,4]", "--input",
+                   "sparse_ids:i64[8,3,4]:0..999999", "--loss", "mse", "--ranks", "4", "--strategy", "dp", "--steps", "3",
+                   "--optimizer", "momentum", "--lr", "0.01", "--check-reference", "-o", "json")
+    assert r.returncode == 0, r.stderr
+    j = json.loads(r.stdout)
+    assert j["plan"].startswith("data parallel"), j["plan"]
+    assert j["reference_max_relative_loss_difference"] < 1e-4 and j["reference_max_parameter_difference"] < 1e-4, j
+    for p in j["per_rank"]:
+        assert abs(p["predicted_peak_bytes"] - p["measured_peak_bytes"]) <= 0.05 * p["measured_peak_bytes"], p
+
+
 def test_the_floor_holds_by_itself():
     """Every hand-written entry disabled: a transformer (Whisper's encoder) and a CNN (ESPCN)
     import by the generic path alone, profile within 10% and train on 4 ranks equal to one
