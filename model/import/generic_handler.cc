@@ -70,8 +70,37 @@ class SavedTensorRecord {
   std::vector<at::Tensor>* previous_ = nullptr;
 };
 
-int64_t StorageBytes(const at::Tensor& t);
-std::vector<at::Tensor> MakeInputs(const std::vector<TensorType>& types, const std::vector<bool>& grad, c10::Device device);
+// The bytes of the storages of `tensors`, each storage counted once, leaving out those `skip` names.
+template <typename Skip>
+int64_t DistinctStorageBytes(const std::vector<at::Tensor>& tensors, Skip skip) {
+  std::unordered_set<const void*> seen;
+  int64_t bytes = 0;
+  for (const at::Tensor& t : tensors) {
+    if (t.defined() && !skip(t) && seen.insert(t.storage().unsafeGetStorageImpl()).second) {
+      bytes += static_cast<int64_t>(t.storage().nbytes());
+    }
+  }
+  return bytes;
+}
+
+// The op's inputs as tensors of `types` on `device` (random values on the CPU: floats in
+// [0, 1), integers 0, which every index accepts), those in `grad` requiring a gradient.
+std::vector<at::Tensor> MakeInputs(const std::vector<TensorType>& types, const std::vector<bool>& grad, c10::Device device) {
+  std::vector<at::Tensor> out;
+  for (size_t i = 0; i < types.size(); ++i) {
+    const auto opts = at::TensorOptions().dtype(ToScalarType(types[i].dtype)).device(device);
+    at::Tensor t;
+    if (device.is_meta()) t = at::empty(types[i].shape, opts);
+    // Floats in [0, 1): in the domain of most ops (log, sqrt, acos, binary cross-entropy).
+    else if (IsFloating(types[i].dtype)) t = at::rand(types[i].shape, opts);
+    else if (types[i].dtype == v1::BOOL) t = at::randint(0, 2, types[i].shape, opts);
+    else t = at::zeros(types[i].shape, opts);
+    if (grad[i]) t.requires_grad_(true);
+    out.push_back(t);
+  }
+  return out;
+}
+
 
 // ---- workspace: CPU allocations while the op runs ----
 //
@@ -131,11 +160,7 @@ Workspace MeasureWorkspace(const c10::OperatorHandle& op, const std::vector<Gene
       grads = torch::autograd::grad(outs, wrt, grads_out, /*retain_graph=*/false, /*create_graph=*/false,
                                     /*allow_unused=*/true);
     }
-    int64_t kept = 0;
-    std::unordered_set<const void*> seen;
-    for (const at::Tensor& g : grads) {
-      if (g.defined() && seen.insert(g.storage().unsafeGetStorageImpl()).second) kept += StorageBytes(g);
-    }
+    const int64_t kept = DistinctStorageBytes(grads, [](const at::Tensor&) { return false; });
     w.backward = std::max<int64_t>(0, bwd->peak() - kept);
   } catch (const std::exception&) {
     return Workspace();
@@ -308,26 +333,6 @@ absl::StatusOr<CallSite> CallSiteOf(Importer& im, Node* n, const c10::FunctionSc
 
 // ---- measuring ----
 
-int64_t StorageBytes(const at::Tensor& t) { return static_cast<int64_t>(t.storage().nbytes()); }
-
-// The op's inputs as tensors of `types` on `device` (random values on the CPU: floats in
-// [0, 1), integers 0, which every index accepts), those in `grad` requiring a gradient.
-std::vector<at::Tensor> MakeInputs(const std::vector<TensorType>& types, const std::vector<bool>& grad, c10::Device device) {
-  std::vector<at::Tensor> out;
-  for (size_t i = 0; i < types.size(); ++i) {
-    const auto opts = at::TensorOptions().dtype(ToScalarType(types[i].dtype)).device(device);
-    at::Tensor t;
-    if (device.is_meta()) t = at::empty(types[i].shape, opts);
-    // Floats in [0, 1): in the domain of most ops (log, sqrt, acos, binary cross-entropy).
-    else if (IsFloating(types[i].dtype)) t = at::rand(types[i].shape, opts);
-    else if (types[i].dtype == v1::BOOL) t = at::randint(0, 2, types[i].shape, opts);
-    else t = at::zeros(types[i].shape, opts);
-    if (grad[i]) t.requires_grad_(true);
-    out.push_back(t);
-  }
-  return out;
-}
-
 // The shapes of the op's outputs for inputs of `types` holding the same value everywhere (0,
 // or true): compared with a run on random values, they tell an op whose output shape depends on
 // its inputs' values (nonzero, unique, masked_select).
@@ -363,16 +368,14 @@ absl::StatusOr<Run> RunOnce(const c10::OperatorHandle& op, const std::vector<Gen
   return r;
 }
 
+// What backward keeps beyond the op's inputs and outputs.
 int64_t SavedExtraBytes(const Run& r) {
-  std::unordered_set<const void*> seen;
-  int64_t bytes = 0;
-  for (const at::Tensor& s : r.saved) {
+  return DistinctStorageBytes(r.saved, [&r](const at::Tensor& s) {
     bool known = false;
     for (const auto& t : r.inputs) known |= s.is_alias_of(t);
     for (const auto& t : r.outputs) known |= s.is_alias_of(t);
-    if (!known && seen.insert(s.storage().unsafeGetStorageImpl()).second) bytes += StorageBytes(s);
-  }
-  return bytes;
+    return known;
+  });
 }
 
 std::vector<TensorType> WithBatch(std::vector<TensorType> types, const std::vector<int64_t>& dims, int64_t batch) {

@@ -219,8 +219,10 @@ absl::StatusOr<GenericNode> GenericNode::Parse(const AttrMap& attrs, int num_inp
     if (a.kind == GenericArg::Kind::kTensor || a.kind == GenericArg::Kind::kTensorList) {
       MAPD_RETURN_IF_ERROR(CheckIndices(a.ints, num_inputs, "argument input"));
     }
-    for (int64_t i : a.kind == GenericArg::Kind::kOptionalTensorList ? a.ints : std::vector<int64_t>{}) {
-      if (i >= num_inputs) return absl::InvalidArgumentError(absl::StrCat("argument input ", i, " is out of range"));
+    if (a.kind == GenericArg::Kind::kOptionalTensorList) {
+      for (int64_t i : a.ints) {  // -1: None
+        if (i >= 0) MAPD_RETURN_IF_ERROR(CheckIndices({i}, num_inputs, "argument input"));
+      }
     }
     g.args.push_back(std::move(a));
   }
