@@ -83,6 +83,7 @@ nlohmann::json PipelineJson(const PipelinePlan& p, int64_t global_batch) {
                       {"micro_batches", p.micro_batches},
                       {"micro_batch_size", p.micro_batches > 0 ? global_batch / p.micro_batches : global_batch},
                       {"schedule", p.schedule},
+                      {"virtual_stages", p.virtual_stages},
                       {"applicable", p.applicable},
                       {"fits", p.fits}};
   if (!p.applicable || p.pruned) {
@@ -202,6 +203,7 @@ absl::StatusOr<PlannerOptions> PlanOptionsOf(const PlanArgs& args) {
   choices->recompute = args.recompute;
   choices->micro_batches = args.micro_batches;
   choices->pipeline_stages = args.pipeline_stages;
+  choices->pin = args.pin;
   auto request = PlanRequestOf(*choices);
   if (!request.ok()) return request.status();
   PlannerOptions options = request->planner;
@@ -211,6 +213,14 @@ absl::StatusOr<PlannerOptions> PlanOptionsOf(const PlanArgs& args) {
   if (auto st = options.Validate(); !st.ok()) return st;
   if (auto c = MakeCluster(options.cluster); !c.ok()) return c.status();
   return options;
+}
+
+// With pins: what was pinned, and the name of the configuration that keeps them (a baseline or a
+// pipeline baseline of the same output).
+void AddPinsJson(nlohmann::json& j, const PlanResult& result, const PlannerOptions& options) {
+  if (options.pins.empty()) return;
+  j["pins"] = options.pins.ToString();
+  j["pinned"] = result.pinned_name;
 }
 
 // -o json of a pipeline plan: the pipeline, with the keys a plan without stages has for it as a whole.
@@ -244,6 +254,7 @@ void PrintPipelineJson(const Graph* graph, const PlanResult* result, const Plann
   for (const auto& b : result->pipeline_baselines) j["pipeline_baselines"].push_back(PipelineJson(b, result->global_batch));
   j["baselines"] = nlohmann::json::array();
   for (const auto& b : result->baselines) j["baselines"].push_back(CandidateJson(*graph, b, result->global_batch));
+  AddPinsJson(j, *result, options);
   std::cout << j.dump(2) << "\n";
 }
 
@@ -317,6 +328,7 @@ void PrintFlatJson(const Graph* graph, const PlanResult* result, const PlannerOp
     j["nodes"].push_back({{"node", graph->node(n).name()}, {"op", graph->node(n).op()}, {"strategy", s.ToString()},
                           {"placements", s.PlacementsString()}});
   }
+  AddPinsJson(j, *result, options);
   std::cout << j.dump(2) << "\n";
 }
 
@@ -383,6 +395,12 @@ void PrintPlanTables(const Graph* graph, const PlanResult* result, const Planner
   } else if (!result->pipeline_note.empty()) {
     std::cout << "\nPipeline stages: not searched (" << result->pipeline_note << ")\n";
   }
+  if (!options.pins.empty()) {
+    std::cout << "\nPinned:       " << options.pins.ToString() << " — "
+              << (result->pinned_name.empty() ? std::string("no baseline keeps every pin; MAP's plan above keeps them")
+                                              : absl::StrCat("'", result->pinned_name, "' above is the pinned configuration; MAP's plan keeps the pins too"))
+              << "\n";
+  }
 }
 
 }  // namespace
@@ -420,6 +438,11 @@ int RunPlan(const PlanArgs& args) {
         options->cluster.mesh.empty() ? "all 1-D and 2-D" : MeshString(options->cluster.mesh),
         options->zero_stage < 0 ? "up to stage 3" : absl::StrCat("stage ", options->zero_stage),
         absl::StrJoin(result->micro_batch_counts, ", "))));
+  }
+  if (!args.save.empty() && pipeline != nullptr && pipeline->virtual_stages > 1) {
+    return ReportError(absl::UnimplementedError(
+        "--save of an interleaved pipeline plan is not built yet (interleaved 1F1B is costed, not yet lowered or run); "
+        "pin schedule=1f1b to save a pipeline that runs"));
   }
   if (!args.save.empty()) {
     if (auto st = WriteStringToFileAtomic(args.save, ToPlanProto(*graph, *result, *options).SerializeAsString()); !st.ok()) {
@@ -469,6 +492,10 @@ void AddPlanCommand(CLI::App& app, Commands& out) {
                    "Pipeline stages over the layers (1F1B, each stage on devices/N devices): auto (the search also tries "
                    "every N dividing the devices, up to the layers) | N (1: none)")
       ->capture_default_str();
+  plan->add_option("--pin", args->pin,
+                   "Fix parts of the configuration and search the rest: tp=T,pp=P,dp=D,mbs=S (samples per micro-batch per "
+                   "data-parallel rank),recompute=full|off,schedule=1f1b|interleaved|interleaved:V,zero=Z; the configuration "
+                   "that keeps every pin is costed beside MAP's plan (docs/planner.md)");
   plan->add_option("--save", args->save, "Save the plan (proto, with its graph) to this file");
   plan->add_option("--report", args->report, "Write a self-contained HTML report (SVG) to this file");
   plan->add_option("-o,--output", args->format, "Output format")->check(CLI::IsMember({"table", "json"}))->capture_default_str();

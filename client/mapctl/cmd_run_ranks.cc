@@ -52,6 +52,7 @@ absl::StatusOr<PlanRequest> RunPlanRequest(const RunArgs& args) {
   c.recompute = args.recompute;
   c.micro_batches = args.training.micro_batches();
   c.pipeline_stages = args.pipeline_stages;
+  c.pin = args.pin;
   c.strategy = args.strategy;
   auto request = PlanRequestOf(c);
   if (!request.ok()) return request.status();

@@ -61,6 +61,7 @@ struct RunArgs {
   std::string zero = "auto";         // ZeRO stage for `--strategy map`: auto | 0 | 1 | 2
   std::string recompute = "auto";    // activation checkpointing: auto (the plan's) | off | all | LAYER,LAYER...
   std::string pipeline_stages = "1"; // 1 | N | auto: the layers cut into stages (1F1B)
+  std::string pin;                   // "tp=2,pp=2,..." (planner/plan/pins.h)
   std::string memory_per_device;     // the planner's budget
   bool check_reference = false;      // also train on one process and compare
   std::string gradient_buckets = "25MiB";  // data-parallel gradient buckets' size; "off": none
@@ -98,6 +99,7 @@ struct PlanArgs {
   std::string precision = "auto"; // auto (bf16 on GPU device types) | fp32 | bf16 (mixed: fp32 master weights and states)
   std::string micro_batches = "auto";  // auto | N (passes per step, gradients accumulated)
   std::string pipeline_stages = "auto";  // auto | N (1: no stages)
+  std::string pin;                // "tp=8,pp=16,..." (planner/plan/pins.h)
   std::string save;               // plan.pb
   std::string report;             // plan.html
   std::string format = "table";

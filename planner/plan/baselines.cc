@@ -101,9 +101,12 @@ absl::StatusOr<PlanCandidate> SolveBaselineAt(const PlannerOptions& options, Cos
   if (!cg.ok()) return cg.status();
   auto restricted = RestrictStrategies(**cg, **graph, FamilyMask(**cg, *batch, (*facts)->prepared, spec.roles));
   if (!restricted.ok()) return restricted.status();
-  auto s = SolveCostGraph(**graph, *restricted, budget, options);
+  // Pinned full recomputation: solved with every repeated layer recomputed, fitting or not.
+  const bool recompute_all = options.pins.recompute == PlanPins::Recompute::kFull;
+  auto s = recompute_all ? SolveCostGraph(**graph, *restricted, budget, options, *cluster, 0, /*recompute_all=*/true)
+                         : SolveCostGraph(**graph, *restricted, budget, options);
   if (!s.ok()) return s.status();
-  if (s->choice.empty() && options.recompute) {
+  if (s->choice.empty() && options.recompute && !recompute_all) {
     // Does not fit: the same family with every repeated layer recomputed, as people run it.
     auto all = SolveCostGraph(**graph, *restricted, budget, options, *cluster, 0, /*recompute_all=*/true);
     if (!all.ok()) return all.status();
@@ -115,9 +118,11 @@ absl::StatusOr<PlanCandidate> SolveBaselineAt(const PlannerOptions& options, Cos
   }
   if (s->choice.empty()) {  // does not fit: cost its fastest plan anyway
     c.solve_seconds += s->response.solve_seconds();
-    s = SolveCostGraph(**graph, *restricted, 0, options);
+    s = recompute_all ? SolveCostGraph(**graph, *restricted, 0, options, *cluster, 0, /*recompute_all=*/true)
+                      : SolveCostGraph(**graph, *restricted, 0, options);
     if (!s.ok()) return s.status();
   }
+  if (recompute_all && !s->recomputed_layers.empty()) c.name = absl::StrCat(spec.name, " + full recompute");
   if (auto st = Fill(c, **graph, **cluster, *restricted, *s, options); !st.ok()) return st;
   return c;
 }

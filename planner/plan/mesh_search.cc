@@ -130,9 +130,11 @@ absl::StatusOr<PlanCandidate> SearchMesh(const PlannerOptions& options, CostGrap
   // If the unconstrained plan fits, nothing is faster on this mesh (ZeRO 1 costs the same
   // seconds, and so does 2 with one micro-batch; the lowest stage at which it fits is taken).
   const int pinned = options.zero_stage;
+  // Every repeated layer recomputed (a pin): the unconstrained plan keeps them all.
+  const bool recompute_all = options.pins.recompute == PlanPins::Recompute::kFull;
   auto stage = lowest_fitting_stage(free, SameSecondsStage(options, m));
   if (!stage.ok()) return stage.status();
-  if (*stage >= 0) {
+  if (*stage >= 0 && !recompute_all) {
     c.zero_stage = *stage;
     if (auto st = Fill(c, graph, **cluster, **cache.Get(mesh, *stage, m), free, options); !st.ok()) return st;
     return c;
@@ -152,7 +154,7 @@ absl::StatusOr<PlanCandidate> SearchMesh(const PlannerOptions& options, CostGrap
     // Recompute scans stop where they cannot beat the best plan found (on other meshes, or here
     // at the other stage).
     const double cutoff = std::min(best_so_far, best ? best->cost.step_seconds : std::numeric_limits<double>::infinity());
-    auto s = SolveCostGraph(graph, **cg, budget, options, options.recompute ? *cluster : nullptr, cutoff, false);
+    auto s = SolveCostGraph(graph, **cg, budget, options, options.recompute ? *cluster : nullptr, cutoff, recompute_all);
     if (!s.ok()) return s.status();
     if (s->choice.empty()) {
       c.solve_seconds += s->response.solve_seconds();

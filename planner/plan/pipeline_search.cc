@@ -46,6 +46,24 @@ constexpr double kInf = std::numeric_limits<double>::infinity();
 // stage 1's, which bounds them all.
 int64_t CostedDepth(int i, int p) { return i == 0 ? p : (i == p - 1 ? 1 : p - 1); }
 
+// Interleaved 1F1B (v ≥ 2 chunks a device, Megatron-LM's schedule): device stage d runs
+// 2(p − d − 1) + (v − 1)·p chunk forwards before its first backward, so it keeps that many plus
+// one chunks' activations (at most all m·v of them), spread over its v chunks.
+int64_t InterleavedInFlight(int d, int p, int64_t v, int64_t m) {
+  const int64_t chunks = std::min<int64_t>(m * v, 2 * static_cast<int64_t>(p - d - 1) + (v - 1) * p + 1);
+  return (chunks + v - 1) / v;
+}
+// Chunk c of p·v: the micro-batches its activations are costed at (v = 1: CostedDepth; v ≥ 2:
+// device 0's, which bounds every device's, and the last chunk — the epilogue, with the head — at
+// its own device's) and those it keeps.
+int64_t ChunkCostedDepth(int c, int p, int64_t v, int64_t m) {
+  if (v == 1) return CostedDepth(c, p);
+  return InterleavedInFlight(c == p * v - 1 ? p - 1 : 0, p, v, m);
+}
+int64_t ChunkInFlight(int c, int p, int64_t v, int64_t m) {
+  return v == 1 ? std::min<int64_t>(p - c, m) : InterleavedInFlight(c % p, p, v, m);
+}
+
 struct Partition {
   std::vector<int> ends;  // per stage: its end layer
   double step_seconds = kInf;
@@ -55,14 +73,17 @@ struct Partition {
 struct PipelineTime {
   double step_seconds = 0, bubble_fraction = 0;
 };
-PipelineTime TimeOf(const std::vector<double>& passes, const std::vector<double>& onces, int64_t m) {
+// `passes` and `onces` per device stage (a device's chunks summed); v chunks a device: the fill
+// and drain are one chunk's pass on each device, then m·v − 1 chunk passes on the slowest.
+PipelineTime TimeOf(const std::vector<double>& passes, const std::vector<double>& onces, int64_t m, int64_t v = 1) {
   double sum = 0, slowest = 0, once = 0;
   for (double u : passes) {
     sum += u;
     slowest = std::max(slowest, u);
   }
   for (double g : onces) once = std::max(once, g);
-  const double pipeline = sum + static_cast<double>(m - 1) * slowest;
+  const double vd = static_cast<double>(v);
+  const double pipeline = sum / vd + (static_cast<double>(m) - 1 / vd) * slowest;
   const double p = static_cast<double>(passes.size());
   return {pipeline + once, pipeline > 0 ? 1 - static_cast<double>(m) * sum / (p * pipeline) : 0};
 }
@@ -144,21 +165,26 @@ absl::StatusOr<Partition> BestPartition(StageSolver& solver, int p, const std::v
   return best;
 }
 
-// The pipeline plan of a cut, its stages' graphs and plans at their own depths.
+// The pipeline plan of a cut, its stages' graphs and plans at their own depths: `ends` holds the
+// end layer of each of the p·v chunks (v = 1: of each stage); chunk c runs on device stage c mod p.
 // With `real_graphs`, each stage's graph holds its own layers (for the plan that is kept); else
 // it is the memoised graph of its kind.
 absl::StatusOr<PipelinePlan> Assemble(StageSolver& solver, const Graph& graph, const LayerSequence& seq, int p,
                                       const std::vector<int64_t>& mesh, int64_t m, const std::vector<int>& ends,
-                                      int64_t tp, const std::string& name, bool real_graphs = false) {
+                                      int64_t tp, const std::string& name, bool real_graphs = false, int64_t v = 1) {
   PipelinePlan plan;
   plan.name = name;
   plan.tensor_parallel = tp;
   plan.stages = p;
   plan.stage_mesh = mesh;
   plan.micro_batches = m;
+  plan.virtual_stages = v;
+  if (v >= 2) plan.schedule = absl::StrCat("interleaved 1F1B, ", v, " chunks a device");
   plan.fits = true;
-  for (int i = 0, a = 0; i < p; a = ends[i], ++i) {
-    auto s = solver.Solve(a, ends[i], CostedDepth(i, p), mesh, m, tp);
+  const int chunks = static_cast<int>(ends.size());
+  for (int i = 0, a = 0; i < chunks; a = ends[i], ++i) {
+    const int64_t costed_depth = ChunkCostedDepth(i, p, v, m);
+    auto s = solver.Solve(a, ends[i], costed_depth, mesh, m, tp);
     if (!s.ok()) return s.status();
     absl::StatusOr<std::shared_ptr<const Graph>> g = absl::UnknownError("");
     if (real_graphs) {
@@ -174,20 +200,21 @@ absl::StatusOr<PipelinePlan> Assemble(StageSolver& solver, const Graph& graph, c
     st.end_layer = ends[i];
     st.first_name = seq.layers[a];
     st.last_name = seq.layers[ends[i] - 1];
-    st.in_flight = std::min<int64_t>(p - i, m);
+    st.in_flight = ChunkInFlight(i, p, v, m);
     st.graph = *std::move(g);
     st.plan = (*s)->plan;
     st.pass_seconds = (*s)->pass_seconds + (*s)->send_seconds;
     st.once_seconds = (*s)->once_seconds;
     st.send_seconds = (*s)->send_seconds;
-    // A middle stage was costed at stage 1's depth; its own keeps fewer micro-batches.
-    const int64_t costed = std::min<int64_t>(CostedDepth(i, p), m);
+    // A chunk costed at a deeper stage's depth keeps fewer micro-batches.
+    const int64_t costed = std::min<int64_t>(costed_depth, m);
     if (costed > st.in_flight) {
-      const double per = st.plan.cost.activation_bytes / static_cast<double>(costed);
-      st.plan.cost.activation_bytes = per * static_cast<double>(st.in_flight);
+      // The activations kept, and what recomputation takes from them, are per micro-batch in flight.
+      const double kept = static_cast<double>(st.in_flight) / static_cast<double>(costed);
+      st.plan.cost.activation_bytes *= kept;
+      st.plan.cost.recompute_bytes *= kept;
     }
     plan.fits = plan.fits && (*s)->fits;
-    plan.peak_bytes = std::max(plan.peak_bytes, st.plan.cost.peak_bytes());
     plan.stage_plans.push_back(std::move(st));
   }
   // A weight read by the first and the last stage (tied embedding and LM head): its gradient
@@ -207,12 +234,19 @@ absl::StatusOr<PipelinePlan> Assemble(StageSolver& solver, const Graph& graph, c
     plan.stage_plans.front().once_seconds += tie;
     plan.stage_plans.back().once_seconds += tie;
   }
-  std::vector<double> passes, onces;
-  for (const StagePlan& s : plan.stage_plans) {
-    passes.push_back(s.pass_seconds);
-    onces.push_back(s.once_seconds);
+  // Per device stage: its chunks' passes, once-a-step parts and peaks summed.
+  std::vector<double> passes(p, 0.0), onces(p, 0.0), peaks(p, 0.0);
+  for (int c = 0; c < chunks; ++c) {
+    const StagePlan& st = plan.stage_plans[c];
+    passes[c % p] += st.pass_seconds;
+    onces[c % p] += st.once_seconds;
+    peaks[c % p] += st.plan.cost.peak_bytes();
   }
-  const PipelineTime time = TimeOf(passes, onces, m);
+  for (int d = 0; d < p; ++d) plan.peak_bytes = std::max(plan.peak_bytes, peaks[d]);
+  // Interleaved, a device holds its V chunks, each solved under B / V: whether they fit is their sum
+  // against B (a chunk over its share, the embedding's, may sit beside a smaller one).
+  if (v >= 2) plan.fits = plan.peak_bytes <= static_cast<double>(solver.budget()) * static_cast<double>(v);
+  const PipelineTime time = TimeOf(passes, onces, m, v);
   plan.step_seconds = time.step_seconds;
   plan.bubble_fraction = time.bubble_fraction;
   return plan;
@@ -247,16 +281,28 @@ bool Faster(const PipelinePlan& a, const PipelinePlan& b) {
 struct MegatronConfig {
   int pp = 1;
   int64_t tp = 1, dp = 1;
-  std::string Name() const { return absl::StrCat("Megatron TP=", tp, " x PP=", pp, dp > 1 ? absl::StrCat(" x DP=", dp) : ""); }
+  int64_t v = 1;  // chunks of layers a device (≥ 2: the interleaved schedule)
+  std::string Name() const {
+    return absl::StrCat("Megatron TP=", tp, " x PP=", pp, dp > 1 ? absl::StrCat(" x DP=", dp) : "",
+                        v >= 2 ? absl::StrCat(", interleaved x", v) : "");
+  }
   // A stage's mesh: {DP, TP}, or 1-D when either is 1.
   std::vector<int64_t> StageMesh() const { return dp > 1 && tp > 1 ? std::vector<int64_t>{dp, tp} : std::vector<int64_t>{dp * tp}; }
-  // The micro-batch counts of `counts` it may take: at least PP, each micro-batch splitting over DP.
+  // The micro-batch counts of `counts` it may take: at least PP, each micro-batch splitting over DP
+  // (interleaved: a multiple of PP, as Megatron-LM's schedule requires).
   std::vector<int64_t> Counts(const std::vector<int64_t>& counts, int64_t batch) const {
     std::vector<int64_t> ms;
     for (int64_t m : counts) {
-      if (m >= pp && batch % m == 0 && (batch / m) % dp == 0) ms.push_back(m);
+      if (m >= pp && batch % m == 0 && (batch / m) % dp == 0 && (v == 1 || m % pp == 0)) ms.push_back(m);
     }
     return ms;
+  }
+  // The end layer of each of the PP·V equal chunks.
+  std::vector<int> Ends(int layers) const {
+    std::vector<int> ends;
+    const int chunks = static_cast<int>(pp * v);
+    for (int i = 1; i <= chunks; ++i) ends.push_back(i * layers / chunks);
+    return ends;
   }
 };
 
@@ -270,10 +316,11 @@ absl::StatusOr<PipelinePlan> MegatronPipeline(StageSolver& solver, const Graph& 
   const int L = seq.num_layers();
   const int pp = config.pp;
   const int64_t tp = config.tp, dp = config.dp;
+  const int64_t v = config.v;
   const std::string name = config.Name();
   const std::vector<int64_t> mesh = config.StageMesh();
-  std::vector<int> ends;
-  for (int i = 1; i <= pp; ++i) ends.push_back(i * L / pp);
+  const std::vector<int> ends = config.Ends(L);
+  const int chunks = static_cast<int>(ends.size());
   const std::vector<int64_t> ms = config.Counts(counts, batch);  // the family's
   enum class Fit { kNotApplicable, kNo, kRecomputed, kPlain };
   std::map<std::pair<int64_t, bool>, Fit> memo;
@@ -283,9 +330,9 @@ absl::StatusOr<PipelinePlan> MegatronPipeline(StageSolver& solver, const Graph& 
     auto it = memo.find({m, first_only});
     if (it != memo.end()) return it->second;
     Fit f = Fit::kPlain;
-    for (int i : {0, pp - 1, pp > 2 ? 1 : -1}) {
+    for (int i : {0, chunks - 1, chunks > 2 ? 1 : -1}) {
       if (i < 0 || (first_only && i != 0)) continue;
-      auto s = solver.Solve(i == 0 ? 0 : ends[i - 1], ends[i], CostedDepth(i, pp), mesh, m, tp);
+      auto s = solver.Solve(i == 0 ? 0 : ends[i - 1], ends[i], ChunkCostedDepth(i, pp, v, m), mesh, m, tp);
       if (!s.ok()) return s.status();
       if (!(*s)->plan.applicable) {
         f = Fit::kNotApplicable;
@@ -338,14 +385,15 @@ absl::StatusOr<PipelinePlan> MegatronPipeline(StageSolver& solver, const Graph& 
       auto f = fit(ms[i]);
       if (!f.ok()) return f.status();
       if (*f < want) continue;
-      auto plan = Assemble(solver, graph, seq, pp, mesh, ms[i], ends, tp, *f == Fit::kPlain ? name : name + " + full recompute");
+      auto plan = Assemble(solver, graph, seq, pp, mesh, ms[i], ends, tp, *f == Fit::kPlain ? name : name + " + full recompute",
+                           false, v);
       if (!plan.ok()) return plan.status();
       if (!best || plan->step_seconds < best->step_seconds) best = *std::move(plan);
     }
     if (best) return *best;
   }
   // Nothing fits: the family at its most micro-batches, reported as not fitting.
-  return Assemble(solver, graph, seq, pp, mesh, ms.back(), ends, tp, name);
+  return Assemble(solver, graph, seq, pp, mesh, ms.back(), ends, tp, name, false, v);
 }
 
 // Every (p, submesh, m) with its lower bound (pipeline_search.h), lowest first.
@@ -361,8 +409,11 @@ absl::StatusOr<std::vector<Config>> Bounds(StageSolver& solver, const PlannerOpt
                                            const std::vector<int64_t>& counts, int64_t devices) {
   std::vector<Config> configs;
   const int L = solver.layers();
+  // MAP's own pipelines are 1F1B: none when the pins ask for the interleaved schedule.
+  if (!options.pins.AllowsVirtualStages(1)) return configs;
   for (int p : stage_counts) {
     for (const auto& mesh : MeshShapes(devices / p, options.max_mesh_axes)) {
+      if (!options.pins.AllowsStageMesh(mesh)) continue;
       for (int64_t m : counts) {
         if (m < p) continue;  // more than half of every stage idle
         auto one = solver.LayerBound(mesh, m);
@@ -384,6 +435,7 @@ PipelinePlan Pruned(const MegatronConfig& config, double bound, const std::strin
   pruned.tensor_parallel = config.tp;
   pruned.stages = config.pp;
   pruned.stage_mesh = config.StageMesh();
+  pruned.virtual_stages = config.v;
   pruned.pruned = true;
   pruned.step_seconds = bound;
   pruned.note = absl::StrFormat("not solved: at least %.4g s a step, and '%s' takes %.4g s", bound, fastest_name, fastest);
@@ -400,7 +452,8 @@ absl::StatusOr<double> MegatronBound(StageSolver& solver, const MegatronConfig& 
   for (int64_t m : config.Counts(counts, batch)) {
     auto one = solver.MegatronLayerBound(config.StageMesh(), m, config.tp);
     if (!one.ok()) return one.status();
-    bound = std::min(bound, most * one->objective + (L - most) * one->pass);
+    // Interleaved, the fill and drain are a chunk's pass on each device: (L − most)·U1 / V.
+    bound = std::min(bound, most * one->objective + (L - most) * one->pass / static_cast<double>(config.v));
   }
   return std::isfinite(bound) ? bound : 0.0;
 }
@@ -415,7 +468,11 @@ absl::StatusOr<double> MegatronBound(StageSolver& solver, const MegatronConfig& 
 // the family's own middle layer (MegatronBound) may prune it too. The bounds come from stage
 // solves within the exploring gap (5%): a configuration is pruned only when its bound less that
 // gap reaches it.
-absl::Status SolveMegatronPipelines(StageSolver& exact, const Graph& graph, const LayerSequence& seq, const PlannerOptions& options,
+// Interleaved configurations (V ≥ 2: every V dividing a stage's layers, or the pinned one; only
+// when the pins ask for the interleaved schedule) take their bound from their own middle layer,
+// solved under a chunk's share of the budget (B / V, so that a device's V chunks fit B).
+absl::Status SolveMegatronPipelines(const std::function<StageSolver&(int64_t)>& exact_for, const Graph& graph,
+                                    const LayerSequence& seq, const PlannerOptions& options,
                                     const std::vector<int>& stage_counts, const std::vector<Config>& configs,
                                     const std::vector<int64_t>& counts, int64_t devices, PlanResult& result) {
   std::map<std::tuple<int, std::vector<int64_t>, int64_t>, double> bound_of;
@@ -426,20 +483,24 @@ absl::Status SolveMegatronPipelines(StageSolver& exact, const Graph& graph, cons
   };
   std::vector<Candidate> candidates;
   const int64_t batch = result.global_batch;
+  const PlanPins& pins = options.pins;
   for (int pp : stage_counts) {
     if (seq.num_layers() % pp != 0) continue;
     const int64_t n = devices / pp;
     for (int64_t tp = 1; tp <= n; ++tp) {
-      if (n % tp != 0) continue;
-      const MegatronConfig config{pp, tp, n / tp};
-      double bound = kInf;
-      bool known = true;  // every count it may take has a bound
-      for (int64_t m : config.Counts(counts, batch)) {
-        auto it = bound_of.find({pp, config.StageMesh(), m});
-        if (it == bound_of.end()) known = false;
-        else bound = std::min(bound, it->second);
+      if (n % tp != 0 || (pins.tp > 0 && tp != pins.tp) || (pins.dp > 0 && n / tp != pins.dp)) continue;
+      for (int64_t v = 1; v <= seq.num_layers() / pp; ++v) {
+        if ((seq.num_layers() / pp) % v != 0 || !pins.AllowsVirtualStages(v) || (v >= 2 && pins.virtual_stages == 0)) continue;
+        const MegatronConfig config{pp, tp, n / tp, v};
+        double bound = kInf;
+        bool known = v == 1;  // every count it may take has a bound (MAP's are of 1F1B)
+        for (int64_t m : config.Counts(counts, batch)) {
+          auto it = bound_of.find({pp, config.StageMesh(), m});
+          if (it == bound_of.end()) known = false;
+          else bound = std::min(bound, it->second);
+        }
+        candidates.push_back({config, known ? bound : 0.0});
       }
-      candidates.push_back({config, known ? bound : 0.0});
     }
   }
   std::stable_sort(candidates.begin(), candidates.end(), [](const Candidate& a, const Candidate& b) { return a.bound < b.bound; });
@@ -458,6 +519,7 @@ absl::Status SolveMegatronPipelines(StageSolver& exact, const Graph& graph, cons
       result.pipeline_baselines.push_back(Pruned(c.config, c.bound, fastest_name, fastest));
       continue;
     }
+    StageSolver& exact = exact_for(c.config.v);
     if (prune && std::isfinite(fastest)) {
       // Before solving it: the bound from the family's own layer, over the counts it may take.
       auto tighter = MegatronBound(exact, c.config, counts, batch);
@@ -521,8 +583,8 @@ absl::Status Explore(StageSolver& solver, const Graph& graph, const LayerSequenc
 
 // The Megatron pipelines are plans of MAP's space (equal cuts, restricted strategies): one that
 // fits and is faster than the search's best becomes MAP's pipeline, and the note says so.
-absl::Status AdoptFasterBaseline(StageSolver& exact, const Graph& graph, const LayerSequence& seq, const PlannerOptions& options,
-                                 PlanResult& result) {
+absl::Status AdoptFasterBaseline(const std::function<StageSolver&(int64_t)>& exact_for, const Graph& graph, const LayerSequence& seq,
+                                 const PlannerOptions& options, PlanResult& result) {
   const PipelinePlan* faster = nullptr;
   for (const PipelinePlan& b : result.pipeline_baselines) {
     if (!b.applicable || !b.fits || (options.pipeline_stages >= 2 && b.stages != options.pipeline_stages)) continue;
@@ -537,13 +599,60 @@ absl::Status AdoptFasterBaseline(StageSolver& exact, const Graph& graph, const L
   }
   if (faster == nullptr) return absl::OkStatus();
   // The same cut and strategies, with the stages' own graphs.
-  auto adopted = Assemble(exact, graph, seq, faster->stages, faster->stage_mesh, faster->micro_batches, EndsOf(*faster),
-                          faster->tensor_parallel, "MAP", /*real_graphs=*/true);
+  auto adopted = Assemble(exact_for(faster->virtual_stages), graph, seq, faster->stages, faster->stage_mesh, faster->micro_batches,
+                          EndsOf(*faster), faster->tensor_parallel, "MAP", /*real_graphs=*/true, faster->virtual_stages);
   if (!adopted.ok()) return adopted.status();
   result.pipeline_note = absl::StrCat("the baseline '", faster->name, "', a pipeline of the same space, is faster than "
                                       "the search's own best pipeline and became MAP's");
   result.pipelines.insert(result.pipelines.begin(), *std::move(adopted));
   return absl::OkStatus();
+}
+
+// The pinned pipeline that does not fit: which device stage is over the budget, and by which of
+// its memory terms (its chunks summed).
+absl::Status PinnedPipelineDoesNotFit(const PlanResult& result, int64_t budget) {
+  const PipelinePlan* pinned = nullptr;
+  for (const PipelinePlan& b : result.pipeline_baselines) {
+    if (b.applicable && !b.pruned && !b.stage_plans.empty()) pinned = &b;
+  }
+  if (pinned == nullptr) {
+    return absl::FailedPreconditionError("no Megatron configuration keeps every pin: check that pp divides the layers (and "
+                                         "pp·V for an interleaved schedule) and that a micro-batch splits over dp");
+  }
+  const int p = pinned->stages;
+  std::vector<ChoiceCost> device(p);
+  std::vector<int64_t> in_flight(p, 0);
+  for (size_t c = 0; c < pinned->stage_plans.size(); ++c) {
+    const ChoiceCost& k = pinned->stage_plans[c].plan.cost;
+    ChoiceCost& d = device[c % p];
+    d.parameter_bytes += k.parameter_bytes;
+    d.gradient_bytes += k.gradient_bytes;
+    d.optimizer_bytes += k.optimizer_bytes;
+    d.activation_bytes += k.activation_bytes + k.recompute_bytes;
+    d.fixed_bytes += k.fixed_bytes;
+    in_flight[c % p] = std::max(in_flight[c % p], pinned->stage_plans[c].in_flight);
+  }
+  int worst = 0;
+  for (int d = 1; d < p; ++d) {
+    if (device[d].peak_bytes() > device[worst].peak_bytes()) worst = d;
+  }
+  const ChoiceCost& w = device[worst];
+  const std::vector<std::pair<const char*, double>> terms = {{"parameters", w.parameter_bytes},
+                                                             {"gradients", w.gradient_bytes},
+                                                             {"optimizer states", w.optimizer_bytes},
+                                                             {"activations", w.activation_bytes},
+                                                             {"gathered parameters", w.fixed_bytes}};
+  const auto largest = std::max_element(terms.begin(), terms.end(), [](const auto& a, const auto& b) { return a.second < b.second; });
+  std::vector<std::string> parts;
+  for (const auto& [what, bytes] : terms) {
+    if (bytes > 0) parts.push_back(absl::StrCat(what, " ", FormatBytes(static_cast<int64_t>(bytes))));
+  }
+  return absl::ResourceExhaustedError(absl::StrCat(
+      "the pinned configuration '", pinned->name, "' at ", pinned->micro_batches, " micro-batches does not fit: stage ", worst, " needs ",
+      FormatBytes(static_cast<int64_t>(w.peak_bytes())), " per device (", absl::StrJoin(parts, ", "), "; ", in_flight[worst],
+      " micro-batches in flight) against ", FormatBytes(budget), "; the largest term is its ", largest->first,
+      largest->first == std::string("activations") ? " — pin recompute=full, a smaller mbs, or more pp"
+                                                   : " — pin more tp or pp, or a higher zero stage"));
 }
 
 }  // namespace
@@ -560,6 +669,8 @@ struct PipelineSearchTask::State {
   const std::vector<int64_t> counts;
   const LayerSequence seq;
   StageSolver coarse, exact;
+  // Per V ≥ 2, the exact solver of interleaved chunks, each under B / V (ExactFor).
+  std::map<int64_t, std::unique_ptr<StageSolver>> interleaved;
   std::vector<int> stage_counts;
   int64_t devices = 0, memory_per_device = 0;
   bool trace = false;
@@ -569,6 +680,16 @@ struct PipelineSearchTask::State {
   std::vector<Config> configs;
   Explored explored;
 
+  StageSolver& ExactFor(int64_t v) {
+    if (v <= 1) return exact;
+    std::unique_ptr<StageSolver>& solver = interleaved[v];
+    if (solver == nullptr) {
+      PlannerOptions chunk = options;
+      chunk.cluster.memory_per_device /= v;
+      solver = std::make_unique<StageSolver>(graph, seq, chunk, false);
+    }
+    return *solver;
+  }
   void Lap(const std::string& what) const {
     if (trace) std::fprintf(stderr, "mapd plan: %s at %.3f s\n", what.c_str(), std::chrono::duration<double>(Clock::now() - start).count());
   }
@@ -665,8 +786,8 @@ absl::Status PipelineSearchTask::Finish(PlanResult& result) {
   }
   if (!st.bound_status.ok()) return st.bound_status;
   if (options.baselines) {
-    if (auto s = SolveMegatronPipelines(st.exact, st.graph, st.seq, options, st.stage_counts, st.configs, st.counts, st.devices,
-                                        result);
+    if (auto s = SolveMegatronPipelines([&st](int64_t v) -> StageSolver& { return st.ExactFor(v); }, st.graph, st.seq, options,
+                                        st.stage_counts, st.configs, st.counts, st.devices, result);
         !s.ok()) {
       return s;
     }
@@ -685,13 +806,17 @@ absl::Status PipelineSearchTask::Finish(PlanResult& result) {
     result.pipelines.push_back(*std::move(refined));
   }
   std::stable_sort(result.pipelines.begin(), result.pipelines.end(), Faster);
-  if (auto s = AdoptFasterBaseline(st.exact, st.graph, st.seq, options, result); !s.ok()) return s;
+  if (auto s = AdoptFasterBaseline([&st](int64_t v) -> StageSolver& { return st.ExactFor(v); }, st.graph, st.seq, options, result);
+      !s.ok()) {
+    return s;
+  }
   if (!result.pipelines.empty() && result.pipelines.front().fits &&
       (options.pipeline_stages >= 2 || !result.fits || result.pipelines.front().step_seconds < result.plan.cost.step_seconds)) {
     result.pipeline = result.pipelines.front();
   }
   if (options.pipeline_stages >= 2 && !result.pipeline) {
     const int p = options.pipeline_stages;
+    if (!options.pins.empty()) return PinnedPipelineDoesNotFit(result, st.memory_per_device);
     if (st.configs.empty()) {
       return absl::FailedPreconditionError(absl::StrCat(
           p, " pipeline stages need at least ", p, " micro-batches, and none of the counts searched (",

@@ -36,7 +36,9 @@
 // T ≥ L·U1·(m + p − 1)/p (Σ u ≥ L·U1, max u ≥ L·U1/p). Micro-batch counts below p are not
 // searched (more than half of every stage would idle).
 //
-// Not modelled (docs/planner.md): interleaved stages, different device counts per stage, the
+// Interleaved 1F1B (V chunks a device, Megatron-LM's schedule) is costed for the Megatron pipelines
+// the pins ask for (T = Σ_d u_d / V + (m − 1/V)·max_d u_d + max_d g_d, docs/planner.md); MAP's own
+// cuts are 1F1B. Not modelled: different device counts per stage, the
 // resharding of a sent activation when the next stage wants another placement (it is sent as
 // produced), and the embedding gradient's sum overlapping the drain.
 #ifndef MAPD_PLANNER_PLAN_PIPELINE_SEARCH_H_

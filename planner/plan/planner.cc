@@ -60,6 +60,10 @@ absl::Status PlannerOptions::Validate() const {
   if (!(time_limit_seconds > 0)) {
     return absl::InvalidArgumentError(absl::StrCat("the solver time limit must be positive, not ", time_limit_seconds));
   }
+  if (auto st = pins.Validate(); !st.ok()) return st;
+  if (!cluster.mesh.empty() && (pins.tp > 0 || pins.dp > 0 || pins.pp > 1)) {
+    return absl::InvalidArgumentError("--mesh pins the whole mesh; with --pin tp/dp/pp give --devices instead");
+  }
   return absl::OkStatus();
 }
 
@@ -86,6 +90,58 @@ struct Pair {
   double bound() const { return free.response.objective(); }
 };
 
+// The options with the pins applied (pins.h): stages, ZeRO stage, recomputation off, and the
+// micro-batch count of a pinned micro-batch size. `batch`: the graph's global batch (0: none).
+absl::StatusOr<PlannerOptions> ApplyPins(const PlannerOptions& options, int64_t devices, int64_t batch) {
+  PlannerOptions o = options;
+  const PlanPins& pins = options.pins;
+  if (pins.empty()) return o;
+  auto degrees = pins.Resolve(devices);
+  if (!degrees.ok()) return degrees.status();
+  if (pins.pp > 0) {
+    if (options.pipeline_stages >= 2 && options.pipeline_stages != pins.pp) {
+      return absl::InvalidArgumentError(absl::StrCat("--pin pp=", pins.pp, " and --pipeline-stages ", options.pipeline_stages,
+                                                     " disagree; give one of them"));
+    }
+    o.pipeline_stages = static_cast<int>(pins.pp);
+  }
+  if (pins.virtual_stages != 0 && pins.virtual_stages != 1 && o.pipeline_stages == 1) {
+    return absl::InvalidArgumentError("--pin schedule=interleaved needs pipeline stages: pin pp ≥ 2, or --pipeline-stages auto");
+  }
+  if (pins.zero >= 0) {
+    if (options.zero_stage >= 0 && options.zero_stage != pins.zero) {
+      return absl::InvalidArgumentError(absl::StrCat("--pin zero=", pins.zero, " and --zero ", options.zero_stage,
+                                                     " disagree; give one of them"));
+    }
+    o.zero_stage = pins.zero;
+    o.max_zero_stage = std::max(o.max_zero_stage, pins.zero);
+  }
+  if (pins.recompute == PlanPins::Recompute::kOff) o.recompute = false;
+  if (pins.recompute == PlanPins::Recompute::kFull) o.recompute = true;
+  if (pins.mbs > 0) {
+    if (degrees->dp == 0) {
+      return absl::InvalidArgumentError(absl::StrCat("--pin mbs=", pins.mbs, " sets the micro-batch per data-parallel rank: "
+                                                     "pin dp too (or tp and pp, which leave dp)"));
+    }
+    const int64_t per_pass = degrees->dp * pins.mbs;
+    if (batch <= 0 || batch % per_pass != 0) {
+      return absl::InvalidArgumentError(absl::StrCat("--pin mbs=", pins.mbs, " with dp=", degrees->dp, " takes ", per_pass,
+                                                     " samples a micro-batch, which does not divide the global batch of ", batch));
+    }
+    const int64_t m = batch / per_pass;
+    if (options.micro_batches > 1 && options.micro_batches != m) {
+      return absl::InvalidArgumentError(absl::StrCat("--pin mbs=", pins.mbs, " means ", m, " micro-batches, and --micro-batches says ",
+                                                     options.micro_batches, "; give one of them"));
+    }
+    o.micro_batches = m;
+  }
+  // The degrees the pins leave fixed, derived ones included, for the meshes and baselines.
+  o.pins.tp = degrees->tp;
+  o.pins.dp = degrees->dp;
+  o.pins.pp = degrees->pp;
+  return o;
+}
+
 // The micro-batch counts to search: the pinned one (checked), or every divisor of the batch.
 absl::StatusOr<std::vector<int64_t>> MicroBatchCounts(const Graph& graph, const PlannerOptions& options, CostGraphCache& cache,
                                                       PlanResult& result) {
@@ -105,6 +161,32 @@ absl::StatusOr<std::vector<int64_t>> MicroBatchCounts(const Graph& graph, const 
                                                    mb->batch, "; give a divisor of it, or auto"));
   }
   return std::vector<int64_t>{options.micro_batches};
+}
+
+// The pinned configuration: the fastest baseline (fitting first) the pins leave — with pinned
+// stages (`stages` ≥ 2) a pipeline, with none (1) a flat one, else either.
+std::string PinnedName(const PlanResult& result, int stages) {
+  std::string name;
+  bool fits = false;
+  double seconds = std::numeric_limits<double>::infinity();
+  auto consider = [&](const std::string& n, bool f, double s) {
+    if ((f && !fits) || (f == fits && s < seconds)) {
+      name = n;
+      fits = f;
+      seconds = s;
+    }
+  };
+  if (stages < 2) {
+    for (const PlanCandidate& b : result.baselines) {
+      if (b.applicable) consider(b.name, b.fits, b.cost.step_seconds);
+    }
+  }
+  if (stages != 1) {
+    for (const PipelinePlan& b : result.pipeline_baselines) {
+      if (b.applicable && !b.pruned) consider(b.name, b.fits, b.step_seconds);
+    }
+  }
+  return name;
 }
 
 // One search (SearchPlan): its inputs, the state its passes share, and one method per pass, run
@@ -130,6 +212,9 @@ class PlanSearch {
   PlanSearch(const Graph& graph, const PlannerOptions& options, CostGraphCache& cache, const Cluster& base)
       : graph_(graph), options_(options), cache_(cache), devices_(base.num_devices()), start_(Clock::now()) {
     meshes_ = options.cluster.mesh.empty() ? MeshShapes(devices_, options.max_mesh_axes) : std::vector<std::vector<int64_t>>{base.mesh};
+    const PlanPins flat = options.pins.WithoutStages();
+    meshes_.erase(std::remove_if(meshes_.begin(), meshes_.end(), [&](const auto& m) { return !flat.AllowsStageMesh(m); }),
+                  meshes_.end());
     static const bool trace_env = getenv("MAPD_TRACE") != nullptr;
     trace_ = trace_env && options.trace;
     best_ = options.objective_cutoff > 0 ? options.objective_cutoff : std::numeric_limits<double>::infinity();
@@ -399,6 +484,7 @@ absl::Status PlanSearch::LeastMemory() {
 
 absl::Status PlanSearch::Baselines() {
   for (const BaselineSpec& spec : BaselineSpecs(devices_)) {
+    if (!options_.pins.WithoutStages().AllowsStageMesh(spec.mesh)) continue;  // a baseline the pins rule out
     auto c = SolveBaseline(options_, cache_, spec, counts_);
     if (!c.ok()) return c.status();
     result_.baselines.push_back(*std::move(c));
@@ -489,6 +575,7 @@ absl::StatusOr<PlanResult> PlanSearch::Run() {
     if (auto st = pipelines->Finish(result_); !st.ok()) return st;
     Lap("pipeline stages");
   }
+  if (!options_.pins.empty()) result_.pinned_name = PinnedName(result_, options_.pipeline_stages);
   result_.search_seconds = std::chrono::duration<double>(Clock::now() - start_).count();
   return std::move(result_);
 }
@@ -508,7 +595,12 @@ absl::StatusOr<PlanResult> SearchPlan(const Graph& graph, const PlannerOptions& 
   std::unique_ptr<CostGraphCache> own_cache;
   auto cache = CacheFor(graph, resolved, shared_cache, own_cache);
   if (!cache.ok()) return cache.status();
-  return PlanSearch(graph, resolved, **cache, *base).Run();
+  auto analysis = (*cache)->Analysis();
+  if (!analysis.ok()) return analysis.status();
+  auto pinned = ApplyPins(resolved, base->num_devices(), (*analysis)->batch);
+  if (!pinned.ok()) return pinned.status();
+  if (auto st = pinned->Validate(); !st.ok()) return st;
+  return PlanSearch(graph, *pinned, **cache, *base).Run();
 }
 
 namespace {

@@ -23,6 +23,7 @@
 #include "absl/status/statusor.h"
 #include "model/ir/graph.h"
 #include "planner/plan/cost_graph.h"
+#include "planner/plan/pins.h"
 #include "planner/profile/profile_options.h"
 #include "planner/sharding/cluster.h"
 #include "proto/mapd/v1/plan.pb.h"
@@ -86,6 +87,11 @@ struct PlannerOptions {
   // bounds and exploration run beside the search without stages (pipeline_search.h); the plan is
   // the same either way.
   int threads = 2;
+  // Parts of the configuration the user fixed (pins.h, `mapctl plan --pin`): the search's space
+  // and the baselines are cut to them. SearchPlan applies the degrees, micro-batch size, ZeRO
+  // stage and `recompute=off` to the fields above once; a pipeline stage's own search keeps only
+  // `recompute`.
+  PlanPins pins;
 
   absl::Status Validate() const;
 };
@@ -130,13 +136,17 @@ struct PipelinePlan {
   int stages = 1;
   std::vector<int64_t> stage_mesh;     // every stage's intra-op mesh
   int64_t micro_batches = 1;
+  // Chunks of layers per device (DESIGN §6b): 1 for 1F1B; V ≥ 2 for interleaved 1F1B, where
+  // `stage_plans` holds p·V chunks and chunk c runs on the devices of stage c mod p.
+  int64_t virtual_stages = 1;
   std::string schedule = "1F1B";
   std::vector<StagePlan> stage_plans;
-  // Σ pass + (m − 1) · max pass + max once (DESIGN §6b).
+  // With u_d the passes of device stage d's chunks summed and g_d their once-a-step parts:
+  // Σ_d u_d / V + (m − 1/V) · max u_d + max g_d (DESIGN §6b; V = 1: 1F1B's Σ u + (m − 1) max u).
   double step_seconds = 0;
   // The share of the stages' time idle in the fill and drain: 1 − m·Σ pass / (p · pipeline time).
   double bubble_fraction = 0;
-  double peak_bytes = 0;               // the largest stage's predicted peak per device
+  double peak_bytes = 0;               // the largest predicted peak per device (a device's chunks summed)
   bool fits = false;                   // every stage fits its budget
   // A Megatron pipeline not solved: its lower bound (`step_seconds`) already reaches the fastest
   // fitting Megatron plan found (`note` says which), so it cannot be the fastest.
@@ -171,6 +181,9 @@ struct PlanResult {
   // stays the best without stages.
   std::optional<PipelinePlan> pipeline;
   std::string pipeline_note;               // why no stages were searched, when asked for auto
+  // With pins (PlannerOptions::pins): the name of the pinned configuration — the fastest baseline
+  // or pipeline baseline that keeps every pin (fitting first) — empty when no baseline does.
+  std::string pinned_name;
   int pipeline_configs_solved = 0, pipeline_configs_pruned = 0;
   double search_seconds = 0;              // wall time of the whole search
   // (mesh shape, micro-batch count) pairs searched under the budget; skipped by their bound.

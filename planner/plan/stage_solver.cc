@@ -110,7 +110,7 @@ absl::StatusOr<const StageSolve*> StageSolver::Solve(int a, int b, int64_t depth
     s->once_seconds = s->plan.cost.once_seconds;
     s->pass_seconds = (s->plan.cost.step_seconds - s->once_seconds) / static_cast<double>(m);
     if (b < layers()) {
-      auto send = SendSeconds(**g, s->plan, mesh);
+      auto send = SendSeconds(*cache, s->plan, mesh, m);
       if (!send.ok()) return send.status();
       s->send_seconds = *send;
     }
@@ -186,6 +186,9 @@ PlannerOptions StageSolver::StageOptions(const std::vector<int64_t>& mesh, int64
   static const bool trace_stages = getenv("MAPD_TRACE") != nullptr && std::string(getenv("MAPD_TRACE")) == "2";
   o.trace = trace_stages;  // MAPD_TRACE=2: the stages' searches too
   o.least_memory = false;
+  // The pipeline's pins were applied to it; a stage keeps only its recomputation.
+  o.pins = PlanPins{};
+  o.pins.recompute = options_.pins.recompute;
   if (coarse_) {
     // Exploring: the Lagrangian's answers within 5%, CBC barely (the cuts kept are solved again).
     o.relative_gap = std::max(options_.relative_gap, 0.05);
@@ -211,7 +214,12 @@ std::string StageSolver::KindKey(int a, int b) const {
   return key;
 }
 
-absl::StatusOr<double> StageSolver::SendSeconds(const Graph& g, const PlanCandidate& plan, const std::vector<int64_t>& mesh) {
+absl::StatusOr<double> StageSolver::SendSeconds(CostGraphCache& cache, const PlanCandidate& plan, const std::vector<int64_t>& mesh,
+                                                int64_t m) {
+  // One micro-batch's outputs (and their gradients) cross to the next stage per pass.
+  auto micro = cache.GraphFor(m);
+  if (!micro.ok()) return micro.status();
+  const Graph& g = **micro;
   ClusterOptions co = options_.cluster;
   co.mesh = mesh;
   co.devices = 0;

@@ -90,6 +90,8 @@ class StageSolver {
   void Release();
   // Seconds spent building the stages' cost graphs (MAPD_TRACE).
   double build_seconds() const;
+  // The memory budget per device the stages are solved under.
+  int64_t budget() const { return options_.cluster.memory_per_device; }
 
   // The link between consecutive stages' devices: across nodes when a stage fills whole nodes.
   AxisLink StageLink(int64_t stage_devices) const;
@@ -109,14 +111,14 @@ class StageSolver {
   std::string KindKey(int a, int b) const;
   // The stage's outputs sent on, and their gradients back, per micro-batch, as the plan
   // produces them.
-  absl::StatusOr<double> SendSeconds(const Graph& g, const PlanCandidate& plan, const std::vector<int64_t>& mesh);
+  absl::StatusOr<double> SendSeconds(CostGraphCache& cache, const PlanCandidate& plan, const std::vector<int64_t>& mesh, int64_t m);
   // The least LayerCost over the kinds of the middle layers, each costed by `cost` on its own
   // one-layer graph; 0 when the sequence has no middle layer or `cost` gives none (nullopt).
   absl::StatusOr<LayerCost> LeastMiddleLayer(int64_t m, const LayerCoster& cost);
 
   const Graph& graph_;
   const LayerSequence& seq_;
-  const PlannerOptions& options_;
+  const PlannerOptions options_;  // a copy: a solver may be made with its own budget (interleaved chunks)
   const bool coarse_;
   std::vector<int> kind_id_;
   std::map<std::string, std::shared_ptr<const Graph>> graphs_;

@@ -9,6 +9,7 @@
 #include "common/training_config.h"
 #include "model/graph/batch_norm_groups.h"
 #include "model/graph/verifier.h"
+#include "planner/plan/pins.h"
 #include "planner/profile/profile_options.h"
 #include "planner/profile/profiler.h"
 #include "planner/sharding/cluster.h"
@@ -109,6 +110,17 @@ absl::StatusOr<PlanRequest> PlanRequestOf(const PlanningChoices& c) {
   if (!stages.ok()) return stages.status();
   o.pipeline_stages = *stages;
   o.micro_batches = *stages != 1 && *micro == 1 ? 0 : *micro;
+  auto pins = ParsePins(c.pin);
+  if (!pins.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat(c.named_as_flags ? "" : "pin: ", pins.status().message()));
+  }
+  o.pins = *pins;
+  // Pinned stages or recomputation are the user's: the search keeps them.
+  if (pins->pp >= 2 && *micro == 1) o.micro_batches = 0;
+  if (pins->recompute == PlanPins::Recompute::kFull && request.recompute == "off") {
+    return absl::InvalidArgumentError(absl::StrCat(NameOf(c, "recompute"), " off and the pin recompute=full disagree; give one"));
+  }
+  if (pins->recompute == PlanPins::Recompute::kFull) o.recompute = true;
   return request;
 }
 

@@ -52,6 +52,8 @@ struct PlanningChoices {
   std::string pipeline_stages = "1";  // auto | N (1: none)
   int max_pipeline_stages = kMaxPipelineStagesChoice;
   std::string strategy = "map";     // map | dp | tp (PlanRequest::strategy)
+  // Pins (planner/plan/pins.h): "tp=8,pp=16,mbs=1,recompute=full,schedule=interleaved:2"; empty: none.
+  std::string pin;
   // How messages name a choice: as mapctl's flag ("--zero") or as the job spec's field ("zero").
   bool named_as_flags = true;
 };

@@ -143,6 +143,11 @@ absl::Status NoPipelineError(const PlanResult& r, const PlannerOptions& o) {
 }  // namespace
 
 absl::StatusOr<RunnablePlan> PipelineToRun(const Graph& graph, const PlanRequest& request, const PipelinePlan& p) {
+  if (p.virtual_stages > 1) {
+    return absl::UnimplementedError(absl::StrCat("'", p.name, "' interleaves ", p.virtual_stages, " chunks of layers a device: "
+                                                 "interleaved 1F1B is costed by `mapctl plan`, and running it is not built yet; "
+                                                 "pin schedule=1f1b to run a pipeline"));
+  }
   RunnablePlan out;
   out.graph = graph.proto();
   out.precision = request.planner.profile.precision;

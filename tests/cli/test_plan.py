@@ -303,3 +303,22 @@ def test_plan_report_draws_the_pipeline_schedule_in_headless_chromium(tmp_path):
     # Only the timeline is coloured in the page's top 480 pixels.
     assert _pixels(png, (0x4e, 0x79, 0xa7)) > 8 * 20 * 20, "forward slots missing"
     assert _pixels(png, (0xf2, 0x8e, 0x2b)) > 8 * 20 * 40, "backward slots missing"
+
+
+def test_plan_pins_cost_the_pinned_configuration_beside_maps():
+    four = "gpt2:layers=4,hidden=32,heads=4,vocab=64,seq=64,batch=8"
+    r = json.loads(run_mapctl("plan", four, "--devices", "4", "--device-type", "cpu", "--pin",
+                              "tp=1,pp=2,dp=2,mbs=1,recompute=full,schedule=interleaved:2", "-o", "json", check=0).stdout)
+    assert r["pins"] == "tp=1,pp=2,dp=2,mbs=1,recompute=full,schedule=interleaved:2"
+    assert r["pinned"] == "Megatron TP=1 x PP=2 x DP=2, interleaved x2 + full recompute"
+    pinned = [b for b in r["pipeline_baselines"] if b["name"] == r["pinned"]]
+    assert len(pinned) == 1 and pinned[0]["virtual_stages"] == 2 and len(pinned[0]["stages"]) == 4
+    assert pinned[0]["micro_batches"] == 4 and pinned[0]["stage_mesh"] == [2]
+    # The table names it too; a bad pin names its key; an interleaved plan is not saved as runnable.
+    out = run_mapctl("plan", four, "--devices", "4", "--device-type", "cpu", "--pin", "tp=2", "--pipeline-stages", "1",
+                     check=0).stdout
+    assert re.search(r"Pinned: +tp=2 — 'Megatron TP=2 x DP=2", out), out
+    bad = run_mapctl("plan", four, "--devices", "4", "--device-type", "cpu", "--pin", "tq=2")
+    assert bad.returncode != 0 and "no key 'tq'" in bad.stderr
+    clash = run_mapctl("plan", four, "--devices", "4", "--device-type", "cpu", "--pin", "tp=2,pp=2,dp=2")
+    assert clash.returncode != 0 and "not the 4 devices" in clash.stderr
