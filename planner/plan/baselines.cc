@@ -103,8 +103,8 @@ absl::StatusOr<PlanCandidate> SolveBaselineAt(const PlannerOptions& options, Cos
   if (!restricted.ok()) return restricted.status();
   // Pinned full recomputation: solved with every repeated layer recomputed, fitting or not.
   const bool recompute_all = options.pins.recompute == PlanPins::Recompute::kFull;
-  auto s = recompute_all ? SolveCostGraph(**graph, *restricted, budget, options, *cluster, 0, /*recompute_all=*/true)
-                         : SolveCostGraph(**graph, *restricted, budget, options);
+  const Cluster* recompute_on = recompute_all ? *cluster : nullptr;
+  auto s = SolveCostGraph(**graph, *restricted, budget, options, recompute_on, 0, recompute_all);
   if (!s.ok()) return s.status();
   if (s->choice.empty() && options.recompute && !recompute_all) {
     // Does not fit: the same family with every repeated layer recomputed, as people run it.
@@ -118,8 +118,7 @@ absl::StatusOr<PlanCandidate> SolveBaselineAt(const PlannerOptions& options, Cos
   }
   if (s->choice.empty()) {  // does not fit: cost its fastest plan anyway
     c.solve_seconds += s->response.solve_seconds();
-    s = recompute_all ? SolveCostGraph(**graph, *restricted, 0, options, *cluster, 0, /*recompute_all=*/true)
-                      : SolveCostGraph(**graph, *restricted, 0, options);
+    s = SolveCostGraph(**graph, *restricted, 0, options, recompute_on, 0, recompute_all);
     if (!s.ok()) return s.status();
   }
   if (recompute_all && !s->recomputed_layers.empty()) c.name = absl::StrCat(spec.name, " + full recompute");

@@ -165,6 +165,22 @@ absl::StatusOr<Partition> BestPartition(StageSolver& solver, int p, const std::v
   return best;
 }
 
+// The memory of each device stage of `plan`: its chunks' terms summed (v = 1: its stage's).
+std::vector<ChoiceCost> DeviceMemory(const PipelinePlan& plan) {
+  std::vector<ChoiceCost> device(plan.stages);
+  for (size_t c = 0; c < plan.stage_plans.size(); ++c) {
+    const ChoiceCost& k = plan.stage_plans[c].plan.cost;
+    ChoiceCost& d = device[c % plan.stages];
+    d.parameter_bytes += k.parameter_bytes;
+    d.gradient_bytes += k.gradient_bytes;
+    d.optimizer_bytes += k.optimizer_bytes;
+    d.activation_bytes += k.activation_bytes;
+    d.recompute_bytes += k.recompute_bytes;
+    d.fixed_bytes += k.fixed_bytes;
+  }
+  return device;
+}
+
 // The pipeline plan of a cut, its stages' graphs and plans at their own depths: `ends` holds the
 // end layer of each of the p·v chunks (v = 1: of each stage); chunk c runs on device stage c mod p.
 // With `real_graphs`, each stage's graph holds its own layers (for the plan that is kept); else
@@ -234,15 +250,13 @@ absl::StatusOr<PipelinePlan> Assemble(StageSolver& solver, const Graph& graph, c
     plan.stage_plans.front().once_seconds += tie;
     plan.stage_plans.back().once_seconds += tie;
   }
-  // Per device stage: its chunks' passes, once-a-step parts and peaks summed.
-  std::vector<double> passes(p, 0.0), onces(p, 0.0), peaks(p, 0.0);
+  // Per device stage: its chunks' passes, once-a-step parts and memory summed.
+  std::vector<double> passes(p, 0.0), onces(p, 0.0);
   for (int c = 0; c < chunks; ++c) {
-    const StagePlan& st = plan.stage_plans[c];
-    passes[c % p] += st.pass_seconds;
-    onces[c % p] += st.once_seconds;
-    peaks[c % p] += st.plan.cost.peak_bytes();
+    passes[c % p] += plan.stage_plans[c].pass_seconds;
+    onces[c % p] += plan.stage_plans[c].once_seconds;
   }
-  for (int d = 0; d < p; ++d) plan.peak_bytes = std::max(plan.peak_bytes, peaks[d]);
+  for (const ChoiceCost& d : DeviceMemory(plan)) plan.peak_bytes = std::max(plan.peak_bytes, d.peak_bytes());
   // Interleaved, a device holds its V chunks, each solved under B / V: whether they fit is their sum
   // against B (a chunk over its share, the embedding's, may sit beside a smaller one).
   if (v >= 2) plan.fits = plan.peak_bytes <= static_cast<double>(solver.budget()) * static_cast<double>(v);
@@ -620,16 +634,9 @@ absl::Status PinnedPipelineDoesNotFit(const PlanResult& result, int64_t budget) 
                                          "pp·V for an interleaved schedule) and that a micro-batch splits over dp");
   }
   const int p = pinned->stages;
-  std::vector<ChoiceCost> device(p);
+  const std::vector<ChoiceCost> device = DeviceMemory(*pinned);
   std::vector<int64_t> in_flight(p, 0);
   for (size_t c = 0; c < pinned->stage_plans.size(); ++c) {
-    const ChoiceCost& k = pinned->stage_plans[c].plan.cost;
-    ChoiceCost& d = device[c % p];
-    d.parameter_bytes += k.parameter_bytes;
-    d.gradient_bytes += k.gradient_bytes;
-    d.optimizer_bytes += k.optimizer_bytes;
-    d.activation_bytes += k.activation_bytes + k.recompute_bytes;
-    d.fixed_bytes += k.fixed_bytes;
     in_flight[c % p] = std::max(in_flight[c % p], pinned->stage_plans[c].in_flight);
   }
   int worst = 0;
@@ -640,7 +647,7 @@ absl::Status PinnedPipelineDoesNotFit(const PlanResult& result, int64_t budget) 
   const std::vector<std::pair<const char*, double>> terms = {{"parameters", w.parameter_bytes},
                                                              {"gradients", w.gradient_bytes},
                                                              {"optimizer states", w.optimizer_bytes},
-                                                             {"activations", w.activation_bytes},
+                                                             {"activations", w.activation_bytes + w.recompute_bytes},
                                                              {"gathered parameters", w.fixed_bytes}};
   const auto largest = std::max_element(terms.begin(), terms.end(), [](const auto& a, const auto& b) { return a.second < b.second; });
   std::vector<std::string> parts;
@@ -785,9 +792,10 @@ absl::Status PipelineSearchTask::Finish(PlanResult& result) {
     bounded_future_.wait();  // the Megatron pipelines need the bounds (and `exact` is this thread's)
   }
   if (!st.bound_status.ok()) return st.bound_status;
+  const std::function<StageSolver&(int64_t)> exact_for = [&st](int64_t v) -> StageSolver& { return st.ExactFor(v); };
   if (options.baselines) {
-    if (auto s = SolveMegatronPipelines([&st](int64_t v) -> StageSolver& { return st.ExactFor(v); }, st.graph, st.seq, options,
-                                        st.stage_counts, st.configs, st.counts, st.devices, result);
+    if (auto s = SolveMegatronPipelines(exact_for, st.graph, st.seq, options, st.stage_counts, st.configs, st.counts, st.devices,
+                                        result);
         !s.ok()) {
       return s;
     }
@@ -806,10 +814,7 @@ absl::Status PipelineSearchTask::Finish(PlanResult& result) {
     result.pipelines.push_back(*std::move(refined));
   }
   std::stable_sort(result.pipelines.begin(), result.pipelines.end(), Faster);
-  if (auto s = AdoptFasterBaseline([&st](int64_t v) -> StageSolver& { return st.ExactFor(v); }, st.graph, st.seq, options, result);
-      !s.ok()) {
-    return s;
-  }
+  if (auto s = AdoptFasterBaseline(exact_for, st.graph, st.seq, options, result); !s.ok()) return s;
   if (!result.pipelines.empty() && result.pipelines.front().fits &&
       (options.pipeline_stages >= 2 || !result.fits || result.pipelines.front().step_seconds < result.plan.cost.step_seconds)) {
     result.pipeline = result.pipelines.front();

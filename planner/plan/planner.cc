@@ -483,8 +483,9 @@ absl::Status PlanSearch::LeastMemory() {
 }
 
 absl::Status PlanSearch::Baselines() {
+  const PlanPins flat = options_.pins.WithoutStages();
   for (const BaselineSpec& spec : BaselineSpecs(devices_)) {
-    if (!options_.pins.WithoutStages().AllowsStageMesh(spec.mesh)) continue;  // a baseline the pins rule out
+    if (!flat.AllowsStageMesh(spec.mesh)) continue;  // a baseline the pins rule out
     auto c = SolveBaseline(options_, cache_, spec, counts_);
     if (!c.ok()) return c.status();
     result_.baselines.push_back(*std::move(c));

@@ -115,12 +115,12 @@ absl::StatusOr<PlanRequest> PlanRequestOf(const PlanningChoices& c) {
     return absl::InvalidArgumentError(absl::StrCat(c.named_as_flags ? "" : "pin: ", pins.status().message()));
   }
   o.pins = *pins;
-  // Pinned stages or recomputation are the user's: the search keeps them.
+  // Pinned stages stream at least as many micro-batches as stages: one pass a step means the search's choice.
   if (pins->pp >= 2 && *micro == 1) o.micro_batches = 0;
+  // (The search applies the pins, recompute=full included: SearchPlan's ApplyPins.)
   if (pins->recompute == PlanPins::Recompute::kFull && request.recompute == "off") {
     return absl::InvalidArgumentError(absl::StrCat(NameOf(c, "recompute"), " off and the pin recompute=full disagree; give one"));
   }
-  if (pins->recompute == PlanPins::Recompute::kFull) o.recompute = true;
   return request;
 }
 
