@@ -12,6 +12,11 @@
 //   plan_bench --production  the foundation-model workloads at production batches (bf16, 80 GiB
 //                         H100s, micro-batches chosen): search time against 5 s, MAP against the
 //                         best fitting baseline — the table in docs/planner.md.
+//   plan_bench --scale [--write FILE] [--against FILE]
+//                         the whole grid (ScaleGrid): 24 workloads, 1B-1T parameters, 8-4096
+//                         devices, bf16, production batches, the defaults of `mapctl plan`; wall
+//                         time and peak memory of each search against the 5 s / 1 GB bars and
+//                         the 2 s median; --write saves the predicted steps, --against compares.
 //   plan_bench --pipelines  the pipeline workloads (gpt3-175b on 1024 A100s, llama2-70b on 512
 //                         and llama3-70b on 1024 H100s, bf16, 80 GiB): search time against 5 s,
 //                         MAP against the fastest fitting Megatron TP × PP × DP or TP × DP plan.
@@ -26,9 +31,16 @@
 // Exits 1 if MAP's plan is slower than a baseline that fits anywhere in the grid. (Within the
 // search's accepted gap a fitting baseline can be the faster plan; MAP then takes it, and the
 // row says "a baseline's: within the gap".)
-#include <cstdio>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <cstring>
+#include <fstream>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -387,10 +399,198 @@ int Pipelines() {
   return failures;
 }
 
+// The whole grid of the planner-over-the-grid issue (docs/planner.md, "Search time over the
+// grid"): GPT-3, LLaMA-2/3 and Megatron-LM's Table 1 rows, 1B to 1T parameters, 8 to 4096
+// devices, production batches, bf16 on 80 GiB devices, searched with the defaults a user of
+// `mapctl plan` gets (micro-batches and pipeline stages auto). Each workload runs in a child
+// process, so its peak resident memory is its own. Per workload: wall time of the bf16
+// conversion and the search, its ratio to the 5 s bar, peak memory and the plan. Fails a workload
+// at 5 s or more, at 1 GB or more, or that does not fit; and the whole grid when the median
+// reaches 2 s. `--write FILE` saves each workload's predicted step; `--against FILE` fails a
+// workload whose plan is slower than the saved one by the cost model (beyond the 1% gap).
+struct ScaleWorkload {
+  std::string spec;
+  int64_t devices;
+  const char* device_type;
+};
+
+std::vector<ScaleWorkload> ScaleGrid() {
+  // Megatron-LM's Table 1 (Narayanan et al., SC'21): heads, hidden, layers, GPUs, global batch.
+  struct MegatronRow {
+    int heads, hidden, layers, gpus, batch;
+  };
+  const MegatronRow megatron[] = {{24, 2304, 24, 32, 512},       {32, 3072, 30, 64, 512},      {32, 4096, 36, 128, 512},
+                                  {48, 6144, 40, 256, 1024},     {64, 8192, 48, 512, 1536},    {80, 10240, 60, 1024, 1792},
+                                  {96, 12288, 80, 1536, 2304},   {128, 16384, 96, 1920, 2160}, {128, 20480, 105, 2520, 2520},
+                                  {160, 25600, 128, 3072, 3072}};
+  std::vector<ScaleWorkload> grid;
+  for (const MegatronRow& r : megatron) {
+    grid.push_back({absl::StrFormat("gpt3-175b:layers=%d,hidden=%d,heads=%d,vocab=51200,seq=2048,batch=%d", r.layers,
+                                    r.hidden, r.heads, r.batch),
+                    r.gpus, "a100-80g"});
+  }
+  const ScaleWorkload others[] = {
+      {"gpt3-175b:layers=24,hidden=2048,heads=16,batch=512,seq=2048", 8, "h100-80g"},
+      {"gpt3-175b:batch=1536,seq=2048", 64, "h100-80g"},
+      {"gpt3-175b:batch=1536,seq=2048", 512, "h100-80g"},
+      {"gpt3-175b:batch=1536,seq=2048", 1024, "a100-80g"},
+      {"gpt3-175b:batch=3072,seq=2048", 4096, "h100-80g"},
+      {"llama2-7b:batch=256,seq=4096", 8, "h100-80g"},
+      {"llama2-13b:batch=512,seq=4096", 64, "h100-80g"},
+      {"llama2-70b:batch=64,seq=4096", 64, "h100-80g"},
+      {"llama2-70b:batch=1024,seq=4096", 512, "h100-80g"},
+      {"llama3-8b:batch=128,seq=8192", 8, "h100-80g"},
+      {"llama3-8b:batch=512,seq=8192", 256, "h100-80g"},
+      {"llama3-70b:batch=128,seq=8192", 64, "h100-80g"},
+      {"llama3-70b:batch=512,seq=8192", 1024, "h100-80g"},
+      {"llama3-70b:batch=2048,seq=8192", 4096, "h100-80g"},
+  };
+  grid.insert(grid.end(), std::begin(others), std::end(others));
+  return grid;
+}
+
+// What a child reports of its search: the plan's step (0: none fits), wall seconds and the plan.
+struct ScaleRow {
+  double step_seconds = 0;
+  double wall_seconds = 0;
+  char plan[400] = {};
+};
+
+// In the child: the search as `mapctl plan <spec> --devices N --device-type T --precision bf16`
+// runs it (the graph's making included).
+ScaleRow SearchScaleWorkload(const ScaleWorkload& w) {
+  ScaleRow row;
+  const auto start = std::chrono::steady_clock::now();
+  auto fp32 = TrainingGraph(w.spec);
+  mapd::PlannerOptions o = Options(w.devices, 80);
+  o.cluster.device_type = w.device_type;
+  o.profile.precision = mapd::Precision::kBf16Mixed;
+  o.pipeline_stages = 0;  // auto, as `mapctl plan` asks
+  absl::StatusOr<mapd::PlanResult> r = absl::UnknownError("not searched");
+  if (!fp32.ok()) {
+    r = fp32.status();
+  } else if (auto graph = mapd::GraphAtPrecision(*fp32, o.profile.precision); !graph.ok()) {
+    r = graph.status();
+  } else {
+    r = mapd::SearchPlan(*graph, o);
+  }
+  row.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  std::string plan;
+  if (!r.ok()) {
+    plan = "error: " + std::string(r.status().message());
+  } else if (r->pipeline) {
+    const mapd::PipelinePlan& p = *r->pipeline;
+    row.step_seconds = p.step_seconds;
+    plan = absl::StrFormat("%d stages x mesh %s, %lld micro-batches, peak %s", p.stages, absl::StrJoin(p.stage_mesh, "x"),
+                           static_cast<long long>(p.micro_batches), mapd::FormatBytes(static_cast<int64_t>(p.peak_bytes)));
+  } else if (r->fits) {
+    row.step_seconds = r->plan.cost.step_seconds;
+    plan = absl::StrFormat("%s, %lld micro-batches, peak %s", Describe(r->plan), static_cast<long long>(r->plan.micro_batches),
+                           mapd::FormatBytes(static_cast<int64_t>(r->plan.cost.peak_bytes())));
+  } else {
+    plan = "no plan fits";
+  }
+  std::snprintf(row.plan, sizeof(row.plan), "%s", plan.c_str());
+  return row;
+}
+
+// Runs one workload in a child process; its peak resident bytes from wait4.
+bool RunScaleWorkload(const ScaleWorkload& w, ScaleRow* row, int64_t* peak_bytes) {
+  std::fflush(stdout);  // the child must not print what the parent buffered
+  int fds[2];
+  if (pipe(fds) != 0) return false;
+  const pid_t pid = fork();
+  if (pid < 0) return false;
+  if (pid == 0) {
+    close(fds[0]);
+    const ScaleRow r = SearchScaleWorkload(w);
+    const bool written = write(fds[1], &r, sizeof(r)) == static_cast<ssize_t>(sizeof(r));
+    _exit(written ? 0 : 1);
+  }
+  close(fds[1]);
+  const bool read_all = read(fds[0], row, sizeof(*row)) == static_cast<ssize_t>(sizeof(*row));
+  close(fds[0]);
+  int status = 0;
+  struct rusage usage {};
+  if (wait4(pid, &status, 0, &usage) != pid) return false;
+  *peak_bytes = static_cast<int64_t>(usage.ru_maxrss) * 1024;
+  return read_all && WIFEXITED(status) && WEXITSTATUS(status) == 0;
+}
+
+// The predicted steps a `--write` saved: one "<devices> <device type> <step seconds> <spec>"
+// line per workload.
+std::map<std::string, double> ReadSavedSteps(const char* path) {
+  std::map<std::string, double> steps;
+  std::ifstream in(path);
+  std::string devices, type, spec;
+  double step = 0;
+  while (in >> devices >> type >> step >> spec) steps[devices + " " + type + " " + spec] = step;
+  return steps;
+}
+
+int ScaleGridBench(const char* write_path, const char* against_path) {
+  const std::vector<ScaleWorkload> grid = ScaleGrid();
+  const std::map<std::string, double> saved = against_path ? ReadSavedSteps(against_path) : std::map<std::string, double>{};
+  if (against_path != nullptr && saved.empty()) {
+    std::fprintf(stderr, "--against %s: no saved steps read (write them with --write)\n", against_path);
+    return 1;
+  }
+  std::FILE* out = write_path ? std::fopen(write_path, "w") : nullptr;
+  if (write_path != nullptr && out == nullptr) {
+    std::fprintf(stderr, "--write %s: cannot open\n", write_path);
+    return 1;
+  }
+  std::printf("| workload | devices | search | / 5 s | peak memory | MAP plan | MAP step |%s\n", against_path ? " saved step | ratio |" : "");
+  std::printf("|---|---|---|---|---|---|---|%s\n", against_path ? "---|---|" : "");
+  int failures = 0;
+  std::vector<double> walls;
+  for (const ScaleWorkload& w : grid) {
+    ScaleRow row;
+    int64_t peak = 0;
+    const bool ran = RunScaleWorkload(w, &row, &peak);
+    const std::string key = absl::StrFormat("%lld %s %s", static_cast<long long>(w.devices), w.device_type, w.spec);
+    std::string comparison;
+    bool worse = false;
+    if (against_path != nullptr) {
+      auto it = saved.find(key);
+      if (it == saved.end() || it->second <= 0) {
+        comparison = " - | - |";
+      } else {
+        worse = row.step_seconds <= 0 || row.step_seconds > it->second * 1.01;
+        comparison = absl::StrFormat(" %.0f ms | %.3f%s |", it->second * 1e3, row.step_seconds / it->second, worse ? " (worse)" : "");
+      }
+    }
+    const bool slow = row.wall_seconds >= 5, big = peak >= (int64_t{1} << 30);
+    failures += !ran || row.step_seconds <= 0 || slow || big || worse;
+    walls.push_back(row.wall_seconds);
+    std::printf("| %s | %lld %s | %.2f s | %.2f | %s | %s | %s |%s\n", w.spec.c_str(), static_cast<long long>(w.devices),
+                w.device_type, row.wall_seconds, row.wall_seconds / 5, mapd::FormatBytes(peak).c_str(),
+                ran ? row.plan : "the child failed", row.step_seconds > 0 ? absl::StrFormat("%.0f ms", row.step_seconds * 1e3).c_str() : "-",
+                comparison.c_str());
+    std::fflush(stdout);
+    if (out != nullptr) std::fprintf(out, "%s %.9g %s\n", absl::StrFormat("%lld %s", static_cast<long long>(w.devices), w.device_type).c_str(), row.step_seconds, w.spec.c_str());
+  }
+  if (out != nullptr) std::fclose(out);
+  std::sort(walls.begin(), walls.end());
+  const double median = walls.size() % 2 ? walls[walls.size() / 2] : (walls[walls.size() / 2 - 1] + walls[walls.size() / 2]) / 2;
+  std::printf("\n%zu workloads; median search %.2f s (bar 2 s), slowest %.2f s (bar 5 s); %d fail (no fit, >= 5 s, >= 1 GB%s)\n",
+              walls.size(), median, walls.back(), failures, against_path ? ", or slower than saved" : "");
+  return failures + (median >= 2);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   mapd::RetainFreedMemory();  // planning frees and reuses cost graphs by the hundred
+  if (argc > 1 && std::strcmp(argv[1], "--scale") == 0) {
+    const char* write_path = nullptr;
+    const char* against_path = nullptr;
+    for (int i = 2; i + 1 < argc; i += 2) {
+      if (std::strcmp(argv[i], "--write") == 0) write_path = argv[i + 1];
+      else if (std::strcmp(argv[i], "--against") == 0) against_path = argv[i + 1];
+    }
+    return ScaleGridBench(write_path, against_path) == 0 ? 0 : 1;
+  }
   if (argc > 1 && std::strcmp(argv[1], "--pipelines") == 0) return Pipelines() == 0 ? 0 : 1;
   if (argc > 1 && std::strcmp(argv[1], "--production") == 0) return Production() == 0 ? 0 : 1;
   if (argc > 1 && std::strcmp(argv[1], "--sweep") == 0) return Sweep() == 0 ? 0 : 1;

@@ -87,6 +87,7 @@ absl::StatusOr<v1::JobSpec> SpecFromFlags(const SubmitArgs& a) {
   spec.set_zero(a.zero);
   spec.set_recompute(a.recompute);
   spec.set_pipeline_stages(a.pipeline_stages);
+  spec.set_pin(a.pin);
   spec.set_batch_norm(a.batch_norm);
   if (!a.elastic.empty()) {
     auto bounds = ParseElastic(a.elastic);
@@ -406,6 +407,9 @@ void AddJobCommands(CLI::App& app, Commands& out) {
   submit->add_option("--pipeline-stages", args->pipeline_stages,
                      "1 (no stages) | N (the layers cut into N stages of ranks/N devices, 1F1B; micro-batches 1 then means auto) | auto")
       ->capture_default_str();
+  submit->add_option("--pin", args->pin,
+                     "Fix parts of the configuration and plan the rest, as `mapctl plan --pin`: tp=T,pp=P,mbs=S,"
+                     "recompute=full|off,zero=Z (dp=D too, except for an elastic job)");
   submit->add_option("--batch-norm", args->batch_norm,
                      "sync (statistics over the whole batch) | local (over each rank's 1/ranks of it, as PyTorch DDP's "
                      "BatchNorm: no collective; the groups stay when an elastic job changes its devices)")

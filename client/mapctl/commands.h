@@ -153,6 +153,7 @@ struct SubmitArgs {
   std::string zero = "auto";
   std::string recompute = "auto";
   std::string pipeline_stages = "1";  // 1 | N | auto
+  std::string pin;                    // "tp=2,pp=2,...": JobSpec.pin (planner/plan/pins.h)
   std::string elastic;  // --elastic MIN[:MAX]: JobSpec.elastic
   std::string batch_norm = "sync";  // sync | local (groups: --ranks)
 };

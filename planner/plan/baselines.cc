@@ -1,5 +1,7 @@
 #include "planner/plan/baselines.h"
 
+#include <functional>
+#include <map>
 #include <optional>
 
 #include "absl/strings/str_cat.h"
@@ -126,19 +128,84 @@ absl::StatusOr<PlanCandidate> SolveBaselineAt(const PlannerOptions& options, Cos
   return c;
 }
 
+namespace {
+
+// The first index in [lo, hi) at which `holds` is true, given that it stays true from there on,
+// or hi: probed at lo, lo + 1, lo + 3, lo + 7, ... and then bisected, so an answer near lo costs
+// few probes and one far from it about 2·log2(hi − lo).
+absl::StatusOr<size_t> FirstHolding(size_t lo, size_t hi, const std::function<absl::StatusOr<bool>(size_t)>& holds) {
+  if (lo >= hi) return hi;
+  auto first = holds(lo);
+  if (!first.ok()) return first.status();
+  if (*first) return lo;
+  size_t fails = lo, holding = hi;
+  for (size_t step = 1; fails + step < hi; step *= 2) {
+    auto h = holds(fails + step);
+    if (!h.ok()) return h.status();
+    if (*h) {
+      holding = fails + step;
+      break;
+    }
+    fails += step;
+  }
+  while (holding - fails > 1) {
+    const size_t mid = fails + (holding - fails) / 2;
+    auto h = holds(mid);
+    if (!h.ok()) return h.status();
+    (*h ? holding : fails) = mid;
+  }
+  return holding;
+}
+
+}  // namespace
+
 absl::StatusOr<PlanCandidate> SolveBaseline(const PlannerOptions& options, CostGraphCache& cache, const BaselineSpec& spec,
                                             const std::vector<int64_t>& counts) {
-  std::optional<PlanCandidate> first, recomputed;
+  // The counts at which the family applies (a micro-batch splits over its data degree).
+  std::vector<int64_t> applicable;
   for (int64_t m : counts) {
-    auto c = SolveBaselineAt(options, cache, spec, m);
-    if (!c.ok()) return c.status();
-    if (!first || (!first->applicable && c->applicable)) first = *c;
-    if (!c->applicable || !c->fits) continue;
-    if (c->recomputed_layers.empty()) return *c;
-    if (!recomputed) recomputed = *std::move(c);
+    auto facts = cache.FactsFor(m);
+    if (!facts.ok()) return facts.status();
+    const int64_t batch = (*facts)->batch.batch;
+    if (spec.data_degree <= 1 || (batch != 0 && batch % spec.data_degree == 0)) applicable.push_back(m);
   }
-  if (recomputed) return *recomputed;
-  return *first;
+  if (applicable.empty()) return SolveBaselineAt(options, cache, spec, counts.front());  // says why not
+  // Solved at most once per count. Fitting — plainly, or with every layer recomputed — holds from
+  // some count on (a micro-batch's activations only shrink as there are more of them), and so
+  // does fitting plainly: the fewest micro-batches are found by probing (FirstHolding).
+  std::map<size_t, PlanCandidate> solved;
+  auto at = [&](size_t i) -> absl::StatusOr<const PlanCandidate*> {
+    auto it = solved.find(i);
+    if (it != solved.end()) return &it->second;
+    auto c = SolveBaselineAt(options, cache, spec, applicable[i]);
+    if (!c.ok()) return c.status();
+    return &(solved[i] = *std::move(c));
+  };
+  auto fits = [&](size_t i) -> absl::StatusOr<bool> {
+    auto c = at(i);
+    if (!c.ok()) return c.status();
+    return (*c)->fits;
+  };
+  auto fits_plainly = [&](size_t i) -> absl::StatusOr<bool> {
+    auto c = at(i);
+    if (!c.ok()) return c.status();
+    return (*c)->fits && (*c)->recomputed_layers.empty();
+  };
+  const size_t n = applicable.size();
+  auto last = fits(n - 1);
+  if (!last.ok()) return last.status();
+  if (!*last) {  // nothing fits: reported at the fewest micro-batches
+    auto c = at(0);
+    if (!c.ok()) return c.status();
+    return **c;
+  }
+  auto first_fit = FirstHolding(0, n, fits);
+  if (!first_fit.ok()) return first_fit.status();
+  auto first_plain = FirstHolding(*first_fit, n, fits_plainly);
+  if (!first_plain.ok()) return first_plain.status();
+  auto c = at(*first_plain < n ? *first_plain : *first_fit);
+  if (!c.ok()) return c.status();
+  return **c;
 }
 
 }  // namespace mapd

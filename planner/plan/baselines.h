@@ -65,7 +65,9 @@ absl::StatusOr<PlanCandidate> SolveBaselineAt(const PlannerOptions& options, Cos
 
 // A baseline as its users tune it: the fewest micro-batches (the largest micro-batch) at which
 // the family fits without recomputation, else the fewest at which it fits with every repeated
-// layer recomputed; reported at one micro-batch (not fitting) when neither exists.
+// layer recomputed; reported at its fewest micro-batches (not fitting) when neither exists. Both
+// are found by probing the counts (a micro-batch's activations only shrink as there are more of
+// them, so fitting holds from some count on): about 2·log2(counts) solves, not one per count.
 absl::StatusOr<PlanCandidate> SolveBaseline(const PlannerOptions& options, CostGraphCache& cache, const BaselineSpec& spec,
                                             const std::vector<int64_t>& counts);
 

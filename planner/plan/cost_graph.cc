@@ -143,6 +143,54 @@ absl::Status CostGraphOptions::Validate() const {
   return absl::OkStatus();
 }
 
+absl::StatusOr<CostGraphMemo::NodeEntry> CostNodeKind(const PreparedNode& pn, const Cluster& cluster, const ProfileOptions& options,
+                                                      const CostGraphOptions& cost_options, CostGraphMemo* memo, int only_stage) {
+  const std::string memo_key = memo != nullptr ? absl::StrCat(pn.signature, "#", cost_options.activations_in_flight) : "";
+  if (memo != nullptr) {
+    auto known = memo->nodes.find(memo_key);
+    if (known != memo->nodes.end()) return known->second;  // costed in another graph of this mesh
+  }
+  auto strategies = GenerateStrategies(*pn.def, pn.ctx(), cluster.mesh);
+  if (!strategies.ok()) return strategies.status();
+  std::array<std::vector<StrategyCost>, 4> costs;
+  for (const Strategy& s : *strategies) {
+    for (int z = 0; z < 4; ++z) {
+      if (only_stage >= 0 && z != only_stage) continue;
+      CostGraphOptions at = cost_options;
+      at.zero_stage = z;
+      costs[z].push_back(CostStrategy(pn, s, cluster, options, at));
+    }
+  }
+  CostGraphMemo::NodeEntry entry;
+  entry.strategies = SharedList<Strategy>(*std::move(strategies));
+  for (int z = 0; z < 4; ++z) entry.costs[z] = SharedList<StrategyCost>(std::move(costs[z]));
+  if (memo != nullptr && only_stage < 0) memo->nodes[memo_key] = entry;  // (an entry of one stage is not kept)
+  return entry;
+}
+
+SharedList<double> CostEdgeKind(const TensorType& type, const EdgePort& port, const PreparedNode& src,
+                                const SharedList<Strategy>& src_strategies, const PreparedNode& dst,
+                                const SharedList<Strategy>& dst_strategies, const Cluster& cluster, double passes,
+                                CostGraphMemo* memo) {
+  std::tuple<std::string, int, std::string, int, bool> memo_key;
+  if (memo != nullptr) {
+    memo_key = std::make_tuple(src.signature, port.output, dst.signature, port.input, port.needs_grad);
+    auto known = memo->edges.find(memo_key);
+    if (known != memo->edges.end()) return known->second;
+  }
+  std::vector<double> costs;
+  costs.reserve(src_strategies.size() * dst_strategies.size());
+  for (const Strategy& ps : src_strategies) {
+    for (const Strategy& cs : dst_strategies) {
+      const double seconds = EdgeSeconds(type, ps.outputs[port.output], cs.inputs[port.input], port.needs_grad, cluster);
+      costs.push_back(seconds >= 0 ? passes * seconds : kImpossible);
+    }
+  }
+  SharedList<double> shared(std::move(costs));
+  if (memo != nullptr) memo->edges.emplace(std::move(memo_key), shared);
+  return shared;
+}
+
 absl::StatusOr<CostGraph> BuildCostGraph(const Graph& graph, const Cluster& cluster, const ProfileOptions& options,
                                          const CostGraphOptions& cost_options) {
   auto prepared = PrepareNodes(graph);
@@ -188,47 +236,17 @@ absl::StatusOr<CostGraph> BuildCostGraph(const Graph& graph, const std::vector<s
     }
     auto [it, fresh] = first_with_signature.emplace(pn.signature, n);
     sig_of[n] = it->second;
-    v1::SolverNode* sn = cg.request.add_nodes();
-    sn->set_name(p.nodes(n).name());
-    sn->set_multiplicity(1);
     if (!fresh) {  // a node costed before: share its strategies and costs
       cg.strategies[n] = cg.strategies[it->second];
       cg.costs[n] = cg.costs[it->second];
       cg.costs_at_stage[n] = cg.costs_at_stage[it->second];
-      *sn->mutable_cost() = cg.request.nodes(it->second).cost();
-      *sn->mutable_memory() = cg.request.nodes(it->second).memory();
       continue;
     }
-    const std::string memo_key = memo != nullptr ? absl::StrCat(pn.signature, "#", cost_options.activations_in_flight) : "";
-    if (memo != nullptr) {
-      auto known = memo->nodes.find(memo_key);
-      if (known != memo->nodes.end()) {  // costed in another graph of this mesh
-        cg.strategies[n] = known->second.strategies;
-        cg.costs_at_stage[n] = known->second.costs;
-        cg.costs[n] = cg.costs_at_stage[n][cost_options.zero_stage];
-        for (const StrategyCost& c : cg.costs[n]) {
-          sn->add_cost(c.seconds());
-          sn->add_memory(c.memory());
-        }
-        continue;
-      }
-    }
-    auto strategies = GenerateStrategies(*pn.def, pn.ctx(), cluster.mesh);
-    if (!strategies.ok()) return strategies.status();
-    std::array<std::vector<StrategyCost>, 4> costs;
-    for (const Strategy& s : *strategies) {
-      for (int z = 0; z < 4; ++z) {
-        CostGraphOptions at = cost_options;
-        at.zero_stage = z;
-        costs[z].push_back(CostStrategy(pn, s, cluster, options, at));
-      }
-      sn->add_cost(costs[cost_options.zero_stage].back().seconds());
-      sn->add_memory(costs[cost_options.zero_stage].back().memory());
-    }
-    cg.strategies[n] = SharedList<Strategy>(*std::move(strategies));
-    for (int z = 0; z < 4; ++z) cg.costs_at_stage[n][z] = SharedList<StrategyCost>(std::move(costs[z]));
+    auto kind = CostNodeKind(pn, cluster, options, cost_options, memo);
+    if (!kind.ok()) return kind.status();
+    cg.strategies[n] = kind->strategies;
+    cg.costs_at_stage[n] = kind->costs;
     cg.costs[n] = cg.costs_at_stage[n][cost_options.zero_stage];
-    if (memo != nullptr) memo->nodes[memo_key] = {cg.strategies[n], cg.costs_at_stage[n]};
   }
 
   // Edges: producer output → consumer input. Memoised on (producer, output, consumer, input)
@@ -251,48 +269,26 @@ absl::StatusOr<CostGraph> BuildCostGraph(const Graph& graph, const std::vector<s
       const int src = vi->index;
       const int out = vi->output_index;
       const bool grad = needs_grad[in];
-      v1::SolverEdge* e = cg.request.add_edges();
-      e->set_src(src);
-      e->set_dst(n);
-      e->set_multiplicity(1);
       cg.edge_ports.push_back({src, out, n, i, grad});
-      auto [it, fresh] = edge_memo.emplace(std::make_tuple(sig_of[src], out, sig_of[n], i, grad), cg.request.edges_size() - 1);
+      auto [it, fresh] = edge_memo.emplace(std::make_tuple(sig_of[src], out, sig_of[n], i, grad), static_cast<int>(cg.edge_ports.size()) - 1);
       if (!fresh) {
         cg.edge_costs.push_back(cg.edge_costs[it->second]);
         continue;
       }
-      std::tuple<std::string, int, std::string, int, bool> memo_key;
-      if (memo != nullptr) {
-        memo_key = std::make_tuple((*prepared)[src]->signature, out, (*prepared)[n]->signature, i, grad);
-        auto known = memo->edges.find(memo_key);
-        if (known != memo->edges.end()) {
-          cg.edge_costs.push_back(known->second);
-          continue;
-        }
-      }
-      std::vector<double> costs;
-      costs.reserve(cg.strategies[src].size() * cg.strategies[n].size());
-      for (const Strategy& ps : cg.strategies[src]) {
-        for (const Strategy& cs : cg.strategies[n]) {
-          const double seconds = EdgeSeconds(vi->type, ps.outputs[out], cs.inputs[i], grad, cluster);
-          costs.push_back(seconds >= 0 ? passes * seconds : kImpossible);
-        }
-      }
-      cg.edge_costs.push_back(SharedList<double>(std::move(costs)));
-      if (memo != nullptr) memo->edges.emplace(std::move(memo_key), cg.edge_costs.back());
+      cg.edge_costs.push_back(CostEdgeKind(vi->type, {src, out, n, i, grad}, *(*prepared)[src], cg.strategies[src],
+                                           *(*prepared)[n], cg.strategies[n], cluster, passes, memo));
     }
   }
   // ZeRO-3 gathers a parameter before use and frees it after; with the next one prefetched, two
   // gathered parameters are live at once (the largest two bound it).
-  cg.request.set_memory_fixed(cost_options.zero_stage == 3 ? 2 * largest_param : 0);
   cg.fixed_at_stage = {0, 0, 0, 2 * largest_param};
-  cg.request.set_time_limit_seconds(10);
+  cg.memory_fixed = cg.fixed_at_stage[cost_options.zero_stage];
   return cg;
 }
 
 absl::StatusOr<CostGraph> RestrictStrategies(const CostGraph& cg, const Graph& graph,
                                              const std::vector<std::vector<bool>>& allowed) {
-  const int nodes = cg.request.nodes_size();
+  const int nodes = static_cast<int>(cg.costs.size());
   if (static_cast<int>(allowed.size()) != nodes) {
     return absl::InvalidArgumentError(absl::StrCat("RestrictStrategies: ", allowed.size(), " masks for ", nodes, " nodes"));
   }
@@ -303,20 +299,12 @@ absl::StatusOr<CostGraph> RestrictStrategies(const CostGraph& cg, const Graph& g
   // Alike nodes (one strategy list and cost row) with one mask share the restricted lists too.
   std::map<std::tuple<const void*, const void*, std::vector<bool>>, int> restricted;  // → first node
   for (int n = 0; n < nodes; ++n) {
-    const auto& old = cg.request.nodes(n);
-    v1::SolverNode* sn = out.request.add_nodes();
-    sn->set_name(old.name());
-    sn->set_multiplicity(old.multiplicity());
     auto [seen, fresh] = restricted.emplace(std::make_tuple(cg.strategies[n].id(), cg.costs[n].id(), allowed[n]), n);
     if (!fresh && cg.strategies[n].id() != nullptr) {
       const int first = seen->second;
       kept[n] = kept[first];
       out.strategies[n] = out.strategies[first];
       out.costs[n] = out.costs[first];
-      for (int k : kept[n]) {
-        sn->add_cost(old.cost(k));
-        sn->add_memory(old.memory(k));
-      }
       if (kept[n].empty()) {
         return absl::FailedPreconditionError(absl::StrCat("node '", graph.node(n).name(), "' (", graph.node(n).op(),
                                                           ") has no strategy of this kind on the mesh"));
@@ -325,11 +313,9 @@ absl::StatusOr<CostGraph> RestrictStrategies(const CostGraph& cg, const Graph& g
     }
     std::vector<Strategy> strategies;
     std::vector<StrategyCost> costs;
-    for (int k = 0; k < old.cost_size(); ++k) {
+    for (int k = 0; k < static_cast<int>(cg.costs[n].size()); ++k) {
       if (k >= static_cast<int>(allowed[n].size()) || !allowed[n][k]) continue;
       kept[n].push_back(k);
-      sn->add_cost(old.cost(k));
-      sn->add_memory(old.memory(k));
       strategies.push_back(cg.strategies[n][k]);
       costs.push_back(cg.costs[n][k]);
     }
@@ -342,22 +328,18 @@ absl::StatusOr<CostGraph> RestrictStrategies(const CostGraph& cg, const Graph& g
   }
   // Alike edges between alike restricted nodes share their restricted matrix.
   std::map<std::tuple<const void*, const void*, const void*>, int> restricted_edges;  // → first edge
-  for (int ei = 0; ei < cg.request.edges_size(); ++ei) {
-    const auto& e = cg.request.edges(ei);
-    v1::SolverEdge* ne = out.request.add_edges();
-    ne->set_src(e.src());
-    ne->set_dst(e.dst());
-    ne->set_multiplicity(e.multiplicity());
+  for (size_t ei = 0; ei < cg.edge_ports.size(); ++ei) {
+    const EdgePort& e = cg.edge_ports[ei];
     auto [seen, fresh] = restricted_edges.emplace(
-        std::make_tuple(cg.edge_costs[ei].id(), out.strategies[e.src()].id(), out.strategies[e.dst()].id()), ei);
+        std::make_tuple(cg.edge_costs[ei].id(), out.strategies[e.src].id(), out.strategies[e.dst].id()), static_cast<int>(ei));
     if (!fresh && cg.edge_costs[ei].id() != nullptr) {
       out.edge_costs.push_back(out.edge_costs[seen->second]);
       continue;
     }
-    const int kd = cg.request.nodes(e.dst()).cost_size();
+    const int kd = static_cast<int>(cg.strategies[e.dst].size());
     std::vector<double> costs;
-    for (int i : kept[e.src()]) {
-      for (int j : kept[e.dst()]) costs.push_back(cg.edge_costs[ei][i * kd + j]);
+    for (int i : kept[e.src]) {
+      for (int j : kept[e.dst]) costs.push_back(cg.edge_costs[ei][i * kd + j]);
     }
     out.edge_costs.push_back(SharedList<double>(std::move(costs)));
   }
@@ -367,8 +349,7 @@ absl::StatusOr<CostGraph> RestrictStrategies(const CostGraph& cg, const Graph& g
   out.layer_keys = cg.layer_keys;
   out.fixed_at_stage = cg.fixed_at_stage;
   out.zero_stage = cg.zero_stage;
-  out.request.set_memory_fixed(cg.request.memory_fixed());
-  out.request.set_time_limit_seconds(cg.request.time_limit_seconds());
+  out.memory_fixed = cg.memory_fixed;
   return out;
 }
 
@@ -380,15 +361,8 @@ absl::StatusOr<CostGraph> AtZeroStage(const CostGraph& cg, int stage) {
   CostGraph out = cg;
   out.folded = nullptr;
   out.zero_stage = stage;
-  for (size_t n = 0; n < out.costs.size(); ++n) {
-    out.costs[n] = cg.costs_at_stage[n][stage];
-    v1::SolverNode* sn = out.request.mutable_nodes(static_cast<int>(n));
-    for (size_t k = 0; k < out.costs[n].size(); ++k) {
-      sn->set_cost(static_cast<int>(k), out.costs[n][k].seconds());
-      sn->set_memory(static_cast<int>(k), out.costs[n][k].memory());
-    }
-  }
-  out.request.set_memory_fixed(cg.fixed_at_stage[stage]);
+  for (size_t n = 0; n < out.costs.size(); ++n) out.costs[n] = cg.costs_at_stage[n][stage];
+  out.memory_fixed = cg.fixed_at_stage[stage];
   return out;
 }
 
@@ -401,7 +375,7 @@ StagePrice PriceAtStage(const CostGraph& cg, const std::vector<int>& choice, int
     p.seconds += c.seconds();
     p.memory += c.memory();
   }
-  for (int e = 0; e < cg.request.edges_size(); ++e) {
+  for (size_t e = 0; e < cg.edge_ports.size(); ++e) {
     const EdgePort& port = cg.edge_ports[e];
     const int kd = static_cast<int>(cg.strategies[port.dst].size());
     p.seconds += cg.edge_costs[e][choice[port.src] * kd + choice[port.dst]];
@@ -457,19 +431,29 @@ absl::StatusOr<ChoiceCost> CostChoice(const Graph& graph, const Cluster& cluster
       c.comm_bytes[static_cast<int>(col.kind)] += static_cast<double>(cg.micro_batches) * static_cast<double>(col.bytes);
     }
   }
-  c.fixed_bytes = cg.request.memory_fixed();
+  c.fixed_bytes = cg.memory_fixed;
   c.step_seconds = c.compute_seconds + c.comm_seconds;  // recomputation is added by the planner
   return c;
 }
 
 namespace {
 
-bool SameChoices(const v1::SolverNode& a, const v1::SolverNode& b) {
-  if (a.cost_size() != b.cost_size()) return false;
-  for (int k = 0; k < a.cost_size(); ++k) {
-    if (a.cost(k) != b.cost(k) || a.memory(k) != b.memory(k)) return false;
+// Whether two nodes' cost rows price every choice alike (rows shared by alike nodes are).
+bool SameChoices(const SharedList<StrategyCost>& a, const SharedList<StrategyCost>& b) {
+  if (a.id() == b.id()) return true;
+  if (a.size() != b.size()) return false;
+  for (size_t k = 0; k < a.size(); ++k) {
+    if (a[k].seconds() != b[k].seconds() || a[k].memory() != b[k].memory()) return false;
   }
   return true;
+}
+
+// A solver node's cost and memory rows from its strategies' costs.
+void AddCostRows(const SharedList<StrategyCost>& costs, v1::SolverNode* node) {
+  for (const StrategyCost& c : costs) {
+    node->add_cost(c.seconds());
+    node->add_memory(c.memory());
+  }
 }
 
 }  // namespace
@@ -482,72 +466,86 @@ std::vector<int> FoldedCostGraph::Expand(const std::vector<int>& folded_choice) 
 
 FoldedCostGraph FoldRepeatedLayers(const Graph& graph, const CostGraph& cg) {
   FoldedCostGraph f;
-  const auto& nodes = cg.request.nodes();
+  const int nodes = static_cast<int>(cg.costs.size());
   std::map<std::string, std::vector<int>> by_key;  // layer-free name → solver nodes of that name
-  f.class_of.assign(nodes.size(), -1);
-  for (int n = 0; n < nodes.size(); ++n) {
+  std::vector<int> first_of_class;                  // per solver node: the graph node it was made from
+  f.class_of.assign(nodes, -1);
+  for (int n = 0; n < nodes; ++n) {
     const std::string& key = cg.layer_keys != nullptr ? (*cg.layer_keys)[n] : LayerFreeName(graph.node(n).name());
     int cls = -1;
     for (int candidate : by_key[key]) {
-      if (SameChoices(f.request.nodes(candidate), nodes[n])) cls = candidate;
+      if (SameChoices(cg.costs[first_of_class[candidate]], cg.costs[n])) cls = candidate;
     }
     if (cls < 0) {
       cls = f.request.nodes_size();
-      *f.request.add_nodes() = nodes[n];
-      f.request.mutable_nodes(cls)->set_multiplicity(0);
-      f.request.mutable_nodes(cls)->set_name(key);
+      v1::SolverNode* made = f.request.add_nodes();
+      made->set_name(key);
+      AddCostRows(cg.costs[n], made);
+      first_of_class.push_back(n);
       by_key[key].push_back(cls);
     }
     auto* node = f.request.mutable_nodes(cls);
-    node->set_multiplicity(node->multiplicity() + std::max<int64_t>(nodes[n].multiplicity(), 1));
+    node->set_multiplicity(node->multiplicity() + 1);
     f.class_of[n] = cls;
   }
   // Edges between the same two classes with the same costs fold into one with a multiplicity.
   std::map<std::pair<int, int>, std::vector<int>> edges;  // (src, dst) class → folded edges
-  f.edge_of.assign(cg.request.edges_size(), -1);
-  for (int ei = 0; ei < cg.request.edges_size(); ++ei) {
-    const auto& e = cg.request.edges(ei);
+  std::vector<const SharedList<double>*> folded_costs;    // per folded edge: the costs it was made from
+  f.edge_of.assign(cg.edge_ports.size(), -1);
+  for (size_t ei = 0; ei < cg.edge_ports.size(); ++ei) {
+    const EdgePort& e = cg.edge_ports[ei];
     const SharedList<double>& costs = cg.edge_costs[ei];
-    const int src = f.class_of[e.src()], dst = f.class_of[e.dst()];
+    const int src = f.class_of[e.src], dst = f.class_of[e.dst];
     if (src == dst) {
       // Both ends share one decision: only the diagonal (same strategy) can occur; fold it
       // into the node's own cost, scaled to the node's multiplicity.
       auto* node = f.request.mutable_nodes(src);
       const int k = node->cost_size();
-      const double share = static_cast<double>(std::max<int64_t>(e.multiplicity(), 1)) /
-                           static_cast<double>(std::max<int64_t>(node->multiplicity(), 1));
+      const double share = 1.0 / static_cast<double>(std::max<int64_t>(node->multiplicity(), 1));
       for (int i = 0; i < k; ++i) node->set_cost(i, node->cost(i) + share * costs[i * k + i]);
       continue;
     }
     int into = -1;
     for (int candidate : edges[{src, dst}]) {
-      const auto& c = f.request.edges(candidate);
-      if (std::equal(c.cost().begin(), c.cost().end(), costs.begin(), costs.end())) into = candidate;
+      const SharedList<double>& c = *folded_costs[candidate];
+      if (c.id() == costs.id() || std::equal(c.begin(), c.end(), costs.begin(), costs.end())) into = candidate;
     }
     if (into < 0) {
       into = f.request.edges_size();
       auto* fe = f.request.add_edges();
-      *fe = e;
       for (double x : costs) fe->add_cost(x);
       fe->set_src(src);
       fe->set_dst(dst);
       fe->set_multiplicity(0);
       edges[{src, dst}].push_back(into);
+      folded_costs.push_back(&costs);
     }
     auto* fe = f.request.mutable_edges(into);
-    fe->set_multiplicity(fe->multiplicity() + std::max<int64_t>(e.multiplicity(), 1));
+    fe->set_multiplicity(fe->multiplicity() + 1);
     f.edge_of[ei] = into;
   }
-  f.request.set_memory_fixed(cg.request.memory_fixed());
-  f.request.set_time_limit_seconds(cg.request.time_limit_seconds());
+  f.request.set_memory_fixed(cg.memory_fixed);
+  f.request.set_time_limit_seconds(10);
   return f;
 }
 
 v1::SolverRequest CostGraph::SolverRequest() const {
-  v1::SolverRequest out = request;
-  for (int e = 0; e < out.edges_size(); ++e) {
-    for (double x : edge_costs[e]) out.mutable_edges(e)->add_cost(x);
+  v1::SolverRequest out;
+  for (size_t n = 0; n < costs.size(); ++n) {
+    v1::SolverNode* node = out.add_nodes();
+    node->set_name(layer_keys != nullptr && n < layer_keys->size() ? (*layer_keys)[n] : absl::StrCat("node ", n));
+    node->set_multiplicity(1);
+    AddCostRows(costs[n], node);
   }
+  for (size_t e = 0; e < edge_ports.size(); ++e) {
+    v1::SolverEdge* edge = out.add_edges();
+    edge->set_src(edge_ports[e].src);
+    edge->set_dst(edge_ports[e].dst);
+    edge->set_multiplicity(1);
+    for (double x : edge_costs[e]) edge->add_cost(x);
+  }
+  out.set_memory_fixed(memory_fixed);
+  out.set_time_limit_seconds(10);
   return out;
 }
 

@@ -110,14 +110,15 @@ class SharedList {
 struct FoldedCostGraph;
 
 struct CostGraph {
-  // Node v of the request is graph node v. Its edges carry src, dst and multiplicity only: their
-  // resharding seconds are `edge_costs` (edges between alike nodes share one matrix), and
-  // SolverRequest() is the request with them — what FoldRepeatedLayers and tests solve.
-  v1::SolverRequest request;
-  std::vector<SharedList<double>> edge_costs;     // per request edge: [i * k_dst + j]
+  // Per graph node its strategies and their cost rows (`costs`, at `zero_stage`), and per edge
+  // between nodes its ports and resharding seconds (edges between alike nodes share one matrix).
+  // Nothing is copied per node: a cost graph is built per mesh shape, micro-batch count and ZeRO
+  // stage, and the search folds it (FoldRepeatedLayers) before solving. SolverRequest() is the
+  // whole, unfolded problem — what tests solve.
+  std::vector<SharedList<double>> edge_costs;     // per edge: [i * k_dst + j]
   std::vector<SharedList<Strategy>> strategies;   // per graph node
   std::vector<SharedList<StrategyCost>> costs;    // per graph node, per strategy
-  std::vector<EdgePort> edge_ports;               // per request edge
+  std::vector<EdgePort> edge_ports;               // per edge: its ends (node v is graph node v)
   int64_t micro_batches = 1;                      // passes per step (CostGraphOptions)
   int64_t activations_in_flight = 1;              // CostGraphOptions
   // Per graph node, its name without layer indices (FoldRepeatedLayers' key), shared by the cost
@@ -127,13 +128,14 @@ struct CostGraph {
   // a choice can be priced, and the cost graph rebuilt, at another stage without costing the
   // strategies and edges again (PriceAtStage, AtZeroStage). Empty in restricted cost graphs.
   std::vector<std::array<SharedList<StrategyCost>, 4>> costs_at_stage;
-  // The request's memory_fixed under each ZeRO stage (stage 3's gathered parameters).
+  // memory_fixed under each ZeRO stage (stage 3's gathered parameters).
   std::array<double, 4> fixed_at_stage{};
-  int zero_stage = 0;  // the stage `costs` and `request` are for
+  int zero_stage = 0;  // the stage `costs` and `memory_fixed` are for
+  double memory_fixed = 0;  // bytes on every device whatever the choice (ZeRO-3's gathered parameters)
   // FoldRepeatedLayers' answer, made once (FoldedOf).
   mutable std::shared_ptr<const FoldedCostGraph> folded;
 
-  // The whole solver request: `request` with every edge's costs.
+  // The whole solver problem, unfolded: a node per graph node, an edge per edge, with their costs.
   v1::SolverRequest SolverRequest() const;
 };
 
@@ -151,6 +153,20 @@ struct CostGraphMemo {
   // (producer signature, output, consumer signature, input, gradient flows back)
   std::map<std::tuple<std::string, int, std::string, int, bool>, SharedList<double>> edges;
 };
+
+struct PreparedNode;
+// What BuildCostGraph computes for one kind of node: its strategies on the cluster's mesh and
+// their costs at every ZeRO stage (`cost_options`' stage aside), from `memo` when known there and
+// kept in it. With `only_stage` ≥ 0, only that stage's costs (the others empty), not kept.
+absl::StatusOr<CostGraphMemo::NodeEntry> CostNodeKind(const PreparedNode& node, const Cluster& cluster,
+                                                      const ProfileOptions& options, const CostGraphOptions& cost_options,
+                                                      CostGraphMemo* memo = nullptr, int only_stage = -1);
+// And for one kind of edge (`port` of a value of `type` from `src` to `dst`): its resharding
+// seconds per (producer strategy, consumer strategy), `passes` times a step.
+SharedList<double> CostEdgeKind(const TensorType& type, const EdgePort& port, const PreparedNode& src,
+                                const SharedList<Strategy>& src_strategies, const PreparedNode& dst,
+                                const SharedList<Strategy>& dst_strategies, const Cluster& cluster, double passes,
+                                CostGraphMemo* memo = nullptr);
 
 // The layer-free names of a graph's nodes (LayerFreeName), for BuildCostGraph to share.
 std::shared_ptr<const std::vector<std::string>> LayerKeys(const Graph& graph);

@@ -79,12 +79,43 @@ absl::StatusOr<const CostGraph*> CostGraphCache::Get(const std::vector<int64_t>&
     if (built != graphs_.end()) cg = AtZeroStage(*built->second, stage);
   }
   if (!cg.ok()) {
-    cg = BuildCostGraph(**graph, (*facts)->prepared, **cluster, po, cgo, (*facts)->layer_keys,
-                        memos_ != nullptr ? memos_->For(mesh, m) : nullptr);
+    cg = BuildCostGraph(**graph, (*facts)->prepared, **cluster, po, cgo, (*facts)->layer_keys, MemoFor(mesh, m));
   }
   if (!cg.ok()) return cg.status();
   build_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return (graphs_[key] = std::make_unique<CostGraph>(*std::move(cg))).get();
+}
+
+absl::StatusOr<const FoldSkeleton*> CostGraphCache::SkeletonFor(int64_t m) {
+  auto it = skeletons_.find(m);
+  if (it != skeletons_.end()) return it->second.get();
+  auto graph = GraphFor(m);
+  if (!graph.ok()) return graph.status();
+  auto facts = FactsFor(m);
+  if (!facts.ok()) return facts.status();
+  auto skeleton = std::make_unique<FoldSkeleton>(MakeFoldSkeleton(**graph, (*facts)->prepared, *(*facts)->layer_keys));
+  return (skeletons_[m] = std::move(skeleton)).get();
+}
+
+absl::StatusOr<SkeletonCosts> CostGraphCache::KindCosts(const std::vector<int64_t>& mesh, int64_t m, int only_stage) {
+  auto skeleton = SkeletonFor(m);
+  if (!skeleton.ok()) return skeleton.status();
+  auto cluster = ClusterFor(mesh);
+  if (!cluster.ok()) return cluster.status();
+  auto graph = GraphFor(m);
+  if (!graph.ok()) return graph.status();
+  auto facts = FactsFor(m);
+  if (!facts.ok()) return facts.status();
+  ProfileOptions po = profile_;
+  po.device = (*cluster)->device;
+  CostGraphOptions cgo;
+  cgo.micro_batches = m;
+  cgo.activations_in_flight = std::min(depth_, m);
+  const auto start = std::chrono::steady_clock::now();
+  // A memo only read: a pair bounded and not searched leaves nothing behind.
+  auto costs = CostSkeleton(**graph, (*facts)->prepared, **skeleton, **cluster, po, cgo, MemoIfAny(mesh, m), only_stage);
+  build_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return costs;
 }
 
 }  // namespace mapd

@@ -19,6 +19,7 @@
 #include "model/ir/graph.h"
 #include "planner/plan/batch_dims.h"
 #include "planner/plan/cost_graph.h"
+#include "planner/plan/folded_bound.h"
 #include "planner/plan/micro_batch.h"
 #include "planner/plan/prepared_graph.h"
 #include "planner/profile/profile_options.h"
@@ -31,6 +32,11 @@ namespace mapd {
 class CostGraphMemos {
  public:
   CostGraphMemo* For(const std::vector<int64_t>& mesh, int64_t m) { return &memos_[{mesh, m}]; }
+  // The memo of (mesh, m) if one was made (nullptr otherwise).
+  CostGraphMemo* Find(const std::vector<int64_t>& mesh, int64_t m) {
+    auto it = memos_.find({mesh, m});
+    return it == memos_.end() ? nullptr : &it->second;
+  }
 
  private:
   std::map<std::pair<std::vector<int64_t>, int64_t>, CostGraphMemo> memos_;
@@ -69,6 +75,14 @@ class CostGraphCache {
 
   absl::StatusOr<const CostGraph*> Get(const std::vector<int64_t>& mesh, int stage, int64_t m = 1);
 
+  // The micro-batch graph's folded skeleton (folded_bound.h), once per count.
+  absl::StatusOr<const FoldSkeleton*> SkeletonFor(int64_t m);
+  // Its kinds costed on `mesh` (at the depth set here) — what a bound needs without building
+  // the cost graph — at every ZeRO stage, or with `only_stage` ≥ 0 at that one. Read from the
+  // kinds the cost graphs of this mesh and count memoise, and not kept: most pairs a search
+  // bounds it never builds.
+  absl::StatusOr<SkeletonCosts> KindCosts(const std::vector<int64_t>& mesh, int64_t m, int only_stage = -1);
+
   double build_seconds() const { return build_seconds_; }
   size_t built() const { return graphs_.size(); }
 
@@ -77,11 +91,19 @@ class CostGraphCache {
   const ClusterOptions cluster_;
   const ProfileOptions profile_;
   CostGraphMemos* const memos_;
+  CostGraphMemos own_memos_;  // when no memos are shared
+  CostGraphMemo* MemoFor(const std::vector<int64_t>& mesh, int64_t m) {
+    return (memos_ != nullptr ? memos_ : &own_memos_)->For(mesh, m);
+  }
+  CostGraphMemo* MemoIfAny(const std::vector<int64_t>& mesh, int64_t m) {
+    return (memos_ != nullptr ? memos_ : &own_memos_)->Find(mesh, m);
+  }
   int64_t depth_ = 1;
   std::unique_ptr<MicroBatcher> batcher_;  // the graph analysed once (Analysis)
   std::map<std::vector<int64_t>, std::unique_ptr<Cluster>> clusters_;
   std::map<int64_t, std::unique_ptr<Graph>> micro_;
   std::map<int64_t, std::unique_ptr<Facts>> facts_;
+  std::map<int64_t, std::unique_ptr<FoldSkeleton>> skeletons_;
   // (mesh, ZeRO stage, micro-batches, in flight)
   std::map<std::tuple<std::vector<int64_t>, int, int64_t, int64_t>, std::unique_ptr<CostGraph>> graphs_;
   double build_seconds_ = 0;

@@ -101,6 +101,25 @@ absl::StatusOr<Solved> SolveFree(const PlannerOptions& options, CostGraphCache& 
   return SolveCostGraph(**graph, **cg, 0, options);
 }
 
+absl::StatusOr<KindsOptimum> SolveKindsFree(const PlannerOptions& options, const FoldSkeleton& skeleton,
+                                            const SkeletonCosts& costs, int stage) {
+  v1::SolverRequest folded = FoldedRequest(skeleton, costs, stage);
+  folded.set_time_limit_seconds(options.time_limit_seconds);
+  folded.set_relative_gap(options.relative_gap);
+  auto free = SolveStrategies(folded);
+  if (!free.ok()) return free.status();
+  KindsOptimum out;
+  out.objective = free->objective();
+  const std::vector<int> choice(free->choice().begin(), free->choice().end());
+  for (size_t c = 0; c < choice.size() && c < skeleton.classes.size(); ++c) {
+    out.once_seconds += costs.classes[c].costs[stage][choice[c]].once_seconds * static_cast<double>(skeleton.classes[c].multiplicity);
+  }
+  for (int z = 0; z < 4; ++z) {
+    out.memory[z] = costs.stages[z] ? ChoiceMemory(skeleton, costs, choice, z) : std::numeric_limits<double>::infinity();
+  }
+  return out;
+}
+
 int SameSecondsStage(const PlannerOptions& options, int64_t m) {
   return options.zero_stage >= 0 ? options.zero_stage : std::min(m == 1 ? 2 : 1, options.max_zero_stage);
 }

@@ -10,6 +10,7 @@
 #ifndef MAPD_PLANNER_PLAN_MESH_SEARCH_H_
 #define MAPD_PLANNER_PLAN_MESH_SEARCH_H_
 
+#include <array>
 #include <memory>
 #include <string>
 #include <vector>
@@ -18,6 +19,7 @@
 #include "model/ir/graph.h"
 #include "planner/plan/cost_graph.h"
 #include "planner/plan/cost_graph_cache.h"
+#include "planner/plan/folded_bound.h"
 #include "planner/plan/planner.h"
 #include "planner/sharding/cluster.h"
 #include "proto/mapd/v1/solver.pb.h"
@@ -61,6 +63,17 @@ absl::Status Fill(PlanCandidate& c, const Graph& graph, const Cluster& cluster, 
 // the step time of every plan on that mesh, since higher stages only add seconds.
 absl::StatusOr<Solved> SolveFree(const PlannerOptions& options, CostGraphCache& cache, const std::vector<int64_t>& mesh,
                                  int64_t m);
+
+// The unconstrained optimum of a (mesh, micro-batch count) at ZeRO `stage` from its kinds alone
+// (folded_bound.h, costed by CostGraphCache::KindCosts): at most SolveFree's objective there, with
+// no cost graph built. `once_seconds`: the part of it paid once a step; `memory`: its choice's
+// bytes per device at each ZeRO stage costed (infinity at the others).
+struct KindsOptimum {
+  double objective = 0, once_seconds = 0;
+  std::array<double, 4> memory{};
+};
+absl::StatusOr<KindsOptimum> SolveKindsFree(const PlannerOptions& options, const FoldSkeleton& skeleton,
+                                            const SkeletonCosts& costs, int stage);
 
 // The highest ZeRO stage the options allow: the pinned one, or max_zero_stage.
 inline int HighestZeroStage(const PlannerOptions& options) {

@@ -21,7 +21,7 @@ constexpr int64_t kMaxDegree = int64_t{1} << 20;
 absl::StatusOr<int64_t> Degree(absl::string_view key, absl::string_view value) {
   int64_t v = 0;
   if (!absl::SimpleAtoi(value, &v) || v < 1 || v > kMaxDegree) {
-    return absl::InvalidArgumentError(absl::StrCat("--pin ", key, "=", value, ": give a whole number from 1 to ", kMaxDegree));
+    return absl::InvalidArgumentError(absl::StrCat("pin ", key, "=", value, ": give a whole number from 1 to ", kMaxDegree));
   }
   return v;
 }
@@ -34,7 +34,7 @@ absl::StatusOr<int64_t> VirtualStages(absl::string_view value) {
     int64_t v = 0;
     if (absl::SimpleAtoi(chunks, &v) && v >= 2 && v <= kMaxDegree) return v;
   }
-  return absl::InvalidArgumentError(absl::StrCat("--pin schedule=", value,
+  return absl::InvalidArgumentError(absl::StrCat("pin schedule=", value,
                                                  ": use 1f1b, interleaved (chunks per device searched) or "
                                                  "interleaved:V (V ≥ 2 chunks of layers per device)"));
 }
@@ -78,16 +78,16 @@ absl::StatusOr<PlanPins::Degrees> PlanPins::Resolve(int64_t devices) const {
   const int pinned = (tp > 0) + (pp > 0) + (dp > 0);
   const std::string which = ToString();
   if (pinned == 3 && tp * pp * dp != devices) {
-    return absl::InvalidArgumentError(absl::StrCat("--pin ", which, ": tp·pp·dp is ", tp * pp * dp, ", not the ", devices,
+    return absl::InvalidArgumentError(absl::StrCat("pin ", which, ": tp·pp·dp is ", tp * pp * dp, ", not the ", devices,
                                                    " devices; pin two of them, or give --devices ", tp * pp * dp));
   }
   const int64_t fixed = std::max<int64_t>(tp, 1) * std::max<int64_t>(pp, 1) * std::max<int64_t>(dp, 1);
   if (devices % fixed != 0) {
-    return absl::InvalidArgumentError(absl::StrCat("--pin ", which, ": the pinned degrees (product ", fixed,
+    return absl::InvalidArgumentError(absl::StrCat("pin ", which, ": the pinned degrees (product ", fixed,
                                                    ") do not divide the ", devices, " devices"));
   }
-  if (pinned == 2) {
-    const int64_t rest = devices / fixed;
+  const int64_t rest = devices / fixed;
+  if (pinned == 2 || (pinned >= 1 && rest == 1)) {  // the free degree is what is left (1 when the pins use every device)
     if (tp == 0) d.tp = rest;
     if (pp == 0) d.pp = rest;
     if (dp == 0) d.dp = rest;
@@ -124,11 +124,11 @@ absl::StatusOr<PlanPins> ParsePins(absl::string_view text) {
     item = absl::StripAsciiWhitespace(item);
     const size_t eq = item.find('=');
     if (eq == absl::string_view::npos) {
-      return absl::InvalidArgumentError(absl::StrCat("--pin '", item, "': write KEY=VALUE (keys: ", kKeys, ")"));
+      return absl::InvalidArgumentError(absl::StrCat("pin '", item, "': write KEY=VALUE (keys: ", kKeys, ")"));
     }
     const std::string key(item.substr(0, eq));
     const absl::string_view value = item.substr(eq + 1);
-    if (!seen.insert(key).second) return absl::InvalidArgumentError(absl::StrCat("--pin ", key, " is given twice"));
+    if (!seen.insert(key).second) return absl::InvalidArgumentError(absl::StrCat("pin ", key, " is given twice"));
     if (key == "tp" || key == "pp" || key == "dp" || key == "mbs") {
       auto v = Degree(key, value);
       if (!v.ok()) return v.status();
@@ -136,7 +136,7 @@ absl::StatusOr<PlanPins> ParsePins(absl::string_view text) {
     } else if (key == "recompute") {
       if (value == "full") pins.recompute = PlanPins::Recompute::kFull;
       else if (value == "off") pins.recompute = PlanPins::Recompute::kOff;
-      else return absl::InvalidArgumentError(absl::StrCat("--pin recompute=", value, ": use full or off"));
+      else return absl::InvalidArgumentError(absl::StrCat("pin recompute=", value, ": use full or off"));
     } else if (key == "schedule") {
       auto v = VirtualStages(value);
       if (!v.ok()) return v.status();
@@ -144,11 +144,11 @@ absl::StatusOr<PlanPins> ParsePins(absl::string_view text) {
     } else if (key == "zero") {
       int z = -1;
       if (!absl::SimpleAtoi(value, &z) || z < 0 || z > 3) {
-        return absl::InvalidArgumentError(absl::StrCat("--pin zero=", value, ": use 0, 1, 2 or 3"));
+        return absl::InvalidArgumentError(absl::StrCat("pin zero=", value, ": use 0, 1, 2 or 3"));
       }
       pins.zero = z;
     } else {
-      return absl::InvalidArgumentError(absl::StrCat("--pin has no key '", key, "'; the keys are ", kKeys));
+      return absl::InvalidArgumentError(absl::StrCat("pin has no key '", key, "'; the keys are ", kKeys));
     }
   }
   if (auto st = pins.Validate(); !st.ok()) return st;

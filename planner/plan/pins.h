@@ -48,8 +48,8 @@ struct PlanPins {
   absl::Status Validate() const;
 
   // With `devices` in all: the degrees the pins fix, each 0 when free — tp·pp·dp = devices when
-  // all three are pinned, and a third derived from the other two. INVALID_ARGUMENT naming the
-  // pins that cannot hold together.
+  // all three are pinned, a third derived from the other two, and free ones 1 when the pinned use
+  // every device. INVALID_ARGUMENT naming the pins that cannot hold together.
   struct Degrees {
     int64_t tp = 0, pp = 0, dp = 0;
   };

@@ -1,6 +1,7 @@
 #include "planner/plan/planner.h"
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -19,6 +20,7 @@
 #include "planner/plan/cost_graph_cache.h"
 #include "planner/plan/mesh_search.h"
 #include "planner/plan/describe.h"
+#include "planner/plan/folded_bound.h"
 #include "planner/plan/micro_batch.h"
 #include "planner/plan/pipeline_search.h"
 #include "planner/plan/prepared_graph.h"
@@ -86,8 +88,13 @@ struct Pair {
   std::vector<int64_t> mesh;
   int64_t m = 1;
   int min_stage = 0;  // the lowest ZeRO stage whose parameters, gradients and states fit
-  Solved free;        // the unconstrained optimum at min_stage: a lower bound on the pair
-  double bound() const { return free.response.objective(); }
+  double kind_bound = 0;  // the skeleton's unconstrained optimum at min_stage (folded_bound.h)
+  // That optimum's memory per ZeRO stage: pass 0 builds the cost graph only when it fits somewhere.
+  std::array<double, 4> kind_memory{};
+  // The cost graph's unconstrained optimum at min_stage, solved once the pair is visited: a lower
+  // bound on the pair at least kind_bound.
+  std::optional<Solved> free;
+  double bound() const { return free ? std::max(kind_bound, free->response.objective()) : kind_bound; }
 };
 
 // The options with the pins applied (pins.h): stages, ZeRO stage, recomputation off, and the
@@ -191,9 +198,12 @@ std::string PinnedName(const PlanResult& result, int stages) {
 
 // One search (SearchPlan): its inputs, the state its passes share, and one method per pass, run
 // in this order by Run:
-//   Bound             every (mesh, micro-batch count) pair's unconstrained optimum — a lower bound
-//                     for it — at the lowest ZeRO stage whose parameters, gradients and optimizer
-//                     states fit (a pair with none fits nothing and is not searched), sorted;
+//   Bound             every (mesh, micro-batch count) pair's unconstrained optimum from its kinds
+//                     alone (folded_bound.h: no cost graph is built) — a lower bound for it — at
+//                     the lowest ZeRO stage whose parameters, gradients and optimizer states fit
+//                     (a pair with none fits nothing and is not searched), sorted; a pair's cost
+//                     graph is built, and its own unconstrained optimum solved, only when a pass
+//                     reaches it below the best plan so far;
 //   Search            the pairs from the lowest bound up, skipped once the bound reaches the best
 //                     plan that fits, in three passes: 0, the pairs whose unconstrained plan fits
 //                     (at a ZeRO stage with ZeRO 0's seconds: the pair's optimum; at a higher one:
@@ -227,7 +237,9 @@ class PlanSearch {
   absl::Status Search();
   absl::Status Visit(int pass, size_t i);
   absl::StatusOr<bool> TakeUnconstrained(const Pair& p);
-  absl::Status Coarse(const Pair& p);
+  absl::Status Coarse(Pair& p);
+  // The pair's cost graph solved unconstrained (Pair::free), once.
+  absl::Status SolveExactBound(Pair& p);
   void Keep(PlanCandidate cand);
   absl::Status Collect();
   absl::Status AddNearest();
@@ -267,26 +279,37 @@ absl::Status PlanSearch::Bound() {
   const int highest_allowed = HighestZeroStage(options_);
   for (const auto& mesh : meshes_) {
     for (int64_t m : counts_) {
-      auto cg0 = cache_.Get(mesh, lowest_allowed, m);
-      if (!cg0.ok()) return cg0.status();
+      // From the kinds alone: a pair's cost graph is built only if the pair is visited.
+      auto skeleton = cache_.SkeletonFor(m);
+      if (!skeleton.ok()) return skeleton.status();
+      auto kinds = cache_.KindCosts(mesh, m);
+      if (!kinds.ok()) return kinds.status();
       int min_stage = lowest_allowed;
-      while (min_stage <= highest_allowed && LeastStateMemory(**cg0, min_stage) > budget) ++min_stage;
+      while (min_stage <= highest_allowed && LeastStateMemory(**skeleton, *kinds, min_stage) > budget) ++min_stage;
       if (min_stage > highest_allowed) {
         ++result_.meshes_pruned;
-        const double least = LeastStateMemory(**cg0, highest_allowed);
+        const double least = LeastStateMemory(**skeleton, *kinds, highest_allowed);
         if (!nearest_ || least < nearest_->second) nearest_ = std::make_pair(std::make_pair(mesh, m), least);
         continue;
       }
-      PlannerOptions at = options_;
-      at.zero_stage = min_stage;  // SolveFree's stage
-      auto free = SolveFree(at, cache_, mesh, m);
+      auto free = SolveKindsFree(options_, **skeleton, *kinds, min_stage);
       if (!free.ok()) return free.status();
-      order_.push_back({mesh, m, min_stage, *std::move(free)});
+      order_.push_back({mesh, m, min_stage, free->objective, free->memory, std::nullopt});
     }
   }
   std::stable_sort(order_.begin(), order_.end(), [](const Pair& a, const Pair& b) { return a.bound() < b.bound(); });
   done_.assign(order_.size(), false);
   Lap("bounds");
+  return absl::OkStatus();
+}
+
+absl::Status PlanSearch::SolveExactBound(Pair& p) {
+  if (p.free) return absl::OkStatus();
+  PlannerOptions at = options_;
+  at.zero_stage = p.min_stage;  // SolveFree's stage
+  auto free = SolveFree(at, cache_, p.mesh, p.m);
+  if (!free.ok()) return free.status();
+  p.free = *std::move(free);
   return absl::OkStatus();
 }
 
@@ -311,12 +334,24 @@ absl::Status PlanSearch::Search() {
 }
 
 absl::Status PlanSearch::Visit(int pass, size_t i) {
-  const Pair& p = order_[i];
+  Pair& p = order_[i];
   if (pass == 1) return Coarse(p);
-  if (p.bound() >= best_ * (1 - options_.relative_gap)) {
-    done_[i] = true;
-    ++result_.meshes_pruned;
-    return absl::OkStatus();
+  if (pass == 0) {
+    // Only pairs whose unconstrained plan may fit: the kinds' optimum fits at a stage allowed.
+    bool may_fit = false;
+    for (int z = std::max(options_.zero_stage, 0); z <= HighestZeroStage(options_); ++z) {
+      may_fit = may_fit || p.kind_memory[z] <= BudgetOf(options_);
+    }
+    if (!may_fit) return absl::OkStatus();
+  }
+  // Pruned by the kinds' bound, or by the cost graph's once it is solved.
+  for (int exact = 0; exact < 2; ++exact) {
+    if (p.bound() >= best_ * (1 - options_.relative_gap)) {
+      done_[i] = true;
+      ++result_.meshes_pruned;
+      return absl::OkStatus();
+    }
+    if (auto st = SolveExactBound(p); !st.ok()) return st;
   }
   if (pass == 0) {
     // Only pairs whose unconstrained plan fits (no budgeted solve): one ILP's worth of work.
@@ -324,7 +359,7 @@ absl::Status PlanSearch::Visit(int pass, size_t i) {
     if (!taken.ok()) return taken.status();
     if (!*taken) return absl::OkStatus();
   }
-  auto cand = SearchMesh(options_, cache_, p.mesh, p.m, p.free, best_, p.min_stage);
+  auto cand = SearchMesh(options_, cache_, p.mesh, p.m, *p.free, best_, p.min_stage);
   if (!cand.ok()) return cand.status();
   done_[i] = true;
   ++result_.meshes_solved;
@@ -349,7 +384,7 @@ absl::StatusOr<bool> PlanSearch::TakeUnconstrained(const Pair& p) {
   if (!cg0.ok()) return cg0.status();
   StagePrice price;
   for (int z = std::max(options_.zero_stage, 0); z <= highest && fits_at < 0; ++z) {
-    price = PriceAtStage(**cg0, p.free.choice, z);
+    price = PriceAtStage(**cg0, p.free->choice, z);
     if (price.memory <= BudgetOf(options_)) fits_at = z;
   }
   if (fits_at < 0) return false;
@@ -362,20 +397,22 @@ absl::StatusOr<bool> PlanSearch::TakeUnconstrained(const Pair& p) {
   PlanCandidate incumbent;
   incumbent.name = "MAP";
   incumbent.zero_stage = fits_at;
-  if (auto st = Fill(incumbent, **g, **cluster, **cache_.Get(p.mesh, fits_at, p.m), p.free, options_); !st.ok()) return st;
+  if (auto st = Fill(incumbent, **g, **cluster, **cache_.Get(p.mesh, fits_at, p.m), *p.free, options_); !st.ok()) return st;
   Keep(std::move(incumbent));
   return false;
 }
 
 // Pass 1 for one pair: searched within a coarse gap and CBC barely (the Lagrangian's answers),
 // for a plan close to the best to cut the budgeted searches off at. The pair stays to search.
-absl::Status PlanSearch::Coarse(const Pair& p) {
+absl::Status PlanSearch::Coarse(Pair& p) {
   PlannerOptions coarse = options_;
   coarse.relative_gap = std::max(options_.relative_gap, 0.2);
   coarse.time_limit_seconds = std::min(options_.time_limit_seconds, 0.05);
   if (p.bound() >= best_ * (1 - coarse.relative_gap)) return absl::OkStatus();
+  if (auto st = SolveExactBound(p); !st.ok()) return st;
+  if (p.bound() >= best_ * (1 - coarse.relative_gap)) return absl::OkStatus();
   const auto t0 = Clock::now();
-  auto cand = SearchMesh(coarse, cache_, p.mesh, p.m, p.free, best_, p.min_stage);
+  auto cand = SearchMesh(coarse, cache_, p.mesh, p.m, *p.free, best_, p.min_stage);
   if (!cand.ok()) return cand.status();
   if (trace_) {
     std::fprintf(stderr, "mapd plan: coarse mesh %s m %lld bound %.4g: %s %.4g s/step in %.3f s\n", absl::StrJoin(p.mesh, "x").c_str(),

@@ -12,25 +12,6 @@
 
 namespace mapd {
 
-absl::StatusOr<FreeOptimum> SolveUnconstrained(const Graph& graph, const PlannerOptions& options, CostGraphCache* shared_cache) {
-  if (auto st = options.Validate(); !st.ok()) return st;
-  if (options.cluster.mesh.empty() || options.micro_batches < 1) {
-    return absl::InvalidArgumentError("the unconstrained optimum is of a pinned mesh and micro-batch count");
-  }
-  std::unique_ptr<CostGraphCache> own_cache;
-  auto cache_or = CacheFor(graph, options, shared_cache, own_cache);
-  if (!cache_or.ok()) return cache_or.status();
-  CostGraphCache& cache = **cache_or;
-  auto free = SolveFree(options, cache, options.cluster.mesh, options.micro_batches);
-  if (!free.ok()) return free.status();
-  auto cg = cache.Get(options.cluster.mesh, std::max(options.zero_stage, 0), options.micro_batches);
-  if (!cg.ok()) return cg.status();
-  FreeOptimum out;
-  out.objective = free->response.objective();
-  for (size_t n = 0; n < free->choice.size(); ++n) out.once_seconds += (**cg).costs[n][free->choice[n]].once_seconds;
-  return out;
-}
-
 absl::StatusOr<PlanCandidate> SolveMegatronStage(const Graph& graph, const PlannerOptions& options, int64_t tp,
                                                  CostGraphCache* shared_cache) {
   if (auto st = options.Validate(); !st.ok()) return st;
@@ -122,8 +103,16 @@ absl::StatusOr<StageSolver::LayerCost> StageSolver::LayerBound(const std::vector
   auto key = std::make_pair(mesh, m);
   auto it = bounds_.find(key);
   if (it != bounds_.end()) return it->second;
-  auto least = LeastMiddleLayer(m, [&](const Graph& g, CostGraphCache* cache) -> absl::StatusOr<std::optional<LayerObjective>> {
-    auto r = SolveUnconstrained(g, StageOptions(mesh, m, 1), cache);
+  // From the layer's kinds (folded_bound.h): no cost graph is built for a bound.
+  auto least = LeastMiddleLayer(m, [&](const Graph&, CostGraphCache* cache) -> absl::StatusOr<std::optional<LayerObjective>> {
+    const PlannerOptions o = StageOptions(mesh, m, 1);
+    cache->set_pipeline_depth(1);
+    auto skeleton = cache->SkeletonFor(m);
+    if (!skeleton.ok()) return skeleton.status();
+    const int stage = std::max(o.zero_stage, 0);
+    auto kinds = cache->KindCosts(mesh, m, stage);
+    if (!kinds.ok()) return kinds.status();
+    auto r = SolveKindsFree(o, **skeleton, *kinds, stage);
     if (!r.ok()) return r.status();
     return LayerObjective{r->objective, r->once_seconds};
   });

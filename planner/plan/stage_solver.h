@@ -23,16 +23,6 @@
 
 namespace mapd {
 
-// The plan of `graph` on the options' pinned mesh and micro-batch count with no memory limit,
-// at the lowest ZeRO stage allowed: a lower bound on every plan there (higher stages only add
-// seconds). `once_seconds`: the part of it paid once a step. For the pipeline search's bounds.
-struct FreeOptimum {
-  double objective = 0, once_seconds = 0;
-};
-// `cache` (optional) is the graph's cost-graph cache, shared between searches of one graph.
-absl::StatusOr<FreeOptimum> SolveUnconstrained(const Graph& graph, const PlannerOptions& options,
-                                               CostGraphCache* cache = nullptr);
-
 // One stage of a Megatron TP × PP × DP baseline: the Megatron TP × DP family (baselines.h) on
 // `graph` with the options' pinned mesh ({dp, tp}, {tp} or {dp}: `tp` says which axis is tensor
 // parallel) and micro-batch count — its fastest plan under the budget, or with every repeated

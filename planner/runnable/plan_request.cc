@@ -79,6 +79,7 @@ PlanningChoices ChoicesOf(const v1::JobSpec& spec) {
   c.micro_batches = training.micro_batches();
   c.pipeline_stages = spec.pipeline_stages();
   c.max_pipeline_stages = static_cast<int>(std::clamp<int64_t>(spec.ranks(), 1, kMaxPipelineStagesChoice));
+  c.pin = spec.pin();
   c.named_as_flags = false;
   return c;
 }
@@ -112,7 +113,7 @@ absl::StatusOr<PlanRequest> PlanRequestOf(const PlanningChoices& c) {
   o.micro_batches = *stages != 1 && *micro == 1 ? 0 : *micro;
   auto pins = ParsePins(c.pin);
   if (!pins.ok()) {
-    return absl::InvalidArgumentError(absl::StrCat(c.named_as_flags ? "" : "pin: ", pins.status().message()));
+    return pins.status();  // (it names the pin: "pin tp=3: ...")
   }
   o.pins = *pins;
   // Pinned stages stream at least as many micro-batches as stages: one pass a step means the search's choice.

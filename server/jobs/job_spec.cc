@@ -12,6 +12,7 @@
 #include "common/data_spec.h"
 #include "common/plan_choices.h"
 #include "common/training_config.h"
+#include "planner/plan/pins.h"
 #include "planner/profile/device_profile.h"
 
 namespace mapd {
@@ -49,6 +50,29 @@ absl::Status SpecLimits::Validate() const {
   }
   return absl::OkStatus();
 }
+
+namespace {
+
+// The degrees a spec's `pin` fixes on its ranks (pins.h): INVALID_ARGUMENT naming the field for
+// pins that do not parse or hold together, or that an elastic job cannot keep.
+absl::StatusOr<PlanPins::Degrees> PinnedDegrees(const v1::JobSpec& s) {
+  constexpr size_t kMaxPinChars = 256;
+  if (s.pin().size() > kMaxPinChars) {
+    return absl::InvalidArgumentError(absl::StrCat("pin is ", s.pin().size(), " characters; the pins (tp, pp, dp, mbs, "
+                                                   "recompute, schedule, zero) take at most ", kMaxPinChars));
+  }
+  auto pins = ParsePins(s.pin());
+  if (!pins.ok()) return pins.status();  // INVALID_ARGUMENT naming the pin
+  if (s.has_elastic() && pins->dp > 0) {
+    return absl::InvalidArgumentError(absl::StrCat("pin ", s.pin(), " fixes the data-parallel degree, which an elastic job's "
+                                                   "devices change: pin tp and pp only"));
+  }
+  auto degrees = pins->Resolve(std::max(1, s.ranks()));
+  if (!degrees.ok()) return degrees.status();
+  return *degrees;
+}
+
+}  // namespace
 
 absl::Status ValidateJobSpec(const v1::JobSpec& s, const SpecLimits& limits) {
   auto bad = [](auto&&... parts) { return absl::InvalidArgumentError(absl::StrCat(parts...)); };
@@ -122,6 +146,9 @@ absl::Status ValidateJobSpec(const v1::JobSpec& s, const SpecLimits& limits) {
   if (auto zero = ParseZeroStage(s.zero(), 3, "zero"); !zero.ok()) return zero.status();
   auto stages = ParsePipelineStages(s.pipeline_stages(), std::max(1, s.ranks()), "pipeline_stages");
   if (!stages.ok()) return stages.status();
+  auto pinned = PinnedDegrees(s);
+  if (!pinned.ok()) return pinned.status();
+  if (pinned->pp > 1) *stages = static_cast<int>(pinned->pp);
   if (const int p = *stages; p > 1) {  // (auto: the planner's choice, checked by it)
     if (s.mesh_size() > 0) return bad("a mesh and pipeline_stages ", p, ": a pipeline's stages choose their own mesh; drop one");
     if (s.device() == "cuda") {
@@ -130,8 +157,9 @@ absl::Status ValidateJobSpec(const v1::JobSpec& s, const SpecLimits& limits) {
   }
   if (auto st = CheckDataFiles(training.data()); !st.ok()) return st;
   if (auto st = CheckDataFiles(training.eval_data()); !st.ok()) return absl::InvalidArgumentError(absl::StrCat("eval_data: ", st.message()));
-  if (training.eval_every() > 0 && s.pipeline_stages() != "" && s.pipeline_stages() != "1") {
-    return absl::UnimplementedError(absl::StrCat("eval_every with pipeline_stages ", s.pipeline_stages(),
+  if (training.eval_every() > 0 && ((s.pipeline_stages() != "" && s.pipeline_stages() != "1") || pinned->pp > 1)) {
+    return absl::UnimplementedError(absl::StrCat("eval_every with ", pinned->pp > 1 ? absl::StrCat("the pin pp=", pinned->pp)
+                                                                                   : absl::StrCat("pipeline_stages ", s.pipeline_stages()),
                                                  ": evaluation under pipeline stages is not built yet; drop one"));
   }
   if (!s.device_type().empty() && FindDeviceProfile(s.device_type()) == nullptr) {

@@ -579,6 +579,16 @@ def test_a_job_runs_in_micro_batches(tmp_path):
         assert "trained 3 steps" in messages[-1], messages[-1]
         bad = mapctl(env, "submit", GPT, "--ranks", "2", "--steps", "3", "--precision", "fp8")
         assert bad.returncode != 0 and "precision 'fp8'" in bad.stderr, bad.stderr
+        # --pin: the coordinator plans the pinned configuration (two stages, two micro-batches of
+        # two samples) and the ranks train it.
+        mapctl(env, "submit", GPT, "--ranks", "2", "--steps", "3", "--pin", "pp=2,mbs=2", check=0)
+        assert mapctl(env, "watch", "4", check=None).returncode == 0
+        messages = [e["message"] for e in json.loads(mapctl(env, "logs", "4", "-o", "json", check=0).stdout)]
+        assert any("2 stages x mesh 1" in m and "2 micro-batches" in m for m in messages), messages
+        assert "trained 3 steps" in messages[-1], messages[-1]
+        assert json.loads(mapctl(env, "get", "4", "-o", "json", check=0).stdout)["spec"]["pin"] == "pp=2,mbs=2"
+        bad = mapctl(env, "submit", GPT, "--ranks", "2", "--steps", "3", "--pin", "tp=3")
+        assert bad.returncode != 0 and "pin tp=3: the pinned degrees" in bad.stderr, bad.stderr
     finally:
         stop_all(proc, workers)
 

@@ -380,14 +380,23 @@ def test_plan_a_zoo_model_and_a_module(venv, cluster, tmp_path):
             p = c.plan({GPT!r}, ranks=4)
             tight = c.plan({GPT!r}, ranks=2, memory_per_device="1KiB")
             m = c.plan(module=model, example_inputs=(x, y), ranks=2, zero=1)
+            pinned = c.plan({GPT!r}, ranks=4, pin="tp=2,dp=2")
+            try:
+                c.plan({GPT!r}, ranks=4, pin="tp=3")
+                bad_pin = ""
+            except mapclient.MapError as e:
+                bad_pin = str(e)
             prof = c.profile({GPT!r})
             print(json.dumps({{"fits": p.fits, "summary": p.summary, "nodes": len(p.plan.nodes), "graph_nodes": len(p.plan.graph.nodes),
                               "tight": [tight.fits, tight.min_memory_bytes], "module": [m.fits, m.summary],
+                              "pinned": pinned.summary, "bad_pin": bad_pin,
                               "params": prof.parameters, "peak": prof.predicted_peak_bytes}}))
         """))
     assert got["fits"] and got["summary"].startswith("mesh ") and got["nodes"] == got["graph_nodes"] > 0, got
     assert got["tight"][0] is False and got["tight"][1] > 1024, got
     assert got["module"][0] and got["module"][1].startswith("mesh "), got
+    assert got["pinned"].startswith("mesh 2x2"), got  # --pin tp=2,dp=2: the only mesh that keeps both
+    assert "pin tp=3: the pinned degrees" in got["bad_pin"], got
     assert got["params"] > 0 and got["peak"] > 0, got
 
 

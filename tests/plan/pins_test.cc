@@ -68,6 +68,12 @@ TEST(Pins, DegreesHoldTogetherOrSayWhy) {
   ASSERT_TRUE(two.ok());
   EXPECT_EQ(two->dp, 15);
   EXPECT_FALSE(ParsePins("tp=7")->Resolve(64).ok());
+  // One pinned over every device: the other two are 1; over fewer, they stay free.
+  auto every = ParsePins("pp=2")->Resolve(2);
+  ASSERT_TRUE(every.ok());
+  EXPECT_EQ(every->tp, 1);
+  EXPECT_EQ(every->dp, 1);
+  EXPECT_EQ(ParsePins("pp=2")->Resolve(8)->dp, 0);
 
   PlanPins tp8 = *ParsePins("tp=8");
   EXPECT_TRUE(tp8.AllowsStageMesh({4, 8}));

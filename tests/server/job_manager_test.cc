@@ -69,6 +69,16 @@ TEST(JobManager, SubmitValidatesAndQueues) {
       {[](v1::JobSpec& s) { s.set_pipeline_stages("3"); }, "pipeline_stages '3'"},
       {[](v1::JobSpec& s) { s.set_pipeline_stages("2"), s.add_mesh(2); }, "a mesh and pipeline_stages 2"},
       {[](v1::JobSpec& s) { s.set_pipeline_stages("2"), s.set_device("cuda"); }, "pipeline_stages 2 on device cuda"},
+      {[](v1::JobSpec& s) { s.set_pin("tp=3"); }, "pin tp=3: the pinned degrees (product 3) do not divide the 2 devices"},
+      {[](v1::JobSpec& s) { s.set_pin("warp=2"); }, "pin has no key 'warp'"},
+      {[](v1::JobSpec& s) { s.set_pin(std::string(300, 't')); }, "pin is 300 characters"},
+      {[](v1::JobSpec& s) { s.set_pin("pp=2"), s.set_device("cuda"); }, "pipeline_stages 2 on device cuda"},
+      {[](v1::JobSpec& s) {
+         s.set_pin("dp=2");
+         s.mutable_training()->set_checkpoint_every(5);
+         s.mutable_elastic()->set_min_devices(1);
+       },
+       "which an elastic job's devices change: pin tp and pp only"},
       {[](v1::JobSpec& s) { s.mutable_training()->set_data("s3://bucket"); }, "data 's3://bucket'"},
       {[](v1::JobSpec& s) { s.mutable_training()->set_lr(std::nan("")); }, "lr is nan; give a positive, finite learning rate"},
       {[](v1::JobSpec& s) { s.mutable_training()->set_lr(std::numeric_limits<double>::infinity()); }, "lr is inf"},

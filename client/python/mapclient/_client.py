@@ -234,7 +234,8 @@ class Client:
         ``min_lr``, ``weight_decay``, ``max_grad_norm`` (clip the global gradient norm), ``data`` (synthetic | text:FILE | tokens:FILE | npy:INPUTS[,TARGETS], paths
         under the workers' ``--data-root``), ``eval_data``, ``eval_every``, ``eval_batches``,
         ``zero`` (auto | 0-3), ``recompute``, ``micro_batches``, ``precision``,
-        ``pipeline_stages``, ``checkpoint_every``, ``seed`` — the training fields
+        ``pipeline_stages``, ``pin`` (``"tp=2,pp=2"``: parts of the configuration fixed, the rest
+        planned, as ``mapctl plan --pin``), ``checkpoint_every``, ``seed`` — the training fields
         (``mapd.v1.TrainingConfig``'s, sent as ``spec.training``; ``training={...}`` works too) —,
         ``elastic`` (``"2:4"``, ``(2, 4)`` or
         ``{"min_devices": 2, "max_devices": 4}``: after a lost worker the job goes on with the
@@ -453,7 +454,7 @@ class Client:
 
         The model and keyword fields are :meth:`submit`'s; ``ranks``, ``mesh``, ``device_type``,
         ``memory_per_device``, ``optimizer``, ``zero``, ``recompute``, ``micro_batches``,
-        ``precision`` and ``pipeline_stages`` count; ``steps`` and ``data`` are not used.
+        ``precision``, ``pipeline_stages`` and ``pin`` count; ``steps`` and ``data`` are not used.
         A budget nothing fits is not an error (``fits`` is false).
 
         Raises:
