@@ -417,7 +417,10 @@ int RunPlan(const PlanArgs& args) {
   if (!result.ok()) return ReportError(result.status());
   const Cluster& cluster = result->cluster;
   if (!args.dump_request.empty()) {
-    if (auto st = WriteStringToFileAtomic(args.dump_request, result->plan.request.SerializeAsString()); !st.ok()) {
+    if (result->plan.request == nullptr) {
+      return ReportError(absl::FailedPreconditionError("--dump-request: the plan has no ILP of its own to dump"));
+    }
+    if (auto st = WriteStringToFileAtomic(args.dump_request, result->plan.request->SerializeAsString()); !st.ok()) {
       return ReportError(st);
     }
   }

@@ -30,11 +30,12 @@ absl::StatusOr<Solved> SolveCostGraph(const Graph& graph, const CostGraph& cg, d
       if (recompute_all) g.set_min_recomputed(g.layers());  // full checkpointing (the baselines' way)
     }
   }
-  folded.request.set_memory_budget(budget);
-  folded.request.set_time_limit_seconds(time_limit);
-  folded.request.set_relative_gap(options.relative_gap);
-  if (cutoff > 0 && std::isfinite(cutoff)) folded.request.set_objective_cutoff(cutoff);
-  auto resp = SolveStrategies(folded.request);
+  v1::SolverRequest& request = folded.request;  // the problem posed, with this solve's budget
+  request.set_memory_budget(budget);
+  request.set_time_limit_seconds(time_limit);
+  request.set_relative_gap(options.relative_gap);
+  if (cutoff > 0 && std::isfinite(cutoff)) request.set_objective_cutoff(cutoff);
+  auto resp = SolveStrategies(request);
   if (!resp.ok()) return resp.status();
   Solved s;
   s.response = *std::move(resp);
@@ -42,25 +43,25 @@ absl::StatusOr<Solved> SolveCostGraph(const Graph& graph, const CostGraph& cg, d
   static const bool trace_env = getenv("MAPD_TRACE") != nullptr;
   if (trace_env && options.trace) {
     std::string groups;
-    for (int g = 0; g < folded.request.recompute_size(); ++g) {
-      absl::StrAppend(&groups, ", ", folded.request.recompute(g).name(), ": ",
-                      g < s.response.recomputed_size() ? s.response.recomputed(g) : 0, " of ", folded.request.recompute(g).layers(),
+    for (int g = 0; g < request.recompute_size(); ++g) {
+      absl::StrAppend(&groups, ", ", request.recompute(g).name(), ": ",
+                      g < s.response.recomputed_size() ? s.response.recomputed(g) : 0, " of ", request.recompute(g).layers(),
                       " layers recompute");
     }
     std::fprintf(stderr, "mapd plan: ILP %d decisions, budget %s -> %s in %.3f s, %.6g s/step%s\n",
-                 folded.request.nodes_size(), budget > 0 ? absl::StrCat(static_cast<int64_t>(budget), " B").c_str() : "none",
+                 request.nodes_size(), budget > 0 ? absl::StrCat(static_cast<int64_t>(budget), " B").c_str() : "none",
                  v1::SolverResponse::Status_Name(s.response.status()).c_str(), s.response.solve_seconds(),
                  s.response.objective(), groups.c_str());
   }
-  s.decisions = folded.request.nodes_size();
-  s.request = std::move(folded.request);
+  s.decisions = request.nodes_size();
+  s.request = std::make_shared<const v1::SolverRequest>(std::move(request));
   if (s.response.status() != v1::SolverResponse::INFEASIBLE) {
     const std::vector<int> choice(s.response.choice().begin(), s.response.choice().end());
     const std::vector<int64_t> recomputed(s.response.recomputed().begin(), s.response.recomputed().end());
     s.choice = folded.Expand(choice);
     s.recomputed_layers = RecomputedLayers(group_layers, recomputed);
-    s.recompute_seconds = RecomputeSecondsOf(s.request, choice, recomputed);
-    s.recompute_bytes = RecomputeBytesOf(s.request, choice, recomputed);
+    s.recompute_seconds = RecomputeSecondsOf(*s.request, choice, recomputed);
+    s.recompute_bytes = RecomputeBytesOf(*s.request, choice, recomputed);
   }
   return s;
 }

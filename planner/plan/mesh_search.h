@@ -37,7 +37,7 @@ PlannerOptions ResolveBudget(const PlannerOptions& options, const Cluster& base)
 struct Solved {
   std::vector<int> choice;  // per graph node; empty when infeasible
   v1::SolverResponse response;
-  v1::SolverRequest request;  // folded
+  std::shared_ptr<const v1::SolverRequest> request;  // folded, as posed (shared with the candidates filled from it)
   int decisions = 0;
   // Activation checkpointing chosen with the strategies: the layers, and what they add.
   std::vector<std::string> recomputed_layers;

@@ -111,7 +111,7 @@ struct PlanCandidate {
   v1::SolverResponse::Status solver_status = v1::SolverResponse::STATUS_UNSPECIFIED;
   int decisions = 0;           // ILP decisions after repeated layers shared theirs
   double solve_seconds = 0;    // CBC's time for this candidate
-  v1::SolverRequest request;   // the (folded) ILP whose answer this is, for dumping and replay
+  std::shared_ptr<const v1::SolverRequest> request;  // the (folded) ILP whose answer this is, for dumping and replay
 };
 
 // One pipeline stage of a pipeline plan (DESIGN §6b, pipeline_search.h).

@@ -239,7 +239,8 @@ TEST(Planner, DumpedRequestReplaysToThePlansObjective) {
   auto r = SearchPlan(Zoo(kSmallLlama), Options(4));
   ASSERT_TRUE(r.ok()) << r.status();
   v1::SolverRequest replayed;
-  ASSERT_TRUE(replayed.ParseFromString(r->plan.request.SerializeAsString()));
+  ASSERT_NE(r->plan.request, nullptr);
+  ASSERT_TRUE(replayed.ParseFromString(r->plan.request->SerializeAsString()));
   auto resp = SolveStrategies(replayed);
   ASSERT_TRUE(resp.ok()) << resp.status();
   EXPECT_NEAR(resp->objective(), r->plan.cost.step_seconds, 1e-9 * r->plan.cost.step_seconds);
