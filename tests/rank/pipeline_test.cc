@@ -7,10 +7,12 @@
 #include <ATen/Parallel.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <map>
 #include <set>
 #include <thread>
+#include <tuple>
 
 #include "tests/rank/one_device.h"
 #include "tests/rank/test_plans.h"
@@ -48,6 +50,87 @@ TEST(OneFOneB, WarmUpSteadyStateAndCoolDown) {
         }
         // What the planner charges stage i: min(p − i, m) micro-batches' activations.
         EXPECT_EQ(most, static_cast<size_t>(std::min<int64_t>(p - i, m))) << "stage " << i << " of " << p << ", m " << m;
+      }
+    }
+  }
+}
+
+// The makespan of every stage running its actions in order, each chunk's forward of a
+// micro-batch after the previous chunk's (on the stage before, the last stage's chunk v − 1
+// before stage 0's chunk v) and each backward after the next chunk's: forwards take 1, backwards
+// 2. -1 when the stages deadlock.
+double SimulatedMakespan(int p, int v, int64_t m) {
+  std::vector<std::vector<PassAction>> order(p);
+  for (int d = 0; d < p; ++d) order[d] = InterleavedSchedule(d, p, v, m);
+  std::map<std::tuple<bool, int, int64_t>, double> done;  // (forward, model chunk, micro-batch) → end
+  std::vector<size_t> next(p, 0);
+  std::vector<double> free_at(p, 0);
+  const int chunks = p * v;
+  for (bool progress = true; progress;) {
+    progress = false;
+    for (int d = 0; d < p; ++d) {
+      while (next[d] < order[d].size()) {
+        const PassAction& a = order[d][next[d]];
+        const int c = a.chunk * p + d;
+        double ready = free_at[d];
+        if (a.forward && c > 0) {
+          auto it = done.find({true, c - 1, a.micro_batch});
+          if (it == done.end()) break;
+          ready = std::max(ready, it->second);
+        }
+        if (!a.forward) {
+          auto own = done.find({true, c, a.micro_batch});
+          if (own == done.end()) break;
+          ready = std::max(ready, own->second);
+          if (c + 1 < chunks) {
+            auto it = done.find({false, c + 1, a.micro_batch});
+            if (it == done.end()) break;
+            ready = std::max(ready, it->second);
+          }
+        }
+        free_at[d] = ready + (a.forward ? 1 : 2);
+        done[{a.forward, c, a.micro_batch}] = free_at[d];
+        ++next[d];
+        progress = true;
+      }
+    }
+  }
+  for (int d = 0; d < p; ++d) {
+    if (next[d] < order[d].size()) return -1;
+  }
+  return *std::max_element(free_at.begin(), free_at.end());
+}
+
+TEST(InterleavedOneFOneB, EveryChunkPassOnceKeepsWhatThePlannerChargesAndTakesMVPlusPMinusOnePasses) {
+  EXPECT_EQ(DescribeSchedule(InterleavedSchedule(0, 2, 2, 2)), "F0.0 F1.0 F0.1 F1.1 B0.1 B1.1 B0.0 B1.0");
+  EXPECT_EQ(DescribeSchedule(InterleavedSchedule(1, 2, 2, 2)), "F0.0 F1.0 F0.1 B0.1 F1.1 B1.1 B0.0 B1.0");
+  EXPECT_EQ(InterleavedSchedule(1, 4, 1, 8), OneFOneBSchedule(1, 4, 8));
+  for (int p : {2, 3, 4}) {
+    for (int v : {2, 3}) {
+      for (int64_t m : {int64_t{p}, int64_t{2} * p, int64_t{3} * p}) {
+        for (int d = 0; d < p; ++d) {
+          const auto actions = InterleavedSchedule(d, p, v, m);
+          ASSERT_EQ(actions.size(), static_cast<size_t>(2 * m * v));
+          std::set<std::pair<int64_t, int>> in_flight, backward_done;
+          size_t most = 0;
+          for (const PassAction& a : actions) {
+            if (a.forward) {
+              EXPECT_TRUE(in_flight.insert({a.micro_batch, a.chunk}).second);
+            } else {
+              EXPECT_EQ(in_flight.erase({a.micro_batch, a.chunk}), 1u) << "a backward before its forward";
+              EXPECT_TRUE(backward_done.insert({a.micro_batch, a.chunk}).second);
+            }
+            most = std::max(most, in_flight.size());
+          }
+          EXPECT_EQ(backward_done.size(), static_cast<size_t>(m * v));
+          // What the planner charges device stage d (pipeline_search.cc, InterleavedInFlight): its
+          // warm-up and one more chunk-passes of activations, at most all m·V.
+          const int64_t charged = std::min<int64_t>(m * v, 2 * (p - d - 1) + (v - 1) * p + 1);
+          EXPECT_EQ(static_cast<int64_t>(most), charged) << "stage " << d << " of " << p << ", V " << v << ", m " << m;
+        }
+        // The step of equal chunks (a chunk pass 3): the planner's T = Σ u/V + (m − 1/V)·max u with
+        // u = 3V per stage is 3(mV + p − 1).
+        EXPECT_DOUBLE_EQ(SimulatedMakespan(p, v, m), 3.0 * static_cast<double>(m * v + p - 1)) << "p " << p << ", V " << v << ", m " << m;
       }
     }
   }
