@@ -198,6 +198,21 @@ absl::StatusOr<CostGraph> BuildCostGraph(const Graph& graph, const Cluster& clus
   return BuildCostGraph(graph, *prepared, cluster, options, cost_options);
 }
 
+std::vector<NodeEdge> NodeEdges(const Graph& graph, const std::vector<std::unique_ptr<PreparedNode>>& prepared) {
+  std::vector<NodeEdge> edges;
+  const v1::Graph& p = graph.proto();
+  for (int n = 0; n < p.nodes_size(); ++n) {
+    const v1::Node& node = p.nodes(n);
+    for (int i = 0; i < node.inputs_size(); ++i) {
+      const std::string& in = node.inputs(i);
+      const ValueInfo* vi = in.empty() ? nullptr : graph.FindValue(in);
+      if (vi == nullptr || vi->def != ValueDef::kNode) continue;
+      edges.push_back({EdgePort{vi->index, vi->output_index, n, i, prepared[vi->index]->out_rg[vi->output_index]}, &vi->type});
+    }
+  }
+  return edges;
+}
+
 std::shared_ptr<const std::vector<std::string>> LayerKeys(const Graph& graph) {
   auto keys = std::make_shared<std::vector<std::string>>();
   keys->reserve(graph.num_nodes());
@@ -252,32 +267,17 @@ absl::StatusOr<CostGraph> BuildCostGraph(const Graph& graph, const std::vector<s
   // Edges: producer output → consumer input. Memoised on (producer, output, consumer, input)
   // signatures: the value's type and both strategy lists are then the same.
   std::map<std::tuple<int, int, int, int, bool>, int> edge_memo;  // → first edge with that key
-  std::unordered_map<std::string, bool> needs_grad;
-  for (const auto& par : p.parameters()) needs_grad[par.name()] = par.trainable();
-  for (int n = 0; n < p.nodes_size(); ++n) {
-    const v1::Node& node = p.nodes(n);
-    for (int o = 0; o < node.outputs_size(); ++o) {
-      needs_grad[node.outputs(o)] = (*prepared)[n]->out_rg[o];
+  for (const NodeEdge& edge : NodeEdges(graph, *prepared)) {
+    const EdgePort& e = edge.port;
+    cg.edge_ports.push_back(e);
+    auto [it, fresh] = edge_memo.emplace(std::make_tuple(sig_of[e.src], e.output, sig_of[e.dst], e.input, e.needs_grad),
+                                         static_cast<int>(cg.edge_ports.size()) - 1);
+    if (!fresh) {
+      cg.edge_costs.push_back(cg.edge_costs[it->second]);
+      continue;
     }
-  }
-  for (int n = 0; n < p.nodes_size(); ++n) {
-    const v1::Node& node = p.nodes(n);
-    for (int i = 0; i < node.inputs_size(); ++i) {
-      const std::string& in = node.inputs(i);
-      const ValueInfo* vi = in.empty() ? nullptr : graph.FindValue(in);
-      if (vi == nullptr || vi->def != ValueDef::kNode) continue;
-      const int src = vi->index;
-      const int out = vi->output_index;
-      const bool grad = needs_grad[in];
-      cg.edge_ports.push_back({src, out, n, i, grad});
-      auto [it, fresh] = edge_memo.emplace(std::make_tuple(sig_of[src], out, sig_of[n], i, grad), static_cast<int>(cg.edge_ports.size()) - 1);
-      if (!fresh) {
-        cg.edge_costs.push_back(cg.edge_costs[it->second]);
-        continue;
-      }
-      cg.edge_costs.push_back(CostEdgeKind(vi->type, {src, out, n, i, grad}, *(*prepared)[src], cg.strategies[src],
-                                           *(*prepared)[n], cg.strategies[n], cluster, passes, memo));
-    }
+    cg.edge_costs.push_back(CostEdgeKind(*edge.type, e, *(*prepared)[e.src], cg.strategies[e.src], *(*prepared)[e.dst],
+                                         cg.strategies[e.dst], cluster, passes, memo));
   }
   // ZeRO-3 gathers a parameter before use and frees it after; with the next one prefetched, two
   // gathered parameters are live at once (the largest two bound it).

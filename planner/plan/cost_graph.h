@@ -168,6 +168,14 @@ SharedList<double> CostEdgeKind(const TensorType& type, const EdgePort& port, co
                                 const SharedList<Strategy>& dst_strategies, const Cluster& cluster, double passes,
                                 CostGraphMemo* memo = nullptr);
 
+// The graph's edges between nodes, in node and input order: each with its value's type and
+// whether a gradient flows back (the producer's output needs one).
+struct NodeEdge {
+  EdgePort port;
+  const TensorType* type = nullptr;  // the graph's
+};
+std::vector<NodeEdge> NodeEdges(const Graph& graph, const std::vector<std::unique_ptr<PreparedNode>>& prepared);
+
 // The layer-free names of a graph's nodes (LayerFreeName), for BuildCostGraph to share.
 std::shared_ptr<const std::vector<std::string>> LayerKeys(const Graph& graph);
 

@@ -54,23 +54,33 @@ absl::StatusOr<const CostGraphCache::Facts*> CostGraphCache::FactsFor(int64_t m)
   return (facts_[m] = std::move(f)).get();
 }
 
-absl::StatusOr<const CostGraph*> CostGraphCache::Get(const std::vector<int64_t>& mesh, int stage, int64_t m) {
-  const int64_t in_flight = std::min(depth_, m);
-  auto key = std::make_tuple(mesh, stage, m, in_flight);
-  auto it = graphs_.find(key);
-  if (it != graphs_.end()) return it->second.get();
+absl::StatusOr<CostGraphCache::Inputs> CostGraphCache::InputsFor(const std::vector<int64_t>& mesh, int64_t m) {
+  Inputs in;
   auto cluster = ClusterFor(mesh);
   if (!cluster.ok()) return cluster.status();
   auto graph = GraphFor(m);
   if (!graph.ok()) return graph.status();
   auto facts = FactsFor(m);
   if (!facts.ok()) return facts.status();
-  ProfileOptions po = profile_;
-  po.device = (*cluster)->device;
-  CostGraphOptions cgo;
+  in.cluster = *cluster;
+  in.graph = *graph;
+  in.facts = *facts;
+  in.profile = profile_;
+  in.profile.device = in.cluster->device;
+  in.cost_options.micro_batches = m;
+  in.cost_options.activations_in_flight = std::min(depth_, m);
+  return in;
+}
+
+absl::StatusOr<const CostGraph*> CostGraphCache::Get(const std::vector<int64_t>& mesh, int stage, int64_t m) {
+  const int64_t in_flight = std::min(depth_, m);
+  auto key = std::make_tuple(mesh, stage, m, in_flight);
+  auto it = graphs_.find(key);
+  if (it != graphs_.end()) return it->second.get();
+  auto in = InputsFor(mesh, m);
+  if (!in.ok()) return in.status();
+  CostGraphOptions cgo = in->cost_options;
   cgo.zero_stage = stage;
-  cgo.micro_batches = m;
-  cgo.activations_in_flight = in_flight;
   const auto start = std::chrono::steady_clock::now();
   // Another stage of a cost graph built already: its strategies and edges are the same.
   absl::StatusOr<CostGraph> cg = absl::NotFoundError("");
@@ -79,7 +89,7 @@ absl::StatusOr<const CostGraph*> CostGraphCache::Get(const std::vector<int64_t>&
     if (built != graphs_.end()) cg = AtZeroStage(*built->second, stage);
   }
   if (!cg.ok()) {
-    cg = BuildCostGraph(**graph, (*facts)->prepared, **cluster, po, cgo, (*facts)->layer_keys, MemoFor(mesh, m));
+    cg = BuildCostGraph(*in->graph, in->facts->prepared, *in->cluster, in->profile, cgo, in->facts->layer_keys, MemoFor(mesh, m));
   }
   if (!cg.ok()) return cg.status();
   build_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -100,20 +110,12 @@ absl::StatusOr<const FoldSkeleton*> CostGraphCache::SkeletonFor(int64_t m) {
 absl::StatusOr<SkeletonCosts> CostGraphCache::KindCosts(const std::vector<int64_t>& mesh, int64_t m, int only_stage) {
   auto skeleton = SkeletonFor(m);
   if (!skeleton.ok()) return skeleton.status();
-  auto cluster = ClusterFor(mesh);
-  if (!cluster.ok()) return cluster.status();
-  auto graph = GraphFor(m);
-  if (!graph.ok()) return graph.status();
-  auto facts = FactsFor(m);
-  if (!facts.ok()) return facts.status();
-  ProfileOptions po = profile_;
-  po.device = (*cluster)->device;
-  CostGraphOptions cgo;
-  cgo.micro_batches = m;
-  cgo.activations_in_flight = std::min(depth_, m);
+  auto in = InputsFor(mesh, m);
+  if (!in.ok()) return in.status();
   const auto start = std::chrono::steady_clock::now();
   // A memo only read: a pair bounded and not searched leaves nothing behind.
-  auto costs = CostSkeleton(**graph, (*facts)->prepared, **skeleton, **cluster, po, cgo, MemoIfAny(mesh, m), only_stage);
+  auto costs = CostSkeleton(*in->graph, in->facts->prepared, **skeleton, *in->cluster, in->profile, in->cost_options,
+                            MemoIfAny(mesh, m), only_stage);
   build_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return costs;
 }

@@ -95,6 +95,15 @@ class CostGraphCache {
   CostGraphMemo* MemoFor(const std::vector<int64_t>& mesh, int64_t m) {
     return (memos_ != nullptr ? memos_ : &own_memos_)->For(mesh, m);
   }
+  // What a cost graph or a bound of (mesh, m) is made from.
+  struct Inputs {
+    const Cluster* cluster = nullptr;
+    const Graph* graph = nullptr;   // the micro-batch graph
+    const Facts* facts = nullptr;
+    ProfileOptions profile;         // with the cluster's device
+    CostGraphOptions cost_options;  // micro-batches and in flight set; ZeRO stage 0
+  };
+  absl::StatusOr<Inputs> InputsFor(const std::vector<int64_t>& mesh, int64_t m);
   CostGraphMemo* MemoIfAny(const std::vector<int64_t>& mesh, int64_t m) {
     return (memos_ != nullptr ? memos_ : &own_memos_)->Find(mesh, m);
   }

@@ -34,19 +34,12 @@ FoldSkeleton MakeFoldSkeleton(const Graph& graph, const std::vector<std::unique_
   // (source class, destination class, edge kind) → group; an edge's kind is its ends' kinds, ports
   // and whether a gradient flows back (BuildCostGraph's edge memo).
   std::map<std::tuple<int, int, int, int, int, int, bool>, int> group_of;
-  for (int n = 0; n < p.nodes_size(); ++n) {
-    const v1::Node& node = p.nodes(n);
-    for (int i = 0; i < node.inputs_size(); ++i) {
-      const std::string& in = node.inputs(i);
-      const ValueInfo* vi = in.empty() ? nullptr : graph.FindValue(in);
-      if (vi == nullptr || vi->def != ValueDef::kNode) continue;
-      const int src = vi->index, out = vi->output_index;
-      const bool grad = prepared[src]->out_rg[out];
-      auto [it, fresh] = group_of.emplace(std::make_tuple(cls[src], cls[n], kind[src], out, kind[n], i, grad),
-                                          static_cast<int>(sk.edges.size()));
-      if (fresh) sk.edges.push_back({cls[src], cls[n], EdgePort{src, out, n, i, grad}, 0});
-      ++sk.edges[it->second].multiplicity;
-    }
+  for (const NodeEdge& edge : NodeEdges(graph, prepared)) {
+    const EdgePort& e = edge.port;
+    auto [it, fresh] = group_of.emplace(std::make_tuple(cls[e.src], cls[e.dst], kind[e.src], e.output, kind[e.dst], e.input, e.needs_grad),
+                                        static_cast<int>(sk.edges.size()));
+    if (fresh) sk.edges.push_back({cls[e.src], cls[e.dst], e, *edge.type, 0});
+    ++sk.edges[it->second].multiplicity;
   }
   return sk;
 }
@@ -68,10 +61,8 @@ absl::StatusOr<SkeletonCosts> CostSkeleton(const Graph& graph, const std::vector
   }
   const double passes = static_cast<double>(cost_options.micro_batches);
   for (const FoldSkeleton::Edge& e : skeleton.edges) {
-    const ValueInfo* vi = graph.FindValue(graph.proto().nodes(e.port.dst).inputs(e.port.input));
-    if (vi == nullptr) return absl::InternalError(absl::StrCat("an edge into node ", e.port.dst, " reads no value"));
     // The group's edge joins nodes of its classes' kinds: the classes' strategies are theirs.
-    costs.edges.push_back(CostEdgeKind(vi->type, e.port, *prepared[e.port.src], costs.classes[e.src_class].strategies,
+    costs.edges.push_back(CostEdgeKind(e.type, e.port, *prepared[e.port.src], costs.classes[e.src_class].strategies,
                                        *prepared[e.port.dst], costs.classes[e.dst_class].strategies, cluster, passes,
                                        only_stage < 0 ? memo : nullptr));
   }

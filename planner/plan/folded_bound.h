@@ -36,6 +36,7 @@ struct FoldSkeleton {
   struct Edge {
     int src_class = 0, dst_class = 0;
     EdgePort port;               // one edge of the group
+    TensorType type;             // its value's
     int64_t multiplicity = 0;    // edges in the group
   };
   std::vector<Class> classes;
