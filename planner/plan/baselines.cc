@@ -1,10 +1,13 @@
 #include "planner/plan/baselines.h"
 
+#include <algorithm>
 #include <functional>
 #include <map>
 #include <optional>
 
 #include "absl/strings/str_cat.h"
+#include "common/bytes.h"
+#include "absl/strings/str_join.h"
 #include "planner/plan/mesh_search.h"
 
 #include <unordered_map>
@@ -206,6 +209,27 @@ absl::StatusOr<PlanCandidate> SolveBaseline(const PlannerOptions& options, CostG
   auto c = at(*first_plain < n ? *first_plain : *first_fit);
   if (!c.ok()) return c.status();
   return **c;
+}
+
+absl::Status PinnedConfigurationDoesNotFit(const std::string& name, int64_t micro_batches, const std::string& where,
+                                           const ChoiceCost& w, int64_t in_flight, int64_t budget) {
+  const std::vector<std::pair<const char*, double>> terms = {{"parameters", w.parameter_bytes},
+                                                             {"gradients", w.gradient_bytes},
+                                                             {"optimizer states", w.optimizer_bytes},
+                                                             {"activations", w.activation_bytes + w.recompute_bytes},
+                                                             {"gathered parameters", w.fixed_bytes}};
+  const auto largest = std::max_element(terms.begin(), terms.end(), [](const auto& a, const auto& b) { return a.second < b.second; });
+  std::vector<std::string> parts;
+  for (const auto& [what, bytes] : terms) {
+    if (bytes > 0) parts.push_back(absl::StrCat(what, " ", FormatBytes(static_cast<int64_t>(bytes))));
+  }
+  return absl::ResourceExhaustedError(absl::StrCat(
+      "the pinned configuration '", name, "' at ", micro_batches, micro_batches == 1 ? " micro-batch" : " micro-batches", " does not fit: ", where.empty() ? "it" : where,
+      " needs ", FormatBytes(static_cast<int64_t>(w.peak_bytes())), " per device (", absl::StrJoin(parts, ", "), "; ", in_flight,
+      " micro-batch", in_flight == 1 ? "" : "es", " in flight) against ", FormatBytes(budget), "; the largest term is its ",
+      largest->first,
+      largest->first == std::string("activations") ? " — pin recompute=full, a smaller mbs, or more pp"
+                                                   : " — pin more tp or pp, or a higher zero stage"));
 }
 
 }  // namespace mapd

@@ -71,6 +71,13 @@ absl::StatusOr<PlanCandidate> SolveBaselineAt(const PlannerOptions& options, Cos
 absl::StatusOr<PlanCandidate> SolveBaseline(const PlannerOptions& options, CostGraphCache& cache, const BaselineSpec& spec,
                                             const std::vector<int64_t>& counts);
 
+// The pinned configuration `name` at `micro_batches` does not fit `budget`: RESOURCE_EXHAUSTED
+// naming where (`where`: "stage 0" of a pipeline, or empty), its memory per device by term
+// (`memory`, with `in_flight` micro-batches of activations kept), and the largest term with what
+// to pin instead.
+absl::Status PinnedConfigurationDoesNotFit(const std::string& name, int64_t micro_batches, const std::string& where,
+                                           const ChoiceCost& memory, int64_t in_flight, int64_t budget);
+
 }  // namespace mapd
 
 #endif  // MAPD_PLANNER_PLAN_BASELINES_H_

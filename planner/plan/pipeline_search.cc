@@ -20,6 +20,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "common/bytes.h"
+#include "planner/plan/baselines.h"
 #include "planner/plan/cost_graph_cache.h"
 #include "planner/plan/stage_solver.h"
 #include "planner/plan/stages.h"
@@ -643,23 +644,8 @@ absl::Status PinnedPipelineDoesNotFit(const PlanResult& result, int64_t budget) 
   for (int d = 1; d < p; ++d) {
     if (device[d].peak_bytes() > device[worst].peak_bytes()) worst = d;
   }
-  const ChoiceCost& w = device[worst];
-  const std::vector<std::pair<const char*, double>> terms = {{"parameters", w.parameter_bytes},
-                                                             {"gradients", w.gradient_bytes},
-                                                             {"optimizer states", w.optimizer_bytes},
-                                                             {"activations", w.activation_bytes + w.recompute_bytes},
-                                                             {"gathered parameters", w.fixed_bytes}};
-  const auto largest = std::max_element(terms.begin(), terms.end(), [](const auto& a, const auto& b) { return a.second < b.second; });
-  std::vector<std::string> parts;
-  for (const auto& [what, bytes] : terms) {
-    if (bytes > 0) parts.push_back(absl::StrCat(what, " ", FormatBytes(static_cast<int64_t>(bytes))));
-  }
-  return absl::ResourceExhaustedError(absl::StrCat(
-      "the pinned configuration '", pinned->name, "' at ", pinned->micro_batches, " micro-batches does not fit: stage ", worst, " needs ",
-      FormatBytes(static_cast<int64_t>(w.peak_bytes())), " per device (", absl::StrJoin(parts, ", "), "; ", in_flight[worst],
-      " micro-batches in flight) against ", FormatBytes(budget), "; the largest term is its ", largest->first,
-      largest->first == std::string("activations") ? " — pin recompute=full, a smaller mbs, or more pp"
-                                                   : " — pin more tp or pp, or a higher zero stage"));
+  return PinnedConfigurationDoesNotFit(pinned->name, pinned->micro_batches, absl::StrCat("stage ", worst), device[worst],
+                                       in_flight[worst], budget);
 }
 
 }  // namespace

@@ -613,7 +613,18 @@ absl::StatusOr<PlanResult> PlanSearch::Run() {
     if (auto st = pipelines->Finish(result_); !st.ok()) return st;
     Lap("pipeline stages");
   }
-  if (!options_.pins.empty()) result_.pinned_name = PinnedName(result_, options_.pipeline_stages);
+  if (!options_.pins.empty()) {
+    result_.pinned_name = PinnedName(result_, options_.pipeline_stages);
+    // Nothing that keeps the pins fits: which memory term of the pinned configuration breaks the
+    // budget (a pinned pipeline's is said by the pipeline search).
+    if (options_.baselines && !result_.fits && !result_.pipeline) {
+      for (const PlanCandidate& b : result_.baselines) {
+        if (b.applicable && b.name == result_.pinned_name) {
+          return PinnedConfigurationDoesNotFit(b.name, b.micro_batches, "", b.cost, 1, options_.cluster.memory_per_device);
+        }
+      }
+    }
+  }
   result_.search_seconds = std::chrono::duration<double>(Clock::now() - start_).count();
   return std::move(result_);
 }

@@ -184,6 +184,12 @@ TEST(Pins, APinThatCannotFitNamesTheMemoryTerm) {
   EXPECT_EQ(r.status().code(), absl::StatusCode::kResourceExhausted) << r.status();
   EXPECT_NE(r.status().message().find("the largest term is its"), std::string::npos) << r.status();
   EXPECT_NE(r.status().message().find("Megatron TP=1 x PP=2 x DP=2"), std::string::npos) << r.status();
+  // Without stages too: the pinned flat configuration's terms, not only the least memory of all.
+  auto flat = SearchPlan(g, CpuOptions(4, "300KiB", "tp=2,dp=2,recompute=off"));
+  ASSERT_FALSE(flat.ok());
+  EXPECT_EQ(flat.status().code(), absl::StatusCode::kResourceExhausted) << flat.status();
+  EXPECT_NE(flat.status().message().find("the pinned configuration 'Megatron TP=2 x DP=2'"), std::string::npos) << flat.status();
+  EXPECT_NE(flat.status().message().find("the largest term is its"), std::string::npos) << flat.status();
 }
 
 TEST(Pins, MicroBatchSizeNeedsTheDataDegree) {
