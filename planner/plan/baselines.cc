@@ -44,22 +44,17 @@ bool PlaysRole(const PreparedNode& pn, char batch, const Strategy& s, int a, Axi
 
 }  // namespace
 
-std::vector<std::vector<bool>> FamilyMask(const CostGraph& cg, const BatchInfo& batch,
-                                          const std::vector<std::unique_ptr<PreparedNode>>& prepared,
-                                          const std::vector<AxisRole>& roles) {
-  std::vector<std::vector<bool>> mask(cg.strategies.size());
-  for (size_t n = 0; n < cg.strategies.size(); ++n) {
-    const auto& strategies = cg.strategies[n];
-    mask[n].assign(strategies.size(), false);
-    bool any = false;
-    for (size_t k = 0; k < strategies.size(); ++k) {
-      bool ok = true;
-      for (size_t a = 0; a < roles.size() && ok; ++a) ok = PlaysRole(*prepared[n], batch.label[n], strategies[k], static_cast<int>(a), roles[a]);
-      mask[n][k] = ok;
-      any = any || ok;
-    }
-    if (!any && !strategies.empty()) mask[n][0] = true;  // generation puts the replicated strategy first
+std::vector<bool> FamilyMask(const PreparedNode& node, char batch, const SharedList<Strategy>& strategies,
+                             const std::vector<AxisRole>& roles) {
+  std::vector<bool> mask(strategies.size(), false);
+  bool any = false;
+  for (size_t k = 0; k < strategies.size(); ++k) {
+    bool ok = true;
+    for (size_t a = 0; a < roles.size() && ok; ++a) ok = PlaysRole(node, batch, strategies[k], static_cast<int>(a), roles[a]);
+    mask[k] = ok;
+    any = any || ok;
   }
+  if (!any && !strategies.empty()) mask[0] = true;  // generation puts the replicated strategy first
   return mask;
 }
 
@@ -102,9 +97,21 @@ absl::StatusOr<PlanCandidate> SolveBaselineAt(const PlannerOptions& options, Cos
   }
   auto cluster = cache.ClusterFor(spec.mesh);
   if (!cluster.ok()) return cluster.status();
-  auto cg = cache.Get(spec.mesh, spec.zero_stage, m);
-  if (!cg.ok()) return cg.status();
-  auto restricted = RestrictStrategies(**cg, **graph, FamilyMask(**cg, *batch, (*facts)->prepared, spec.roles));
+  const auto& prepared = (*facts)->prepared;
+  const StrategyFilter family = [&](int n, const SharedList<Strategy>& strategies) {
+    return FamilyMask(*prepared[n], batch->label[n], strategies, spec.roles);
+  };
+  // The family's cost graph: restricted from the whole one when the search built it, else built
+  // with only the family's strategies costed (the same graph: CostGraph.ARestrictedBuild...).
+  absl::StatusOr<CostGraph> restricted = absl::UnknownError("");
+  if (cache.Built(spec.mesh, spec.zero_stage, m)) {
+    const CostGraph& whole = **cache.Get(spec.mesh, spec.zero_stage, m);
+    std::vector<std::vector<bool>> masks(whole.strategies.size());
+    for (size_t n = 0; n < masks.size(); ++n) masks[n] = family(static_cast<int>(n), whole.strategies[n]);
+    restricted = RestrictStrategies(whole, **graph, masks);
+  } else {
+    restricted = cache.BuildRestricted(spec.mesh, spec.zero_stage, m, family);
+  }
   if (!restricted.ok()) return restricted.status();
   // Pinned full recomputation: solved with every repeated layer recomputed, fitting or not.
   const bool recompute_all = options.pins.recompute == PlanPins::Recompute::kFull;
@@ -195,12 +202,14 @@ absl::StatusOr<PlanCandidate> SolveBaseline(const PlannerOptions& options, CostG
     return (*c)->fits && (*c)->recomputed_layers.empty();
   };
   const size_t n = applicable.size();
-  auto last = fits(n - 1);
-  if (!last.ok()) return last.status();
-  if (!*last) {  // nothing fits: reported at the fewest micro-batches
-    auto c = at(0);
-    if (!c.ok()) return c.status();
-    return **c;
+  // The fewest micro-batches first (most baselines that fit, fit there), then the most: when
+  // nothing fits there, nothing fits at all (reported at the fewest).
+  auto first = fits(0);
+  if (!first.ok()) return first.status();
+  if (!*first) {
+    auto last = fits(n - 1);
+    if (!last.ok()) return last.status();
+    if (!*last) return solved.at(0);
   }
   auto first_fit = FirstHolding(0, n, fits);
   if (!first_fit.ok()) return first_fit.status();

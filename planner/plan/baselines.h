@@ -37,11 +37,11 @@ enum class AxisRole {
   kTensor,  // Megatron: shard the matrices, never the batch
 };
 
-// Which strategies of `cost_graph` belong to the family whose mesh axes have `roles`. A node
-// with no such strategy keeps its replicated one (a batch norm, whose batch is unsplittable).
-std::vector<std::vector<bool>> FamilyMask(const CostGraph& cost_graph, const BatchInfo& batch,
-                                          const std::vector<std::unique_ptr<PreparedNode>>& prepared,
-                                          const std::vector<AxisRole>& roles);
+// Which of a node's `strategies` belong to the family whose mesh axes have `roles` (`batch`: the
+// node's batch label, BatchInfo::label). A node with no such strategy keeps its replicated one
+// (a batch norm, whose batch is unsplittable).
+std::vector<bool> FamilyMask(const PreparedNode& node, char batch, const SharedList<Strategy>& strategies,
+                             const std::vector<AxisRole>& roles);
 
 // A baseline family on a mesh: which axis splits the batch and which shards the matrices, the
 // ZeRO stage it runs with, and over how many devices the batch is split.
@@ -67,7 +67,8 @@ absl::StatusOr<PlanCandidate> SolveBaselineAt(const PlannerOptions& options, Cos
 // the family fits without recomputation, else the fewest at which it fits with every repeated
 // layer recomputed; reported at its fewest micro-batches (not fitting) when neither exists. Both
 // are found by probing the counts (a micro-batch's activations only shrink as there are more of
-// them, so fitting holds from some count on): about 2·log2(counts) solves, not one per count.
+// them, so fitting holds from some count on): the fewest, then the most (nothing fits there:
+// nothing fits), then about 2·log2(counts) solves, not one per count.
 absl::StatusOr<PlanCandidate> SolveBaseline(const PlannerOptions& options, CostGraphCache& cache, const BaselineSpec& spec,
                                             const std::vector<int64_t>& counts);
 

@@ -286,6 +286,80 @@ absl::StatusOr<CostGraph> BuildCostGraph(const Graph& graph, const std::vector<s
   return cg;
 }
 
+absl::StatusOr<CostGraph> BuildRestrictedCostGraph(const Graph& graph, const std::vector<std::unique_ptr<PreparedNode>>& prepared,
+                                                   const Cluster& cluster, const ProfileOptions& options,
+                                                   const CostGraphOptions& cost_options,
+                                                   std::shared_ptr<const std::vector<std::string>> layer_keys,
+                                                   CostGraphMemo* memo, const StrategyFilter& allow) {
+  if (auto st = cost_options.Validate(); !st.ok()) return st;
+  const int nodes = graph.num_nodes();
+  if (static_cast<int>(prepared.size()) != nodes) {
+    return absl::InvalidArgumentError(absl::StrCat(prepared.size(), " prepared nodes for a graph of ", nodes));
+  }
+  CostGraph cg;
+  cg.micro_batches = cost_options.micro_batches;
+  cg.activations_in_flight = cost_options.activations_in_flight;
+  cg.layer_keys = layer_keys != nullptr ? std::move(layer_keys) : LayerKeys(graph);
+  cg.zero_stage = cost_options.zero_stage;
+  cg.strategies.resize(nodes);
+  cg.costs.resize(nodes);
+  std::unordered_map<std::string, CostGraphMemo::NodeEntry> kinds;  // signature → its whole kind
+  // (a kind's strategies, mask) → the kept lists, shared by alike nodes with one mask
+  std::map<std::pair<const void*, std::vector<bool>>, std::pair<SharedList<Strategy>, SharedList<StrategyCost>>> kept_of;
+  double largest_param = 0;
+  for (int n = 0; n < nodes; ++n) {
+    const PreparedNode& pn = *prepared[n];
+    for (size_t i = 0; i < pn.in.size(); ++i) {
+      if (pn.role[i] == ParamRole::kTrainable) largest_param = std::max(largest_param, static_cast<double>(pn.in[i].NumBytes()));
+    }
+    auto kind = kinds.find(pn.signature);
+    if (kind == kinds.end()) {
+      auto entry = CostNodeKind(pn, cluster, options, cost_options, memo);
+      if (!entry.ok()) return entry.status();
+      kind = kinds.emplace(pn.signature, *std::move(entry)).first;
+    }
+    const CostGraphMemo::NodeEntry& whole = kind->second;
+    std::vector<bool> mask = allow(n, whole.strategies);
+    auto [it, fresh] = kept_of.try_emplace(std::make_pair(whole.strategies.id(), std::move(mask)));
+    if (fresh) {
+      std::vector<Strategy> strategies;
+      std::vector<StrategyCost> costs;
+      const std::vector<bool>& m = it->first.second;
+      for (size_t k = 0; k < whole.strategies.size() && k < m.size(); ++k) {
+        if (!m[k]) continue;
+        strategies.push_back(whole.strategies[k]);
+        costs.push_back(whole.costs[cost_options.zero_stage][k]);
+      }
+      it->second = {SharedList<Strategy>(std::move(strategies)), SharedList<StrategyCost>(std::move(costs))};
+    }
+    if (it->second.first.empty()) {
+      return absl::FailedPreconditionError(absl::StrCat("node '", graph.node(n).name(), "' (", graph.node(n).op(),
+                                                        ") has no strategy of this kind on the mesh"));
+    }
+    cg.strategies[n] = it->second.first;
+    cg.costs[n] = it->second.second;
+  }
+  // Edges over the kept strategies; alike edges between alike kept lists share their matrix.
+  const double passes = static_cast<double>(cost_options.micro_batches);
+  std::map<std::tuple<const void*, int, const void*, int, bool>, int> first_edge;
+  for (const NodeEdge& edge : NodeEdges(graph, prepared)) {
+    const EdgePort& e = edge.port;
+    cg.edge_ports.push_back(e);
+    auto [it, fresh] = first_edge.emplace(std::make_tuple(cg.strategies[e.src].id(), e.output, cg.strategies[e.dst].id(), e.input,
+                                                          e.needs_grad),
+                                          static_cast<int>(cg.edge_ports.size()) - 1);
+    if (!fresh) {
+      cg.edge_costs.push_back(cg.edge_costs[it->second]);
+      continue;
+    }
+    cg.edge_costs.push_back(CostEdgeKind(*edge.type, e, *prepared[e.src], cg.strategies[e.src], *prepared[e.dst], cg.strategies[e.dst],
+                                         cluster, passes, nullptr));
+  }
+  cg.fixed_at_stage = {0, 0, 0, 2 * largest_param};
+  cg.memory_fixed = cg.fixed_at_stage[cost_options.zero_stage];
+  return cg;
+}
+
 absl::StatusOr<CostGraph> RestrictStrategies(const CostGraph& cg, const Graph& graph,
                                              const std::vector<std::vector<bool>>& allowed) {
   const int nodes = static_cast<int>(cg.costs.size());

@@ -15,6 +15,7 @@
 #define MAPD_PLANNER_PLAN_COST_GRAPH_H_
 
 #include <array>
+#include <functional>
 #include <map>
 #include <tuple>
 #include <unordered_map>
@@ -208,6 +209,17 @@ absl::StatusOr<CostGraph> BuildCostGraph(const Graph& graph, const std::vector<s
                                          const CostGraphOptions& cost_options = {},
                                          std::shared_ptr<const std::vector<std::string>> layer_keys = nullptr,
                                          CostGraphMemo* memo = nullptr);
+
+// Which of node n's strategies a restricted cost graph keeps (a baseline's family).
+using StrategyFilter = std::function<std::vector<bool>(int node, const SharedList<Strategy>& strategies)>;
+// RestrictStrategies(BuildCostGraph(...), allow's masks), built without costing what the filter
+// drops: only the kept strategies' edges are costed (a baseline's family keeps a few of a 2-D
+// mesh's tens). `memo` serves and keeps the nodes' whole kinds only.
+absl::StatusOr<CostGraph> BuildRestrictedCostGraph(const Graph& graph, const std::vector<std::unique_ptr<PreparedNode>>& prepared,
+                                                   const Cluster& cluster, const ProfileOptions& options,
+                                                   const CostGraphOptions& cost_options,
+                                                   std::shared_ptr<const std::vector<std::string>> layer_keys,
+                                                   CostGraphMemo* memo, const StrategyFilter& allow);
 
 // Keeps, per node, only the strategies `allowed[node][k]` marks (a node with none allowed is
 // FAILED_PRECONDITION naming it); edges keep the matching rows and columns.

@@ -96,6 +96,19 @@ absl::StatusOr<const CostGraph*> CostGraphCache::Get(const std::vector<int64_t>&
   return (graphs_[key] = std::make_unique<CostGraph>(*std::move(cg))).get();
 }
 
+absl::StatusOr<CostGraph> CostGraphCache::BuildRestricted(const std::vector<int64_t>& mesh, int stage, int64_t m,
+                                                          const StrategyFilter& allow) {
+  auto in = InputsFor(mesh, m);
+  if (!in.ok()) return in.status();
+  CostGraphOptions cgo = in->cost_options;
+  cgo.zero_stage = stage;
+  const auto start = std::chrono::steady_clock::now();
+  auto cg = BuildRestrictedCostGraph(*in->graph, in->facts->prepared, *in->cluster, in->profile, cgo, in->facts->layer_keys,
+                                     MemoFor(mesh, m), allow);
+  build_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return cg;
+}
+
 absl::StatusOr<const FoldSkeleton*> CostGraphCache::SkeletonFor(int64_t m) {
   auto it = skeletons_.find(m);
   if (it != skeletons_.end()) return it->second.get();

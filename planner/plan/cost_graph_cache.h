@@ -75,6 +75,13 @@ class CostGraphCache {
 
   absl::StatusOr<const CostGraph*> Get(const std::vector<int64_t>& mesh, int stage, int64_t m = 1);
 
+  // Whether Get(mesh, stage, m) has its cost graph already.
+  bool Built(const std::vector<int64_t>& mesh, int stage, int64_t m) const {
+    return graphs_.count(std::make_tuple(mesh, stage, m, std::min(depth_, m))) > 0;
+  }
+  // BuildRestrictedCostGraph of (mesh, ZeRO stage, m), not kept (a baseline's family).
+  absl::StatusOr<CostGraph> BuildRestricted(const std::vector<int64_t>& mesh, int stage, int64_t m, const StrategyFilter& allow);
+
   // The micro-batch graph's folded skeleton (folded_bound.h), once per count.
   absl::StatusOr<const FoldSkeleton*> SkeletonFor(int64_t m);
   // Its kinds costed on `mesh` (at the depth set here) — what a bound needs without building

@@ -9,6 +9,8 @@
 
 #include "model/graph/builder.h"
 #include "model/graph/verifier.h"
+#include "planner/plan/baselines.h"
+#include "planner/plan/batch_dims.h"
 #include "planner/plan/folded_bound.h"
 #include "planner/plan/prepared_graph.h"
 #include "planner/solver/strategy_solver.h"
@@ -166,6 +168,62 @@ TEST(CostGraph, TheKindsBoundIsTheFoldedOptimumOrBelowIt) {
     }
   }
   EXPECT_GT(untied, 0);
+}
+
+// A baseline's family built with only its strategies costed is the whole cost graph restricted
+// to them: every kept strategy's costs and every edge's matrix the same, on a LLaMA and a GPT, on
+// a 2-D mesh with data and tensor axes and a 1-D tensor mesh, at every ZeRO stage.
+TEST(CostGraph, ARestrictedBuildIsTheWholeGraphRestricted) {
+  for (const char* spec : {"llama2-7b:layers=3,hidden=256,heads=8,kv_heads=2,ffn=688,vocab=1024,seq=128,batch=8",
+                           "gpt2:layers=3,hidden=256,heads=8,vocab=1024,seq=128,batch=8"}) {
+    auto g = MakeVerifiedGraph(*BuildZooModel(spec));
+    ASSERT_TRUE(g.ok()) << spec;
+    auto prepared = PrepareNodes(*g);
+    ASSERT_TRUE(prepared.ok());
+    auto batch = FindBatch(*g, *prepared);
+    ASSERT_TRUE(batch.ok());
+    for (const auto& [mesh, roles] : std::vector<std::pair<std::vector<int64_t>, std::vector<AxisRole>>>{
+             {{2, 4}, {AxisRole::kData, AxisRole::kTensor}}, {{8}, {AxisRole::kTensor}}}) {
+      ClusterOptions co;
+      co.mesh = mesh;
+      co.device_type = "h100-80g";
+      auto cluster = MakeCluster(co);
+      ASSERT_TRUE(cluster.ok());
+      const StrategyFilter family = [&](int n, const SharedList<Strategy>& s) {
+        return FamilyMask(*(*prepared)[n], batch->label[n], s, roles);
+      };
+      for (int stage = 0; stage < 4; ++stage) {
+        CostGraphOptions cgo;
+        cgo.zero_stage = stage;
+        auto whole = BuildCostGraph(*g, *prepared, *cluster, ProfileOptions(), cgo);
+        ASSERT_TRUE(whole.ok());
+        std::vector<std::vector<bool>> masks;
+        for (int n = 0; n < g->num_nodes(); ++n) masks.push_back(family(n, whole->strategies[n]));
+        auto restricted = RestrictStrategies(*whole, *g, masks);
+        auto built = BuildRestrictedCostGraph(*g, *prepared, *cluster, ProfileOptions(), cgo, nullptr, nullptr, family);
+        ASSERT_TRUE(restricted.ok() && built.ok()) << built.status();
+        ASSERT_EQ(built->costs.size(), restricted->costs.size());
+        size_t kept = 0, total = 0;
+        for (size_t n = 0; n < built->costs.size(); ++n) {
+          ASSERT_EQ(built->costs[n].size(), restricted->costs[n].size()) << g->node(static_cast<int>(n)).name();
+          kept += built->costs[n].size();
+          total += whole->costs[n].size();
+          for (size_t k = 0; k < built->costs[n].size(); ++k) {
+            EXPECT_EQ(built->costs[n][k].seconds(), restricted->costs[n][k].seconds());
+            EXPECT_EQ(built->costs[n][k].memory(), restricted->costs[n][k].memory());
+            EXPECT_EQ(PlacementToString(built->strategies[n][k].inputs[0]), PlacementToString(restricted->strategies[n][k].inputs[0]));
+          }
+        }
+        if (mesh.size() == 2) EXPECT_LT(kept * 2, total) << "the family keeps few of a 2-D mesh's strategies";
+        ASSERT_EQ(built->edge_costs.size(), restricted->edge_costs.size());
+        for (size_t e = 0; e < built->edge_costs.size(); ++e) {
+          ASSERT_EQ(built->edge_costs[e].size(), restricted->edge_costs[e].size());
+          for (size_t ij = 0; ij < built->edge_costs[e].size(); ++ij) EXPECT_EQ(built->edge_costs[e][ij], restricted->edge_costs[e][ij]);
+        }
+        EXPECT_EQ(built->memory_fixed, restricted->memory_fixed);
+      }
+    }
+  }
 }
 
 }  // namespace
