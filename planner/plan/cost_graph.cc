@@ -213,6 +213,16 @@ std::vector<NodeEdge> NodeEdges(const Graph& graph, const std::vector<std::uniqu
   return edges;
 }
 
+std::array<double, 4> FixedBytesAtStage(const std::vector<std::unique_ptr<PreparedNode>>& prepared) {
+  double largest = 0;
+  for (const auto& pn : prepared) {
+    for (size_t i = 0; i < pn->in.size(); ++i) {
+      if (pn->role[i] == ParamRole::kTrainable) largest = std::max(largest, static_cast<double>(pn->in[i].NumBytes()));
+    }
+  }
+  return {0, 0, 0, 2 * largest};
+}
+
 std::shared_ptr<const std::vector<std::string>> LayerKeys(const Graph& graph) {
   auto keys = std::make_shared<std::vector<std::string>>();
   keys->reserve(graph.num_nodes());
@@ -220,35 +230,49 @@ std::shared_ptr<const std::vector<std::string>> LayerKeys(const Graph& graph) {
   return keys;
 }
 
-absl::StatusOr<CostGraph> BuildCostGraph(const Graph& graph, const std::vector<std::unique_ptr<PreparedNode>>& prepared_nodes,
-                                         const Cluster& cluster, const ProfileOptions& options,
+namespace {
+
+// What BuildCostGraph and BuildRestrictedCostGraph start from: the options checked, the graph's
+// passes, layer keys and fixed bytes set, a strategy list and cost row per node to fill.
+absl::StatusOr<CostGraph> EmptyCostGraph(const Graph& graph, const std::vector<std::unique_ptr<PreparedNode>>& prepared,
                                          const CostGraphOptions& cost_options,
-                                         std::shared_ptr<const std::vector<std::string>> layer_keys,
-                                         CostGraphMemo* memo) {
+                                         std::shared_ptr<const std::vector<std::string>> layer_keys) {
   if (auto st = cost_options.Validate(); !st.ok()) return st;
-  const auto* prepared = &prepared_nodes;
-  const v1::Graph& p = graph.proto();
-  if (static_cast<int>(prepared_nodes.size()) != p.nodes_size()) {
-    return absl::InvalidArgumentError(absl::StrCat(prepared_nodes.size(), " prepared nodes for a graph of ", p.nodes_size()));
+  const int nodes = graph.num_nodes();
+  if (static_cast<int>(prepared.size()) != nodes) {
+    return absl::InvalidArgumentError(absl::StrCat(prepared.size(), " prepared nodes for a graph of ", nodes));
   }
   CostGraph cg;
   cg.micro_batches = cost_options.micro_batches;
   cg.activations_in_flight = cost_options.activations_in_flight;
   cg.layer_keys = layer_keys != nullptr ? std::move(layer_keys) : LayerKeys(graph);
-  const double passes = static_cast<double>(cost_options.micro_batches);
   cg.zero_stage = cost_options.zero_stage;
-  cg.strategies.resize(p.nodes_size());
-  cg.costs.resize(p.nodes_size());
-  cg.costs_at_stage.resize(p.nodes_size());
-  std::unordered_map<std::string, int> first_with_signature;  // signature → first node
-  std::vector<int> sig_of(p.nodes_size());
-  double largest_param = 0;
+  cg.strategies.resize(nodes);
+  cg.costs.resize(nodes);
+  cg.fixed_at_stage = FixedBytesAtStage(prepared);
+  cg.memory_fixed = cg.fixed_at_stage[cost_options.zero_stage];
+  return cg;
+}
 
-  for (int n = 0; n < p.nodes_size(); ++n) {
+}  // namespace
+
+absl::StatusOr<CostGraph> BuildCostGraph(const Graph& graph, const std::vector<std::unique_ptr<PreparedNode>>& prepared_nodes,
+                                         const Cluster& cluster, const ProfileOptions& options,
+                                         const CostGraphOptions& cost_options,
+                                         std::shared_ptr<const std::vector<std::string>> layer_keys,
+                                         CostGraphMemo* memo) {
+  auto made = EmptyCostGraph(graph, prepared_nodes, cost_options, std::move(layer_keys));
+  if (!made.ok()) return made.status();
+  CostGraph& cg = *made;
+  const auto* prepared = &prepared_nodes;
+  const int nodes = graph.num_nodes();
+  const double passes = static_cast<double>(cost_options.micro_batches);
+  cg.costs_at_stage.resize(nodes);
+  std::unordered_map<std::string, int> first_with_signature;  // signature → first node
+  std::vector<int> sig_of(nodes);
+
+  for (int n = 0; n < nodes; ++n) {
     const PreparedNode& pn = *(*prepared)[n];
-    for (size_t i = 0; i < pn.in.size(); ++i) {
-      if (pn.role[i] == ParamRole::kTrainable) largest_param = std::max(largest_param, static_cast<double>(pn.in[i].NumBytes()));
-    }
     auto [it, fresh] = first_with_signature.emplace(pn.signature, n);
     sig_of[n] = it->second;
     if (!fresh) {  // a node costed before: share its strategies and costs
@@ -279,11 +303,7 @@ absl::StatusOr<CostGraph> BuildCostGraph(const Graph& graph, const std::vector<s
     cg.edge_costs.push_back(CostEdgeKind(*edge.type, e, *(*prepared)[e.src], cg.strategies[e.src], *(*prepared)[e.dst],
                                          cg.strategies[e.dst], cluster, passes, memo));
   }
-  // ZeRO-3 gathers a parameter before use and frees it after; with the next one prefetched, two
-  // gathered parameters are live at once (the largest two bound it).
-  cg.fixed_at_stage = {0, 0, 0, 2 * largest_param};
-  cg.memory_fixed = cg.fixed_at_stage[cost_options.zero_stage];
-  return cg;
+  return made;
 }
 
 absl::StatusOr<CostGraph> BuildRestrictedCostGraph(const Graph& graph, const std::vector<std::unique_ptr<PreparedNode>>& prepared,
@@ -291,27 +311,15 @@ absl::StatusOr<CostGraph> BuildRestrictedCostGraph(const Graph& graph, const std
                                                    const CostGraphOptions& cost_options,
                                                    std::shared_ptr<const std::vector<std::string>> layer_keys,
                                                    CostGraphMemo* memo, const StrategyFilter& allow) {
-  if (auto st = cost_options.Validate(); !st.ok()) return st;
+  auto made = EmptyCostGraph(graph, prepared, cost_options, std::move(layer_keys));
+  if (!made.ok()) return made.status();
+  CostGraph& cg = *made;
   const int nodes = graph.num_nodes();
-  if (static_cast<int>(prepared.size()) != nodes) {
-    return absl::InvalidArgumentError(absl::StrCat(prepared.size(), " prepared nodes for a graph of ", nodes));
-  }
-  CostGraph cg;
-  cg.micro_batches = cost_options.micro_batches;
-  cg.activations_in_flight = cost_options.activations_in_flight;
-  cg.layer_keys = layer_keys != nullptr ? std::move(layer_keys) : LayerKeys(graph);
-  cg.zero_stage = cost_options.zero_stage;
-  cg.strategies.resize(nodes);
-  cg.costs.resize(nodes);
   std::unordered_map<std::string, CostGraphMemo::NodeEntry> kinds;  // signature → its whole kind
   // (a kind's strategies, mask) → the kept lists, shared by alike nodes with one mask
   std::map<std::pair<const void*, std::vector<bool>>, std::pair<SharedList<Strategy>, SharedList<StrategyCost>>> kept_of;
-  double largest_param = 0;
   for (int n = 0; n < nodes; ++n) {
     const PreparedNode& pn = *prepared[n];
-    for (size_t i = 0; i < pn.in.size(); ++i) {
-      if (pn.role[i] == ParamRole::kTrainable) largest_param = std::max(largest_param, static_cast<double>(pn.in[i].NumBytes()));
-    }
     auto kind = kinds.find(pn.signature);
     if (kind == kinds.end()) {
       auto entry = CostNodeKind(pn, cluster, options, cost_options, memo);
@@ -355,9 +363,7 @@ absl::StatusOr<CostGraph> BuildRestrictedCostGraph(const Graph& graph, const std
     cg.edge_costs.push_back(CostEdgeKind(*edge.type, e, *prepared[e.src], cg.strategies[e.src], *prepared[e.dst], cg.strategies[e.dst],
                                          cluster, passes, nullptr));
   }
-  cg.fixed_at_stage = {0, 0, 0, 2 * largest_param};
-  cg.memory_fixed = cg.fixed_at_stage[cost_options.zero_stage];
-  return cg;
+  return made;
 }
 
 absl::StatusOr<CostGraph> RestrictStrategies(const CostGraph& cg, const Graph& graph,
@@ -522,7 +528,8 @@ bool SameChoices(const SharedList<StrategyCost>& a, const SharedList<StrategyCos
   return true;
 }
 
-// A solver node's cost and memory rows from its strategies' costs.
+}  // namespace
+
 void AddCostRows(const SharedList<StrategyCost>& costs, v1::SolverNode* node) {
   for (const StrategyCost& c : costs) {
     node->add_cost(c.seconds());
@@ -530,7 +537,10 @@ void AddCostRows(const SharedList<StrategyCost>& costs, v1::SolverNode* node) {
   }
 }
 
-}  // namespace
+void FoldDiagonalIntoNode(const SharedList<double>& seconds, double share, v1::SolverNode* node) {
+  const int k = node->cost_size();
+  for (int i = 0; i < k; ++i) node->set_cost(i, node->cost(i) + share * seconds[i * k + i]);
+}
 
 std::vector<int> FoldedCostGraph::Expand(const std::vector<int>& folded_choice) const {
   std::vector<int> out(class_of.size());
@@ -571,12 +581,8 @@ FoldedCostGraph FoldRepeatedLayers(const Graph& graph, const CostGraph& cg) {
     const SharedList<double>& costs = cg.edge_costs[ei];
     const int src = f.class_of[e.src], dst = f.class_of[e.dst];
     if (src == dst) {
-      // Both ends share one decision: only the diagonal (same strategy) can occur; fold it
-      // into the node's own cost, scaled to the node's multiplicity.
       auto* node = f.request.mutable_nodes(src);
-      const int k = node->cost_size();
-      const double share = 1.0 / static_cast<double>(std::max<int64_t>(node->multiplicity(), 1));
-      for (int i = 0; i < k; ++i) node->set_cost(i, node->cost(i) + share * costs[i * k + i]);
+      FoldDiagonalIntoNode(costs, 1.0 / static_cast<double>(std::max<int64_t>(node->multiplicity(), 1)), node);
       continue;
     }
     int into = -1;

@@ -177,6 +177,18 @@ struct NodeEdge {
 };
 std::vector<NodeEdge> NodeEdges(const Graph& graph, const std::vector<std::unique_ptr<PreparedNode>>& prepared);
 
+// The bytes every device holds whatever the choice, per ZeRO stage: ZeRO-3 gathers a parameter
+// before use and frees it after; with the next one prefetched, two gathered parameters are live
+// at once (the largest two bound it).
+std::array<double, 4> FixedBytesAtStage(const std::vector<std::unique_ptr<PreparedNode>>& prepared);
+
+// A folded solver node's cost and memory rows from its strategies' costs.
+void AddCostRows(const SharedList<StrategyCost>& costs, v1::SolverNode* node);
+// An edge both of whose ends are one folded node (they share a decision): only the diagonal of
+// its `seconds` (same strategy at both ends) can occur, folded into the node's costs, `share`
+// times (the edge's multiplicity over the node's).
+void FoldDiagonalIntoNode(const SharedList<double>& seconds, double share, v1::SolverNode* node);
+
 // The layer-free names of a graph's nodes (LayerFreeName), for BuildCostGraph to share.
 std::shared_ptr<const std::vector<std::string>> LayerKeys(const Graph& graph);
 

@@ -73,8 +73,7 @@ absl::StatusOr<CostGraphCache::Inputs> CostGraphCache::InputsFor(const std::vect
 }
 
 absl::StatusOr<const CostGraph*> CostGraphCache::Get(const std::vector<int64_t>& mesh, int stage, int64_t m) {
-  const int64_t in_flight = std::min(depth_, m);
-  auto key = std::make_tuple(mesh, stage, m, in_flight);
+  const GraphKey key = KeyOf(mesh, stage, m);
   auto it = graphs_.find(key);
   if (it != graphs_.end()) return it->second.get();
   auto in = InputsFor(mesh, m);
@@ -85,7 +84,7 @@ absl::StatusOr<const CostGraph*> CostGraphCache::Get(const std::vector<int64_t>&
   // Another stage of a cost graph built already: its strategies and edges are the same.
   absl::StatusOr<CostGraph> cg = absl::NotFoundError("");
   for (int z = 0; z < 4 && !cg.ok(); ++z) {
-    auto built = graphs_.find(std::make_tuple(mesh, z, m, in_flight));
+    auto built = graphs_.find(KeyOf(mesh, z, m));
     if (built != graphs_.end()) cg = AtZeroStage(*built->second, stage);
   }
   if (!cg.ok()) {

@@ -8,6 +8,7 @@
 #ifndef MAPD_PLANNER_PLAN_COST_GRAPH_CACHE_H_
 #define MAPD_PLANNER_PLAN_COST_GRAPH_CACHE_H_
 
+#include <algorithm>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -76,9 +77,7 @@ class CostGraphCache {
   absl::StatusOr<const CostGraph*> Get(const std::vector<int64_t>& mesh, int stage, int64_t m = 1);
 
   // Whether Get(mesh, stage, m) has its cost graph already.
-  bool Built(const std::vector<int64_t>& mesh, int stage, int64_t m) const {
-    return graphs_.count(std::make_tuple(mesh, stage, m, std::min(depth_, m))) > 0;
-  }
+  bool Built(const std::vector<int64_t>& mesh, int stage, int64_t m) const { return graphs_.count(KeyOf(mesh, stage, m)) > 0; }
   // BuildRestrictedCostGraph of (mesh, ZeRO stage, m), not kept (a baseline's family).
   absl::StatusOr<CostGraph> BuildRestricted(const std::vector<int64_t>& mesh, int stage, int64_t m, const StrategyFilter& allow);
 
@@ -121,7 +120,9 @@ class CostGraphCache {
   std::map<int64_t, std::unique_ptr<Facts>> facts_;
   std::map<int64_t, std::unique_ptr<FoldSkeleton>> skeletons_;
   // (mesh, ZeRO stage, micro-batches, in flight)
-  std::map<std::tuple<std::vector<int64_t>, int, int64_t, int64_t>, std::unique_ptr<CostGraph>> graphs_;
+  using GraphKey = std::tuple<std::vector<int64_t>, int, int64_t, int64_t>;
+  GraphKey KeyOf(const std::vector<int64_t>& mesh, int stage, int64_t m) const { return {mesh, stage, m, std::min(depth_, m)}; }
+  std::map<GraphKey, std::unique_ptr<CostGraph>> graphs_;
   double build_seconds_ = 0;
 };
 

@@ -20,11 +20,6 @@ FoldSkeleton MakeFoldSkeleton(const Graph& graph, const std::vector<std::unique_
   std::vector<int> kind(p.nodes_size()), cls(p.nodes_size());
   for (int n = 0; n < p.nodes_size(); ++n) {
     const PreparedNode& pn = *prepared[n];
-    for (size_t i = 0; i < pn.in.size(); ++i) {
-      if (pn.role[i] == ParamRole::kTrainable) {
-        sk.largest_parameter_bytes = std::max(sk.largest_parameter_bytes, static_cast<double>(pn.in[i].NumBytes()));
-      }
-    }
     kind[n] = kind_of_signature.emplace(pn.signature, static_cast<int>(kind_of_signature.size())).first->second;
     auto [it, fresh] = class_of_key.emplace(std::make_pair(layer_keys[n], kind[n]), static_cast<int>(sk.classes.size()));
     if (fresh) sk.classes.push_back({layer_keys[n], n, 0});
@@ -41,6 +36,7 @@ FoldSkeleton MakeFoldSkeleton(const Graph& graph, const std::vector<std::unique_
     if (fresh) sk.edges.push_back({cls[e.src], cls[e.dst], e, *edge.type, 0});
     ++sk.edges[it->second].multiplicity;
   }
+  sk.fixed_at_stage = FixedBytesAtStage(prepared);
   return sk;
 }
 
@@ -66,7 +62,7 @@ absl::StatusOr<SkeletonCosts> CostSkeleton(const Graph& graph, const std::vector
                                        *prepared[e.port.dst], costs.classes[e.dst_class].strategies, cluster, passes,
                                        only_stage < 0 ? memo : nullptr));
   }
-  costs.fixed_at_stage = {0, 0, 0, 2 * skeleton.largest_parameter_bytes};
+  costs.fixed_at_stage = skeleton.fixed_at_stage;
   return costs;
 }
 
@@ -94,20 +90,14 @@ v1::SolverRequest FoldedRequest(const FoldSkeleton& skeleton, const SkeletonCost
     v1::SolverNode* node = r.add_nodes();
     node->set_name(skeleton.classes[c].name);
     node->set_multiplicity(skeleton.classes[c].multiplicity);
-    for (const StrategyCost& s : costs.classes[c].costs[stage]) {
-      node->add_cost(s.seconds());
-      node->add_memory(s.memory());
-    }
+    AddCostRows(costs.classes[c].costs[stage], node);
   }
   for (size_t g = 0; g < skeleton.edges.size(); ++g) {
     const FoldSkeleton::Edge& e = skeleton.edges[g];
     const SharedList<double>& seconds = costs.edges[g];
     if (e.src_class == e.dst_class) {
-      // Both ends share one decision: only the diagonal occurs, spread over the class's nodes.
       v1::SolverNode* node = r.mutable_nodes(e.src_class);
-      const int k = node->cost_size();
-      const double share = static_cast<double>(e.multiplicity) / static_cast<double>(node->multiplicity());
-      for (int i = 0; i < k; ++i) node->set_cost(i, node->cost(i) + share * seconds[i * k + i]);
+      FoldDiagonalIntoNode(seconds, static_cast<double>(e.multiplicity) / static_cast<double>(node->multiplicity()), node);
       continue;
     }
     v1::SolverEdge* edge = r.add_edges();

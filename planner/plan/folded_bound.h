@@ -41,7 +41,7 @@ struct FoldSkeleton {
   };
   std::vector<Class> classes;
   std::vector<Edge> edges;
-  double largest_parameter_bytes = 0;  // ZeRO-3 keeps the two largest gathered (cost_graph.h)
+  std::array<double, 4> fixed_at_stage{};  // FixedBytesAtStage (cost_graph.h)
 };
 
 // The skeleton of `graph` from its prepared nodes and layer-free names (LayerKeys).

@@ -31,6 +31,14 @@ Cluster EightH100() {
   return *MakeCluster(o);
 }
 
+// H100s in the mesh `mesh`.
+Cluster H100Mesh(const std::vector<int64_t>& mesh) {
+  ClusterOptions o;
+  o.mesh = mesh;
+  o.device_type = "h100-80g";
+  return *MakeCluster(o);
+}
+
 struct Choice {
   std::string fc1_weight, fc2_weight, x;
   ChoiceCost cost;
@@ -130,17 +138,13 @@ TEST(CostGraph, TheKindsBoundIsTheFoldedOptimumOrBelowIt) {
     const FoldSkeleton skeleton = MakeFoldSkeleton(*g, *prepared, *keys);
     EXPECT_LT(skeleton.classes.size() * 3, static_cast<size_t>(g->num_nodes())) << spec;
     for (const std::vector<int64_t>& mesh : {std::vector<int64_t>{8}, std::vector<int64_t>{2, 4}}) {
-      ClusterOptions co;
-      co.mesh = mesh;
-      co.device_type = "h100-80g";
-      auto cluster = MakeCluster(co);
-      ASSERT_TRUE(cluster.ok());
+      const Cluster cluster = H100Mesh(mesh);
       for (int stage = 0; stage < 4; ++stage) {
         CostGraphOptions cgo;
         cgo.zero_stage = stage;
-        auto cg = BuildCostGraph(*g, *prepared, *cluster, ProfileOptions(), cgo, keys);
+        auto cg = BuildCostGraph(*g, *prepared, cluster, ProfileOptions(), cgo, keys);
         ASSERT_TRUE(cg.ok()) << cg.status();
-        auto kinds = CostSkeleton(*g, *prepared, skeleton, *cluster, ProfileOptions(), cgo, nullptr);
+        auto kinds = CostSkeleton(*g, *prepared, skeleton, cluster, ProfileOptions(), cgo, nullptr);
         ASSERT_TRUE(kinds.ok()) << kinds.status();
         EXPECT_NEAR(LeastStateMemory(skeleton, *kinds, stage), LeastStateMemory(*cg, stage), 1e-9 * LeastStateMemory(*cg, stage));
         auto by_kinds = SolveStrategies(FoldedRequest(skeleton, *kinds, stage));
@@ -184,23 +188,19 @@ TEST(CostGraph, ARestrictedBuildIsTheWholeGraphRestricted) {
     ASSERT_TRUE(batch.ok());
     for (const auto& [mesh, roles] : std::vector<std::pair<std::vector<int64_t>, std::vector<AxisRole>>>{
              {{2, 4}, {AxisRole::kData, AxisRole::kTensor}}, {{8}, {AxisRole::kTensor}}}) {
-      ClusterOptions co;
-      co.mesh = mesh;
-      co.device_type = "h100-80g";
-      auto cluster = MakeCluster(co);
-      ASSERT_TRUE(cluster.ok());
+      const Cluster cluster = H100Mesh(mesh);
       const StrategyFilter family = [&](int n, const SharedList<Strategy>& s) {
         return FamilyMask(*(*prepared)[n], batch->label[n], s, roles);
       };
       for (int stage = 0; stage < 4; ++stage) {
         CostGraphOptions cgo;
         cgo.zero_stage = stage;
-        auto whole = BuildCostGraph(*g, *prepared, *cluster, ProfileOptions(), cgo);
+        auto whole = BuildCostGraph(*g, *prepared, cluster, ProfileOptions(), cgo);
         ASSERT_TRUE(whole.ok());
         std::vector<std::vector<bool>> masks;
         for (int n = 0; n < g->num_nodes(); ++n) masks.push_back(family(n, whole->strategies[n]));
         auto restricted = RestrictStrategies(*whole, *g, masks);
-        auto built = BuildRestrictedCostGraph(*g, *prepared, *cluster, ProfileOptions(), cgo, nullptr, nullptr, family);
+        auto built = BuildRestrictedCostGraph(*g, *prepared, cluster, ProfileOptions(), cgo, nullptr, nullptr, family);
         ASSERT_TRUE(restricted.ok() && built.ok()) << built.status();
         ASSERT_EQ(built->costs.size(), restricted->costs.size());
         size_t kept = 0, total = 0;
