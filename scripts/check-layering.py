@@ -73,7 +73,7 @@ SUB_MAY_INCLUDE = {
 # What the lowering and the ranks may take from planner/plan: its part with no cost model and no
 # solver (mapd_plan_graph), so that mapd-rank links no CBC.
 SOLVER_FREE_PLAN_HEADERS = {"planner/plan/prepared_graph.h", "planner/plan/batch_dims.h", "planner/plan/micro_batch.h",
-                            "planner/plan/stages.h", "planner/plan/describe.h"}
+                            "planner/plan/stages.h", "planner/plan/describe.h", "planner/plan/one_f_one_b.h"}
 SOLVER_FREE = ("planner/lower/", "worker/")
 
 

@@ -442,11 +442,6 @@ int RunPlan(const PlanArgs& args) {
         options->zero_stage < 0 ? "up to stage 3" : absl::StrCat("stage ", options->zero_stage),
         absl::StrJoin(result->micro_batch_counts, ", "))));
   }
-  if (!args.save.empty() && pipeline != nullptr && pipeline->virtual_stages > 1) {
-    return ReportError(absl::UnimplementedError(
-        "--save of an interleaved pipeline plan is not built yet (interleaved 1F1B is costed, not yet lowered or run); "
-        "pin schedule=1f1b to save a pipeline that runs"));
-  }
   if (!args.save.empty()) {
     if (auto st = WriteStringToFileAtomic(args.save, ToPlanProto(*graph, *result, *options).SerializeAsString()); !st.ok()) {
       return ReportError(st);

@@ -427,7 +427,8 @@ void PrintRunJson(const RunArgs& args, const RunnablePlan& plan, const std::stri
                       {"precision", PrecisionName(plan.precision)}, {"pipeline_stages", plan.pipeline_stages}};
   if (plan.pipeline_stages > 1) {
     j["stages"] = plan.stages;
-    j["schedule"] = "1F1B";
+    j["schedule"] = plan.schedule;
+    j["virtual_stages"] = plan.virtual_stages;
     j["bubble_fraction"] = plan.bubble_fraction;
   }
   if (ref.has_value()) {

@@ -53,7 +53,7 @@ void AddRunCommand(CLI::App& app, Commands& out) {
       ->capture_default_str();
   run->add_option("--pin", args->pin,
                   "Fix parts of the configuration with --ranks and plan the rest: tp=T,pp=P,dp=D,mbs=S,recompute=full|off,"
-                  "schedule=1f1b,zero=Z (as `mapctl plan --pin`; interleaved schedules are costed by plan, not yet run)");
+                  "schedule=1f1b|interleaved:V,zero=Z (as `mapctl plan --pin`)");
   run->add_option("--memory-per-device", args->memory_per_device, "Memory per rank, e.g. 1GiB: the planner's budget, and a cap each rank enforces (an allocation past it fails, naming the rank and the bytes)");
   run->add_flag("--check-reference", args->check_reference, "Also train on one process and compare the losses");
   run->add_option("--gradient-buckets", args->gradient_buckets,

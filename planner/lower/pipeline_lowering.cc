@@ -1,7 +1,7 @@
 #include "planner/lower/pipeline_lowering.h"
 
 #include <map>
-#include <optional>
+#include <memory>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -92,37 +92,45 @@ absl::StatusOr<std::map<std::string, std::pair<int, int>>> TiedWeights(const std
 // program gives them), rank by rank.
 class PipelineLowerer {
  public:
-  PipelineLowerer(const std::vector<StageToLower>& stages, const std::vector<int64_t>& stage_mesh, int64_t micro_batches,
+  PipelineLowerer(const std::vector<StageToLower>& stages, const std::vector<int64_t>& stage_mesh, int64_t micro_batches, int chunks,
                   Transfers transfers, std::map<std::string, std::pair<int, int>> tied, Cluster cluster, ProfileOptions profile)
-      : stages_(stages), mesh_(stage_mesh), micro_batches_(micro_batches), transfers_(std::move(transfers)), tied_(std::move(tied)),
-        cluster_(std::move(cluster)), profile_(std::move(profile)), programs_(stages.size()) {
+      : stages_(stages), mesh_(stage_mesh), micro_batches_(micro_batches), chunks_(chunks), devices_(static_cast<int>(stages.size()) / chunks),
+        transfers_(std::move(transfers)), tied_(std::move(tied)), cluster_(std::move(cluster)), profile_(std::move(profile)),
+        programs_(stages.size()) {
     for (int64_t d : stage_mesh) stage_ranks_ *= static_cast<int>(d);
   }
 
   absl::StatusOr<LoweredPlan> Run() {
-    LoweredPlan out;
+    std::vector<std::shared_ptr<const Graph>> lowered(stages_.size());  // per model chunk: the graph lowered
     for (int s = 0; s < static_cast<int>(stages_.size()); ++s) {
-      std::optional<Graph> micro;
+      lowered[s] = stages_[s].graph;
       if (micro_batches_ > 1) {
         auto g = MicroBatchGraph(*stages_[s].graph, micro_batches_);
         if (!g.ok()) return g.status();
-        micro = *std::move(g);
+        lowered[s] = std::make_shared<const Graph>(*std::move(g));
       }
-      const Graph& lowered = micro ? *micro : *stages_[s].graph;
       for (int r = 0; r < stage_ranks_; ++r) {
-        auto program = LowerRank(s, r, lowered);
-        if (!program.ok()) return absl::Status(program.status().code(), absl::StrCat("stage ", s, ": ", program.status().message()));
-        auto predicted = PredictRank(lowered, *program, cluster_, profile_);
-        if (!predicted.ok()) return absl::Status(predicted.status().code(), absl::StrCat("stage ", s, ": ", predicted.status().message()));
-        out.predicted.push_back(*predicted);
+        auto program = LowerRank(s, r, *lowered[s]);
+        if (!program.ok()) return absl::Status(program.status().code(), absl::StrCat(Chunk(s), ": ", program.status().message()));
         programs_[s].push_back(*std::move(program));
       }
       // Within a stage every group's ranks issue the same collectives in the same order.
       if (auto st = VerifyCollectiveOrder(programs_[s], mesh_); !st.ok()) return st;
     }
     MarkTiedLayouts();
-    for (auto& stage : programs_) {
-      for (auto& program : stage) out.programs.push_back(std::move(program));
+    // Device stage d's rank r runs model chunks d, d + p, …: chunk 0's program, the later ones in it.
+    LoweredPlan out;
+    for (int d = 0; d < devices_; ++d) {
+      for (int r = 0; r < stage_ranks_; ++r) {
+        std::vector<ChunkToPredict> chunks;
+        for (int v = 0; v < chunks_; ++v) chunks.push_back({lowered[v * devices_ + d].get(), &programs_[v * devices_ + d][r]});
+        auto predicted = PredictPipelineRank(chunks, cluster_, profile_);
+        if (!predicted.ok()) return absl::Status(predicted.status().code(), absl::StrCat("stage ", d, ": ", predicted.status().message()));
+        out.predicted.push_back(*predicted);
+        v1::RankProgram program = std::move(programs_[d][r]);
+        for (int v = 1; v < chunks_; ++v) *program.add_later_chunks() = std::move(programs_[v * devices_ + d][r]);
+        out.programs.push_back(std::move(program));
+      }
     }
     return out;
   }
@@ -164,15 +172,24 @@ class PipelineLowerer {
     return sent;
   }
 
+  // "stage 1", or interleaved "stage 1's chunk 0".
+  std::string Chunk(int s) const {
+    return chunks_ > 1 ? absl::StrCat("stage ", s % devices_, "'s chunk ", s / devices_) : absl::StrCat("stage ", s);
+  }
+
   absl::Status SetRole(int s, int r, const Graph& lowered, v1::RankProgram& program) const {
     const int p = static_cast<int>(stages_.size());
     v1::PipelineRole* role = program.mutable_pipeline();
-    role->set_stage(s);
-    role->set_stages(p);
+    role->set_stage(s % devices_);
+    role->set_stages(devices_);
+    if (chunks_ > 1) {
+      role->set_chunk(s / devices_);
+      role->set_chunks(chunks_);
+    }
     role->set_first_layer(stages_[s].first_layer);
     role->set_end_layer(stages_[s].end_layer);
     role->set_stage_ranks(stage_ranks_);
-    role->set_schedule("1F1B");
+    role->set_schedule(chunks_ > 1 ? "interleaved 1F1B" : "1F1B");
     role->set_stage_graph_nodes(stages_[s].graph->num_nodes());
     for (const auto& in : lowered.proto().inputs()) {
       auto sent = SentShard(in.name(), r);
@@ -181,10 +198,10 @@ class PipelineLowerer {
       const v1::Shard* mine = FindShard(program.inputs(), in.name());
       const int from = transfers_.producer.at(in.name());
       if (mine == nullptr || mine->local_type().SerializeAsString() != (*sent)->local_type().SerializeAsString()) {
-        return absl::InternalError(absl::StrCat("stage ", s, " rank ", r, " receives '", in.name(), "' in another shape than stage ", from,
+        return absl::InternalError(absl::StrCat(Chunk(s), " rank ", r, " receives '", in.name(), "' in another shape than ", Chunk(from),
                                                 " sends it"));
       }
-      AddTransfer(role->add_receives(), in.name(), from, transfers_.tag.at({in.name(), s}), in.role() == kActivationRole);
+      AddTransfer(role->add_receives(), in.name(), from % devices_, transfers_.tag.at({in.name(), s}), in.role() == kActivationRole);
     }
     for (const std::string& value : lowered.proto().outputs()) {
       auto consumers = transfers_.consumers.find(value);
@@ -192,14 +209,17 @@ class PipelineLowerer {
       for (int consumer : consumers->second) {
         bool gradient = false;
         for (const auto& in : stages_[consumer].graph->proto().inputs()) gradient |= in.name() == value && in.role() == kActivationRole;
-        AddTransfer(role->add_sends(), value, consumer, transfers_.tag.at({value, consumer}), gradient);
+        AddTransfer(role->add_sends(), value, consumer % devices_, transfers_.tag.at({value, consumer}), gradient);
       }
     }
+    int tag = 0;
     for (const auto& [name, pair] : tied_) {
+      const int this_tag = tag++;
       if (pair.first != s && pair.second != s) continue;
       v1::TiedParameter* t = role->add_tied();
       t->set_name(name);
-      t->set_peer_stage(pair.first == s ? pair.second : pair.first);
+      t->set_tag(this_tag);
+      t->set_peer_stage((pair.first == s ? pair.second : pair.first) % devices_);
     }
     return absl::OkStatus();
   }
@@ -227,28 +247,41 @@ class PipelineLowerer {
     }
   }
 
-  const std::vector<StageToLower>& stages_;
+  const std::vector<StageToLower>& stages_;  // the model's chunks, in order (p·V)
   const std::vector<int64_t>& mesh_;
   const int64_t micro_batches_;
+  const int chunks_;   // V: chunks a device
+  const int devices_;  // p: device stages
   const Transfers transfers_;
   const std::map<std::string, std::pair<int, int>> tied_;
   const Cluster cluster_;
   const ProfileOptions profile_;
   int stage_ranks_ = 1;
-  std::vector<std::vector<v1::RankProgram>> programs_;  // per stage, per rank
+  std::vector<std::vector<v1::RankProgram>> programs_;  // per model chunk, per rank
 };
 
 }  // namespace
 
 absl::StatusOr<LoweredPlan> LowerPipelineAndPredict(const std::vector<StageToLower>& stages, const std::vector<int64_t>& stage_mesh,
-                                                    int64_t micro_batches, const std::string& device_type, const ProfileOptions& profile) {
-  const int p = static_cast<int>(stages.size());
+                                                    int64_t micro_batches, int chunks, const std::string& device_type,
+                                                    const ProfileOptions& profile) {
+  if (chunks < 1 || stages.size() % chunks != 0) {
+    return absl::InvalidArgumentError(absl::StrCat(stages.size(), " chunks of layers do not make ", chunks, " a device"));
+  }
+  const int p = static_cast<int>(stages.size()) / chunks;
   if (p < 2) return absl::InvalidArgumentError(absl::StrCat("a pipeline of ", p, " stage(s): lower it as a whole model"));
   if (micro_batches < 1) return absl::InvalidArgumentError(absl::StrCat(micro_batches, " micro-batches"));
   auto transfers = FindTransfers(stages);
   if (!transfers.ok()) return transfers.status();
   auto tied = TiedWeights(stages);
   if (!tied.ok()) return tied.status();
+  for (const auto& [name, pair] : *tied) {
+    if (pair.first % p == pair.second % p) {
+      return absl::UnimplementedError(absl::StrCat("the weight '", name, "' is shared by chunks ", pair.first, " and ", pair.second,
+                                                   ", which interleaving puts on the same device stage; a weight shared within a device "
+                                                   "is not built yet: pin another schedule=interleaved:V or schedule=1f1b"));
+    }
+  }
   ClusterOptions co;
   co.mesh = stage_mesh;
   co.device_type = device_type;
@@ -256,7 +289,7 @@ absl::StatusOr<LoweredPlan> LowerPipelineAndPredict(const std::vector<StageToLow
   if (!cluster.ok()) return cluster.status();
   ProfileOptions po = profile;
   po.timeline = false;
-  return PipelineLowerer(stages, stage_mesh, micro_batches, *std::move(transfers), *std::move(tied), *std::move(cluster), po).Run();
+  return PipelineLowerer(stages, stage_mesh, micro_batches, chunks, *std::move(transfers), *std::move(tied), *std::move(cluster), po).Run();
 }
 
 }  // namespace mapd

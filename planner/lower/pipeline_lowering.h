@@ -31,7 +31,7 @@
 
 namespace mapd {
 
-// One stage of the plan to lower.
+// One stage of the plan to lower (interleaved: one chunk of layers).
 struct StageToLower {
   std::shared_ptr<const Graph> graph;     // the stage graph (planner/plan/stages.h), whole batch
   int first_layer = 0, end_layer = 0;     // its layers [first, end) of the layer sequence
@@ -41,10 +41,18 @@ struct StageToLower {
 };
 
 // Lowers every stage for every rank of `stage_mesh` with `micro_batches` passes a step (the
-// programs are the stages' micro-batch graphs'), profiles each program on `device_type`, and
-// sets each program's PipelineRole. Programs come in global rank order.
+// programs are the stages' micro-batch graphs'), sets each program's PipelineRole, and predicts
+// each rank on `device_type` (rank_cost.h, PredictPipelineRank). Programs come in global rank
+// order.
+//
+// Interleaved 1F1B (`chunks` = V ≥ 2): `stages` are the model's p·V chunks in order, chunk c
+// running on device stage c mod p; device stage d's rank r gets chunk d's program with chunks
+// d + p, d + 2p, … as its later_chunks, transfers naming device stages (the last device's sends
+// wrap around to the first), tags unique over all chunks. UNIMPLEMENTED for a weight two chunks
+// of one device share.
 absl::StatusOr<LoweredPlan> LowerPipelineAndPredict(const std::vector<StageToLower>& stages, const std::vector<int64_t>& stage_mesh,
-                                                    int64_t micro_batches, const std::string& device_type, const ProfileOptions& profile);
+                                                    int64_t micro_batches, int chunks, const std::string& device_type,
+                                                    const ProfileOptions& profile);
 
 }  // namespace mapd
 

@@ -12,6 +12,7 @@
 #include "model/ir/dtype.h"
 #include "planner/lower/local_graph.h"
 #include "planner/lower/zero.h"
+#include "planner/plan/one_f_one_b.h"
 #include "planner/profile/bucket_size.h"
 #include "planner/profile/profiler.h"
 #include "planner/sharding/collectives.h"
@@ -173,20 +174,19 @@ absl::StatusOr<double> CommunicationSeconds(const v1::RankProgram& program, cons
   return seconds;
 }
 
-absl::StatusOr<RankPrediction> PredictRank(const Graph& global, const v1::RankProgram& program, const Cluster& cluster,
-                                           const ProfileOptions& profile) {
-  auto local = LocalGraph(global, program);
-  if (!local.ok()) return local.status();
+namespace {
+
+// How to profile `program` as its rank runs it: the device, ZeRO's shards, buckets and staging,
+// its recompute segments, and its passes (a later pass's, the gradients accumulated so far live).
+ProfileOptions ProgramProfileOptions(const v1::RankProgram& program, const Cluster& cluster, const ProfileOptions& profile) {
   ProfileOptions o = profile;
   o.device = cluster.device;
   for (const ZeroParam& z : ZeroParams(program)) o.zero_ranks[z.name] = z.ranks;
   o.zero_stage = o.zero_ranks.empty() ? 0 : program.zero_stage();
   // LocalGraph has one node per instruction, in order.
   for (const auto& seg : program.recompute()) o.recompute.emplace_back(seg.first(), seg.last());
-  // Micro-batches: the peak is a later pass's (the gradients accumulated so far live); every pass
-  // computes and reduces its activations' gradients.
-  const double passes = static_cast<double>(std::max<int64_t>(1, program.micro_batches()));
-  o.gradients_accumulated = passes > 1;
+  o.gradients_accumulated = program.micro_batches() > 1;
+  o.passes_in_flight = 1;
   for (const ZeroParam& z : BucketedGradSyncs(program)) o.bucketed_gradients.insert(z.name);
   for (const ZeroBucketSet& set : ZeroGradientBuckets(program, kDefaultBucketBytes)) {
     for (const ZeroParam& z : set.params) o.bucketed_gradients.insert(z.name);
@@ -202,29 +202,16 @@ absl::StatusOr<RankPrediction> PredictRank(const Graph& global, const v1::RankPr
       o.zero_gather_bytes = std::max(o.zero_gather_bytes, program.zero_stage() >= 3 ? buffer_bytes : set.staging_buffers * buffer_bytes);
     }
   }
-  // A pipeline stage under 1F1B (one_f_one_b.h) keeps w = min(stages − stage, m) micro-batches in
-  // flight. Its first backward runs with w in flight and no gradient made yet; the later ones with
-  // the gradients accumulated and w in flight (w − 1 when the forwards are done by then: m = w).
-  // The report profiles a later pass (the only one for m = 1); the peak is the larger of the two.
-  const v1::PipelineRole& role = program.pipeline();
-  const int64_t m = static_cast<int64_t>(passes);
-  const int64_t w = role.stages() > 1 ? std::min<int64_t>(role.stages() - role.stage(), m) : 1;
-  o.passes_in_flight = m > w || m == 1 ? w : w - 1;
-  auto report = ProfileTrainingStep(*local, o);
-  if (!report.ok()) return report.status();
-  int64_t peak = report->predicted_peak_bytes;
-  if (role.stages() > 1 && m > 1) {
-    ProfileOptions first = o;
-    first.gradients_accumulated = false;
-    first.passes_in_flight = w;
-    auto first_pass = ProfileTrainingStep(*local, first);
-    if (!first_pass.ok()) return first_pass.status();
-    peak = std::max(peak, first_pass->predicted_peak_bytes);
-  }
+  return o;
+}
+
+// Seconds of `program`'s collectives in a step of its passes. Under ZeRO 0-1 the gradients of
+// parameters read only through GRAD_SYNC chains are reduced once, after the last pass (the
+// runtime defers them); everything else every pass.
+absl::StatusOr<double> StepCommunicationSeconds(const v1::RankProgram& program, const Cluster& cluster) {
   auto comm = CommunicationSeconds(program, cluster);
   if (!comm.ok()) return comm.status();
-  // Under ZeRO 0-1 the gradients of parameters read only through GRAD_SYNC chains are reduced
-  // once, after the last pass (the runtime defers them); everything else every pass.
+  const double passes = static_cast<double>(std::max<int64_t>(1, program.micro_batches()));
   double once = 0;
   if (passes > 1 && program.zero_stage() <= 1) {
     for (const ZeroParam& z : GradSyncChains(program)) {
@@ -235,11 +222,93 @@ absl::StatusOr<RankPrediction> PredictRank(const Graph& global, const v1::RankPr
       }
     }
   }
-  RankPrediction p;
-  p.peak_bytes = peak;
-  p.compute_seconds = passes * (report->forward_seconds + report->backward_seconds) + report->optimizer_seconds;
-  p.communication_seconds = passes * *comm - (passes - 1) * once;
+  return passes * *comm - (passes - 1) * once;
+}
+
+// One program's memory as its passes see it, and its time.
+struct ProgramProfile {
+  int64_t first_peak = 0;   // a pass's peak with nothing else in flight and no gradient made yet
+  int64_t later_peak = 0;   // the same once the gradients accumulate (every pass's, for one pass)
+  int64_t kept = 0;         // what a pass in flight keeps for its backward
+  int64_t held = 0;         // between passes: parameters, buffers and optimizer states
+  int64_t gradients = 0;    // between passes, once the first backward made them
+  RankPrediction time;      // compute and communication of a step
+};
+
+absl::StatusOr<ProgramProfile> ProfileProgram(const Graph& global, const v1::RankProgram& program, const Cluster& cluster,
+                                              const ProfileOptions& profile) {
+  auto local = LocalGraph(global, program);
+  if (!local.ok()) return local.status();
+  const ProfileOptions o = ProgramProfileOptions(program, cluster, profile);
+  auto later = ProfileTrainingStep(*local, o);
+  if (!later.ok()) return later.status();
+  ProgramProfile p;
+  p.later_peak = p.first_peak = later->predicted_peak_bytes;
+  if (o.gradients_accumulated) {
+    ProfileOptions first = o;
+    first.gradients_accumulated = false;
+    auto first_pass = ProfileTrainingStep(*local, first);
+    if (!first_pass.ok()) return first_pass.status();
+    p.first_peak = first_pass->predicted_peak_bytes;
+  }
+  p.kept = later->kept_per_pass_bytes;
+  p.held = later->peak_breakdown.parameters + later->peak_breakdown.optimizer_states;
+  p.gradients = later->peak_breakdown.gradients;
+  auto comm = StepCommunicationSeconds(program, cluster);
+  if (!comm.ok()) return comm.status();
+  const double passes = static_cast<double>(std::max<int64_t>(1, program.micro_batches()));
+  p.time.compute_seconds = passes * (later->forward_seconds + later->backward_seconds) + later->optimizer_seconds;
+  p.time.communication_seconds = *comm;
+  p.time.peak_bytes = p.later_peak;
   return p;
+}
+
+}  // namespace
+
+absl::StatusOr<RankPrediction> PredictRank(const Graph& global, const v1::RankProgram& program, const Cluster& cluster,
+                                           const ProfileOptions& profile) {
+  if (program.pipeline().stages() > 1) return PredictPipelineRank({{&global, &program}}, cluster, profile);
+  auto p = ProfileProgram(global, program, cluster, profile);
+  if (!p.ok()) return p.status();
+  return p->time;
+}
+
+absl::StatusOr<RankPrediction> PredictPipelineRank(const std::vector<ChunkToPredict>& chunks, const Cluster& cluster,
+                                                   const ProfileOptions& profile) {
+  if (chunks.empty()) return absl::InvalidArgumentError("a pipeline rank of no chunks");
+  const v1::PipelineRole& role = chunks.front().program->pipeline();
+  const int64_t m = std::max<int64_t>(1, chunks.front().program->micro_batches());
+  const int v = static_cast<int>(chunks.size());
+  if (std::max(1, role.chunks()) != v || role.stages() < 2) {
+    return absl::InvalidArgumentError(absl::StrCat("stage ", role.stage(), "'s rank has ", v, " chunk program(s) for a pipeline of ",
+                                                   role.stages(), " stages x ", std::max(1, role.chunks()), " chunks"));
+  }
+  std::vector<ProgramProfile> profiles;
+  RankPrediction out;
+  for (const ChunkToPredict& c : chunks) {
+    auto p = ProfileProgram(*c.graph, *c.program, cluster, profile);
+    if (!p.ok()) return absl::Status(p.status().code(), absl::StrCat("chunk ", c.program->pipeline().chunk(), ": ", p.status().message()));
+    out.compute_seconds += p->time.compute_seconds;
+    out.communication_seconds += p->time.communication_seconds;
+    profiles.push_back(*std::move(p));
+  }
+  // The schedule's passes in order: at each, the pass's own peak, with what its chunk's earlier
+  // passes awaiting their backward keep, and what the other chunks hold (their state, their
+  // gradients once made, their passes in flight).
+  std::vector<int64_t> in_flight(v, 0);
+  std::vector<bool> made_gradients(v, false);
+  for (const PassAction& a : InterleavedSchedule(role.stage(), role.stages(), v, m)) {
+    if (!a.forward) --in_flight[a.chunk];
+    int64_t live = made_gradients[a.chunk] ? profiles[a.chunk].later_peak : profiles[a.chunk].first_peak;
+    for (int c = 0; c < v; ++c) {
+      live += in_flight[c] * profiles[c].kept;
+      if (c != a.chunk) live += profiles[c].held + (made_gradients[c] ? profiles[c].gradients : 0);
+    }
+    out.peak_bytes = std::max(out.peak_bytes, live);
+    if (a.forward) ++in_flight[a.chunk];
+    if (!a.forward) made_gradients[a.chunk] = true;
+  }
+  return out;
 }
 
 }  // namespace mapd

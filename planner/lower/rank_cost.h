@@ -7,6 +7,7 @@
 #define MAPD_PLANNER_LOWER_RANK_COST_H_
 
 #include <cstdint>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "model/ir/graph.h"
@@ -39,8 +40,27 @@ struct RankPrediction {
 // cluster lacks.
 absl::StatusOr<double> CommunicationSeconds(const v1::RankProgram& program, const Cluster& cluster);
 
+// `global` is the graph `program` was lowered from (the micro-batch graph with micro-batches).
+// A pipeline stage's program is predicted as PredictPipelineRank's one chunk.
 absl::StatusOr<RankPrediction> PredictRank(const Graph& global, const v1::RankProgram& program, const Cluster& cluster,
                                            const ProfileOptions& profile);
+
+// One chunk of layers a pipeline rank runs: its program and the graph it was lowered from.
+struct ChunkToPredict {
+  const Graph* graph;
+  const v1::RankProgram* program;
+};
+
+// A pipeline stage's rank (DESIGN §6b): its chunks' programs (one under 1F1B, chunk 0 … V − 1
+// interleaved) predicted together, as the rank runs them — time summed; memory followed through
+// the schedule (planner/plan/one_f_one_b.h) pass by pass: the pass's own peak (its first
+// backward's without gradients, later ones' with them accumulated), plus what each pass in
+// flight keeps for its backward (ProfileReport::kept_per_pass_bytes), plus the other chunks'
+// parameters, optimizer states and, once made, gradients. Under 1F1B this is the larger of
+// the first pass with min(p − i, m) in flight and a later one with as many as the steady state
+// keeps. INVALID_ARGUMENT when the chunks are not the role's.
+absl::StatusOr<RankPrediction> PredictPipelineRank(const std::vector<ChunkToPredict>& chunks, const Cluster& cluster,
+                                                   const ProfileOptions& profile);
 
 }  // namespace mapd
 

@@ -624,8 +624,9 @@ absl::Status AdoptFasterBaseline(const std::function<StageSolver&(int64_t)>& exa
 }
 
 // The pinned pipeline that does not fit: which device stage is over the budget, and by which of
-// its memory terms (its chunks summed).
-absl::Status PinnedPipelineDoesNotFit(const PlanResult& result, int64_t budget) {
+// its memory terms (its chunks summed). One that fits but breaks an option MAP's plan keeps
+// (AdoptFasterBaseline: the ZeRO stage, the micro-batches) says so instead.
+absl::Status PinnedPipelineDoesNotFit(const PlanResult& result, const PlannerOptions& options, int64_t budget) {
   const PipelinePlan* pinned = nullptr;
   for (const PipelinePlan& b : result.pipeline_baselines) {
     if (b.applicable && !b.pruned && !b.stage_plans.empty()) pinned = &b;
@@ -633,6 +634,15 @@ absl::Status PinnedPipelineDoesNotFit(const PlanResult& result, int64_t budget) 
   if (pinned == nullptr) {
     return absl::FailedPreconditionError("no Megatron configuration keeps every pin: check that pp divides the layers (and "
                                          "pp·V for an interleaved schedule) and that a micro-batch splits over dp");
+  }
+  if (pinned->fits) {
+    const int zero = pinned->stage_plans.front().plan.zero_stage;
+    const bool other_zero = options.zero_stage >= 0 && zero != options.zero_stage;
+    return absl::FailedPreconditionError(absl::StrCat(
+        "the pinned configuration '", pinned->name, "' fits (", FormatBytes(static_cast<int64_t>(pinned->peak_bytes)), " per device) but ",
+        other_zero ? absl::StrCat("runs ZeRO-", zero, " where ZeRO-", options.zero_stage, " was asked for")
+                   : absl::StrCat("runs ", pinned->micro_batches, " micro-batches where ", options.micro_batches, " were asked for"),
+        ": drop that option"));
   }
   const int p = pinned->stages;
   const std::vector<ChoiceCost> device = DeviceMemory(*pinned);
@@ -779,7 +789,8 @@ absl::Status PipelineSearchTask::Finish(PlanResult& result) {
   }
   if (!st.bound_status.ok()) return st.bound_status;
   const std::function<StageSolver&(int64_t)> exact_for = [&st](int64_t v) -> StageSolver& { return st.ExactFor(v); };
-  if (options.baselines) {
+  // Pins that ask for the interleaved schedule are kept by the Megatron pipelines only.
+  if (options.baselines || !options.pins.AllowsVirtualStages(1)) {
     if (auto s = SolveMegatronPipelines(exact_for, st.graph, st.seq, options, st.stage_counts, st.configs, st.counts, st.devices,
                                         result);
         !s.ok()) {
@@ -807,7 +818,7 @@ absl::Status PipelineSearchTask::Finish(PlanResult& result) {
   }
   if (options.pipeline_stages >= 2 && !result.pipeline) {
     const int p = options.pipeline_stages;
-    if (!options.pins.empty()) return PinnedPipelineDoesNotFit(result, st.memory_per_device);
+    if (!options.pins.empty()) return PinnedPipelineDoesNotFit(result, options, st.memory_per_device);
     if (st.configs.empty()) {
       return absl::FailedPreconditionError(absl::StrCat(
           p, " pipeline stages need at least ", p, " micro-batches, and none of the counts searched (",

@@ -691,6 +691,7 @@ v1::Plan ToPlanProto(const Graph& graph, const PlanResult& result, const Planner
     plan.set_predicted_peak_bytes(pp.peak_bytes);
     plan.set_pipeline_stages(pp.stages);
     plan.set_schedule(pp.schedule);
+    if (pp.virtual_stages > 1) plan.set_virtual_stages(pp.virtual_stages);
     plan.set_bubble_fraction(pp.bubble_fraction);
     int zero = 0, norms = 0;
     for (const StagePlan& s : pp.stage_plans) {

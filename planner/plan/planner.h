@@ -55,7 +55,9 @@ struct PlannerOptions {
   // counts whose lower bound is within it of the best plan found are not searched — so the plan
   // is within this fraction of the cost model's optimum. 0: every optimum proven exactly.
   double relative_gap = 0.01;
-  // Also cost the baselines (they are always reported by `mapctl plan`).
+  // Also cost the baselines (they are always reported by `mapctl plan`). Without them the
+  // Megatron pipelines are still solved where the pins ask for the interleaved schedule (only
+  // they keep it).
   bool baselines = true;
   // Megatron pipelines whose lower bound reaches the fastest fitting Megatron plan found are not
   // solved (listed as pruned, pipeline_search.h); false solves every one (for tests).

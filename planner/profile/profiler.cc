@@ -597,8 +597,8 @@ absl::StatusOr<ProfileReport> Simulator::Run() {
   if (auto st = Forward(); !st.ok()) return st;
   // 1F1B's earlier micro-batches, each holding what this one holds now, alive throughout.
   const MemoryBreakdown& end_of_forward = ledger_.current();
-  const int64_t in_flight = std::max<int64_t>(0, opt_.passes_in_flight - 1) *
-                            (end_of_forward.saved_activations + end_of_forward.transients);
+  report_.kept_per_pass_bytes = end_of_forward.saved_activations + end_of_forward.transients;
+  const int64_t in_flight = std::max<int64_t>(0, opt_.passes_in_flight - 1) * report_.kept_per_pass_bytes;
   Backward();
   OptimizerStep();
   Summarise();

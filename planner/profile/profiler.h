@@ -73,6 +73,9 @@ struct ProfileReport {
 
   int64_t predicted_peak_bytes = 0;
   MemoryBreakdown peak_breakdown;
+  // What the pass keeps for its backward at the end of its forward (saved tensors and the live
+  // values): each pass in flight beside this one adds this much (ProfileOptions::passes_in_flight).
+  int64_t kept_per_pass_bytes = 0;
   Phase peak_phase = Phase::kStart;
   std::string peak_at;  // node (or "optimizer") at the peak
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <optional>
+#include <set>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -11,6 +12,7 @@
 #include "planner/lower/lowering.h"
 #include "planner/lower/pipeline_lowering.h"
 #include "planner/profile/device_profile.h"
+#include "planner/profile/layers.h"
 #include "planner/plan/stages.h"
 #include "planner/profile/profiler.h"
 
@@ -126,6 +128,39 @@ absl::Status AddModelFlops(const Graph& graph, const PlanRequest& request, Runna
   return absl::OkStatus();
 }
 
+// The layers of `g` in node order (LayerOfScope of each node's scope, each once).
+std::vector<std::string> LayersInOrder(const Graph& g) {
+  std::vector<std::string> layers;
+  std::set<std::string> seen;
+  for (int n = 0; n < g.num_nodes(); ++n) {
+    std::string layer = LayerOfScope(g.node(n).scope());
+    if (seen.insert(layer).second) layers.push_back(std::move(layer));
+  }
+  return layers;
+}
+
+// A stage plan's graph may be another stage's of the same kind (the search solves each kind of
+// layer range once, stage_solver.h): the stage's own graph — the same nodes in the same order —
+// with the plan's recomputed layers renamed position for position into its own.
+absl::Status UseOwnStageGraph(const Graph& graph, const LayerSequence& sequence, StagePlan& sp) {
+  auto own = StageGraph(graph, sequence, sp.first_layer, sp.end_layer);
+  if (!own.ok()) return own.status();
+  if (own->num_nodes() != sp.graph->num_nodes()) {
+    return absl::InternalError(absl::StrCat("pipeline stage ", sp.LayerRange(), " has ", own->num_nodes(), " nodes; its plan's graph ",
+                                            sp.graph->num_nodes()));
+  }
+  const std::vector<std::string> from = LayersInOrder(*sp.graph), to = LayersInOrder(*own);
+  for (std::string& layer : sp.plan.recomputed_layers) {
+    auto at = std::find(from.begin(), from.end(), layer);
+    if (at == from.end() || from.size() != to.size()) {
+      return absl::InternalError(absl::StrCat("pipeline stage ", sp.LayerRange(), " recomputes '", layer, "', which its plan's graph lacks"));
+    }
+    layer = to[at - from.begin()];
+  }
+  sp.graph = std::make_shared<const Graph>(*std::move(own));
+  return absl::OkStatus();
+}
+
 // FAILED_PRECONDITION when stages were pinned (N ≥ 2) and no pipeline of N stages fits.
 absl::Status NoPipelineError(const PlanResult& r, const PlannerOptions& o) {
   std::string why = r.pipeline_note;
@@ -143,26 +178,26 @@ absl::Status NoPipelineError(const PlanResult& r, const PlannerOptions& o) {
 }  // namespace
 
 absl::StatusOr<RunnablePlan> PipelineToRun(const Graph& graph, const PlanRequest& request, const PipelinePlan& p) {
-  if (p.virtual_stages > 1) {
-    return absl::UnimplementedError(absl::StrCat("'", p.name, "' interleaves ", p.virtual_stages, " chunks of layers a device: "
-                                                 "interleaved 1F1B is costed by `mapctl plan`, and running it is not built yet; "
-                                                 "pin schedule=1f1b to run a pipeline"));
-  }
   RunnablePlan out;
   out.graph = graph.proto();
   out.precision = request.planner.profile.precision;
   out.mesh = p.stage_mesh;
   out.pipeline_stages = p.stages;
+  out.virtual_stages = std::max<int64_t>(1, p.virtual_stages);
+  out.schedule = p.schedule;
   out.micro_batches = p.micro_batches;
   out.bubble_fraction = p.bubble_fraction;
   out.planner_peak_bytes = p.peak_bytes;
   out.name = absl::StartsWith(p.name, "Megatron") ? p.name : "MAP's plan";  // a baseline adopted is MAP's
+  auto sequence = FindLayerSequence(graph);
+  if (!sequence.ok()) return sequence.status();
   std::vector<StageToLower> stages;
   uint64_t layout = HashPlacements({});
-  for (const StagePlan& sp : p.stage_plans) {
+  for (StagePlan sp : p.stage_plans) {
     if (sp.graph == nullptr || static_cast<int>(sp.plan.strategies.size()) != sp.graph->num_nodes()) {
       return absl::InternalError(absl::StrCat("pipeline stage ", sp.LayerRange(), " has no graph of its strategies"));
     }
+    if (auto st = UseOwnStageGraph(graph, *sequence, sp); !st.ok()) return st;
     StageToLower st;
     st.graph = sp.graph;
     st.first_layer = sp.first_layer;
@@ -172,11 +207,18 @@ absl::StatusOr<RunnablePlan> PipelineToRun(const Graph& graph, const PlanRequest
     st.recompute = LayersToRecompute(request.recompute, sp.plan.recomputed_layers, *sp.graph);
     out.zero_stage = std::max(out.zero_stage, st.zero_stage);
     out.recompute.insert(out.recompute.end(), st.recompute.begin(), st.recompute.end());
-    out.stages.push_back(sp.LayerRange());
+    // Chunk c runs on device stage c mod p: its layers join that stage's.
+    const size_t chunk = stages.size();
+    if (chunk < static_cast<size_t>(p.stages)) {
+      out.stages.push_back(sp.LayerRange());
+    } else {
+      absl::StrAppend(&out.stages[chunk % p.stages], ", ", sp.LayerRange());
+    }
     layout = HashPlacements(st.strategies, layout);
     stages.push_back(std::move(st));
   }
-  auto lowered = LowerPipelineAndPredict(stages, p.stage_mesh, p.micro_batches, request.planner.cluster.device_type, request.planner.profile);
+  auto lowered = LowerPipelineAndPredict(stages, p.stage_mesh, p.micro_batches, static_cast<int>(out.virtual_stages),
+                                         request.planner.cluster.device_type, request.planner.profile);
   if (!lowered.ok()) return Named(lowered.status(), "lowering the pipeline");
   out.lowered = *std::move(lowered);
   out.predicted_peak_bytes = out.lowered.WorstPeak();
@@ -192,7 +234,7 @@ absl::StatusOr<RunnablePlan> PipelineToRun(const Graph& graph, const PlanRequest
         p.stages, FormatBytes(out.predicted_peak_bytes), worst, worst / std::max(1, out.world() / p.stages), FormatBytes(budget)));
   }
   out.summary = absl::StrCat(p.stages, " stages x ", Describe(out.mesh, out.zero_stage, out.recompute.size(), out.micro_batches, out.precision),
-                             absl::StrFormat(", 1F1B (bubble %.0f%%), %.1f ms/step predicted", 100 * p.bubble_fraction, p.step_seconds * 1e3));
+                             absl::StrFormat(", %s (bubble %.0f%%), %.1f ms/step predicted", p.schedule, 100 * p.bubble_fraction, p.step_seconds * 1e3));
   out.checkpoint_plan = CheckpointPlan(out, layout);
   if (auto st = AddModelFlops(graph, request, &out); !st.ok()) return st;
   return out;
@@ -273,8 +315,11 @@ absl::StatusOr<RunnablePlan> SavedPipelineToRun(const v1::Plan& plan, const Grap
   pp.step_seconds = plan.predicted_step_seconds();
   pp.bubble_fraction = plan.bubble_fraction();
   pp.peak_bytes = plan.predicted_peak_bytes();
-  if (plan.stages_size() != pp.stages) {
-    return absl::InvalidArgumentError(absl::StrCat("the plan has ", pp.stages, " pipeline stages but describes ", plan.stages_size()));
+  pp.virtual_stages = std::max<int64_t>(1, plan.virtual_stages());
+  if (!plan.schedule().empty()) pp.schedule = plan.schedule();
+  if (pp.virtual_stages > 64 || plan.stages_size() != pp.stages * pp.virtual_stages) {
+    return absl::InvalidArgumentError(absl::StrCat("the plan has ", pp.stages, " pipeline stages x ", pp.virtual_stages,
+                                                   " chunks a device but describes ", plan.stages_size()));
   }
   for (const v1::PipelineStage& st : plan.stages()) {
     StagePlan sp;

@@ -35,8 +35,12 @@ struct RunnablePlan {
   // streamed through them by 1F1B (DESIGN §6b); `lowered` holds the stages' programs in global
   // rank order (stage-major) and `strategies` is empty (each stage has its own).
   int pipeline_stages = 1;
+  // Chunks of layers a stage's ranks hold: 1 under 1F1B, V ≥ 2 under interleaved 1F1B (each
+  // rank's program carries its later chunks' programs).
+  int64_t virtual_stages = 1;
+  std::string schedule = "1F1B";       // or "interleaved 1F1B, 2 chunks a device"
   double bubble_fraction = 0;          // the pipeline's predicted idle share
-  std::vector<std::string> stages;     // per stage: "h.0-h.1" (its layers)
+  std::vector<std::string> stages;     // per stage: "h.0-h.1" (its layers; interleaved "h.0, h.2", its chunks')
   std::vector<Strategy> strategies;    // per graph node
   int zero_stage = 0;
   int64_t micro_batches = 1;           // passes per step

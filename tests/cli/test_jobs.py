@@ -589,6 +589,13 @@ def test_a_job_runs_in_micro_batches(tmp_path):
         assert json.loads(mapctl(env, "get", "4", "-o", "json", check=0).stdout)["spec"]["pin"] == "pp=2,mbs=2"
         bad = mapctl(env, "submit", GPT, "--ranks", "2", "--steps", "3", "--pin", "tp=3")
         assert bad.returncode != 0 and "pin tp=3: the pinned degrees" in bad.stderr, bad.stderr
+        # An interleaved schedule (2 stages x 2 chunks of a 4-layer GPT a device) runs as a job too.
+        gpt4 = GPT.replace("layers=2", "layers=4")
+        mapctl(env, "submit", gpt4, "--ranks", "2", "--steps", "3", "--pin", "pp=2,schedule=interleaved:2", check=0)
+        assert mapctl(env, "watch", "5", check=None).returncode == 0
+        messages = [e["message"] for e in json.loads(mapctl(env, "logs", "5", "-o", "json", check=0).stdout)]
+        assert any("interleaved 1F1B, 2 chunks a device" in m for m in messages), messages
+        assert "trained 3 steps" in messages[-1], messages[-1]
     finally:
         stop_all(proc, workers)
 

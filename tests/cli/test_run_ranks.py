@@ -343,7 +343,8 @@ def test_pipeline_stages_reproduce_one_process_and_their_memory(tmp_path):
     LM head (the tied gradient summed between the first and last stage) and a LLaMA: the losses
     and every final parameter block of one process within 1e-5, each rank's measured peak within
     10% of its program's prediction, and stage i's peak falling with its micro-batches in flight
-    (4 − i on 4 stages)."""
+    (4 − i on 4 stages). The same for interleaved 1F1B (--pin schedule=interleaved:2), and
+    resuming either after a crash."""
     gpt4 = "gpt2:layers=4,hidden=32,heads=4,vocab=64,seq=8,batch=8"
     llama4 = "llama2-7b:layers=4,hidden=32,heads=4,kv_heads=2,ffn=64,vocab=64,seq=8,batch=8"
     for model, extra in ((gpt4, ("--pipeline-stages", "2")), (gpt4, ("--pipeline-stages", "4")),
@@ -359,18 +360,30 @@ def test_pipeline_stages_reproduce_one_process_and_their_memory(tmp_path):
             peaks = [p["measured_peak_bytes"] for p in sorted(r["per_rank"], key=lambda p: p["rank"])]
             predicted = [p["predicted_peak_bytes"] for p in sorted(r["per_rank"], key=lambda p: p["rank"])]
             assert peaks == sorted(peaks, reverse=True) and predicted == sorted(predicted, reverse=True), (peaks, predicted)
+    # Interleaved 1F1B, 2 stages x 2 chunks a device (over data-parallel pairs, and over
+    # tensor-parallel ones): the GPT's embedding in stage 0's first chunk tied to its LM head in
+    # stage 1's second, stage 1's first chunk sending on to stage 0's second; each rank's peak
+    # (its two chunks' state and the passes the schedule keeps in flight) as predicted.
+    for model, pin in ((gpt4, "pp=2,schedule=interleaved:2"), (llama4, "pp=2,tp=2,schedule=interleaved:2")):
+        r = _json_run(model, *TRAIN, "--ranks", "4", "--micro-batches", "4", "--pin", pin, "--check-reference")
+        assert r["schedule"] == "interleaved 1F1B, 2 chunks a device" and r["virtual_stages"] == 2, r
+        assert len(r["stages"]) == 2 and all(s.count(",") == 1 for s in r["stages"]), r["stages"]
+        assert r["reference_max_relative_loss_difference"] < 1e-5, (pin, r)
+        assert r["reference_max_parameter_difference"] < 1e-5, (pin, r)
+        _assert_matches_one_process_and_prediction(r, (model, pin))
     # A crashed stage's run resumes from the last checkpoint (each rank's own stage's blocks and
-    # optimizer state) with the uninterrupted losses.
-    pp = ("--ranks", "4", "--pipeline-stages", "2", "--micro-batches", "4", "--steps", "10", "--optimizer", "adamw", "--lr", "0.01")
-    full = _json_run(gpt4, *pp)
-    ckpt = tmp_path / "ckpt"
-    r = run_mapctl("run", gpt4, *pp, "--checkpoint-dir", str(ckpt), "--checkpoint-every", "5", env_extra={"MAPD_FAULT": "crash:2:8"})
-    assert r.returncode == 1 and "rank 2 was killed" in r.stderr, r.stderr
-    resumed = _json_run(gpt4, *pp, "--resume", str(ckpt))
-    assert [s["step"] for s in resumed["steps"]] == [6, 7, 8, 9, 10]
-    for a, b in zip(full["steps"][5:], resumed["steps"]):
-        assert abs(a["loss"] - b["loss"]) <= 1e-6 * abs(a["loss"]), (a, b)
-        assert a["lr"] == b["lr"] == 0.01, (a, b)  # each stage reports its step's rate
+    # optimizer state; interleaved, both its chunks') with the uninterrupted losses.
+    for schedule in ("--pipeline-stages", "2"), ("--pin", "pp=2,schedule=interleaved:2"):
+        pp = ("--ranks", "4", *schedule, "--micro-batches", "4", "--steps", "10", "--optimizer", "adamw", "--lr", "0.01")
+        full = _json_run(gpt4, *pp)
+        ckpt = tmp_path / f"ckpt{len(schedule[1])}"
+        r = run_mapctl("run", gpt4, *pp, "--checkpoint-dir", str(ckpt), "--checkpoint-every", "5", env_extra={"MAPD_FAULT": "crash:2:8"})
+        assert r.returncode == 1 and "rank 2 was killed" in r.stderr, r.stderr
+        resumed = _json_run(gpt4, *pp, "--resume", str(ckpt))
+        assert [s["step"] for s in resumed["steps"]] == [6, 7, 8, 9, 10]
+        for a, b in zip(full["steps"][5:], resumed["steps"]):
+            assert abs(a["loss"] - b["loss"]) <= 1e-6 * abs(a["loss"]), (schedule, a, b)
+            assert a["lr"] == b["lr"] == 0.01, (a, b)  # each stage reports its step's rate
     # Without --micro-batches a pipeline takes the planner's count (at least one per stage).
     r = _json_run(gpt4, *TRAIN, "--ranks", "4", "--pipeline-stages", "2")
     assert r["pipeline_stages"] == 2 and r["micro_batches"] >= 2, r

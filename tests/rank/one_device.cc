@@ -51,6 +51,11 @@ void ExpectBlocksMatch(const v1::RankProgram& program, const std::vector<std::pa
     for (const auto& s : program.parameters()) {
       if (s.name() == name) shard = &s;
     }
+    for (const v1::RankProgram& chunk : program.later_chunks()) {  // interleaved: the rank's other chunks
+      for (const auto& s : chunk.parameters()) {
+        if (s.name() == name) shard = &s;
+      }
+    }
     ASSERT_NE(shard, nullptr) << name;
     at::Tensor expected = ref.final_params.at(name);
     for (int d = 0; d < shard->local_type().shape_size(); ++d) {

@@ -1,8 +1,8 @@
 // Pipeline stages run (DESIGN §6b): the 1F1B order, the stages' programs (who sends what to
 // whom, tied weights), and — ranks as threads of this process over real Gloo groups — pipeline
-// plans that give the losses and final parameters of one device: PP=2 x DP=2, PP=4 and
-// PP=2 x TP=2, with 4 micro-batches, on a GPT with its embedding tied to the LM head and on a
-// LLaMA.
+// plans that give the losses and final parameters of one device: PP=2 x DP=2, PP=4, PP=2 x TP=2
+// and interleaved PP=2 x 2 chunks x DP=2, with 4 micro-batches, on a GPT with its embedding tied
+// to the LM head and on a LLaMA.
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
 #include <gtest/gtest.h>
@@ -14,10 +14,11 @@
 #include <thread>
 #include <tuple>
 
+#include "absl/strings/str_cat.h"
 #include "tests/rank/one_device.h"
 #include "tests/rank/test_plans.h"
 #include "worker/transport/gloo_communicator.h"
-#include "worker/rank/one_f_one_b.h"
+#include "planner/plan/one_f_one_b.h"
 #include "worker/rank/pipeline_rank.h"
 
 namespace mapd {
@@ -165,6 +166,51 @@ TEST(PipelineLowering, SendsMatchReceivesAndTheTiedEmbedding) {
   }
 }
 
+TEST(PipelineLowering, InterleavedChunksWrapAroundAndTieTheFirstChunkToTheLast) {
+  const Graph g = ZooTrainingGraph(kGpt);
+  auto plan = PipelinePlanToRun(g, 4, 2, 4, /*tensor_parallel=*/1, 0, "off", /*virtual_stages=*/2);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  ASSERT_EQ(plan->programs.size(), 4u);
+  std::map<int, std::pair<int, std::string>> sent;  // tag → (device stage, value)
+  std::set<std::pair<int, int>> layers;             // every chunk's [first, end)
+  for (size_t r = 0; r < plan->programs.size(); ++r) {
+    const v1::RankProgram& top = plan->programs[r];
+    EXPECT_EQ(PipelineGlobalRank(top), static_cast<int>(r));
+    ASSERT_EQ(top.later_chunks_size(), 1) << "rank " << r;
+    std::vector<const v1::RankProgram*> chunks{&top, &top.later_chunks(0)};
+    for (int v = 0; v < 2; ++v) {
+      const v1::PipelineRole& role = chunks[v]->pipeline();
+      EXPECT_EQ(role.stages(), 2);
+      EXPECT_EQ(role.stage(), static_cast<int>(r) / 2);
+      EXPECT_EQ(role.chunk(), v);
+      EXPECT_EQ(role.chunks(), 2);
+      EXPECT_EQ(role.schedule(), "interleaved 1F1B");
+      EXPECT_EQ(chunks[v]->micro_batches(), 4);
+      const bool last = role.stage() == 1 && v == 1;  // the model's chunk 3 of 4
+      EXPECT_EQ(chunks[v]->loss().empty(), !last);
+      layers.insert({role.first_layer(), role.end_layer()});
+      for (const auto& t : role.sends()) {
+        sent[t.tag()] = {role.stage(), t.value()};
+        EXPECT_EQ(t.peer_stage(), 1 - role.stage()) << "the next chunk is on the other device (stage 1's chunk 0 wraps to stage 0)";
+      }
+      for (const auto& t : role.receives()) EXPECT_EQ(t.peer_stage(), 1 - role.stage());
+      // GPT-2's embedding (the model's chunk 0, stage 0's chunk 0) is its LM head (the last chunk).
+      const bool ties = (role.stage() == 0 && v == 0) || last;
+      ASSERT_EQ(role.tied_size(), ties ? 1 : 0) << "rank " << r << " chunk " << v;
+      if (ties) EXPECT_EQ(role.tied(0).peer_stage(), 1 - role.stage());
+    }
+  }
+  EXPECT_EQ(layers.size(), 4u) << "four chunks of layers";
+  for (const v1::RankProgram& top : plan->programs) {
+    for (const v1::RankProgram* p : {&top, &top.later_chunks(0)}) {
+      for (const auto& t : p->pipeline().receives()) {
+        ASSERT_TRUE(sent.count(t.tag())) << t.value();
+        EXPECT_EQ(sent[t.tag()], std::make_pair(t.peer_stage(), t.value())) << "the sender's tag is the receiver's";
+      }
+    }
+  }
+}
+
 // Runs the pipeline's programs on threads and checks them against one device.
 void ExpectPipelineSameAsOneDevice(const Graph& g, const std::vector<v1::RankProgram>& programs, const Reference& ref,
                                    double tolerance) {
@@ -205,6 +251,24 @@ TEST_P(PipelineEquivalence, Pp2Dp2Pp4Pp2Tp2ZeroAndRecomputeWith4MicroBatches) {
     auto plan = PipelinePlanToRun(g, 4, c.stages, 4, c.tensor_parallel, c.zero_stage, c.recompute);
     ASSERT_TRUE(plan.ok()) << plan.status();
     SCOPED_TRACE(plan->summary);
+    ExpectPipelineSameAsOneDevice(g, plan->programs, ref, 1e-5);
+  }
+}
+
+// Interleaved 1F1B: 2 stages x 2 chunks a device over a data-parallel pair, the embedding of
+// chunk 0 (stage 0) tied to the LM head of chunk 3 (stage 1), the activations of stage 1's chunk 0
+// wrapping around to stage 0's chunk 1; without recomputation and with every layer recomputed.
+TEST_P(PipelineEquivalence, InterleavedTwoStagesTimesTwoChunks) {
+  const Graph g = ZooTrainingGraph(GetParam());
+  OptimizerOptions clipped = Sgd();
+  clipped.max_grad_norm = 1.0;
+  const Reference ref = SingleDevice(g, clipped, /*repeat=*/true);
+  for (const char* recompute : {"off", "all"}) {
+    SCOPED_TRACE(absl::StrCat("recompute ", recompute));
+    auto plan = PipelinePlanToRun(g, 4, 2, 4, /*tensor_parallel=*/1, 0, recompute, /*virtual_stages=*/2);
+    ASSERT_TRUE(plan.ok()) << plan.status();
+    SCOPED_TRACE(plan->summary);
+    ASSERT_EQ(plan->programs.front().later_chunks_size(), 1);
     ExpectPipelineSameAsOneDevice(g, plan->programs, ref, 1e-5);
   }
 }

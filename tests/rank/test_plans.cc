@@ -48,7 +48,8 @@ std::vector<Strategy> PlanStrategies(const Graph& graph, const std::vector<int64
 }
 
 absl::StatusOr<PipelinePrograms> PipelinePlanToRun(const Graph& graph, int64_t devices, int stages, int64_t micro_batches,
-                                               int64_t tensor_parallel, int zero_stage, const std::string& recompute) {
+                                               int64_t tensor_parallel, int zero_stage, const std::string& recompute,
+                                               int64_t virtual_stages) {
   PlanRequest request;
   PlannerOptions& o = request.planner;
   o.cluster.devices = devices;
@@ -58,6 +59,7 @@ absl::StatusOr<PipelinePrograms> PipelinePlanToRun(const Graph& graph, int64_t d
   o.micro_batches = micro_batches;
   request.recompute = recompute;
   o.prune_pipeline_baselines = false;  // the Megatron pipeline asked for is solved even when slower
+  if (virtual_stages > 1) o.pins.virtual_stages = virtual_stages;  // interleaved: a Megatron pipeline's schedule
   auto r = SearchPlan(graph, o);
   if (!r.ok()) return r.status();
   const PipelinePlan* chosen = nullptr;
@@ -68,7 +70,8 @@ absl::StatusOr<PipelinePrograms> PipelinePlanToRun(const Graph& graph, int64_t d
     }
   } else {
     for (const PipelinePlan& p : r->pipeline_baselines) {
-      if (p.stages == stages && p.tensor_parallel == tensor_parallel && p.applicable && !p.pruned && p.micro_batches == micro_batches) {
+      if (p.stages == stages && p.tensor_parallel == tensor_parallel && p.applicable && !p.pruned && p.micro_batches == micro_batches &&
+          p.virtual_stages == virtual_stages) {
         chosen = &p;
       }
     }

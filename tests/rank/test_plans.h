@@ -23,15 +23,15 @@ std::vector<Strategy> PlanStrategies(const Graph& graph, const std::vector<int64
 
 // A pipeline plan of `graph` on `devices` (1 GiB each) with `stages` stages and `micro_batches`,
 // recomputing `recompute` (off | all | the plan's: auto): MAP's own (`tensor_parallel` 0; ZeRO
-// `zero_stage`, -1 any) or the Megatron TP × PP × DP baseline of that TP degree; lowered for
-// every rank (PipelineToRun).
+// `zero_stage`, -1 any) or the Megatron TP × PP × DP baseline of that TP degree (`virtual_stages`
+// ≥ 2: interleaved, V chunks a device); lowered for every rank (PipelineToRun).
 struct PipelinePrograms {
   std::vector<v1::RankProgram> programs;  // global rank order
   std::string summary;                    // the plan in one line
 };
 absl::StatusOr<PipelinePrograms> PipelinePlanToRun(const Graph& graph, int64_t devices, int stages, int64_t micro_batches,
                                                int64_t tensor_parallel = 0, int zero_stage = 0,
-                                               const std::string& recompute = "off");
+                                               const std::string& recompute = "off", int64_t virtual_stages = 1);
 
 }  // namespace mapd
 

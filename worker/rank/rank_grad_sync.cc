@@ -302,25 +302,39 @@ void RankTrainer::CountHeldBy(const std::string& name, double holders) {
   if (auto t = FindTrainable(name); t.ok()) copies_[t->index] *= holders;
 }
 
+at::Tensor RankTrainer::GradientSquares() const {
+  at::Tensor sumsq = at::zeros({}, at::kDouble);
+  for (size_t i = 0; i < updated_.size(); ++i) {
+    const at::Tensor& g = updated_[i].second.grad();
+    if (g.defined()) sumsq += g.to(at::kDouble).pow(2).sum() / copies_[i];
+  }
+  return sumsq;
+}
+
+absl::StatusOr<double> RankTrainer::ClipScale(at::Tensor sumsq, const std::vector<Communicator*>& more_norm_groups) const {
+  if (max_grad_norm_ <= 0) return 1.0;
+  // As clip_grad_norm_ on one device: the L2 norm of every gradient, over all shards (a block
+  // held by several ranks counted once), then every gradient scaled by min(1, max/(norm+1e-6)).
+  std::vector<Communicator*> norm_groups = groups_;
+  norm_groups.insert(norm_groups.end(), more_norm_groups.begin(), more_norm_groups.end());
+  for (Communicator* group : norm_groups) {
+    if (auto st = group->AllReduceSum(sumsq); !st.ok()) return st;
+  }
+  const double total = std::sqrt(sumsq.item<double>());
+  return std::min(1.0, max_grad_norm_ / (total + 1e-6));
+}
+
 absl::Status RankTrainer::ApplyGradients(const std::vector<Communicator*>& more_norm_groups, const Pass& last) {
-  if (max_grad_norm_ > 0) {
-    // As clip_grad_norm_ on one device: the L2 norm of every gradient, over all shards (a block
-    // held by several ranks counted once), then every gradient scaled by min(1, max/(norm+1e-6)).
-    at::Tensor sumsq = at::zeros({}, at::kDouble);
-    for (size_t i = 0; i < updated_.size(); ++i) {
-      const at::Tensor& g = updated_[i].second.grad();
-      if (g.defined()) sumsq += g.to(at::kDouble).pow(2).sum() / copies_[i];
-    }
-    std::vector<Communicator*> norm_groups = groups_;
-    norm_groups.insert(norm_groups.end(), more_norm_groups.begin(), more_norm_groups.end());
-    for (Communicator* group : norm_groups) {
-      if (auto st = group->AllReduceSum(sumsq); !st.ok()) return st;
-    }
-    const double total = std::sqrt(sumsq.item<double>());
-    const double coef = std::min(1.0, max_grad_norm_ / (total + 1e-6));
+  auto scale = ClipScale(max_grad_norm_ > 0 ? GradientSquares() : at::Tensor(), more_norm_groups);
+  if (!scale.ok()) return scale.status();
+  return ApplyScaledGradients(*scale, last);
+}
+
+absl::Status RankTrainer::ApplyScaledGradients(double scale, const Pass& last) {
+  if (scale != 1.0) {
     at::NoGradGuard no_grad;
     for (auto& [name, p] : updated_) {
-      if (p.grad().defined()) p.mutable_grad().mul_(coef);
+      if (p.grad().defined()) p.mutable_grad().mul_(scale);
     }
   }
   if (auto st = optimizer_->Step(); !st.ok()) {

@@ -170,7 +170,7 @@ absl::Status TrainRank(RankT& trainer, RankContext& c) {
     // one they are waiting for.
     MaybeFault(o.rank, s);
     if (auto st = c.events.Emit(o.rank, [&](v1::RankEvent& e) { e.mutable_step_begun()->set_step(s); }); !st.ok()) return st;
-    absl::StatusOr<RankTrainer::LocalBatch> blocks = absl::UnknownError("no batch");
+    absl::StatusOr<typename RankT::LocalBatch> blocks = absl::UnknownError("no batch");
     {
       // The global batch, released once this rank's blocks are taken (the step holds these).
       auto batch = (*source)->Next();

@@ -110,6 +110,15 @@ class RankTrainer {
   // Clipping (its norm summed over this rank's axis groups and `more_norm_groups`), the optimizer
   // step, ZeRO's blocks put back together, buffer updates from `last`'s values; the step counted.
   absl::Status ApplyGradients(const std::vector<Communicator*>& more_norm_groups, const Pass& last);
+  // ApplyGradients in parts, for a rank of several trainers (an interleaved pipeline rank's
+  // chunks, which clip by one norm): this trainer's sum of squared gradients (a block several
+  // ranks hold counted once), not summed over any group; the clipping scale of squares summed
+  // over this rank's axis groups and `more_norm_groups` (1 without clipping: no collective);
+  // the step with every gradient scaled by `scale` first.
+  bool clips() const { return max_grad_norm_ > 0; }
+  at::Tensor GradientSquares() const;
+  absl::StatusOr<double> ClipScale(at::Tensor sumsq, const std::vector<Communicator*>& more_norm_groups) const;
+  absl::Status ApplyScaledGradients(double scale, const Pass& last);
 
   // This rank's blocks of the trainable parameters (name, tensor), in graph order. Under ZeRO-3
   // a block's storage exists only while in use: Blocks() gathers them (a collective: every rank

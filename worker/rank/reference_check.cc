@@ -163,6 +163,9 @@ absl::StatusOr<BlockDifference> WorstBlockDifference(const std::vector<v1::RankP
   for (size_t r = 0; r < programs.size(); ++r) {
     std::unordered_map<std::string, const v1::Shard*> shards;
     for (const v1::Shard& s : programs[r].parameters()) shards[s.name()] = &s;
+    for (const v1::RankProgram& chunk : programs[r].later_chunks()) {  // interleaved: the rank's other chunks
+      for (const v1::Shard& s : chunk.parameters()) shards[s.name()] = &s;
+    }
     for (const v1::TensorData& d : finals[r].parameters()) {
       auto shard = shards.find(d.name());
       auto expected = one_device.find(d.name());

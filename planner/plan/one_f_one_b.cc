@@ -1,4 +1,4 @@
-#include "worker/rank/one_f_one_b.h"
+#include "planner/plan/one_f_one_b.h"
 
 #include <algorithm>
 
