@@ -4,10 +4,13 @@
 #include <cmath>
 #include <limits>
 #include <map>
+#include <optional>
 #include <tuple>
 #include <unordered_map>
 
 #include "absl/strings/str_cat.h"
+#include "planner/profile/layers.h"
+#include "planner/solver/strategy_solver.h"
 
 namespace mapd {
 
@@ -18,11 +21,22 @@ FoldSkeleton MakeFoldSkeleton(const Graph& graph, const std::vector<std::unique_
   std::unordered_map<std::string, int> kind_of_signature;
   std::map<std::pair<std::string, int>, int> class_of_key;  // (layer-free name, kind) → class
   std::vector<int> kind(p.nodes_size()), cls(p.nodes_size());
+  std::vector<std::string> layer_of(p.nodes_size());
+  for (int n = 0; n < p.nodes_size(); ++n) layer_of[n] = LayerOfScope(p.nodes(n).scope());
   for (int n = 0; n < p.nodes_size(); ++n) {
     const PreparedNode& pn = *prepared[n];
     kind[n] = kind_of_signature.emplace(pn.signature, static_cast<int>(kind_of_signature.size())).first->second;
     auto [it, fresh] = class_of_key.emplace(std::make_pair(layer_keys[n], kind[n]), static_cast<int>(sk.classes.size()));
-    if (fresh) sk.classes.push_back({layer_keys[n], n, 0});
+    if (fresh) {
+      FoldSkeleton::Class c{layer_keys[n], n, 0, IsRepeatedLayer(layer_of[n]), {}};
+      for (const std::string& out : p.nodes(n).outputs()) {
+        const ValueInfo* vi = graph.FindValue(out);
+        bool boundary = vi != nullptr && vi->consumers.empty();
+        for (int consumer : vi != nullptr ? vi->consumers : std::vector<int>{}) boundary = boundary || layer_of[consumer] != layer_of[n];
+        c.boundary.push_back(boundary);
+      }
+      sk.classes.push_back(std::move(c));
+    }
     cls[n] = it->second;
     ++sk.classes[cls[n]].multiplicity;
   }
@@ -52,9 +66,20 @@ absl::StatusOr<SkeletonCosts> CostSkeleton(const Graph& graph, const std::vector
     const int node = skeleton.classes[c].node;
     auto kind = CostNodeKind(*prepared[node], cluster, options, cost_options, memo, only_stage);
     if (!kind.ok()) return kind.status();
+    std::vector<double> boundary;
+    const v1::Node& n = graph.node(node);
+    for (const Strategy& s : kind->strategies) {
+      double bytes = 0;
+      for (int o = 0; o < n.outputs_size() && o < static_cast<int>(skeleton.classes[c].boundary.size()); ++o) {
+        if (skeleton.classes[c].boundary[o]) bytes += static_cast<double>(LocalBytes(graph.TypeOf(n.outputs(o)), s.outputs[o], cluster));
+      }
+      boundary.push_back(bytes);
+    }
+    costs.boundary_bytes.push_back(std::move(boundary));
     costs.classes.push_back(*std::move(kind));
     class_of_node[node] = static_cast<int>(c);
   }
+  costs.in_flight = cost_options.activations_in_flight;
   const double passes = static_cast<double>(cost_options.micro_batches);
   for (const FoldSkeleton::Edge& e : skeleton.edges) {
     // The group's edge joins nodes of its classes' kinds: the classes' strategies are theirs.
@@ -108,6 +133,91 @@ v1::SolverRequest FoldedRequest(const FoldSkeleton& skeleton, const SkeletonCost
   }
   r.set_memory_fixed(costs.fixed_at_stage[stage]);
   return r;
+}
+
+double BudgetedBound(const FoldSkeleton& skeleton, const SkeletonCosts& costs, int stage, double budget, double gap, double target) {
+  const v1::SolverRequest base = FoldedRequest(skeleton, costs, stage);
+  const double room = budget - costs.fixed_at_stage[stage];
+  v1::SolverRequest priced = base;
+  priced.set_relative_gap(gap);
+  // L(λ) at one λ: its value (a lower bound) and the slope of the minimising choice's line,
+  // T(x) + λ·(M(x) − room): L is the lower envelope of those lines, so concave.
+  struct Point {
+    double lambda, value, slope;
+  };
+  // Per copy of a node that recomputes: the seconds it adds and the bytes it changes (what it
+  // saves less the checkpoint, then once a group what it takes again: spread over the node's
+  // copies, which are at least the group's layers, so no more than the group adds per copy).
+  const double in_flight = static_cast<double>(std::max<int64_t>(1, costs.in_flight));
+  auto recompute = [&](int c, int k) -> std::pair<double, double> {
+    const StrategyCost& row = costs.classes[c].costs[stage][k];
+    const double copies = static_cast<double>(std::max<int64_t>(1, skeleton.classes[c].multiplicity));
+    const double held = k < static_cast<int>(costs.boundary_bytes[c].size()) ? costs.boundary_bytes[c][k] : 0;
+    return {row.forward_seconds, -(row.activation_bytes - in_flight * held) + row.activation_bytes / in_flight / copies};
+  };
+  auto lagrangian = [&](double lambda) -> std::optional<Point> {
+    for (int c = 0; c < base.nodes_size(); ++c) {
+      const v1::SolverNode& node = base.nodes(c);
+      v1::SolverNode* out = priced.mutable_nodes(c);
+      for (int k = 0; k < node.cost_size(); ++k) {
+        double cost = node.cost(k) + lambda * node.memory(k);
+        if (skeleton.classes[c].repeated) {
+          const auto [seconds, bytes] = recompute(c, k);
+          cost += std::min(0.0, seconds + lambda * bytes);
+        }
+        out->set_cost(k, cost);
+      }
+    }
+    auto r = SolveStrategies(priced);
+    if (!r.ok() || r->choice_size() != base.nodes_size()) return std::nullopt;  // no bound from a problem the solver refuses
+    double memory = 0;
+    for (int c = 0; c < base.nodes_size(); ++c) {
+      const int k = r->choice(c);
+      double m = base.nodes(c).memory(k);
+      if (skeleton.classes[c].repeated) {
+        const auto [seconds, bytes] = recompute(c, k);
+        if (seconds + lambda * bytes < 0) m += bytes;  // it recomputes at this λ
+      }
+      memory += m * static_cast<double>(base.nodes(c).multiplicity());
+    }
+    return Point{lambda, r->objective() / (1 + gap) - lambda * room, memory - room};
+  };
+  auto at_zero = lagrangian(0);
+  if (!at_zero) return 0;
+  double best = std::max(at_zero->value, 0.0);
+  if (at_zero->slope <= 0 || room <= 0 || best >= target) return best;
+  // A λ whose choice fits (its line falls): doubling from where the first line has doubled.
+  Point lo = *at_zero;
+  std::optional<Point> hi;
+  for (double lambda = std::max(best, 1e-30) / lo.slope; !hi && lambda < 1e300; lambda *= 4) {
+    auto p = lagrangian(lambda);
+    if (!p) return best;
+    best = std::max(best, p->value);
+    if (best >= target) return best;
+    if (p->slope > 0) {
+      lo = *p;
+    } else {
+      hi = *p;
+    }
+  }
+  if (!hi) return best;
+  // Kelley's cutting planes between the two lines: where they cross is the most L can reach in
+  // the bracket; evaluated there, L either meets it (the maximum) or gives a new line.
+  for (int i = 0; i < 12; ++i) {
+    const double lambda = (hi->value - lo.value + lo.lambda * lo.slope - hi->lambda * hi->slope) / (lo.slope - hi->slope);
+    const double reach = lo.value + (lambda - lo.lambda) * lo.slope;
+    if (reach < target || !(lambda > lo.lambda && lambda < hi->lambda)) return best;  // the target is out of reach
+    auto p = lagrangian(lambda);
+    if (!p) return best;
+    best = std::max(best, p->value);
+    if (best >= target || p->value >= reach * (1 - 1e-9)) return best;
+    if (p->slope > 0) {
+      lo = *p;
+    } else {
+      hi = *p;
+    }
+  }
+  return best;
 }
 
 }  // namespace mapd

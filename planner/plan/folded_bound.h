@@ -15,6 +15,7 @@
 
 #include <array>
 #include <cstdint>
+#include <limits>
 #include <memory>
 #include <string>
 #include <vector>
@@ -32,6 +33,10 @@ struct FoldSkeleton {
     std::string name;            // the nodes' layer-free name
     int node = 0;                // one node of the class: its kind's costs are the class's
     int64_t multiplicity = 0;    // nodes in the class
+    bool repeated = false;       // its nodes are in repeated layers (they may recompute)
+    // Per output of `node`: read outside its layer, or by no node — what a recomputed layer's
+    // checkpoint holds (recompute_groups.cc).
+    std::vector<bool> boundary;
   };
   struct Edge {
     int src_class = 0, dst_class = 0;
@@ -53,6 +58,10 @@ FoldSkeleton MakeFoldSkeleton(const Graph& graph, const std::vector<std::unique_
 // `stages`: the ZeRO stages costed (all four, or the one CostSkeleton was asked for).
 struct SkeletonCosts {
   std::vector<CostGraphMemo::NodeEntry> classes;
+  // Per class, per strategy: the bytes of its boundary outputs (what a checkpoint keeps of it per
+  // micro-batch in flight); and the micro-batches in flight the costs are for.
+  std::vector<std::vector<double>> boundary_bytes;
+  int64_t in_flight = 1;
   std::vector<SharedList<double>> edges;
   std::array<double, 4> fixed_at_stage{};
   std::array<bool, 4> stages{};
@@ -72,6 +81,25 @@ double ChoiceMemory(const FoldSkeleton& skeleton, const SkeletonCosts& costs, co
 // The folded problem at ZeRO `stage`, without a budget: a node per class, an edge per group
 // joining two classes, and a group within one class folded into its node's costs.
 v1::SolverRequest FoldedRequest(const FoldSkeleton& skeleton, const SkeletonCosts& costs, int stage);
+
+// A lower bound on the fastest choice at ZeRO `stage` whose memory fits `budget` bytes per
+// device, recomputation allowed — the Lagrangian relaxation of the budget ((C4) in
+// strategy_solver.h). For λ ≥ 0 every choice x within the budget costs at least
+//
+//   L(λ) = min_x [ T(x) + λ·(M(x) − (budget − F)) ],
+//
+// and the minimum is taken over a larger problem still: every node of a repeated layer may
+// recompute on its own (a recomputed layer's nodes decide together, and run their resharding
+// again), saving its activations less the checkpoint of its boundary outputs and taking them
+// again (one layer's, once) while its backward runs. Each L(λ) is the folded problem with node
+// costs c + λ·m + min(0, f − λ·a + λ·q / L) where a node may recompute (per copy: f its forward,
+// a what recomputing saves, q what it takes again, L the layers), solved without a budget; its objective is
+// within `gap` of its optimum, so it is divided by 1 + gap. L is concave: λ is raised until the
+// choice fits, then Kelley's cutting planes close in on the maximum. The search stops once the
+// bound reaches `target` (what prunes) or cannot; whatever it returns is a lower bound — the
+// unconstrained optimum's where that choice fits.
+double BudgetedBound(const FoldSkeleton& skeleton, const SkeletonCosts& costs, int stage, double budget, double gap,
+                     double target = std::numeric_limits<double>::infinity());
 
 }  // namespace mapd
 

@@ -579,6 +579,18 @@ absl::Status Explore(StageSolver& solver, const Graph& graph, const LayerSequenc
       ++out.pruned;
       continue;
     }
+    if (std::isfinite(best)) {
+      // The stage holding the most layers must fit its budget too (StageSolver::LayerBudgetBound).
+      const int layers = solver.layers();
+      const int most = (layers + c.p - 1) / c.p;
+      const double target = (best * (1 - options.relative_gap) - (layers - most) * c.layer_bound) / most;
+      auto layer = solver.LayerBudgetBound(c.mesh, c.m, most, target);
+      if (!layer.ok()) return layer.status();
+      if (*layer >= target) {
+        ++out.pruned;
+        continue;
+      }
+    }
     ++out.solved;
     auto part = BestPartition(solver, c.p, c.mesh, c.m, best, c.layer_bound);
     if (!part.ok()) return part.status();

@@ -91,10 +91,15 @@ struct Pair {
   double kind_bound = 0;  // the skeleton's unconstrained optimum at min_stage (folded_bound.h)
   // That optimum's memory per ZeRO stage: pass 0 builds the cost graph only when it fits somewhere.
   std::array<double, 4> kind_memory{};
+  // The kinds' bound under the budget (BudgetedBound over the ZeRO stages the pair may take),
+  // made once the pair is about to be searched.
+  std::optional<double> budgeted;
   // The cost graph's unconstrained optimum at min_stage, solved once the pair is visited: a lower
   // bound on the pair at least kind_bound.
   std::optional<Solved> free;
-  double bound() const { return free ? std::max(kind_bound, free->response.objective()) : kind_bound; }
+  double bound() const {
+    return std::max({kind_bound, budgeted.value_or(0.0), free ? free->response.objective() : 0.0});
+  }
 };
 
 // The options with the pins applied (pins.h): stages, ZeRO stage, recomputation off, and the
@@ -238,7 +243,10 @@ class PlanSearch {
   absl::Status Visit(int pass, size_t i);
   absl::StatusOr<bool> TakeUnconstrained(const Pair& p);
   absl::Status Coarse(Pair& p);
-  // The pair's cost graph solved unconstrained (Pair::free), once.
+  // The kinds' bound under the budget (Pair::budgeted), once.
+  absl::Status BudgetBound(Pair& p);
+  // The pair's cost graph solved unconstrained (Pair::free), once — unless the budgeted bound
+  // prunes the pair first.
   absl::Status SolveExactBound(Pair& p);
   void Keep(PlanCandidate cand);
   absl::Status Collect();
@@ -294,7 +302,7 @@ absl::Status PlanSearch::Bound() {
       }
       auto free = SolveKindsFree(options_, **skeleton, *kinds, min_stage);
       if (!free.ok()) return free.status();
-      order_.push_back({mesh, m, min_stage, free->objective, free->memory, std::nullopt});
+      order_.push_back({mesh, m, min_stage, free->objective, free->memory, std::nullopt, std::nullopt});
     }
   }
   std::stable_sort(order_.begin(), order_.end(), [](const Pair& a, const Pair& b) { return a.bound() < b.bound(); });
@@ -303,7 +311,30 @@ absl::Status PlanSearch::Bound() {
   return absl::OkStatus();
 }
 
+absl::Status PlanSearch::BudgetBound(Pair& p) {
+  if (p.budgeted) return absl::OkStatus();
+  auto skeleton = cache_.SkeletonFor(p.m);
+  if (!skeleton.ok()) return skeleton.status();
+  auto kinds = cache_.KindCosts(p.mesh, p.m);
+  if (!kinds.ok()) return kinds.status();
+  // Below the stage with ZeRO 0's seconds a stage costs as much time and more memory, so its
+  // bound is no lower: the stages from there (or min_stage) up bound the pair.
+  // Each stage's bound is searched only as far as pruning needs: once one stage's cannot reach
+  // the best plan, the others do not matter (nothing is pruned, the bound stays unknown).
+  const int highest = HighestZeroStage(options_);
+  const double prunes = best_ * (1 - options_.relative_gap);
+  double least = std::numeric_limits<double>::infinity();
+  for (int z = std::max(p.min_stage, std::min(SameSecondsStage(options_, p.m), highest)); z <= highest && least >= prunes; ++z) {
+    if (!kinds->stages[z]) return absl::OkStatus();  // a stage not costed: no bound
+    least = std::min(least, BudgetedBound(**skeleton, *kinds, z, BudgetOf(options_), options_.relative_gap, prunes));
+  }
+  p.budgeted = std::isfinite(least) && least >= prunes ? least : 0.0;
+  return absl::OkStatus();
+}
+
 absl::Status PlanSearch::SolveExactBound(Pair& p) {
+  if (auto st = BudgetBound(p); !st.ok()) return st;
+  if (p.bound() >= best_ * (1 - options_.relative_gap)) return absl::OkStatus();  // pruned without a cost graph
   if (p.free) return absl::OkStatus();
   PlannerOptions at = options_;
   at.zero_stage = p.min_stage;  // SolveFree's stage

@@ -68,6 +68,13 @@ class StageSolver {
   };
   absl::StatusOr<LayerCost> LayerBound(const std::vector<int64_t>& mesh, int64_t m);
 
+  // C1 for a stage of `layers` layers that must fit the budget: the least over the middle
+  // layers' kinds of BudgetedBound (folded_bound.h) with a layer's share of the budget, one
+  // micro-batch in flight (the least any stage keeps) and the lowest ZeRO stage's seconds up —
+  // every layer of such a stage costs at least this on average. Searched only as far as
+  // `target` needs: below it, 0 (no bound).
+  absl::StatusOr<double> LayerBudgetBound(const std::vector<int64_t>& mesh, int64_t m, int layers, double target);
+
   // The same for a Megatron TP stage of `tp` on `mesh`: one middle layer as the Megatron family
   // runs it, without a budget (so without recomputation) — lower bounds on any Megatron stage's
   // layer there, tighter than LayerBound's (the family's strategies only). 0 when the family does

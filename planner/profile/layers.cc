@@ -20,12 +20,14 @@ std::string LayerOfScope(const std::string& scope) {
   return parts.front();
 }
 
+bool IsRepeatedLayer(const std::string& layer) { return layer.find_first_of("0123456789") != std::string::npos; }
+
 std::vector<std::string> RepeatedLayers(const Graph& graph) {
   std::vector<std::string> out;
   std::set<std::string> seen;
   for (int n = 0; n < graph.num_nodes(); ++n) {
     const std::string layer = LayerOfScope(graph.node(n).scope());
-    if (layer.find_first_of("0123456789") == std::string::npos || !seen.insert(layer).second) continue;
+    if (!IsRepeatedLayer(layer) || !seen.insert(layer).second) continue;
     out.push_back(layer);
   }
   return out;

@@ -13,6 +13,9 @@ namespace mapd {
 // "transformer.h.3.attn" → "transformer.h.3"; "lm_head" → "lm_head"; "" → "(top)".
 std::string LayerOfScope(const std::string& scope);
 
+// Whether a layer (LayerOfScope) is one of a repeated kind: its name has a numeric part.
+bool IsRepeatedLayer(const std::string& layer);
+
 // The layers of `graph` that repeat (their name has a numeric part: "transformer.h.3"), in
 // graph order — what `--recompute all` means and what the planner may checkpoint.
 std::vector<std::string> RepeatedLayers(const Graph& graph);

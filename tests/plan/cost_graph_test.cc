@@ -13,6 +13,7 @@
 #include "planner/plan/batch_dims.h"
 #include "planner/plan/folded_bound.h"
 #include "planner/plan/prepared_graph.h"
+#include "planner/plan/recompute_groups.h"
 #include "planner/solver/strategy_solver.h"
 #include "model/zoo/zoo.h"
 #include "tests/common/mlp_graph.h"
@@ -172,6 +173,55 @@ TEST(CostGraph, TheKindsBoundIsTheFoldedOptimumOrBelowIt) {
     }
   }
   EXPECT_GT(untied, 0);
+}
+
+// The kinds' bound under a budget (BudgetedBound, the Lagrangian of the budget with every node
+// of a repeated layer free to drop its activations) against the budgeted optimum of the folded
+// cost graph with its recompute groups, solved exactly: never above it, at budgets between the
+// least memory and the unconstrained choice's, on a LLaMA and a GPT, 1-D and 2-D meshes, every
+// ZeRO stage — and above the unconstrained bound where the budget binds.
+TEST(CostGraph, TheBudgetedKindsBoundIsTheBudgetedOptimumOrBelowIt) {
+  int cases = 0, tighter = 0;
+  for (const char* spec : {"llama2-7b:layers=6,hidden=256,heads=8,kv_heads=2,ffn=688,vocab=1024,seq=512,batch=16",
+                           "gpt2:layers=4,hidden=256,heads=8,vocab=1024,seq=512,batch=16"}) {
+    auto g = MakeVerifiedGraph(*BuildZooModel(spec));
+    ASSERT_TRUE(g.ok()) << spec;
+    auto prepared = PrepareNodes(*g);
+    ASSERT_TRUE(prepared.ok());
+    const auto keys = LayerKeys(*g);
+    const FoldSkeleton skeleton = MakeFoldSkeleton(*g, *prepared, *keys);
+    for (const std::vector<int64_t>& mesh : {std::vector<int64_t>{8}, std::vector<int64_t>{2, 4}}) {
+      const Cluster cluster = H100Mesh(mesh);
+      for (int stage = 0; stage < 4; ++stage) {
+        CostGraphOptions cgo;
+        cgo.zero_stage = stage;
+        auto cg = BuildCostGraph(*g, *prepared, cluster, ProfileOptions(), cgo, keys);
+        ASSERT_TRUE(cg.ok()) << cg.status();
+        auto kinds = CostSkeleton(*g, *prepared, skeleton, cluster, ProfileOptions(), cgo, nullptr);
+        ASSERT_TRUE(kinds.ok()) << kinds.status();
+        FoldedCostGraph folded = FoldRepeatedLayers(*g, *cg);
+        AddRecomputeGroups(*g, cluster, *cg, &folded);
+        auto free = SolveStrategies(FoldedRequest(skeleton, *kinds, stage));
+        ASSERT_TRUE(free.ok());
+        const double least = LeastMemory(folded.request);
+        for (double f : {0.1, 0.4, 0.7}) {
+          const double budget = least + f * (free->memory() - least);
+          v1::SolverRequest budgeted = folded.request;
+          budgeted.set_memory_budget(budget);
+          budgeted.set_time_limit_seconds(30);
+          auto best = SolveStrategies(budgeted);
+          ASSERT_TRUE(best.ok());
+          if (best->status() != v1::SolverResponse::OPTIMAL) continue;
+          ++cases;
+          const double bound = BudgetedBound(skeleton, *kinds, stage, budget, 0);
+          EXPECT_LE(bound, best->objective() * (1 + 1e-9)) << spec << " mesh " << mesh.size() << "-D stage " << stage << " f " << f;
+          if (bound > free->objective() * (1 + 1e-6)) ++tighter;
+        }
+      }
+    }
+  }
+  EXPECT_GT(cases, 20);
+  EXPECT_GT(tighter, 0);
 }
 
 // A baseline's family built with only its strategies costed is the whole cost graph restricted
