@@ -427,6 +427,7 @@ absl::StatusOr<CostGraph> RestrictStrategies(const CostGraph& cg, const Graph& g
   out.micro_batches = cg.micro_batches;
   out.activations_in_flight = cg.activations_in_flight;
   out.layer_keys = cg.layer_keys;
+  out.layer_index = cg.layer_index;
   out.fixed_at_stage = cg.fixed_at_stage;
   out.zero_stage = cg.zero_stage;
   out.memory_fixed = cg.memory_fixed;

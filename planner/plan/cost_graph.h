@@ -25,6 +25,7 @@
 
 #include "absl/status/statusor.h"
 #include "model/ir/graph.h"
+#include "planner/profile/layers.h"
 #include "planner/profile/profile_options.h"
 #include "planner/sharding/cluster.h"
 #include "planner/sharding/collectives.h"
@@ -125,6 +126,9 @@ struct CostGraph {
   // Per graph node, its name without layer indices (FoldRepeatedLayers' key), shared by the cost
   // graphs of one graph.
   std::shared_ptr<const std::vector<std::string>> layer_keys;
+  // The graph's repeated layers and each node's (IndexLayers), shared by the cost graphs of one
+  // graph; null: the recompute groups make it when they need it.
+  std::shared_ptr<const LayerIndex> layer_index;
   // Per graph node, its costs under each ZeRO stage 0–3 (`costs` is the built stage's), so that
   // a choice can be priced, and the cost graph rebuilt, at another stage without costing the
   // strategies and edges again (PriceAtStage, AtZeroStage). Empty in restricted cost graphs.

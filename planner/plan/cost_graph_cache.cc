@@ -51,6 +51,7 @@ absl::StatusOr<const CostGraphCache::Facts*> CostGraphCache::FactsFor(int64_t m)
   if (!batch.ok()) return batch.status();
   f->batch = *std::move(batch);
   f->layer_keys = LayerKeys(**graph);
+  f->layer_index = std::make_shared<const LayerIndex>(IndexLayers(**graph));
   return (facts_[m] = std::move(f)).get();
 }
 
@@ -91,6 +92,7 @@ absl::StatusOr<const CostGraph*> CostGraphCache::Get(const std::vector<int64_t>&
     cg = BuildCostGraph(*in->graph, in->facts->prepared, *in->cluster, in->profile, cgo, in->facts->layer_keys, MemoFor(mesh, m));
   }
   if (!cg.ok()) return cg.status();
+  cg->layer_index = in->facts->layer_index;
   build_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return (graphs_[key] = std::make_unique<CostGraph>(*std::move(cg))).get();
 }
@@ -104,6 +106,7 @@ absl::StatusOr<CostGraph> CostGraphCache::BuildRestricted(const std::vector<int6
   const auto start = std::chrono::steady_clock::now();
   auto cg = BuildRestrictedCostGraph(*in->graph, in->facts->prepared, *in->cluster, in->profile, cgo, in->facts->layer_keys,
                                      MemoFor(mesh, m), allow);
+  if (cg.ok()) cg->layer_index = in->facts->layer_index;
   build_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return cg;
 }

@@ -71,6 +71,7 @@ class CostGraphCache {
     std::vector<std::unique_ptr<PreparedNode>> prepared;
     BatchInfo batch;
     std::shared_ptr<const std::vector<std::string>> layer_keys;
+    std::shared_ptr<const LayerIndex> layer_index;
   };
   absl::StatusOr<const Facts*> FactsFor(int64_t m);
 

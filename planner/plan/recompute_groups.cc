@@ -24,15 +24,11 @@ std::string FamilyOf(const std::string& layer) {
 
 std::vector<std::vector<std::string>> AddRecomputeGroups(const Graph& graph, const Cluster& cluster, const CostGraph& cg,
                                                          FoldedCostGraph* folded) {
-  const std::vector<std::string> layers = RepeatedLayers(graph);
-  std::map<std::string, int> layer_id;
-  for (const std::string& l : layers) layer_id.emplace(l, static_cast<int>(layer_id.size()));
+  std::shared_ptr<const LayerIndex> index = cg.layer_index;
+  if (index == nullptr) index = std::make_shared<const LayerIndex>(IndexLayers(graph));
+  const std::vector<std::string>& layers = index->layers;
+  const std::vector<int>& layer_of = index->of_node;
   const int nodes = graph.num_nodes();
-  std::vector<int> layer_of(nodes, -1);
-  for (int n = 0; n < nodes; ++n) {
-    auto it = layer_id.find(LayerOfScope(graph.node(n).scope()));
-    if (it != layer_id.end()) layer_of[n] = it->second;
-  }
   // Layers of one family whose nodes folded into the same classes (the same multiset) share
   // every decision: they form a group. A layer that folded differently (the first layer of a
   // LLaMA is charged the rotary tables it saves first) forms its own, kept only if none of its

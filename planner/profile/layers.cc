@@ -1,6 +1,7 @@
 #include "planner/profile/layers.h"
 
 #include <algorithm>
+#include <map>
 #include <set>
 
 #include "absl/strings/ascii.h"
@@ -22,13 +23,18 @@ std::string LayerOfScope(const std::string& scope) {
 
 bool IsRepeatedLayer(const std::string& layer) { return layer.find_first_of("0123456789") != std::string::npos; }
 
-std::vector<std::string> RepeatedLayers(const Graph& graph) {
-  std::vector<std::string> out;
-  std::set<std::string> seen;
+std::vector<std::string> RepeatedLayers(const Graph& graph) { return IndexLayers(graph).layers; }
+
+LayerIndex IndexLayers(const Graph& graph) {
+  LayerIndex out;
+  out.of_node.assign(graph.num_nodes(), -1);
+  std::map<std::string, int> index;
   for (int n = 0; n < graph.num_nodes(); ++n) {
-    const std::string layer = LayerOfScope(graph.node(n).scope());
-    if (!IsRepeatedLayer(layer) || !seen.insert(layer).second) continue;
-    out.push_back(layer);
+    std::string layer = LayerOfScope(graph.node(n).scope());
+    if (!IsRepeatedLayer(layer)) continue;
+    auto [it, fresh] = index.emplace(layer, static_cast<int>(out.layers.size()));
+    if (fresh) out.layers.push_back(std::move(layer));
+    out.of_node[n] = it->second;
   }
   return out;
 }

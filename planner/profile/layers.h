@@ -20,6 +20,14 @@ bool IsRepeatedLayer(const std::string& layer);
 // graph order — what `--recompute all` means and what the planner may checkpoint.
 std::vector<std::string> RepeatedLayers(const Graph& graph);
 
+// RepeatedLayers, and per node the index of its layer among them (-1: not in one): made once per
+// graph where many searches ask (the planner's recompute groups).
+struct LayerIndex {
+  std::vector<std::string> layers;
+  std::vector<int> of_node;
+};
+LayerIndex IndexLayers(const Graph& graph);
+
 }  // namespace mapd
 
 #endif  // MAPD_PLANNER_PROFILE_LAYERS_H_
