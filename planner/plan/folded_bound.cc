@@ -140,6 +140,7 @@ double BudgetedBound(const FoldSkeleton& skeleton, const SkeletonCosts& costs, i
   const double room = budget - costs.fixed_at_stage[stage];
   v1::SolverRequest priced = base;
   priced.set_relative_gap(gap);
+  priced.set_time_limit_seconds(1);  // an answer CBC could not prove in time bounds nothing
   // L(λ) at one λ: its value (a lower bound) and the slope of the minimising choice's line,
   // T(x) + λ·(M(x) − room): L is the lower envelope of those lines, so concave.
   struct Point {
@@ -169,7 +170,9 @@ double BudgetedBound(const FoldSkeleton& skeleton, const SkeletonCosts& costs, i
       }
     }
     auto r = SolveStrategies(priced);
-    if (!r.ok() || r->choice_size() != base.nodes_size()) return std::nullopt;  // no bound from a problem the solver refuses
+    // Only a proven answer (within `gap`) bounds: not one the solver refuses, nor CBC's best when
+    // its time ran out, nor the greedy fallback's.
+    if (!r.ok() || r->status() != v1::SolverResponse::OPTIMAL || r->choice_size() != base.nodes_size()) return std::nullopt;
     double memory = 0;
     for (int c = 0; c < base.nodes_size(); ++c) {
       const int k = r->choice(c);

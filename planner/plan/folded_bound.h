@@ -94,7 +94,7 @@ v1::SolverRequest FoldedRequest(const FoldSkeleton& skeleton, const SkeletonCost
 // again (one layer's, once) while its backward runs. Each L(λ) is the folded problem with node
 // costs c + λ·m + min(0, f − λ·a + λ·q / L) where a node may recompute (per copy: f its forward,
 // a what recomputing saves, q what it takes again, L the layers), solved without a budget; its objective is
-// within `gap` of its optimum, so it is divided by 1 + gap. L is concave: λ is raised until the
+// proven (OPTIMAL) within `gap` of its optimum, so it is divided by 1 + gap. L is concave: λ is raised until the
 // choice fits, then Kelley's cutting planes close in on the maximum. The search stops once the
 // bound reaches `target` (what prunes) or cannot; whatever it returns is a lower bound — the
 // unconstrained optimum's where that choice fits.
