@@ -235,8 +235,10 @@ struct ProgramProfile {
   RankPrediction time;      // compute and communication of a step
 };
 
+// `first_pass`: profile the first pass too (a pipeline rank's schedule reaches it with passes in
+// flight); otherwise first_peak is later_peak.
 absl::StatusOr<ProgramProfile> ProfileProgram(const Graph& global, const v1::RankProgram& program, const Cluster& cluster,
-                                              const ProfileOptions& profile) {
+                                              const ProfileOptions& profile, bool first_pass) {
   auto local = LocalGraph(global, program);
   if (!local.ok()) return local.status();
   const ProfileOptions o = ProgramProfileOptions(program, cluster, profile);
@@ -244,7 +246,7 @@ absl::StatusOr<ProgramProfile> ProfileProgram(const Graph& global, const v1::Ran
   if (!later.ok()) return later.status();
   ProgramProfile p;
   p.later_peak = p.first_peak = later->predicted_peak_bytes;
-  if (o.gradients_accumulated) {
+  if (first_pass && o.gradients_accumulated) {
     ProfileOptions first = o;
     first.gradients_accumulated = false;
     auto first_pass = ProfileTrainingStep(*local, first);
@@ -268,7 +270,7 @@ absl::StatusOr<ProgramProfile> ProfileProgram(const Graph& global, const v1::Ran
 absl::StatusOr<RankPrediction> PredictRank(const Graph& global, const v1::RankProgram& program, const Cluster& cluster,
                                            const ProfileOptions& profile) {
   if (program.pipeline().stages() > 1) return PredictPipelineRank({{&global, &program}}, cluster, profile);
-  auto p = ProfileProgram(global, program, cluster, profile);
+  auto p = ProfileProgram(global, program, cluster, profile, /*first_pass=*/false);
   if (!p.ok()) return p.status();
   return p->time;
 }
@@ -286,7 +288,7 @@ absl::StatusOr<RankPrediction> PredictPipelineRank(const std::vector<ChunkToPred
   std::vector<ProgramProfile> profiles;
   RankPrediction out;
   for (const ChunkToPredict& c : chunks) {
-    auto p = ProfileProgram(*c.graph, *c.program, cluster, profile);
+    auto p = ProfileProgram(*c.graph, *c.program, cluster, profile, /*first_pass=*/true);
     if (!p.ok()) return absl::Status(p.status().code(), absl::StrCat("chunk ", c.program->pipeline().chunk(), ": ", p.status().message()));
     out.compute_seconds += p->time.compute_seconds;
     out.communication_seconds += p->time.communication_seconds;
