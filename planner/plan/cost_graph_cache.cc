@@ -118,7 +118,7 @@ absl::StatusOr<const FoldSkeleton*> CostGraphCache::SkeletonFor(int64_t m) {
   if (!graph.ok()) return graph.status();
   auto facts = FactsFor(m);
   if (!facts.ok()) return facts.status();
-  auto skeleton = std::make_unique<FoldSkeleton>(MakeFoldSkeleton(**graph, (*facts)->prepared, *(*facts)->layer_keys));
+  auto skeleton = std::make_unique<FoldSkeleton>(MakeFoldSkeleton(**graph, (*facts)->prepared, *(*facts)->layer_keys, *(*facts)->layer_index));
   return (skeletons_[m] = std::move(skeleton)).get();
 }
 

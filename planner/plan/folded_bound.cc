@@ -9,33 +9,25 @@
 #include <unordered_map>
 
 #include "absl/strings/str_cat.h"
-#include "planner/profile/layers.h"
+#include "planner/plan/recompute_groups.h"
 #include "planner/solver/strategy_solver.h"
 
 namespace mapd {
 
 FoldSkeleton MakeFoldSkeleton(const Graph& graph, const std::vector<std::unique_ptr<PreparedNode>>& prepared,
-                              const std::vector<std::string>& layer_keys) {
+                              const std::vector<std::string>& layer_keys, const LayerIndex& layers) {
   FoldSkeleton sk;
   const v1::Graph& p = graph.proto();
   std::unordered_map<std::string, int> kind_of_signature;
   std::map<std::pair<std::string, int>, int> class_of_key;  // (layer-free name, kind) → class
   std::vector<int> kind(p.nodes_size()), cls(p.nodes_size());
-  std::vector<std::string> layer_of(p.nodes_size());
-  for (int n = 0; n < p.nodes_size(); ++n) layer_of[n] = LayerOfScope(p.nodes(n).scope());
   for (int n = 0; n < p.nodes_size(); ++n) {
     const PreparedNode& pn = *prepared[n];
     kind[n] = kind_of_signature.emplace(pn.signature, static_cast<int>(kind_of_signature.size())).first->second;
     auto [it, fresh] = class_of_key.emplace(std::make_pair(layer_keys[n], kind[n]), static_cast<int>(sk.classes.size()));
     if (fresh) {
-      FoldSkeleton::Class c{layer_keys[n], n, 0, IsRepeatedLayer(layer_of[n]), {}};
-      for (const std::string& out : p.nodes(n).outputs()) {
-        const ValueInfo* vi = graph.FindValue(out);
-        bool boundary = vi != nullptr && vi->consumers.empty();
-        for (int consumer : vi != nullptr ? vi->consumers : std::vector<int>{}) boundary = boundary || layer_of[consumer] != layer_of[n];
-        c.boundary.push_back(boundary);
-      }
-      sk.classes.push_back(std::move(c));
+      const bool repeated = layers.of_node[n] >= 0;
+      sk.classes.push_back({layer_keys[n], n, 0, repeated, repeated ? BoundaryOutputs(graph, n, layers.of_node) : std::vector<bool>{}});
     }
     cls[n] = it->second;
     ++sk.classes[cls[n]].multiplicity;
@@ -67,13 +59,8 @@ absl::StatusOr<SkeletonCosts> CostSkeleton(const Graph& graph, const std::vector
     auto kind = CostNodeKind(*prepared[node], cluster, options, cost_options, memo, only_stage);
     if (!kind.ok()) return kind.status();
     std::vector<double> boundary;
-    const v1::Node& n = graph.node(node);
-    for (const Strategy& s : kind->strategies) {
-      double bytes = 0;
-      for (int o = 0; o < n.outputs_size() && o < static_cast<int>(skeleton.classes[c].boundary.size()); ++o) {
-        if (skeleton.classes[c].boundary[o]) bytes += static_cast<double>(LocalBytes(graph.TypeOf(n.outputs(o)), s.outputs[o], cluster));
-      }
-      boundary.push_back(bytes);
+    if (skeleton.classes[c].repeated) {
+      for (const Strategy& s : kind->strategies) boundary.push_back(BoundaryBytes(graph, node, skeleton.classes[c].boundary, s, cluster));
     }
     costs.boundary_bytes.push_back(std::move(boundary));
     costs.classes.push_back(*std::move(kind));

@@ -34,8 +34,8 @@ struct FoldSkeleton {
     int node = 0;                // one node of the class: its kind's costs are the class's
     int64_t multiplicity = 0;    // nodes in the class
     bool repeated = false;       // its nodes are in repeated layers (they may recompute)
-    // Per output of `node`: read outside its layer, or by no node — what a recomputed layer's
-    // checkpoint holds (recompute_groups.cc).
+    // Of a repeated class, per output of `node`: what a recomputed layer's checkpoint holds
+    // (BoundaryOutputs, recompute_groups.h).
     std::vector<bool> boundary;
   };
   struct Edge {
@@ -49,9 +49,10 @@ struct FoldSkeleton {
   std::array<double, 4> fixed_at_stage{};  // FixedBytesAtStage (cost_graph.h)
 };
 
-// The skeleton of `graph` from its prepared nodes and layer-free names (LayerKeys).
+// The skeleton of `graph` from its prepared nodes, layer-free names (LayerKeys) and layers
+// (IndexLayers).
 FoldSkeleton MakeFoldSkeleton(const Graph& graph, const std::vector<std::unique_ptr<PreparedNode>>& prepared,
-                              const std::vector<std::string>& layer_keys);
+                              const std::vector<std::string>& layer_keys, const LayerIndex& layers);
 
 // A skeleton costed on one cluster at one micro-batch count: per class its kind's strategies and
 // costs at every ZeRO stage, per edge group its resharding seconds.
@@ -59,7 +60,8 @@ FoldSkeleton MakeFoldSkeleton(const Graph& graph, const std::vector<std::unique_
 struct SkeletonCosts {
   std::vector<CostGraphMemo::NodeEntry> classes;
   // Per class, per strategy: the bytes of its boundary outputs (what a checkpoint keeps of it per
-  // micro-batch in flight); and the micro-batches in flight the costs are for.
+  // micro-batch in flight; empty for a class outside the repeated layers); and the micro-batches
+  // in flight the costs are for.
   std::vector<std::vector<double>> boundary_bytes;
   int64_t in_flight = 1;
   std::vector<SharedList<double>> edges;

@@ -125,6 +125,18 @@ int SameSecondsStage(const PlannerOptions& options, int64_t m) {
   return options.zero_stage >= 0 ? options.zero_stage : std::min(m == 1 ? 2 : 1, options.max_zero_stage);
 }
 
+double BudgetedBoundOverStages(const PlannerOptions& options, int64_t m, int lowest, const FoldSkeleton& skeleton,
+                               const SkeletonCosts& costs, const std::function<double(int)>& budget_at, double target) {
+  if (!std::isfinite(target)) return 0;  // nothing to prune against: no bound is needed
+  const int highest = HighestZeroStage(options);
+  double least = std::numeric_limits<double>::infinity();
+  for (int z = std::max(lowest, std::min(SameSecondsStage(options, m), highest)); z <= highest && least >= target; ++z) {
+    if (!costs.stages[z]) return 0;
+    least = std::min(least, BudgetedBound(skeleton, costs, z, budget_at(z), options.relative_gap, target));
+  }
+  return std::isfinite(least) && least >= target ? least : 0;
+}
+
 absl::StatusOr<PlanCandidate> SearchMesh(const PlannerOptions& options, CostGraphCache& cache, const std::vector<int64_t>& mesh,
                                          int64_t m, const Solved& free, double best_so_far, int min_stage) {
   const double budget = BudgetOf(options);

@@ -11,6 +11,7 @@
 #define MAPD_PLANNER_PLAN_MESH_SEARCH_H_
 
 #include <array>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -83,6 +84,15 @@ inline int HighestZeroStage(const PlannerOptions& options) {
 // The highest ZeRO stage that costs ZeRO 0's seconds (the pinned stage when one is): 1, and 2
 // with one micro-batch — with more, ZeRO 2 reduce-scatters every pass's gradients.
 int SameSecondsStage(const PlannerOptions& options, int64_t m);
+
+// BudgetedBound (folded_bound.h) over the ZeRO stages a plan with `m` micro-batches may take from
+// `lowest` up to the highest the options allow: below the stage with ZeRO 0's seconds a stage
+// costs as much time and more memory, so its bound is no lower, and the stages from there up
+// bound them all. `budget_at(z)` is the budget BudgetedBound is given at stage z. Each stage is
+// searched only as far as `target` needs: 0 (no bound) once one stage's falls below it, or when a
+// stage was not costed.
+double BudgetedBoundOverStages(const PlannerOptions& options, int64_t m, int lowest, const FoldSkeleton& skeleton,
+                               const SkeletonCosts& costs, const std::function<double(int)>& budget_at, double target);
 
 // MAP's best plan on one mesh with `m` micro-batches under the options' budget, given its
 // unconstrained optimum `free` (planner.h, SearchPlan, for the order of solves): the

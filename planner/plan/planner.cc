@@ -317,18 +317,10 @@ absl::Status PlanSearch::BudgetBound(Pair& p) {
   if (!skeleton.ok()) return skeleton.status();
   auto kinds = cache_.KindCosts(p.mesh, p.m);
   if (!kinds.ok()) return kinds.status();
-  // Below the stage with ZeRO 0's seconds a stage costs as much time and more memory, so its
-  // bound is no lower: the stages from there (or min_stage) up bound the pair.
-  // Each stage's bound is searched only as far as pruning needs: once one stage's cannot reach
-  // the best plan, the others do not matter (nothing is pruned, the bound stays unknown).
-  const int highest = HighestZeroStage(options_);
-  const double prunes = best_ * (1 - options_.relative_gap);
-  double least = std::numeric_limits<double>::infinity();
-  for (int z = std::max(p.min_stage, std::min(SameSecondsStage(options_, p.m), highest)); z <= highest && least >= prunes; ++z) {
-    if (!kinds->stages[z]) return absl::OkStatus();  // a stage not costed: no bound
-    least = std::min(least, BudgetedBound(**skeleton, *kinds, z, BudgetOf(options_), options_.relative_gap, prunes));
-  }
-  p.budgeted = std::isfinite(least) && least >= prunes ? least : 0.0;
+  // Searched only as far as pruning the pair needs.
+  const double budget = BudgetOf(options_);
+  p.budgeted = BudgetedBoundOverStages(options_, p.m, p.min_stage, **skeleton, *kinds, [budget](int) { return budget; },
+                                       best_ * (1 - options_.relative_gap));
   return absl::OkStatus();
 }
 

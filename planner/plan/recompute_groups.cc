@@ -76,26 +76,13 @@ std::vector<std::vector<std::string>> AddRecomputeGroups(const Graph& graph, con
           break;
         }
       }
-      const v1::Node& node = graph.node(rep);
       // Outputs read outside the layer (or by no node: a graph output): the next checkpoint holds them.
-      std::vector<bool> boundary(node.outputs_size(), false);
-      for (int o = 0; o < node.outputs_size(); ++o) {
-        const ValueInfo* vi = graph.FindValue(node.outputs(o));
-        if (vi == nullptr) continue;
-        boundary[o] = vi->consumers.empty();
-        for (int consumer : vi->consumers) boundary[o] = boundary[o] || layer_of[consumer] != layer_of[rep];
-      }
+      const std::vector<bool> boundary = BoundaryOutputs(graph, rep, layer_of);
       v1::RecomputeMember* m = group.add_members();
       m->set_node(cls);
       for (size_t k = 0; k < cg.strategies[rep].size(); ++k) {
         const StrategyCost& c = cg.costs[rep][k];
-        double held = 0;
-        for (int o = 0; o < node.outputs_size(); ++o) {
-          if (boundary[o]) {
-            held += static_cast<double>(
-                LocalBytes(graph.TypeOf(node.outputs(o)), cg.strategies[rep][k].outputs[o], cluster));
-          }
-        }
+        const double held = BoundaryBytes(graph, rep, boundary, cg.strategies[rep][k], cluster);
         // Each micro-batch in flight keeps its checkpoint; one layer at a time is made again.
         const double in_flight = static_cast<double>(cg.activations_in_flight);
         m->add_saved(copies * (c.activation_bytes - in_flight * held));
@@ -135,6 +122,27 @@ std::vector<std::vector<std::string>> AddRecomputeGroups(const Graph& graph, con
     added.push_back(std::move(names));
   }
   return added;
+}
+
+std::vector<bool> BoundaryOutputs(const Graph& graph, int node, const std::vector<int>& layer_of) {
+  const v1::Node& n = graph.node(node);
+  std::vector<bool> boundary(n.outputs_size(), false);
+  for (int o = 0; o < n.outputs_size(); ++o) {
+    const ValueInfo* vi = graph.FindValue(n.outputs(o));
+    if (vi == nullptr) continue;
+    boundary[o] = vi->consumers.empty();
+    for (int consumer : vi->consumers) boundary[o] = boundary[o] || layer_of[consumer] != layer_of[node];
+  }
+  return boundary;
+}
+
+double BoundaryBytes(const Graph& graph, int node, const std::vector<bool>& boundary, const Strategy& strategy, const Cluster& cluster) {
+  const v1::Node& n = graph.node(node);
+  double bytes = 0;
+  for (int o = 0; o < n.outputs_size() && o < static_cast<int>(boundary.size()); ++o) {
+    if (boundary[o]) bytes += static_cast<double>(LocalBytes(graph.TypeOf(n.outputs(o)), strategy.outputs[o], cluster));
+  }
+  return bytes;
 }
 
 std::vector<std::string> RecomputedLayers(const std::vector<std::vector<std::string>>& group_layers,

@@ -24,6 +24,12 @@ std::vector<std::vector<std::string>> AddRecomputeGroups(const Graph& graph, con
                                                          const CostGraph& cost_graph,
                                                          FoldedCostGraph* folded);
 
+// Per output of `node`: read by no node, or by a node of another layer (`layer_of`: IndexLayers'
+// of_node) — what the checkpoint of a recomputed layer holds of it.
+std::vector<bool> BoundaryOutputs(const Graph& graph, int node, const std::vector<int>& layer_of);
+// The bytes per device of those outputs of `node` under `strategy`.
+double BoundaryBytes(const Graph& graph, int node, const std::vector<bool>& boundary, const Strategy& strategy, const Cluster& cluster);
+
 // The layers that recompute: the first `recomputed[g]` of each group's layers.
 std::vector<std::string> RecomputedLayers(const std::vector<std::vector<std::string>>& group_layers,
                                           const std::vector<int64_t>& recomputed);

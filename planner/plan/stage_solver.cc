@@ -122,23 +122,16 @@ absl::StatusOr<StageSolver::LayerCost> StageSolver::LayerBound(const std::vector
 
 absl::StatusOr<double> StageSolver::LayerBudgetBound(const std::vector<int64_t>& mesh, int64_t m, int layers, double target) {
   const PlannerOptions o = StageOptions(mesh, m, 1);
-  const int highest = HighestZeroStage(o);
-  const int from = std::max(std::max(o.zero_stage, 0), std::min(SameSecondsStage(o, m), highest));
   auto least = LeastMiddleLayer(m, [&](const Graph&, CostGraphCache* cache) -> absl::StatusOr<std::optional<LayerObjective>> {
     cache->set_pipeline_depth(1);
     auto skeleton = cache->SkeletonFor(m);
     if (!skeleton.ok()) return skeleton.status();
     auto kinds = cache->KindCosts(mesh, m);
     if (!kinds.ok()) return kinds.status();
-    double bound = std::numeric_limits<double>::infinity();
-    for (int z = from; z <= highest && bound >= target; ++z) {
-      if (!kinds->stages[z]) return LayerObjective{0, 0};
-      // The layer's share of the room (the fixed bytes of one layer given back: a stage's are not
-      // a layer's times the layers).
-      const double budget = BudgetOf(o) / layers + kinds->fixed_at_stage[z];
-      bound = std::min(bound, BudgetedBound(**skeleton, *kinds, z, budget, o.relative_gap, target));
-    }
-    return LayerObjective{bound >= target ? bound : 0, 0};
+    // The layer's share of the room (the fixed bytes of one layer given back: a stage's are not a
+    // layer's times the layers).
+    const auto share = [&](int z) { return BudgetOf(o) / layers + kinds->fixed_at_stage[z]; };
+    return LayerObjective{BudgetedBoundOverStages(o, m, std::max(o.zero_stage, 0), **skeleton, *kinds, share, target), 0};
   });
   if (!least.ok()) return least.status();
   return least->objective;

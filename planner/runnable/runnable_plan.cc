@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <optional>
-#include <set>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -128,28 +127,23 @@ absl::Status AddModelFlops(const Graph& graph, const PlanRequest& request, Runna
   return absl::OkStatus();
 }
 
-// The layers of `g` in node order (LayerOfScope of each node's scope, each once).
-std::vector<std::string> LayersInOrder(const Graph& g) {
-  std::vector<std::string> layers;
-  std::set<std::string> seen;
-  for (int n = 0; n < g.num_nodes(); ++n) {
-    std::string layer = LayerOfScope(g.node(n).scope());
-    if (seen.insert(layer).second) layers.push_back(std::move(layer));
-  }
-  return layers;
-}
-
 // A stage plan's graph may be another stage's of the same kind (the search solves each kind of
 // layer range once, stage_solver.h): the stage's own graph — the same nodes in the same order —
-// with the plan's recomputed layers renamed position for position into its own.
+// with the plan's recomputed layers (repeated ones) renamed position for position into its own.
+// A graph whose repeated layers are the stage's own is its own already.
 absl::Status UseOwnStageGraph(const Graph& graph, const LayerSequence& sequence, StagePlan& sp) {
+  const std::vector<std::string> from = RepeatedLayers(*sp.graph);
+  if (sp.first_layer >= 0 && sp.end_layer <= static_cast<int>(sequence.layers.size()) &&
+      std::equal(from.begin(), from.end(), sequence.layers.begin() + sp.first_layer, sequence.layers.begin() + sp.end_layer)) {
+    return absl::OkStatus();
+  }
   auto own = StageGraph(graph, sequence, sp.first_layer, sp.end_layer);
   if (!own.ok()) return own.status();
   if (own->num_nodes() != sp.graph->num_nodes()) {
     return absl::InternalError(absl::StrCat("pipeline stage ", sp.LayerRange(), " has ", own->num_nodes(), " nodes; its plan's graph ",
                                             sp.graph->num_nodes()));
   }
-  const std::vector<std::string> from = LayersInOrder(*sp.graph), to = LayersInOrder(*own);
+  const std::vector<std::string> to = RepeatedLayers(*own);
   for (std::string& layer : sp.plan.recomputed_layers) {
     auto at = std::find(from.begin(), from.end(), layer);
     if (at == from.end() || from.size() != to.size()) {

@@ -147,7 +147,7 @@ void ForEachKindsCase(const std::vector<const char*>& specs, const std::function
     auto prepared = PrepareNodes(*g);
     ASSERT_TRUE(prepared.ok());
     const auto keys = LayerKeys(*g);
-    const FoldSkeleton skeleton = MakeFoldSkeleton(*g, *prepared, *keys);
+    const FoldSkeleton skeleton = MakeFoldSkeleton(*g, *prepared, *keys, IndexLayers(*g));
     for (const std::vector<int64_t>& mesh : {std::vector<int64_t>{8}, std::vector<int64_t>{2, 4}}) {
       const Cluster cluster = H100Mesh(mesh);
       for (int stage = 0; stage < 4; ++stage) {
