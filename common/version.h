@@ -9,6 +9,8 @@ namespace mapd {
 
 const char* MapdVersion();   // "0.1.0"
 const char* MapdRevision();  // a short git commit id, or "unknown" when built outside git
+// The LibTorch version this build's ranks link ("1.13.0"), or "none" for a build without it.
+const char* MapdTorchVersion();
 // "PROGRAM 0.1.0 (revision abc123def456)": what --version prints.
 std::string VersionLine(const std::string& program);
 

@@ -56,9 +56,11 @@ SUB_MAY_INCLUDE = {
         "local": {"runtime", "memory"},
         "measure": {"local", "runtime", "memory"},
         "transport": {"runtime", "memory"},  # how ranks talk; nothing of training
-        "rank": {"transport", "launch", "local", "memory", "runtime", "device"},
-        "calibrate": {"rank", "transport", "runtime", "local", "memory", "device", "launch"},
-        "daemon": {"device", "launch"},  # no LibTorch: the ranks are mapd-rank processes
+        "calibrate": {"transport", "runtime", "local", "memory", "device", "launch"},
+        # (mapd-rank --calibrate-host measures the host for a worker)
+        "rank": {"transport", "launch", "local", "memory", "runtime", "device", "calibrate"},
+        # No LibTorch: the ranks are mapd-rank processes; of calibrate, the torch-free cache only.
+        "daemon": {"device", "launch", "calibrate"},
     },
     "server": {
         "store": set(),

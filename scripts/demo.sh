@@ -38,7 +38,7 @@ trap cleanup EXIT
 # Waits for a line matching $2 in log $1 and prints its match of $3 (a sed -n expression).
 wait_for() {
   local log=$1 pattern=$2 extract=$3
-  for _ in $(seq 1 300); do
+  for _ in $(seq 1 600); do
     if grep -q "$pattern" "$log" 2>/dev/null; then sed -n "$extract" "$log" | head -1; return 0; fi
     sleep 0.1
   done
@@ -54,21 +54,22 @@ COORD_METRICS=$(wait_for "$OUT/mapd.log" "metrics on" 's/.*metrics on \(http[^ ]
 export MAPD_ADDRESS="127.0.0.1:$PORT" MAPD_TOKEN="$(cat "$OUT/token")"
 echo "mapd on $MAPD_ADDRESS (log: $OUT/mapd.log)"
 
-step "Starting two workers: mapd-worker, 2 CPU devices each"
+step "Starting two workers: mapd-worker, 2 CPU devices each (the first measures this host for the cost model, once per host and build)"
 WORKER_PIDS=()
 for name in worker-a worker-b; do
   "$WORKER" --cpu-devices 2 --memory-per-device 1GiB --hostname "$name" --metrics-listen 127.0.0.1:0 \
     --token-file "$OUT/worker-token" --data-root "$OUT" --work-dir "$OUT/$name" > "$OUT/$name.log" 2>&1 &
   PIDS+=($!); WORKER_PIDS+=($!)
   wait_for "$OUT/$name.log" "registered as" 's/.*\(registered as [^ ]*\).*/\1/p' > /dev/null
+  sed -n 's/^mapd-worker: \(measured this host.*\|this host.s calibration.*\)/'"$name"': \1/p' "$OUT/$name.log"
 done
 "$MAPCTL" workers
 
-step "The plan MAP finds for $MODEL on 4 CPU ranks with $BUDGET each"
-"$MAPCTL" plan "$MODEL" --devices 4 --device-type cpu --memory-per-device "$BUDGET" | sed -n '/^Mesh:/,/^Search:/p;/^Baselines/,$p'
+step "The plan MAP finds for $MODEL on 4 CPU ranks with $BUDGET each, costed on this host as measured"
+"$MAPCTL" plan "$MODEL" --devices 4 --device-type auto --memory-per-device "$BUDGET" | sed -n '/^Mesh:/,/^Search:/p;/^Baselines/,$p'
 
 step "mapctl submit: $STEPS steps on 4 ranks, byte-level on this repository's docs, $BUDGET per rank"
-"$MAPCTL" submit "$MODEL" --ranks 4 --steps "$STEPS" --memory-per-device "$BUDGET" --device-type cpu \
+"$MAPCTL" submit "$MODEL" --ranks 4 --steps "$STEPS" --memory-per-device "$BUDGET" \
   --data "text:corpus.txt" --lr 3e-3 --checkpoint-every 50 --name demo-gpt
 
 step "mapctl watch 1   (the coordinator plans it, places 2 ranks on each worker; they train)"

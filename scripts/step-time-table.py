@@ -2,12 +2,13 @@
 """Predicted against measured step time of multi-rank plans on this machine (docs/runtime.md,
 "Step time: predicted and measured").
 
-Usage: scripts/step-time-table.py [--device-type cpu|FILE.json] [--steps 40] [--rounds 3] [--model SPEC] [path/to/mapctl]
+Usage: scripts/step-time-table.py [--device-type auto|cpu|FILE.json] [--steps 40] [--rounds 3] [--model SPEC] [path/to/mapctl]
 
 Runs `mapctl run MODEL --ranks N PLAN --steps S -o json` for one model under plans on 1, 2 and 4
 ranks — data parallel, Megatron tensor parallel, MAP's plan on a 2x2 mesh, ZeRO-2, ZeRO-3 and
-every block recomputed — with the planner's cost model of `--device-type` (a `mapctl
-calibrate` profile for this machine's rates; default `cpu`, the catalogue's). For each plan it
+every block recomputed — with the planner's cost model of `--device-type` (default: none given,
+so each command's own default, `auto`: this host as measured once per host and build and cached,
+with no calibrate step by the user; `cpu` for the catalogue's nominal figures). For each plan it
 prints the slowest rank's predicted step (its program profiled, collectives costed) and the
 slowest rank's measured median step (steps after the first), their ratio, and at the end the
 Kendall rank correlation between the two orders (1: the planner orders the plans as they run)
@@ -54,7 +55,9 @@ def run_plan(a, ranks, flags):
         cmd = [a.mapctl, "profile", a.model, "--measure", "--steps", str(a.steps), "--optimizer", "adamw"]
     else:
         cmd = [a.mapctl, "run", a.model, "--ranks", str(ranks), *flags, "--steps", str(a.steps)]
-    cmd += ["--device-type", a.device_type, "-o", "json"]
+    if a.device_type:
+        cmd += ["--device-type", a.device_type]
+    cmd += ["-o", "json"]
     r = subprocess.run(cmd, capture_output=True, text=True)
     if r.returncode != 0:
         print(f"{' '.join(cmd)} failed:\n{r.stderr}", file=sys.stderr)
@@ -69,12 +72,12 @@ def run_plan(a, ranks, flags):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("mapctl", nargs="?", default=os.path.join(HERE, "..", "build", "client", "mapctl", "mapctl"))
-    ap.add_argument("--device-type", default="cpu")
+    ap.add_argument("--device-type", default="", help="default: the commands' own (auto: this host, measured and cached)")
     ap.add_argument("--steps", type=int, default=40)
     ap.add_argument("--rounds", type=int, default=3, help="runs of every plan, in turn; the measured step is their median")
     ap.add_argument("--model", default=MODEL)
     a = ap.parse_args()
-    print(f"model `{a.model}`, AdamW, {a.steps} steps, {a.rounds} rounds, device type `{a.device_type}`\n")
+    print(f"model `{a.model}`, AdamW, {a.steps} steps, {a.rounds} rounds, device type `{a.device_type or 'the default (auto)'}`\n")
     print("| plan | ranks | predicted ms/step (comm) | measured ms/step, median (rounds) | measured / predicted |")
     print("|---|---|---|---|---|")
     predicted, rounds = [], [[] for _ in PLANS]

@@ -14,6 +14,7 @@
 #include "absl/strings/str_join.h"
 #include "client/mapctl/command_table.h"
 #include "client/mapctl/commands.h"
+#include "client/mapctl/torch_commands.h"
 #include "client/mapctl/model_loader.h"
 #include "client/mapctl/table.h"
 #include "common/bytes.h"
@@ -195,7 +196,9 @@ namespace {
 // The planner's options from `plan`'s flags: the choices `run` and a job make too
 // (planner/runnable/plan_request.h), and the search's own settings.
 absl::StatusOr<PlannerOptions> PlanOptionsOf(const PlanArgs& args) {
-  auto choices = ChoicesFromFlags(args.devices, args.mesh, args.device_type, args.memory_per_device);
+  auto device_type = ResolveDeviceType(args.device_type);  // auto: this host, measured
+  if (!device_type.ok()) return device_type.status();
+  auto choices = ChoicesFromFlags(args.devices, args.mesh, *device_type, args.memory_per_device);
   if (!choices.ok()) return choices.status();
   choices->optimizer = args.optimizer;
   choices->precision = args.precision;
@@ -464,7 +467,9 @@ void AddPlanCommand(CLI::App& app, Commands& out) {
   plan->add_option("--input", args->model.inputs, "Input spec NAME:DTYPE[D0,D1,...] (repeatable)");
   plan->add_option("--devices", args->devices, "Number of devices")->check(CLI::PositiveNumber);
   plan->add_option("--mesh", args->mesh, "Pin the mesh shape, outermost axis first, e.g. 2x4 (default: search every 1-D and 2-D shape)");
-  plan->add_option("--device-type", args->device_type, "Catalogue name or a `mapctl calibrate` JSON")->capture_default_str();
+  plan->add_option("--device-type", args->device_type,
+                   "Catalogue name, a `mapctl calibrate` JSON, or auto (this host, measured once per host and build and cached)")
+      ->capture_default_str();
   plan->add_option("--memory-per-device", args->memory_per_device, "Budget per device, e.g. 80GiB (default: the device's)");
   plan->add_option("--gpus-per-node", args->gpus_per_node, "Devices per node (fast links inside)")->capture_default_str();
   plan->add_option("--batch-size", args->batch_size, "Global batch (zoo models)")->check(CLI::PositiveNumber);

@@ -61,10 +61,15 @@ int RunProfile(const ProfileArgs& args) {
   auto opt = ParseOptimizer(args.optimizer);
   if (!opt.ok()) return ReportError(opt.status());
   options.optimizer = *opt;
-  auto prec = ResolvePrecision(args.precision, args.device_type);
+  // auto: this host measured where steps run here (--measure), else the catalogue's cpu.
+  auto device_type = args.device_type != "auto" ? absl::StatusOr<std::string>(args.device_type)
+                     : args.measure            ? ResolveDeviceType("auto")
+                                               : absl::StatusOr<std::string>("cpu");
+  if (!device_type.ok()) return ReportError(device_type.status());
+  auto prec = ResolvePrecision(args.precision, *device_type);
   if (!prec.ok()) return ReportError(prec.status());
   options.precision = *prec;
-  auto device = LoadDeviceProfile(args.device_type);
+  auto device = LoadDeviceProfile(*device_type);
   if (!device.ok()) return ReportError(device.status());
   options.device = *device;
   auto trainable = LoadTrainingGraph(args.model.model, args.model.inputs, args.batch_size, args.seq_len, args.loss);
@@ -193,7 +198,8 @@ void AddProfileCommand(CLI::App& app, Commands& out) {
   profile->add_option("--optimizer", args->optimizer, "sgd | momentum | adamw")->capture_default_str();
   profile->add_option("--precision", args->precision, "auto (bf16 on GPU device types, fp32 on cpu) | fp32 | bf16 (mixed: bf16 weights, activations and gradients; fp32 master weights, optimizer states and loss)")->capture_default_str();
   profile->add_option("--device-type", args->device_type,
-                      "cpu | a100-40g | a100-80g | h100-80g | h200-141g, or a JSON profile from `mapctl calibrate`")
+                      "auto (with --measure: this host, measured once and cached; else cpu) | cpu | a100-40g | a100-80g | "
+                      "h100-80g | h200-141g, or a JSON profile from `mapctl calibrate`")
       ->capture_default_str();
   profile->add_flag("--measure", args->measure,
                     "Also run real training steps on this CPU (LibTorch) and compare predicted with measured peak "

@@ -55,7 +55,9 @@ int RunTraining(const RunArgs& args) {
   auto graph = LoadTrainingGraph(args.model.model, args.model.inputs, /*batch_size=*/0, /*seq_len=*/0, args.loss);
   if (!graph.ok()) return ReportError(graph.status());
   if (auto st = InitFrom(args.init_from, *graph); !st.ok()) return ReportError(st);
-  auto precision = ResolvePrecision(args.training.precision(), args.device_type);
+  // One process is not planned: its device type only picks the precision's default (auto: this
+  // host's, a CPU's — fp32), so nothing is measured for it.
+  auto precision = ResolvePrecision(args.training.precision(), args.device_type == "auto" ? "cpu" : args.device_type);
   if (!precision.ok()) return ReportError(precision.status());
   if (*precision == Precision::kBf16Mixed) {  // train the mixed-precision graph
     auto mixed = ToBf16Mixed(*std::move(graph));

@@ -43,7 +43,9 @@ namespace {
 
 // The planning request `run` makes from its flags (planner/runnable/plan_request.h).
 absl::StatusOr<PlanRequest> RunPlanRequest(const RunArgs& args) {
-  auto choices = ChoicesFromFlags(args.ranks, args.mesh, args.device_type, args.memory_per_device);
+  auto device_type = ResolveDeviceType(args.device_type);
+  if (!device_type.ok()) return device_type.status();
+  auto choices = ChoicesFromFlags(args.ranks, args.mesh, *device_type, args.memory_per_device);
   if (!choices.ok()) return choices.status();
   PlanningChoices& c = *choices;
   c.optimizer = args.training.optimizer();
@@ -423,7 +425,7 @@ void PrintRunJson(const RunArgs& args, const RunnablePlan& plan, const std::stri
   }
   nlohmann::json j = {{"model", model}, {"ranks", plan.world()}, {"mesh", plan.mesh}, {"plan", absl::StrCat(plan.name, ": ", plan.summary)},
                       {"steps", run.steps}, {"evals", run.evals}, {"seconds", total}, {"predicted_peak_bytes", static_cast<int64_t>(plan.planner_peak_bytes)},
-                      {"per_rank", per_rank}, {"zero_stage", plan.zero_stage}, {"micro_batches", plan.micro_batches}, {"recomputed_layers", plan.recompute},
+                      {"per_rank", per_rank}, {"device_type", plan.device_type}, {"zero_stage", plan.zero_stage}, {"micro_batches", plan.micro_batches}, {"recomputed_layers", plan.recompute},
                       {"precision", PrecisionName(plan.precision)}, {"pipeline_stages", plan.pipeline_stages}};
   if (plan.pipeline_stages > 1) {
     j["stages"] = plan.stages;
@@ -459,7 +461,7 @@ void PrintRunTable(const RunArgs& args, const RunnablePlan& plan, RankRun& run, 
                                plan.world(), total, losses.empty() ? 0 : losses.front(), losses.empty() ? 0 : losses.back());
   t.Print(std::cout);
   std::cout << absl::StrFormat("planner's estimate for the plan: %s per device; step times predicted for %s\n",
-                               FormatBytes(static_cast<int64_t>(plan.planner_peak_bytes)), args.device_type.c_str());
+                               FormatBytes(static_cast<int64_t>(plan.planner_peak_bytes)), plan.device_type.c_str());
   if (!ref.has_value()) return;
   const BlockDifference& params = ref->params;
   std::cout << absl::StrFormat("reference (one process): max relative loss difference %.2e; final parameters: %d blocks, "

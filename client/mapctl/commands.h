@@ -34,7 +34,7 @@ struct ProfileArgs {
   std::string loss = "auto";  // auto | output | cross_entropy | mse
   std::string optimizer = "adamw";
   std::string precision = "auto";  // auto (by device type) | fp32 | bf16
-  std::string device_type = "cpu";
+  std::string device_type = "auto";  // auto: this host's calibration with --measure, else cpu
   bool measure = false;
   int steps = 3;  // --measure: steps to run (figures from steps 2..N)
   bool ops = false;  // per-op rows in the JSON
@@ -57,7 +57,7 @@ struct RunArgs {
   std::string mesh;                  // "2x2"; default a 1-D mesh of `ranks`
   std::string strategy = "map";      // map (the planner's plan) | dp | tp
   std::string plan;                  // a plan.pb from `mapctl plan --save` (its graph and mesh)
-  std::string device_type = "cpu";   // the planner's cost model for `--strategy map`
+  std::string device_type = "auto";  // the planner's cost model (auto: this host, measured once and cached)
   std::string zero = "auto";         // ZeRO stage for `--strategy map`: auto | 0 | 1 | 2
   std::string recompute = "auto";    // activation checkpointing: auto (the plan's) | off | all | LAYER,LAYER...
   std::string pipeline_stages = "1"; // 1 | N | auto: the layers cut into stages (1F1B)
@@ -148,7 +148,7 @@ struct SubmitArgs {
   int ranks = 1;
   std::string mesh;
   std::string device = "cpu";        // what the ranks run on: cpu | cuda
-  std::string device_type = "cpu";
+  std::string device_type;           // empty: the workers' measured profile (JobSpec.device_type)
   std::string memory_per_device;
   std::string zero = "auto";
   std::string recompute = "auto";

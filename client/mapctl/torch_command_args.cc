@@ -40,7 +40,10 @@ void AddRunCommand(CLI::App& app, Commands& out) {
   run->add_option("--strategy", args->strategy, "map (the planner's plan) | dp | tp")
       ->check(CLI::IsMember({"map", "dp", "tp"}))->capture_default_str();
   run->add_option("--plan", args->plan, "Run a saved plan (mapctl plan --save): its graph and mesh");
-  run->add_option("--device-type", args->device_type, "Cost model of the planner for --strategy map")->capture_default_str();
+  run->add_option("--device-type", args->device_type,
+                  "The cost model's device with --ranks: auto (this host, measured once per host and build and cached — ~12 s the "
+                  "first time), a catalogue name (cpu, h100-80g, ...) or a `mapctl calibrate` JSON")
+      ->capture_default_str();
   run->add_option("--zero", args->zero, "ZeRO stage of MAP's plan over data-parallel axes: auto | 0 | 1 | 2 | 3")
       ->capture_default_str();
   run->add_option("--recompute", args->recompute,

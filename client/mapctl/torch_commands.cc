@@ -1,11 +1,17 @@
 // mapctl-torch's side of the seam (torch_commands.h): the functions that need LibTorch.
 #include "client/mapctl/torch_commands.h"
 
+#include <iostream>
+
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "common/status_macros.h"
 #include "model/graph/verifier.h"
 #include "model/import/input_spec.h"
 #include "model/import/torchscript_importer.h"
+#include "planner/profile/device_profile.h"
+#include "worker/calibrate/calibrate.h"
+#include "worker/calibrate/calibration_cache.h"
 #include "worker/local/local_training.h"
 #include "worker/runtime/state_dict_file.h"
 
@@ -46,6 +52,25 @@ absl::Status InlineParameterData(v1::Graph& graph) {
 }
 
 absl::StatusOr<std::vector<AtenOpPath>> AtenOpPathList() { return AtenOpPaths(); }
+
+absl::StatusOr<std::string> ResolveDeviceType(const std::string& device_type) {
+  if (device_type != "auto") return device_type;
+  if (auto set = AutoDeviceTypeWithoutCache()) return *set;
+  const std::string dir = DefaultCalibrationCacheDir();
+  bool told = false;
+  auto cached = LoadOrCalibrate(dir, ThisHostKey(), [&] {
+    std::cerr << "mapctl: measuring this host for the cost model (once per host and build; kept in " << dir
+              << "; --device-type cpu for the catalogue's figures)..." << std::endl;
+    told = true;
+    return CalibrateCpu(HostCalibrateOptions());
+  });
+  if (!cached.ok()) {
+    return absl::Status(cached.status().code(), absl::StrCat("--device-type auto: ", cached.status().message(),
+                                                             " (or give --device-type cpu, a catalogue name or a profile file)"));
+  }
+  if (told) std::cerr << absl::StrFormat("mapctl: measured in %.1f s (%s)", cached->seconds, cached->why) << std::endl;
+  return RegisterMeasuredProfile(cached->profile);
+}
 
 absl::StatusOr<MeasureResult> MeasureSteps(const v1::Graph& graph, int steps, const std::string& optimizer) {
   LocalTrainingOptions m;

@@ -45,6 +45,13 @@ absl::StatusOr<std::vector<AtenOpPath>> AtenOpPathList();
 // `steps` real training steps of `graph` on this CPU, memory counted (`mapctl profile --measure`).
 absl::StatusOr<MeasureResult> MeasureSteps(const v1::Graph& graph, int steps, const std::string& optimizer);
 
+// `--device-type auto` (mapctl run's default, and profile --measure's): this host's calibration,
+// read from its cache, measured there first when missing or made on another host or build
+// (calibration_cache.h; saying so on stderr, ~12 s on 2 cores) — the name of that profile,
+// registered in this process ("measured-this-host-1f2e3d4c"); with $MAPD_CALIBRATION off the
+// catalogue's cpu, with it a file that file. Any other value is returned as it is.
+absl::StatusOr<std::string> ResolveDeviceType(const std::string& device_type);
+
 }  // namespace mapd::cli
 
 #endif  // MAPD_CLIENT_MAPCTL_TORCH_COMMANDS_H_

@@ -13,6 +13,7 @@
 #include "client/mapctl/commands.h"
 #include "client/mapctl/torch_commands.h"
 #include "common/file_io.h"
+#include "worker/calibrate/calibration_cache.h"
 
 namespace mapd::cli {
 
@@ -66,6 +67,12 @@ absl::Status InlineParameterData(v1::Graph& graph) {
 absl::StatusOr<std::vector<AtenOpPath>> AtenOpPathList() { return ExecTorch(); }
 
 absl::StatusOr<MeasureResult> MeasureSteps(const v1::Graph&, int, const std::string&) { return ExecTorch(); }
+
+absl::StatusOr<std::string> ResolveDeviceType(const std::string& device_type) {
+  if (device_type != "auto") return device_type;
+  if (auto set = AutoDeviceTypeWithoutCache()) return *set;
+  return ExecTorch();  // this host's calibration: mapctl-torch reads or makes it
+}
 
 // The commands that are LibTorch through and through.
 int RunTraining(const RunArgs&) { return ExecTorchOrFail(); }

@@ -285,6 +285,8 @@ absl::StatusOr<LoweredPlan> LowerPipelineAndPredict(const std::vector<StageToLow
   ClusterOptions co;
   co.mesh = stage_mesh;
   co.device_type = device_type;
+  co.host_ranks = static_cast<int64_t>(stages.size()) / std::max(1, chunks);  // every device stage's ranks share the nodes
+  for (int64_t d : stage_mesh) co.host_ranks *= d;
   auto cluster = MakeCluster(co);
   if (!cluster.ok()) return cluster.status();
   ProfileOptions po = profile;

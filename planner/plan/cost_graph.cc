@@ -40,20 +40,25 @@ void AddCollective(StrategyCost& c, CollectiveKind kind, double bytes, double se
 StrategyCost CostStrategy(const PreparedNode& pn, const Strategy& s, const Cluster& cluster,
                           const ProfileOptions& options, const CostGraphOptions& co) {
   StrategyCost c;
-  const double peak = options.precision == Precision::kFp32 ? cluster.device.fp32_flops : cluster.device.bf16_flops;
   double split = 1;
   for (int a = 0; a < cluster.num_axes(); ++a) {
     if (s.axis_label[a] != 0) split *= static_cast<double>(cluster.mesh[a]);
   }
-  const int passes = pn.any_rg ? 3 : 1;  // forward, and backward's two (inputs' and weights' gradients)
-  const double flops = (pn.cost.flops + (pn.any_rg ? pn.grad_flops : 0)) / split;
-  const double bytes = static_cast<double>(pn.cost.bytes) * passes / split;
+  // The forward and (with gradients) the backward's two passes, each as the profiler times a
+  // rank's op (KernelSeconds: the measured rates by op, product size and kind): the search picks
+  // among plans on the times their rank programs are then predicted with. A shard's products are
+  // at most its FLOPs (a split product is smaller; a batch of them split keeps each one's size).
+  const bool bf16 = options.precision != Precision::kFp32;
+  const double forward_flops = pn.cost.flops / split, bytes = static_cast<double>(pn.cost.bytes) / split;
+  const double per_product = std::min(pn.cost.flops_per_product, forward_flops);
+  const double forward = KernelSeconds(cluster.device, bf16, forward_flops, bytes, pn.cost.kernels, per_product,
+                                       pn.cost.vector_arithmetic, pn.rate_key);
+  const double backward = pn.any_rg ? KernelSeconds(cluster.device, bf16, pn.grad_flops / split, 2 * bytes, 2 * std::max(pn.cost.kernels, 1),
+                                                    per_product, pn.cost.vector_arithmetic, pn.rate_key)
+                                    : 0;
   const double m = static_cast<double>(co.micro_batches);  // passes per step
-  c.compute_seconds = m * (std::max(flops / peak, bytes / cluster.device.memory_bandwidth) +
-                           pn.cost.kernels * passes * cluster.device.kernel_overhead_seconds);
-  c.forward_seconds = m * (std::max(pn.cost.flops / split / peak,
-                                    static_cast<double>(pn.cost.bytes) / split / cluster.device.memory_bandwidth) +
-                           pn.cost.kernels * cluster.device.kernel_overhead_seconds);
+  c.compute_seconds = m * (forward + backward);
+  c.forward_seconds = m * forward;
   c.activation_bytes = static_cast<double>(pn.saved.extra_bytes) / split;
   const double states = OptimizerStatesPerParamByte(options);
   for (size_t i = 0; i < pn.in.size(); ++i) {

@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "planner/plan/stages.h"
+#include "planner/profile/device_profile.h"
 
 namespace mapd {
 
@@ -72,6 +73,7 @@ absl::StatusOr<std::vector<std::unique_ptr<PreparedNode>>> PrepareNodes(const Gr
     for (size_t i = 0; i < pn->in.size(); ++i) pn->in_ptrs.push_back(node.inputs(i).empty() ? nullptr : &pn->in[i]);
     for (const auto& o : node.outputs()) pn->out.push_back(graph.TypeOf(o));
     pn->octx = std::make_unique<OpContext>(node.name(), node.op(), pn->in_ptrs, node.attrs());
+    pn->rate_key = OpRateKey(node.op(), node.attrs());
     const CostContext ctx = pn->ctx();
     pn->any_rg = ctx.any_requires_grad();
     for (size_t o = 0; o < pn->out.size(); ++o) {

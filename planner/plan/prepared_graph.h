@@ -44,6 +44,7 @@ struct PreparedNode {
   // this is the first save of a view's storage.
   std::vector<double> saved_input_charge, saved_output_charge;
   std::string signature;  // equal signatures cost equally
+  std::string rate_key;   // OpRateKey: the op's measured rate, where a profile has one
   std::unique_ptr<OpContext> octx;
   CostContext ctx() const { return CostContext{*octx, out, rg, contig}; }
 };

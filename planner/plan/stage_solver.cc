@@ -48,8 +48,21 @@ absl::StatusOr<PlanCandidate> SolveMegatronStage(const Graph& graph, const Plann
   return SolveBaselineAt(ResolveBudget(options, *base), cache, spec, options.micro_batches);
 }
 
+namespace {
+// The pipeline's options with its stages' ranks sharing their nodes with every other stage's
+// (ClusterOptions::host_ranks: the whole pipeline's devices), for every stage cluster made from them.
+PlannerOptions SharingTheNodes(PlannerOptions o) {
+  if (o.cluster.host_ranks == 0) {
+    int64_t whole = 1;
+    for (int64_t d : o.cluster.mesh) whole *= d;
+    o.cluster.host_ranks = o.cluster.devices > 0 ? o.cluster.devices : whole;
+  }
+  return o;
+}
+}  // namespace
+
 StageSolver::StageSolver(const Graph& graph, const LayerSequence& seq, const PlannerOptions& options, bool coarse)
-    : graph_(graph), seq_(seq), options_(options), coarse_(coarse) {
+    : graph_(graph), seq_(seq), options_(SharingTheNodes(options)), coarse_(coarse) {
   std::map<std::string, int> ids;
   for (const std::string& k : seq.layer_kind) kind_id_.push_back(ids.emplace(k, static_cast<int>(ids.size())).first->second);
 }

@@ -4,10 +4,14 @@
 #include <cmath>
 #include <deque>
 #include <filesystem>
+#include <map>
+#include <memory>
 
 #include <nlohmann/json.hpp>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
 #include "absl/strings/str_join.h"
 #include "common/file_io.h"
 
@@ -39,6 +43,15 @@ const std::vector<DeviceProfile>& DeviceCatalogue() {
 
 absl::Status DeviceProfile::Validate() const {
   if (name.empty()) return absl::InvalidArgumentError("device profile: name is empty");
+  // Every figure finite: a rate of +inf passes "positive" and makes every time 0.
+  bool finite = std::isfinite(fp32_flops) && std::isfinite(bf16_flops) && std::isfinite(memory_bandwidth) &&
+                std::isfinite(kernel_overhead_seconds) && std::isfinite(vector_flops) && std::isfinite(measured_unix_seconds);
+  for (const auto& [op, rate] : op_rates) finite &= std::isfinite(rate);
+  for (const MatmulRate& m : matmul_rates) finite &= std::isfinite(m.flops) && std::isfinite(m.rate);
+  for (const HostCollectives& c : host_collectives) {
+    finite &= std::isfinite(c.alpha) && std::isfinite(c.beta) && std::isfinite(c.busy_alpha) && std::isfinite(c.compute_speed);
+  }
+  if (!finite) return absl::InvalidArgumentError(absl::StrCat("device profile '", name, "': a figure is not a finite number"));
   if (!(fp32_flops > 0) || !(bf16_flops > 0) || !(memory_bandwidth > 0)) {
     return absl::InvalidArgumentError(absl::StrCat("device profile '", name,
                                                    "': fp32_flops, bf16_flops and memory_bandwidth must be positive"));
@@ -85,6 +98,8 @@ std::string DeviceProfile::ToJson() const {
   if (vector_flops > 0) j["vector_flops"] = vector_flops;
   for (const auto& [op, rate] : op_rates) j["op_rates"][op] = rate;
   if (threads > 0) j["threads"] = threads;
+  if (measured_unix_seconds > 0) j["measured_unix_seconds"] = measured_unix_seconds;
+  if (!calibration_key.empty()) j["calibration_key"] = calibration_key;
   for (const MatmulRate& m : matmul_rates) j["matmul_rates"].push_back({{"flops", m.flops}, {"rate", m.rate}});
   for (const HostCollectives& c : host_collectives) {
     nlohmann::json e = {{"ranks", c.ranks}, {"alpha", c.alpha}, {"beta", c.beta}};
@@ -93,6 +108,24 @@ std::string DeviceProfile::ToJson() const {
     j["host_collectives"].push_back(e);
   }
   return j.dump(2);
+}
+
+double KernelSeconds(const DeviceProfile& d, bool bf16, double flops, double bytes, int64_t kernels, double flops_per_product,
+                     bool vector, const std::string& op) {
+  const double peak = bf16 ? d.bf16_flops : d.fp32_flops;
+  const double launches = static_cast<double>(kernels) * d.kernel_overhead_seconds;
+  double rate = peak;
+  auto it = op.empty() ? d.op_rates.end() : d.op_rates.find(op);
+  if (const size_t colon = op.find(':'); it == d.op_rates.end() && colon != std::string::npos) it = d.op_rates.find(op.substr(0, colon));
+  if (it != d.op_rates.end()) {
+    rate = it->second;
+  } else if (flops_per_product > 0 && !d.matmul_rates.empty()) {
+    rate = d.Fp32Rate(flops_per_product) * (peak / d.fp32_flops);
+    return flops / rate + bytes / d.memory_bandwidth + launches;
+  } else if (vector && d.vector_flops > 0) {
+    rate = d.vector_flops;
+  }
+  return std::max(flops / rate, bytes / d.memory_bandwidth) + launches;
 }
 
 double DeviceProfile::Fp32Rate(double flops_per_product) const {
@@ -126,6 +159,8 @@ absl::StatusOr<DeviceProfile> DeviceProfile::FromJson(const std::string& json) {
       for (const auto& [op, rate] : j.at("op_rates").items()) p.op_rates[op] = rate.get<double>();
     }
     p.threads = j.value("threads", int64_t{0});
+    p.measured_unix_seconds = j.value("measured_unix_seconds", 0.0);
+    p.calibration_key = j.value("calibration_key", "");
     if (j.contains("matmul_rates")) {
       for (const auto& m : j.at("matmul_rates")) p.matmul_rates.push_back({m.at("flops").get<double>(), m.at("rate").get<double>()});
     }
@@ -173,6 +208,48 @@ absl::Status AddOperatorProfiles(const std::string& dir) {
   return absl::OkStatus();
 }
 
+namespace {
+// Registered measured profiles by name (RegisterMeasuredProfile); never dropped, so pointers into
+// them stay valid.
+struct MeasuredProfiles {
+  absl::Mutex mu;
+  std::map<std::string, std::unique_ptr<const DeviceProfile>> by_name ABSL_GUARDED_BY(mu);
+};
+MeasuredProfiles& Measured() {
+  static auto* measured = new MeasuredProfiles();
+  return *measured;
+}
+
+// FNV-1a of the profile's figures (its JSON without its name), as 8 hex digits.
+std::string FiguresHash(DeviceProfile p) {
+  p.name.clear();
+  uint64_t h = 0xCBF29CE484222325ull;
+  for (unsigned char c : p.ToJson()) {
+    h ^= c;
+    h *= 0x100000001B3ull;
+  }
+  return absl::StrCat(absl::Hex(h & 0xFFFFFFFFull, absl::kZeroPad8));
+}
+}  // namespace
+
+absl::StatusOr<std::string> RegisterMeasuredProfile(const DeviceProfile& profile) {
+  if (auto st = profile.Validate(); !st.ok()) return st;
+  std::string base;  // the profile's name, as letters, digits, '.', '_' and '-' only, at most 48
+  for (char c : profile.name.substr(0, 48)) base += absl::ascii_isalnum(c) || c == '.' || c == '_' || c == '-' ? c : '_';
+  const std::string name = absl::StrCat("measured-", base, "-", FiguresHash(profile));
+  MeasuredProfiles& m = Measured();
+  absl::MutexLock lock(&m.mu);
+  if (m.by_name.count(name)) return name;
+  if (m.by_name.size() >= static_cast<size_t>(kMaxMeasuredProfiles)) {
+    return absl::ResourceExhaustedError(absl::StrCat("the coordinator keeps at most ", kMaxMeasuredProfiles,
+                                                     " measured device profiles; restart it to forget those of workers gone"));
+  }
+  auto stored = std::make_unique<DeviceProfile>(profile);
+  stored->name = name;
+  m.by_name.emplace(name, std::move(stored));
+  return name;
+}
+
 std::vector<DeviceProfile> KnownDeviceProfiles() {
   std::vector<DeviceProfile> all = DeviceCatalogue();
   all.insert(all.end(), OperatorProfiles().begin(), OperatorProfiles().end());
@@ -186,7 +263,10 @@ const DeviceProfile* FindDeviceProfile(const std::string& name) {
   for (const auto& p : OperatorProfiles()) {
     if (p.name == name) return &p;
   }
-  return nullptr;
+  MeasuredProfiles& m = Measured();
+  absl::MutexLock lock(&m.mu);
+  auto it = m.by_name.find(name);
+  return it == m.by_name.end() ? nullptr : it->second.get();
 }
 
 absl::StatusOr<DeviceProfile> LoadDeviceProfile(const std::string& name_or_path) {

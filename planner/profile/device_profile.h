@@ -72,6 +72,11 @@ struct DeviceProfile {
   // their class's (products, vector, peak).
   // Keyed by OpRateKey: the op's name, with its variant where an attribute picks another kernel.
   std::map<std::string, double> op_rates;
+  // When it was measured (seconds since the epoch; 0: not measured or not recorded) and under
+  // which calibration key (the host and software it was measured on, calibration_cache.h; empty:
+  // none): a worker measures again when its key changes.
+  double measured_unix_seconds = 0;
+  std::string calibration_key;
   // The rate of a product of `flops_per_product` FLOPs (0: not a product: the peak), fp32.
   double Fp32Rate(double flops_per_product) const;
 
@@ -79,6 +84,19 @@ struct DeviceProfile {
   std::string ToJson() const;
   static absl::StatusOr<DeviceProfile> FromJson(const std::string& json);
 };
+
+// Seconds a kernel (or an op's kernels) takes on `device`: `flops` of arithmetic and `bytes` of
+// memory traffic in `kernels` launches, at fp32 or bf16 (`bf16`). The rate: the op's own where the
+// profile measured one (`op`, an OpRateKey, in op_rates; a variant's key falls back to its op's);
+// else for a matrix product (`flops_per_product` > 0) the measured rate of products that size
+// (matmul_rates, scaled by bf16_flops / fp32_flops under bf16), whose bytes are paid on top of
+// its arithmetic — calibrate repeats one product on operands in cache, while a step's come from
+// memory after other ops took the cache (1.14-1.28x the repeated time here); else for elementwise
+// arithmetic (`vector`) the vector rate; else the peak, the bytes at the bandwidth when longer;
+// and each launch's overhead. One model for the profiler and the planner's search: a plan is
+// searched on the times its rank programs are then predicted with.
+double KernelSeconds(const DeviceProfile& device, bool bf16, double flops, double bytes, int64_t kernels, double flops_per_product,
+                     bool vector, const std::string& op);
 
 // The op_rates key of an op with these attributes: its name, and "gelu:tanh" for GELU's tanh
 // approximation — another kernel (tanh through Sleef: 4.4x erf GELU's time, forward and
@@ -94,9 +112,17 @@ const std::vector<DeviceProfile>& DeviceCatalogue();
 absl::Status AddOperatorProfiles(const std::string& dir);
 // Every profile a name may select: the catalogue's, then the operator's.
 std::vector<DeviceProfile> KnownDeviceProfiles();
-// The catalogue's or the operator's profile of that name — a name only, never a path (what a
+// The catalogue's, the operator's or a registered measured profile of that name — a name only, never a path (what a
 // coordinator's client may select); nullptr for none.
 const DeviceProfile* FindDeviceProfile(const std::string& name);
+
+// Measured profiles the coordinator's workers sent (the most kept: kMaxMeasuredProfiles), known
+// from then on by the name returned: "measured-<name>-<8 hex digits of its figures>" — the same
+// profile registered twice gets the same name. Thread-safe; a profile is never dropped, so a
+// pointer FindDeviceProfile returns stays valid. RESOURCE_EXHAUSTED past the cap, INVALID_ARGUMENT
+// for a profile that does not validate.
+inline constexpr int kMaxMeasuredProfiles = 1024;
+absl::StatusOr<std::string> RegisterMeasuredProfile(const DeviceProfile& profile);
 
 // A known profile's name, or a path to a JSON profile written by `mapctl calibrate`.
 absl::StatusOr<DeviceProfile> LoadDeviceProfile(const std::string& name_or_path);

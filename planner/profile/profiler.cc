@@ -73,36 +73,11 @@ class Simulator {
   // Bytes as the graph types them: under bf16 mixed precision the graph itself is the bf16
   // one (ToBf16Mixed), so nothing is scaled here.
   static int64_t Bytes(const TensorType& t) { return t.NumBytes(); }
-  double PeakFlops() const {
-    return opt_.precision == Precision::kFp32 ? opt_.device.fp32_flops : opt_.device.bf16_flops;
-  }
-  // `op` (an OpRateKey): its rate where the profile measured one (op_rates); else `flops_per_product` > 0: a
-  // matrix product's, whose rate the profile may say is below the peak; `vector`: elementwise
-  // arithmetic, at the profile's vector rate where it has one.
-  // A product at a measured rate (matmul_rates) pays its bytes at the memory bandwidth on top of
-  // its arithmetic, not instead: calibrate times one product again and again, its operands in
-  // cache, while in a step they come from memory, the ops between having taken the cache — the
-  // same products interleaved with a step's other ops took 1.14-1.28x their repeated time here,
-  // with operands rotated through 132 MiB 0.95-1.14x. Summed, the one-process step of the
-  // step-time table's GPT went from 0.85-0.9x to 0.97-1.0x of its measured time in a quiet minute.
+  // A kernel's seconds on the profile's device (KernelSeconds: one model for the profiler and the
+  // planner's search).
   double Seconds(double flops, double bytes, int kernels, double flops_per_product = 0, bool vector = false,
                  const std::string& op = "") const {
-    double rate = PeakFlops();
-    // A variant's key ("gelu:tanh") where measured, else its op's (a profile from before the
-    // variant had a key of its own).
-    auto it = opt_.device.op_rates.find(op);
-    if (const size_t colon = op.find(':'); it == opt_.device.op_rates.end() && colon != std::string::npos) {
-      it = opt_.device.op_rates.find(op.substr(0, colon));
-    }
-    if (it != opt_.device.op_rates.end()) {
-      rate = it->second;
-    } else if (flops_per_product > 0 && !opt_.device.matmul_rates.empty()) {
-      rate = opt_.device.Fp32Rate(flops_per_product) * (rate / opt_.device.fp32_flops);
-      return flops / rate + bytes / opt_.device.memory_bandwidth + kernels * opt_.device.kernel_overhead_seconds;  // (see above)
-    } else if (vector && opt_.device.vector_flops > 0) {
-      rate = opt_.device.vector_flops;
-    }
-    return std::max(flops / rate, bytes / opt_.device.memory_bandwidth) + kernels * opt_.device.kernel_overhead_seconds;
+    return KernelSeconds(opt_.device, opt_.precision != Precision::kFp32, flops, bytes, kernels, flops_per_product, vector, op);
   }
   void Point(Phase phase, const std::string& label) {
     if (ledger_.ConsumePeakFlag()) {

@@ -70,7 +70,9 @@ PlanningChoices ChoicesOf(const v1::JobSpec& spec) {
   PlanningChoices c;
   c.devices = spec.ranks();
   c.mesh.assign(spec.mesh().begin(), spec.mesh().end());
-  c.device_type = spec.device_type();
+  // Empty: the workers' measured profile, which the coordinator names before planning
+  // (Dispatcher::CostedSpec); a spec planned without it is costed on the catalogue's cpu.
+  c.device_type = spec.device_type().empty() ? "cpu" : spec.device_type();
   c.memory_per_device = spec.memory_per_device();
   c.optimizer = training.optimizer();
   c.precision = training.precision();

@@ -30,6 +30,20 @@ std::string Describe(const std::vector<int64_t>& mesh, int zero_stage, size_t re
                       precision == Precision::kBf16Mixed ? ", bf16" : "");
 }
 
+// " on cpu": the device profile a plan was costed on, for its summary.
+std::string CostedOn(const PlanRequest& request) { return absl::StrCat(" on ", request.planner.cluster.device_type); }
+
+// A plan without stages described with its slowest rank program's predicted step — the number the
+// ranks' measured steps are set beside (mapctl run's table, a job's events and metrics) — which
+// becomes its predicted_step_seconds.
+std::string RankProgramsSummary(RunnablePlan& p, const PlanRequest& request) {
+  double slowest = 0;
+  for (const RankPrediction& r : p.lowered.predicted) slowest = std::max(slowest, r.step_seconds());
+  p.predicted_step_seconds = slowest;
+  return absl::StrCat(Describe(p.mesh, p.zero_stage, p.recompute.size(), p.micro_batches, p.precision),
+                      absl::StrFormat(", %.1f ms/step predicted", slowest * 1e3), CostedOn(request));
+}
+
 // FNV-1a over every node's placements, continuing from `h`.
 uint64_t HashPlacements(const std::vector<Strategy>& strategies, uint64_t h = 0xCBF29CE484222325ull) {
   for (const Strategy& s : strategies) {
@@ -228,7 +242,10 @@ absl::StatusOr<RunnablePlan> PipelineToRun(const Graph& graph, const PlanRequest
         p.stages, FormatBytes(out.predicted_peak_bytes), worst, worst / std::max(1, out.world() / p.stages), FormatBytes(budget)));
   }
   out.summary = absl::StrCat(p.stages, " stages x ", Describe(out.mesh, out.zero_stage, out.recompute.size(), out.micro_batches, out.precision),
-                             absl::StrFormat(", %s (bubble %.0f%%), %.1f ms/step predicted", p.schedule, 100 * p.bubble_fraction, p.step_seconds * 1e3));
+                             absl::StrFormat(", %s (bubble %.0f%%), %.1f ms/step predicted", p.schedule, 100 * p.bubble_fraction, p.step_seconds * 1e3),
+                             CostedOn(request));
+  out.device_type = request.planner.cluster.device_type;
+  out.predicted_step_seconds = p.step_seconds;
   out.checkpoint_plan = CheckpointPlan(out, layout);
   if (auto st = AddModelFlops(graph, request, &out); !st.ok()) return st;
   return out;
@@ -278,7 +295,6 @@ absl::StatusOr<RunnablePlan> PlanToRun(const Graph& graph, const PlanRequest& re
   out.recompute = LayersToRecompute(request.recompute, c.recomputed_layers, graph);
   out.planner_peak_bytes = c.cost.peak_bytes();
   out.name = request.strategy == "map" ? "MAP's plan" : c.name;
-  out.summary = PlanSummary(c, out.precision);
   if (&c == &fitting->result.plan && fitting->lowered) {
     out.lowered = *std::move(fitting->lowered);
   } else {
@@ -288,6 +304,8 @@ absl::StatusOr<RunnablePlan> PlanToRun(const Graph& graph, const PlanRequest& re
     out.lowered = *std::move(lowered);
   }
   out.predicted_peak_bytes = out.lowered.WorstPeak();
+  out.summary = RankProgramsSummary(out, request);
+  out.device_type = o.cluster.device_type;
   out.checkpoint_plan = CheckpointPlan(out);
   if (auto st = AddModelFlops(graph, request, &out); !st.ok()) return st;
   return out;
@@ -364,13 +382,13 @@ absl::StatusOr<RunnablePlan> SavedPlanToRun(const v1::Plan& plan, const PlanRequ
   out.recompute = LayersToRecompute(request.recompute, planned, *graph);
   out.planner_peak_bytes = plan.predicted_peak_bytes();
   out.name = name;
-  out.summary = absl::StrCat(Describe(out.mesh, out.zero_stage, out.recompute.size(), out.micro_batches, out.precision),
-                             absl::StrFormat(", %.1f ms/step predicted", plan.predicted_step_seconds() * 1e3));
   auto lowered = LowerAndPredict(*graph, out.mesh, out.strategies, out.zero_stage, out.recompute, request.planner.cluster.device_type,
                                  at_precision.planner.profile, out.micro_batches, request.planner.cluster.memory_per_device);
   if (!lowered.ok()) return Named(lowered.status(), "lowering");
   out.lowered = *std::move(lowered);
   out.predicted_peak_bytes = out.lowered.WorstPeak();
+  out.summary = RankProgramsSummary(out, request);
+  out.device_type = request.planner.cluster.device_type;
   out.checkpoint_plan = CheckpointPlan(out);
   if (auto st = AddModelFlops(*graph, at_precision, &out); !st.ok()) return st;
   return out;

@@ -47,9 +47,14 @@ struct RunnablePlan {
   std::vector<std::string> recompute;  // the layers recomputed in backward
   LoweredPlan lowered;                 // one program per rank, each profiled
   std::string name;                    // "MAP's plan", "data parallel", "saved plan p.pb"
-  // "mesh 2x2, ZeRO-2, 2 layer(s) recomputed, bf16, 12.3 ms/step predicted" (PlanSummary): the
-  // one line every output and log describes the plan with, and checkpoints record.
+  // "mesh 2x2, ZeRO-2, 2 layer(s) recomputed, bf16, 12.3 ms/step predicted on cpu": the one line
+  // every output and log describes the plan with. Its step time is the slowest rank program's
+  // (the number each rank is measured against; the search's own estimate, a coarser model of the
+  // same plan, is `mapctl plan`'s), a pipeline's the schedule's; and it names the device profile
+  // the plan was costed on.
   std::string summary;
+  std::string device_type;             // the device profile it was costed on (a name, or a file's path)
+  double predicted_step_seconds = 0;   // the summary's step time
   // What a checkpoint of this plan records, and resuming checks: the mesh, ZeRO stage and
   // precision, and a fingerprint of every node's placements ("mesh 4, ZeRO-2, layout
   // 5f0c8e1a2b3d4c6e"): two plans with the same one lay out every tensor the same way.

@@ -34,6 +34,9 @@ struct ClusterOptions {
   int64_t memory_per_device = 0;
   // Devices per node (links inside a node are fast).
   int64_t gpus_per_node = 8;
+  // The ranks of the whole job, of which this mesh may be a part (a pipeline stage's), that share
+  // nodes: CPU ranks of one node share its cores, whichever stage they run (0: the mesh's devices).
+  int64_t host_ranks = 0;
   // Overrides of the default link costs; < 0 = default. One value applies to every axis.
   double intra_alpha = -1, intra_beta = -1, inter_alpha = -1, inter_beta = -1;
 
@@ -46,6 +49,7 @@ struct Cluster {
   DeviceProfile device;
   int64_t memory_per_device = 0;
   int64_t gpus_per_node = 0;
+  int64_t host_ranks = 0;  // ClusterOptions::host_ranks
 
   int64_t num_devices() const;
   int num_axes() const { return static_cast<int>(mesh.size()); }

@@ -17,9 +17,11 @@ struct Prepared {
   PlannerOptions options;
 };
 
-absl::StatusOr<Prepared> Prepare(v1::JobSpec spec, const SpecLimits& limits) {
+absl::StatusOr<Prepared> Prepare(v1::JobSpec spec, const SpecLimits& limits, const PlannerServiceImpl::CostSpecFn& cost) {
   if (auto st = ValidateJobSpec(spec, limits); !st.ok()) return st;
   spec = WithDefaults(std::move(spec));
+  if (cost) spec = cost(spec);
+  if (spec.device_type().empty()) spec.set_device_type("cpu");
   auto graph = BuildJobGraph(spec);
   if (!graph.ok()) return graph.status();
   auto request = JobPlanRequest(spec);
@@ -27,8 +29,9 @@ absl::StatusOr<Prepared> Prepare(v1::JobSpec spec, const SpecLimits& limits) {
   return Prepared{std::move(spec), *std::move(graph), request->planner};
 }
 
-absl::StatusOr<v1::ProfileResponse> ProfileSpec(const v1::JobSpec& request, const SpecLimits& limits) {
-  auto p = Prepare(request, limits);
+absl::StatusOr<v1::ProfileResponse> ProfileSpec(const v1::JobSpec& request, const SpecLimits& limits,
+                                                const PlannerServiceImpl::CostSpecFn& cost) {
+  auto p = Prepare(request, limits, cost);
   if (!p.ok()) return p.status();
   auto device = LoadDeviceProfile(p->spec.device_type());
   if (!device.ok()) return device.status();
@@ -49,8 +52,8 @@ absl::StatusOr<v1::ProfileResponse> ProfileSpec(const v1::JobSpec& request, cons
   return out;
 }
 
-absl::StatusOr<v1::PlanResponse> PlanSpec(const v1::JobSpec& request, const SpecLimits& limits) {
-  auto p = Prepare(request, limits);
+absl::StatusOr<v1::PlanResponse> PlanSpec(const v1::JobSpec& request, const SpecLimits& limits, const PlannerServiceImpl::CostSpecFn& cost) {
+  auto p = Prepare(request, limits, cost);
   if (!p.ok()) return p.status();
   auto result = SearchPlan(p->graph, p->options);
   if (!result.ok()) return result.status();
@@ -74,14 +77,14 @@ grpc::Status PlannerServiceImpl::Profile(grpc::ServerContext* ctx, const v1::Pro
   if (auto st = auth_->Check(*ctx); !st.ok()) return st;
   auto ticket = plans_->Enter(absl::FromChrono(ctx->deadline()));
   if (!ticket.ok()) return ToGrpcStatus(ticket.status());
-  return Reply(ProfileSpec(req->spec(), limits_), out);
+  return Reply(ProfileSpec(req->spec(), limits_, cost_), out);
 }
 
 grpc::Status PlannerServiceImpl::Plan(grpc::ServerContext* ctx, const v1::PlanRequest* req, v1::PlanResponse* out) {
   if (auto st = auth_->Check(*ctx); !st.ok()) return st;
   auto ticket = plans_->Enter(absl::FromChrono(ctx->deadline()));
   if (!ticket.ok()) return ToGrpcStatus(ticket.status());
-  return Reply(PlanSpec(req->spec(), limits_), out);
+  return Reply(PlanSpec(req->spec(), limits_, cost_), out);
 }
 
 }  // namespace mapd

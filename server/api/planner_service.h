@@ -3,6 +3,9 @@
 #ifndef MAPD_SERVER_API_PLANNER_SERVICE_H_
 #define MAPD_SERVER_API_PLANNER_SERVICE_H_
 
+#include <functional>
+#include <utility>
+
 #include "common/rpc/auth.h"
 #include "server/api/plan_gate.h"
 #include "server/jobs/job_spec.h"
@@ -12,10 +15,14 @@ namespace mapd {
 
 class PlannerServiceImpl final : public v1::PlannerService::Service {
  public:
-  // `auth` and `plans` must outlive the service; each call holds a place of `plans`, and its spec
-  // is checked against `limits` as a submitted job's is.
-  PlannerServiceImpl(const TokenAuth* auth, PlanGate* plans, const SpecLimits& limits)
-      : auth_(auth), plans_(plans), limits_(limits) {}
+  // The spec a job would be planned with (Dispatcher::CostedSpec: a spec without a device_type
+  // costed on the workers' measured profile).
+  using CostSpecFn = std::function<v1::JobSpec(const v1::JobSpec&)>;
+  // `auth` and `plans` must outlive the service; each call holds a place of `plans`, its spec is
+  // checked against `limits` as a submitted job's is, and costed as `cost` says (null: as given,
+  // the catalogue's cpu for none).
+  PlannerServiceImpl(const TokenAuth* auth, PlanGate* plans, const SpecLimits& limits, CostSpecFn cost = nullptr)
+      : auth_(auth), plans_(plans), limits_(limits), cost_(std::move(cost)) {}
 
   grpc::Status Profile(grpc::ServerContext* ctx, const v1::ProfileRequest* req, v1::ProfileResponse* out) override;
   grpc::Status Plan(grpc::ServerContext* ctx, const v1::PlanRequest* req, v1::PlanResponse* out) override;
@@ -24,6 +31,7 @@ class PlannerServiceImpl final : public v1::PlannerService::Service {
   const TokenAuth* auth_;
   PlanGate* plans_;
   const SpecLimits limits_;
+  const CostSpecFn cost_;
 };
 
 }  // namespace mapd

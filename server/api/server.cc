@@ -108,7 +108,7 @@ absl::StatusOr<std::unique_ptr<MapdServer>> MapdServer::Start(const ServerOption
             "--checkpoint-dir); drop elastic or ask the operator for it");
       }
       const auto start = std::chrono::steady_clock::now();
-      auto admitted = AdmitJob(spec);
+      auto admitted = AdmitJob(raw->dispatcher_->CostedSpec(spec));
       raw->metrics_.Add("mapd_plan_searches_total", {{"phase", "admission"}});
       raw->metrics_.Observe("mapd_admission_seconds", {},
                             std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
@@ -116,6 +116,7 @@ absl::StatusOr<std::unique_ptr<MapdServer>> MapdServer::Start(const ServerOption
       if (!admitted.ok()) return admitted.status();
       job.set_plan_summary(admitted->plan_summary);
       job.set_predicted_peak_bytes(admitted->predicted_peak_bytes);
+      job.set_predicted_step_seconds(admitted->predicted_step_seconds);
       return AdmittedFn([raw, plan = admitted->plan](int64_t id) { raw->admitted_->Put(id, plan); });
     });
   }
@@ -123,7 +124,8 @@ absl::StatusOr<std::unique_ptr<MapdServer>> MapdServer::Start(const ServerOption
   s->plans_ = std::make_unique<PlanGate>(options.max_concurrent_plans, absl::Seconds(options.plan_wait_seconds));
   s->job_service_ = std::make_unique<JobServiceImpl>(s->jobs_.get(), s->auth_.get(), s->plans_.get(), options.max_watch_streams,
                                                      options.max_watch_streams_per_client);
-  s->planner_service_ = std::make_unique<PlannerServiceImpl>(s->auth_.get(), s->plans_.get(), options.spec_limits);
+  s->planner_service_ = std::make_unique<PlannerServiceImpl>(s->auth_.get(), s->plans_.get(), options.spec_limits,
+                                                             [raw = s.get()](const v1::JobSpec& spec) { return raw->dispatcher_->CostedSpec(spec); });
   s->workers_ = std::make_unique<WorkerRegistry>(options.lease, SystemClock(), options.registrations);
   {
     MapdServer* raw = s.get();

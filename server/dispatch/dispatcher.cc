@@ -6,6 +6,8 @@
 // shrinking and growing (dispatcher_elastic.cc).
 #include "server/dispatch/dispatcher.h"
 
+#include "server/dispatch/measured_profiles.h"
+
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>
@@ -88,7 +90,14 @@ void Dispatcher::RunEffects() {
 }
 
 Dispatcher::Dispatcher(JobManager* jobs, WorkerRegistry* workers, DispatchOptions options, PlanJobFn plan, AdmittedPlans* admitted)
-    : jobs_(jobs), workers_(workers), options_(std::move(options)), plan_(std::move(plan)), admitted_(admitted) {}
+    : jobs_(jobs),
+      workers_(workers),
+      options_(std::move(options)),
+      // Every plan made here is costed on the profile of the workers that will run it.
+      plan_([inner = std::move(plan), workers](const v1::JobSpec& spec) { return inner(mapd::CostedSpec(spec, workers->List())); }),
+      admitted_(admitted) {}
+
+v1::JobSpec Dispatcher::CostedSpec(const v1::JobSpec& spec) const { return mapd::CostedSpec(spec, workers_->List()); }
 
 std::string Dispatcher::JobCheckpointDir(int64_t id) const { return absl::StrCat(options_.checkpoint_dir, "/job-", id); }
 

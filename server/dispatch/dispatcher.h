@@ -126,6 +126,10 @@ class Dispatcher {
   // Devices taken by running jobs, per worker id.
   std::map<std::string, int> BusyDevices() const;
 
+  // The spec the job is planned with now: with no device_type, the measured profile of the
+  // workers it would run on (measured_profiles.h). Every plan the dispatcher makes uses it.
+  v1::JobSpec CostedSpec(const v1::JobSpec& spec) const;
+
  private:
   struct Part {
     std::string worker_id;

@@ -100,10 +100,16 @@ bool Dispatcher::TryStart(const v1::Job& job) {
   // (or the plan is gone: dropped past mapd --admitted-plan-bytes, or made before a restart).
   std::shared_ptr<const RunnablePlan> admitted = admitted_ != nullptr && !fewer ? admitted_->Take(id) : nullptr;
   if (admitted != nullptr && admitted->world() != devices) admitted = nullptr;
+  // Costed on another profile than the workers' now (they registered, or changed, since): planned again.
+  const bool other_profile = admitted != nullptr && admitted->device_type != CostedSpec(spec).device_type();
+  if (other_profile) admitted = nullptr;
   const std::string planning =
       admitted != nullptr ? absl::StrCat("placing on the plan admission made for ", devices, " rank(s)")
                           : absl::StrCat("planning for ", devices, " rank(s)", elastic_start,
-                                         fewer ? "" : (admitted_ != nullptr ? " (admission's plan is no longer kept)" : ""));
+                                         fewer          ? ""
+                                         : other_profile ? " (admission's plan was costed on another device profile than the workers' now)"
+                                         : admitted_ != nullptr ? " (admission's plan is no longer kept)"
+                                                                : "");
   if (!jobs_->Transition(id, v1::PLANNING, planning).ok()) return true;  // cancelled
   absl::StatusOr<std::shared_ptr<const RunnablePlan>> plan = admitted;
   if (admitted == nullptr) {
@@ -156,9 +162,11 @@ bool Dispatcher::StartOnPlanLocked(const v1::JobSpec& spec, int64_t id, std::sha
   const std::string message = absl::StrCat("running on ", Where(active), "; plan: ", summary, "; ", FormatBytes(peak), " per rank predicted",
                                            fewer ? absl::StrCat("; ", devices, elastic_start) : "");
   // Cancelled while planning: the transition fails, and Watch stops the job as any cancelled one.
-  Defer([this, id, message, summary, peak, devices] {
+  const double predicted_step = active.plan->predicted_step_seconds;
+  Defer([this, id, message, summary, peak, devices, predicted_step] {
     StopIfUnrecorded(id, jobs_->Transition(id, v1::RUNNING, message, [&](v1::Job& j) {
       j.set_plan_summary(summary);
+      j.set_predicted_step_seconds(predicted_step);
       j.set_predicted_peak_bytes(peak);
       j.set_devices(devices);
     }).status());

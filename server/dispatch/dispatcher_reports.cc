@@ -86,6 +86,15 @@ absl::Status CheckReport(const v1::ReportRequest& report, const v1::JobSpec& spe
   return absl::OkStatus();
 }
 
+// "; step 45.1 ms measured (median), 38.6 ms predicted (1.17x)": a finished job's step time beside
+// its plan's (nothing when no step after the first was measured).
+std::string StepTimeLine(double measured, double predicted) {
+  if (!(measured > 0)) return "";
+  return absl::StrCat(absl::StrFormat("; step %.1f ms measured (median), ", measured * 1e3),
+                      predicted > 0 ? absl::StrFormat("%.1f ms predicted (measured / predicted %.2f)", predicted * 1e3, measured / predicted)
+                                    : "none predicted");
+}
+
 }  // namespace
 
 void Dispatcher::OnHeartbeat(const std::string& worker_id, const std::vector<int64_t>& running, v1::HeartbeatResponse* out) {
@@ -188,8 +197,9 @@ absl::StatusOr<v1::ReportResponse> Dispatcher::ReportLocked(const v1::ReportRequ
     } else if (!job.stopping() && job.parts_ended()) {
       MoveLocked(id, job, Phase::kStopping);
       const JobProgressStats& p = job.progress;
-      Defer([this, id, message = absl::StrFormat("trained %d steps on %d rank(s): loss %.4f -> %.4f; worst rank's peak %s", p.last_step,
-                                                 job.plan->world(), p.first_loss, p.last_loss, FormatBytes(p.worst_peak_bytes))] {
+      Defer([this, id, message = absl::StrCat(absl::StrFormat("trained %d steps on %d rank(s): loss %.4f -> %.4f; worst rank's peak %s", p.last_step,
+                                                              job.plan->world(), p.first_loss, p.last_loss, FormatBytes(p.worst_peak_bytes)),
+                                              StepTimeLine(p.MedianStepSeconds(), job.plan->predicted_step_seconds))] {
         (void)jobs_->Transition(id, v1::SUCCEEDED, message);
       });
     }
@@ -210,6 +220,7 @@ void Dispatcher::RecordProgressLocked(int64_t id, ActiveJob& job, const v1::Repo
     p.items_per_second = s.seconds() > 0 ? static_cast<double>(a.items_per_step()) / s.seconds() : 0;
     p.peak_bytes = job.progress.worst_peak_bytes;
     p.lr = s.lr();
+    p.measured_step_seconds = job.progress.MedianStepSeconds();
     Defer([this, id, p] { (void)jobs_->ReportProgress(id, p); });
   }
   // Output counts even from a job that is stopping: a failing rank's last words are in it.

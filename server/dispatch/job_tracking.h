@@ -5,9 +5,13 @@
 #define MAPD_SERVER_DISPATCH_JOB_TRACKING_H_
 
 #include <algorithm>
+#include <cmath>
+#include <cstddef>
 #include <cstdint>
+#include <deque>
 #include <map>
 #include <set>
+#include <vector>
 
 #include "proto/mapd/v1/workers.pb.h"
 
@@ -19,6 +23,18 @@ struct JobProgressStats {
   bool first_loss_seen = false;
   double first_loss = 0, last_loss = 0;
   int64_t last_step = 0;
+  // Rank 0's step times after its first (warm-up: allocation, the first collectives), the last
+  // kKeptStepTimes of them.
+  static constexpr size_t kKeptStepTimes = 1024;
+  std::deque<double> step_seconds;
+
+  // The median of step_seconds (0: none yet).
+  double MedianStepSeconds() const {
+    if (step_seconds.empty()) return 0;
+    std::vector<double> v(step_seconds.begin(), step_seconds.end());
+    std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2), v.end());
+    return v[v.size() / 2];
+  }
 
   // Adds one rank's step of a job of `steps` steps; true when it is rank 0's next (the job's
   // progress). A step outside 1..steps, or one of rank 0's not after its last, is not counted.
@@ -29,6 +45,10 @@ struct JobProgressStats {
     if (!first_loss_seen) first_loss = s.loss(), first_loss_seen = true;
     last_step = s.step();
     last_loss = s.loss();
+    if (s.step() > 1 && s.seconds() > 0 && std::isfinite(s.seconds())) {
+      step_seconds.push_back(s.seconds());
+      if (step_seconds.size() > kKeptStepTimes) step_seconds.pop_front();
+    }
     return true;
   }
 };

@@ -10,6 +10,7 @@ absl::StatusOr<Admission> AdmitJob(const v1::JobSpec& spec) {
   Admission a;
   a.plan_summary = plan->summary;
   a.predicted_peak_bytes = plan->predicted_peak_bytes;
+  a.predicted_step_seconds = plan->predicted_step_seconds;
   a.plan = std::make_shared<const RunnablePlan>(*std::move(plan));
   return a;
 }

@@ -19,6 +19,7 @@ namespace mapd {
 struct Admission {
   std::string plan_summary;        // "mesh 2x2, ZeRO-2, 2 layers recomputed, 12.3 ms/step predicted"
   int64_t predicted_peak_bytes = 0;
+  double predicted_step_seconds = 0;
   std::shared_ptr<const RunnablePlan> plan;  // what the dispatcher starts the job on
 };
 

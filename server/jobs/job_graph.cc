@@ -28,7 +28,7 @@ absl::StatusOr<Graph> BuildJobGraph(const v1::JobSpec& spec) {
   } else {
     proto = spec.graph();
   }
-  auto precision = ResolvePrecision(WithTrainingDefaults(spec.training()).precision(), spec.device_type());
+  auto precision = ResolvePrecision(WithTrainingDefaults(spec.training()).precision(), spec.device_type().empty() ? "cpu" : spec.device_type());
   if (!precision.ok()) return Named(precision.status(), "precision");
   return TrainingGraphOf(std::move(proto), spec.batch_norm(), spec.batch_norm_groups(), *precision);
 }

@@ -278,6 +278,7 @@ absl::StatusOr<v1::Job> JobManager::ReportProgress(int64_t id, const JobProgress
   MAPD_ASSIGN_OR_RETURN(v1::Job job, RunningJobLocked(id, "reports progress"));
   job.set_step(p.step);
   job.set_loss(p.loss);
+  if (p.measured_step_seconds > 0) job.set_measured_step_seconds(p.measured_step_seconds);
   // A job's history holds at most about kMaxProgressEvents steps: every stride-th, the first and
   // the last. The others only move the job's step and loss (Get, List), not its events.
   const int64_t steps = std::max<int64_t>(1, job.spec().training().steps());

@@ -43,6 +43,7 @@ struct JobProgress {
   double items_per_second = 0;
   int64_t peak_bytes = 0;
   double lr = 0;  // the learning rate of the step's update
+  double measured_step_seconds = 0;  // the median of rank 0's steps after the first, so far
 };
 
 // Decides whether a valid spec (defaults filled in) may be queued, and what to record with it

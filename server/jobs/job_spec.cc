@@ -185,7 +185,6 @@ absl::Status ValidateJobSpec(const v1::JobSpec& s, const SpecLimits& limits) {
 
 v1::JobSpec WithDefaults(v1::JobSpec s) {
   if (s.name().empty()) s.set_name(s.model().empty() ? s.graph().name() : s.model());
-  if (s.device_type().empty()) s.set_device_type("cpu");
   if (s.device().empty()) s.set_device("cpu");
   if (s.zero().empty()) s.set_zero("auto");
   if (s.recompute().empty()) s.set_recompute("auto");

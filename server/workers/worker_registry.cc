@@ -1,10 +1,12 @@
 #include "server/workers/worker_registry.h"
 
+#include <optional>
 #include <random>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "planner/profile/device_profile_proto.h"
 
 namespace mapd {
 
@@ -62,6 +64,15 @@ absl::StatusOr<v1::RegisterWorkerResponse> WorkerRegistry::Register(const v1::Re
                                                      limits_.max_device_memory_bytes, " per device (mapd --max-device-memory)"));
     }
   }
+  std::optional<v1::DeviceProfile> profile;  // as parsed and checked: nothing else of it is kept
+  if (r.has_profile()) {
+    auto parsed = DeviceProfileFromProto(r.profile());
+    if (!parsed.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat("worker on '", r.hostname(), "': ", parsed.status().message(),
+                                                     "; measure again (mapd-worker --calibration auto) or start it with --calibration off"));
+    }
+    profile = DeviceProfileToProto(*parsed);
+  }
   absl::MutexLock lock(&mu_);
   if (static_cast<int>(workers_.size()) >= limits_.max_workers && !DropLongestLostLocked()) {
     return absl::ResourceExhaustedError(absl::StrCat(limits_.max_workers, " workers are registered and alive, the most this "
@@ -76,6 +87,7 @@ absl::StatusOr<v1::RegisterWorkerResponse> WorkerRegistry::Register(const v1::Re
   w.set_registered_unix_seconds(now);
   w.set_last_heartbeat_unix_seconds(now);
   w.set_metrics_address(r.metrics_address());
+  if (profile) *w.mutable_profile() = *std::move(profile);
   std::random_device random;
   const std::string session = absl::StrFormat("%08x%08x%08x%08x", random(), random(), random(), random());
   sessions_[next_] = session;

@@ -42,8 +42,9 @@ class WorkerRegistry {
   WorkerRegistry(const LeaseOptions& options, Clock* clock, const RegistrationLimits& limits = {})
       : options_(options), limits_(limits), clock_(clock) {}
 
-  // INVALID_ARGUMENT for a registration without devices, with a device of no memory, or over
-  // the limits (devices, memory per device, name lengths); RESOURCE_EXHAUSTED when
+  // INVALID_ARGUMENT for a registration without devices, with a device of no memory, over the
+  // limits (devices, memory per device, name lengths), or with a measured profile that does not
+  // parse or is out of bounds (device_profile_proto.h); RESOURCE_EXHAUSTED when
   // `max_workers` registrations are alive (lost ones make room: the longest lost first).
   absl::StatusOr<v1::RegisterWorkerResponse> Register(const v1::RegisterWorkerRequest& request);
   // NOT_FOUND (unknown id, or `session` missing or not the registration's: the id now names

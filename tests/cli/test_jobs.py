@@ -329,6 +329,48 @@ def test_jobs_run_on_two_workers_are_cancelled_and_fail_when_a_worker_is_lost(tm
         stop_all(proc, workers)
 
 
+def test_workers_measure_their_host_once_and_jobs_are_costed_on_it(tmp_path):
+    """Issue 49: a worker measures its host at start and keeps it per host and build (a second
+    worker — or a restart — reads it in well under a second), sends it with its registration, and
+    the coordinator plans a job without a device_type on it: the plan names the measured profile,
+    and the job's step time is set beside the prediction. `mapctl run` reads the same cache."""
+    import time
+    proc, port = start_mapd(tmp_path / "jobs.db")
+    env = {"MAPD_ADDRESS": f"127.0.0.1:{port}", "MAPD_TOKEN": TOKEN, "MAPD_CALIBRATION": "auto", "MAPD_CACHE_DIR": str(tmp_path / "cache")}
+    workers = []
+    try:
+        started = time.monotonic()
+        workers.append(start_worker(env, tmp_path, "first"))
+        measuring = time.monotonic() - started
+        assert (tmp_path / "cache" / "host-calibration.json").exists()
+        started = time.monotonic()
+        workers.append(start_worker(env, tmp_path, "second"))
+        cached = time.monotonic() - started
+        assert cached < 5 and cached < measuring, (measuring, cached)
+        listed = json.loads(mapctl(env, "workers", "-o", "json", check=0).stdout)
+        profiles = [w["profile"] for w in listed]
+        assert all(p["source"] == "measured" and p["fp32_flops"] > 0 for p in profiles), profiles
+        assert profiles[0]["key"] == profiles[1]["key"] and "software: MAP" in profiles[0]["key"], profiles
+        assert "measured 20" in mapctl(env, "workers", check=0).stdout
+        # mapctl run's default (--device-type auto) reads the workers' calibration: no second measurement.
+        r = mapctl(env, "run", GPT, "--ranks", "2", "--steps", "2", "-o", "json", check=0)
+        assert "measuring this host" not in r.stderr, r.stderr
+        assert json.loads(r.stdout)["device_type"].startswith("measured-this-host-"), r.stdout[:400]
+        # A job without a device type is costed on the workers' measured profile.
+        mapctl(env, "submit", GPT, "--ranks", "2", "--steps", "6", check=0)
+        assert mapctl(env, "watch", "1", check=None).returncode == 0
+        job = json.loads(mapctl(env, "get", "1", "-o", "json", check=0).stdout)
+        assert job["state"] == "SUCCEEDED", job
+        assert " ms/step predicted on measured-first-" in job["plan_summary"], job["plan_summary"]
+        assert job["predicted_step_seconds"] > 0 and job["measured_step_seconds"] > 0, job
+        got = mapctl(env, "get", "1", check=0).stdout
+        assert "Step time:" in got and "measured / predicted" in got, got
+        events = json.loads(mapctl(env, "logs", "1", "-o", "json", check=0).stdout)
+        assert any("ms measured (median)" in e["message"] and "ms predicted" in e["message"] for e in events), events[-1]
+    finally:
+        stop_all(proc, workers)
+
+
 def test_a_worker_offers_only_devices_it_has(tmp_path):
     """GPUs asked of a worker on a machine (or build) without them: a clear error, exit 1."""
     env = dict(os.environ, MAPD_WORKER_TOKEN=WORKER_TOKEN, MAPD_ADDRESS="127.0.0.1:1")

@@ -32,6 +32,7 @@ absl::StatusOr<RunnablePlan> FakePlan(const v1::JobSpec& spec) {
     p.lowered.predicted.push_back(pred);
   }
   p.summary = "mesh " + std::to_string(spec.ranks());
+  p.device_type = spec.device_type().empty() ? "cpu" : spec.device_type();  // as PlanJob costs a spec without one
   p.checkpoint_plan = p.summary;
   p.predicted_peak_bytes = 1003;
   p.items = {256, "tokens"};

@@ -393,6 +393,17 @@ DeviceProfile MedianProfile(const std::vector<DeviceProfile>& rounds) {
 
 }  // namespace
 
+CalibrateOptions HostCalibrateOptions() {
+  CalibrateOptions o;
+  o.name = "this-host";
+  o.min_seconds = 0.15;
+  o.copy_bytes = 64LL << 20;
+  o.rounds = 3;
+  const int64_t most = std::min<int64_t>(8, 2 * std::max<int64_t>(1, std::thread::hardware_concurrency()));
+  for (int64_t n = 2; n <= most; n *= 2) o.collective_ranks.push_back(n);
+  return o;
+}
+
 absl::StatusOr<DeviceProfile> CalibrateCpu(const CalibrateOptions& options) {
   if (auto st = options.Validate(); !st.ok()) return st;
   // Rates at the threads a rank runs on: LibTorch's, and the BLAS library's pool kept to it.

@@ -28,6 +28,13 @@ struct CalibrateOptions {
   absl::Status Validate() const;
 };
 
+// What a host's calibration at start measures (`mapd-worker`, and `mapctl run`'s `--device-type
+// auto`; cached by calibration_cache.h): every figure, in three rounds, at half the time per
+// measurement of `mapctl calibrate` (about 12 s on a 2-core host, against 22), and the
+// collectives and compute speed of 2, 4, ... rank processes up to twice the hardware threads
+// (at most 8): the counts ranks of one host come in, whichever workers start them.
+CalibrateOptions HostCalibrateOptions();
+
 // CPU only for now: FAILED_PRECONDITION for other devices. With collective_ranks, also the
 // collectives among that many local ranks (a few seconds each).
 absl::StatusOr<DeviceProfile> CalibrateCpu(const CalibrateOptions& options);

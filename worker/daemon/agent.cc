@@ -124,6 +124,7 @@ absl::Status WorkerAgent::Register() {
   req.set_hostname(options_.hostname);
   req.set_metrics_address(options_.metrics_address);
   for (const v1::Device& d : options_.devices) *req.add_devices() = d;
+  if (options_.profile) *req.mutable_profile() = *options_.profile;
   // The coordinator may not be up yet (or be restarting): retry transient failures with backoff,
   // until stopped.
   double backoff = 0.1;

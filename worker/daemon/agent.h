@@ -11,6 +11,7 @@
 #include <atomic>
 #include <chrono>
 #include <map>
+#include <optional>
 #include <memory>
 #include <set>
 #include <utility>
@@ -33,6 +34,8 @@ struct AgentOptions {
   std::string tls_ca_file;      // PEM roots to check a TLS coordinator with; empty: plaintext
   std::string hostname;         // shown by `mapctl workers`
   std::vector<v1::Device> devices;  // what it offers (local_devices.h)
+  // Its host as measured (host_profile.h), sent with every registration; absent: none.
+  std::optional<v1::DeviceProfile> profile;
   std::string metrics_address;  // host:port of this worker's /metrics, told to the coordinator
   JobRunnerOptions runner;      // where and how assigned ranks run
   // A finished job's series (labelled job_id) stay on /metrics this long — long enough for

@@ -18,7 +18,9 @@
 #include "common/metrics/http_exporter.h"
 #include "common/version.h"
 #include "common/rpc/auth.h"
+#include "planner/profile/device_profile_proto.h"
 #include "worker/daemon/agent.h"
+#include "worker/daemon/host_profile.h"
 #include "worker/daemon/local_devices.h"
 #include "worker/launch/rank_command.h"
 
@@ -75,6 +77,14 @@ int main(int argc, char** argv) {
   app.add_option("--rank-timeout", o.runner.rank_timeout_seconds,
                  "Seconds a rank may stay silent or wait in a collective before its job fails")
       ->capture_default_str();
+  mapd::HostProfileOptions calibration;
+  app.add_option("--calibration", calibration.calibration,
+                 "The profile jobs here are costed on: auto (this host measured at start — about 12 s on 2 cores — and kept per "
+                 "host and build in --calibration-cache; later starts read it), off (none: the catalogue's), or a JSON file "
+                 "from `mapctl calibrate -o FILE` (default: $MAPD_CALIBRATION, else auto)")
+      ->capture_default_str();
+  app.add_option("--calibration-cache", calibration.cache_dir,
+                 "Where this host's calibration is kept (default: $MAPD_CACHE_DIR, else $XDG_CACHE_HOME/mapd, else ~/.cache/mapd)");
   app.add_option("--metrics-retention", o.metrics_retention_seconds,
                  "Seconds a finished job's series (job_id=...) stay on /metrics before they are dropped")
       ->capture_default_str();
@@ -112,6 +122,15 @@ int main(int argc, char** argv) {
     return 1;
   }
   o.devices = *std::move(offered);
+  calibration.rank_program = o.runner.rank_program;
+  auto host_profile = mapd::HostProfileAtStart(calibration);
+  if (!host_profile.ok()) {
+    std::cerr << "mapd-worker: calibration: " << host_profile.status().message() << " ["
+              << absl::StatusCodeToString(host_profile.status().code()) << "]\n";
+    return 1;
+  }
+  std::cerr << "mapd-worker: " << host_profile->note << std::endl;
+  if (host_profile->profile) o.profile = mapd::DeviceProfileToProto(*host_profile->profile);
   mapd::MetricsRegistry metrics;
   (void)metrics.Gauge("mapd_worker_up", "1 while the worker runs.");
   metrics.Set("mapd_worker_up", {}, 1);

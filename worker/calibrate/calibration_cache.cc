@@ -1,0 +1,145 @@
+#include "worker/calibrate/calibration_cache.h"
+
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
+#include "common/file_io.h"
+#include "common/version.h"
+
+namespace mapd {
+
+std::string CalibrationKey::ToString() const { return absl::StrCat("host: ", host, "; software: ", software); }
+
+namespace {
+
+// /proc/cpuinfo's first "model name" (empty where there is none).
+std::string CpuModel() {
+  std::ifstream in("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("model name", 0) != 0) continue;
+    const size_t colon = line.find(':');
+    if (colon != std::string::npos) return std::string(absl::StripAsciiWhitespace(line.substr(colon + 1)));
+  }
+  return "";
+}
+
+// Holds an exclusive flock on a file while alive.
+class FileLock {
+ public:
+  static absl::StatusOr<FileLock> Acquire(const std::string& path) {
+    const int fd = open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+    if (fd < 0) return absl::PermissionDeniedError(absl::StrCat("cannot open the calibration lock ", path, ": ", strerror(errno)));
+    while (flock(fd, LOCK_EX) != 0) {
+      if (errno == EINTR) continue;
+      const int err = errno;
+      close(fd);
+      return absl::InternalError(absl::StrCat("cannot lock ", path, ": ", strerror(err)));
+    }
+    return FileLock(fd);
+  }
+  FileLock(FileLock&& other) noexcept : fd_(other.fd_) { other.fd_ = -1; }
+  FileLock& operator=(FileLock&&) = delete;
+  ~FileLock() {
+    if (fd_ >= 0) close(fd_);  // (closing releases the lock)
+  }
+
+ private:
+  explicit FileLock(int fd) : fd_(fd) {}
+  int fd_;
+};
+
+}  // namespace
+
+CalibrationKey ThisHostKey() {
+  char host[256] = {0};
+  gethostname(host, sizeof(host) - 1);
+  CalibrationKey key;
+  key.host = absl::StrCat(host, ", ", CpuModel().empty() ? "unknown CPU" : CpuModel(), ", ", std::thread::hardware_concurrency(),
+                          " hardware threads, ", static_cast<int64_t>(sysconf(_SC_PHYS_PAGES)) * sysconf(_SC_PAGE_SIZE), " bytes of memory");
+  key.software = absl::StrCat("MAP ", MapdVersion(), " (revision ", MapdRevision(), "), LibTorch ", MapdTorchVersion(),
+                              ", calibration procedure ", kCalibrationProcedure);
+  return key;
+}
+
+std::string DefaultCalibrationCacheDir() {
+  auto set = [](const char* name) -> std::string {
+    const char* v = std::getenv(name);
+    return v != nullptr ? v : "";
+  };
+  if (!set("MAPD_CACHE_DIR").empty()) return set("MAPD_CACHE_DIR");
+  if (!set("XDG_CACHE_HOME").empty()) return set("XDG_CACHE_HOME") + "/mapd";
+  if (!set("HOME").empty()) return set("HOME") + "/.cache/mapd";
+  return "";
+}
+
+std::string DefaultCalibrationSetting() {
+  const char* v = std::getenv("MAPD_CALIBRATION");
+  return v != nullptr && *v != '\0' ? v : "auto";
+}
+
+std::optional<std::string> AutoDeviceTypeWithoutCache() {
+  const std::string setting = DefaultCalibrationSetting();
+  if (setting == "auto") return std::nullopt;
+  return setting == "off" ? "cpu" : setting;
+}
+
+absl::StatusOr<CachedCalibration> LoadOrCalibrate(const std::string& dir, const CalibrationKey& key, const MeasureHostFn& measure) {
+  using Clock = std::chrono::steady_clock;
+  const auto start = Clock::now();
+  if (dir.empty()) {
+    return absl::FailedPreconditionError("no directory to cache this host's calibration in: set MAPD_CACHE_DIR (or HOME)");
+  }
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) return absl::PermissionDeniedError(absl::StrCat("cannot make the calibration cache directory ", dir, ": ", ec.message()));
+  chmod(dir.c_str(), 0700);
+  auto lock = FileLock::Acquire(dir + "/host-calibration.lock");
+  if (!lock.ok()) return lock.status();
+  CachedCalibration out;
+  out.path = dir + "/host-calibration.json";
+  const std::string want = key.ToString();
+  auto text = ReadFileToString(out.path);
+  if (text.ok()) {
+    auto cached = DeviceProfile::FromJson(*text);
+    if (cached.ok() && cached->calibration_key == want) {
+      out.profile = *std::move(cached);
+      out.seconds = std::chrono::duration<double>(Clock::now() - start).count();
+      return out;
+    }
+    if (!cached.ok()) {
+      out.why = "the cached calibration does not parse";
+    } else {
+      // Which part changed, for the message.
+      const bool same_host = absl::StartsWith(cached->calibration_key, absl::StrCat("host: ", key.host, ";"));
+      out.why = same_host ? "this build differs from the one it was measured with" : "the host differs from the one it was measured on";
+    }
+  } else {
+    out.why = "no calibration is cached for this host";
+  }
+  auto measured = measure();
+  if (!measured.ok()) return measured.status();
+  measured->calibration_key = want;
+  measured->measured_unix_seconds = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+  if (auto st = measured->Validate(); !st.ok()) return st;
+  if (auto st = WriteStringToFileAtomic(out.path, measured->ToJson() + "\n"); !st.ok()) return st;
+  out.profile = *std::move(measured);
+  out.measured_now = true;
+  out.seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  return out;
+}
+
+}  // namespace mapd
