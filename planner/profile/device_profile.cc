@@ -100,6 +100,7 @@ std::string DeviceProfile::ToJson() const {
   if (threads > 0) j["threads"] = threads;
   if (measured_unix_seconds > 0) j["measured_unix_seconds"] = measured_unix_seconds;
   if (!calibration_key.empty()) j["calibration_key"] = calibration_key;
+  if (measured_busy) j["measured_busy"] = true;
   for (const MatmulRate& m : matmul_rates) j["matmul_rates"].push_back({{"flops", m.flops}, {"rate", m.rate}});
   for (const HostCollectives& c : host_collectives) {
     nlohmann::json e = {{"ranks", c.ranks}, {"alpha", c.alpha}, {"beta", c.beta}};
@@ -161,6 +162,7 @@ absl::StatusOr<DeviceProfile> DeviceProfile::FromJson(const std::string& json) {
     p.threads = j.value("threads", int64_t{0});
     p.measured_unix_seconds = j.value("measured_unix_seconds", 0.0);
     p.calibration_key = j.value("calibration_key", "");
+    p.measured_busy = j.value("measured_busy", false);
     if (j.contains("matmul_rates")) {
       for (const auto& m : j.at("matmul_rates")) p.matmul_rates.push_back({m.at("flops").get<double>(), m.at("rate").get<double>()});
     }

@@ -35,18 +35,21 @@ struct FakeMeasure {
 
 CalibrationKey Key(const std::string& host, const std::string& software) { return CalibrationKey{host, software}; }
 
+// Load averages: none, and far past any host's threads.
+constexpr double kQuiet = 0, kBusy = 1e6;
+
 TEST(CalibrationCache, MeasuresOnceAndReadsTheCacheAfter) {
   const std::string dir = TempDir("once");
   FakeMeasure m;
   auto measure = [&] { return m(); };
-  auto first = LoadOrCalibrate(dir, Key("h", "s"), measure);
+  auto first = LoadOrCalibrate(dir, Key("h", "s"), measure, kQuiet);
   ASSERT_TRUE(first.ok()) << first.status();
   EXPECT_TRUE(first->measured_now);
   EXPECT_EQ(first->why, "no calibration is cached for this host");
   EXPECT_EQ(first->profile.calibration_key, Key("h", "s").ToString());
   EXPECT_GT(first->profile.measured_unix_seconds, 0);
   m.rate = 5e10;  // what a second measurement would say: the cache's answer is the first
-  auto second = LoadOrCalibrate(dir, Key("h", "s"), measure);
+  auto second = LoadOrCalibrate(dir, Key("h", "s"), measure, kQuiet);
   ASSERT_TRUE(second.ok()) << second.status();
   EXPECT_FALSE(second->measured_now);
   EXPECT_EQ(m.calls, 1);
@@ -62,14 +65,14 @@ TEST(CalibrationCache, AnotherHostOrBuildMeasuresAgain) {
   const std::string dir = TempDir("changed");
   FakeMeasure m;
   auto measure = [&] { return m(); };
-  ASSERT_TRUE(LoadOrCalibrate(dir, Key("h", "s"), measure).ok());
+  ASSERT_TRUE(LoadOrCalibrate(dir, Key("h", "s"), measure, kQuiet).ok());
   m.rate = 2e11;
-  auto build = LoadOrCalibrate(dir, Key("h", "s2"), measure);
+  auto build = LoadOrCalibrate(dir, Key("h", "s2"), measure, kQuiet);
   ASSERT_TRUE(build.ok()) << build.status();
   EXPECT_TRUE(build->measured_now);
   EXPECT_EQ(build->why, "this build differs from the one it was measured with");
   EXPECT_DOUBLE_EQ(build->profile.fp32_flops, 2e11);
-  auto host = LoadOrCalibrate(dir, Key("h2", "s2"), measure);
+  auto host = LoadOrCalibrate(dir, Key("h2", "s2"), measure, kQuiet);
   ASSERT_TRUE(host.ok()) << host.status();
   EXPECT_TRUE(host->measured_now);
   EXPECT_EQ(host->why, "the host differs from the one it was measured on");
@@ -85,7 +88,7 @@ TEST(CalibrationCache, AnUnreadableCacheIsMeasuredOverAndAFailedMeasurementWrite
   std::filesystem::create_directories(dir);
   ASSERT_TRUE(WriteStringToFileAtomic(dir + "/host-calibration.json", "{not json").ok());
   FakeMeasure m;
-  auto again = LoadOrCalibrate(dir, Key("h", "s"), [&] { return m(); });
+  auto again = LoadOrCalibrate(dir, Key("h", "s"), [&] { return m(); }, kQuiet);
   ASSERT_TRUE(again.ok()) << again.status();
   EXPECT_EQ(again->why, "the cached calibration does not parse");
   const std::string other = TempDir("failed");
@@ -93,6 +96,28 @@ TEST(CalibrationCache, AnUnreadableCacheIsMeasuredOverAndAFailedMeasurementWrite
   EXPECT_EQ(failed.status().code(), absl::StatusCode::kInternal);
   EXPECT_FALSE(std::filesystem::exists(other + "/host-calibration.json"));
   EXPECT_EQ(LoadOrCalibrate("", Key("h", "s"), [&] { return m(); }).status().code(), absl::StatusCode::kFailedPrecondition);
+}
+
+TEST(CalibrationCache, AMeasurementOnABusyHostIsMeasuredAgainOnceTheHostIsQuiet) {
+  const std::string dir = TempDir("busy");
+  FakeMeasure m;
+  auto measure = [&] { return m(); };
+  auto busy = LoadOrCalibrate(dir, Key("h", "s"), measure, kBusy);
+  ASSERT_TRUE(busy.ok()) << busy.status();
+  EXPECT_TRUE(busy->profile.measured_busy);
+  EXPECT_NE(busy->why.find("the host was busy"), std::string::npos) << busy->why;
+  // Still busy: nothing better to measure, the busy one is used.
+  auto again = LoadOrCalibrate(dir, Key("h", "s"), measure, kBusy);
+  ASSERT_TRUE(again.ok());
+  EXPECT_FALSE(again->measured_now);
+  // Quiet: measured again, and kept as a quiet measurement.
+  auto quiet = LoadOrCalibrate(dir, Key("h", "s"), measure, kQuiet);
+  ASSERT_TRUE(quiet.ok());
+  EXPECT_TRUE(quiet->measured_now);
+  EXPECT_EQ(quiet->why, "it was measured on a busy host, and the host is quiet now");
+  EXPECT_FALSE(quiet->profile.measured_busy);
+  EXPECT_FALSE(LoadOrCalibrate(dir, Key("h", "s"), measure, kQuiet)->measured_now);
+  EXPECT_EQ(m.calls, 2);
 }
 
 TEST(CalibrationCache, TheSettingSaysWhereAutoTakesItsProfileFrom) {

@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstdlib>
@@ -15,6 +16,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/strip.h"
 #include "common/file_io.h"
 #include "common/version.h"
@@ -62,6 +64,13 @@ class FileLock {
   int fd_;
 };
 
+// /proc/loadavg's 1-minute figure; 0 where it cannot be read (nothing known to be running).
+double LoadAverage() {
+  std::ifstream in("/proc/loadavg");
+  double load = 0;
+  return in >> load ? load : 0;
+}
+
 }  // namespace
 
 CalibrationKey ThisHostKey() {
@@ -97,7 +106,8 @@ std::optional<std::string> AutoDeviceTypeWithoutCache() {
   return setting == "off" ? "cpu" : setting;
 }
 
-absl::StatusOr<CachedCalibration> LoadOrCalibrate(const std::string& dir, const CalibrationKey& key, const MeasureHostFn& measure) {
+absl::StatusOr<CachedCalibration> LoadOrCalibrate(const std::string& dir, const CalibrationKey& key, const MeasureHostFn& measure,
+                                                  double load) {
   using Clock = std::chrono::steady_clock;
   const auto start = Clock::now();
   if (dir.empty()) {
@@ -112,16 +122,22 @@ absl::StatusOr<CachedCalibration> LoadOrCalibrate(const std::string& dir, const 
   CachedCalibration out;
   out.path = dir + "/host-calibration.json";
   const std::string want = key.ToString();
+  if (load < 0) load = LoadAverage();
+  const double threads = std::max(1u, std::thread::hardware_concurrency());
+  const bool busy = load > threads / 2;
   auto text = ReadFileToString(out.path);
   if (text.ok()) {
     auto cached = DeviceProfile::FromJson(*text);
-    if (cached.ok() && cached->calibration_key == want) {
+    const bool quiet_now = cached.ok() && cached->measured_busy && !busy;
+    if (cached.ok() && cached->calibration_key == want && !quiet_now) {
       out.profile = *std::move(cached);
       out.seconds = std::chrono::duration<double>(Clock::now() - start).count();
       return out;
     }
     if (!cached.ok()) {
       out.why = "the cached calibration does not parse";
+    } else if (cached->calibration_key == want) {
+      out.why = "it was measured on a busy host, and the host is quiet now";
     } else {
       // Which part changed, for the message.
       const bool same_host = absl::StartsWith(cached->calibration_key, absl::StrCat("host: ", key.host, ";"));
@@ -135,6 +151,11 @@ absl::StatusOr<CachedCalibration> LoadOrCalibrate(const std::string& dir, const 
   measured->calibration_key = want;
   measured->measured_unix_seconds = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
   if (auto st = measured->Validate(); !st.ok()) return st;
+  measured->measured_busy = busy;
+  if (busy) {
+    absl::StrAppend(&out.why, absl::StrFormat("; the host was busy (load %.1f on %.0f hardware threads): measured again at the first "
+                                              "start on a quiet host", load, threads));
+  }
   if (auto st = WriteStringToFileAtomic(out.path, measured->ToJson() + "\n"); !st.ok()) return st;
   out.profile = *std::move(measured);
   out.measured_now = true;

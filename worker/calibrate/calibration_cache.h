@@ -59,10 +59,17 @@ struct CachedCalibration {
 using MeasureHostFn = std::function<absl::StatusOr<DeviceProfile>()>;
 
 // The profile cached in `dir` under `key`, or `measure()`'s — stamped with the key and the time
-// and written there — when there is none, it is under another key, or it does not parse. `dir` is
-// made (0700) when missing. Errors name the file: a directory that cannot be made or locked, a
-// measurement that failed.
-absl::StatusOr<CachedCalibration> LoadOrCalibrate(const std::string& dir, const CalibrationKey& key, const MeasureHostFn& measure);
+// and written there — when there is none, it is under another key, or it does not parse. A
+// measurement begun while the host was busy (its 1-minute load average above half its hardware
+// threads: another job, a build, a test suite) is marked so (DeviceProfile::measured_busy), and
+// the first call on a quiet host measures again: a calibration made during a test suite priced
+// the demo's plan at 1.6x its step on the quiet host. (A busy host's calls keep using it: there
+// is nothing better to measure then.)
+// `dir` is made (0700) when missing. Errors name the file: a directory that cannot be made or
+// locked, a measurement that failed.
+// `load` stands in for /proc/loadavg's first figure (tests); < 0: read it.
+absl::StatusOr<CachedCalibration> LoadOrCalibrate(const std::string& dir, const CalibrationKey& key, const MeasureHostFn& measure,
+                                                  double load = -1);
 
 }  // namespace mapd
 

@@ -74,7 +74,7 @@ absl::StatusOr<HostProfile> HostProfileAtStart(const HostProfileOptions& options
     return out;
   }
   const std::string dir = options.cache_dir.empty() ? DefaultCalibrationCacheDir() : options.cache_dir;
-  auto cached = LoadOrCalibrate(dir, ThisHostKey(), [&] {
+  auto cached = LoadOrCalibrate(dir, ThisHostKey(), [&]() -> absl::StatusOr<DeviceProfile> {
     return MeasureInAProcess(options.rank_program, dir + "/host-calibration.measuring.json", options.timeout_seconds);
   });
   if (!cached.ok()) return cached.status();
