@@ -77,8 +77,8 @@ struct DeviceProfile {
   // none): a worker measures again when its key changes.
   double measured_unix_seconds = 0;
   std::string calibration_key;
-  // Measured while the host was busy (its load above half its hardware threads): its rates are
-  // low, and a quiet host measures again (calibration_cache.h).
+  // Measured while the host was busy (more other processes runnable than half its hardware
+  // threads): its rates are low, and a quiet host measures again (calibration_cache.h).
   bool measured_busy = false;
   // The rate of a product of `flops_per_product` FLOPs (0: not a product: the peak), fp32.
   double Fp32Rate(double flops_per_product) const;

@@ -35,7 +35,7 @@ struct FakeMeasure {
 
 CalibrationKey Key(const std::string& host, const std::string& software) { return CalibrationKey{host, software}; }
 
-// Load averages: none, and far past any host's threads.
+// Other processes runnable: none, and far past any host's threads.
 constexpr double kQuiet = 0, kBusy = 1e6;
 
 TEST(CalibrationCache, MeasuresOnceAndReadsTheCacheAfter) {

@@ -60,14 +60,15 @@ using MeasureHostFn = std::function<absl::StatusOr<DeviceProfile>()>;
 
 // The profile cached in `dir` under `key`, or `measure()`'s — stamped with the key and the time
 // and written there — when there is none, it is under another key, or it does not parse. A
-// measurement begun while the host was busy (its 1-minute load average above half its hardware
-// threads: another job, a build, a test suite) is marked so (DeviceProfile::measured_busy), and
+// measurement begun while the host was busy (more other processes runnable than half its
+// hardware threads, sampled over 0.1 s — another job, a build, a test suite; not the 1-minute load
+// average, which stays high for a minute after a build ends) is marked so (DeviceProfile::measured_busy), and
 // the first call on a quiet host measures again: a calibration made during a test suite priced
 // the demo's plan at 1.6x its step on the quiet host. (A busy host's calls keep using it: there
 // is nothing better to measure then.)
 // `dir` is made (0700) when missing. Errors name the file: a directory that cannot be made or
 // locked, a measurement that failed.
-// `load` stands in for /proc/loadavg's first figure (tests); < 0: read it.
+// `load` stands in for the other processes runnable (tests); < 0: sampled from /proc/loadavg.
 absl::StatusOr<CachedCalibration> LoadOrCalibrate(const std::string& dir, const CalibrationKey& key, const MeasureHostFn& measure,
                                                   double load = -1);
 
