@@ -172,7 +172,8 @@ void PrintFlatPlan(const Graph& g, const PlanResult& r, const PlannerOptions& op
             << "Step time:    " << Ms(cost.step_seconds) << " predicted (compute " << Ms(cost.compute_seconds)
             << ", communication " << Ms(cost.comm_seconds)
             << (cost.recompute_seconds > 0 ? absl::StrCat(", recompute ", Ms(cost.recompute_seconds)) : std::string())
-            << ")\n"
+            << ") by the search's model; a run's and a job's figure is its rank programs' (each op of each rank profiled, "
+               "a collective per gradient bucket at its latency), which the ranks are measured against\n"
             << "Memory:       " << Bytes(cost.peak_bytes()) << " per device predicted, of "
             << FormatBytes(cluster.memory_per_device) << ": parameters " << Bytes(cost.parameter_bytes) << ", gradients "
             << Bytes(cost.gradient_bytes) << ", optimizer states " << Bytes(cost.optimizer_bytes) << ", activations "
