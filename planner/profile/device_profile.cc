@@ -14,6 +14,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/strings/str_join.h"
 #include "common/file_io.h"
+#include "common/fnv1a.h"
 
 namespace mapd {
 
@@ -225,12 +226,7 @@ MeasuredProfiles& Measured() {
 // FNV-1a of the profile's figures (its JSON without its name), as 8 hex digits.
 std::string FiguresHash(DeviceProfile p) {
   p.name.clear();
-  uint64_t h = 0xCBF29CE484222325ull;
-  for (unsigned char c : p.ToJson()) {
-    h ^= c;
-    h *= 0x100000001B3ull;
-  }
-  return absl::StrCat(absl::Hex(h & 0xFFFFFFFFull, absl::kZeroPad8));
+  return absl::StrCat(absl::Hex(Fnv1a(p.ToJson()) & 0xFFFFFFFFull, absl::kZeroPad8));
 }
 }  // namespace
 

@@ -8,6 +8,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/match.h"
 #include "common/bytes.h"
+#include "common/fnv1a.h"
 #include "planner/lower/lowering.h"
 #include "planner/lower/pipeline_lowering.h"
 #include "planner/profile/device_profile.h"
@@ -33,25 +34,20 @@ std::string Describe(const std::vector<int64_t>& mesh, int zero_stage, size_t re
 // " on cpu": the device profile a plan was costed on, for its summary.
 std::string CostedOn(const PlanRequest& request) { return absl::StrCat(" on ", request.planner.cluster.device_type); }
 
-// A plan without stages described with its slowest rank program's predicted step — the number the
-// ranks' measured steps are set beside (mapctl run's table, a job's events and metrics) — which
-// becomes its predicted_step_seconds.
-std::string RankProgramsSummary(RunnablePlan& p, const PlanRequest& request) {
-  double slowest = 0;
-  for (const RankPrediction& r : p.lowered.predicted) slowest = std::max(slowest, r.step_seconds());
-  p.predicted_step_seconds = slowest;
-  return absl::StrCat(Describe(p.mesh, p.zero_stage, p.recompute.size(), p.micro_batches, p.precision),
-                      absl::StrFormat(", %.1f ms/step predicted", slowest * 1e3), CostedOn(request));
+// A lowered plan without stages: its predicted step is its slowest rank program's — the number the
+// ranks' measured steps are set beside (mapctl run's table, a job's events and metrics) — and its
+// summary says so and names the profile it was costed on.
+void SummarizeFromRankPrograms(RunnablePlan& p, const PlanRequest& request) {
+  p.predicted_step_seconds = 0;
+  for (const RankPrediction& r : p.lowered.predicted) p.predicted_step_seconds = std::max(p.predicted_step_seconds, r.step_seconds());
+  p.device_type = request.planner.cluster.device_type;
+  p.summary = absl::StrCat(Describe(p.mesh, p.zero_stage, p.recompute.size(), p.micro_batches, p.precision),
+                           absl::StrFormat(", %.1f ms/step predicted", p.predicted_step_seconds * 1e3), CostedOn(request));
 }
 
 // FNV-1a over every node's placements, continuing from `h`.
-uint64_t HashPlacements(const std::vector<Strategy>& strategies, uint64_t h = 0xCBF29CE484222325ull) {
-  for (const Strategy& s : strategies) {
-    for (unsigned char c : s.PlacementsString() + ";") {
-      h ^= c;
-      h *= 0x100000001B3ull;
-    }
-  }
+uint64_t HashPlacements(const std::vector<Strategy>& strategies, uint64_t h = kFnv1aOffset) {
+  for (const Strategy& s : strategies) h = Fnv1a(s.PlacementsString() + ";", h);
   return h;
 }
 
@@ -304,8 +300,7 @@ absl::StatusOr<RunnablePlan> PlanToRun(const Graph& graph, const PlanRequest& re
     out.lowered = *std::move(lowered);
   }
   out.predicted_peak_bytes = out.lowered.WorstPeak();
-  out.summary = RankProgramsSummary(out, request);
-  out.device_type = o.cluster.device_type;
+  SummarizeFromRankPrograms(out, request);
   out.checkpoint_plan = CheckpointPlan(out);
   if (auto st = AddModelFlops(graph, request, &out); !st.ok()) return st;
   return out;
@@ -387,8 +382,7 @@ absl::StatusOr<RunnablePlan> SavedPlanToRun(const v1::Plan& plan, const PlanRequ
   if (!lowered.ok()) return Named(lowered.status(), "lowering");
   out.lowered = *std::move(lowered);
   out.predicted_peak_bytes = out.lowered.WorstPeak();
-  out.summary = RankProgramsSummary(out, request);
-  out.device_type = request.planner.cluster.device_type;
+  SummarizeFromRankPrograms(out, request);
   out.checkpoint_plan = CheckpointPlan(out);
   if (auto st = AddModelFlops(*graph, at_precision, &out); !st.ok()) return st;
   return out;

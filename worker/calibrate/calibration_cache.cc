@@ -12,6 +12,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <thread>
 
 #include "absl/strings/match.h"
@@ -132,13 +133,21 @@ absl::StatusOr<CachedCalibration> LoadOrCalibrate(const std::string& dir, const 
   CachedCalibration out;
   out.path = dir + "/host-calibration.json";
   const std::string want = key.ToString();
-  if (load < 0) load = OtherRunnable();
+  // Whether the host is busy, sampled (0.1 s) only where it matters: a cached measurement made on
+  // a busy host, and a measurement about to be made — not every start that reads the cache.
   const double threads = std::max(1u, std::thread::hardware_concurrency());
-  const bool busy = load > threads / 2;
+  std::optional<bool> busy_now;
+  auto busy = [&] {
+    if (!busy_now) {
+      if (load < 0) load = OtherRunnable();
+      busy_now = load > threads / 2;
+    }
+    return *busy_now;
+  };
   auto text = ReadFileToString(out.path);
   if (text.ok()) {
     auto cached = DeviceProfile::FromJson(*text);
-    const bool quiet_now = cached.ok() && cached->measured_busy && !busy;
+    const bool quiet_now = cached.ok() && cached->measured_busy && !busy();
     if (cached.ok() && cached->calibration_key == want && !quiet_now) {
       out.profile = *std::move(cached);
       out.seconds = std::chrono::duration<double>(Clock::now() - start).count();
@@ -156,13 +165,14 @@ absl::StatusOr<CachedCalibration> LoadOrCalibrate(const std::string& dir, const 
   } else {
     out.why = "no calibration is cached for this host";
   }
+  const bool measuring_busy = busy();
   auto measured = measure();
   if (!measured.ok()) return measured.status();
   measured->calibration_key = want;
   measured->measured_unix_seconds = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
   if (auto st = measured->Validate(); !st.ok()) return st;
-  measured->measured_busy = busy;
-  if (busy) {
+  measured->measured_busy = measuring_busy;
+  if (measuring_busy) {
     absl::StrAppend(&out.why, absl::StrFormat("; the host was busy (%.1f other processes runnable on %.0f hardware threads): measured "
                                               "again at the first start on a quiet host", load, threads));
   }

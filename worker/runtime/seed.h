@@ -8,6 +8,8 @@
 #include <cstdint>
 #include <string_view>
 
+#include "common/fnv1a.h"
+
 namespace mapd {
 
 // SplitMix64 (Steele et al.): a tiny, well-mixed 64-bit generator.
@@ -31,12 +33,7 @@ class SplitMix64 {
 // the text, mixed with the seed. Stable across processes, platforms and builds (unlike
 // std::hash and absl::Hash).
 inline uint64_t DeriveSeed(uint64_t seed, std::string_view purpose) {
-  uint64_t h = 0xCBF29CE484222325ull;
-  for (unsigned char c : purpose) {
-    h ^= c;
-    h *= 0x100000001B3ull;
-  }
-  SplitMix64 mix(h ^ (seed * 0x9E3779B97F4A7C15ull));
+  SplitMix64 mix(Fnv1a(purpose) ^ (seed * 0x9E3779B97F4A7C15ull));
   return mix.Next();
 }
 
