@@ -15,10 +15,12 @@ if(NOT _mapd_cuda_mode STREQUAL "off")
   if(CUDAToolkit_FOUND)
     set(_nccl_hint "${CUDAToolkit_LIBRARY_ROOT}" "${CUDAToolkit_TARGET_DIR}")
   endif()
-  find_path(NCCL_INCLUDE_DIR nccl.h HINTS ${CUDAToolkit_INCLUDE_DIRS} PATHS ${_nccl_hint} /usr/local/cuda
+  # MAPD_NCCL_ROOT (environment): an NCCL outside the toolkit, e.g. PyTorch's wheel
+  # (site-packages/nvidia/nccl, whose library is libnccl.so.2 alone).
+  find_path(NCCL_INCLUDE_DIR nccl.h HINTS $ENV{MAPD_NCCL_ROOT} ${CUDAToolkit_INCLUDE_DIRS} PATHS ${_nccl_hint} /usr/local/cuda
             PATH_SUFFIXES include)
-  find_library(NCCL_LIBRARY nccl HINTS ${CUDAToolkit_LIBRARY_DIR} PATHS ${_nccl_hint} /usr/local/cuda
-               PATH_SUFFIXES lib64 lib)
+  find_library(NCCL_LIBRARY NAMES nccl libnccl.so.2 HINTS $ENV{MAPD_NCCL_ROOT} ${CUDAToolkit_LIBRARY_DIR}
+               PATHS ${_nccl_hint} /usr/local/cuda PATH_SUFFIXES lib64 lib)
   if(CUDAToolkit_FOUND AND NCCL_INCLUDE_DIR AND NCCL_LIBRARY)
     set(MAPD_CUDA_ENABLED ON)
     add_library(mapd::nccl UNKNOWN IMPORTED)

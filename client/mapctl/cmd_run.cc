@@ -77,6 +77,10 @@ int RunTraining(const RunArgs& args) {
     if (args.format == "json") {
       steps.push_back({{"step", s.step}, {"loss", s.loss}, {"seconds", s.seconds}, {"lr", s.lr},
                        {absl::StrCat(items.unit, "_per_second"), s.seconds > 0 ? items.count / s.seconds : 0.0}});
+      if (s.device_peak_allocated > 0) {  // a CUDA device's allocator peaks over the step
+        steps.back()["device_peak_allocated_bytes"] = s.device_peak_allocated;
+        steps.back()["device_peak_reserved_bytes"] = s.device_peak_reserved;
+      }
     } else if (s.step == 1 || s.step % args.log_every == 0 || s.step == options.training.steps()) {
       std::cout << absl::StrFormat("step %6d  loss %.4f  lr %.3g  %8.1f ms  %s\n", s.step, s.loss, s.lr, s.seconds * 1e3,
                                    FormatThroughput(items, s.seconds))

@@ -17,6 +17,7 @@ import torch.nn.functional as F
 from conftest import SOURCE_DIR, run_mapctl
 
 sys.path.insert(0, os.path.join(SOURCE_DIR, "tests", "import", "models"))
+import llama  # noqa: E402
 import nanogpt  # noqa: E402
 import resnet  # noqa: E402
 
@@ -151,6 +152,29 @@ def test_init_from_pytorchs_weights_gives_pytorchs_first_loss(tmp_path):
         want = F.cross_entropy(tv(images), labels).item()
     got = _first_loss("resnet50:image=64,batch=8,classes=10", "--init-from", str(tmp_path / "resnet50.pt"), "--data",
                       f"npy:{tmp_path / 'images.npy'},{tmp_path / 'labels.npy'}")
+    assert abs(got - want) <= 1e-5 * abs(want), (got, want)
+
+
+def test_init_from_a_state_dict_without_non_persistent_buffers(tmp_path):
+    """A LLaMA's RoPE tables are non-persistent buffers: module.state_dict() leaves them out, as
+    load_state_dict expects; MAP keeps the trace's values for them and gives PyTorch's loss."""
+    torch.manual_seed(0)
+    module = llama.Transformer(llama.ModelArgs())
+    tokens = torch.randint(0, 96, (4, 16), generator=torch.Generator().manual_seed(1))
+    targets = torch.randint(0, 96, (4, 16), generator=torch.Generator().manual_seed(2))
+    _trace(module, tokens, tmp_path / "llama.pt")
+    torch.manual_seed(3)
+    other = llama.Transformer(llama.ModelArgs())
+    state = other.state_dict()
+    assert "freqs_cos" not in state and any(n == "freqs_cos" for n, _ in other.named_buffers())
+    torch.save(state, tmp_path / "weights.pt")
+    np.save(tmp_path / "tokens.npy", tokens.numpy())
+    np.save(tmp_path / "targets.npy", targets.numpy())
+    with torch.no_grad():
+        logits = other(tokens)
+        want = F.cross_entropy(logits.reshape(-1, logits.size(-1)), targets.reshape(-1)).item()
+    got = _first_loss(str(tmp_path / "llama.pt"), "--input", "tokens:i64[4,16]", "--init-from", str(tmp_path / "weights.pt"),
+                      "--data", f"npy:{tmp_path / 'tokens.npy'},{tmp_path / 'targets.npy'}")
     assert abs(got - want) <= 1e-5 * abs(want), (got, want)
 
 

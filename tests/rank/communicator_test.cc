@@ -470,6 +470,39 @@ TEST(Communicator, NcclCollectivesOnBothAxesOfA2x2Mesh) {
   CheckCollectives(/*nccl=*/true);
 }
 
+// One GPU (what scripts/gpu-check.sh has): a group of one rank through NCCL, every collective
+// and both dtypes, each giving back its input as a group of one must.
+TEST(Communicator, NcclCollectivesOnOneGpu) {
+  if (!NcclBackendBuilt()) GTEST_SKIP() << "this build has no NCCL backend (no CUDA toolkit/NCCL at configure time)";
+  auto inv = QueryCuda();
+  if (!inv.ok() || inv->devices.empty()) GTEST_SKIP() << "no GPU visible";
+  auto server = StoreServer::Start("127.0.0.1", 0);
+  ASSERT_TRUE(server.ok()) << server.status();
+  RendezvousOptions ro;
+  ro.port = (*server)->port();
+  ro.cuda_device = 0;
+  auto groups = ConnectMeshGroups(ro, {1}, 0);
+  ASSERT_TRUE(groups.ok()) << groups.status();
+  Communicator& g = *(*groups)[0];
+  ASSERT_EQ(g.size(), 1);
+  for (at::ScalarType dtype : {at::kFloat, at::kBFloat16}) {
+    const at::Tensor x = Local(0).to(dtype);
+    at::Tensor sum = x.clone();
+    ASSERT_TRUE(g.AllReduceSum(sum).ok());
+    EXPECT_TRUE(sum.equal(x)) << dtype;
+    auto gathered = g.AllGather(x, 1);
+    ASSERT_TRUE(gathered.ok()) << gathered.status();
+    EXPECT_TRUE(gathered->equal(x)) << dtype;
+    auto scattered = g.ReduceScatter(x, 0);
+    ASSERT_TRUE(scattered.ok()) << scattered.status();
+    EXPECT_TRUE(scattered->equal(x)) << dtype;
+    auto swapped = g.AllToAll(x, 1, 0);
+    ASSERT_TRUE(swapped.ok()) << swapped.status();
+    EXPECT_TRUE(swapped->equal(x)) << dtype;
+  }
+  EXPECT_TRUE(g.Barrier().ok());
+}
+
 TEST(Communicator, NcclWithoutTheBackendOrAGpuIsAClearError) {
   auto server = StoreServer::Start("127.0.0.1", 0);
   ASSERT_TRUE(server.ok()) << server.status();

@@ -8,6 +8,7 @@
 #include "worker/runtime/seed.h"
 #include "worker/local/trainer_factory.h"
 #include "worker/memory/counting_allocator.h"
+#include "worker/memory/device_memory.h"
 
 namespace mapd {
 
@@ -93,9 +94,12 @@ absl::Status TrainLocally(const v1::Graph& graph, const LocalTrainingOptions& op
   if (!trainer.ok()) return trainer.status();
   auto source = MakeSource(graph, options, (*trainer)->executor().device());
   if (!source.ok()) return source.status();
+  const c10::Device device = (*trainer)->executor().device();
+  const int cuda_index = device.is_cuda() ? device.index() : -1;
   for (int64_t i = 0; i < options.training.steps(); ++i) {
     auto batch = (*source)->Next();
     if (!batch.ok()) return batch.status();
+    if (cuda_index >= 0) ResetDevicePeak(cuda_index);
     auto step = (*trainer)->Step(*batch);
     if (!step.ok()) return step.status();
     if (!std::isfinite(step->loss)) {
@@ -103,6 +107,11 @@ absl::Status TrainLocally(const v1::Graph& graph, const LocalTrainingOptions& op
                                                         "; lower the learning rate (--lr) or clip gradients"));
     }
     LocalStep done{step->step, step->loss, step->seconds, step->lr};
+    if (cuda_index >= 0) {
+      const DevicePeak peak = ReadDevicePeak(cuda_index);
+      done.device_peak_allocated = peak.allocated;
+      done.device_peak_reserved = peak.reserved;
+    }
     if (EvaluatesAfter(options.training, step->step)) {
       Trainer& t = **trainer;
       auto eval = MeanEvaluationLoss(graph, options, t.executor().device(), [&t](TensorMap batch) { return t.Evaluate(batch); });

@@ -33,6 +33,10 @@ struct LocalStep {
   double lr = 0;  // the learning rate this step's update used
   bool evaluated = false;  // the model was evaluated after this step (TrainingConfig.eval_every)
   double eval_loss = 0;    // then: the mean loss over the evaluation batches
+  // On a CUDA device (where LibTorch has CUDA): the caching allocator's peaks over this step,
+  // as torch.cuda.max_memory_allocated / max_memory_reserved read them; 0 elsewhere.
+  int64_t device_peak_allocated = 0;
+  int64_t device_peak_reserved = 0;
 };
 
 // Runs `options.training.steps()` steps of `graph` (output 0 is the scalar loss), calling `on_step` after

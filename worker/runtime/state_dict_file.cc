@@ -149,7 +149,9 @@ absl::Status SetInitialWeights(const std::vector<v1::TensorData>& state, v1::Gra
       if (found == nullptr) found = it->second;
     }
     if (found == nullptr) {
-      missing.push_back(p.name());
+      // A buffer the trace carries its values for keeps them: module.state_dict() leaves out
+      // non-persistent buffers (RoPE tables, causal masks), which load_state_dict does not ask for.
+      if (!(p.kind() == v1::Parameter::BUFFER && p.has_data())) missing.push_back(p.name());
       continue;
     }
     const TensorType want = TensorType::FromProto(p.type()), got = TensorType::FromProto(found->type());

@@ -31,7 +31,9 @@ absl::StatusOr<std::vector<v1::TensorData>> ReadStateDict(const std::string& pat
 
 // --init-from: `graph`'s parameters and buffers start from `state` — every one the graph has,
 // under its name or one of its aliases, with its shape, converted to its dtype — carried in the
-// graph (DataRef.inline_data); a trace's constants keep theirs. INVALID_ARGUMENT naming the
+// graph (DataRef.inline_data); a trace's constants keep theirs, and so does a buffer the state
+// dict leaves out whose values the trace carries (PyTorch's non-persistent buffers: RoPE tables,
+// causal masks, which module.state_dict() omits). INVALID_ARGUMENT naming the
 // missing, mis-shaped and unexpected entries (`num_batches_tracked`, which the zoo's batch norms
 // do not keep, is not unexpected).
 absl::Status SetInitialWeights(const std::vector<v1::TensorData>& state, v1::Graph& graph);

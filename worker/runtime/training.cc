@@ -228,6 +228,9 @@ absl::StatusOr<StepResult> Trainer::Step(const TensorMap& batch) {
   MAPD_RETURN_IF_ERROR(optimizer_->Step());
   release_grads();
   MAPD_RETURN_IF_ERROR(executor_->ApplyBufferUpdates(result));
+  // A device that runs asynchronously (CUDA) has only queued the update: reading one element of
+  // a parameter back waits for it, so the step's time is the step's and not the next one's.
+  if (!params.empty() && !params.begin()->second.is_cpu()) (void)params.begin()->second.reshape(-1)[0].item<double>();
   steps_ = step;
   StepResult r;
   r.step = step;
