@@ -37,7 +37,7 @@ LR = 1e-3          # AdamW as MAP's defaults: betas (0.9, 0.999), eps 1e-8, no w
 # AdamW's first steps move every weight by +-lr whatever its gradient's size, so gradients at
 # rounding level decide the sign and two correct runs part (a ResNet-50 under AdamW: PyTorch in
 # fp32 and in fp64 differ by 70% at step 3); momentum's steps are linear in the gradient.
-LOSS_OPTIMIZER, LOSS_LR = "momentum", 1e-2
+LOSS_OPTIMIZER, LOSS_LR = "momentum", 1e-3
 
 
 def mib(b):
@@ -230,10 +230,7 @@ def profile(args):
             f"measured over {TIMED_STEPS} steps after {WARM_STEPS} warm ones (median time, peak over all).\n\n"
             "| case | predicted peak MiB | allocated peak MiB | reserved peak MiB | peak error | predicted ms | "
             "measured ms | time ratio |\n|---|---:|---:|---:|---:|---:|---:|---:|")
-    table = head + "\n" + "\n".join(rows) + "\n"
-    if not args.device.startswith("cuda"):
-        table += "\n(On the CPU PyTorch keeps no allocator peak: the memory columns are for a GPU.)\n"
-    write_outputs(args, table, results)
+    write_outputs(args, head, rows, results, "PyTorch keeps no allocator peak")
 
 
 # ---------------------------------------------------------------- part (b): mapctl run
@@ -258,10 +255,47 @@ def run_mapctl(args, case, tmp):
     return json.loads(out.stdout), f"{time.time() - t0:.0f} s"
 
 
-def pytorch_losses(case, device):
-    step = Step(models.build(case), case, device, optimizer=LOSS_OPTIMIZER, lr=LOSS_LR)
+def pytorch_losses(case, device, dtype=None):
+    """PyTorch's losses under the loss optimizer; dtype float64 (or float32 for a bf16 case): the
+    same training a precision up, whose distance from the case's own is PyTorch's rounding noise."""
+    if dtype is not None:
+        case = dict(case, precision="fp32")
+    module = models.build(case)
+    if dtype is not None:
+        module = module.to(dtype)
+    step = Step(module, case, device, optimizer=LOSS_OPTIMIZER, lr=LOSS_LR)
     x, y = (t.to(device) for t in models.batch(case, case["batch"]))
-    return [step(x, y) for _ in range(LOSS_STEPS)]
+    if dtype is not None and x.is_floating_point():
+        x = x.to(dtype)
+    losses = [step(x, y) for _ in range(LOSS_STEPS)]
+    del step
+    gc.collect()
+    if device.startswith("cuda"):
+        torch.cuda.empty_cache()
+    return losses
+
+
+def distances(a, b):
+    """|a - b| relative to b, the denominator floored at a tenth of the first loss (a loss that
+    falls to nothing makes any relative difference large)."""
+    floor = 0.1 * abs(b[0])
+    return [abs(x - y) / max(abs(y), floor, 1e-12) for x, y in zip(a, b)]
+
+
+def compare_losses(case, device, mine, want, base_tol):
+    """(equal, worst distance, tolerance used). Within base_tol, equal. Else PyTorch is run a
+    precision up (fp64 for fp32, fp32 for bf16) and MAP's losses may be as far from PyTorch's as
+    twice the farthest PyTorch's are from their own a precision up: an ill-conditioned model (a
+    ResNet-50 at initialisation, whose conv1 gradient PyTorch computes 1.5% apart in fp32 and
+    fp64) parts correct runs that far after a step. The first loss, a forward alone, stays held
+    to base_tol in fp32."""
+    worst = max(distances(mine, want))
+    if worst <= base_tol:
+        return True, worst, base_tol
+    first_ok = case["precision"] != "fp32" or distances(mine, want)[0] <= base_tol
+    finer = pytorch_losses(case, device, torch.float64 if case["precision"] == "fp32" else torch.float32)
+    tol = max(base_tol, 2 * max(distances(want, finer)))
+    return first_ok and worst <= tol, worst, tol
 
 
 def run(args):
@@ -286,39 +320,38 @@ def run(args):
             continue
         p = by_case[case["name"]][LOSS_OPTIMIZER]
         want = pytorch_losses(case, args.device)
-        gc.collect()
-        if args.device.startswith("cuda"):
-            torch.cuda.empty_cache()
         steps = got["steps"]
         mine = [s["loss"] for s in steps[:LOSS_STEPS]]
-        worst = max(abs(a - b) / max(abs(b), 1e-12) for a, b in zip(mine, want))
-        equal = worst <= tol[case["precision"]]
+        equal, worst, used = compare_losses(case, args.device, mine, want, tol[case["precision"]])
         failures += 0 if equal else 1
         timed = steps[LOSS_STEPS:] or steps[1:]
         seconds = statistics.median(s["seconds"] for s in timed)
         peak = max((s.get("device_peak_allocated_bytes", 0) for s in timed), default=0)
         results.append({"case": case["name"], "map_losses": mine, "pytorch_losses": want, "worst_relative": worst,
+                        "tolerance": used,
                         "step_seconds": seconds, "peak_allocated_bytes": peak, "prediction": p})
         mem = f"{mib(peak)} | {pct(p['predicted_peak_bytes'], peak)}" if peak else "n/a | n/a"
         rows.append(f"| {case['name']} | {' '.join(f'{v:.4f}' for v in mine)} | {' '.join(f'{v:.4f}' for v in want)} | "
-                    f"{worst:.1e} {'ok' if equal else 'DIFFERENT'} | {mib(p['predicted_peak_bytes'])} | {mem} | "
+                    f"{worst:.1e} {'ok' if equal else 'DIFFERENT'}{f' (noise {used:.1e})' if used > tol[case['precision']] else ''} | {mib(p['predicted_peak_bytes'])} | {mem} | "
                     f"{p['predicted_step_seconds'] * 1e3:.1f} / {seconds * 1e3:.1f} |")
         print(rows[-1], flush=True)
     head = (f"Part (b), `mapctl run --device {args.device}` (MAP's runtime, LibTorch {torch.__version__.split('+')[0]}'s build "
             f"here) on {device_name(args.device)}, from PyTorch's weights and batch: the first {LOSS_STEPS} losses against "
-            f"PyTorch's under SGD with momentum 0.9, lr {LOSS_LR:g} (tolerance fp32 {tol['fp32']:g}, bf16 {tol['bf16']:g} relative), then peak and step time over "
+            f"PyTorch's under SGD with momentum 0.9, lr {LOSS_LR:g} (tolerance fp32 {tol['fp32']:g}, bf16 {tol['bf16']:g} relative — or twice PyTorch's own distance from itself a precision up, shown as noise), then peak and step time over "
             f"{TIMED_STEPS} more steps against `{args.device_type}`'s prediction.\n\n"
             "| case | MAP's losses | PyTorch's losses | worst relative difference | predicted peak MiB | measured peak MiB | "
             "peak error | predicted / measured ms |\n|---|---|---|---|---:|---:|---:|---|")
-    table = head + "\n" + "\n".join(rows) + "\n"
-    if not args.device.startswith("cuda"):
-        table += "\n(On the CPU the runtime reports no device allocator peak: the memory columns are for a GPU.)\n"
-    write_outputs(args, table, results)
+    write_outputs(args, head, rows, results, "the runtime reports no device allocator peak")
     if failures:
         raise SystemExit(f"gpu-check: {failures} case(s) of part (b) failed or gave another loss than PyTorch")
 
 
-def write_outputs(args, table, results):
+def write_outputs(args, head, rows, results, on_cpu):
+    """The table (head, rows, and on the CPU why its memory columns are empty) to stdout and,
+    with --out, to NAME.md beside the results as NAME.json."""
+    table = head + "\n" + "\n".join(rows) + "\n"
+    if not args.device.startswith("cuda"):
+        table += f"\n(On the CPU {on_cpu}: the memory columns are for a GPU.)\n"
     print("\n" + table)
     if args.out:
         os.makedirs(args.out, exist_ok=True)
