@@ -90,7 +90,7 @@ def predict(args):
             for device_type in args.device_type:
                 t0 = time.time()
                 p = plan_one(args.mapctl, traced[key], case, device_type)
-                if case["micro_batches"] == 1 and not case["recompute"]:  # part (b)'s runs: momentum
+                if models.one_device_runtime(case):  # part (b)'s runs: momentum
                     p[LOSS_OPTIMIZER] = plan_one(args.mapctl, traced[key], case, device_type, LOSS_OPTIMIZER)
                 result["device_types"].setdefault(device_type, {})[case["name"]] = p
                 print(f"  {case['name']:<28} on {device_type:<10} {mib(p['predicted_peak_bytes']):>8} MiB "
@@ -304,7 +304,7 @@ def run(args):
     tol = {"fp32": 1e-3, "bf16": 3e-2}
     rows, results, failures = [], [], 0
     for case in selected(args, pred["cases"]):
-        if case["micro_batches"] > 1 or case["recompute"]:
+        if not models.one_device_runtime(case):
             rows.append(f"| {case['name']} | not run: micro-batches and recomputation run on the rank runtime, whose programs "
                         "compute on the CPU (docs/runtime.md) | | | | | | |")
             continue

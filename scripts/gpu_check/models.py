@@ -89,11 +89,15 @@ def build(case):
 
 
 def classes(case):
-    if case["family"] == "gpt":
-        return case["config"]["vocab_size"]
-    if case["family"] == "llama":
+    if case["family"] in ("gpt", "llama"):
         return case["config"]["vocab_size"]
     return case["config"].get("num_classes", 1000)
+
+
+def one_device_runtime(case):
+    """Whether `mapctl run` trains the case on one process (part b): micro-batches and
+    recomputation need the rank runtime, whose programs compute on the CPU."""
+    return case["micro_batches"] == 1 and not case["recompute"]
 
 
 def batch(case, samples, seed=1):
