@@ -158,13 +158,17 @@ absl::StatusOr<std::unique_ptr<MapdServer>> MapdServer::Start(const ServerOption
   quota.SetMaxThreads(options.max_threads);
   builder.SetMaxReceiveMessageSize(static_cast<int>(options.max_message_bytes));
   builder.SetResourceQuota(quota);
+  // The port is this coordinator's alone: gRPC sets SO_REUSEPORT by default, under which a
+  // second mapd on the same port starts too and the kernel splits the clients between them.
+  builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
   builder.AddListeningPort(options.listen, creds, &s->port_);
   builder.RegisterService(s->job_service_.get());
   builder.RegisterService(s->planner_service_.get());
   builder.RegisterService(s->worker_service_.get());
   s->server_ = builder.BuildAndStart();
   if (s->server_ == nullptr || s->port_ == 0) {
-    return absl::UnavailableError(absl::StrCat("cannot listen on ", options.listen, " (in use, or not an address of this machine?)"));
+    return absl::UnavailableError(absl::StrCat("cannot listen on ", options.listen, ": the port is taken (another mapd?) or the host is ",
+                                               "not an address of this machine; give another --listen (port 0: any free one)"));
   }
   if (!options.metrics_listen.empty()) {
     MapdServer* raw = s.get();

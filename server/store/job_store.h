@@ -33,7 +33,9 @@ class JobStore {
 
 std::unique_ptr<JobStore> NewMemoryJobStore();
 
-// Opens (creating if needed) the SQLite database at `path` in WAL mode. Errors name the path.
+// Opens (creating if needed) the SQLite database at `path` in WAL mode, for this process alone: it
+// holds an exclusive lock on `path`.lock while the store is open, and FAILED_PRECONDITION names
+// the other process (its pid) when one holds it. Errors name the path.
 absl::StatusOr<std::unique_ptr<JobStore>> OpenSqliteJobStore(const std::string& path);
 
 }  // namespace mapd

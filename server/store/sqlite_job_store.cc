@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "common/file_lock.h"
 #include "server/store/job_store.h"
 #include "server/store/legacy_spec.h"
 
@@ -26,7 +27,7 @@ auto ParsedInto(std::vector<T>& out) {
 
 class SqliteJobStore : public JobStore {
  public:
-  SqliteJobStore(sqlite3* db, std::string path) : db_(db), path_(std::move(path)) {}
+  SqliteJobStore(sqlite3* db, std::string path, FileLock lock) : db_(db), path_(std::move(path)), lock_(std::move(lock)) {}
   ~SqliteJobStore() override { sqlite3_close(db_); }
 
   absl::Status Init() {
@@ -161,11 +162,23 @@ class SqliteJobStore : public JobStore {
 
   sqlite3* db_;
   std::string path_;
+  FileLock lock_;  // this coordinator's alone (OpenSqliteJobStore)
 };
 
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<JobStore>> OpenSqliteJobStore(const std::string& path) {
+  // One coordinator a store: two would each recover, dispatch and time out the same jobs — every
+  // job run twice, its ranks fenced by neither. SQLite's own locks only serialise the writes.
+  auto lock = FileLock::TryAcquire(path + ".lock", absl::StrCat("the job store ", path));
+  if (!lock.ok()) {
+    if (lock.status().code() != absl::StatusCode::kFailedPrecondition) {
+      return absl::UnavailableError(absl::StrCat("cannot open the job store ", path, ": ", lock.status().message(),
+                                                 " (is the directory there and writable?)"));
+    }
+    return absl::FailedPreconditionError(absl::StrCat(lock.status().message(), " — another mapd serves from it; stop that one, or give this one ",
+                                                      "another --store"));
+  }
   sqlite3* db = nullptr;
   if (sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX, nullptr) != SQLITE_OK) {
     const std::string msg = db != nullptr ? sqlite3_errmsg(db) : "out of memory";
@@ -173,7 +186,7 @@ absl::StatusOr<std::unique_ptr<JobStore>> OpenSqliteJobStore(const std::string& 
     return absl::UnavailableError(absl::StrCat("cannot open the job store ", path, ": ", msg,
                                                " (is the directory there and writable?)"));
   }
-  auto store = std::make_unique<SqliteJobStore>(db, path);
+  auto store = std::make_unique<SqliteJobStore>(db, path, *std::move(lock));
   if (auto st = store->Init(); !st.ok()) return st;
   return std::unique_ptr<JobStore>(std::move(store));
 }

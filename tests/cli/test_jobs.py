@@ -148,6 +148,40 @@ def test_a_restarted_coordinator_lists_every_job(tmp_path):
         stop(proc)
 
 
+def test_ports_and_stores_are_owned_not_shared(tmp_path):
+    """Issue 50: a second mapd on the first's port, or on its store, and a worker on a taken metrics
+    port exit 1 naming what is taken (gRPC and httplib set SO_REUSEPORT by default: both used to
+    start, and the kernel split the clients between them); the first keeps answering."""
+    proc, port = start_mapd(tmp_path / "jobs.db")
+    env = {"MAPD_ADDRESS": f"127.0.0.1:{port}", "MAPD_TOKEN": TOKEN}
+    try:
+        def second(*args, **extra):
+            return subprocess.run(list(args), capture_output=True, text=True, timeout=60,
+                                  env=dict(os.environ, MAPD_TOKEN=TOKEN, MAPD_WORKER_TOKEN=WORKER_TOKEN, **extra))
+        r = second(MAPD, "--listen", f"127.0.0.1:{port}", "--metrics-listen", "127.0.0.1:0")
+        assert r.returncode == 1, r.stdout + r.stderr
+        assert f"cannot listen on 127.0.0.1:{port}: the port is taken" in r.stderr, r.stderr
+        assert "serving on port" not in r.stdout
+        r = second(MAPD, "--listen", "127.0.0.1:0", "--metrics-listen", "127.0.0.1:0", "--store", str(tmp_path / "jobs.db"))
+        assert r.returncode == 1, r.stdout + r.stderr
+        assert f"the job store {tmp_path / 'jobs.db'} is in use by another process (pid {proc.pid})" in r.stderr, r.stderr
+        metrics_port = int(mapd_metrics_port(proc))
+        r = second(MAPD_WORKER, "--coordinator", env["MAPD_ADDRESS"], "--cpu-devices", "1", "--hostname", "w",
+                   "--work-dir", str(tmp_path / "w"), "--metrics-listen", f"127.0.0.1:{metrics_port}", MAPD_CALIBRATION="off")
+        assert r.returncode == 1, r.stdout + r.stderr
+        assert f"port {metrics_port} is taken" in r.stderr, r.stderr
+        assert json.loads(mapctl(env, "jobs", "-o", "json", check=0).stdout) == []  # the first still serves
+    finally:
+        stop(proc)
+
+
+def mapd_metrics_port(proc):
+    """The metrics port a mapd started by start_mapd announced (its second stdout line)."""
+    line = proc.stdout.readline()
+    assert "metrics on http://" in line, line
+    return line.strip().rsplit(":", 1)[1].split("/")[0]
+
+
 def test_workers_register_keep_their_lease_and_are_lost_when_they_stop(tmp_path):
     import time
     import urllib.request

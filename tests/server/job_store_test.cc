@@ -1,5 +1,6 @@
 // The job stores: a write is a job and its event together; a reopened SQLite store gives back
 // every job and event; a taken event number is refused and leaves the job as it was.
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -55,6 +56,27 @@ void ExerciseStore(JobStore& store) {
 TEST(JobStore, MemoryStore) {
   auto store = NewMemoryJobStore();
   ExerciseStore(*store);
+}
+
+// One coordinator a store: a second open while the first holds it is refused, naming the store
+// and the holder's process; once the first closes, the store opens again.
+TEST(JobStore, ASqliteStoreServesOneProcessAtATime) {
+  const std::filesystem::path dir = std::filesystem::temp_directory_path() / ("mapd-store-lock-" + std::to_string(getpid()));
+  std::filesystem::create_directories(dir);
+  const std::string path = (dir / "jobs.db").string();
+  {
+    auto first = OpenSqliteJobStore(path);
+    ASSERT_TRUE(first.ok()) << first.status();
+    auto second = OpenSqliteJobStore(path);  // (flock: another open file conflicts, in this process too)
+    ASSERT_FALSE(second.ok());
+    EXPECT_EQ(second.status().code(), absl::StatusCode::kFailedPrecondition);
+    EXPECT_THAT(std::string(second.status().message()), testing::HasSubstr("the job store " + path + " is in use by another process (pid " +
+                                                                           std::to_string(getpid()) + ")"));
+    EXPECT_THAT(std::string(second.status().message()), testing::HasSubstr("another --store"));
+  }
+  auto reopened = OpenSqliteJobStore(path);
+  EXPECT_TRUE(reopened.ok()) << reopened.status();
+  std::filesystem::remove_all(dir);
 }
 
 TEST(JobStore, SqliteStoreSurvivesReopening) {

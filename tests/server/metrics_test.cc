@@ -14,6 +14,7 @@
 #include <sstream>
 #include <vector>
 
+#include "common/metrics/http_exporter.h"
 #include "server/api/server.h"
 
 namespace mapd {
@@ -108,6 +109,36 @@ std::string Promtool(const std::string& text, int* rc) {
   *rc = p == nullptr ? -1 : pclose(p);
   std::filesystem::remove(file);
   return out;
+}
+
+// A port is one process's: a second coordinator on the first's gRPC port, or a second metrics
+// endpoint on a taken port, does not start (gRPC and httplib set SO_REUSEPORT by default, and the
+// kernel then split the clients between the two), and the error names the port.
+TEST(Metrics, PortsAreOwnedNotShared) {
+  ServerOptions o;
+  o.listen = "127.0.0.1:0";
+  o.metrics_listen = "127.0.0.1:0";
+  o.token = "t";
+  auto first = MapdServer::Start(o);
+  ASSERT_TRUE(first.ok()) << first.status();
+  ServerOptions same_port = o;
+  same_port.listen = "127.0.0.1:" + std::to_string((*first)->port());
+  auto second = MapdServer::Start(same_port);
+  ASSERT_FALSE(second.ok());
+  EXPECT_EQ(second.status().code(), absl::StatusCode::kUnavailable);
+  EXPECT_NE(second.status().message().find("cannot listen on " + same_port.listen + ": the port is taken"), std::string::npos)
+      << second.status();
+  MetricsRegistry registry;
+  const std::string taken = "127.0.0.1:" + std::to_string((*first)->metrics_port());
+  auto exporter = MetricsExporter::Start(taken, &registry, nullptr);
+  ASSERT_FALSE(exporter.ok());
+  EXPECT_NE(exporter.status().message().find("port " + std::to_string((*first)->metrics_port()) + " is taken"), std::string::npos)
+      << exporter.status();
+  // The first still answers on both.
+  httplib::Client client("127.0.0.1", (*first)->metrics_port());
+  auto res = client.Get("/metrics");
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 200);
 }
 
 TEST(Metrics, TheCoordinatorsEndpointPassesPromtool) {

@@ -1,7 +1,5 @@
 #include "worker/calibrate/calibration_cache.h"
 
-#include <fcntl.h>
-#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -20,6 +18,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/strip.h"
 #include "common/file_io.h"
+#include "common/file_lock.h"
 #include "common/version.h"
 
 namespace mapd {
@@ -39,31 +38,6 @@ std::string CpuModel() {
   }
   return "";
 }
-
-// Holds an exclusive flock on a file while alive.
-class FileLock {
- public:
-  static absl::StatusOr<FileLock> Acquire(const std::string& path) {
-    const int fd = open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-    if (fd < 0) return absl::PermissionDeniedError(absl::StrCat("cannot open the calibration lock ", path, ": ", strerror(errno)));
-    while (flock(fd, LOCK_EX) != 0) {
-      if (errno == EINTR) continue;
-      const int err = errno;
-      close(fd);
-      return absl::InternalError(absl::StrCat("cannot lock ", path, ": ", strerror(err)));
-    }
-    return FileLock(fd);
-  }
-  FileLock(FileLock&& other) noexcept : fd_(other.fd_) { other.fd_ = -1; }
-  FileLock& operator=(FileLock&&) = delete;
-  ~FileLock() {
-    if (fd_ >= 0) close(fd_);  // (closing releases the lock)
-  }
-
- private:
-  explicit FileLock(int fd) : fd_(fd) {}
-  int fd_;
-};
 
 // The processes runnable now besides this one: /proc/loadavg's fourth field ("3/412": runnable /
 // all), sampled 5 times over 0.1 s; 0 where it cannot be read. $MAPD_FAKE_RUNNABLE stands in for
@@ -128,7 +102,7 @@ absl::StatusOr<CachedCalibration> LoadOrCalibrate(const std::string& dir, const 
   std::filesystem::create_directories(dir, ec);
   if (ec) return absl::PermissionDeniedError(absl::StrCat("cannot make the calibration cache directory ", dir, ": ", ec.message()));
   chmod(dir.c_str(), 0700);
-  auto lock = FileLock::Acquire(dir + "/host-calibration.lock");
+  auto lock = FileLock::Acquire(dir + "/host-calibration.lock", "the calibration lock");
   if (!lock.ok()) return lock.status();
   CachedCalibration out;
   out.path = dir + "/host-calibration.json";
