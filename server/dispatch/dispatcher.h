@@ -18,7 +18,9 @@
 // Rank 0's process hosts the job's rendezvous store (as torchrun's rank 0 does): the part with
 // rank 0 is sent first; its worker reports the store's address, and the other parts are sent
 // with it.
-// Rank 0's steps are the job's progress. When every worker has finished OK the job SUCCEEDS;
+// Rank 0's steps are the job's progress. When every worker has finished OK — each of its ranks
+// having reported the job's last step first; an earlier end is refused, naming the ranks — the
+// job SUCCEEDS;
 // the first failure stops the other parts and, once they have all ended, FAILS the job with the
 // failing rank's error — or, if a worker was lost meanwhile, is that loss's (below). A job's
 // devices stay taken until its workers say its ranks have ended (or are lost).
@@ -135,6 +137,9 @@ class Dispatcher {
     std::string worker_id;
     v1::RankAssignment assignment;
     bool finished = false;  // its ranks have ended (reported), or its worker was lost
+    // Its ranks that have reported the job's last step: a part whose ranks end OK before every
+    // one of them has is refused (a broken or forged report), and the job goes on.
+    std::set<int32_t> ranks_at_last_step;
   };
   // Where a job the dispatcher runs is. MoveLocked is the one place it changes:
   //   (placed) ──────────────────────────────────────────────► kRunning

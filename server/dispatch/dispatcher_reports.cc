@@ -25,9 +25,11 @@ constexpr int kMaxStepsPerReport = 4096;
 // And evaluations (one per eval_every steps at most; a worker sends each as it comes).
 constexpr int kMaxEvaluationsPerReport = 256;
 
-bool HasRankZero(const v1::RankAssignment& a) {
-  return std::find(a.ranks().begin(), a.ranks().end(), 0) != a.ranks().end();
+bool AssignsRank(const v1::RankAssignment& a, int32_t rank) {
+  return std::find(a.ranks().begin(), a.ranks().end(), rank) != a.ranks().end();
 }
+
+bool HasRankZero(const v1::RankAssignment& a) { return AssignsRank(a, 0); }
 
 // A store address a worker reports: host:port, bounded, printable, no spaces.
 absl::Status CheckStoreAddress(const std::string& address) {
@@ -186,8 +188,24 @@ absl::StatusOr<v1::ReportResponse> Dispatcher::ReportLocked(const v1::ReportRequ
       job.checkpoints.Written(report.checkpoint_step(), part_index, static_cast<int>(job.parts.size()))) {
     CommitCheckpointLocked(id, job, report.checkpoint_step());
   }
+  for (const v1::RankStep& s : report.steps()) {
+    if (s.step() == job.spec.training().steps() && AssignsRank(part->assignment, s.rank())) part->ranks_at_last_step.insert(s.rank());
+  }
   v1::ReportResponse out;
   if (report.finished() && !part->finished) {
+    const bool resumed_at_the_end = part->assignment.resume_step() >= job.spec.training().steps();  // nothing left to train
+    if (report.code() == 0 && !job.stopping() && !resumed_at_the_end &&
+        static_cast<int>(part->ranks_at_last_step.size()) < part->assignment.ranks_size()) {
+      // Ended "OK" before its last step: not a success — its peers train on, and their
+      // collectives fail if these ranks are truly gone (a failure then, handled as one).
+      const std::string why = absl::StrCat("worker ", report.worker_id(), " reported its ranks of job ", id, " finished OK, but ",
+                                           part->assignment.ranks_size() - static_cast<int>(part->ranks_at_last_step.size()), " of its ",
+                                           part->assignment.ranks_size(), " rank(s) never reported the last step (", job.spec.training().steps(),
+                                           "); the report is refused and the job goes on");
+      Defer([this, id, why] { (void)jobs_->Note(id, why); });
+      ReapLocked();
+      return absl::FailedPreconditionError(why);
+    }
     part->finished = true;
     if (report.code() != 0 && !job.stopping()) {
       // Stop the other parts; FAILED or RESTARTING once they have ended (SettleFailureLocked).

@@ -82,6 +82,17 @@ class DispatcherTest : public ::testing::Test {
     r.set_finished(true);
     r.set_code(code);
     r.set_error(error);
+    if (code == 0) {
+      // As a worker whose ranks trained to the end: each reported the last step first (the
+      // dispatcher takes those of this worker's ranks; the loss is the job's last, unchanged).
+      const v1::Job j = *jobs_->Get(job);
+      for (int rank = 0; rank < j.spec().ranks(); ++rank) {
+        v1::RankStep* last = r.add_steps();
+        last->set_rank(rank);
+        last->set_step(j.spec().training().steps());
+        last->set_loss(j.loss());
+      }
+    }
     return dispatcher_->OnReport(r);
   }
   // `worker`'s rank 0 of `job` hosts the rendezvous store at `address`.
@@ -690,6 +701,44 @@ TEST_F(DispatcherTest, AForgedFinishedReportFromAWorkerTheJobDoesNotRunOnIsRefus
   EXPECT_EQ(jobs_->Get(1)->step(), 0);  // no progress taken from it
   const v1::HeartbeatResponse hb = Beat(w1, {1});
   EXPECT_EQ(hb.cancel_job_ids_size(), 0) << "the real ranks go on";
+}
+
+// Issue 50: a worker that runs part of a job and reports its ranks finished OK after 0 of its 10
+// steps — or after 9, or with only one of its two ranks at the last — does not end the job: the
+// report is refused, named in the job's events, and the job goes on; once each of its ranks has
+// reported step 10, the same report is taken and the job succeeds.
+TEST_F(DispatcherTest, AWorkersReportOfAnEndBeforeTheLastStepIsRefusedAndTheJobGoesOn) {
+  const std::string w1 = AddWorker(2);
+  ASSERT_TRUE(jobs_->Submit(Spec(2)).ok());
+  dispatcher_->Tick();
+  ASSERT_EQ(State(1), v1::RUNNING);
+  auto report = [&](std::vector<std::pair<int, int64_t>> steps) {
+    v1::ReportRequest r;
+    r.set_worker_id(w1);
+    r.set_job_id(1);
+    for (auto [rank, step] : steps) {
+      v1::RankStep* s = r.add_steps();
+      s->set_rank(rank);
+      s->set_step(step);
+      s->set_loss(2.0);
+    }
+    r.set_finished(true);
+    return dispatcher_->OnReport(r);
+  };
+  for (const auto& steps : std::vector<std::vector<std::pair<int, int64_t>>>{{}, {{0, 9}, {1, 9}}, {{0, 10}}}) {
+    const auto early = report(steps);
+    EXPECT_EQ(early.status().code(), absl::StatusCode::kFailedPrecondition) << early.status();
+    EXPECT_NE(early.status().message().find("never reported the last step (10); the report is refused and the job goes on"), std::string::npos)
+        << early.status();
+    dispatcher_->Tick();
+    EXPECT_EQ(State(1), v1::RUNNING);
+    EXPECT_EQ(Beat(w1, {1}).cancel_job_ids_size(), 0) << "its ranks are not stopped";
+  }
+  EXPECT_NE(Messages(1).back().find("worker " + w1 + " reported its ranks of job 1 finished OK, but 1 of its 2 rank(s)"), std::string::npos)
+      << Messages(1).back();
+  const auto done = report({{1, 10}});  // rank 0's step 10 was taken above
+  ASSERT_TRUE(done.ok()) << done.status();
+  EXPECT_EQ(State(1), v1::SUCCEEDED);
 }
 
 TEST_F(DispatcherTest, ForgedCheckpointAndStepReportsCountForNothing) {
