@@ -10,6 +10,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/metrics/build_info.h"
+#include "server/api/event_log.h"
 #include "server/jobs/admission.h"
 
 namespace mapd {
@@ -74,6 +75,7 @@ absl::StatusOr<std::unique_ptr<MapdServer>> MapdServer::Start(const ServerOption
   if (!jobs.ok()) return jobs.status();
   s->jobs_ = *std::move(jobs);
   s->jobs_->SetSpecLimits(options.spec_limits);
+  s->jobs_->SetEventSink(LogJobEvent);  // every lifecycle event as one line of mapd's log
   // Metrics (DESIGN §10): what the coordinator knows; steps, throughput and measured memory come
   // from the workers' endpoints.
   MetricsRegistry& m = s->metrics_;
@@ -182,7 +184,9 @@ absl::StatusOr<std::unique_ptr<MapdServer>> MapdServer::Start(const ServerOption
   s->lease_thread_ = std::thread([raw, period, retention = options.retention, prune_every = options.prune_period_seconds] {
     absl::Time next_prune = absl::Now();
     do {
-      raw->workers_->ExpireLeases();
+      for (const std::string& lost : raw->workers_->ExpireLeases()) {
+        LogLine("worker_lost", {{"worker", lost}, {"message", "no heartbeat within its lease; its jobs' parts are lost"}});
+      }
       if (absl::Now() >= next_prune) {
         next_prune = absl::Now() + absl::Seconds(prune_every);
         if (auto pruned = raw->jobs_->PruneFinished(retention); !pruned.ok()) {

@@ -41,7 +41,7 @@ absl::StatusOr<std::unique_ptr<JobManager>> JobManager::Create(JobStore* store, 
   return m;
 }
 
-absl::StatusOr<v1::Job> JobManager::Record(v1::Job job, v1::JobEvent event) {
+absl::StatusOr<v1::Job> JobManager::Record(v1::Job job, v1::JobEvent event, bool lifecycle) {
   const double now = clock_->NowUnixSeconds();
   job.set_updated_unix_seconds(now);
   event.set_job_id(job.id());
@@ -49,6 +49,7 @@ absl::StatusOr<v1::Job> JobManager::Record(v1::Job job, v1::JobEvent event) {
   event.set_unix_seconds(now);
   event.set_state(job.state());
   if (auto st = store_->Write(job, event); !st.ok()) return st;
+  if (lifecycle && sink_) sink_(job, event);
   last_seq_[job.id()] = event.seq();
   jobs_[job.id()] = job;
   return job;
@@ -295,7 +296,7 @@ absl::StatusOr<v1::Job> JobManager::ReportProgress(int64_t id, const JobProgress
   event.set_items_per_second(p.items_per_second);
   event.set_peak_bytes(p.peak_bytes);
   event.set_lr(p.lr);
-  return Record(std::move(job), std::move(event));
+  return Record(std::move(job), std::move(event), /*lifecycle=*/false);
 }
 
 absl::StatusOr<v1::Job> JobManager::ReportEvaluation(int64_t id, const v1::Evaluation& evaluation) {
@@ -306,7 +307,7 @@ absl::StatusOr<v1::Job> JobManager::ReportEvaluation(int64_t id, const v1::Evalu
   event.set_message(absl::StrFormat("eval after step %d: loss %.4f (%d batch%s, no gradients)", evaluation.step(), evaluation.loss(),
                                     evaluation.batches(), evaluation.batches() == 1 ? "" : "es"));
   *event.mutable_evaluation() = evaluation;
-  return Record(std::move(job), std::move(event));
+  return Record(std::move(job), std::move(event), /*lifecycle=*/false);
 }
 
 absl::StatusOr<std::vector<v1::JobEvent>> JobManager::WaitForEvents(int64_t id, int64_t after_seq, double timeout_seconds) const {

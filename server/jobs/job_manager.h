@@ -71,6 +71,11 @@ class JobManager {
   // Runs before a job is queued, outside the manager's lock (planning takes time). None: every
   // valid spec is queued.
   void SetAdmission(AdmissionFn admission) { admission_ = std::move(admission); }
+  // Called, under the manager's lock, with each lifecycle event as it is recorded — a
+  // submission, a note (placement, failure, resume, a refused report), a state change — not the
+  // per-step progress or evaluations (mapd logs them: event_log.h). Set before calls begin.
+  using EventSinkFn = std::function<void(const v1::Job&, const v1::JobEvent&)>;
+  void SetEventSink(EventSinkFn sink) { sink_ = std::move(sink); }
   // What a submitted spec may ask for (default: SpecLimits' defaults).
   void SetSpecLimits(const SpecLimits& limits) { limits_ = limits; }
 
@@ -134,13 +139,15 @@ class JobManager {
  private:
   JobManager(JobStore* store, Clock* clock) : store_(store), clock_(clock) {}
   // Writes the job with a new event (seq = last + 1) and keeps it. Requires mu_.
-  absl::StatusOr<v1::Job> Record(v1::Job job, v1::JobEvent event) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // `lifecycle`: the event goes to the sink too.
+  absl::StatusOr<v1::Job> Record(v1::Job job, v1::JobEvent event, bool lifecycle = true) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // A copy of RUNNING job `id`; NOT_FOUND, or FAILED_PRECONDITION saying "only a RUNNING job `does`".
   absl::StatusOr<v1::Job> RunningJobLocked(int64_t id, absl::string_view does) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   JobStore* store_;
   Clock* clock_;
   AdmissionFn admission_;
+  EventSinkFn sink_;
   mutable absl::Mutex mu_;
   std::map<int64_t, v1::Job> jobs_ ABSL_GUARDED_BY(mu_);
   std::map<int64_t, int64_t> last_seq_ ABSL_GUARDED_BY(mu_);

@@ -13,6 +13,7 @@
 
 #include "common/file_io.h"
 #include "planner/profile/device_profile.h"
+#include "server/api/event_log.h"
 #include "server/jobs/job_spec.h"
 
 namespace mapd {
@@ -24,6 +25,33 @@ v1::JobSpec Spec() {
   s.mutable_training()->set_steps(10);
   s.set_ranks(2);
   return s;
+}
+
+// mapd's log (event_log.h): the sink sees a job's lifecycle — submission, notes, state changes —
+// and not its per-step progress; each becomes one logfmt line that quotes what needs quoting.
+TEST(JobManager, LifecycleEventsGoToTheSinkAsOneLogLineEach) {
+  auto store = NewMemoryJobStore();
+  FakeClock clock;
+  auto m = JobManager::Create(store.get(), &clock);
+  ASSERT_TRUE(m.ok()) << m.status();
+  std::vector<std::string> lines;
+  (*m)->SetEventSink([&](const v1::Job& job, const v1::JobEvent& event) {
+    lines.push_back(LogfmtLine(1796659200.25, "job", {{"job", std::to_string(job.id())}, {"state", v1::JobState_Name(job.state())},
+                                                      {"message", event.message()}}));
+  });
+  ASSERT_TRUE((*m)->Submit(Spec()).ok());
+  ASSERT_TRUE((*m)->Transition(1, v1::PLANNING, "planning").ok());
+  ASSERT_TRUE((*m)->Transition(1, v1::RUNNING, "placed on w-1 (rank 0-1)").ok());
+  JobProgress p;
+  p.step = 1;
+  p.loss = 2.5;
+  ASSERT_TRUE((*m)->ReportProgress(1, p).ok());  // progress: in the job's events, not the log
+  ASSERT_TRUE((*m)->Note(1, "worker w-1 said \"done\"\nearly").ok());
+  ASSERT_EQ(lines.size(), 4u);
+  EXPECT_EQ(lines[0].rfind("time=2026-12-07T16:00:00.250Z kind=job job=1 state=PENDING message=\"submitted: ", 0), 0u) << lines[0];
+  EXPECT_EQ(lines[2], "time=2026-12-07T16:00:00.250Z kind=job job=1 state=RUNNING message=\"placed on w-1 (rank 0-1)\"");
+  EXPECT_EQ(lines[3], "time=2026-12-07T16:00:00.250Z kind=job job=1 state=RUNNING message=\"worker w-1 said \\\"done\\\"\\nearly\"");
+  EXPECT_EQ(LogfmtLine(0, "worker_lost", {{"worker", "w-2"}}), "time=1970-01-01T00:00:00.000Z kind=worker_lost worker=w-2");
 }
 
 TEST(JobManager, SubmitValidatesAndQueues) {
