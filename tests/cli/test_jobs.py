@@ -17,11 +17,14 @@ GPT = "gpt2:layers=2,hidden=32,heads=4,vocab=64,seq=8,batch=4"
 
 def start_mapd(store, *flags, listen="127.0.0.1:0"):
     assert MAPD and os.path.exists(MAPD), "set MAPD to the mapd binary (ctest does)"
+    # mapd's log (a line per job event) to a file beside the store: a pipe no one reads would fill
+    # and stall it.
+    log = open(os.path.join(os.path.dirname(str(store)), "mapd.log"), "a")
     proc = subprocess.Popen([MAPD, "--listen", listen, "--metrics-listen", "127.0.0.1:0", "--store", str(store), *flags],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            stdout=subprocess.PIPE, stderr=log, text=True,
                             env=dict(os.environ, MAPD_TOKEN=TOKEN, MAPD_WORKER_TOKEN=WORKER_TOKEN))
     line = proc.stdout.readline()
-    assert "serving on port" in line, line + proc.stderr.read()
+    assert "serving on port" in line, line + open(log.name).read()
     return proc, int(line.split("serving on port ")[1].split()[0])
 
 
@@ -442,6 +445,12 @@ def test_a_job_whose_worker_is_lost_resumes_from_its_checkpoint(tmp_path):
         assert (ckpt / "job-1" / "LATEST").read_text() == str(RESTART_STEPS)
     finally:
         stop_all(proc, workers)
+    # mapd's log tells the story a line each (issue 50): the submission, the placement, the
+    # lost worker, the restart and resume, the success.
+    log = (tmp_path / "mapd.log").read_text().splitlines()
+    for kind, words in [("job", "state=PENDING"), ("job", 'message="running on'), ("worker_lost", "worker=w-2"),
+                        ("job", "state=RESTARTING"), ("job", "resumed from the checkpoint of step"), ("job", "state=SUCCEEDED")]:
+        assert any(f" kind={kind} " in line and words in line for line in log), (kind, words, "\n".join(log))
 
 
 def test_a_pipeline_job_runs_across_two_workers_and_resumes_when_one_is_lost(tmp_path):

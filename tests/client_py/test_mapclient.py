@@ -75,12 +75,15 @@ def run_script(venv, tmp_path, code, *, env=None, timeout=120, check=True):
 
 
 def start_mapd(store, *flags, listen="127.0.0.1:0"):
+    # mapd's log (a line per job event) to a file beside the store: a pipe no one reads would fill
+    # and stall it.
+    log = open(os.path.join(os.path.dirname(str(store)), "mapd.log"), "a")
     proc = subprocess.Popen([MAPD, "--listen", listen, "--metrics-listen", "127.0.0.1:0", "--store", str(store),
                              "--lease-seconds", "2", "--heartbeat-seconds", "0.25", *flags],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            stdout=subprocess.PIPE, stderr=log, text=True,
                             env=dict(os.environ, MAPD_TOKEN=TOKEN, MAPD_WORKER_TOKEN=WORKER_TOKEN))
     line = proc.stdout.readline()
-    assert "serving on port" in line, line + proc.stderr.read()
+    assert "serving on port" in line, line + open(log.name).read()
     return proc, int(line.split("serving on port ")[1].split()[0])
 
 
