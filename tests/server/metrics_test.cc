@@ -111,14 +111,20 @@ std::string Promtool(const std::string& text, int* rc) {
   return out;
 }
 
-// A port is one process's: a second coordinator on the first's gRPC port, or a second metrics
-// endpoint on a taken port, does not start (gRPC and httplib set SO_REUSEPORT by default, and the
-// kernel then split the clients between the two), and the error names the port.
-TEST(Metrics, PortsAreOwnedNotShared) {
+// A coordinator on loopback with its metrics endpoint, both on ports it picks.
+ServerOptions LoopbackOptions() {
   ServerOptions o;
   o.listen = "127.0.0.1:0";
   o.metrics_listen = "127.0.0.1:0";
   o.token = "t";
+  return o;
+}
+
+// A port is one process's: a second coordinator on the first's gRPC port, or a second metrics
+// endpoint on a taken port, does not start (gRPC and httplib set SO_REUSEPORT by default, and the
+// kernel then split the clients between the two), and the error names the port.
+TEST(Metrics, PortsAreOwnedNotShared) {
+  const ServerOptions o = LoopbackOptions();
   auto first = MapdServer::Start(o);
   ASSERT_TRUE(first.ok()) << first.status();
   ServerOptions same_port = o;
@@ -142,10 +148,7 @@ TEST(Metrics, PortsAreOwnedNotShared) {
 }
 
 TEST(Metrics, TheCoordinatorsEndpointPassesPromtool) {
-  ServerOptions o;
-  o.listen = "127.0.0.1:0";
-  o.metrics_listen = "127.0.0.1:0";
-  o.token = "t";
+  const ServerOptions o = LoopbackOptions();
   auto server = MapdServer::Start(o);
   ASSERT_TRUE(server.ok()) << server.status();
   v1::JobSpec spec;
