@@ -140,6 +140,7 @@ class Dispatcher {
     // Its ranks that have reported the job's last step: a part whose ranks end OK before every
     // one of them has is refused (a broken or forged report), and the job goes on.
     std::set<int32_t> ranks_at_last_step;
+    bool early_end_noted = false;  // such a refusal is in the job's events (once a part)
   };
   // Where a job the dispatcher runs is. MoveLocked is the one place it changes:
   //   (placed) ──────────────────────────────────────────────► kRunning

@@ -202,7 +202,8 @@ absl::StatusOr<v1::ReportResponse> Dispatcher::ReportLocked(const v1::ReportRequ
                                            part->assignment.ranks_size() - static_cast<int>(part->ranks_at_last_step.size()), " of its ",
                                            part->assignment.ranks_size(), " rank(s) never reported the last step (", job.spec.training().steps(),
                                            "); the report is refused and the job goes on");
-      Defer([this, id, why] { (void)jobs_->Note(id, why); });
+      if (!part->early_end_noted) Defer([this, id, why] { (void)jobs_->Note(id, why); });  // once: a worker cannot flood the history
+      part->early_end_noted = true;
       ReapLocked();
       return absl::FailedPreconditionError(why);
     }
