@@ -22,10 +22,15 @@ void Dispatcher::LoseLocked(int64_t id, ActiveJob& job, const std::string& why) 
   const int64_t committed = job.checkpoints.committed();
   const bool can_restart = !options_.checkpoint_dir.empty() && committed > 0 && job.restarts < options_.max_restarts;
   if (!can_restart) {
+    // Which case applies, said in the job's error: without shared storage the checkpoints were
+    // on each worker's own disk, and the lost worker's shards went with it.
     FailLocked(id, job,
-               absl::StrCat(why, options_.checkpoint_dir.empty() ? ""
+               absl::StrCat(why, options_.checkpoint_dir.empty()
+                                     ? "; the job cannot resume: this coordinator has no shared checkpoint storage, so its checkpoints "
+                                       "were on each worker's own disk and the lost worker's shards are gone (start mapd with "
+                                       "--checkpoint-dir on storage every worker reaches, and jobs resume after a lost worker)"
                                  : committed == 0 ? " (no checkpoint committed yet to restart from)"
-                                                           : absl::StrCat(" (restarted ", job.restarts, " time(s) already)")));
+                                                  : absl::StrCat(" (restarted ", job.restarts, " time(s) already)")));
     return;
   }
   MoveLocked(id, job, Phase::kRestarting);

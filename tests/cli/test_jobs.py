@@ -356,6 +356,9 @@ def test_jobs_run_on_two_workers_are_cancelled_and_fail_when_a_worker_is_lost(tm
         assert mapctl(env, "watch", "3", check=None).returncode == 1
         got = json.loads(mapctl(env, "get", "3", "-o", "json", check=0).stdout)
         assert got["state"] == "FAILED" and "worker w-2 was lost" in got["error"], got
+        # Which case applies (issue 50): no shared storage, so the checkpoints went with the worker.
+        assert "the job cannot resume: this coordinator has no shared checkpoint storage" in got["error"], got
+        assert "--checkpoint-dir" in got["error"], got
         deadline = time.time() + 20
         while time.time() < deadline and sample(scrape(workers[0][1]), "mapd_worker_ranks_running") != 0:
             time.sleep(0.3)

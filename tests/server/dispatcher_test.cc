@@ -416,6 +416,8 @@ TEST_F(DispatcherTest, PlanningANewJobDoesNotDelayNoticingALostWorker) {
   dispatcher_->Watch();
   EXPECT_EQ(State(1), v1::FAILED);
   EXPECT_NE(jobs_->Get(1)->error().find("worker " + w1 + " was lost"), std::string::npos) << jobs_->Get(1)->error();
+  EXPECT_NE(jobs_->Get(1)->error().find("the lost worker's shards are gone (start mapd with --checkpoint-dir"), std::string::npos)
+      << jobs_->Get(1)->error();
   EXPECT_EQ(State(2), v1::PLANNING);
   release.Notify();
   starter.join();
