@@ -1,0 +1,118 @@
+// The job's secret in front of its rendezvous store (docs/runtime.md "The rendezvous store's
+// secret"). c10d's TCPStore takes any connection: anyone who reaches rank 0's port could read and
+// write the keys a job's ranks meet by (and so join its process groups or stall them). Under a
+// coordinator, each job's ranks get a secret with their assignment; rank 0's store then listens
+// on loopback only, and the port its peers are told is a StoreGate's, which lets a connection
+// through to the store only after it has presented the secret. A peer's TCPStore client connects
+// to a StoreTunnel on its own loopback, which presents the secret for it — so the store and its
+// clients stay LibTorch's, whatever its version, and the gate is a byte relay once a connection
+// is through. The secret authenticates; it does not encrypt (as the coordinator's bearer tokens
+// without TLS).
+//
+// Handshake, client to gate: the 8 bytes "MAPDSTR1", then the secret (kStoreSecretChars
+// characters); the gate answers one byte, 'Y' (then relays both ways) or 'N' (then closes). A
+// connection that has not sent it within the handshake timeout is closed.
+#ifndef MAPD_WORKER_TRANSPORT_STORE_GATE_H_
+#define MAPD_WORKER_TRANSPORT_STORE_GATE_H_
+
+#include <atomic>
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/status/statusor.h"
+
+namespace mapd {
+
+// A secret's length: 32 hexadecimal characters (128 random bits).
+inline constexpr int kStoreSecretChars = 32;
+
+// A fresh secret from the kernel's random source (getrandom).
+absl::StatusOr<std::string> NewStoreSecret();
+
+// INVALID_ARGUMENT unless `secret` is kStoreSecretChars hexadecimal characters.
+absl::Status CheckStoreSecret(const std::string& secret);
+
+struct StoreGateLimits {
+  std::chrono::milliseconds handshake_timeout{5000};  // to send the handshake, once connected
+  int max_connections = 1024;  // open at once, through or not (a job's ranks need ~2 each)
+};
+
+// Connections and the threads relaying them (one each); closes them all when destroyed.
+class RelaySet {
+ public:
+  ~RelaySet() { Stop(); }
+  // On a thread of its own: opens the far side for `client` (`open_far` returns its socket, or
+  // -1 to turn the client away), then relays bytes both ways until both directions end. The
+  // sockets are owned from now on.
+  void Run(int client, std::function<int(int client)> open_far);
+  // Stops: shuts every socket down and joins the threads.
+  void Stop();
+  int open() const { return open_.load(); }  // connections not yet ended
+
+ private:
+  void Track(int fd);
+  void Forget(int fd);
+  std::mutex mu_;
+  std::vector<std::thread> threads_;
+  std::vector<int> sockets_;
+  std::atomic<int> open_{0};
+  bool stopped_ = false;
+};
+
+// Rank 0's side: listens on `host` (port 0: any free one) and lets a connection through to the
+// store on 127.0.0.1:`store_port` once it has presented `secret`.
+class StoreGate {
+ public:
+  static absl::StatusOr<std::unique_ptr<StoreGate>> Start(const std::string& host, int store_port, const std::string& secret,
+                                                         StoreGateLimits limits = {});
+  ~StoreGate();
+  int port() const { return port_; }
+  int refused() const { return refused_.load(); }  // connections turned away (wrong secret, silence, too many)
+
+ private:
+  StoreGate() = default;
+  void AcceptLoop();
+  int Handshake(int client);  // the store's socket for a client that presented the secret; else -1
+
+  int listen_fd_ = -1;
+  int port_ = 0;
+  int store_port_ = 0;
+  std::string secret_;
+  StoreGateLimits limits_;
+  std::atomic<bool> stop_{false};
+  std::atomic<int> refused_{0};
+  std::thread accept_thread_;
+  RelaySet relays_;
+};
+
+// A peer's side: listens on 127.0.0.1 (any free port) for its own TCPStore client and carries
+// each connection to the gate at `host`:`port`, presenting `secret` first. A connection the gate
+// refuses is closed (the client's calls then fail).
+class StoreTunnel {
+ public:
+  static absl::StatusOr<std::unique_ptr<StoreTunnel>> Start(const std::string& host, int port, const std::string& secret);
+  ~StoreTunnel();
+  int port() const { return port_; }  // on 127.0.0.1
+
+ private:
+  StoreTunnel() = default;
+  void AcceptLoop();
+
+  int listen_fd_ = -1;
+  int port_ = 0;
+  std::string host_;
+  int gate_port_ = 0;
+  std::string secret_;
+  std::atomic<bool> stop_{false};
+  std::thread accept_thread_;
+  RelaySet relays_;
+};
+
+}  // namespace mapd
+
+#endif  // MAPD_WORKER_TRANSPORT_STORE_GATE_H_
