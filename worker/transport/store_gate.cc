@@ -10,6 +10,10 @@
 
 #include <cerrno>
 #include <cstring>
+#include <functional>
+#include <mutex>
+#include <thread>
+#include <vector>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/escaping.h"
@@ -163,13 +167,81 @@ absl::Status CheckStoreSecret(const std::string& secret) {
   return absl::OkStatus();
 }
 
-void RelaySet::Track(int fd) {
+// Connections accepted on a listening socket, each relayed on a thread of its own to the far side
+// `open_far` opens for it (-1: turned away), at most `max_connections` at once; destroying it
+// stops the accepting, shuts every socket down and joins the threads.
+class RelayListener {
+ public:
+  using OpenFar = std::function<int(int client)>;
+  static absl::StatusOr<std::unique_ptr<RelayListener>> Start(const std::string& host, OpenFar open_far, int max_connections) {
+    std::unique_ptr<RelayListener> l(new RelayListener(std::move(open_far), max_connections));
+    auto fd = Listen(host, 0, &l->port_);
+    if (!fd.ok()) return fd.status();
+    l->listen_fd_ = *fd;
+    l->accept_thread_ = std::thread([raw = l.get()] { raw->AcceptLoop(); });
+    return l;
+  }
+  ~RelayListener();
+  int port() const { return port_; }
+  int turned_away() const { return turned_away_.load(); }  // past max_connections
+
+ private:
+  RelayListener(OpenFar open_far, int max_connections) : open_far_(std::move(open_far)), max_connections_(max_connections) {}
+  void AcceptLoop();
+  void Relay(int client);  // on a thread of its own
+  void Track(int fd);
+  void Forget(int fd);
+
+  OpenFar open_far_;
+  const int max_connections_;
+  int listen_fd_ = -1;
+  int port_ = 0;
+  std::atomic<bool> stop_{false};
+  std::atomic<int> turned_away_{0};
+  std::atomic<int> open_{0};  // connections not yet ended
+  std::thread accept_thread_;
+  std::mutex mu_;
+  std::vector<std::thread> threads_;
+  std::vector<int> sockets_;
+  bool stopped_ = false;
+};
+
+void RelayListener::AcceptLoop() {
+  while (!stop_) {
+    pollfd p{listen_fd_, POLLIN, 0};
+    if (poll(&p, 1, 100) <= 0) continue;  // (a tenth of a second: how soon a stop is seen)
+    const int client = accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
+    if (client < 0) continue;
+    if (open_.load() >= max_connections_) {
+      ++turned_away_;
+      close(client);
+      continue;
+    }
+    Track(client);
+    ++open_;
+    std::lock_guard<std::mutex> lock(mu_);
+    threads_.emplace_back([this, client] { Relay(client); });
+  }
+}
+
+void RelayListener::Relay(int client) {
+  const int far = open_far_(client);
+  if (far >= 0) {
+    Track(far);
+    Pump(client, far);
+    Forget(far);
+  }
+  Forget(client);
+  --open_;
+}
+
+void RelayListener::Track(int fd) {
   std::lock_guard<std::mutex> lock(mu_);
   sockets_.push_back(fd);
   if (stopped_) shutdown(fd, SHUT_RDWR);
 }
 
-void RelaySet::Forget(int fd) {
+void RelayListener::Forget(int fd) {
   std::lock_guard<std::mutex> lock(mu_);
   for (int& s : sockets_) {
     if (s == fd) s = -1;
@@ -177,23 +249,9 @@ void RelaySet::Forget(int fd) {
   close(fd);
 }
 
-void RelaySet::Run(int client, std::function<int(int)> open_far) {
-  Track(client);
-  ++open_;
-  std::lock_guard<std::mutex> lock(mu_);
-  threads_.emplace_back([this, client, open_far = std::move(open_far)] {
-    const int far = open_far(client);
-    if (far >= 0) {
-      Track(far);
-      Pump(client, far);
-      Forget(far);
-    }
-    Forget(client);
-    --open_;
-  });
-}
-
-void RelaySet::Stop() {
+RelayListener::~RelayListener() {
+  stop_ = true;
+  if (accept_thread_.joinable()) accept_thread_.join();
   std::vector<std::thread> threads;
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -204,6 +262,7 @@ void RelaySet::Stop() {
     threads.swap(threads_);
   }
   for (std::thread& t : threads) t.join();
+  if (listen_fd_ >= 0) close(listen_fd_);
 }
 
 absl::StatusOr<std::unique_ptr<StoreGate>> StoreGate::Start(const std::string& host, int store_port, const std::string& secret,
@@ -213,34 +272,15 @@ absl::StatusOr<std::unique_ptr<StoreGate>> StoreGate::Start(const std::string& h
   g->store_port_ = store_port;
   g->secret_ = secret;
   g->limits_ = limits;
-  auto fd = Listen(host, 0, &g->port_);
-  if (!fd.ok()) return fd.status();
-  g->listen_fd_ = *fd;
-  g->accept_thread_ = std::thread([raw = g.get()] { raw->AcceptLoop(); });
+  auto listener = RelayListener::Start(host, [raw = g.get()](int client) { return raw->Handshake(client); }, limits.max_connections);
+  if (!listener.ok()) return listener.status();
+  g->listener_ = *std::move(listener);
   return g;
 }
 
-StoreGate::~StoreGate() {
-  stop_ = true;
-  if (accept_thread_.joinable()) accept_thread_.join();
-  relays_.Stop();
-  if (listen_fd_ >= 0) close(listen_fd_);
-}
-
-void StoreGate::AcceptLoop() {
-  while (!stop_) {
-    pollfd p{listen_fd_, POLLIN, 0};
-    if (poll(&p, 1, 100) <= 0) continue;  // (a tenth of a second: how soon a stop is seen)
-    const int client = accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
-    if (client < 0) continue;
-    if (relays_.open() >= limits_.max_connections) {
-      ++refused_;
-      close(client);
-      continue;
-    }
-    relays_.Run(client, [this](int c) { return Handshake(c); });
-  }
-}
+StoreGate::~StoreGate() = default;
+int StoreGate::port() const { return listener_->port(); }
+int StoreGate::refused() const { return refused_.load() + listener_->turned_away(); }
 
 int StoreGate::Handshake(int client) {
   SetReceiveTimeout(client, limits_.handshake_timeout);
@@ -266,40 +306,28 @@ absl::StatusOr<std::unique_ptr<StoreTunnel>> StoreTunnel::Start(const std::strin
   t->host_ = host;
   t->gate_port_ = port;
   t->secret_ = secret;
-  auto fd = Listen("127.0.0.1", 0, &t->port_);
-  if (!fd.ok()) return fd.status();
-  t->listen_fd_ = *fd;
-  t->accept_thread_ = std::thread([raw = t.get()] { raw->AcceptLoop(); });
+  // (One client a rank: the limit only bounds a misbehaving one.)
+  auto listener = RelayListener::Start("127.0.0.1", [raw = t.get()](int) { return raw->OpenGate(); }, StoreGateLimits().max_connections);
+  if (!listener.ok()) return listener.status();
+  t->listener_ = *std::move(listener);
   return t;
 }
 
-StoreTunnel::~StoreTunnel() {
-  stop_ = true;
-  if (accept_thread_.joinable()) accept_thread_.join();
-  relays_.Stop();
-  if (listen_fd_ >= 0) close(listen_fd_);
-}
+StoreTunnel::~StoreTunnel() = default;
+int StoreTunnel::port() const { return listener_->port(); }
 
-void StoreTunnel::AcceptLoop() {
-  while (!stop_) {
-    pollfd p{listen_fd_, POLLIN, 0};
-    if (poll(&p, 1, 100) <= 0) continue;
-    const int client = accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
-    if (client < 0) continue;
-    relays_.Run(client, [this](int) {
-      const int gate = Dial(host_, gate_port_);
-      if (gate < 0) return -1;
-      const std::string hello = std::string(kMagic, kMagicBytes) + secret_;
-      char answer = 0;
-      SetReceiveTimeout(gate, std::chrono::milliseconds(30000));
-      if (!WriteAll(gate, hello.data(), hello.size()) || !ReadAll(gate, &answer, 1) || answer != 'Y') {
-        close(gate);
-        return -1;
-      }
-      SetReceiveTimeout(gate, std::chrono::milliseconds(0));
-      return gate;
-    });
+int StoreTunnel::OpenGate() {
+  const int gate = Dial(host_, gate_port_);
+  if (gate < 0) return -1;
+  const std::string hello = std::string(kMagic, kMagicBytes) + secret_;
+  char answer = 0;
+  SetReceiveTimeout(gate, std::chrono::milliseconds(30000));
+  if (!WriteAll(gate, hello.data(), hello.size()) || !ReadAll(gate, &answer, 1) || answer != 'Y') {
+    close(gate);
+    return -1;
   }
+  SetReceiveTimeout(gate, std::chrono::milliseconds(0));
+  return gate;
 }
 
 }  // namespace mapd

@@ -17,12 +17,8 @@
 
 #include <atomic>
 #include <chrono>
-#include <functional>
 #include <memory>
-#include <mutex>
 #include <string>
-#include <thread>
-#include <vector>
 
 #include "absl/status/statusor.h"
 
@@ -42,27 +38,8 @@ struct StoreGateLimits {
   int max_connections = 1024;  // open at once, through or not (a job's ranks need ~2 each)
 };
 
-// Connections and the threads relaying them (one each); closes them all when destroyed.
-class RelaySet {
- public:
-  ~RelaySet() { Stop(); }
-  // On a thread of its own: opens the far side for `client` (`open_far` returns its socket, or
-  // -1 to turn the client away), then relays bytes both ways until both directions end. The
-  // sockets are owned from now on.
-  void Run(int client, std::function<int(int client)> open_far);
-  // Stops: shuts every socket down and joins the threads.
-  void Stop();
-  int open() const { return open_.load(); }  // connections not yet ended
-
- private:
-  void Track(int fd);
-  void Forget(int fd);
-  std::mutex mu_;
-  std::vector<std::thread> threads_;
-  std::vector<int> sockets_;
-  std::atomic<int> open_{0};
-  bool stopped_ = false;
-};
+// A listening socket whose connections are relayed to a far side (store_gate.cc).
+class RelayListener;
 
 // Rank 0's side: listens on `host` (port 0: any free one) and lets a connection through to the
 // store on 127.0.0.1:`store_port` once it has presented `secret`.
@@ -71,23 +48,18 @@ class StoreGate {
   static absl::StatusOr<std::unique_ptr<StoreGate>> Start(const std::string& host, int store_port, const std::string& secret,
                                                          StoreGateLimits limits = {});
   ~StoreGate();
-  int port() const { return port_; }
-  int refused() const { return refused_.load(); }  // connections turned away (wrong secret, silence, too many)
+  int port() const;
+  int refused() const;  // connections turned away (wrong secret, silence, too many)
 
  private:
   StoreGate() = default;
-  void AcceptLoop();
   int Handshake(int client);  // the store's socket for a client that presented the secret; else -1
 
-  int listen_fd_ = -1;
-  int port_ = 0;
   int store_port_ = 0;
   std::string secret_;
   StoreGateLimits limits_;
-  std::atomic<bool> stop_{false};
   std::atomic<int> refused_{0};
-  std::thread accept_thread_;
-  RelaySet relays_;
+  std::unique_ptr<RelayListener> listener_;  // last: stopped first, before what Handshake reads
 };
 
 // A peer's side: listens on 127.0.0.1 (any free port) for its own TCPStore client and carries
@@ -97,20 +69,16 @@ class StoreTunnel {
  public:
   static absl::StatusOr<std::unique_ptr<StoreTunnel>> Start(const std::string& host, int port, const std::string& secret);
   ~StoreTunnel();
-  int port() const { return port_; }  // on 127.0.0.1
+  int port() const;  // on 127.0.0.1
 
  private:
   StoreTunnel() = default;
-  void AcceptLoop();
+  int OpenGate();  // a socket to the gate that took the secret; else -1
 
-  int listen_fd_ = -1;
-  int port_ = 0;
   std::string host_;
   int gate_port_ = 0;
   std::string secret_;
-  std::atomic<bool> stop_{false};
-  std::thread accept_thread_;
-  RelaySet relays_;
+  std::unique_ptr<RelayListener> listener_;  // last: stopped first
 };
 
 }  // namespace mapd
