@@ -53,6 +53,13 @@ void ExerciseStore(JobStore& store) {
   EXPECT_TRUE(store.LoadEvents(99, 0)->empty());
 }
 
+// A new directory for one test's store, named for it and this process (removed by the test).
+std::filesystem::path FreshDir(const std::string& name) {
+  const std::filesystem::path dir = std::filesystem::temp_directory_path() / (name + "-" + std::to_string(getpid()));
+  std::filesystem::create_directories(dir);
+  return dir;
+}
+
 TEST(JobStore, MemoryStore) {
   auto store = NewMemoryJobStore();
   ExerciseStore(*store);
@@ -61,8 +68,7 @@ TEST(JobStore, MemoryStore) {
 // One coordinator a store: a second open while the first holds it is refused, naming the store
 // and the holder's process; once the first closes, the store opens again.
 TEST(JobStore, ASqliteStoreServesOneProcessAtATime) {
-  const std::filesystem::path dir = std::filesystem::temp_directory_path() / ("mapd-store-lock-" + std::to_string(getpid()));
-  std::filesystem::create_directories(dir);
+  const std::filesystem::path dir = FreshDir("mapd-store-lock");
   const std::string path = (dir / "jobs.db").string();
   {
     auto first = OpenSqliteJobStore(path);
@@ -80,8 +86,7 @@ TEST(JobStore, ASqliteStoreServesOneProcessAtATime) {
 }
 
 TEST(JobStore, SqliteStoreSurvivesReopening) {
-  const std::filesystem::path dir = std::filesystem::temp_directory_path() / ("mapd-store-" + std::to_string(getpid()));
-  std::filesystem::create_directories(dir);
+  const std::filesystem::path dir = FreshDir("mapd-store");
   const std::string path = (dir / "jobs.db").string();
   {
     auto store = OpenSqliteJobStore(path);
@@ -116,8 +121,7 @@ TEST(JobStore, SpecsWrittenBeforeTrainingConfigReadTheirTrainingFields) {
   v1::JobSpec legacy;  // the bytes an old coordinator wrote: its fields and the training ones side by side
   ASSERT_TRUE(legacy.ParseFromString(current.SerializeAsString() + old_fields.SerializeAsString()));
   ASSERT_FALSE(legacy.has_training());  // the numbers are unknown to JobSpec now
-  const std::filesystem::path dir = std::filesystem::temp_directory_path() / ("mapd-legacy-" + std::to_string(getpid()));
-  std::filesystem::create_directories(dir);
+  const std::filesystem::path dir = FreshDir("mapd-legacy");
   const std::string path = (dir / "jobs.db").string();
   {
     auto store = OpenSqliteJobStore(path);
