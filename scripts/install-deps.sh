@@ -43,6 +43,9 @@ PACKAGES=(
   clang libfuzzer-14-dev
   # the plan report test renders the HTML in headless Chromium and reads the screenshot
   chromium python3-pil
+  # the multi-host cluster harness (tests/cluster): network namespaces joined by a bridge, and
+  # partitions as nftables rules on it
+  iproute2 nftables
 )
 
 SUDO=""

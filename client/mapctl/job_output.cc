@@ -3,6 +3,7 @@
 #include <google/protobuf/util/json_util.h>
 #include <yaml-cpp/yaml.h>
 
+#include <algorithm>
 #include <chrono>
 #include <ctime>
 #include <regex>
@@ -108,8 +109,10 @@ std::string Rfc3339(double unix_seconds) {
   char buf[32];
   std::tm tm{};
   gmtime_r(&t, &tm);
-  std::strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
+  std::strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%S", &tm);
+  // Milliseconds, as the coordinator records them: scripts time what happened between events.
+  const int millis = std::clamp(static_cast<int>((unix_seconds - static_cast<double>(t)) * 1000), 0, 999);
+  return absl::StrFormat("%s.%03dZ", buf, millis);
 }
 
 std::string When(double unix_seconds) {

@@ -36,6 +36,10 @@ grpc::Status WorkerServiceImpl::Report(grpc::ServerContext* ctx, const v1::Repor
   // (its ranks stop; it registers again at its next heartbeat).
   if (auto st = workers_->CheckSession(req->worker_id(), req->session()); !st.ok()) return ToGrpcStatus(st);
   auto answer = dispatcher_->OnReport(*req);
+  if (answer.ok() && !req->store_address().empty()) {  // where the attempt's ranks meet (never its secret)
+    LogLine("rendezvous", {{"worker", req->worker_id()}, {"job", absl::StrCat(req->job_id())}, {"attempt", absl::StrCat(req->attempt())},
+                           {"store", req->store_address()}});
+  }
   if (!answer.ok() && answer.status().code() != absl::StatusCode::kNotFound) {  // (NOT_FOUND: a job ended here; its ranks stop)
     LogLine("report_refused", {{"worker", req->worker_id()}, {"job", absl::StrCat(req->job_id())}, {"attempt", absl::StrCat(req->attempt())},
                                {"code", absl::StatusCodeToString(answer.status().code())}, {"message", std::string(answer.status().message())}});

@@ -11,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/bytes.h"
+#include "common/store_secret.h"
 #include "server/dispatch/dispatcher_internal.h"
 
 namespace mapd {
@@ -183,6 +184,10 @@ absl::Status Dispatcher::PlaceLocked(int64_t id, ActiveJob& job, int64_t resume_
   if (Count(free) < ranks) return absl::FailedPreconditionError(WaitingMessage(spec, ranks, Count(free)));
   std::vector<std::pair<std::string, std::vector<std::string>>> order(free.begin(), free.end());
   std::stable_sort(order.begin(), order.end(), [](const auto& a, const auto& b) { return a.second.size() > b.second.size(); });
+  // The attempt's rendezvous secret: ranks of an earlier attempt (a paused worker's) cannot join
+  // this one's store.
+  auto secret = NewStoreSecret();
+  if (!secret.ok()) return secret.status();
   job.parts.clear();
   MoveLocked(id, job, Phase::kRunning);
   job.checkpoints.NewAttempt();
@@ -217,6 +222,7 @@ absl::Status Dispatcher::PlaceLocked(int64_t id, ActiveJob& job, int64_t resume_
     a.set_resume_step(resume_step);
     a.set_resume_resharded(resume_step > 0 && WrittenUnderAnotherPlan(job.committed_under, plan));
     a.set_attempt(job.attempt);
+    a.set_store_secret(*secret);
     job.parts.push_back(std::move(part));
   }
   return absl::OkStatus();

@@ -2,7 +2,7 @@
 job of 4 ranks loses a worker, goes on with the 2 ranks left (re-planned under the same budget,
 so in more micro-batches; its checkpoint resharded), and grows back to 4 at a checkpoint once
 the worker is back — with the losses of the steps it ran twice the same."""
-import calendar
+import datetime
 import json
 import time
 
@@ -20,7 +20,7 @@ EVERY = 20
 
 
 def event_seconds(event):
-    return calendar.timegm(time.strptime(event["time"], "%Y-%m-%dT%H:%M:%SZ"))
+    return datetime.datetime.fromisoformat(event["time"].replace("Z", "+00:00")).timestamp()
 
 
 def wait_for_message(env, job, text, timeout=90):

@@ -73,7 +73,7 @@ def test_yaml_round_trips_through_submit_and_flags_win_over_the_file(coordinator
     got = json.loads(mapctl(env, "get", "1", "-o", "json", check=0).stdout)
     # Integers are JSON numbers, times RFC 3339.
     assert isinstance(got["id"], int) and got["spec"]["training"]["steps"] == 7 and got["spec"]["mesh"] == [2], got
-    assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", got["created_time"]) and "created_unix_seconds" not in got, got
+    assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z", got["created_time"]) and "created_unix_seconds" not in got, got
     (tmp / "job.yaml").write_text(printed)
     assert mapctl(env, "submit", "-f", str(tmp / "job.yaml"), "-o", "name", check=0).stdout == "job/2\n"
     again = json.loads(mapctl(env, "get", "2", "-o", "json", check=0).stdout)

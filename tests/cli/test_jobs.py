@@ -173,9 +173,63 @@ def test_ports_and_stores_are_owned_not_shared(tmp_path):
                    "--work-dir", str(tmp_path / "w"), "--metrics-listen", f"127.0.0.1:{metrics_port}", MAPD_CALIBRATION="off")
         assert r.returncode == 1, r.stdout + r.stderr
         assert f"port {metrics_port} is taken" in r.stderr, r.stderr
+        # --rank-ports: a range the kernel's ephemeral one (where the ranks' ports come from) does
+        # not lie in is refused, saying what to set; the kernel's own range is taken.
+        low, high = (int(v) for v in open("/proc/sys/net/ipv4/ip_local_port_range").read().split())
+        r = second(MAPD_WORKER, "--coordinator", env["MAPD_ADDRESS"], "--rank-ports", f"{low + 1}-{high}", "--metrics-listen", "",
+                   MAPD_CALIBRATION="off")
+        assert r.returncode == 1, r.stdout + r.stderr
+        assert f'sysctl -w net.ipv4.ip_local_port_range="{low + 1} {high}"' in r.stderr, r.stderr
+        r = second(MAPD_WORKER, "--rank-ports", "80-70")
+        assert r.returncode == 1 and "--rank-ports '80-70' is not LO-HI" in r.stderr, r.stderr
         assert json.loads(mapctl(env, "jobs", "-o", "json", check=0).stdout) == []  # the first still serves
     finally:
         stop(proc)
+
+
+def test_a_jobs_rendezvous_store_admits_only_its_secret(tmp_path):
+    """Issue 50: a job's rank 0 hosts its rendezvous store behind a gate that admits only the secret
+    the coordinator drew for the attempt; the ranks on the other worker reach it through their
+    tunnel, while c10d's own client (as anyone on the network would use) and a wrong secret are
+    turned away, and the job trains on."""
+    import datetime
+    import re
+    import socket
+    import time
+    import torch.distributed as dist
+    proc, port = start_mapd(tmp_path / "jobs.db", "--heartbeat-seconds", "0.25")
+    env = {"MAPD_ADDRESS": f"127.0.0.1:{port}", "MAPD_TOKEN": TOKEN}
+    workers = []
+    try:
+        workers = [start_worker(env, tmp_path, name) for name in ("alpha", "beta")]
+        mapctl(env, "submit", "mlp:in=4,hidden=8,layers=1,out=3,batch=4", "--ranks", "4", "--steps", "1000000", check=0)
+        store = None
+        deadline = time.time() + 60
+        while store is None and time.time() < deadline:
+            found = re.search(r"kind=rendezvous worker=w-\d+ job=1 attempt=0 store=(\S+)", (tmp_path / "mapd.log").read_text())
+            store = found.group(1) if found else time.sleep(0.1)
+        assert store, (tmp_path / "mapd.log").read_text()
+        host, gate_port = store.rsplit(":", 1)
+        wait_for_step(env, 1, 2)  # all 4 ranks met: 2 on the other worker came through their tunnel
+        # c10d's TCPStore client, without the secret: the gate never lets it reach the store.
+        started = time.time()
+        with pytest.raises(RuntimeError):
+            client = dist.TCPStore(host, int(gate_port), is_master=False, timeout=datetime.timedelta(seconds=3))
+            client.set("intruder", "1")
+            client.get("intruder")
+        assert time.time() - started < 30
+        # The gate's handshake with a wrong secret: refused ('N'), then closed.
+        with socket.create_connection((host, int(gate_port)), timeout=10) as s:
+            s.sendall(b"MAPDSTR1" + b"0" * 32)
+            assert s.recv(1) == b"N"
+            assert s.recv(1) == b""
+        # The job was not disturbed: it trains on, then is cancelled.
+        step = int(json.loads(mapctl(env, "get", "1", "-o", "json", check=0).stdout).get("step", 0))
+        wait_for_step(env, 1, step + 5)
+        mapctl(env, "cancel", "1", check=0)
+        assert mapctl(env, "watch", "1").returncode == 3  # cancelled
+    finally:
+        stop_all(proc, workers)
 
 
 def mapd_metrics_port(proc):

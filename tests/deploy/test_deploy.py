@@ -185,10 +185,19 @@ def test_the_manifests_are_hardened():
     assert policies["default-deny-ingress"] == {"podSelector": {}, "policyTypes": ["Ingress"]}, policies
     mapd_ports = [p["port"] for rule in policies["mapd"]["ingress"] for p in rule.get("ports", [])]
     assert 7070 in mapd_ports, mapd_ports
-    # Ranks rendezvous and talk Gloo worker to worker on ephemeral ports: every port, from workers only.
+    # Issue 50: ranks rendezvous (through the store's gate) and talk Gloo worker to worker on the
+    # pod's ephemeral ports; the policy opens exactly the range workers.yaml sets them to and
+    # mapd-worker --rank-ports checks, from workers only — no rule opens every port.
     worker_rules = policies["mapd-worker"]["ingress"]
-    assert any(r.get("from") == [{"podSelector": {"matchLabels": {"app": "mapd-worker"}}}] and "ports" not in r
-               for r in worker_rules), worker_rules
+    assert all("ports" in r for r in worker_rules), worker_rules
+    from_workers = [r for r in worker_rules if r.get("from") == [{"podSelector": {"matchLabels": {"app": "mapd-worker"}}}]]
+    assert len(from_workers) == 1 and len(from_workers[0]["ports"]) == 1, worker_rules
+    opened = from_workers[0]["ports"][0]
+    workers = next(d for d in docs if d["kind"] == "Deployment" and d["metadata"]["name"] == "mapd-worker")["spec"]["template"]["spec"]
+    sysctls = {x["name"]: x["value"] for x in workers["securityContext"]["sysctls"]}
+    low, high = (int(v) for v in sysctls["net.ipv4.ip_local_port_range"].split())
+    assert (opened["port"], opened["endPort"], opened["protocol"]) == (low, high, "TCP"), (opened, sysctls)
+    assert f"--rank-ports={low}-{high}" in workers["containers"][0]["command"], workers["containers"][0]["command"]
 
 
 def test_tls_as_the_manifests_set_it_up(tmp_path):

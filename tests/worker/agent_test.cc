@@ -12,8 +12,10 @@
 #include <filesystem>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "common/file_io.h"
+#include "common/store_secret.h"
 #include "server/api/server.h"
 #include "server/jobs/job_spec.h"
 
@@ -93,6 +95,17 @@ TEST(WorkerAgent, TwoWorkersRunAJobWhoseRanksMeetOnRankZerosStore) {
     if (argv.ok()) rank1 = *argv;
   }
   EXPECT_THAT(rank1, HasSubstr("--rank 1 --store 127.0.0.1:4242"));
+  // Both ranks, on their two workers, were given the one secret the coordinator drew for the job.
+  std::vector<std::string> secrets;
+  for (int w = 0; w < 2; ++w) {
+    for (int r = 0; r < 2; ++r) {
+      auto secret = ReadFileToString(dir + "/w" + std::to_string(w) + "/job-" + std::to_string(job->id()) + "/secret_" + std::to_string(r) + ".txt");
+      if (secret.ok()) secrets.push_back(*secret);
+    }
+  }
+  ASSERT_EQ(secrets.size(), 2u);
+  EXPECT_TRUE(CheckStoreSecret(secrets[0]).ok()) << secrets[0];
+  EXPECT_EQ(secrets[0], secrets[1]);
 
   for (auto& w : workers) w.agent->Stop();
   for (auto& w : workers) {

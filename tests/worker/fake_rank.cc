@@ -5,12 +5,12 @@
 //   fake_rank crash RANK        a step, then abort()
 //   fake_rank hang RANK         a step, then silence
 //   fake_rank garbage RANK      bytes that are no event stream
-//   fake_rank record RANK FILE INDEX [STORE]  appends "INDEX [STORE]" to FILE, then as ok (hosting
-//                                            the store without STORE)
+//   fake_rank record RANK FILE INDEX [STORE]  appends "INDEX [STORE]" to FILE and "INDEX SECRET" to
+//                                            FILE.secrets, then as ok (hosting the store without STORE)
 //   fake_rank --run-dir D --rank R [--cuda-device K] [--store H:P]   as `mapd-rank`: reads
 //       D/job.pb, reports StoreReady (rank 0 without --store), job.steps steps, a checkpoint shard
 //       every job.checkpoint_every steps (and after the last), and writes its argv to
-//       D/argv_R.txt; MAPD_FAULT=fail:R makes rank R fail after its first step
+//       D/argv_R.txt and its MAPD_STORE_SECRET to D/secret_R.txt; MAPD_FAULT=fail:R makes rank R fail after its first step
 #include <unistd.h>
 
 #include <chrono>
@@ -24,6 +24,7 @@
 
 #include "common/checkpoint/checkpoint_commit.h"
 #include "common/file_io.h"
+#include "common/store_secret.h"
 #include "worker/launch/rank_command.h"
 #include "worker/launch/rank_events.h"
 
@@ -44,6 +45,12 @@ void Step(int rank, int64_t s) {
   });
 }
 
+// The rendezvous secret the launcher gave this process ("(none)" without).
+std::string SecretGiven() {
+  const char* secret = std::getenv(mapd::kStoreSecretEnv);
+  return secret == nullptr ? "(none)" : secret;
+}
+
 // `mapd-rank`'s command line (worker/launch/rank_command.h), run as a rank of a launch would.
 int RankCommand(int argc, char** argv) {
   std::string dir, store;
@@ -57,6 +64,7 @@ int RankCommand(int argc, char** argv) {
   }
   for (int i = 1; i < argc; ++i) args += std::string(argv[i]) + (i + 1 < argc ? " " : "\n");
   if (!mapd::WriteStringToFileAtomic(dir + "/argv_" + std::to_string(rank) + ".txt", args).ok()) return 4;
+  if (!mapd::WriteStringToFileAtomic(dir + "/secret_" + std::to_string(rank) + ".txt", SecretGiven()).ok()) return 4;
   auto job = mapd::ReadRankJob(dir);
   if (!job.ok() || !mapd::ReadRankProgram(dir, rank).ok()) {
     std::fprintf(stderr, "error: rank %d: cannot read its run directory [DATA_LOSS]\n", rank);
@@ -94,6 +102,8 @@ int main(int argc, char** argv) {
   if (mode == "record") {
     std::ofstream out(argv[3], std::ios::app);
     for (int i = 4; i < argc; ++i) out << argv[i] << (i + 1 < argc ? " " : "\n");
+    std::ofstream secrets(std::string(argv[3]) + ".secrets", std::ios::app);
+    secrets << argv[4] << " " << SecretGiven() << "\n";
   }
   const bool hosts = (mode == "ok" && argc == 3 && rank == 0) || (mode == "record" && argc == 5);
   if (hosts) Emit(rank, [](mapd::v1::RankEvent& e) { e.mutable_store_ready()->set_port(4242); });

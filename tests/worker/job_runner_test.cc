@@ -23,6 +23,8 @@ namespace {
 
 using ::testing::HasSubstr;
 
+constexpr char kSecret[] = "00112233445566778899aabbccddeeff";
+
 class JobRunnerTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -56,6 +58,7 @@ class JobRunnerTest : public ::testing::Test {
     a.mutable_training()->set_checkpoint_every(2);
     a.set_items_per_step(10);
     a.set_plan("mesh 2, layout 0123456789abcdef");
+    a.set_store_secret(kSecret);
     return a;
   }
 
@@ -105,6 +108,9 @@ TEST_F(JobRunnerTest, RankZeroHostsTheStoreAndStepsAndCheckpointsAreReported) {
   EXPECT_EQ(ReadRankJob(run)->local_host(), "10.0.0.9");
   EXPECT_EQ(*ReadFileToString(run + "/argv_0.txt"), "--run-dir " + run + " --rank 0\n");
   EXPECT_EQ(*ReadFileToString(run + "/argv_1.txt"), "--run-dir " + run + " --rank 1 --store 10.0.0.9:4242\n");
+  // Both have the coordinator's secret in their environment (not on their command lines).
+  EXPECT_EQ(*ReadFileToString(run + "/secret_0.txt"), kSecret);
+  EXPECT_EQ(*ReadFileToString(run + "/secret_1.txt"), kSecret);
   // Without shared storage the worker commits its own ranks' shards.
   auto meta = ReadLatestCheckpoint(run + "/checkpoints");
   ASSERT_TRUE(meta.ok()) << meta.status();
@@ -131,6 +137,14 @@ TEST_F(JobRunnerTest, WithoutRankZeroTheRanksJoinTheStoreTheCoordinatorNamed) {
   ASSERT_FALSE(refused.empty());
   EXPECT_EQ(refused.back().code(), static_cast<int>(absl::StatusCode::kInvalidArgument));
   EXPECT_THAT(refused.back().error(), HasSubstr("neither rank 0 nor the address of its rendezvous store"));
+  // An assignment without the job's secret: its ranks could not join the store; refused, naming it.
+  a = Assignment({0, 1});
+  a.clear_store_secret();
+  a.set_attempt(2);
+  const auto secretless = Run(a);
+  ASSERT_FALSE(secretless.empty());
+  EXPECT_EQ(secretless.back().code(), static_cast<int>(absl::StatusCode::kInvalidArgument));
+  EXPECT_THAT(secretless.back().error(), HasSubstr("the assignment's store_secret: a rendezvous secret is 32 hexadecimal characters"));
 }
 
 TEST_F(JobRunnerTest, AFailedRankEndsThePartWithItsCodeAndWords) {

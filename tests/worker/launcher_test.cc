@@ -13,7 +13,9 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_split.h"
 #include "common/file_io.h"
+#include "common/store_secret.h"
 #include "worker/launch/rank_command.h"
 #include "worker/launch/rank_events.h"
 
@@ -89,6 +91,7 @@ struct Launched {
   absl::Status status;
   std::map<int, std::vector<v1::RankEvent>> events;
 };
+constexpr char kSecret[] = "0123456789abcdef0123456789abcdef";
 Launched Launch(const std::vector<std::string>& modes, LaunchOptions o = {}) {
   o.ranks = static_cast<int>(modes.size());
   if (!o.argv_for) {
@@ -99,6 +102,7 @@ Launched Launch(const std::vector<std::string>& modes, LaunchOptions o = {}) {
     };
   }
   if (o.silence_timeout == std::chrono::milliseconds(60000)) o.silence_timeout = std::chrono::seconds(2);
+  if (o.store_host_index < 0 && o.store_secret.empty()) o.store_secret = kSecret;  // (the host's, as a worker is given it)
   Launched out;
   out.status = LaunchRanks(o, [&](int i, const v1::RankEvent& e) { out.events[i].push_back(e); });
   return out;
@@ -135,7 +139,23 @@ TEST(LaunchRanks, TheStoreHostStartsFirstAndTheOthersGetItsAddress) {
   EXPECT_EQ(lines.substr(0, 2), "1\n") << lines;
   EXPECT_THAT(lines, HasSubstr("0 10.1.2.3:4242\n"));
   EXPECT_THAT(lines, HasSubstr("2 10.1.2.3:4242\n"));
+  // The launch hosts the store, so it drew the job's secret; every rank has it in its environment.
+  const std::vector<std::string> secrets = absl::StrSplit(*ReadFileToString(file + ".secrets"), '\n', absl::SkipEmpty());
+  ASSERT_EQ(secrets.size(), 3u);
+  const std::string secret = secrets[0].substr(2);
+  EXPECT_TRUE(CheckStoreSecret(secret).ok()) << secret;
+  for (const std::string& line : secrets) EXPECT_EQ(line.substr(2), secret) << line;
   std::filesystem::remove(file);
+  std::filesystem::remove(file + ".secrets");
+}
+
+TEST(LaunchRanks, ALaunchThatJoinsAnotherStoreNeedsItsSecret) {
+  LaunchOptions o;
+  o.store = "127.0.0.1:1";
+  o.store_secret = "not-hex";
+  const Launched l = Launch({"ok"}, o);
+  EXPECT_EQ(l.status.code(), absl::StatusCode::kInvalidArgument) << l.status;
+  EXPECT_THAT(std::string(l.status.message()), HasSubstr("rendezvous secret"));
 }
 
 TEST(LaunchRanks, AFailedRankEndsTheRunWithItsOwnCodeAndWords) {

@@ -34,6 +34,9 @@ WorkerAgent::WorkerAgent(AgentOptions options, MetricsRegistry* metrics) : optio
   (void)metrics_->Counter("mapd_worker_registrations_total", "Registrations with the coordinator (again after a lost lease).");
   (void)metrics_->Counter("mapd_worker_heartbeats_total", "Heartbeats sent, by outcome (ok, transient, rejected).");
   (void)metrics_->Gauge("mapd_worker_devices", "Devices this worker offers.");
+  (void)metrics_->Counter("mapd_worker_fenced_total",
+                          "Jobs whose ranks this worker stopped because the coordinator had ended its registration (fencing).");
+  metrics_->Add("mapd_worker_fenced_total", {}, 0);
   // Every series from the start (at 0), so rate() and increase() see the first event.
   metrics_->Add("mapd_worker_registrations_total", {}, 0);
   for (const char* outcome : {"ok", "transient", "rejected"}) metrics_->Add("mapd_worker_heartbeats_total", {{"outcome", outcome}}, 0);
@@ -117,6 +120,16 @@ void WorkerAgent::DropOldJobSeries() {
     metrics_->RemoveSeries("job_id", std::to_string(it->first));
     it = ended_.erase(it);
   }
+}
+
+void WorkerAgent::StopFencedRanks() {
+  if (runners_.empty()) return;
+  std::cout << "mapd-worker: the coordinator ended registration " << worker_id() << " (lost past its lease, or forgotten by a restart); "
+            << "stopping its ranks of " << runners_.size() << " job(s) before registering again" << std::endl;
+  for (auto& [id, runner] : runners_) runner->Cancel();
+  metrics_->Add("mapd_worker_fenced_total", {}, static_cast<double>(runners_.size()));
+  runners_.clear();  // each waits for its ranks to be stopped
+  metrics_->Set("mapd_worker_ranks_running", {}, 0);
 }
 
 absl::Status WorkerAgent::Register() {
@@ -206,6 +219,7 @@ absl::Status WorkerAgent::Run() {
       }
     } else if (st.error_code() == grpc::StatusCode::NOT_FOUND || st.error_code() == grpc::StatusCode::FAILED_PRECONDITION) {
       metrics_->Add("mapd_worker_heartbeats_total", {{"outcome", "rejected"}});
+      StopFencedRanks();
       if (auto r = Register(); !r.ok()) return r;  // forgotten or lost: register again
     } else {
       return FromGrpcStatus(st);

@@ -58,6 +58,11 @@ class WorkerAgent {
 
  private:
   absl::Status Register();
+  // Fencing: the coordinator ended this registration (a heartbeat answered NOT_FOUND or
+  // FAILED_PRECONDITION: lost past its lease — a paused or partitioned worker — or forgotten by a
+  // restart) and has already given its jobs' parts to other attempts; the ranks it still runs
+  // belong to none, so they are stopped, and waited for, before the worker registers again.
+  void StopFencedRanks();
   // A new channel to the coordinator with creds_ (at start, and when heartbeats have failed for
   // a while).
   void Connect();

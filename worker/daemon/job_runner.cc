@@ -10,6 +10,7 @@
 #include "common/checkpoint/checkpoint_commit.h"
 #include "common/data_spec.h"
 #include "common/report_limits.h"
+#include "common/store_secret.h"
 #include "worker/launch/launcher.h"
 #include "worker/launch/rank_command.h"
 
@@ -261,6 +262,11 @@ void JobRunner::Run() {
   lo.cancel = &cancel_;
   lo.silence_timeout = std::chrono::seconds(options_.rank_timeout_seconds);
   lo.env = {"OMP_NUM_THREADS=1"};
+  // The attempt's rendezvous secret, as the coordinator drew it: every worker of the job has the same.
+  if (auto st = CheckStoreSecret(a.store_secret()); !st.ok()) {
+    return finish(absl::InvalidArgumentError(absl::StrCat("the assignment's store_secret: ", st.message())));
+  }
+  lo.store_secret = a.store_secret();
   lo.on_output = [this](int index, std::string_view text) { OnOutput(index, text); };
   // Rank 0 here: it hosts the store; the coordinator sent no address.
   const auto zero = std::find(ranks.begin(), ranks.end(), 0);

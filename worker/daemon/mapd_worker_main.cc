@@ -22,6 +22,7 @@
 #include "worker/daemon/agent.h"
 #include "worker/daemon/host_profile.h"
 #include "worker/daemon/local_devices.h"
+#include "worker/daemon/rank_ports.h"
 #include "worker/launch/rank_command.h"
 
 namespace {
@@ -88,7 +89,21 @@ int main(int argc, char** argv) {
   app.add_option("--metrics-retention", o.metrics_retention_seconds,
                  "Seconds a finished job's series (job_id=...) stay on /metrics before they are dropped")
       ->capture_default_str();
+  std::string rank_ports;
+  app.add_option("--rank-ports", rank_ports,
+                 "LO-HI: the ports this worker's ranks listen on (rank 0's store gate, Gloo, NCCL) must lie here, for a network "
+                 "policy that opens only these; they come from the kernel's net.ipv4.ip_local_port_range, so mapd-worker refuses "
+                 "to start unless that lies inside LO-HI (default: not checked)");
   CLI11_PARSE(app, argc, argv);
+  if (!rank_ports.empty()) {
+    auto wanted = mapd::ParsePortRange(rank_ports);
+    auto ephemeral = wanted.ok() ? mapd::ReadEphemeralPorts() : wanted.status();
+    const absl::Status st = ephemeral.ok() ? mapd::CheckRankPorts(*wanted, *ephemeral) : ephemeral.status();
+    if (!st.ok()) {
+      std::cerr << "mapd-worker: " << st.message() << " [" << absl::StatusCodeToString(st.code()) << "]\n";
+      return 1;
+    }
+  }
   // What this worker writes (run directories, checkpoint shards) is its user's alone.
   umask(077);
   if (o.runner.work_dir.empty()) {

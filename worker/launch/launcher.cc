@@ -18,6 +18,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "common/store_secret.h"
 #include "worker/launch/rank_events.h"
 
 extern char** environ;
@@ -78,6 +79,7 @@ class RankGroup {
     bool threads_given = std::getenv("OMP_NUM_THREADS") != nullptr;
     for (const std::string& e : o_.env) threads_given |= e.rfind("OMP_NUM_THREADS=", 0) == 0;
     if (!threads_given) threads_env_ = absl::StrCat("OMP_NUM_THREADS=", DefaultRankThreads(o_.ranks));
+    secret_env_ = absl::StrCat(kStoreSecretEnv, "=", o_.store_secret);
   }
   ~RankGroup() { KillAll(); }
 
@@ -99,6 +101,7 @@ class RankGroup {
   OnEvent on_event_;
   std::vector<Child> children_;
   std::string threads_env_;
+  std::string secret_env_;  // MAPD_STORE_SECRET=…
 };
 
 absl::Status RankGroup::Spawn(int i, const std::string& store) {
@@ -124,6 +127,7 @@ absl::Status RankGroup::Spawn(int i, const std::string& store) {
     close(out[0]), close(err[0]), close(out[1]), close(err[1]);
     for (const std::string& e : o_.env) putenv(const_cast<char*>(e.c_str()));
     if (!threads_env_.empty()) putenv(const_cast<char*>(threads_env_.c_str()));
+    putenv(const_cast<char*>(secret_env_.c_str()));
     std::vector<char*> argv;
     for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
     argv.push_back(nullptr);
@@ -320,7 +324,17 @@ absl::Status LaunchRanks(const LaunchOptions& options, const std::function<void(
   if (options.store_host_index >= options.ranks) {
     return absl::InvalidArgumentError(absl::StrCat("the store host is process ", options.store_host_index, " of ", options.ranks));
   }
-  RankGroup group(options, on_event);
+  LaunchOptions o = options;
+  if (o.store_secret.empty() && o.store_host_index >= 0) {
+    auto secret = NewStoreSecret();
+    if (!secret.ok()) return secret.status();
+    o.store_secret = *std::move(secret);
+  }
+  if (auto st = CheckStoreSecret(o.store_secret); !st.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat("the ranks' rendezvous secret: ", st.message(),
+                                                   o.store_secret.empty() ? " (a launch that joins another's store is given its secret)" : ""));
+  }
+  RankGroup group(o, on_event);
   return group.Run();
 }
 

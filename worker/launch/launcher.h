@@ -33,6 +33,10 @@ struct LaunchOptions {
   std::chrono::milliseconds silence_timeout{60000};
   // Extra environment for every rank ("NAME=value").
   std::vector<std::string> env;
+  // The job's rendezvous secret (common/store_secret.h), given to every rank as MAPD_STORE_SECRET.
+  // Empty: drawn here when this launch hosts the store (store_host_index >= 0: the whole job's
+  // ranks, as `mapctl run`'s); a launch that joins another's store must be given that secret.
+  std::string store_secret;
   // The rank each process is called in errors (the job's global rank); empty: its index.
   std::vector<int> rank_names;
   // When set and it becomes true, the ranks are stopped and the launch ends CANCELLED.

@@ -1,6 +1,7 @@
 // mapd-rank: one rank of a training run (worker/rank/rank_main.h), started by mapd-worker for a
 // job's ranks and by `mapctl run --ranks N`, never by people. It links the rank runtime
 // (LibTorch, Gloo, NCCL where built) and no planner search: no solver, no CLI.
+#include <cstdlib>
 #include <iostream>
 
 #include <CLI/CLI.hpp>
@@ -8,6 +9,7 @@
 #include "absl/status/status.h"
 #include "common/allocator.h"
 #include "common/file_io.h"
+#include "common/store_secret.h"
 #include "common/version.h"
 #include "worker/calibrate/calibrate.h"
 #include "worker/rank/rank_main.h"
@@ -42,6 +44,9 @@ int main(int argc, char** argv) {
     std::cerr << "error: give --run-dir and --rank (or --calibrate-host FILE) [INVALID_ARGUMENT]\n";
     return 2;
   }
+  // The job's secret, from the environment its launcher set; not passed on to anything this starts.
+  if (const char* secret = std::getenv(mapd::kStoreSecretEnv); secret != nullptr) o.store_secret = secret;
+  unsetenv(mapd::kStoreSecretEnv);
   if (auto st = mapd::RunRankJob(o); !st.ok()) {
     std::cerr << "error: " << st.message() << " [" << absl::StatusCodeToString(st.code()) << "]\n";
     return 1;

@@ -20,8 +20,10 @@
 #include "common/checkpoint/gather.h"
 #include "common/bytes.h"
 #include "common/file_io.h"
+#include "common/store_secret.h"
 #include "model/ir/serialize.h"
 #include "worker/transport/gloo_communicator.h"
+#include "worker/transport/store_gate.h"
 #include "worker/rank/pipeline_rank.h"
 #include "worker/rank/rank_trainer.h"
 #include "worker/transport/timed_communicator.h"
@@ -77,29 +79,51 @@ absl::StatusOr<LocalTrainingOptions> TrainingOptionsOf(const v1::RankJob& job) {
   return t;
 }
 
-// Joins the job's rendezvous: rank 0 hosts the store (kept in `*hosted`) and reports its port.
+// What a rank holds open for the job's rendezvous: rank 0 its store (on loopback) and the gate
+// in front of it; a peer its tunnel to that gate. Declared so the gate goes before the store.
+struct RendezvousHold {
+  std::unique_ptr<StoreServer> store;
+  std::unique_ptr<StoreGate> gate;
+  std::unique_ptr<StoreTunnel> tunnel;
+};
+
+// Joins the job's rendezvous (store_gate.h): rank 0 hosts the store on loopback, a gate for it on
+// the job's address, and reports the gate's port; a peer reaches the store through a tunnel that
+// presents the job's secret. Either way this rank's own TCPStore client connects on loopback.
 absl::StatusOr<RendezvousOptions> JoinRendezvous(const RankProcessOptions& o, const v1::RankJob& job, EventChannel& events,
-                                                 std::unique_ptr<StoreServer>* hosted) {
+                                                 RendezvousHold* hold) {
   RendezvousOptions ro;
   ro.local_host = job.local_host().empty() ? "127.0.0.1" : job.local_host();
   ro.timeout = std::chrono::milliseconds(1000LL * std::max(1, job.timeout_seconds()));
   if (job.device() == "cuda") ro.cuda_device = o.cuda_device >= 0 ? o.cuda_device : o.rank;  // NCCL, one GPU per rank
   if (auto st = ApplySharedMemoryEnvironment(ro); !st.ok()) return st;
+  if (auto st = CheckStoreSecret(o.store_secret); !st.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat(kStoreSecretEnv, ": ", st.message(),
+                                                   " (mapd-worker and `mapctl run` give each rank its job's secret)"));
+  }
+  ro.host = "127.0.0.1";
   if (o.store.empty()) {
     if (o.rank != 0) return absl::InvalidArgumentError(absl::StrCat("rank ", o.rank, " was given no --store; only rank 0 hosts it"));
-    auto server = StoreServer::Start(ro.local_host, 0);
-    if (!server.ok()) return server.status();
-    ro.host = ro.local_host;
-    ro.port = (*server)->port();
-    *hosted = *std::move(server);
-    if (auto st = events.Emit(o.rank, [&](v1::RankEvent& e) { e.mutable_store_ready()->set_port(ro.port); }); !st.ok()) return st;
+    auto store = StoreServer::Start(ro.host, 0);
+    if (!store.ok()) return store.status();
+    ro.port = (*store)->port();
+    hold->store = *std::move(store);
+    auto gate = StoreGate::Start(ro.local_host, ro.port, o.store_secret);
+    if (!gate.ok()) return gate.status();
+    hold->gate = *std::move(gate);
+    const int gate_port = hold->gate->port();
+    if (auto st = events.Emit(o.rank, [&](v1::RankEvent& e) { e.mutable_store_ready()->set_port(gate_port); }); !st.ok()) return st;
     return ro;
   }
   const size_t colon = o.store.rfind(':');
-  if (colon == std::string::npos || !absl::SimpleAtoi(o.store.substr(colon + 1), &ro.port)) {
+  int gate_port = 0;
+  if (colon == std::string::npos || !absl::SimpleAtoi(o.store.substr(colon + 1), &gate_port)) {
     return absl::InvalidArgumentError(absl::StrCat("--store '", o.store, "' is not host:port"));
   }
-  ro.host = o.store.substr(0, colon);
+  auto tunnel = StoreTunnel::Start(o.store.substr(0, colon), gate_port, o.store_secret);
+  if (!tunnel.ok()) return tunnel.status();
+  hold->tunnel = *std::move(tunnel);
+  ro.port = hold->tunnel->port();
   return ro;
 }
 
@@ -261,8 +285,8 @@ absl::Status RunRankJob(const RankProcessOptions& o) {
                                                    program->rank(), "'s program (global rank ", PipelineGlobalRank(*program), ")"));
   }
 
-  std::unique_ptr<StoreServer> hosted;
-  auto ro = JoinRendezvous(o, *job, events, &hosted);
+  RendezvousHold hold;
+  auto ro = JoinRendezvous(o, *job, events, &hold);
   if (!ro.ok()) return ro.status();
   const std::vector<int64_t> mesh = pipeline ? PipelineWorldMesh(*program) : std::vector<int64_t>(program->mesh().begin(), program->mesh().end());
   auto groups = ConnectMeshGroups(*ro, mesh, o.rank);

@@ -23,7 +23,10 @@ struct RankProcessOptions {
   std::string run_dir;   // job.pb, graph.pb and rank_<r>.pb
   int rank = -1;
   int cuda_device = -1;  // with the job's device "cuda": this GPU (NCCL); -1: GPU `rank`
-  std::string store;     // host:port of the rendezvous store; empty: this rank (0) hosts it
+  std::string store;     // host:port of the rendezvous store (its gate); empty: this rank (0) hosts it
+  // The job's rendezvous secret (common/store_secret.h), from MAPD_STORE_SECRET: rank 0's gate
+  // admits only peers that present it, and a peer presents it through its tunnel.
+  std::string store_secret;
 };
 
 absl::Status RunRankJob(const RankProcessOptions& options);

@@ -4,7 +4,6 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
-#include <sys/random.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -15,8 +14,6 @@
 #include <thread>
 #include <vector>
 
-#include "absl/strings/ascii.h"
-#include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 
 namespace mapd {
@@ -147,25 +144,6 @@ void Pump(int a, int b) {
 }
 
 }  // namespace
-
-absl::StatusOr<std::string> NewStoreSecret() {
-  char bytes[kStoreSecretChars / 2];
-  size_t got = 0;
-  while (got < sizeof bytes) {
-    const ssize_t r = getrandom(bytes + got, sizeof bytes - got, 0);
-    if (r < 0 && errno == EINTR) continue;
-    if (r < 0) return absl::InternalError(absl::StrCat("cannot draw a rendezvous secret: ", strerror(errno)));
-    got += static_cast<size_t>(r);
-  }
-  return absl::BytesToHexString(absl::string_view(bytes, sizeof bytes));
-}
-
-absl::Status CheckStoreSecret(const std::string& secret) {
-  bool hex = secret.size() == kStoreSecretChars;
-  for (char c : secret) hex = hex && absl::ascii_isxdigit(static_cast<unsigned char>(c));
-  if (!hex) return absl::InvalidArgumentError(absl::StrCat("a rendezvous secret is ", kStoreSecretChars, " hexadecimal characters"));
-  return absl::OkStatus();
-}
 
 // Connections accepted on a listening socket, each relayed on a thread of its own to the far side
 // `open_far` opens for it (-1: turned away), at most `max_connections` at once; destroying it

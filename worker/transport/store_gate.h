@@ -21,17 +21,9 @@
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "common/store_secret.h"
 
 namespace mapd {
-
-// A secret's length: 32 hexadecimal characters (128 random bits).
-inline constexpr int kStoreSecretChars = 32;
-
-// A fresh secret from the kernel's random source (getrandom).
-absl::StatusOr<std::string> NewStoreSecret();
-
-// INVALID_ARGUMENT unless `secret` is kStoreSecretChars hexadecimal characters.
-absl::Status CheckStoreSecret(const std::string& secret);
 
 struct StoreGateLimits {
   std::chrono::milliseconds handshake_timeout{5000};  // to send the handshake, once connected
