@@ -18,13 +18,18 @@ std::string CheckpointStepDir(const std::string& dir, int64_t step) {
   return absl::StrCat(dir, "/", name);
 }
 
-absl::Status CommitCheckpointStep(const std::string& dir, const v1::CheckpointMeta& meta, int keep_steps) {
+std::string CheckpointStagingDir(const std::string& dir, int64_t step, int attempt) {
+  return attempt == 0 ? CheckpointStepDir(dir, step) + ".tmp" : absl::StrCat(CheckpointStepDir(dir, step), ".a", attempt, ".tmp");
+}
+
+absl::Status CommitCheckpointStep(const std::string& dir, const v1::CheckpointMeta& meta, int keep_steps, int attempt) {
   const std::string final_dir = CheckpointStepDir(dir, meta.step());
+  const std::string staging = CheckpointStagingDir(dir, meta.step(), attempt);
   std::error_code ec;
   std::filesystem::remove_all(final_dir, ec);
-  std::filesystem::create_directories(final_dir + ".tmp", ec);
-  if (auto st = WriteStringToFileAtomic(final_dir + ".tmp/meta.pb", meta.SerializeAsString()); !st.ok()) return st;
-  std::filesystem::rename(final_dir + ".tmp", final_dir, ec);
+  std::filesystem::create_directories(staging, ec);
+  if (auto st = WriteStringToFileAtomic(staging + "/meta.pb", meta.SerializeAsString()); !st.ok()) return st;
+  std::filesystem::rename(staging, final_dir, ec);
   if (ec) return absl::InternalError(absl::StrCat("cannot commit ", final_dir, ": ", ec.message()));
   // The step directory's entry on the device before LATEST names it (its files were synced as
   // they were written).
@@ -51,7 +56,8 @@ absl::Status PruneCheckpointSteps(const std::string& dir, int64_t latest, int ke
     if (std::sscanf(name.c_str(), "step-%lld%n", &step, &used) != 1 || name.rfind("step-", 0) != 0) continue;
     const std::string rest = name.substr(static_cast<size_t>(used));
     if (rest.empty() && step <= latest) committed.push_back(step);
-    if (rest == ".tmp" && step < latest) abandoned.push_back(entry.path().string());
+    const bool staging = rest.size() >= 4 && rest.compare(rest.size() - 4, 4, ".tmp") == 0;  // .tmp, .aK.tmp
+    if (staging && step < latest) abandoned.push_back(entry.path().string());
   }
   if (ec) return absl::InternalError(absl::StrCat("cannot list ", dir, ": ", ec.message()));
   std::sort(committed.begin(), committed.end());  // latest last: kept, as at least one step is

@@ -15,17 +15,22 @@
 
 namespace mapd {
 
-// The directory of a checkpoint step ("DIR/step-00000010"); ".tmp" appended while uncommitted.
+// The directory of a checkpoint step ("DIR/step-00000010").
 std::string CheckpointStepDir(const std::string& dir, int64_t step);
 
-// Commits step `meta.step()` under `dir` (the ranks' shards are in its .tmp directory), then
-// keeps the newest `keep_steps` committed steps (0: every one; PruneCheckpointSteps). A step is
-// deleted only once a newer one is committed and named by LATEST.
-absl::Status CommitCheckpointStep(const std::string& dir, const v1::CheckpointMeta& meta, int keep_steps = 0);
+// Where attempt `attempt` of a run stages the step before it is committed: "DIR/step-00000010.tmp"
+// for attempt 0, "DIR/step-00000010.a2.tmp" for attempt 2. Each attempt has its own, so a rank of
+// an earlier attempt that still runs never writes into the one a later attempt commits.
+std::string CheckpointStagingDir(const std::string& dir, int64_t step, int attempt);
+
+// Commits step `meta.step()` under `dir` from attempt `attempt`'s staging directory (where the
+// ranks wrote their shards), then keeps the newest `keep_steps` committed steps (0: every one;
+// PruneCheckpointSteps). A step is deleted only once a newer one is committed and named by LATEST.
+absl::Status CommitCheckpointStep(const std::string& dir, const v1::CheckpointMeta& meta, int keep_steps = 0, int attempt = 0);
 
 // Under `dir`, whose LATEST names step `latest`: deletes committed steps older than the newest
-// `keep_steps` (>= 1), and the uncommitted (.tmp) directories of steps before `latest` — writes
-// abandoned when a later step committed first. Steps after `latest` are never touched.
+// `keep_steps` (>= 1), and the staging directories (any attempt's) of steps before `latest` —
+// writes abandoned when a later step committed first. Steps after `latest` are never touched.
 absl::Status PruneCheckpointSteps(const std::string& dir, int64_t latest, int keep_steps);
 
 // The metadata a run commits with each step: the steps done, its world, mesh and plan (in words).

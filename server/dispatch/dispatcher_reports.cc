@@ -260,7 +260,7 @@ void Dispatcher::CommitCheckpointLocked(int64_t id, ActiveJob& job, int64_t step
     // outside the lock; the job resumes from it once it is recorded.
     Defer([this, id, attempt = job.attempt, dir = JobCheckpointDir(id),
            meta = CheckpointMetaFor(step, job.plan->world(), job.plan->mesh, job.plan->checkpoint_plan)] {
-      const absl::Status st = CommitCheckpointStep(dir, meta, options_.keep_checkpoints);
+      const absl::Status st = CommitCheckpointStep(dir, meta, options_.keep_checkpoints, attempt);  // that attempt's shards
       if (st.ok()) {
         absl::MutexLock lock(&mu_);
         auto it = active_.find(id);

@@ -147,6 +147,27 @@ TEST_F(CommonFiles, CommitsACheckpointStepAndPointsLatestAtIt) {
   EXPECT_EQ(ReadLatestCheckpoint(dir_).status().code(), absl::StatusCode::kDataLoss);
 }
 
+TEST_F(CommonFiles, EachAttemptStagesAStepApartAndOnlyTheCommittingOnesShardsAreCommitted) {
+  EXPECT_EQ(CheckpointStagingDir(dir_, 10, 0), dir_ + "/step-00000010.tmp");
+  EXPECT_EQ(CheckpointStagingDir(dir_, 10, 2), dir_ + "/step-00000010.a2.tmp");
+  // Attempt 2 writes its shard; a rank of attempt 1 that still runs (a paused host's) writes too.
+  for (int attempt : {1, 2}) {
+    std::filesystem::create_directories(CheckpointStagingDir(dir_, 10, attempt));
+    ASSERT_TRUE(WriteStringToFileAtomic(CheckpointStagingDir(dir_, 10, attempt) + "/rank_0.pb", absl::StrCat("attempt ", attempt)).ok());
+  }
+  v1::CheckpointMeta meta;
+  meta.set_step(10);
+  ASSERT_TRUE(CommitCheckpointStep(dir_, meta, /*keep_steps=*/0, /*attempt=*/2).ok());
+  EXPECT_EQ(*ReadFileToString(dir_ + "/step-00000010/rank_0.pb"), "attempt 2");
+  EXPECT_TRUE(std::filesystem::exists(CheckpointStagingDir(dir_, 10, 1)));  // never committed
+  // Once a later step commits, every attempt's staging of earlier steps goes.
+  std::filesystem::create_directories(CheckpointStagingDir(dir_, 20, 2));
+  meta.set_step(20);
+  ASSERT_TRUE(CommitCheckpointStep(dir_, meta, /*keep_steps=*/5, /*attempt=*/2).ok());
+  EXPECT_FALSE(std::filesystem::exists(CheckpointStagingDir(dir_, 10, 1)));
+  EXPECT_EQ(ReadLatestCheckpoint(dir_)->step(), 20);
+}
+
 TEST_F(CommonFiles, OnlyTheNewestCheckpointStepsAreKeptAndNothingNotYetSuperseded) {
   auto write_step = [&](int64_t step) {
     std::filesystem::create_directories(CheckpointStepDir(dir_, step) + ".tmp");

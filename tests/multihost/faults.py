@@ -62,7 +62,7 @@ def event_time(e):
 
 
 class Rounds:
-    def __init__(self, c, seed, steps=400, checkpoint_every=20, log=print):
+    def __init__(self, c, seed, steps=200, checkpoint_every=20, log=print):
         self.c, self.rng, self.steps, self.every, self.log = c, random.Random(seed), steps, checkpoint_every, log
         self.seed = seed
         self.history = History()
@@ -151,9 +151,9 @@ class Rounds:
             raise ValueError(kind)
 
     # --- a round -------------------------------------------------------------------------------
-    def round(self, number, kind=None):
+    def round(self, number, kind=None, ranks=None):
         kind = kind or self.rng.choice(FAULT_KINDS)
-        ranks = self.rng.choice((2, 4))
+        ranks = ranks or self.rng.choice((2, 4))
         at = self.rng.randint(self.every + 1, self.steps // 2)
         job = self.submit(ranks)
         if self.rng.random() < 0.3:  # an acknowledged cancel, to survive what follows
@@ -276,7 +276,8 @@ class Rounds:
         step = int(re.search(r"step (\d+)", resumed["message"]).group(1))
         # Steps lost: those trained past the checkpoint it resumed from, to be trained again.
         before = [int(e["step"]) for e in events if event_time(e) < event_time(resumed) and int(e.get("step", 0)) > 0]
-        first = next((e for e in after if int(e.get("step", 0)) == step + 1 and event_time(e) >= event_time(resumed)), None)
+        # (progress events past ~1,000 a job are sampled: the first recorded after the checkpoint)
+        first = next((e for e in after if int(e.get("step", 0)) > step and event_time(e) >= event_time(resumed)), None)
         self.costs.append((kind, event_time(detected) - fault_at, event_time(resumed) - event_time(detected),
                            event_time(first) - event_time(resumed) if first else None, max(before, default=0) - step))
 
@@ -299,13 +300,14 @@ def main():
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--rounds", type=int, default=200)
     p.add_argument("--workers", type=int, default=4)
+    p.add_argument("--steps", type=int, default=200, help="each round's job")
     args = p.parse_args()
     why = cl.available()
     if why:
         sys.exit(f"faults.py: {why}")
     c = cl.Cluster(tempfile.mkdtemp(prefix="mapd-faults-"), workers=args.workers)
     c.up()
-    rounds = Rounds(c, args.seed)
+    rounds = Rounds(c, args.seed, steps=args.steps)
     violations = []
     try:
         rounds.start()

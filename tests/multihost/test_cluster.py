@@ -83,3 +83,21 @@ def test_each_fault_kind_on_a_seeded_schedule_breaks_no_invariant(cluster):
     print(rounds.table())
     assert violations == [], "\n".join(violations)
     assert all(cost[1] is not None for cost in rounds.costs), rounds.costs  # every fault was detected and recovered
+
+
+def test_the_harness_catches_a_worker_without_fencing(tmp_path):
+    """Bar item 1: a deliberately broken worker (mapd-worker-unfenced: fencing compiled out) keeps
+    the ranks of the registration the coordinator ended when its host was paused; the round finds
+    two live incarnations of the job's ranks — the paused host's and the restarted attempt's."""
+    import faults
+    binaries = {"mapd": os.environ["MAPD"], "mapd-worker": os.environ["MAPD_WORKER_UNFENCED"], "mapctl": os.environ["MAPCTL"]}
+    c = cl.Cluster(tmp_path / "cluster", binaries=binaries)
+    c.up()
+    try:
+        # Steps enough that the paused host's ranks are still training when the round looks.
+        rounds = faults.Rounds(c, seed=50, steps=3000, checkpoint_every=200)
+        rounds.start()
+        violations = rounds.round(1, "pause_host", ranks=2)  # both ranks on the paused host
+    finally:
+        c.down()
+    assert any("live incarnations" in v for v in violations), violations

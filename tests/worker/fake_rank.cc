@@ -82,7 +82,7 @@ int RankCommand(int argc, char** argv) {
     // As a real rank: every checkpoint_every steps and after the last (common/training_config.h).
     const int64_t every = job->training().checkpoint_every();
     if (!job->checkpoint_dir().empty() && ((every > 0 && s % every == 0) || s == steps)) {
-      const std::string tmp = mapd::CheckpointStepDir(job->checkpoint_dir(), s) + ".tmp";
+      const std::string tmp = mapd::CheckpointStagingDir(job->checkpoint_dir(), s, job->attempt());
       std::filesystem::create_directories(tmp);
       if (!mapd::WriteStringToFileAtomic(tmp + "/rank_" + std::to_string(rank) + ".pb", "shard").ok()) return 4;
       Emit(rank, [&](mapd::v1::RankEvent& e) { e.mutable_checkpoint_written()->set_step(s); });

@@ -118,7 +118,7 @@ void JobRunner::OnCheckpoint(int64_t step) {
   // once every worker's are there; otherwise they are committed here.
   if (!shared_checkpoints_) {
     const std::vector<int64_t> mesh(a.mesh().begin(), a.mesh().end());
-    if (auto st = CommitCheckpointStep(checkpoint_dir_, CheckpointMetaFor(step, world_, mesh, a.plan()), kKeepCheckpointSteps);
+    if (auto st = CommitCheckpointStep(checkpoint_dir_, CheckpointMetaFor(step, world_, mesh, a.plan()), kKeepCheckpointSteps, a.attempt());
         !st.ok()) {
       std::cerr << "mapd-worker: job " << a.job_id() << ": checkpoint step " << step << " not committed: " << st.message() << "\n";
       return;
@@ -224,6 +224,7 @@ absl::StatusOr<v1::RankJob> JobRunner::RankJobOf() const {
   job.set_checkpoint_dir(checkpoint_dir_);
   job.set_resume_step(a.resume_step());
   job.set_resume_resharded(a.resume_resharded());
+  job.set_attempt(a.attempt());
   job.set_local_host(options_.advertise_host);
   return job;
 }

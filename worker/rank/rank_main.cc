@@ -244,7 +244,7 @@ absl::Status TrainRank(RankT& trainer, RankContext& c) {
       auto checkpoint = trainer.Save();
       if (!checkpoint.ok()) return checkpoint.status();
       checkpoint->set_step(s);
-      const std::string tmp = CheckpointStepDir(checkpoint_dir, s) + ".tmp";
+      const std::string tmp = CheckpointStagingDir(checkpoint_dir, s, c.job.attempt());
       std::error_code ec;
       std::filesystem::create_directories(tmp, ec);
       if (ec) return absl::InternalError(absl::StrCat("cannot make ", tmp, ": ", ec.message()));
