@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/file_io.h"
@@ -56,8 +57,8 @@ absl::Status PruneCheckpointSteps(const std::string& dir, int64_t latest, int ke
     if (std::sscanf(name.c_str(), "step-%lld%n", &step, &used) != 1 || name.rfind("step-", 0) != 0) continue;
     const std::string rest = name.substr(static_cast<size_t>(used));
     if (rest.empty() && step <= latest) committed.push_back(step);
-    const bool staging = rest.size() >= 4 && rest.compare(rest.size() - 4, 4, ".tmp") == 0;  // .tmp, .aK.tmp
-    if (staging && step < latest) abandoned.push_back(entry.path().string());
+    // Any attempt's staging directory (.tmp, .aK.tmp) of a step before the latest: abandoned.
+    if (absl::EndsWith(rest, ".tmp") && step < latest) abandoned.push_back(entry.path().string());
   }
   if (ec) return absl::InternalError(absl::StrCat("cannot list ", dir, ": ", ec.message()));
   std::sort(committed.begin(), committed.end());  // latest last: kept, as at least one step is

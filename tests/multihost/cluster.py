@@ -224,12 +224,13 @@ class Cluster:
         return {h.name: h.pids() for h in self.hosts if h.pids()}
 
     def down_network(self):
-        for name in [f"{self.prefix}-{n}" for n in ("sw", "coord")] + [f"{self.prefix}-w{i + 1}" for i in range(64)]:
-            if os.path.exists(f"/run/netns/{name}"):
-                for pid in run("ip", "netns", "pids", name, check=False).stdout.split():
-                    with contextlib.suppress(ProcessLookupError):
-                        os.kill(int(pid), signal.SIGKILL)
-                run("ip", "netns", "del", name, check=False)
+        """Deletes every namespace of this tag's (a crashed earlier run's too), killing what runs there."""
+        names = os.listdir("/run/netns") if os.path.isdir("/run/netns") else []
+        for name in [n for n in names if n.startswith(self.prefix + "-")]:
+            for pid in run("ip", "netns", "pids", name, check=False).stdout.split():
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(int(pid), signal.SIGKILL)
+            run("ip", "netns", "del", name, check=False)
 
     def down(self):
         self.stop_daemons()

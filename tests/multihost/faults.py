@@ -248,9 +248,8 @@ class Rounds:
         d = os.path.join(self.ckpt, f"job-{job}", f"step-{step:08d}")
         if not os.path.isdir(d):
             return []  # pruned since (kept: the newest few)
-        shards = [f for f in os.listdir(d) if f.startswith("rank_")]
-        meta = [f for f in os.listdir(d) if not f.startswith("rank_")]
-        return [] if shards and meta else [f"job {job} resumed from {d}, which holds {sorted(os.listdir(d))}"]
+        files = os.listdir(d)
+        return [] if "meta.pb" in files and any(f.startswith("rank_") for f in files) else [f"job {job} resumed from {d}, which holds {sorted(os.listdir(d))}"]
 
     def losses(self, job, events):
         seen, v = {}, []
@@ -290,7 +289,7 @@ class Rounds:
 
             def median(i):
                 xs = sorted(c[i] for c in got if c[i] is not None)
-                return f"{xs[len(xs) // 2]:.2f}" if xs and i < 4 else (f"{xs[len(xs) // 2]}" if xs else "–")
+                return "–" if not xs else f"{xs[len(xs) // 2]:.2f}" if isinstance(xs[0], float) else str(xs[len(xs) // 2])
             rows.append(f"| {kind} | {len(got)} | {median(1)} | {median(2)} | {median(3)} | {median(4)} |")
         return "\n".join(rows)
 

@@ -91,8 +91,7 @@ bool WorkerAgent::SendReport(const v1::ReportRequest& report) {
 
 void WorkerAgent::Apply(const v1::HeartbeatResponse& response) {
   for (int64_t id : response.cancel_job_ids()) {
-    if (!kFencing) break;
-    if (auto it = runners_.find(id); it != runners_.end()) it->second->Cancel();
+    if (auto it = runners_.find(id); kFencing && it != runners_.end()) it->second->Cancel();
   }
   for (const v1::RankAssignment& a : response.assignments()) {
     if (!seen_.insert({a.job_id(), a.attempt()}).second) continue;
