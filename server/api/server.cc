@@ -101,14 +101,9 @@ absl::StatusOr<std::unique_ptr<MapdServer>> MapdServer::Start(const ServerOption
   s->admitted_ = std::make_unique<AdmittedPlans>(options.admitted_plan_bytes);
   if (options.admit) {
     MapdServer* raw = s.get();
-    const bool shared_checkpoints = !options.dispatch_options.checkpoint_dir.empty();
-    s->jobs_->SetAdmission([raw, shared_checkpoints](const v1::JobSpec& spec, v1::Job& job) -> absl::StatusOr<AdmittedFn> {
-      if (spec.has_elastic() && !shared_checkpoints) {
-        raw->metrics_.Add("mapd_job_submissions_total", {{"outcome", "refused"}});
-        return absl::FailedPreconditionError(
-            "an elastic job resumes on other devices from checkpoints on shared storage, and this coordinator has none (mapd "
-            "--checkpoint-dir); drop elastic or ask the operator for it");
-      }
+    // (An elastic job resumes on other devices from checkpoints on shared storage, or from the
+    // copies peer workers keep without it: dispatcher_shards.cc.)
+    s->jobs_->SetAdmission([raw](const v1::JobSpec& spec, v1::Job& job) -> absl::StatusOr<AdmittedFn> {
       const auto start = std::chrono::steady_clock::now();
       auto admitted = AdmitJob(raw->dispatcher_->CostedSpec(spec));
       raw->metrics_.Add("mapd_plan_searches_total", {{"phase", "admission"}});

@@ -141,6 +141,14 @@ class Dispatcher {
     // one of them has is refused (a broken or forged report), and the job goes on.
     std::set<int32_t> ranks_at_last_step;
     bool early_end_noted = false;  // such a refusal is in the job's events (once a part)
+    // Without shared storage: the worker that keeps a copy of this part's checkpoint shards
+    // (empty: none).
+    std::string shard_peer_id;
+  };
+  // A worker keeping a rank's shards of the committed step, and its shard service's address.
+  struct ShardHolder {
+    std::string worker_id;
+    std::string address;
   };
   // Where a job the dispatcher runs is. MoveLocked is the one place it changes:
   //   (placed) ──────────────────────────────────────────────► kRunning
@@ -186,6 +194,11 @@ class Dispatcher {
     int plan_from = 0, plan_to = 0;
     JobProgressStats progress;
     CheckpointTracker checkpoints;
+    // Without shared storage (dispatcher_shards.cc): the secret of the job's shards on workers'
+    // shard services (drawn at its first placement, the same for every attempt), and who keeps
+    // each rank's shards of the committed step (its own worker, then its part's peer).
+    std::string shard_secret;
+    std::map<int32_t, std::vector<ShardHolder>> shard_holders;
     bool parts_ended() const {
       for (const Part& p : parts) {
         if (!p.finished) return false;
@@ -265,6 +278,18 @@ class Dispatcher {
   // A recovered job may be placed: a lease period has passed since this coordinator's first
   // round and no ALIVE worker lists its earlier ranks.
   bool RecoveredMayResumeLocked(const ActiveJob& job) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  // Defined in dispatcher_shards.cc (checkpoints without shared storage, kept by peer workers):
+  // The job's shard secret and each part's peer — the next part's worker, in a ring; a job on one
+  // worker, another live worker with a shard service (granted the secret in its heartbeats) — set
+  // in its assignment, and where a resume's shards are (`resume_step` > 0).
+  absl::Status AssignShardPeersLocked(ActiveJob& job, int64_t resume_step) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The committed step's holders, from the parts that reported it (each kept by its peer too).
+  void NoteShardHoldersLocked(ActiveJob& job) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Ranks of the committed step that no ALIVE worker keeps (all of them when none is noted).
+  std::vector<int32_t> UnkeptRanksLocked(const ActiveJob& job) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // "w-1 on w-2, w-2 on w-1": whose shards each peer keeps.
+  static std::string PeersOf(const ActiveJob& job);
 
   // Defined in dispatcher_elastic.cc (the elastic policy):
   // An elastic job's plan for the most of `devices` (down to its min_devices, at most

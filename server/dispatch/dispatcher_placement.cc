@@ -225,7 +225,8 @@ absl::Status Dispatcher::PlaceLocked(int64_t id, ActiveJob& job, int64_t resume_
     a.set_store_secret(*secret);
     job.parts.push_back(std::move(part));
   }
-  return absl::OkStatus();
+  // Without shared storage, peers keep each other's shards (dispatcher_shards.cc).
+  return options_.checkpoint_dir.empty() ? AssignShardPeersLocked(job, resume_step) : absl::OkStatus();
 }
 
 std::string Dispatcher::Where(const ActiveJob& job) {

@@ -10,6 +10,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "common/checkpoint/checkpoint_commit.h"
 #include "server/dispatch/dispatcher_internal.h"
 
@@ -20,17 +21,21 @@ using dispatcher_internal::WrittenUnderAnotherPlan;
 
 void Dispatcher::LoseLocked(int64_t id, ActiveJob& job, const std::string& why) {
   const int64_t committed = job.checkpoints.committed();
-  const bool can_restart = !options_.checkpoint_dir.empty() && committed > 0 && job.restarts < options_.max_restarts;
-  if (!can_restart) {
-    // Which case applies, said in the job's error: without shared storage the checkpoints were
-    // on each worker's own disk, and the lost worker's shards went with it.
+  const bool shared = !options_.checkpoint_dir.empty();
+  // Without shared storage, each rank's shards of the step are on its worker and that worker's
+  // peer (dispatcher_shards.cc): the job resumes while a live worker keeps every rank's.
+  const std::vector<int32_t> unkept = shared || committed == 0 ? std::vector<int32_t>{} : UnkeptRanksLocked(job);
+  if (committed == 0 || !unkept.empty() || job.restarts >= options_.max_restarts) {
+    // Which case applies, said in the job's error.
     FailLocked(id, job,
-               absl::StrCat(why, options_.checkpoint_dir.empty()
-                                     ? "; the job cannot resume: this coordinator has no shared checkpoint storage, so its checkpoints "
-                                       "were on each worker's own disk and the lost worker's shards are gone (start mapd with "
-                                       "--checkpoint-dir on storage every worker reaches, and jobs resume after a lost worker)"
-                                 : committed == 0 ? " (no checkpoint committed yet to restart from)"
-                                                  : absl::StrCat(" (restarted ", job.restarts, " time(s) already)")));
+               absl::StrCat(why, committed == 0 ? " (no checkpoint committed yet to restart from)"
+                                 : !unkept.empty()
+                                     ? absl::StrCat("; the job cannot resume: there is no shared checkpoint storage, and the shards of rank(s) ",
+                                                    absl::StrJoin(unkept, ","), " of step ", committed,
+                                                    " were kept only on workers now lost (each worker's shards are kept by one peer: "
+                                                    "two workers lost together, or a worker without a shard service, lose them; mapd "
+                                                    "--checkpoint-dir on storage every worker reaches keeps them all)")
+                                     : absl::StrCat(" (restarted ", job.restarts, " time(s) already)")));
     return;
   }
   MoveLocked(id, job, Phase::kRestarting);
@@ -40,8 +45,10 @@ void Dispatcher::LoseLocked(int64_t id, ActiveJob& job, const std::string& why) 
   // An elastic job waits the grace for as many devices as it had, then goes on with fewer.
   job.devices_before = job.plan->world();
   job.resize_after = workers_->NowUnixSeconds() + options_.elastic_grace_seconds;
-  Defer([this, id, message = absl::StrCat(why, "; restarting from the checkpoint of step ", committed, " (restart ", job.restarts,
-                                          " of at most ", options_.max_restarts, ")")] {
+  Defer([this, id, message = absl::StrCat(why, "; restarting from the checkpoint of step ", committed, " (restart ", job.restarts, " of at most ",
+                                          options_.max_restarts, "), ",
+                                          shared ? "on the shared checkpoint storage"
+                                                 : "whose shards the workers left keep (no shared storage: each worker's are kept by a peer too)")] {
     (void)jobs_->Transition(id, v1::RESTARTING, message);
   });
 }

@@ -119,6 +119,13 @@ void Dispatcher::HeartbeatLocked(const std::string& worker_id, const std::vector
         job.held_by.erase(worker_id);
       }
     }
+    // The peer of a part keeps its shards (dispatcher_shards.cc): admitted by the job's secret,
+    // which it has from an assignment of its own or, keeping for a job it does not run, here.
+    if (std::any_of(job.parts.begin(), job.parts.end(), [&](const Part& p) { return p.shard_peer_id == worker_id; })) {
+      v1::ShardGrant* grant = out->add_shard_grants();
+      grant->set_job_id(id);
+      grant->set_secret(job.shard_secret);
+    }
     for (Part& part : job.parts) {
       if (part.worker_id != worker_id || part.finished) continue;
       if (job.stopping()) {
@@ -254,7 +261,16 @@ void Dispatcher::RecordProgressLocked(int64_t id, ActiveJob& job, const v1::Repo
 
 void Dispatcher::CommitCheckpointLocked(int64_t id, ActiveJob& job, int64_t step) {
   if (options_.checkpoint_dir.empty()) {
-    Defer([this, id, step] { (void)jobs_->Note(id, absl::StrCat("checkpoint: step ", step, " committed on every worker")); });
+    // Each worker committed its shards on its own disk and its peer keeps a copy (a job on one
+    // worker: on it alone).
+    job.checkpoints.Committed(step);
+    job.committed_under = CheckpointMetaFor(step, job.plan->world(), job.plan->mesh, job.plan->checkpoint_plan);
+    NoteShardHoldersLocked(job);
+    Defer([this, id, step, peers = PeersOf(job)] {
+      (void)jobs_->Note(id, absl::StrCat("checkpoint: step ", step, " committed on every worker; each worker's shards kept by a peer too (",
+                                         peers, ")"));
+    });
+    MaybeGrowLocked(id, job, step);
   } else {
     // Every rank's shard is on the shared storage: commit the step (checkpoint_commit.h),
     // outside the lock; the job resumes from it once it is recorded.

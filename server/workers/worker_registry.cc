@@ -43,9 +43,9 @@ absl::StatusOr<v1::RegisterWorkerResponse> WorkerRegistry::Register(const v1::Re
   if (r.devices_size() == 0) {
     return absl::InvalidArgumentError(absl::StrCat("worker on '", r.hostname(), "' registers no device; give at least one (cpu or cuda:N)"));
   }
-  if (r.hostname().size() > kMaxHostname || r.metrics_address().size() > kMaxMetricsAddress) {
+  if (r.hostname().size() > kMaxHostname || r.metrics_address().size() > kMaxMetricsAddress || r.shard_address().size() > kMaxMetricsAddress) {
     return absl::InvalidArgumentError(absl::StrCat("a registration's hostname is at most ", kMaxHostname,
-                                                   " characters and its metrics address ", kMaxMetricsAddress));
+                                                   " characters and its metrics and shard addresses ", kMaxMetricsAddress));
   }
   if (r.devices_size() > limits_.max_devices_per_worker) {
     return absl::InvalidArgumentError(absl::StrCat("worker on '", r.hostname(), "' registers ", r.devices_size(),
@@ -87,6 +87,7 @@ absl::StatusOr<v1::RegisterWorkerResponse> WorkerRegistry::Register(const v1::Re
   w.set_registered_unix_seconds(now);
   w.set_last_heartbeat_unix_seconds(now);
   w.set_metrics_address(r.metrics_address());
+  w.set_shard_address(r.shard_address());
   if (profile) *w.mutable_profile() = *std::move(profile);
   std::random_device random;
   const std::string session = absl::StrFormat("%08x%08x%08x%08x", random(), random(), random(), random());

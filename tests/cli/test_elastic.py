@@ -6,6 +6,8 @@ import datetime
 import json
 import time
 
+import pytest
+
 from test_jobs import TOKEN, mapctl, start_mapd, start_worker, stop_all, wait_past_a_checkpoint
 
 # Its global batch of 16 fits 4 MiB a device on 4 ranks in one pass (3.9 MiB measured, ~8 ms a
@@ -36,10 +38,13 @@ def wait_for_message(env, job, text, timeout=90):
     raise AssertionError(f"no event of job {job} says '{text}' in {timeout} s: {[e['message'] for e in events[-8:]]}")
 
 
-def test_an_elastic_job_goes_on_with_the_devices_left_and_grows_back_when_a_worker_returns(tmp_path):
+# Checkpoints on storage mapd and its workers share, or (issue 50) on the workers' own disks, each
+# worker's shards kept by a peer worker too: the lost worker's come from its peer.
+@pytest.mark.parametrize("storage", ["shared", "peers"])
+def test_an_elastic_job_goes_on_with_the_devices_left_and_grows_back_when_a_worker_returns(tmp_path, storage):
     ckpt = tmp_path / "checkpoints"
-    proc, port = start_mapd(tmp_path / "jobs.db", "--lease-seconds", "1.5", "--heartbeat-seconds", "0.25", "--checkpoint-dir", str(ckpt),
-                            "--elastic-grace-seconds", "2")
+    shared = ("--checkpoint-dir", str(ckpt)) if storage == "shared" else ()
+    proc, port = start_mapd(tmp_path / "jobs.db", "--lease-seconds", "1.5", "--heartbeat-seconds", "0.25", *shared, "--elastic-grace-seconds", "2")
     env = {"MAPD_ADDRESS": f"127.0.0.1:{port}", "MAPD_TOKEN": TOKEN}
     workers = []
     try:
@@ -84,7 +89,7 @@ def test_an_elastic_job_goes_on_with_the_devices_left_and_grows_back_when_a_work
         for step, seen in repeated.items():
             assert max(seen) - min(seen) <= 1e-5 * abs(seen[0]), (step, seen)
         worst = max((max(l) - min(l)) / abs(l[0]) for l in repeated.values())
-        print(f"\nelastic: lost at step ~{kill_step}, {resumed['message']!r} {shrink_seconds} s after the loss was noticed; "
+        print(f"\nelastic ({storage}): lost at step ~{kill_step}, {resumed['message']!r} {shrink_seconds} s after the loss was noticed; "
               f"grown back to 4 {grow_seconds:.1f} s after the worker returned ({growing['message']}); "
               f"{len(repeated)} repeated steps, worst relative loss difference {worst:.1e}")
     finally:

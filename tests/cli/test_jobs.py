@@ -410,9 +410,8 @@ def test_jobs_run_on_two_workers_are_cancelled_and_fail_when_a_worker_is_lost(tm
         assert mapctl(env, "watch", "3", check=None).returncode == 1
         got = json.loads(mapctl(env, "get", "3", "-o", "json", check=0).stdout)
         assert got["state"] == "FAILED" and "worker w-2 was lost" in got["error"], got
-        # Which case applies (issue 50): no shared storage, so the checkpoints went with the worker.
-        assert "the job cannot resume: this coordinator has no shared checkpoint storage" in got["error"], got
-        assert "--checkpoint-dir" in got["error"], got
+        # Which case applies (issue 50): killed before its first checkpoint, nothing to resume from.
+        assert "(no checkpoint committed yet to restart from)" in got["error"], got
         deadline = time.time() + 20
         while time.time() < deadline and sample(scrape(workers[0][1]), "mapd_worker_ranks_running") != 0:
             time.sleep(0.3)
@@ -510,6 +509,33 @@ def test_a_job_whose_worker_is_lost_resumes_from_its_checkpoint(tmp_path):
         assert any(f" kind={kind} " in line and words in line for line in log), (kind, words, "\n".join(log))
 
 
+def test_without_shared_storage_a_lost_workers_job_resumes_from_the_shards_its_peer_kept(tmp_path):
+    """No --checkpoint-dir: each worker commits its ranks' shards on its own disk and pushes a
+    copy to its peer (the other worker of the job); a killed worker's job resumes on the workers
+    left from its last committed step, the new worker fetching the lost one's shards from its peer,
+    and the steps run again have the losses they had (1e-5)."""
+    gpt = "gpt2:layers=2,hidden=32,heads=2,vocab=256,seq=16,batch=4"
+    proc, port = start_mapd(tmp_path / "jobs.db", "--lease-seconds", "1.5", "--heartbeat-seconds", "0.25")
+    env = {"MAPD_ADDRESS": f"127.0.0.1:{port}", "MAPD_TOKEN": TOKEN}
+    workers = []
+    try:
+        workers = [start_worker(env, tmp_path, name) for name in ("alpha", "beta", "gamma")]
+        mapctl(env, "submit", gpt, "--ranks", "4", "--steps", str(RESTART_STEPS), "--checkpoint-every", "10", check=0)
+        committed, kill_step, events = wait_past_a_checkpoint(env, 1)
+        kept = next(e["message"] for e in events if "committed on every worker" in e["message"])
+        assert "each worker's shards kept by a peer too (w-1's on w-2, w-2's on w-1)" in kept, kept
+        kill_beta_and_expect_a_resume(env, workers, committed, kill_step, RESTART_STEPS)
+        messages = [e["message"] for e in json.loads(mapctl(env, "logs", "1", "-o", "json", check=0).stdout)]
+        restarting = next(m for m in messages if "restarting from the checkpoint of step" in m)
+        assert "whose shards the workers left keep (no shared storage: each worker's are kept by a peer too)" in restarting, restarting
+        # gamma (w-3), which never held ranks 2-3, resumed them with the losses they had: it read
+        # them from alpha's copy of beta's shards (alpha's store, beside its own).
+        assert (tmp_path / "gamma" / "job-1-1").is_dir() and not (tmp_path / "gamma" / "job-1").exists()
+        assert (tmp_path / "alpha" / "shards" / "job-1").is_dir()
+    finally:
+        stop_all(proc, workers)
+
+
 def test_a_pipeline_job_runs_across_two_workers_and_resumes_when_one_is_lost(tmp_path):
     """pipeline_stages 2: the coordinator plans two stages of two ranks, one on each worker (the
     stages' ranks placed in order), the ranks stream micro-batches through them by 1F1B; a killed
@@ -575,7 +601,9 @@ def wait_past_a_checkpoint(env, job):
     deadline = time.time() + 60
     while time.time() < deadline:
         events = json.loads(mapctl(env, "logs", str(job), "-o", "json", check=0).stdout)
-        committed = [int(e["message"].split("step ")[1].split()[0]) for e in events if "committed to" in e["message"]]
+        # ("committed to DIR" on shared storage, "committed on every worker" without)
+        committed = [int(e["message"].split("step ")[1].split()[0]) for e in events if e["message"].startswith("checkpoint: step ")
+                     and ("committed to" in e["message"] or "committed on every worker" in e["message"])]
         last_step = max([int(e.get("step", 0)) for e in events] + [0])
         if committed and last_step >= committed[-1] + 2:
             return committed, last_step, events

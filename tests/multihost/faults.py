@@ -18,7 +18,11 @@ Each round also measures what the fault cost: seconds to detect it, to re-plan (
 again), to restore and train again (the first new step), and the steps lost.
 
 A failing seed is replayable: `faults.py --seed S --rounds N` draws the same schedule.
+`--storage peers` runs mapd without shared checkpoint storage: each worker's shards are kept by a
+peer worker (docs/coordinator.md "Checkpoints without shared storage"); a coordinator restart
+then fails running jobs (not built), so that kind is not drawn.
 """
+import glob
 import argparse
 import json
 import os
@@ -32,6 +36,7 @@ import time
 import cluster as cl
 
 FAULT_KINDS = ("kill_worker", "pause_host", "partition_coordinator", "kill_coordinator")
+PEER_FAULT_KINDS = FAULT_KINDS[:3]  # without shared storage
 MODEL = "gpt2:layers=2,hidden=32,heads=2,vocab=256,seq=16,batch=4"
 LEASE, HEARTBEAT = 1.5, 0.25
 MAPD_FLAGS = ("--lease-seconds", str(LEASE), "--heartbeat-seconds", str(HEARTBEAT), "--max-restarts", "1000")
@@ -62,16 +67,21 @@ def event_time(e):
 
 
 class Rounds:
-    def __init__(self, c, seed, steps=200, checkpoint_every=20, log=print):
+    def __init__(self, c, seed, steps=200, checkpoint_every=20, log=print, storage="shared"):
         self.c, self.rng, self.steps, self.every, self.log = c, random.Random(seed), steps, checkpoint_every, log
+        self.storage = storage
+        self.kinds = FAULT_KINDS if storage == "shared" else PEER_FAULT_KINDS
         self.seed = seed
         self.history = History()
         self.costs = []  # (kind, detect_s, replan_s, restore_s, steps_lost)
         self.ckpt = os.path.join(c.workdir, "checkpoints")
 
     # --- the cluster ---------------------------------------------------------------------------
+    def mapd_flags(self):
+        return MAPD_FLAGS + (("--checkpoint-dir", self.ckpt) if self.storage == "shared" else ())
+
     def start(self):
-        self.c.start_mapd(*MAPD_FLAGS, "--checkpoint-dir", self.ckpt)
+        self.c.start_mapd(*self.mapd_flags())
         for w in self.c.workers:
             self.c.start_worker(w, cpu_devices=2)
         self.c.wait_registered(len(self.c.workers))
@@ -146,13 +156,13 @@ class Rounds:
             self.fault_at = time.time()
             c.signal(c.coordinator, signal.SIGKILL)
             c.coordinator.proc.wait()
-            c.start_mapd(*MAPD_FLAGS, "--checkpoint-dir", self.ckpt)
+            c.start_mapd(*self.mapd_flags())
         else:
             raise ValueError(kind)
 
     # --- a round -------------------------------------------------------------------------------
     def round(self, number, kind=None, ranks=None):
-        kind = kind or self.rng.choice(FAULT_KINDS)
+        kind = kind or self.rng.choice(self.kinds)
         ranks = ranks or self.rng.choice((2, 4))
         at = self.rng.randint(self.every + 1, self.steps // 2)
         job = self.submit(ranks)
@@ -245,11 +255,18 @@ class Rounds:
         return v
 
     def complete(self, job, step):
-        d = os.path.join(self.ckpt, f"job-{job}", f"step-{step:08d}")
-        if not os.path.isdir(d):
-            return []  # pruned since (kept: the newest few)
-        files = os.listdir(d)
-        return [] if "meta.pb" in files and any(f.startswith("rank_") for f in files) else [f"job {job} resumed from {d}, which holds {sorted(os.listdir(d))}"]
+        if self.storage == "shared":
+            dirs = [os.path.join(self.ckpt, f"job-{job}", f"step-{step:08d}")]
+        else:  # the resumed attempts' run directories on the workers, where they fetched it
+            dirs = glob.glob(os.path.join(self.c.workdir, "*", f"job-{job}-*", "checkpoints", f"step-{step:08d}"))
+        v = []
+        for d in dirs:
+            if not os.path.isdir(d):
+                continue  # pruned since (kept: the newest few)
+            files = os.listdir(d)
+            if "meta.pb" not in files or not any(f.startswith("rank_") for f in files):
+                v.append(f"job {job} resumed from {d}, which holds {sorted(files)}")
+        return v
 
     def losses(self, job, events):
         seen, v = {}, []
@@ -282,7 +299,7 @@ class Rounds:
 
     def table(self):
         rows = ["| fault | rounds | detect (s) | re-plan (s) | restore + first step (s) | steps lost |", "|---|---|---|---|---|---|"]
-        for kind in FAULT_KINDS:
+        for kind in self.kinds:
             got = [c for c in self.costs if c[0] == kind]
             if not got:
                 continue
@@ -300,13 +317,15 @@ def main():
     p.add_argument("--rounds", type=int, default=200)
     p.add_argument("--workers", type=int, default=4)
     p.add_argument("--steps", type=int, default=200, help="each round's job")
+    p.add_argument("--storage", choices=("shared", "peers"), default="shared",
+                   help="checkpoints on mapd --checkpoint-dir, or each worker's kept by a peer worker")
     args = p.parse_args()
     why = cl.available()
     if why:
         sys.exit(f"faults.py: {why}")
     c = cl.Cluster(tempfile.mkdtemp(prefix="mapd-faults-"), workers=args.workers)
     c.up()
-    rounds = Rounds(c, args.seed, steps=args.steps)
+    rounds = Rounds(c, args.seed, steps=args.steps, storage=args.storage)
     violations = []
     try:
         rounds.start()
@@ -320,7 +339,7 @@ def main():
         if left:
             violations.append(f"processes left in the cluster's namespaces: {left}")
     print(rounds.table())
-    print(f"{args.rounds} rounds, seed {args.seed}: {len(violations)} invariant violation(s)")
+    print(f"{args.rounds} rounds, seed {args.seed}, storage {args.storage}: {len(violations)} invariant violation(s)")
     sys.exit(1 if violations else 0)
 
 

@@ -85,6 +85,24 @@ def test_each_fault_kind_on_a_seeded_schedule_breaks_no_invariant(cluster):
     assert all(cost[1] is not None for cost in rounds.costs), rounds.costs  # every fault was detected and recovered
 
 
+def test_without_shared_storage_a_killed_workers_job_resumes_from_its_peers_copies(cluster):
+    """Bar item 2 across hosts: mapd without --checkpoint-dir; the mapd-worker of a host running a
+    4-rank job is killed; the job resumes on the hosts left from the shards peer workers kept (the
+    new worker fetching them over the bridge) and succeeds, every invariant holding — a step run
+    again has the loss it had (1e-5)."""
+    import faults
+    rounds = faults.Rounds(cluster, seed=51, steps=200, checkpoint_every=20, storage="peers")
+    rounds.start()
+    violations = rounds.round(1, "kill_worker", ranks=4)
+    assert violations == [], "\n".join(violations)
+    job = rounds.history.submitted[0]
+    messages = [e["message"] for e in rounds.events(job)]
+    assert rounds.get(job)["state"] == "SUCCEEDED", messages[-5:]
+    assert any("whose shards the workers left keep" in m for m in messages), messages
+    assert rounds.costs[0][1] is not None, rounds.costs
+    print(rounds.table())
+
+
 def test_the_harness_catches_a_worker_without_fencing(tmp_path):
     """Bar item 1: a deliberately broken worker (mapd-worker-unfenced: fencing compiled out) keeps
     the ranks of the registration the coordinator ended when its host was paused; the round finds

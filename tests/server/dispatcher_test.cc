@@ -55,9 +55,10 @@ class DispatcherTest : public ::testing::Test {
     workers_ = std::make_unique<WorkerRegistry>(LeaseOptions{}, &clock_);
     dispatcher_ = std::make_unique<Dispatcher>(jobs_.get(), workers_.get(), DispatchOptions{}, FakePlan);
   }
-  std::string AddWorker(int devices, const std::string& kind = "cpu") {
+  std::string AddWorker(int devices, const std::string& kind = "cpu", const std::string& shard_address = "") {
     v1::RegisterWorkerRequest r;
     r.set_hostname("host");
+    r.set_shard_address(shard_address);
     for (int i = 0; i < devices; ++i) {
       auto* d = r.add_devices();
       d->set_name(kind + ":" + std::to_string(i));
@@ -416,7 +417,7 @@ TEST_F(DispatcherTest, PlanningANewJobDoesNotDelayNoticingALostWorker) {
   dispatcher_->Watch();
   EXPECT_EQ(State(1), v1::FAILED);
   EXPECT_NE(jobs_->Get(1)->error().find("worker " + w1 + " was lost"), std::string::npos) << jobs_->Get(1)->error();
-  EXPECT_NE(jobs_->Get(1)->error().find("the lost worker's shards are gone (start mapd with --checkpoint-dir"), std::string::npos)
+  EXPECT_NE(jobs_->Get(1)->error().find("(no checkpoint committed yet to restart from)"), std::string::npos)
       << jobs_->Get(1)->error();
   EXPECT_EQ(State(2), v1::PLANNING);
   release.Notify();
@@ -531,6 +532,60 @@ TEST_F(DispatcherTest, ALostWorkerRestartsTheJobFromItsLastCheckpointOnTheDevice
   EXPECT_EQ(State(1), v1::FAILED);
   EXPECT_NE(jobs_->Get(1)->error().find("worker " + w3 + " was lost"), std::string::npos) << jobs_->Get(1)->error();
   EXPECT_NE(jobs_->Get(1)->error().find("restarted 1 time(s) already"), std::string::npos) << jobs_->Get(1)->error();
+}
+
+TEST_F(DispatcherTest, WithoutSharedStorageALostWorkersJobResumesFromTheShardsItsPeerKept) {
+  // Each worker's shards are pushed to the next part's worker (a ring); a step counts once every
+  // worker has reported it kept so. w2 lost: its ranks' shards are on w1, and the job resumes on
+  // w1 and w3, w3 fetching rank 1's shards from w1 first (w2, lost, last).
+  const std::string w1 = AddWorker(1, "cpu", "10.0.0.1:30001"), w2 = AddWorker(1, "cpu", "10.0.0.2:30001"),
+                    w3 = AddWorker(1, "cpu", "10.0.0.3:30001");
+  StartCheckpointedJob();
+  const v1::RankAssignment a1 = Beat(w1).assignments(0);
+  EXPECT_TRUE(a1.checkpoint_dir().empty());
+  EXPECT_EQ(a1.shard_peer(), "10.0.0.2:30001");
+  EXPECT_EQ(a1.shard_secret().size(), 32u);
+  ASSERT_TRUE(ReportStore(w1, 1, "10.0.0.1:29501").ok());
+  const v1::RankAssignment a2 = Beat(w2).assignments(0);
+  EXPECT_EQ(a2.shard_peer(), "10.0.0.1:30001");
+  EXPECT_EQ(a2.shard_secret(), a1.shard_secret());
+  ReportCheckpoint({w1, w2}, 1, 5);
+  EXPECT_NE(Messages(1).back().find("checkpoint: step 5 committed on every worker; each worker's shards kept by a peer too (" + w1 + "'s on " +
+                                    w2 + ", " + w2 + "'s on " + w1 + ")"),
+            std::string::npos)
+      << Messages(1).back();
+  clock_.Advance(4);
+  Beat(w1, {1});
+  Beat(w3);
+  clock_.Advance(2);
+  workers_->ExpireLeases();
+  dispatcher_->Tick();
+  ASSERT_EQ(State(1), v1::RESTARTING);
+  EXPECT_NE(Messages(1).back().find("restarting from the checkpoint of step 5 (restart 1 of at most 3), whose shards the workers left keep"),
+            std::string::npos)
+      << Messages(1).back();
+  ASSERT_TRUE(Finish(w1, 1, 1, "cancelled").ok());
+  dispatcher_->Tick();
+  ASSERT_EQ(State(1), v1::RUNNING);
+  ASSERT_TRUE(ReportStore(w1, 1, "10.0.0.1:29502", /*attempt=*/1).ok());
+  const v1::RankAssignment resumed = Beat(w3).assignments(0);
+  EXPECT_EQ(resumed.resume_step(), 5);
+  EXPECT_EQ(resumed.shard_secret(), a1.shard_secret());  // the job's, for every attempt
+  ASSERT_EQ(resumed.resume_shards_size(), 2);
+  EXPECT_EQ(resumed.resume_shards(1).rank(), 1);
+  EXPECT_EQ(std::vector<std::string>(resumed.resume_shards(1).addresses().begin(), resumed.resume_shards(1).addresses().end()),
+            (std::vector<std::string>{"10.0.0.1:30001", "10.0.0.2:30001"}));
+
+  // Two workers lost together (w1 and w3, keeping each other's): rank 0's and 1's shards of the
+  // step committed next are gone, and the error says so.
+  ReportCheckpoint({w1, w3}, 1, 10, /*attempt=*/1);
+  clock_.Advance(6);
+  workers_->ExpireLeases();
+  dispatcher_->Tick();
+  EXPECT_EQ(State(1), v1::FAILED);
+  EXPECT_NE(jobs_->Get(1)->error().find("there is no shared checkpoint storage, and the shards of rank(s) 0,1 of step 10 were kept only on workers now lost"),
+            std::string::npos)
+      << jobs_->Get(1)->error();
 }
 
 TEST_F(DispatcherTest, PlanningFailuresFailAndJobsOrphanedByARestartAreQueuedOrFail) {

@@ -90,6 +90,9 @@ bool WorkerAgent::SendReport(const v1::ReportRequest& report) {
 }
 
 void WorkerAgent::Apply(const v1::HeartbeatResponse& response) {
+  for (const v1::ShardGrant& g : response.shard_grants()) {
+    if (options_.runner.shards != nullptr && !g.secret().empty()) options_.runner.shards->Allow(g.job_id(), g.secret());
+  }
   for (int64_t id : response.cancel_job_ids()) {
     if (auto it = runners_.find(id); kFencing && it != runners_.end()) it->second->Cancel();
   }
@@ -145,6 +148,7 @@ absl::Status WorkerAgent::Register() {
   v1::RegisterWorkerRequest req;
   req.set_hostname(options_.hostname);
   req.set_metrics_address(options_.metrics_address);
+  req.set_shard_address(options_.shard_address);
   for (const v1::Device& d : options_.devices) *req.add_devices() = d;
   if (options_.profile) *req.mutable_profile() = *options_.profile;
   // The coordinator may not be up yet (or be restarting): retry transient failures with backoff,

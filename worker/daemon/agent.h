@@ -37,6 +37,7 @@ struct AgentOptions {
   // Its host as measured (host_profile.h), sent with every registration; absent: none.
   std::optional<v1::DeviceProfile> profile;
   std::string metrics_address;  // host:port of this worker's /metrics, told to the coordinator
+  std::string shard_address;    // host:port of its shard service (worker/shards), told likewise; empty: none
   JobRunnerOptions runner;      // where and how assigned ranks run
   // A finished job's series (labelled job_id) stay on /metrics this long — long enough for
   // Prometheus to scrape the last values — and are then dropped, so a long-lived worker's series

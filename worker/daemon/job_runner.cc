@@ -13,6 +13,7 @@
 #include "common/store_secret.h"
 #include "worker/launch/launcher.h"
 #include "worker/launch/rank_command.h"
+#include "worker/shards/shard_resume.h"
 
 namespace mapd {
 
@@ -84,11 +85,22 @@ JobRunner::JobRunner(v1::RankAssignment assignment, JobRunnerOptions options, Re
   shared_checkpoints_ = !assignment_.checkpoint_dir().empty();
   checkpoint_dir_ = shared_checkpoints_ ? assignment_.checkpoint_dir() : dir_ + "/checkpoints";
   for (int64_t d : assignment_.mesh()) world_ *= static_cast<int>(d);
+  // Without shared storage, this worker keeps the job's shards (its own, and its peer's) for
+  // callers with the job's shard secret, and pushes its own to the peer after each commit.
+  if (!shared_checkpoints_ && options_.shards != nullptr && !assignment_.shard_secret().empty()) {
+    options_.shards->Allow(assignment_.job_id(), assignment_.shard_secret());
+    if (!assignment_.shard_peer().empty()) {
+      std::vector<int> ranks(assignment_.ranks().begin(), assignment_.ranks().end());
+      replicator_ = std::make_unique<ShardReplicator>(options_.shards, assignment_.shard_peer(),
+                                                      ShardKey{assignment_.job_id(), 0, assignment_.shard_secret()}, ShardFiles(ranks));
+    }
+  }
 }
 
 JobRunner::~JobRunner() {
   cancel_ = true;
   if (thread_.joinable()) thread_.join();
+  replicator_.reset();
 }
 
 void JobRunner::Start() {
@@ -123,8 +135,33 @@ void JobRunner::OnCheckpoint(int64_t step) {
       std::cerr << "mapd-worker: job " << a.job_id() << ": checkpoint step " << step << " not committed: " << st.message() << "\n";
       return;
     }
+    if (options_.shards != nullptr && !a.shard_secret().empty()) return KeepShards(step);
   }
+  reported_checkpoint_ = step;
   pending_.set_checkpoint_step(step);
+  Send(pending_);
+}
+
+void JobRunner::KeepShards(int64_t step) {
+  const v1::RankAssignment& a = assignment_;
+  std::vector<int> ranks(a.ranks().begin(), a.ranks().end());
+  if (auto st = options_.shards->Keep(a.job_id(), step, CheckpointStepDir(checkpoint_dir_, step), ShardFiles(ranks), /*link=*/true); !st.ok()) {
+    std::cerr << "mapd-worker: job " << a.job_id() << ": checkpoint step " << step << " not kept for peers: " << st.message() << "\n";
+    return;
+  }
+  if (replicator_ == nullptr) {  // a job on this worker alone: nowhere else to keep it
+    reported_checkpoint_ = step;
+    pending_.set_checkpoint_step(step);
+    Send(pending_);
+    return;
+  }
+  replicator_->Committed(step);  // reported once the peer has it (ReportReplicated)
+}
+
+void JobRunner::ReportReplicated() {
+  if (replicator_ == nullptr || replicator_->replicated() <= reported_checkpoint_) return;
+  reported_checkpoint_ = replicator_->replicated();
+  pending_.set_checkpoint_step(reported_checkpoint_);
   Send(pending_);
 }
 
@@ -157,6 +194,7 @@ void JobRunner::OnStep(int index, const v1::StepDone& d) {
     metrics_->Add("mapd_worker_collective_bytes_total", by_kind, c.bytes());
     metrics_->Add("mapd_worker_collectives_total", by_kind, static_cast<double>(c.calls()));
   }
+  ReportReplicated();
   // Rank 0's steps are the job's progress: report them as they come; the others' ride along,
   // or go on their own every 256 (a worker without rank 0; the coordinator takes at most 4096 a
   // report).
@@ -234,6 +272,12 @@ void JobRunner::Run() {
   const int local = a.ranks_size();
   // The last report carries the steps not yet reported with the outcome.
   auto finish = [&](const absl::Status& st) {
+    // The last checkpoint kept by the peer, before the end is told (a job ends with its final one).
+    if (replicator_ != nullptr && st.ok() && !cancel_) replicator_->Drain(120);
+    if (replicator_ != nullptr && replicator_->replicated() > reported_checkpoint_) {
+      reported_checkpoint_ = replicator_->replicated();
+      pending_.set_checkpoint_step(reported_checkpoint_);
+    }
     pending_.set_finished(true);
     pending_.set_code(static_cast<int>(st.code()));
     pending_.set_error(std::string(st.message()));
@@ -251,6 +295,10 @@ void JobRunner::Run() {
   for (const v1::RankProgram& p : a.programs()) programs.push_back(&p);
   auto job = RankJobOf();
   if (!job.ok()) return finish(job.status());
+  // Resuming without shared storage: the step's shards come from the workers that keep them.
+  if (a.resume_step() > 0 && !shared_checkpoints_) {
+    if (auto st = FetchResumeShards(a, checkpoint_dir_, 60 + options_.rank_timeout_seconds); !st.ok()) return finish(st);
+  }
   if (auto st = WriteRunDirectory(dir_, a.graph(), *job, ranks, programs); !st.ok()) return finish(st);
   for (int i = 0; i < local; ++i) {
     const Labels labels = RankLabels(i);

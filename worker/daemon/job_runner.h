@@ -17,6 +17,7 @@
 #include <chrono>
 #include <functional>
 #include <map>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -26,6 +27,8 @@
 #include "proto/mapd/v1/rank_job.pb.h"
 #include "proto/mapd/v1/workers.pb.h"
 #include "worker/daemon/rotating_log.h"
+#include "worker/shards/shard_replicator.h"
+#include "worker/shards/shard_store.h"
 
 namespace mapd {
 
@@ -42,6 +45,10 @@ struct JobRunnerOptions {
   // The coordinator's id for this worker ("w-3"): with the device, a label of every rank's series
   // (`worker`, `device`), so they join with a device exporter's (DCGM's) by host and device.
   std::string worker_id;
+  // Without shared storage, where this worker keeps its jobs' committed shards for its peers and
+  // theirs for it (worker/shards/shard_store.h); null: none kept, and a lost worker's job cannot
+  // resume.
+  ShardStore* shards = nullptr;
 };
 
 // Sends a report to the coordinator; true when the coordinator says to stop the ranks.
@@ -68,6 +75,10 @@ class JobRunner {
   void OnEvent(int index, const v1::RankEvent& event);
   void OnStep(int index, const v1::StepDone& step);  // `index`: of the rank in the assignment
   void OnCheckpoint(int64_t step);
+  // Without shared storage: the step's shards kept in the shard store and queued for the peer.
+  void KeepShards(int64_t step);
+  // Reports the last step the peer kept, when it is new.
+  void ReportReplicated();
   // What the rank at `index` wrote: appended to its log file and sent with the next report (at
   // least once a second while it writes).
   void OnOutput(int index, std::string_view text);
@@ -96,6 +107,8 @@ class JobRunner {
   std::map<int, RotatingLog> logs_;           // each rank's file here, by global rank
   std::chrono::steady_clock::time_point last_sent_{};
   std::map<int64_t, int> checkpoint_shards_; // step → local ranks that wrote it
+  int64_t reported_checkpoint_ = 0;           // the last checkpoint_step reported
+  std::unique_ptr<ShardReplicator> replicator_;  // to the shard peer (null: none)
 };
 
 }  // namespace mapd

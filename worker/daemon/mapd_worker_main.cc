@@ -24,6 +24,8 @@
 #include "worker/daemon/local_devices.h"
 #include "worker/daemon/rank_ports.h"
 #include "worker/launch/rank_command.h"
+#include "worker/shards/shard_service.h"
+#include "worker/shards/shard_store.h"
 
 namespace {
 mapd::WorkerAgent* g_agent = nullptr;
@@ -90,6 +92,11 @@ int main(int argc, char** argv) {
                  "Seconds a finished job's series (job_id=...) stay on /metrics before they are dropped")
       ->capture_default_str();
   std::string rank_ports;
+  std::string shard_listen = "auto";
+  app.add_option("--shard-listen", shard_listen,
+                 "host:port where peer workers keep and fetch jobs' checkpoint shards when the coordinator has no shared storage "
+                 "(auto: the advertised host, a port from the rank ports; empty: none — a lost worker's job then cannot resume)")
+      ->capture_default_str();
   app.add_option("--rank-ports", rank_ports,
                  "LO-HI: the ports this worker's ranks listen on (rank 0's store gate, Gloo, NCCL) must lie here, for a network "
                  "policy that opens only these; they come from the kernel's net.ipv4.ip_local_port_range, so mapd-worker refuses "
@@ -160,6 +167,25 @@ int main(int argc, char** argv) {
     exporter = *std::move(e);
     o.metrics_address = metrics_listen.substr(0, metrics_listen.rfind(':')) + ":" + std::to_string(exporter->port());
   }
+  // Checkpoint shards kept for peers (and this worker's own, for them), under the work dir.
+  mapd::ShardStore shards(o.runner.work_dir + "/shards");
+  std::unique_ptr<mapd::ShardServer> shard_server;
+  if (!shard_listen.empty()) {
+    auto started = mapd::StartShardServer(shard_listen == "auto" ? o.runner.advertise_host + ":0" : shard_listen, &shards);
+    if (!started.ok() && shard_listen != "auto") {
+      std::cerr << "mapd-worker: " << started.status().message() << " [" << absl::StatusCodeToString(started.status().code()) << "]\n";
+      return 1;
+    }
+    if (started.ok()) {
+      shard_server = *std::move(started);
+      o.shard_address = shard_server->address;
+      o.runner.shards = &shards;
+      std::cerr << "mapd-worker: checkpoint shards for peers on " << o.shard_address << std::endl;
+    } else {
+      std::cerr << "mapd-worker: keeping no checkpoint shards for peers (" << started.status().message()
+                << "): give --shard-listen HOST:PORT, or a job of a lost worker cannot resume without shared storage\n";
+    }
+  }
   mapd::WorkerAgent agent(o, &metrics);  // declares the job metric families
   // Announced once every family is declared: a scrape right after the line sees them all.
   if (exporter != nullptr) std::cout << "mapd-worker: metrics on http://" << o.metrics_address << "/metrics" << std::endl;
@@ -167,6 +193,7 @@ int main(int argc, char** argv) {
   std::signal(SIGINT, OnSignal);
   std::signal(SIGTERM, OnSignal);
   const absl::Status st = agent.Run();
+  if (shard_server != nullptr) shard_server->server->Shutdown();
   if (!st.ok()) {
     std::cerr << "mapd-worker: " << st.message() << " [" << absl::StatusCodeToString(st.code()) << "]\n";
     return 1;

@@ -1,0 +1,155 @@
+// Checkpoint shards between workers (worker/shards): a committed step's files pushed to a peer's
+// shard service arrive whole (in chunks, the bytes equal), are served back only with the job's
+// secret and only by their names, a resuming worker fetches them past a holder that is gone, and
+// the replicator reports the last step its peer kept.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <random>
+#include <string>
+
+#include "common/checkpoint/checkpoint_commit.h"
+#include "common/file_io.h"
+#include "worker/shards/shard_client.h"
+#include "worker/shards/shard_replicator.h"
+#include "worker/shards/shard_resume.h"
+#include "worker/shards/shard_service.h"
+#include "worker/shards/shard_store.h"
+
+namespace mapd {
+namespace {
+
+namespace fs = std::filesystem;
+constexpr int64_t kJob = 7;
+const std::string kSecret(32, 'a');
+
+std::string RandomBytes(size_t n, unsigned seed) {
+  std::mt19937 random(seed);
+  std::string s(n, '\0');
+  for (char& c : s) c = static_cast<char>(random());
+  return s;
+}
+
+// A worker's store and shard service on loopback, in a directory of its own.
+struct Peer {
+  explicit Peer(const std::string& name) : dir(::testing::TempDir() + "/shards_" + name + "_" + std::to_string(getpid())) {
+    fs::remove_all(dir);
+    store = std::make_unique<ShardStore>(dir + "/shards");
+    store->Allow(kJob, kSecret);
+    server = *StartShardServer("127.0.0.1:0", store.get());
+  }
+  ~Peer() {
+    server->server->Shutdown();
+    fs::remove_all(dir);
+  }
+  std::string dir;
+  std::unique_ptr<ShardStore> store;
+  std::unique_ptr<ShardServer> server;
+};
+
+// A run's committed step 5 of a 2-rank job: meta.pb, and shards of 2.5 MiB (three chunks) and 10 bytes.
+std::string CommittedStep(const std::string& dir) {
+  const std::string step = CheckpointStepDir(dir, 5);
+  fs::create_directories(step);
+  v1::CheckpointMeta meta = CheckpointMetaFor(5, 2, {2}, "mesh 2");
+  EXPECT_TRUE(WriteStringToFileAtomic(step + "/meta.pb", meta.SerializeAsString()).ok());
+  EXPECT_TRUE(WriteStringToFileAtomic(step + "/rank_0.pb", RandomBytes((5 << 20) / 2, 1)).ok());
+  EXPECT_TRUE(WriteStringToFileAtomic(step + "/rank_1.pb", RandomBytes(10, 2)).ok());
+  return step;
+}
+
+TEST(ShardFiles, OnlyTheNamesOfAStepsFilesAreTaken) {
+  for (const char* ok : {"meta.pb", "rank_0.pb", "rank_17.pb", "rank_1048575.pb"}) EXPECT_TRUE(CheckShardFileName(ok).ok()) << ok;
+  for (const char* bad : {"", "../meta.pb", "rank_.pb", "rank_01.pb", "rank_-1.pb", "rank_1048576.pb", "rank_1.pb/x", "/etc/passwd", "LATEST"}) {
+    EXPECT_EQ(CheckShardFileName(bad).code(), absl::StatusCode::kInvalidArgument) << bad;
+  }
+}
+
+TEST(ShardService, APushedStepArrivesWholeAndIsServedOnlyWithTheJobsSecret) {
+  Peer a("a"), b("b");
+  const std::string step = CommittedStep(a.dir + "/run");
+  const std::vector<std::string> files = ShardFiles({0, 1});
+  ASSERT_TRUE(a.store->Keep(kJob, 5, step, files, /*link=*/true).ok());
+  ASSERT_TRUE(PushShards(b.server->address, {kJob, 5, kSecret}, a.store->StepDir(kJob, 5), files, 30).ok());
+  for (const std::string& f : files) {
+    EXPECT_EQ(*ReadFileToString(b.store->StepDir(kJob, 5) + "/" + f), *ReadFileToString(step + "/" + f)) << f;
+  }
+  // A wrong secret, or a job not assigned there, is refused; so is a name that is not a shard's.
+  EXPECT_EQ(PushShards(b.server->address, {kJob, 5, std::string(32, 'b')}, step, files, 30).code(), absl::StatusCode::kPermissionDenied);
+  EXPECT_EQ(PushShards(b.server->address, {kJob + 1, 5, kSecret}, step, files, 30).code(), absl::StatusCode::kPermissionDenied);
+  const std::string into = a.dir + "/fetched";
+  fs::create_directories(into);
+  EXPECT_EQ(FetchShards({b.server->address}, {kJob, 5, std::string(32, 'b')}, {"rank_0.pb"}, into, 30).code(), absl::StatusCode::kPermissionDenied);
+  EXPECT_EQ(FetchShards({b.server->address}, {kJob, 5, kSecret}, {"../../meta.pb"}, into, 30).code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(FetchShards({b.server->address}, {kJob, 6, kSecret}, {"rank_0.pb"}, into, 30).code(), absl::StatusCode::kNotFound);
+  EXPECT_FALSE(fs::exists(into + "/rank_0.pb"));
+  ASSERT_TRUE(FetchShards({b.server->address}, {kJob, 5, kSecret}, {"rank_0.pb"}, into, 30).ok());
+  EXPECT_EQ(*ReadFileToString(into + "/rank_0.pb"), *ReadFileToString(step + "/rank_0.pb"));
+}
+
+TEST(ShardStore, KeepsTheNewestStepsOfAJob) {
+  Peer a("prune");
+  const std::string step = CommittedStep(a.dir + "/run");
+  for (int64_t s : {5, 10, 15}) ASSERT_TRUE(a.store->Keep(kJob, s, step, {"meta.pb"}, /*link=*/true).ok());
+  EXPECT_EQ(a.store->PathOf(kJob, 5, "meta.pb").status().code(), absl::StatusCode::kNotFound);
+  EXPECT_TRUE(a.store->PathOf(kJob, 10, "meta.pb").ok());
+  EXPECT_TRUE(a.store->PathOf(kJob, 15, "meta.pb").ok());
+  EXPECT_TRUE(fs::exists(step + "/rank_0.pb"));  // the run's own files stay
+}
+
+TEST(ShardResume, AResumingWorkerFetchesEveryShardPastAHolderThatIsGone) {
+  Peer a("ra"), b("rb");
+  const std::string step = CommittedStep(a.dir + "/run");
+  ASSERT_TRUE(b.store->Keep(kJob, 5, step, ShardFiles({0, 1}), /*link=*/true).ok());
+  // Port 1 on loopback: nobody listens (a lost worker).
+  v1::RankAssignment assignment;
+  assignment.set_job_id(kJob);
+  assignment.add_ranks(0);
+  assignment.set_resume_step(5);
+  assignment.set_resume_resharded(true);  // another plan: every rank's shards are read
+  assignment.set_attempt(1);
+  assignment.set_shard_secret(kSecret);
+  for (int rank : {0, 1}) {
+    v1::ShardSource* s = assignment.add_resume_shards();
+    s->set_rank(rank);
+    s->add_addresses("127.0.0.1:1");
+    s->add_addresses(b.server->address);
+  }
+  EXPECT_EQ(RanksToFetch(assignment), (std::vector<int>{0, 1}));
+  const std::string checkpoints = a.dir + "/resumed";
+  ASSERT_TRUE(FetchResumeShards(assignment, checkpoints, 30).ok());
+  EXPECT_EQ(ReadLatestCheckpoint(checkpoints)->step(), 5);
+  for (const char* f : {"rank_0.pb", "rank_1.pb"}) {
+    EXPECT_EQ(*ReadFileToString(CheckpointStepDir(checkpoints, 5) + "/" + f), *ReadFileToString(step + "/" + f)) << f;
+  }
+  // Not resharded: only its own ranks' shards; none anywhere: the error names the rank.
+  assignment.set_resume_resharded(false);
+  EXPECT_EQ(RanksToFetch(assignment), (std::vector<int>{0}));
+  assignment.set_attempt(2);
+  assignment.mutable_resume_shards(0)->clear_addresses();
+  const absl::Status st = FetchResumeShards(assignment, a.dir + "/none", 30);
+  EXPECT_EQ(st.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_NE(st.message().find("rank 0's shard of checkpoint step 5 is on no worker that answers"), std::string::npos) << st;
+}
+
+TEST(ShardReplicator, ReportsTheLastStepItsPeerKept) {
+  Peer a("pa"), b("pb");
+  const std::string step = CommittedStep(a.dir + "/run");
+  const std::vector<std::string> files = ShardFiles({0, 1});
+  ASSERT_TRUE(a.store->Keep(kJob, 5, step, files, /*link=*/true).ok());
+  {
+    ShardReplicator replicator(a.store.get(), b.server->address, {kJob, 0, kSecret}, files);
+    replicator.Committed(5);
+    replicator.Drain(30);
+    EXPECT_EQ(replicator.replicated(), 5);
+  }
+  EXPECT_TRUE(b.store->PathOf(kJob, 5, "rank_0.pb").ok());
+  ShardReplicator nowhere(a.store.get(), "127.0.0.1:1", {kJob, 0, kSecret}, files);
+  nowhere.Committed(5);
+  nowhere.Drain(30);
+  EXPECT_EQ(nowhere.replicated(), 0);
+}
+
+}  // namespace
+}  // namespace mapd

@@ -1,0 +1,131 @@
+#include "worker/shards/shard_store.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <system_error>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "common/file_io.h"
+
+namespace mapd {
+
+namespace fs = std::filesystem;
+
+namespace {
+constexpr int kMaxShardRank = 1 << 20;
+
+// Whether two secrets are equal, in time that depends on their lengths only.
+bool SameSecret(const std::string& a, const std::string& b) {
+  if (a.size() != b.size()) return false;
+  unsigned char diff = 0;
+  for (size_t i = 0; i < a.size(); ++i) diff |= static_cast<unsigned char>(a[i] ^ b[i]);
+  return diff == 0;
+}
+}  // namespace
+
+absl::Status CheckShardFileName(const std::string& file) {
+  if (file == "meta.pb") return absl::OkStatus();
+  int rank = -1;
+  const bool shaped = file.size() > 8 && file.rfind("rank_", 0) == 0 && file.compare(file.size() - 3, 3, ".pb") == 0;
+  const std::string digits = shaped ? file.substr(5, file.size() - 8) : "";
+  if (shaped && !digits.empty() && digits.size() <= 7 && digits.find_first_not_of("0123456789") == std::string::npos &&
+      absl::SimpleAtoi(digits, &rank) && rank < kMaxShardRank && std::to_string(rank) == digits) {
+    return absl::OkStatus();
+  }
+  return absl::InvalidArgumentError(absl::StrCat("a checkpoint shard file is meta.pb or rank_<r>.pb, not '", file.substr(0, 64), "'"));
+}
+
+std::vector<std::string> ShardFiles(const std::vector<int>& ranks) {
+  std::vector<std::string> files = {"meta.pb"};
+  for (int r : ranks) files.push_back(absl::StrCat("rank_", r, ".pb"));
+  return files;
+}
+
+ShardStore::ShardStore(std::string dir, int keep_steps) : dir_(std::move(dir)), keep_steps_(std::max(1, keep_steps)) {
+  std::error_code ec;
+  fs::create_directories(dir_, ec);
+}
+
+void ShardStore::Allow(int64_t job, const std::string& secret) {
+  absl::MutexLock lock(&mu_);
+  secrets_[job] = secret;
+}
+
+absl::Status ShardStore::CheckAccess(int64_t job, const std::string& secret) const {
+  absl::MutexLock lock(&mu_);
+  auto it = secrets_.find(job);
+  if (it == secrets_.end() || secret.empty() || !SameSecret(it->second, secret)) {
+    return absl::PermissionDeniedError(absl::StrCat("job ", job, ": not a job of this worker, or not its shard secret"));
+  }
+  return absl::OkStatus();
+}
+
+std::string ShardStore::StepDir(int64_t job, int64_t step) const {
+  return absl::StrFormat("%s/job-%d/step-%08d", dir_, job, step);
+}
+
+absl::StatusOr<std::string> ShardStore::NewStaging(int64_t job, int64_t step) {
+  int64_t n = 0;
+  {
+    absl::MutexLock lock(&mu_);
+    n = next_staging_++;
+  }
+  const std::string staging = absl::StrFormat("%s/job-%d/incoming-%08d-%d-%d", dir_, job, step, static_cast<int>(getpid()), n);
+  std::error_code ec;
+  fs::remove_all(staging, ec);
+  if (!fs::create_directories(staging, ec) || ec) {
+    return absl::InternalError(absl::StrCat("cannot make ", staging, ": ", ec.message()));
+  }
+  return staging;
+}
+
+absl::Status ShardStore::Keep(int64_t job, int64_t step, const std::string& from, const std::vector<std::string>& files, bool link) {
+  const std::string to = StepDir(job, step);
+  absl::MutexLock lock(&mu_);
+  std::error_code ec;
+  fs::create_directories(to, ec);
+  if (ec) return absl::InternalError(absl::StrCat("cannot make ", to, ": ", ec.message()));
+  for (const std::string& file : files) {
+    if (auto st = CheckShardFileName(file); !st.ok()) return st;
+    const fs::path src = fs::path(from) / file, dst = fs::path(to) / file;
+    fs::remove(dst, ec);
+    if (link) {
+      fs::create_hard_link(src, dst, ec);
+      if (ec) fs::copy_file(src, dst, ec);  // another filesystem
+    } else {
+      fs::rename(src, dst, ec);
+    }
+    if (ec) return absl::InternalError(absl::StrCat("cannot keep ", src.string(), " as ", dst.string(), ": ", ec.message()));
+  }
+  if (!link) fs::remove_all(from, ec);
+  if (auto st = SyncDirectory(to); !st.ok()) return st;
+  PruneLocked(job);
+  return absl::OkStatus();
+}
+
+void ShardStore::PruneLocked(int64_t job) {
+  const fs::path job_dir = absl::StrFormat("%s/job-%d", dir_, job);
+  std::vector<int64_t> steps;
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(job_dir, ec)) {
+    const std::string name = entry.path().filename().string();
+    int64_t step = 0;
+    if (name.rfind("step-", 0) == 0 && absl::SimpleAtoi(name.substr(5), &step)) steps.push_back(step);
+  }
+  std::sort(steps.begin(), steps.end());
+  for (size_t i = 0; i + keep_steps_ < steps.size(); ++i) fs::remove_all(StepDir(job, steps[i]), ec);
+}
+
+absl::StatusOr<std::string> ShardStore::PathOf(int64_t job, int64_t step, const std::string& file) const {
+  if (auto st = CheckShardFileName(file); !st.ok()) return st;
+  const std::string path = absl::StrCat(StepDir(job, step), "/", file);
+  std::error_code ec;
+  if (!fs::is_regular_file(path, ec)) return absl::NotFoundError(absl::StrCat("job ", job, ": ", file, " of step ", step, " is not kept here"));
+  return path;
+}
+
+}  // namespace mapd
