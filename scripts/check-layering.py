@@ -59,8 +59,10 @@ SUB_MAY_INCLUDE = {
         "calibrate": {"transport", "runtime", "local", "memory", "device", "launch"},
         # (mapd-rank --calibrate-host measures the host for a worker)
         "rank": {"transport", "launch", "local", "memory", "runtime", "device", "calibrate"},
+        # Checkpoint shards kept for peer workers: protos and checkpoint commits only.
+        "shards": set(),
         # No LibTorch: the ranks are mapd-rank processes; of calibrate, the torch-free cache only.
-        "daemon": {"device", "launch", "calibrate"},
+        "daemon": {"device", "launch", "calibrate", "shards"},
     },
     "server": {
         "store": set(),

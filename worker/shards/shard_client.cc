@@ -1,7 +1,6 @@
 #include "worker/shards/shard_client.h"
 
 #include <chrono>
-#include <fstream>
 #include <memory>
 
 #include <grpcpp/create_channel.h>
@@ -25,33 +24,6 @@ std::unique_ptr<v1::ShardService::Stub> StubFor(const std::string& address) {
 
 void SetDeadline(grpc::ClientContext& context, double timeout_seconds) {
   context.set_deadline(std::chrono::system_clock::now() + std::chrono::milliseconds(static_cast<int64_t>(timeout_seconds * 1000)));
-}
-
-// Streams one file as chunks; false when the stream broke (the call's status says why).
-bool SendFile(grpc::ClientWriter<v1::ShardChunk>& writer, const ShardKey& key, const std::string& dir, const std::string& file,
-              absl::Status& error) {
-  std::ifstream in(dir + "/" + file, std::ios::binary);
-  if (!in) {
-    error = absl::NotFoundError(absl::StrCat("cannot read ", dir, "/", file));
-    return false;
-  }
-  std::string buffer(static_cast<size_t>(kMaxShardChunkBytes), '\0');
-  v1::ShardChunk c;
-  c.set_job_id(key.job_id);
-  c.set_step(key.step);
-  c.set_secret(key.secret);
-  c.set_file(file);
-  int64_t offset = 0;
-  do {
-    in.read(buffer.data(), static_cast<std::streamsize>(buffer.size()));
-    const std::streamsize n = in.gcount();
-    c.set_offset(offset);
-    c.set_data(buffer.data(), static_cast<size_t>(n));
-    c.set_last(in.eof());
-    offset += n;
-    if (!writer.Write(c)) return false;
-  } while (!c.last());
-  return true;
 }
 
 // One holder's files, each written whole to `into` as its last chunk arrives.
@@ -121,12 +93,18 @@ absl::Status PushShards(const std::string& address, const ShardKey& key, const s
   auto writer = stub->PutShards(&context, &response);
   absl::Status error;
   for (const std::string& file : files) {
-    if (!SendFile(*writer, key, dir, file, error)) break;
+    v1::ShardChunk header;
+    header.set_job_id(key.job_id);
+    header.set_step(key.step);
+    header.set_secret(key.secret);
+    header.set_file(file);
+    error = WriteFileChunks(dir + "/" + file, header, [&](const v1::ShardChunk& c) { return writer->Write(c); });
+    if (!error.ok()) break;
   }
-  if (!error.ok()) context.TryCancel();
+  if (!error.ok() && error.code() != absl::StatusCode::kCancelled) context.TryCancel();  // (cancelled: the call's status says why)
   writer->WritesDone();
   const absl::Status st = FromGrpcStatus(writer->Finish());
-  if (!error.ok()) return error;
+  if (!error.ok() && error.code() != absl::StatusCode::kCancelled) return error;
   if (!st.ok()) return absl::Status(st.code(), absl::StrCat("shard service ", address, ": ", st.message()));
   if (response.files_size() != static_cast<int>(files.size())) {
     return absl::DataLossError(absl::StrCat("shard service ", address, " kept ", response.files_size(), " of ", files.size(), " files"));

@@ -59,7 +59,7 @@ void ShardReplicator::Loop() {
     const absl::Status st = PushShards(peer_, key, store_->StepDir(key.job_id, step), files_, PushTimeoutSeconds(step), &cancel_);
     if (st.ok()) {
       replicated_ = std::max(replicated_.load(), step);
-    } else {
+    } else if (st.code() != absl::StatusCode::kCancelled) {  // (cancelled: the job's runner ended)
       std::cerr << "mapd-worker: job " << key.job_id << ": checkpoint step " << step << " not kept by peer " << peer_ << ": " << st.message()
                 << " (the job resumes from an earlier step if this worker is lost)\n";
     }

@@ -71,6 +71,23 @@ absl::Status TakeChunk(const v1::ShardChunk& first, const v1::ShardChunk& c, con
 
 }  // namespace
 
+absl::Status WriteFileChunks(const std::string& path, v1::ShardChunk c, const std::function<bool(const v1::ShardChunk&)>& write) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return absl::NotFoundError(absl::StrCat("cannot read ", c.file(), " (", path, ")"));
+  std::string buffer(static_cast<size_t>(kMaxShardChunkBytes), '\0');
+  int64_t offset = 0;
+  do {
+    in.read(buffer.data(), static_cast<std::streamsize>(buffer.size()));
+    const std::streamsize n = in.gcount();
+    c.set_offset(offset);
+    c.set_data(buffer.data(), static_cast<size_t>(n));
+    c.set_last(in.eof());
+    offset += n;
+    if (!write(c)) return absl::CancelledError(absl::StrCat("sending ", c.file(), ": the stream ended"));
+  } while (!c.last());
+  return absl::OkStatus();
+}
+
 grpc::Status ShardServiceImpl::PutShards(grpc::ServerContext*, grpc::ServerReader<v1::ShardChunk>* reader, v1::PutShardsResponse* out) {
   v1::ShardChunk first;
   if (!reader->Read(&first)) return ToGrpcStatus(absl::InvalidArgumentError("a PutShards call without a chunk"));
@@ -109,24 +126,14 @@ grpc::Status ShardServiceImpl::GetShards(grpc::ServerContext* context, const v1:
     if (!path.ok()) return ToGrpcStatus(path.status());
     paths.push_back(*path);
   }
-  std::string buffer(static_cast<size_t>(kMaxShardChunkBytes), '\0');
   for (int i = 0; i < request->files_size(); ++i) {
-    std::ifstream in(paths[i], std::ios::binary);
-    if (!in) return ToGrpcStatus(absl::NotFoundError(absl::StrCat(request->files(i), " of step ", request->step(), " went away")));
-    v1::ShardChunk c;
-    c.set_job_id(request->job_id());
-    c.set_step(request->step());
-    c.set_file(request->files(i));
-    int64_t offset = 0;
-    do {
-      in.read(buffer.data(), static_cast<std::streamsize>(buffer.size()));
-      const std::streamsize n = in.gcount();
-      c.set_offset(offset);
-      c.set_data(buffer.data(), static_cast<size_t>(n));
-      c.set_last(in.eof());
-      offset += n;
-      if (context->IsCancelled() || !writer->Write(c)) return grpc::Status(grpc::StatusCode::CANCELLED, "the caller went away");
-    } while (!c.last());
+    v1::ShardChunk header;
+    header.set_job_id(request->job_id());
+    header.set_step(request->step());
+    header.set_file(request->files(i));
+    const absl::Status st =
+        WriteFileChunks(paths[i], header, [&](const v1::ShardChunk& c) { return !context->IsCancelled() && writer->Write(c); });
+    if (!st.ok()) return ToGrpcStatus(st);
   }
   return grpc::Status::OK;
 }

@@ -4,6 +4,7 @@
 #ifndef MAPD_WORKER_SHARDS_SHARD_SERVICE_H_
 #define MAPD_WORKER_SHARDS_SHARD_SERVICE_H_
 
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -19,6 +20,11 @@ namespace mapd {
 inline constexpr int64_t kMaxShardChunkBytes = int64_t{1} << 20;
 // At most this many files in one PutShards call (a worker's ranks' shards and the step's meta).
 inline constexpr int kMaxShardFilesPerPut = 4097;
+
+// Sends the file at `path` as chunks of at most kMaxShardChunkBytes, each `header` (job, step,
+// secret, file) with its offset, bytes and whether it is the file's last, through `write`.
+// NOT_FOUND naming the file when it cannot be read; CANCELLED when `write` returns false.
+absl::Status WriteFileChunks(const std::string& path, v1::ShardChunk header, const std::function<bool(const v1::ShardChunk&)>& write);
 
 class ShardServiceImpl final : public v1::ShardService::Service {
  public:
