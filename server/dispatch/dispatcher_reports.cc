@@ -125,6 +125,7 @@ void Dispatcher::HeartbeatLocked(const std::string& worker_id, const std::vector
       v1::ShardGrant* grant = out->add_shard_grants();
       grant->set_job_id(id);
       grant->set_secret(job.shard_secret);
+      grant->set_committed_step(job.checkpoints.committed());
     }
     for (Part& part : job.parts) {
       if (part.worker_id != worker_id || part.finished) continue;
@@ -233,6 +234,7 @@ absl::StatusOr<v1::ReportResponse> Dispatcher::ReportLocked(const v1::ReportRequ
   // A finished report is told whether the job was stopping before it came (its ranks were then
   // stopped, or failed because their peers were); a running one whether to stop now.
   out.set_cancel(report.finished() ? was_stopping : job.stopping());
+  out.set_committed_step(job.checkpoints.committed());
   ReapLocked();
   return out;
 }

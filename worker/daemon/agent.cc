@@ -76,6 +76,7 @@ bool WorkerAgent::SendReport(const v1::ReportRequest& report) {
     AuthorizeCall(ctx, options_.token, 10);
     v1::ReportResponse out;
     const grpc::Status st = Stub()->Report(&ctx, req, &out);
+    if (st.ok() && options_.runner.shards != nullptr) options_.runner.shards->Committed(report.job_id(), out.committed_step());
     if (st.ok()) return kFencing && out.cancel();
     if (st.error_code() == grpc::StatusCode::NOT_FOUND) return kFencing;  // the coordinator does not run this job here
     if (!IsTransient(st)) {
@@ -91,7 +92,9 @@ bool WorkerAgent::SendReport(const v1::ReportRequest& report) {
 
 void WorkerAgent::Apply(const v1::HeartbeatResponse& response) {
   for (const v1::ShardGrant& g : response.shard_grants()) {
-    if (options_.runner.shards != nullptr && !g.secret().empty()) options_.runner.shards->Allow(g.job_id(), g.secret());
+    if (options_.runner.shards == nullptr || g.secret().empty()) continue;
+    options_.runner.shards->Allow(g.job_id(), g.secret());
+    options_.runner.shards->Committed(g.job_id(), g.committed_step());
   }
   for (int64_t id : response.cancel_job_ids()) {
     if (auto it = runners_.find(id); kFencing && it != runners_.end()) it->second->Cancel();

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <functional>
 #include <system_error>
 
 #include "absl/strings/numbers.h"
@@ -45,7 +46,7 @@ std::vector<std::string> ShardFiles(const std::vector<int>& ranks) {
   return files;
 }
 
-ShardStore::ShardStore(std::string dir, int keep_steps) : dir_(std::move(dir)), keep_steps_(std::max(1, keep_steps)) {
+ShardStore::ShardStore(std::string dir, int max_newer_steps) : dir_(std::move(dir)), max_newer_steps_(std::max(1, max_newer_steps)) {
   std::error_code ec;
   fs::create_directories(dir_, ec);
 }
@@ -53,6 +54,14 @@ ShardStore::ShardStore(std::string dir, int keep_steps) : dir_(std::move(dir)), 
 void ShardStore::Allow(int64_t job, const std::string& secret) {
   absl::MutexLock lock(&mu_);
   secrets_[job] = secret;
+}
+
+void ShardStore::Committed(int64_t job, int64_t step) {
+  absl::MutexLock lock(&mu_);
+  int64_t& committed = committed_[job];
+  if (step <= committed) return;
+  committed = step;
+  PruneLocked(job);
 }
 
 absl::Status ShardStore::CheckAccess(int64_t job, const std::string& secret) const {
@@ -116,8 +125,14 @@ void ShardStore::PruneLocked(int64_t job) {
     int64_t step = 0;
     if (name.rfind("step-", 0) == 0 && absl::SimpleAtoi(name.substr(5), &step)) steps.push_back(step);
   }
-  std::sort(steps.begin(), steps.end());
-  for (size_t i = 0; i + keep_steps_ < steps.size(); ++i) fs::remove_all(StepDir(job, steps[i]), ec);
+  // Kept: the committed step (the one a restart resumes from) and the newest few after it.
+  const int64_t committed = committed_[job];
+  std::sort(steps.begin(), steps.end(), std::greater<>());
+  int newer = 0;
+  for (int64_t step : steps) {
+    const bool keep = step == committed || (step > committed && newer++ < max_newer_steps_);
+    if (!keep) fs::remove_all(StepDir(job, step), ec);
+  }
 }
 
 absl::StatusOr<std::string> ShardStore::PathOf(int64_t job, int64_t step, const std::string& file) const {

@@ -3,7 +3,9 @@
 // worker's own ranks' shards of a committed step (linked in from the run directory) and the
 // shards a peer worker pushed here after its commit. A job resuming elsewhere fetches from here
 // the shards its ranks read (shard_service.h). Only jobs assigned to this worker, and callers
-// that know a job's shard secret, are served. Thread-safe.
+// that know a job's shard secret, are served. Of each job it keeps the step the coordinator last
+// said is committed (the one a restart resumes from) and at most `max_newer_steps` newer ones
+// (written, not yet committed on every worker); older steps are dropped. Thread-safe.
 #ifndef MAPD_WORKER_SHARDS_SHARD_STORE_H_
 #define MAPD_WORKER_SHARDS_SHARD_STORE_H_
 
@@ -27,11 +29,13 @@ std::vector<std::string> ShardFiles(const std::vector<int>& ranks);
 
 class ShardStore {
  public:
-  // `dir` is made if absent; the newest `keep_steps` steps of each job are kept.
-  explicit ShardStore(std::string dir, int keep_steps = 2);
+  // `dir` is made if absent.
+  explicit ShardStore(std::string dir, int max_newer_steps = 4);
 
   // Calls naming `job` must carry `secret` (the job's shard secret, from its assignment).
   void Allow(int64_t job, const std::string& secret);
+  // The coordinator says `step` of `job` is committed on every worker: older steps are dropped.
+  void Committed(int64_t job, int64_t step);
   // PERMISSION_DENIED unless `job` was allowed here with this secret (compared in constant time).
   absl::Status CheckAccess(int64_t job, const std::string& secret) const;
 
@@ -39,8 +43,8 @@ class ShardStore {
   // Keep only renames.
   absl::StatusOr<std::string> NewStaging(int64_t job, int64_t step);
   // Moves `files` from `from` (a staging directory, or a run's committed step directory when
-  // `link` — then hard-linked, or copied across filesystems) into the job's step, then drops the
-  // job's older steps past keep_steps.
+  // `link` — then hard-linked, or copied across filesystems) into the job's step, then drops
+  // what is not kept (above).
   absl::Status Keep(int64_t job, int64_t step, const std::string& from, const std::vector<std::string>& files, bool link = false);
   // The path of `file` of the job's step; NOT_FOUND naming it when it is not kept here.
   absl::StatusOr<std::string> PathOf(int64_t job, int64_t step, const std::string& file) const;
@@ -53,7 +57,8 @@ class ShardStore {
   void PruneLocked(int64_t job) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const std::string dir_;
-  const int keep_steps_;
+  const int max_newer_steps_;
+  std::map<int64_t, int64_t> committed_ ABSL_GUARDED_BY(mu_);  // job → its committed step
   mutable absl::Mutex mu_;
   std::map<int64_t, std::string> secrets_ ABSL_GUARDED_BY(mu_);
   int64_t next_staging_ ABSL_GUARDED_BY(mu_) = 0;
