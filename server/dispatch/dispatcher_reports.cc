@@ -272,7 +272,9 @@ void Dispatcher::CommitCheckpointLocked(int64_t id, ActiveJob& job, int64_t step
       (void)jobs_->Note(id, absl::StrCat("checkpoint: step ", step, " committed on every worker; each worker's shards kept by a peer too (",
                                          peers, ")"));
     });
-    MaybeGrowLocked(id, job, step);
+    // (It grows only while every rank's shards are kept where a resume can fetch them: workers
+    // started without a shard service keep them for no one.)
+    if (UnkeptRanksLocked(job).empty()) MaybeGrowLocked(id, job, step);
   } else {
     // Every rank's shard is on the shared storage: commit the step (checkpoint_commit.h),
     // outside the lock; the job resumes from it once it is recorded.
