@@ -12,6 +12,14 @@
 
 namespace mapd {
 
+bool SameSecret(const std::string& given, const std::string& expected) {
+  unsigned char diff = given.size() == expected.size() ? 0 : 1;
+  for (size_t i = 0; i < given.size(); ++i) {
+    diff |= static_cast<unsigned char>(given[i] ^ expected[i % (expected.empty() ? 1 : expected.size())]);
+  }
+  return diff == 0 && !expected.empty();
+}
+
 absl::StatusOr<std::string> NewStoreSecret() {
   char bytes[kStoreSecretChars / 2];
   size_t got = 0;

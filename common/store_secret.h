@@ -24,6 +24,11 @@ absl::StatusOr<std::string> NewStoreSecret();
 // INVALID_ARGUMENT unless `secret` is kStoreSecretChars hexadecimal characters.
 absl::Status CheckStoreSecret(const std::string& secret);
 
+// Whether `given` is the secret `expected` (never when `expected` is empty), compared without
+// stopping at the first difference, so the time taken does not tell a caller how much of it they
+// guessed (API tokens, rendezvous and shard secrets).
+bool SameSecret(const std::string& given, const std::string& expected);
+
 }  // namespace mapd
 
 #endif  // MAPD_COMMON_STORE_SECRET_H_

@@ -7,19 +7,9 @@
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
+#include "common/store_secret.h"
 
 namespace mapd {
-
-namespace {
-
-// Compares without stopping at the first difference, so timing does not leak the token.
-bool SameSecret(const std::string& a, const std::string& b) {
-  unsigned char diff = a.size() == b.size() ? 0 : 1;
-  for (size_t i = 0; i < a.size(); ++i) diff |= static_cast<unsigned char>(a[i] ^ b[i % (b.empty() ? 1 : b.size())]);
-  return diff == 0 && !b.empty();
-}
-
-}  // namespace
 
 grpc::Status TokenAuth::Check(const grpc::ServerContextBase& context) const {
   if (token_.empty()) return grpc::Status(grpc::StatusCode::UNAUTHENTICATED, when_unset_);

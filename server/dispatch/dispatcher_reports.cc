@@ -262,11 +262,12 @@ void Dispatcher::RecordProgressLocked(int64_t id, ActiveJob& job, const v1::Repo
 }
 
 void Dispatcher::CommitCheckpointLocked(int64_t id, ActiveJob& job, int64_t step) {
+  const v1::CheckpointMeta meta = CheckpointMetaFor(step, job.plan->world(), job.plan->mesh, job.plan->checkpoint_plan);
   if (options_.checkpoint_dir.empty()) {
     // Each worker committed its shards on its own disk and its peer keeps a copy (a job on one
     // worker: on it alone).
     job.checkpoints.Committed(step);
-    job.committed_under = CheckpointMetaFor(step, job.plan->world(), job.plan->mesh, job.plan->checkpoint_plan);
+    job.committed_under = meta;
     NoteShardHoldersLocked(job);
     Defer([this, id, step, peers = PeersOf(job)] {
       (void)jobs_->Note(id, absl::StrCat("checkpoint: step ", step, " committed on every worker; each worker's shards kept by a peer too (",
@@ -278,8 +279,7 @@ void Dispatcher::CommitCheckpointLocked(int64_t id, ActiveJob& job, int64_t step
   } else {
     // Every rank's shard is on the shared storage: commit the step (checkpoint_commit.h),
     // outside the lock; the job resumes from it once it is recorded.
-    Defer([this, id, attempt = job.attempt, dir = JobCheckpointDir(id),
-           meta = CheckpointMetaFor(step, job.plan->world(), job.plan->mesh, job.plan->checkpoint_plan)] {
+    Defer([this, id, attempt = job.attempt, dir = JobCheckpointDir(id), meta] {
       const absl::Status st = CommitCheckpointStep(dir, meta, options_.keep_checkpoints, attempt);  // that attempt's shards
       if (st.ok()) {
         absl::MutexLock lock(&mu_);

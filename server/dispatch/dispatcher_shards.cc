@@ -16,6 +16,22 @@
 
 namespace mapd {
 
+namespace {
+
+// What the shard bookkeeping needs of a registered worker: its shard service, and whether its
+// lease is current.
+struct ShardWorker {
+  std::string address;  // empty: it keeps no shards
+  bool alive = false;
+};
+std::map<std::string, ShardWorker> ShardWorkers(const std::vector<v1::Worker>& workers) {
+  std::map<std::string, ShardWorker> out;  // by worker id
+  for (const v1::Worker& w : workers) out[w.id()] = {w.shard_address(), w.state() == v1::ALIVE};
+  return out;
+}
+
+}  // namespace
+
 absl::Status Dispatcher::AssignShardPeersLocked(ActiveJob& job, int64_t resume_step) {
   if (job.parts.empty()) return absl::OkStatus();
   if (job.shard_secret.empty()) {
@@ -23,18 +39,13 @@ absl::Status Dispatcher::AssignShardPeersLocked(ActiveJob& job, int64_t resume_s
     if (!secret.ok()) return secret.status();
     job.shard_secret = *secret;
   }
-  std::map<std::string, std::string> address;  // worker id → shard service
-  std::map<std::string, bool> alive;
-  for (const v1::Worker& w : workers_->List()) {
-    address[w.id()] = w.shard_address();
-    alive[w.id()] = w.state() == v1::ALIVE;
-  }
+  std::map<std::string, ShardWorker> workers = ShardWorkers(workers_->List());
   const size_t n = job.parts.size();
   // A job on one worker: its peer is another live worker with a shard service (told the job's
   // secret in its heartbeats), the first by id.
   std::string outsider;
-  for (const auto& [id, a] : address) {
-    if (outsider.empty() && alive[id] && !a.empty() && id != job.parts[0].worker_id) outsider = id;
+  for (const auto& [id, w] : workers) {
+    if (outsider.empty() && w.alive && !w.address.empty() && id != job.parts[0].worker_id) outsider = id;
   }
   for (size_t i = 0; i < n; ++i) {
     Part& part = job.parts[i];
@@ -42,9 +53,9 @@ absl::Status Dispatcher::AssignShardPeersLocked(ActiveJob& job, int64_t resume_s
     a.set_shard_secret(job.shard_secret);
     const std::string& peer = n > 1 ? job.parts[(i + 1) % n].worker_id : outsider;
     part.shard_peer_id.clear();
-    if (!peer.empty() && !address[peer].empty() && !address[part.worker_id].empty()) {
+    if (!peer.empty() && !workers[peer].address.empty() && !workers[part.worker_id].address.empty()) {
       part.shard_peer_id = peer;
-      a.set_shard_peer(address[peer]);
+      a.set_shard_peer(workers[peer].address);
     }
     if (resume_step <= 0) continue;
     for (const auto& [rank, holders] : job.shard_holders) {
@@ -52,7 +63,7 @@ absl::Status Dispatcher::AssignShardPeersLocked(ActiveJob& job, int64_t resume_s
       source->set_rank(rank);
       for (bool live : {true, false}) {  // live workers first; one lost may still answer
         for (const ShardHolder& h : holders) {
-          if (alive[h.worker_id] == live) source->add_addresses(h.address);
+          if (workers[h.worker_id].alive == live) source->add_addresses(h.address);
         }
       }
     }
@@ -61,26 +72,24 @@ absl::Status Dispatcher::AssignShardPeersLocked(ActiveJob& job, int64_t resume_s
 }
 
 void Dispatcher::NoteShardHoldersLocked(ActiveJob& job) {
-  std::map<std::string, std::string> address;
-  for (const v1::Worker& w : workers_->List()) address[w.id()] = w.shard_address();
+  std::map<std::string, ShardWorker> workers = ShardWorkers(workers_->List());
   job.shard_holders.clear();
   for (const Part& part : job.parts) {
     for (int32_t rank : part.assignment.ranks()) {
       std::vector<ShardHolder>& holders = job.shard_holders[rank];
-      if (!address[part.worker_id].empty()) holders.push_back({part.worker_id, address[part.worker_id]});
-      if (!part.shard_peer_id.empty()) holders.push_back({part.shard_peer_id, address[part.shard_peer_id]});
+      if (!workers[part.worker_id].address.empty()) holders.push_back({part.worker_id, workers[part.worker_id].address});
+      if (!part.shard_peer_id.empty()) holders.push_back({part.shard_peer_id, workers[part.shard_peer_id].address});
     }
   }
 }
 
 std::vector<int32_t> Dispatcher::UnkeptRanksLocked(const ActiveJob& job) const {
-  std::map<std::string, bool> alive;
-  for (const v1::Worker& w : workers_->List()) alive[w.id()] = w.state() == v1::ALIVE;
+  std::map<std::string, ShardWorker> workers = ShardWorkers(workers_->List());
   std::vector<int32_t> unkept;
   for (int32_t rank = 0; rank < job.committed_under.ranks(); ++rank) {
     auto it = job.shard_holders.find(rank);
     const bool kept = it != job.shard_holders.end() &&
-                      std::any_of(it->second.begin(), it->second.end(), [&](const ShardHolder& h) { return alive[h.worker_id]; });
+                      std::any_of(it->second.begin(), it->second.end(), [&](const ShardHolder& h) { return workers[h.worker_id].alive; });
     if (!kept) unkept.push_back(rank);
   }
   return unkept;

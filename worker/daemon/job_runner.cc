@@ -89,10 +89,10 @@ JobRunner::JobRunner(v1::RankAssignment assignment, JobRunnerOptions options, Re
   // callers with the job's shard secret, and pushes its own to the peer after each commit.
   if (!shared_checkpoints_ && options_.shards != nullptr && !assignment_.shard_secret().empty()) {
     options_.shards->Allow(assignment_.job_id(), assignment_.shard_secret());
+    shard_files_ = ShardFiles(std::vector<int>(assignment_.ranks().begin(), assignment_.ranks().end()));
     if (!assignment_.shard_peer().empty()) {
-      std::vector<int> ranks(assignment_.ranks().begin(), assignment_.ranks().end());
       replicator_ = std::make_unique<ShardReplicator>(options_.shards, assignment_.shard_peer(),
-                                                      ShardKey{assignment_.job_id(), 0, assignment_.shard_secret()}, ShardFiles(ranks));
+                                                      ShardKey{assignment_.job_id(), 0, assignment_.shard_secret()}, shard_files_);
     }
   }
 }
@@ -137,6 +137,10 @@ void JobRunner::OnCheckpoint(int64_t step) {
     }
     if (options_.shards != nullptr && !a.shard_secret().empty()) return KeepShards(step);
   }
+  ReportCheckpoint(step);
+}
+
+void JobRunner::ReportCheckpoint(int64_t step) {
   reported_checkpoint_ = step;
   pending_.set_checkpoint_step(step);
   Send(pending_);
@@ -144,25 +148,23 @@ void JobRunner::OnCheckpoint(int64_t step) {
 
 void JobRunner::KeepShards(int64_t step) {
   const v1::RankAssignment& a = assignment_;
-  std::vector<int> ranks(a.ranks().begin(), a.ranks().end());
-  if (auto st = options_.shards->Keep(a.job_id(), step, CheckpointStepDir(checkpoint_dir_, step), ShardFiles(ranks), /*link=*/true); !st.ok()) {
+  if (auto st = options_.shards->Keep(a.job_id(), step, CheckpointStepDir(checkpoint_dir_, step), shard_files_, /*link=*/true); !st.ok()) {
     std::cerr << "mapd-worker: job " << a.job_id() << ": checkpoint step " << step << " not kept for peers: " << st.message() << "\n";
     return;
   }
-  if (replicator_ == nullptr) {  // a job on this worker alone: nowhere else to keep it
-    reported_checkpoint_ = step;
-    pending_.set_checkpoint_step(step);
-    Send(pending_);
-    return;
-  }
+  if (replicator_ == nullptr) return ReportCheckpoint(step);  // no peer keeps it (none with a shard service)
   replicator_->Committed(step);  // reported once the peer has it (ReportReplicated)
 }
 
 void JobRunner::ReportReplicated() {
-  if (replicator_ == nullptr || replicator_->replicated() <= reported_checkpoint_) return;
+  if (TakeReplicated()) Send(pending_);
+}
+
+bool JobRunner::TakeReplicated() {
+  if (replicator_ == nullptr || replicator_->replicated() <= reported_checkpoint_) return false;
   reported_checkpoint_ = replicator_->replicated();
   pending_.set_checkpoint_step(reported_checkpoint_);
-  Send(pending_);
+  return true;
 }
 
 void JobRunner::OnStep(int index, const v1::StepDone& d) {
@@ -274,10 +276,7 @@ void JobRunner::Run() {
   auto finish = [&](const absl::Status& st) {
     // The last checkpoint kept by the peer, before the end is told (a job ends with its final one).
     if (replicator_ != nullptr && st.ok() && !cancel_) replicator_->Drain(120);
-    if (replicator_ != nullptr && replicator_->replicated() > reported_checkpoint_) {
-      reported_checkpoint_ = replicator_->replicated();
-      pending_.set_checkpoint_step(reported_checkpoint_);
-    }
+    TakeReplicated();
     pending_.set_finished(true);
     pending_.set_code(static_cast<int>(st.code()));
     pending_.set_error(std::string(st.message()));

@@ -79,6 +79,10 @@ class JobRunner {
   void KeepShards(int64_t step);
   // Reports the last step the peer kept, when it is new.
   void ReportReplicated();
+  // Puts the last step the peer kept in the pending report, when it is new; true if it did.
+  bool TakeReplicated();
+  // Tells the coordinator this worker's shards of `step` are committed (and kept by its peer).
+  void ReportCheckpoint(int64_t step);
   // What the rank at `index` wrote: appended to its log file and sent with the next report (at
   // least once a second while it writes).
   void OnOutput(int index, std::string_view text);
@@ -109,6 +113,7 @@ class JobRunner {
   std::map<int64_t, int> checkpoint_shards_; // step → local ranks that wrote it
   int64_t reported_checkpoint_ = 0;           // the last checkpoint_step reported
   std::unique_ptr<ShardReplicator> replicator_;  // to the shard peer (null: none)
+  std::vector<std::string> shard_files_;         // this worker's files of a step: meta.pb, rank_<r>.pb
 };
 
 }  // namespace mapd

@@ -11,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "common/file_io.h"
+#include "common/store_secret.h"
 
 namespace mapd {
 
@@ -18,25 +19,15 @@ namespace fs = std::filesystem;
 
 namespace {
 constexpr int kMaxShardRank = 1 << 20;
-
-// Whether two secrets are equal, in time that depends on their lengths only.
-bool SameSecret(const std::string& a, const std::string& b) {
-  if (a.size() != b.size()) return false;
-  unsigned char diff = 0;
-  for (size_t i = 0; i < a.size(); ++i) diff |= static_cast<unsigned char>(a[i] ^ b[i]);
-  return diff == 0;
-}
 }  // namespace
 
 absl::Status CheckShardFileName(const std::string& file) {
   if (file == "meta.pb") return absl::OkStatus();
+  // rank_<r>.pb with r written as std::to_string writes it (no sign, no leading zero), in range.
   int rank = -1;
   const bool shaped = file.size() > 8 && file.rfind("rank_", 0) == 0 && file.compare(file.size() - 3, 3, ".pb") == 0;
   const std::string digits = shaped ? file.substr(5, file.size() - 8) : "";
-  if (shaped && !digits.empty() && digits.size() <= 7 && digits.find_first_not_of("0123456789") == std::string::npos &&
-      absl::SimpleAtoi(digits, &rank) && rank < kMaxShardRank && std::to_string(rank) == digits) {
-    return absl::OkStatus();
-  }
+  if (absl::SimpleAtoi(digits, &rank) && rank >= 0 && rank < kMaxShardRank && std::to_string(rank) == digits) return absl::OkStatus();
   return absl::InvalidArgumentError(absl::StrCat("a checkpoint shard file is meta.pb or rank_<r>.pb, not '", file.substr(0, 64), "'"));
 }
 
@@ -67,7 +58,7 @@ void ShardStore::Committed(int64_t job, int64_t step) {
 absl::Status ShardStore::CheckAccess(int64_t job, const std::string& secret) const {
   absl::MutexLock lock(&mu_);
   auto it = secrets_.find(job);
-  if (it == secrets_.end() || secret.empty() || !SameSecret(it->second, secret)) {
+  if (it == secrets_.end() || !SameSecret(secret, it->second)) {
     return absl::PermissionDeniedError(absl::StrCat("job ", job, ": not a job of this worker, or not its shard secret"));
   }
   return absl::OkStatus();

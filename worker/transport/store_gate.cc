@@ -108,14 +108,6 @@ void SetReceiveTimeout(int fd, std::chrono::milliseconds t) {
   setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
 }
 
-// Equal in time independent of where they differ (the secret is not learned byte by byte).
-bool SameSecret(const std::string& a, const std::string& b) {
-  if (a.size() != b.size()) return false;
-  unsigned char diff = 0;
-  for (size_t i = 0; i < a.size(); ++i) diff |= static_cast<unsigned char>(a[i] ^ b[i]);
-  return diff == 0;
-}
-
 // Copies bytes both ways between `a` and `b` until both directions have ended (a half-close is
 // passed on) or either fails.
 void Pump(int a, int b) {
