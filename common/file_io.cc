@@ -39,12 +39,27 @@ absl::Status SyncDirectory(const std::string& dir) {
   return absl::OkStatus();
 }
 
+namespace {
+
+// A write's failure: RESOURCE_EXHAUSTED for a full disk or quota (room may be made, or the job
+// restarts elsewhere), INTERNAL for the rest.
+absl::Status WriteError(int err, const std::string& what) {
+  const std::string message = absl::StrCat(what, ": ", std::strerror(err));
+  return err == ENOSPC || err == EDQUOT ? absl::ResourceExhaustedError(message) : absl::InternalError(message);
+}
+
+}  // namespace
+
 absl::Status WriteStringToFileAtomic(const std::string& path, const std::string& data) {
   const std::string tmp = absl::StrCat(path, ".tmp");
   // Written, flushed to the device, then renamed over `path` and the directory synced: after a
   // crash the file is the old one or the whole new one (checkpoints depend on it).
   const int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
-  if (fd < 0) return absl::PermissionDeniedError(absl::StrCat("cannot write '", tmp, "': ", std::strerror(errno)));
+  if (fd < 0) {
+    const int err = errno;
+    if (err == ENOSPC || err == EDQUOT) return WriteError(err, absl::StrCat("cannot write '", tmp, "'"));
+    return absl::PermissionDeniedError(absl::StrCat("cannot write '", tmp, "': ", std::strerror(err)));
+  }
   size_t done = 0;
   while (done < data.size()) {
     const ssize_t n = write(fd, data.data() + done, data.size() - done);
@@ -53,14 +68,14 @@ absl::Status WriteStringToFileAtomic(const std::string& path, const std::string&
       const int err = errno;
       close(fd);
       std::remove(tmp.c_str());
-      return absl::InternalError(absl::StrCat("error writing '", tmp, "': ", std::strerror(err)));
+      return WriteError(err, absl::StrCat("error writing '", tmp, "'"));
     }
     done += static_cast<size_t>(n);
   }
   if (fsync(fd) != 0 || close(fd) != 0) {
     const int err = errno;
     std::remove(tmp.c_str());
-    return absl::InternalError(absl::StrCat("error writing '", tmp, "': ", std::strerror(err)));
+    return WriteError(err, absl::StrCat("error writing '", tmp, "'"));
   }
   if (std::rename(tmp.c_str(), path.c_str()) != 0) {
     const int err = errno;

@@ -95,7 +95,7 @@ int main(int argc, char** argv) {
                  "Storage this coordinator and every worker reach at this path (shared FS; any dir on one machine): jobs' "
                  "checkpoints go there and a job whose worker is lost resumes from its last one (default: none — workers keep "
                  "their own and such a job fails)");
-  app.add_option("--max-restarts", o.dispatch_options.max_restarts, "Times a job may resume after lost workers")->capture_default_str();
+  app.add_option("--max-restarts", o.dispatch_options.max_restarts, "Times a job may resume after lost workers or rank failures (0: never)")->capture_default_str();
   app.add_option("--elastic-grace-seconds", o.dispatch_options.elastic_grace_seconds,
                  "How long an elastic job whose worker was lost waits for as many devices before it goes on with fewer")
       ->capture_default_str();

@@ -177,12 +177,35 @@ void Dispatcher::FailLocked(int64_t id, ActiveJob& job, const std::string& why) 
   Defer([this, id, why] { MarkFailed(jobs_, id, why); });
 }
 
+namespace {
+
+// Whether a rank that failed with `code` may train on after a restart from the last checkpoint.
+// Not when the job's program or input is at fault — it fails the same way wherever it runs;
+// whatever else ends a rank (a link broken or slow past the rank timeout, a full disk, a rank
+// killed, memory short on its host) may not happen again, and --max-restarts bounds the tries.
+bool RestartsAfter(absl::StatusCode code) {
+  switch (code) {
+    case absl::StatusCode::kInvalidArgument:
+    case absl::StatusCode::kFailedPrecondition:
+    case absl::StatusCode::kOutOfRange:
+    case absl::StatusCode::kUnimplemented:
+      return false;
+    default:
+      return code != absl::StatusCode::kOk;
+  }
+}
+
+}  // namespace
+
 void Dispatcher::SettleFailureLocked(int64_t id, ActiveJob& job) {
   const std::string failure = std::exchange(job.failure, "");
+  const absl::StatusCode code = std::exchange(job.failure_code, absl::StatusCode::kOk);
   if (!job.lost.empty()) {
     LoseLocked(id, job, std::exchange(job.lost, ""));
+  } else if (RestartsAfter(code)) {
+    LoseLocked(id, job, failure);
   } else {
-    FailLocked(id, job, failure);
+    FailLocked(id, job, absl::StrCat(failure, " (", absl::StatusCodeToString(code), ": the job's program or input is at fault, so it is not restarted)"));
   }
 }
 

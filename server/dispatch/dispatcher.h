@@ -21,12 +21,15 @@
 // Rank 0's steps are the job's progress. When every worker has finished OK — each of its ranks
 // having reported the job's last step first; an earlier end is refused, naming the ranks — the
 // job SUCCEEDS;
-// the first failure stops the other parts and, once they have all ended, FAILS the job with the
-// failing rank's error — or, if a worker was lost meanwhile, is that loss's (below). A job's
-// devices stay taken until its workers say its ranks have ended (or are lost).
+// the first failure stops the other parts and, once they have all ended, is settled as a lost
+// worker's (below) — if a worker was lost meanwhile, or the failure is one a restart can cure (a
+// link broken or slow past the rank timeout, a full disk, a killed rank: any code but those of
+// an invalid program or input) — or FAILS the job with the failing rank's error. A job's devices
+// stay taken until its workers say its ranks have ended (or are lost).
 //
-// A lost worker: with shared checkpoint storage (DispatchOptions::checkpoint_dir) and a step
-// committed there, the job goes RESTARTING — its other ranks are stopped, and once they have
+// A lost worker (or a rank failure a restart can cure): with shared checkpoint storage
+// (DispatchOptions::checkpoint_dir) and a step committed there — or, without, each rank's shards
+// of it on a live worker — the job goes RESTARTING — its other ranks are stopped, and once they have
 // ended it is placed again with the same plan and world size (on any free devices of its kind)
 // and resumes from that step (RUNNING again); otherwise, or after `max_restarts`, it FAILS.
 // An elastic job (JobSpec.elastic; elastic.h) starts on the devices free when fewer than it asks
@@ -88,7 +91,7 @@ struct DispatchOptions {
   // resume (RESTARTING). Empty: each worker keeps its own ranks' checkpoints and a lost worker
   // fails the job.
   std::string checkpoint_dir;
-  // How many times a job may resume after lost workers before it fails.
+  // How many times a job may resume after lost workers or rank failures before it fails.
   int max_restarts = 3;
   // Committed steps kept per job on that storage (mapd --keep-checkpoints): each commit deletes
   // the steps older than the newest this many (never the one LATEST names).
@@ -176,12 +179,13 @@ class Dispatcher {
     // ("connection closed by peer"), seconds before its lease runs out; that failure is the lost
     // worker's, so the job restarts like any other lost-worker job rather than failing.
     std::string failure;
+    absl::StatusCode failure_code = absl::StatusCode::kOk;  // the failing part's (ReportRequest.code)
     std::string lost;
     // kRecovering: the workers that still list the job's earlier ranks (it waits until they
     // have stopped them).
     std::set<std::string> held_by;
     int attempt = 0;   // the run of the job its ranks are: workers start each (job, attempt) once
-    int restarts = 0;  // attempts after a lost worker or a coordinator restart (--max-restarts)
+    int restarts = 0;  // attempts after a lost worker, a rank failure or a coordinator restart (--max-restarts)
     // The world, mesh and plan the committed step was written under: a placement under another
     // plan resumes from it resharded.
     v1::CheckpointMeta committed_under;
@@ -218,7 +222,9 @@ class Dispatcher {
   // After the move to RUNNING: when the store refused it, stops the job's ranks and fails it.
   void StopIfUnrecorded(int64_t id, const absl::Status& moved) ABSL_LOCKS_EXCLUDED(mu_);
   // Once every part of a job with a reported failure has ended: RESTARTING (or FAILED) as for a
-  // lost worker if one was lost meanwhile, FAILED with the reported failure otherwise.
+  // lost worker if one was lost meanwhile or the failure's code is one a restart can cure
+  // (RestartsAfter: a broken link, a timeout, a full disk, a killed rank), FAILED with the reported
+  // failure otherwise (an invalid program fails the same way wherever it runs).
   void SettleFailureLocked(int64_t id, ActiveJob& job) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Settles the failures of jobs whose parts have all ended, then drops those jobs (not those
   // restarting).
@@ -262,8 +268,9 @@ class Dispatcher {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   // Defined in dispatcher_recovery.cc (restarts, and recovery after a coordinator restart):
-  // A lost worker: RESTARTING when a checkpoint on shared storage allows (the other parts are
-  // stopped, then the job is placed again), FAILED otherwise.
+  // A lost worker, or a rank failure the job's program is not at fault for (RestartsAfter):
+  // RESTARTING when a committed checkpoint the job can reach and a restart left allow (the other
+  // parts are stopped, then the job is placed again), FAILED otherwise — the message says which.
   void LoseLocked(int64_t id, ActiveJob& job, const std::string& why) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Places a RESTARTING job again, from its committed step, when devices allow.
   void TryResumeLocked(int64_t id, ActiveJob& job) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

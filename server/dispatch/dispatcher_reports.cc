@@ -220,6 +220,8 @@ absl::StatusOr<v1::ReportResponse> Dispatcher::ReportLocked(const v1::ReportRequ
       // Stop the other parts; FAILED or RESTARTING once they have ended (SettleFailureLocked).
       MoveLocked(id, job, Phase::kStopping);
       job.failure = absl::StrCat("worker ", report.worker_id(), ": ", report.error());
+      // (a code no absl status has, from a broken or forged report, counts as UNKNOWN)
+      job.failure_code = report.code() >= 1 && report.code() <= 16 ? static_cast<absl::StatusCode>(report.code()) : absl::StatusCode::kUnknown;
       if (!job.parts_ended()) Defer([this, id, why = absl::StrCat(job.failure, "; stopping the other ranks")] { (void)jobs_->Note(id, why); });
     } else if (!job.stopping() && job.parts_ended()) {
       MoveLocked(id, job, Phase::kStopping);

@@ -6,15 +6,18 @@ loopback. Needs root (CAP_NET_ADMIN, CAP_SYS_ADMIN), as CI has.
 
 Layout, for a cluster tagged T (10.77.N.0/24, N from T):
   mapd-T-sw        the switch: a bridge, and an nftables table `mapd` filtering what crosses it
-  mapd-T-coord     10.77.N.1, mapd on :7070 (metrics :9464)
+  mapd-T-coord     10.77.N.1, mapd on :7070 (metrics :9464); with start_proxy, a delay proxy
+                   on :7071 in front of it (delay_proxy.py: the slow link)
   mapd-T-w1 …      10.77.N.11 …, a mapd-worker each (metrics :9465); ephemeral ports 30000-30999,
                    checked by --rank-ports
 Nothing is added to the machine's own namespace: the veth pairs live in the host and switch
 namespaces, so the cluster's traffic never leaves the namespaces it made.
 
 The switch's filter is the manifests' NetworkPolicy (deploy/k8s/network-policy.yaml) in nftables:
-worker to worker only on the rank ports (and their replies), worker to coordinator only on gRPC;
-a partition adds drop rules for pairs of hosts, ahead of the rest.
+worker to worker only on the rank ports (and their replies), worker to coordinator only on gRPC
+(mapd's port, and the proxy's in front of it); a partition adds drop rules for pairs of hosts, ahead
+of the rest. With mount_disk, a worker's work directory (or the shared checkpoint storage) is a
+tmpfs of its own size, which fill_disk fills (a full disk under checkpoints) and free_disk empties.
 """
 import contextlib
 import os
@@ -24,7 +27,8 @@ import subprocess
 import time
 
 RANK_PORTS = (30000, 30999)
-MAPD_PORT, MAPD_METRICS_PORT, WORKER_METRICS_PORT = 7070, 9464, 9465
+MAPD_PORT, MAPD_METRICS_PORT, WORKER_METRICS_PORT, PROXY_PORT = 7070, 9464, 9465, 7071
+FILLER = ".disk-filler"  # fill_disk's file, at the top of the disk it fills
 
 
 def run(*args, check=True, **kw):
@@ -77,6 +81,8 @@ class Cluster:
         self.coordinator = Host(self, "coord", self.ip(1))
         self.workers = [Host(self, f"w{i + 1}", self.ip(11 + i)) for i in range(workers)]
         self.partitions = []  # (a, b) pairs of hosts cut off from each other
+        self.proxy = None  # the delay proxy's process (start_proxy): workers then reach mapd through it
+        self.disks = []  # work directories mount_disk mounted
         self.token, self.worker_token = "cluster-client-token", "cluster-worker-token"
 
     def ip(self, last):
@@ -116,8 +122,8 @@ class Cluster:
             rules.append(f"    ip saddr {a.address} ip daddr {b.address} drop")
             rules.append(f"    ip saddr {b.address} ip daddr {a.address} drop")
         rules += [
-            f"    ip saddr {workers} ip daddr {coord} tcp dport {MAPD_PORT} accept",
-            f"    ip saddr {coord} ip daddr {workers} tcp sport {MAPD_PORT} accept",
+            f"    ip saddr {workers} ip daddr {coord} tcp dport {{ {MAPD_PORT}, {PROXY_PORT} }} accept",
+            f"    ip saddr {coord} ip daddr {workers} tcp sport {{ {MAPD_PORT}, {PROXY_PORT} }} accept",
             f"    ip saddr {coord} ip daddr {workers} tcp dport {WORKER_METRICS_PORT} accept",
             f"    ip saddr {workers} ip daddr {coord} tcp sport {WORKER_METRICS_PORT} accept",
             f"    ip saddr {workers} ip daddr {workers} tcp dport {lo}-{hi} counter accept",
@@ -141,6 +147,45 @@ class Cluster:
         counts = [int(n) for n in re.findall(r"counter packets (\d+)", out)]
         return counts[0], counts[-1]
 
+    def start_proxy(self):
+        """The delay proxy on the coordinator's host, in front of mapd; workers started after this
+        reach mapd through it."""
+        h = self.coordinator
+        script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "delay_proxy.py")
+        self.proxy = subprocess.Popen(h.exec_args("/usr/bin/python3", script, "--listen", f"{h.address}:{PROXY_PORT}", "--to",
+                                                  f"{h.address}:{MAPD_PORT}"),
+                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, start_new_session=True)
+        if self.proxy.stdout.readline().strip() != "listening":
+            raise RuntimeError("the delay proxy did not start")
+
+    def slow(self, h, seconds):
+        """Every byte between host `h` and mapd arrives `seconds` late (0: as fast as it can)."""
+        self.proxy.stdin.write(f"delay {h.address} {seconds}\n")
+        self.proxy.stdin.flush()
+
+    # --- disks ---------------------------------------------------------------------------------
+    def work_dir(self, h):
+        return os.path.join(self.workdir, h.name)
+
+    def mount_disk(self, path, size_bytes):
+        """`path` (a worker's work directory, before its worker starts; the shared checkpoint
+        storage) on a tmpfs of `size_bytes` of its own."""
+        os.makedirs(path, exist_ok=True)
+        run("mount", "-t", "tmpfs", "-o", f"size={size_bytes},mode=0755", "tmpfs", path)
+        self.disks.append(path)
+
+    def fill_disk(self, path):
+        """Fills the disk under `path` (mount_disk) to the last byte."""
+        with open(os.path.join(path, FILLER), "wb", buffering=0) as f:  # unbuffered: a write finding no room raises at once
+            chunk = b"\0" * (1 << 20)
+            with contextlib.suppress(OSError):  # ENOSPC: full (the write before it wrote what fitted)
+                while True:
+                    f.write(chunk)
+
+    def free_disk(self, path):
+        with contextlib.suppress(FileNotFoundError):
+            os.remove(os.path.join(path, FILLER))
+
     # --- the daemons ---------------------------------------------------------------------------
     def start_mapd(self, *flags):
         h = self.coordinator
@@ -158,11 +203,12 @@ class Cluster:
     def start_worker(self, h, *flags, cpu_devices=1):
         h.log_path = os.path.join(self.workdir, f"{h.name}.log")
         log = open(h.log_path, "a")
-        args = h.exec_args(self.binaries["mapd-worker"], "--coordinator", f"{self.coordinator.address}:{MAPD_PORT}",
+        port = PROXY_PORT if self.proxy else MAPD_PORT
+        args = h.exec_args(self.binaries["mapd-worker"], "--coordinator", f"{self.coordinator.address}:{port}",
                            "--advertise-host", h.address, "--metrics-listen", f"{h.address}:{WORKER_METRICS_PORT}",
                            "--rank-ports", f"{RANK_PORTS[0]}-{RANK_PORTS[1]}", "--cpu-devices", str(cpu_devices),
                            "--memory-per-device", str(1 << 30), "--hostname", h.name,
-                           "--work-dir", os.path.join(self.workdir, h.name), *flags, private_shm=True)
+                           "--work-dir", self.work_dir(h), *flags, private_shm=True)
         h.proc = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT, text=True, start_new_session=True,
                                   env=dict(os.environ, MAPD_WORKER_TOKEN=self.worker_token, MAPD_CALIBRATION="off"))
         return h.proc
@@ -234,6 +280,17 @@ class Cluster:
 
     def down(self):
         self.stop_daemons()
+        if self.proxy:
+            self.proxy.stdin.close()
+            try:
+                self.proxy.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.proxy.kill()
+                self.proxy.wait()
+            self.proxy = None
         left = self.orphans()
         self.down_network()
+        for d in self.disks:
+            run("umount", "-l", d, check=False)
+        self.disks.clear()
         return left

@@ -2,8 +2,11 @@
 against invariants after every round (issue 50) — as etcd's robustness tests check theirs.
 
 A round: submit a job (and sometimes a second one that is cancelled at once), wait until it is
-past a step drawn from the seed, inject one fault on a host that runs its ranks, recover (restart
-what was killed, resume what was paused, heal the partition), wait for the job's end, then check:
+past a step drawn from the seed, inject one fault on a host that runs its ranks — kill its worker,
+pause the host, cut it off from the coordinator or from another host of the job, slow its link to
+the coordinator (delay_proxy.py), fill the disk under its checkpoints, or kill the coordinator —
+recover (restart what was killed, resume what was paused, heal the partition, lift the delay,
+free the disk), wait for the job's end, then check:
   acknowledged   every job a submit acknowledged is listed; every acknowledged cancel is CANCELLED
   transitions    a job's events are numbered 1..n without a gap, its states move only along the
                  model's edges, nothing follows a finished state, SUCCEEDED only after the last step
@@ -35,11 +38,19 @@ import time
 
 import cluster as cl
 
-FAULT_KINDS = ("kill_worker", "pause_host", "partition_coordinator", "kill_coordinator")
-PEER_FAULT_KINDS = FAULT_KINDS[:3]  # without shared storage
+FAULT_KINDS = ("kill_worker", "pause_host", "partition_coordinator", "kill_coordinator", "partition_workers", "slow_link",
+               "full_disk")
+PEER_FAULT_KINDS = tuple(k for k in FAULT_KINDS if k != "kill_coordinator")  # without shared storage
 MODEL = "gpt2:layers=2,hidden=32,heads=2,vocab=256,seq=16,batch=4"
 LEASE, HEARTBEAT = 1.5, 0.25
+# A rank waits this long in a collective (or silent) before it fails: a partition between workers
+# lasts longer, so their ranks fail and the job restarts once it heals.
+RANK_TIMEOUT = 8
+# Each worker's work directory, and the shared checkpoint storage: a tmpfs this large (full_disk
+# fills the one under the victim's checkpoints).
+DISK_BYTES = 512 << 20
 MAPD_FLAGS = ("--lease-seconds", str(LEASE), "--heartbeat-seconds", str(HEARTBEAT), "--max-restarts", "1000")
+WORKER_FLAGS = ("--rank-timeout", str(RANK_TIMEOUT))
 
 # The job state model (server/jobs/job_manager.cc's IsAllowedTransition, written out again here as
 # the model the history is checked against): an event that does not change the state is no edge.
@@ -81,10 +92,17 @@ class Rounds:
         return MAPD_FLAGS + (("--checkpoint-dir", self.ckpt) if self.storage == "shared" else ())
 
     def start(self):
+        if self.storage == "shared":
+            self.c.mount_disk(self.ckpt, 2 * DISK_BYTES)  # (full_disk)
         self.c.start_mapd(*self.mapd_flags())
+        self.c.start_proxy()  # the workers reach mapd through it (slow_link)
         for w in self.c.workers:
-            self.c.start_worker(w, cpu_devices=2)
+            self.c.mount_disk(self.c.work_dir(w), DISK_BYTES)
+            self.start_worker(w)
         self.c.wait_registered(len(self.c.workers))
+
+    def start_worker(self, w):
+        self.c.start_worker(w, *WORKER_FLAGS, cpu_devices=2)
 
     def host_of(self, worker_id):
         hostname = next(w["hostname"] for w in self.c.list_workers() if w["id"] == worker_id)
@@ -129,16 +147,16 @@ class Rounds:
         raise AssertionError(f"job {job} did not end within {timeout} s: {self.get(job)}")
 
     # --- faults --------------------------------------------------------------------------------
-    def inject(self, kind, victim, job):
-        """Injects `kind` on `victim` (a worker host running `job`'s ranks) and recovers from it;
-        returns when the cluster is whole again."""
+    def inject(self, kind, victim, job, hosts):
+        """Injects `kind` on `victim` (a worker host running `job`'s ranks; `hosts`: all that run
+        them) and recovers from it; returns when the cluster is whole again."""
         c = self.c
         self.fault_at = time.time()
         if kind == "kill_worker":
             c.signal(victim, signal.SIGKILL)
             victim.proc.wait()
             time.sleep(LEASE + 0.5)
-            c.start_worker(victim, cpu_devices=2)
+            self.start_worker(victim)
         elif kind == "pause_host":  # every process of the host: a paused VM
             pids = victim.pids()
             for p in pids:
@@ -150,6 +168,20 @@ class Rounds:
             c.partition(victim, c.coordinator)
             time.sleep(LEASE + 1.5)
             c.heal()
+        elif kind == "partition_workers":  # from another host of the job (any other worker, if none)
+            others = [h for h in hosts if h is not victim] or [w for w in c.workers if w is not victim]
+            c.partition(victim, self.rng.choice(others))
+            time.sleep(RANK_TIMEOUT + 2)  # past the ranks' wait in their collectives
+            c.heal()
+        elif kind == "slow_link":  # victim <-> mapd, around the lease: lost, or only late
+            c.slow(victim, round(self.rng.uniform(0.3, 2 * LEASE), 2))
+            time.sleep(LEASE + 1.5)
+            c.slow(victim, 0)
+        elif kind == "full_disk":  # under its checkpoints: the shared storage, or its work directory
+            disk = self.ckpt if self.storage == "shared" else c.work_dir(victim)
+            c.fill_disk(disk)
+            time.sleep(LEASE + 1.5)
+            c.free_disk(disk)
         elif kind == "kill_coordinator":  # as the job reaches a checkpoint step: during its commit
             step = int(self.get(job).get("step", 0))
             self.wait_step(job, (step // self.every + 1) * self.every)
@@ -164,6 +196,8 @@ class Rounds:
     def round(self, number, kind=None, ranks=None):
         kind = kind or self.rng.choice(self.kinds)
         ranks = ranks or self.rng.choice((2, 4))
+        if kind == "partition_workers":
+            ranks = 4  # on two hosts at least (2 devices each), so the partition cuts the job's links
         at = self.rng.randint(self.every + 1, self.steps // 2)
         job = self.submit(ranks)
         if self.rng.random() < 0.3:  # an acknowledged cancel, to survive what follows
@@ -171,9 +205,10 @@ class Rounds:
             self.c.mapctl("cancel", str(extra))
             self.history.cancelled.append(extra)
         reached = self.wait_step(job, at)
-        victim = self.rng.choice(self.placement([e["message"] for e in self.events(job)]))
+        hosts = self.placement([e["message"] for e in self.events(job)])
+        victim = self.rng.choice(hosts)
         self.log(f"round {number}: {kind} on {victim.name} at step {reached} of job {job} ({ranks} ranks)")
-        self.inject(kind, victim, job)
+        self.inject(kind, victim, job, hosts)
         time.sleep(2 * HEARTBEAT + 1)  # settled: the fenced have had a heartbeat to notice
         violations = self.incarnations()
         got = self.wait_end(job)
@@ -298,7 +333,8 @@ class Rounds:
                            event_time(first) - event_time(resumed) if first else None, max(before, default=0) - step))
 
     def table(self):
-        rows = ["| fault | rounds | detect (s) | re-plan (s) | restore + first step (s) | steps lost |", "|---|---|---|---|---|---|"]
+        rows = ["| fault | rounds | restarted | detect (s) | re-plan (s) | restore + first step (s) | steps lost |",
+                "|---|---|---|---|---|---|---|"]
         for kind in self.kinds:
             got = [c for c in self.costs if c[0] == kind]
             if not got:
@@ -307,7 +343,8 @@ class Rounds:
             def median(i):
                 xs = sorted(c[i] for c in got if c[i] is not None)
                 return "–" if not xs else f"{xs[len(xs) // 2]:.2f}" if isinstance(xs[0], float) else str(xs[len(xs) // 2])
-            rows.append(f"| {kind} | {len(got)} | {median(1)} | {median(2)} | {median(3)} | {median(4)} |")
+            restarted = sum(1 for c in got if c[1] is not None)
+            rows.append(f"| {kind} | {len(got)} | {restarted} | {median(1)} | {median(2)} | {median(3)} | {median(4)} |")
         return "\n".join(rows)
 
 
@@ -319,6 +356,7 @@ def main():
     p.add_argument("--steps", type=int, default=200, help="each round's job")
     p.add_argument("--storage", choices=("shared", "peers"), default="shared",
                    help="checkpoints on mapd --checkpoint-dir, or each worker's kept by a peer worker")
+    p.add_argument("--kinds", help="draw only these fault kinds (comma-separated; default: every kind the storage allows)")
     args = p.parse_args()
     why = cl.available()
     if why:
@@ -326,6 +364,13 @@ def main():
     c = cl.Cluster(tempfile.mkdtemp(prefix="mapd-faults-"), workers=args.workers)
     c.up()
     rounds = Rounds(c, args.seed, steps=args.steps, storage=args.storage)
+    if args.kinds:
+        unknown = set(args.kinds.split(",")) - set(rounds.kinds)
+        if unknown:
+            c.down()
+            sys.exit(f"faults.py: --kinds {','.join(sorted(unknown))}: not a fault kind of storage {args.storage}; "
+                     f"choose from {','.join(rounds.kinds)}")
+        rounds.kinds = tuple(args.kinds.split(","))
     violations = []
     try:
         rounds.start()

@@ -534,6 +534,47 @@ TEST_F(DispatcherTest, ALostWorkerRestartsTheJobFromItsLastCheckpointOnTheDevice
   EXPECT_NE(jobs_->Get(1)->error().find("restarted 1 time(s) already"), std::string::npos) << jobs_->Get(1)->error();
 }
 
+TEST_F(DispatcherTest, ARankFailureAfterACheckpointRestartsTheJobUnlessItsProgramIsAtFault) {
+  UseCheckpointDir("dispatcher_rank_failure", /*max_restarts=*/1);
+  const std::string w1 = AddWorker(1), w2 = AddWorker(1);
+  StartCheckpointedJob();
+  ReportCheckpoint({w1, w2}, 1, 5);
+  // A link between the workers broke: w2's rank times out in a collective (UNAVAILABLE), then
+  // w1's, stopped, ends too. Both workers live, so the job restarts on them from step 5.
+  EXPECT_FALSE(Finish(w2, 1, 14, "rank 1 exited with status 1: ALL_REDUCE timed out")->cancel());
+  EXPECT_TRUE(Finish(w1, 1, 10, "rank 0 exited with status 1: Connection reset by peer")->cancel());
+  dispatcher_->Tick();
+  EXPECT_EQ(State(1), v1::RUNNING);
+  std::vector<std::string> messages = Messages(1);
+  ASSERT_GE(messages.size(), 2u);
+  const std::string& restarting = messages[messages.size() - 2];
+  EXPECT_NE(restarting.find("worker " + w2 + ": rank 1 exited with status 1: ALL_REDUCE timed out; restarting from the checkpoint of step 5 "
+                            "(restart 1 of at most 1)"),
+            std::string::npos)
+      << restarting;
+  EXPECT_NE(messages.back().find("resumed from the checkpoint of step 5"), std::string::npos) << messages.back();
+  EXPECT_EQ(jobs_->Get(1)->restarts(), 1);
+  ASSERT_TRUE(ReportStore(w1, 1, "10.0.0.1:29501", /*attempt=*/1).ok());
+  EXPECT_EQ(Beat(w2).assignments(0).resume_step(), 5);
+  // Failing again: the one restart allowed is spent.
+  EXPECT_FALSE(Finish(w1, 1, 4, "rank 0 exited with status 1: rendezvous timed out", /*attempt=*/1)->cancel());
+  EXPECT_TRUE(Finish(w2, 1, 10, "rank 1 was stopped", /*attempt=*/1)->cancel());
+  EXPECT_EQ(State(1), v1::FAILED);
+  EXPECT_NE(jobs_->Get(1)->error().find("rendezvous timed out (restarted 1 time(s) already)"), std::string::npos) << jobs_->Get(1)->error();
+  // A failure that is the program's (an invalid argument) fails at once, checkpoint or not.
+  v1::JobSpec spec = Spec(2);
+  spec.mutable_training()->set_checkpoint_every(5);
+  ASSERT_TRUE(jobs_->Submit(spec).ok());
+  dispatcher_->Tick();
+  ASSERT_EQ(State(2), v1::RUNNING);
+  ReportCheckpoint({w1, w2}, 2, 5);
+  EXPECT_FALSE(Finish(w1, 2, 3, "rank 0 exited with status 1: node 'fc' (aten::mm): shapes [4,8] and [9,2]")->cancel());
+  EXPECT_TRUE(Finish(w2, 2, 10, "rank 1 was stopped")->cancel());
+  EXPECT_EQ(State(2), v1::FAILED);
+  EXPECT_NE(jobs_->Get(2)->error().find("(INVALID_ARGUMENT: the job's program or input is at fault, so it is not restarted)"), std::string::npos)
+      << jobs_->Get(2)->error();
+}
+
 TEST_F(DispatcherTest, WithoutSharedStorageALostWorkersJobResumesFromTheShardsItsPeerKept) {
   // Each worker's shards are pushed to the next part's worker (a ring); a step counts once every
   // worker has reported it kept so. w2 lost: its ranks' shards are on w1, and the job resumes on

@@ -137,13 +137,13 @@ TEST(ShardResume, AResumingWorkerFetchesEveryShardPastAHolderThatIsGone) {
   for (const char* f : {"rank_0.pb", "rank_1.pb"}) {
     EXPECT_EQ(*ReadFileToString(CheckpointStepDir(checkpoints, 5) + "/" + f), *ReadFileToString(step + "/" + f)) << f;
   }
-  // Not resharded: only its own ranks' shards; none anywhere: the error names the rank.
+  // Not resharded: only its own ranks' shards; none anywhere: UNAVAILABLE (a restart may find them), naming the rank.
   assignment.set_resume_resharded(false);
   EXPECT_EQ(RanksToFetch(assignment), (std::vector<int>{0}));
   assignment.set_attempt(2);
   assignment.mutable_resume_shards(0)->clear_addresses();
   const absl::Status st = FetchResumeShards(assignment, a.dir + "/none", 30);
-  EXPECT_EQ(st.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(st.code(), absl::StatusCode::kUnavailable);
   EXPECT_NE(st.message().find("rank 0's shard of checkpoint step 5 is on no worker that answers"), std::string::npos) << st;
 }
 

@@ -22,6 +22,17 @@ std::vector<int> RanksToFetch(const v1::RankAssignment& a) {
   return ranks;
 }
 
+namespace {
+
+// A fetch that failed: UNAVAILABLE (its holders may answer on a later try: the job restarts, not
+// fails, on it), or RESOURCE_EXHAUSTED where this worker's disk had no room for it.
+absl::Status NotFetched(const absl::Status& why, const std::string& what) {
+  const absl::StatusCode code = why.code() == absl::StatusCode::kResourceExhausted ? why.code() : absl::StatusCode::kUnavailable;
+  return absl::Status(code, absl::StrCat(what, ": ", why.message()));
+}
+
+}  // namespace
+
 absl::Status FetchResumeShards(const v1::RankAssignment& a, const std::string& checkpoint_dir, double timeout_seconds) {
   std::map<int, std::vector<std::string>> holders;
   std::vector<std::string> any;  // every holder, for meta.pb (the same on each)
@@ -37,14 +48,14 @@ absl::Status FetchResumeShards(const v1::RankAssignment& a, const std::string& c
   if (ec) return absl::InternalError(absl::StrCat("cannot make ", staging, ": ", ec.message()));
   ShardKey key{a.job_id(), a.resume_step(), a.shard_secret()};
   if (auto st = FetchShards(any, key, {"meta.pb"}, staging, timeout_seconds); !st.ok()) {
-    return absl::FailedPreconditionError(absl::StrCat("the metadata of checkpoint step ", a.resume_step(), " is on no worker that answers: ", st.message()));
+    return NotFetched(st, absl::StrCat("the metadata of checkpoint step ", a.resume_step(), " is on no worker that answers"));
   }
   for (int rank : RanksToFetch(a)) {
     auto it = holders.find(rank);
     const std::vector<std::string> addresses = it == holders.end() ? std::vector<std::string>{} : it->second;
     if (auto st = FetchShards(addresses, key, {absl::StrCat("rank_", rank, ".pb")}, staging, timeout_seconds); !st.ok()) {
-      return absl::FailedPreconditionError(absl::StrCat("rank ", rank, "'s shard of checkpoint step ", a.resume_step(),
-                                                        " is on no worker that answers (", addresses.size(), " kept it): ", st.message()));
+      return NotFetched(st, absl::StrCat("rank ", rank, "'s shard of checkpoint step ", a.resume_step(), " is on no worker that answers (",
+                                         addresses.size(), " kept it)"));
     }
   }
   auto bytes = ReadFileToString(staging + "/meta.pb");
