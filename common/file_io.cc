@@ -50,6 +50,15 @@ absl::Status WriteError(int err, const std::string& what) {
 
 }  // namespace
 
+absl::Status SyncFile(const std::string& path) {
+  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return absl::InternalError(absl::StrCat("cannot open '", path, "' to sync it: ", std::strerror(errno)));
+  const int rc = fsync(fd);
+  const int err = errno;
+  close(fd);
+  return rc == 0 ? absl::OkStatus() : WriteError(err, absl::StrCat("cannot sync '", path, "'"));
+}
+
 absl::Status WriteStringToFileAtomic(const std::string& path, const std::string& data) {
   const std::string tmp = absl::StrCat(path, ".tmp");
   // Written, flushed to the device, then renamed over `path` and the directory synced: after a

@@ -21,6 +21,9 @@ absl::Status WriteStringToFileAtomic(const std::string& path, const std::string&
 
 // Flushes a directory's entries (a rename into it, a new file) to the device.
 absl::Status SyncDirectory(const std::string& dir);
+// Flushes the file at `path` to its device: RESOURCE_EXHAUSTED when the disk (or quota) is full,
+// INTERNAL for other failures.
+absl::Status SyncFile(const std::string& path);
 
 // An executable named `name` that MAP's programs start (mapd-rank, mapctl-torch): in each of
 // `beside_self` (folders relative to the running executable's: "." for an install, build-tree

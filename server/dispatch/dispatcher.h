@@ -297,6 +297,9 @@ class Dispatcher {
   std::vector<int32_t> UnkeptRanksLocked(const ActiveJob& job) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // "w-1 on w-2, w-2 on w-1": whose shards each peer keeps.
   static std::string PeersOf(const ActiveJob& job);
+  // Whether `worker_id` runs a part of the job, is a part's peer or holds a rank's shards of its
+  // committed step: its shards there are to be kept (HeartbeatResponse.shard_keep).
+  static bool KeepsShards(const ActiveJob& job, const std::string& worker_id);
 
   // Defined in dispatcher_elastic.cc (the elastic policy):
   // An elastic job's plan for the most of `devices` (down to its min_devices, at most

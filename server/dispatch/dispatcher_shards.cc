@@ -95,6 +95,18 @@ std::vector<int32_t> Dispatcher::UnkeptRanksLocked(const ActiveJob& job) const {
   return unkept;
 }
 
+bool Dispatcher::KeepsShards(const ActiveJob& job, const std::string& worker_id) {
+  for (const Part& p : job.parts) {
+    if (p.worker_id == worker_id || p.shard_peer_id == worker_id) return true;
+  }
+  for (const auto& [rank, holders] : job.shard_holders) {
+    for (const ShardHolder& h : holders) {
+      if (h.worker_id == worker_id) return true;
+    }
+  }
+  return false;
+}
+
 std::string Dispatcher::PeersOf(const ActiveJob& job) {
   std::vector<std::string> pairs;
   for (const Part& p : job.parts) {

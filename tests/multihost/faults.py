@@ -46,9 +46,11 @@ LEASE, HEARTBEAT = 1.5, 0.25
 # A rank waits this long in a collective (or silent) before it fails: a partition between workers
 # lasts longer, so their ranks fail and the job restarts once it heals.
 RANK_TIMEOUT = 8
-# Each worker's work directory, and the shared checkpoint storage: a tmpfs this large (full_disk
-# fills the one under the victim's checkpoints).
-DISK_BYTES = 512 << 20
+# Each worker's work directory, and the shared checkpoint storage (twice it): a tmpfs this large
+# (full_disk fills the one under the victim's checkpoints). A worker keeps each run directory it
+# had, its last checkpoints in it (2.5 MiB a run here): 200 rounds without shared storage fill
+# 650 MiB of the busiest worker's.
+DISK_BYTES = 1 << 30
 MAPD_FLAGS = ("--lease-seconds", str(LEASE), "--heartbeat-seconds", str(HEARTBEAT), "--max-restarts", "1000")
 WORKER_FLAGS = ("--rank-timeout", str(RANK_TIMEOUT))
 

@@ -554,6 +554,7 @@ TEST_F(DispatcherTest, ARankFailureAfterACheckpointRestartsTheJobUnlessItsProgra
       << restarting;
   EXPECT_NE(messages.back().find("resumed from the checkpoint of step 5"), std::string::npos) << messages.back();
   EXPECT_EQ(jobs_->Get(1)->restarts(), 1);
+  EXPECT_FALSE(Beat(w1).has_shard_keep());  // with shared storage, workers keep no shards for peers
   ASSERT_TRUE(ReportStore(w1, 1, "10.0.0.1:29501", /*attempt=*/1).ok());
   EXPECT_EQ(Beat(w2).assignments(0).resume_step(), 5);
   // Failing again: the one restart allowed is spent.
@@ -616,6 +617,12 @@ TEST_F(DispatcherTest, WithoutSharedStorageALostWorkersJobResumesFromTheShardsIt
   EXPECT_EQ(resumed.resume_shards(1).rank(), 1);
   EXPECT_EQ(std::vector<std::string>(resumed.resume_shards(1).addresses().begin(), resumed.resume_shards(1).addresses().end()),
             (std::vector<std::string>{"10.0.0.1:30001", "10.0.0.2:30001"}));
+  // The workers go on keeping the job's shards: w3 runs a part, w1 runs one and holds step 5's.
+  for (const std::string& w : {w1, w3}) {
+    const v1::HeartbeatResponse hb = Beat(w, {1});
+    ASSERT_TRUE(hb.has_shard_keep()) << w;
+    EXPECT_EQ(std::vector<int64_t>(hb.shard_keep().job_ids().begin(), hb.shard_keep().job_ids().end()), std::vector<int64_t>{1}) << w;
+  }
 
   // Two workers lost together (w1 and w3, keeping each other's): rank 0's and 1's shards of the
   // step committed next are gone, and the error says so.
@@ -627,6 +634,10 @@ TEST_F(DispatcherTest, WithoutSharedStorageALostWorkersJobResumesFromTheShardsIt
   EXPECT_NE(jobs_->Get(1)->error().find("there is no shared checkpoint storage, and the shards of rank(s) 0,1 of step 10 were kept only on workers now lost"),
             std::string::npos)
       << jobs_->Get(1)->error();
+  // An ended job's shards are kept nowhere: a worker is told to keep none.
+  const v1::HeartbeatResponse later = Beat(AddWorker(1, "cpu", "10.0.0.4:30001"));
+  EXPECT_TRUE(later.has_shard_keep());
+  EXPECT_EQ(later.shard_keep().job_ids_size(), 0);
 }
 
 TEST_F(DispatcherTest, PlanningFailuresFailAndJobsOrphanedByARestartAreQueuedOrFail) {

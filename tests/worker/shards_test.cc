@@ -1,13 +1,19 @@
 // Checkpoint shards between workers (worker/shards): a committed step's files pushed to a peer's
 // shard service arrive whole (in chunks, the bytes equal), are served back only with the job's
 // secret and only by their names, a resuming worker fetches them past a holder that is gone, and
-// the replicator reports the last step its peer kept.
+// the replicator reports the last step its peer kept; puts that never end take no more than the
+// service's threads.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <filesystem>
+#include <map>
 #include <random>
 #include <string>
+#include <thread>
+
+#include <grpcpp/create_channel.h>
 
 #include "common/checkpoint/checkpoint_commit.h"
 #include "common/file_io.h"
@@ -88,6 +94,50 @@ TEST(ShardService, APushedStepArrivesWholeAndIsServedOnlyWithTheJobsSecret) {
   EXPECT_EQ(*ReadFileToString(into + "/rank_0.pb"), *ReadFileToString(step + "/rank_0.pb"));
 }
 
+TEST(ShardService, PutsThatNeverEndHoldNoMoreThanItsThreads) {
+  // A peer that opens puts and never ends them: past kMaxShardServerThreads calls at once, the
+  // rest are refused RESOURCE_EXHAUSTED, and once they end a put is served again.
+  Peer b("held");
+  auto stub = v1::ShardService::NewStub(grpc::CreateChannel(b.server->address, grpc::InsecureChannelCredentials()));
+  struct Held {
+    grpc::ClientContext context;
+    v1::PutShardsResponse response;
+    std::unique_ptr<grpc::ClientWriter<v1::ShardChunk>> writer;
+  };
+  constexpr int kOpen = 3 * kMaxShardServerThreads;
+  std::vector<std::unique_ptr<Held>> held;
+  v1::ShardChunk first;
+  first.set_job_id(kJob);
+  first.set_step(5);
+  first.set_secret(kSecret);
+  first.set_file("rank_0.pb");
+  first.set_data("x");  // not its last chunk: the put waits for more
+  for (int i = 0; i < kOpen; ++i) {
+    held.push_back(std::make_unique<Held>());
+    held.back()->context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(60));
+    held.back()->writer = stub->PutShards(&held.back()->context, &held.back()->response);
+    held.back()->writer->Write(first);  // (false on a call already refused)
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));  // every call has reached the server
+  std::map<grpc::StatusCode, int> ended;
+  for (auto& h : held) {
+    h->writer->WritesDone();  // a held put then ends short of its file's last chunk
+    ++ended[h->writer->Finish().error_code()];
+  }
+  // Those served held a thread each (one more polls); the rest were refused at once.
+  EXPECT_LE(ended[grpc::StatusCode::INVALID_ARGUMENT], kMaxShardServerThreads);
+  EXPECT_GE(ended[grpc::StatusCode::RESOURCE_EXHAUSTED], kOpen - kMaxShardServerThreads);
+  EXPECT_EQ(ended[grpc::StatusCode::INVALID_ARGUMENT] + ended[grpc::StatusCode::RESOURCE_EXHAUSTED], kOpen);
+  const std::string step = CommittedStep(b.dir + "/run");
+  absl::Status again;
+  for (int attempt = 0; attempt < 50; ++attempt) {  // (the server sees the cancels within moments)
+    again = PushShards(b.server->address, {kJob, 5, kSecret}, step, ShardFiles({0, 1}), 30);
+    if (again.ok()) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  EXPECT_TRUE(again.ok()) << again;
+}
+
 TEST(ShardStore, KeepsTheCommittedStepAndAFewNewerOnes) {
   Peer a("prune");
   const std::string step = CommittedStep(a.dir + "/run");
@@ -110,6 +160,19 @@ TEST(ShardStore, KeepsTheCommittedStepAndAFewNewerOnes) {
   store.Committed(kJob, 10);  // (late news changes nothing)
   EXPECT_EQ(kept(), (std::vector<int64_t>{20, 25}));
   EXPECT_TRUE(fs::exists(step + "/rank_0.pb"));  // the run's own files stay
+}
+
+TEST(ShardStore, RetainDropsTheJobsNotNamed) {
+  Peer a("retain");
+  const std::string step = CommittedStep(a.dir + "/run");
+  a.store->Allow(kJob + 1, kSecret);
+  for (int64_t job : {kJob, kJob + 1}) ASSERT_TRUE(a.store->Keep(job, 5, step, ShardFiles({0, 1}), /*link=*/true).ok());
+  a.store->Retain({kJob + 1});
+  EXPECT_FALSE(fs::exists(a.store->StepDir(kJob, 5)));
+  EXPECT_EQ(a.store->CheckAccess(kJob, kSecret).code(), absl::StatusCode::kPermissionDenied);  // its secret forgotten
+  EXPECT_TRUE(fs::exists(a.store->StepDir(kJob + 1, 5) + "/rank_0.pb"));
+  EXPECT_TRUE(a.store->CheckAccess(kJob + 1, kSecret).ok());
+  EXPECT_TRUE(fs::exists(step + "/rank_0.pb"));  // the run's own files stay (the store held links)
 }
 
 TEST(ShardResume, AResumingWorkerFetchesEveryShardPastAHolderThatIsGone) {

@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <iostream>
+#include <set>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
@@ -123,6 +124,12 @@ void WorkerAgent::Apply(const v1::HeartbeatResponse& response) {
     }
   }
   metrics_->Set("mapd_worker_ranks_running", {}, ranks);
+  if (response.has_shard_keep() && options_.runner.shards != nullptr) {
+    // The shards of jobs the coordinator has ended (and that no rank here runs) go.
+    std::set<int64_t> keep(response.shard_keep().job_ids().begin(), response.shard_keep().job_ids().end());
+    for (const auto& [id, runner] : runners_) keep.insert(id);
+    options_.runner.shards->Retain(keep);
+  }
 }
 
 void WorkerAgent::DropOldJobSeries() {

@@ -1,17 +1,16 @@
 #include "worker/shards/shard_service.h"
 
-#include <fcntl.h>
-#include <unistd.h>
-
 #include <filesystem>
 #include <fstream>
 #include <map>
 #include <set>
 
+#include <grpcpp/resource_quota.h>
 #include <grpcpp/security/server_credentials.h>
 #include <grpcpp/server_builder.h>
 
 #include "absl/strings/str_cat.h"
+#include "common/file_io.h"
 #include "common/rpc/grpc_status.h"
 
 namespace mapd {
@@ -24,15 +23,6 @@ struct Incoming {
   int64_t bytes = 0;
   bool whole = false;
 };
-
-// Flushes a received file to the disk (the peer counts it kept once the call returns).
-absl::Status SyncFile(const std::string& path) {
-  const int fd = ::open(path.c_str(), O_RDONLY);
-  if (fd < 0) return absl::InternalError(absl::StrCat("cannot open ", path, " to sync it"));
-  const int rc = ::fsync(fd);
-  ::close(fd);
-  return rc == 0 ? absl::OkStatus() : absl::ResourceExhaustedError(absl::StrCat("cannot sync ", path, " (disk full?)"));
-}
 
 // Takes one chunk of a put: checks it against the first and the file's bytes so far, writes it.
 absl::Status TakeChunk(const v1::ShardChunk& first, const v1::ShardChunk& c, const std::string& staging,
@@ -64,7 +54,7 @@ absl::Status TakeChunk(const v1::ShardChunk& first, const v1::ShardChunk& c, con
     f.out.close();
     if (!f.out) return absl::ResourceExhaustedError(absl::StrCat("cannot write ", c.file(), " under ", staging, " (disk full?)"));
     f.whole = true;
-    return SyncFile(staging + "/" + c.file());
+    return SyncFile(staging + "/" + c.file());  // the peer counts it kept once the call returns
   }
   return absl::OkStatus();
 }
@@ -146,6 +136,12 @@ absl::StatusOr<std::unique_ptr<ShardServer>> StartShardServer(const std::string&
   builder.AddListeningPort(listen, grpc::InsecureServerCredentials(), &port);
   builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);  // the port is this worker's alone
   builder.SetMaxReceiveMessageSize(static_cast<int>(kMaxShardChunkBytes) + 4096);
+  // Calls at once are bounded (a call past it: RESOURCE_EXHAUSTED, which the pusher retries on its
+  // next commit and a fetch tries the next holder on): a peer that opens puts and never ends them
+  // cannot take the worker's threads.
+  grpc::ResourceQuota quota("mapd-worker-shards");
+  quota.SetMaxThreads(kMaxShardServerThreads);
+  builder.SetResourceQuota(quota);
   builder.RegisterService(s->service.get());
   s->server = builder.BuildAndStart();
   if (s->server == nullptr || port == 0) {

@@ -20,6 +20,9 @@ namespace mapd {
 inline constexpr int64_t kMaxShardChunkBytes = int64_t{1} << 20;
 // At most this many files in one PutShards call (a worker's ranks' shards and the step's meta).
 inline constexpr int kMaxShardFilesPerPut = 4097;
+// At most this many threads serve a worker's shard calls (gRPC's quota: a call that finds none
+// free is answered RESOURCE_EXHAUSTED).
+inline constexpr int kMaxShardServerThreads = 16;
 
 // Sends the file at `path` as chunks of at most kMaxShardChunkBytes, each `header` (job, step,
 // secret, file) with its offset, bytes and whether it is the file's last, through `write`.

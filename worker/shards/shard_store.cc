@@ -55,6 +55,20 @@ void ShardStore::Committed(int64_t job, int64_t step) {
   PruneLocked(job);
 }
 
+void ShardStore::Retain(const std::set<int64_t>& jobs) {
+  absl::MutexLock lock(&mu_);
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(dir_, ec)) {
+    const std::string name = entry.path().filename().string();
+    int64_t job = 0;
+    if (name.rfind("job-", 0) != 0 || !absl::SimpleAtoi(name.substr(4), &job) || jobs.count(job)) continue;
+    std::error_code removed;
+    fs::remove_all(entry.path(), removed);
+  }
+  for (auto it = secrets_.begin(); it != secrets_.end();) it = jobs.count(it->first) ? std::next(it) : secrets_.erase(it);
+  for (auto it = committed_.begin(); it != committed_.end();) it = jobs.count(it->first) ? std::next(it) : committed_.erase(it);
+}
+
 absl::Status ShardStore::CheckAccess(int64_t job, const std::string& secret) const {
   absl::MutexLock lock(&mu_);
   auto it = secrets_.find(job);

@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -36,6 +37,9 @@ class ShardStore {
   void Allow(int64_t job, const std::string& secret);
   // The coordinator says `step` of `job` is committed on every worker: older steps are dropped.
   void Committed(int64_t job, int64_t step);
+  // Drops every job not in `jobs` — its steps, its secret — (HeartbeatResponse.shard_keep: the
+  // coordinator no longer runs it, so no resume will read them).
+  void Retain(const std::set<int64_t>& jobs);
   // PERMISSION_DENIED unless `job` was allowed here with this secret (compared in constant time).
   absl::Status CheckAccess(int64_t job, const std::string& secret) const;
 
