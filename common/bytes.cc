@@ -16,22 +16,34 @@ absl::StatusOr<int64_t> ParseBytes(const std::string& text) {
     const char* suffix;
     double factor;
   };
-  // Longest suffixes first: "MiB" and "MB" both end in "B".
+  // Longest suffixes first: "MiB" and "MB" both end in "B". Kubernetes' quantities too: Gi, Mi
+  // (any case), and its decimal k, M, G, T — those as it spells them, since its "m" is milli.
   const Unit units[] = {{"TiB", 1099511627776.0}, {"GiB", 1073741824.0}, {"MiB", 1048576.0}, {"KiB", 1024.0},
                         {"TB", 1e12},             {"GB", 1e9},            {"MB", 1e6},        {"KB", 1e3},
+                        {"Ti", 1099511627776.0},  {"Gi", 1073741824.0},  {"Mi", 1048576.0},  {"Ki", 1024.0},
                         {"B", 1}};
+  const Unit kubernetes_decimal[] = {{"T", 1e12}, {"G", 1e9}, {"M", 1e6}, {"k", 1e3}};
   double factor = 1;
+  bool found = false;
   for (const auto& u : units) {
     if (absl::EndsWithIgnoreCase(t, u.suffix)) {
       factor = u.factor;
       t = t.substr(0, t.size() - std::string(u.suffix).size());
+      found = true;
       break;
+    }
+  }
+  for (const auto& u : kubernetes_decimal) {
+    if (!found && absl::EndsWith(t, u.suffix)) {
+      factor = u.factor;
+      t.pop_back();
+      found = true;
     }
   }
   double v;
   if (!absl::SimpleAtod(absl::StripAsciiWhitespace(t), &v) || !(v > 0) || !std::isfinite(v)) {
     return absl::InvalidArgumentError(
-        absl::StrCat("bad memory size '", text, "': use a positive number with a unit, e.g. 80GiB, 40GB or 512MiB"));
+        absl::StrCat("bad memory size '", text, "': use a positive number with a unit, e.g. 80GiB, 80Gi, 40GB or 512MiB"));
   }
   const double bytes = v * factor;
   // 2^63 is exactly representable; anything at or above it does not fit in int64.

@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "client/mapctl/command_table.h"
+#include "client/mapctl/job_output.h"
 #include "client/mapctl/commands.h"
 #include "client/mapctl/table.h"
 #include "common/bytes.h"
@@ -19,7 +20,7 @@ namespace mapd::cli {
 
 int RunModels(const std::string& format) {
   const auto models = ListZooModels();
-  if (format == "json") {
+  if (IsDocumentFormat(format)) {
     nlohmann::json out = nlohmann::json::array();
     for (const auto& m : models) {
       nlohmann::json opts = nlohmann::json::object();
@@ -27,7 +28,7 @@ int RunModels(const std::string& format) {
       out.push_back({{"name", m.name}, {"family", m.family}, {"description", m.description},
                      {"published_params", m.published_params}, {"options", opts}});
     }
-    std::cout << out.dump(2) << "\n";
+    PrintDocument(format, out);
     return kExitOk;
   }
   Table t({"NAME", "FAMILY", "PARAMS", "OPTIONS", "DESCRIPTION"});
@@ -50,7 +51,7 @@ int RunOps(const std::string& format, bool aten) {
       if (r.entry) return "entry";
       return r.refused.empty() ? "generic" : "refused";
     };
-    if (format == "json") {
+    if (IsDocumentFormat(format)) {
       nlohmann::json out = nlohmann::json::array();
       for (const auto& r : *rows) {
         nlohmann::json j = {{"op", r.op}, {"path", path(r)}};
@@ -58,7 +59,7 @@ int RunOps(const std::string& format, bool aten) {
         if (!r.refused.empty() && !r.entry) j["why"] = r.refused;
         out.push_back(std::move(j));
       }
-      std::cout << out.dump(2) << "\n";
+      PrintDocument(format, out);
       return kExitOk;
     }
     Table t({"OP", "PATH", "DETAIL"});
@@ -84,7 +85,7 @@ int RunOps(const std::string& format, bool aten) {
     if (d.variadic && !names.empty()) names.back() += "...";
     return names;
   };
-  if (format == "json") {
+  if (IsDocumentFormat(format)) {
     nlohmann::json out = nlohmann::json::array();
     for (const auto& name : reg.Names()) {
       const OpDef* d = reg.Find(name);
@@ -92,7 +93,7 @@ int RunOps(const std::string& format, bool aten) {
       for (const auto& a : d->attrs) attrs.push_back(a.required ? a.name : a.name + "?");
       out.push_back({{"name", name}, {"summary", d->summary}, {"inputs", describe_inputs(*d)}, {"attrs", attrs}});
     }
-    std::cout << out.dump(2) << "\n";
+    PrintDocument(format, out);
     return kExitOk;
   }
   Table t({"OP", "INPUTS", "ATTRIBUTES", "SUMMARY"});
@@ -108,7 +109,7 @@ int RunOps(const std::string& format, bool aten) {
 
 int RunDevices(const std::string& format) {
   auto inv = QueryCuda();
-  if (format == "json") {
+  if (IsDocumentFormat(format)) {
     nlohmann::json out;
     out["built_with_cuda"] = BuiltWithCuda();
     if (!inv.ok()) {
@@ -123,7 +124,7 @@ int RunDevices(const std::string& format) {
                                   {"compute_capability", absl::StrCat(d.compute_major, ".", d.compute_minor)}});
       }
     }
-    std::cout << out.dump(2) << "\n";
+    PrintDocument(format, out);
     return kExitOk;
   }
   std::cout << "CUDA/NCCL support: " << (BuiltWithCuda() ? "built" : "not built") << "\n";
@@ -149,7 +150,7 @@ void AddCatalogCommands(CLI::App& app, Commands& out) {
   auto format = std::make_shared<std::string>("table");
   auto aten = std::make_shared<bool>(false);
   auto add_format = [format](CLI::App* cmd) {
-    cmd->add_option("-o,--output", *format, "Output format")->check(CLI::IsMember({"table", "json"}))->capture_default_str();
+    cmd->add_option("-o,--output", *format, "Output format")->check(CLI::IsMember({"table", "json", "yaml"}))->capture_default_str();
   };
   CLI::App* models = app.add_subcommand("models", "List the model zoo and each model's options");
   add_format(models);

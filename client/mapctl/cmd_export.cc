@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "client/mapctl/commands.h"
+#include "client/mapctl/job_output.h"
 #include "common/bytes.h"
 #include "common/checkpoint/gather.h"
 #include "model/ir/tensor_type.h"
@@ -46,11 +47,11 @@ int RunExport(const ExportArgs& args) {
     aliases += d.place().aliases_size();
   }
   const v1::CheckpointMeta& meta = gathered->meta;
-  if (args.format == "json") {
+  if (IsDocumentFormat(args.format)) {
     nlohmann::json j = {{"output", args.output}, {"step", meta.step()}, {"ranks", meta.ranks()}, {"plan", meta.plan()},
                         {"tensors", tensors}, {"aliases", aliases}, {"elements", elements},
                         {"bytes", bytes}, {"optimizer_state", args.optimizer_state}};
-    std::cout << j.dump(2) << "\n";
+    PrintDocument(args.format, j);
   } else {
     std::cout << absl::StrFormat("wrote %s: step %d of %d rank(s) (%s): %d tensors%s, %d elements, %s%s\n", args.output, meta.step(),
                                  meta.ranks(), meta.plan(), tensors,

@@ -7,7 +7,9 @@
 #include <functional>
 #include <iostream>
 #include <memory>
+#include <set>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -245,21 +247,44 @@ int RunSubmit(SubmitArgs a) {
   if (auto st = client->Call("submit", [&](grpc::ClientContext* ctx) { return client->stub->Submit(ctx, req, &job); }); !st.ok()) {
     return ReportError(st);
   }
-  if (PrintStructured(a.conn.format, JobJson(job, false))) return kExitOk;
   if (a.conn.format == "name") {
     std::cout << "job/" << job.id() << "\n";
-    return kExitOk;
+  } else if (!PrintStructured(a.conn.format, JobJson(job, false))) {
+    std::cout << "submitted job " << job.id() << " (" << job.spec().name() << "): " << StateName(job.state()) << "\n";
+    if (!a.wait) std::cout << "watch it with: mapctl watch " << job.id() << "\n";
   }
-  std::cout << "submitted job " << job.id() << " (" << job.spec().name() << "): " << StateName(job.state()) << "\n"
-            << "watch it with: mapctl watch " << job.id() << "\n";
-  return kExitOk;
+  // --wait: its events follow (as JSON lines under -o json), and the exit code is its outcome.
+  return a.wait ? RunWatch(a.conn, job.id()) : kExitOk;
 }
 
-int RunJobs(const JobArgs& a) {
+namespace {
+
+// --state RUNNING,pending: the states named (any case); INVALID_ARGUMENT naming every state otherwise.
+absl::StatusOr<std::set<v1::JobState>> ParseStates(const std::string& text) {
+  std::set<v1::JobState> states;
+  for (absl::string_view name : absl::StrSplit(text, ',', absl::SkipWhitespace())) {
+    v1::JobState s;
+    if (!v1::JobState_Parse(absl::AsciiStrToUpper(absl::StripAsciiWhitespace(name)), &s) || s == v1::JOB_STATE_UNSPECIFIED) {
+      return absl::InvalidArgumentError(absl::StrCat("--state ", std::string(name).substr(0, 32),
+                                                     ": not a job state; give PENDING, PLANNING, RUNNING, RESTARTING, SUCCEEDED, FAILED or CANCELLED"));
+    }
+    states.insert(s);
+  }
+  return states;
+}
+
+}  // namespace
+
+int RunJobs(const JobArgs& a, const std::string& state_filter) {
+  auto states = ParseStates(state_filter);
+  if (!states.ok()) return ReportError(states.status());
   auto client = Connect(a);
   if (!client.ok()) return ReportError(client.status());
   auto jobs = ListAll(*client);
   if (!jobs.ok()) return ReportError(jobs.status());
+  if (!states->empty()) {
+    jobs->erase(std::remove_if(jobs->begin(), jobs->end(), [&](const v1::Job& j) { return !states->count(j.state()); }), jobs->end());
+  }
   nlohmann::json all = nlohmann::json::array();
   for (const v1::Job& job : *jobs) all.push_back(JobJson(job, false));
   if (PrintStructured(a.format, all)) return kExitOk;
@@ -409,6 +434,7 @@ void AddJobCommands(CLI::App& app, Commands& out) {
   submit->add_option("--input", args->model.inputs, "Input spec NAME:DTYPE[D0,D1,...] (repeatable)");
   submit->add_option("--loss", args->loss, "auto | output | cross_entropy | mse")->capture_default_str();
   submit->add_option("--name", args->name, "Name shown by `mapctl jobs` (default: the model)");
+  submit->add_flag("--wait", args->wait, "Then follow the job as `mapctl watch` does; exit 0 succeeded, 1 failed, 3 cancelled");
   submit->add_option("--ranks", args->ranks, "Devices to train on")->capture_default_str();
   submit->add_option("--mesh", args->mesh, "Pin the mesh shape, e.g. 2x2");
   submit->add_option("--device", args->device, "What the ranks run on: cpu (Gloo) | cuda (NCCL, on workers that offer GPUs)")
@@ -452,7 +478,9 @@ void AddJobCommands(CLI::App& app, Commands& out) {
   }});
   CLI::App* jobs_cmd = app.add_subcommand("jobs", "List the coordinator's jobs");
   AddConnectionFlags(jobs_cmd, conn.get());
-  out.push_back({jobs_cmd, [conn] { return RunJobs(*conn); }});
+  auto states = std::make_shared<std::string>();
+  jobs_cmd->add_option("--state", *states, "Only jobs in these states: RUNNING, or PENDING,RUNNING (any case)");
+  out.push_back({jobs_cmd, [conn, states] { return RunJobs(*conn, *states); }});
   auto id = std::make_shared<int64_t>(0);
   auto id_cmd = [&](const char* name, const char* help, std::function<int(const JobArgs&, int64_t)> run) {
     CLI::App* cmd = AddJobIdCommand(app, name, help, id.get(), conn.get());

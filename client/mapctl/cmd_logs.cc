@@ -190,12 +190,12 @@ int RunLogs(const JobArgs& a, int64_t id, const LogsArgs& logs) {
   }
   const v1::Job job = GetJob(*client, id, "").value_or(v1::Job());  // the step total and the state
   size_t hidden = 0;
-  std::vector<const v1::JobEvent*> shown = Sampled(out, logs.all_steps || a.format == "json", &hidden);
+  std::vector<const v1::JobEvent*> shown = Sampled(out, logs.all_steps || IsDocumentFormat(a.format), &hidden);
   if (logs.tail > 0 && shown.size() > static_cast<size_t>(logs.tail)) shown.erase(shown.begin(), shown.end() - logs.tail);
-  if (a.format == "json") {
+  if (IsDocumentFormat(a.format)) {
     nlohmann::json j = nlohmann::json::array();
     for (const v1::JobEvent* e : shown) j.push_back(ToJson(*e));
-    std::cout << j.dump(2) << "\n";
+    PrintDocument(a.format, j);
   } else {
     if (hidden > 0 && logs.tail == 0) {
       std::cout << "(" << hidden << " of the progress events left out; --all-steps shows every one)\n";
@@ -208,6 +208,7 @@ int RunLogs(const JobArgs& a, int64_t id, const LogsArgs& logs) {
   if (IsFinished(state)) return kExitOk;
   auto end = FollowEvents(*client, id, last, state, [&](const v1::JobEvent& e) {
     if (a.format == "json") std::cout << ToJson(e).dump() << "\n" << std::flush;
+    else if (a.format == "yaml") std::cout << "---\n" << ToYaml(ToJson(e)) << std::flush;  // a document an event
     else std::cout << EventLine(e, job.spec().training().steps()) << "\n" << std::flush;
   });
   if (!end.ok()) return ReportError(end.status());

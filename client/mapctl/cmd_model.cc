@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "client/mapctl/command_table.h"
+#include "client/mapctl/job_output.h"
 #include "client/mapctl/commands.h"
 #include "client/mapctl/model_loader.h"
 #include "client/mapctl/table.h"
@@ -72,7 +73,7 @@ int RunInspect(const ModelArgs& args, const std::string& format, bool text) {
   const Summary s = Summarise(g);
   const auto ops = graph->OpCounts();
 
-  if (format == "json") {
+  if (IsDocumentFormat(format)) {
     nlohmann::json out;
     out["name"] = g.name();
     out["metadata"] = nlohmann::json::object();
@@ -109,7 +110,7 @@ int RunInspect(const ModelArgs& args, const std::string& format, bool text) {
     }
     out["buffer_updates"] = nlohmann::json::array();
     for (const auto& u : g.buffer_updates()) out["buffer_updates"].push_back({{"buffer", u.buffer()}, {"value", u.value()}});
-    std::cout << out.dump(2) << "\n";
+    PrintDocument(format, out);
     return kExitOk;
   }
 
@@ -175,7 +176,7 @@ void AddModelCommands(CLI::App& app, Commands& out) {
   inspect->add_option("MODEL", args->model, "Zoo spec, .pt archive or .pb/.json graph")->required();
   inspect->add_option("--input", args->inputs,
                       "Input spec of a TorchScript model, NAME:DTYPE[D0,D1,...] (repeatable), e.g. idx:i64[8,1024]");
-  inspect->add_option("-o,--output", *format, "Output format")->check(CLI::IsMember({"table", "json"}))->capture_default_str();
+  inspect->add_option("-o,--output", *format, "Output format")->check(CLI::IsMember({"table", "json", "yaml"}))->capture_default_str();
   inspect->add_flag("--text", *text, "Print the whole graph in MAP's text form instead");
   inspect->footer(kModelHelp);
 

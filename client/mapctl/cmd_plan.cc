@@ -13,6 +13,8 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "client/mapctl/command_table.h"
+#include "client/mapctl/job_output.h"
+#include "client/mapctl/cli_checks.h"
 #include "client/mapctl/commands.h"
 #include "client/mapctl/torch_commands.h"
 #include "client/mapctl/model_loader.h"
@@ -228,7 +230,7 @@ void AddPinsJson(nlohmann::json& j, const PlanResult& result, const PlannerOptio
 }
 
 // -o json of a pipeline plan: the pipeline, with the keys a plan without stages has for it as a whole.
-void PrintPipelineJson(const Graph* graph, const PlanResult* result, const PlannerOptions& options) {
+nlohmann::json PipelinePlanJson(const Graph* graph, const PlanResult* result, const PlannerOptions& options) {
   const PipelinePlan* pipeline = &*result->pipeline;
   const PlanCandidate& plan = result->plan;
   const Cluster& cluster = result->cluster;
@@ -259,11 +261,11 @@ void PrintPipelineJson(const Graph* graph, const PlanResult* result, const Plann
   j["baselines"] = nlohmann::json::array();
   for (const auto& b : result->baselines) j["baselines"].push_back(CandidateJson(*graph, b, result->global_batch));
   AddPinsJson(j, *result, options);
-  std::cout << j.dump(2) << "\n";
+  return j;
 }
 
 // -o json of a plan without stages.
-void PrintFlatJson(const Graph* graph, const PlanResult* result, const PlannerOptions& options) {
+nlohmann::json FlatPlanJson(const Graph* graph, const PlanResult* result, const PlannerOptions& options) {
   const PlanCandidate& plan = result->plan;
   const Cluster& cluster = result->cluster;
   const ChoiceCost& cost = plan.cost;
@@ -333,7 +335,7 @@ void PrintFlatJson(const Graph* graph, const PlanResult* result, const PlannerOp
                           {"placements", s.PlacementsString()}});
   }
   AddPinsJson(j, *result, options);
-  std::cout << j.dump(2) << "\n";
+  return j;
 }
 
 // The tables: the plan (pipeline or not), the mesh shapes, the baselines and the pipelines.
@@ -452,11 +454,12 @@ int RunPlan(const PlanArgs& args) {
     }
   }
 
-  if (args.format == "json" && pipeline != nullptr) PrintPipelineJson(&*graph, &*result, *options);
-  else if (args.format == "json") PrintFlatJson(&*graph, &*result, *options);
+  if (IsDocumentFormat(args.format)) {
+    PrintDocument(args.format, pipeline != nullptr ? PipelinePlanJson(&*graph, &*result, *options) : FlatPlanJson(&*graph, &*result, *options));
+  }
   else PrintPlanTables(&*graph, &*result, *options);
-  if (args.format != "json" && !args.save.empty()) std::cout << "\nSaved the plan to " << args.save << "\n";
-  if (args.format != "json" && !args.report.empty()) std::cout << "Wrote the report to " << args.report << "\n";
+  if (!IsDocumentFormat(args.format) && !args.save.empty()) std::cout << "\nSaved the plan to " << args.save << "\n";
+  if (!IsDocumentFormat(args.format) && !args.report.empty()) std::cout << "Wrote the report to " << args.report << "\n";
   return kExitOk;
 }
 
@@ -466,15 +469,15 @@ void AddPlanCommand(CLI::App& app, Commands& out) {
       "plan", "Find the sharding plan that trains fastest within the memory budget: mesh shape, ZeRO stage and a strategy per operator, beside the baselines");
   plan->add_option("MODEL", args->model.model, "Zoo spec, .pt archive or .pb/.json graph")->required();
   plan->add_option("--input", args->model.inputs, "Input spec NAME:DTYPE[D0,D1,...] (repeatable)");
-  plan->add_option("--devices", args->devices, "Number of devices")->check(CLI::PositiveNumber);
+  plan->add_option("--devices", args->devices, "Number of devices")->check(AtLeastOne());
   plan->add_option("--mesh", args->mesh, "Pin the mesh shape, outermost axis first, e.g. 2x4 (default: search every 1-D and 2-D shape)");
   plan->add_option("--device-type", args->device_type,
                    "Catalogue name, a `mapctl calibrate` JSON, or auto (this host, measured once per host and build and cached)")
       ->capture_default_str();
   plan->add_option("--memory-per-device", args->memory_per_device, "Budget per device, e.g. 80GiB (default: the device's)");
   plan->add_option("--gpus-per-node", args->gpus_per_node, "Devices per node (fast links inside)")->capture_default_str();
-  plan->add_option("--batch-size", args->batch_size, "Global batch (zoo models)")->check(CLI::PositiveNumber);
-  plan->add_option("--seq-len", args->seq_len, "Sequence length (zoo language models)")->check(CLI::PositiveNumber);
+  plan->add_option("--batch-size", args->batch_size, "Global batch (zoo models)")->check(AtLeastOne());
+  plan->add_option("--seq-len", args->seq_len, "Sequence length (zoo language models)")->check(AtLeastOne());
   plan->add_option("--loss", args->loss, "auto | output | cross_entropy | mse")->capture_default_str();
   plan->add_option("--optimizer", args->optimizer, "sgd | momentum | adamw")->capture_default_str();
   plan->add_option("--time-limit", args->time_limit, "Solver time limit in seconds")->capture_default_str();
@@ -502,7 +505,7 @@ void AddPlanCommand(CLI::App& app, Commands& out) {
                    "that keeps every pin is costed beside MAP's plan (docs/planner.md)");
   plan->add_option("--save", args->save, "Save the plan (proto, with its graph) to this file");
   plan->add_option("--report", args->report, "Write a self-contained HTML report (SVG) to this file");
-  plan->add_option("-o,--output", args->format, "Output format")->check(CLI::IsMember({"table", "json"}))->capture_default_str();
+  plan->add_option("-o,--output", args->format, "Output format")->check(CLI::IsMember({"table", "json", "yaml"}))->capture_default_str();
   plan->footer(kModelHelp);
 
   out.push_back({plan, [args] { return RunPlan(*args); }});

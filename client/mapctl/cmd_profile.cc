@@ -8,6 +8,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "client/mapctl/command_table.h"
+#include "client/mapctl/job_output.h"
+#include "client/mapctl/cli_checks.h"
 #include "client/mapctl/commands.h"
 #include "client/mapctl/model_loader.h"
 #include "client/mapctl/table.h"
@@ -95,7 +97,7 @@ int RunProfile(const ProfileArgs& args) {
     if (!st.ok()) return ReportError(st);
   }
 
-  if (args.format == "json") {
+  if (IsDocumentFormat(args.format)) {
     nlohmann::json j;
     j["model"] = graph->name();
     j["device"] = options.device.name;
@@ -146,7 +148,7 @@ int RunProfile(const ProfileArgs& args) {
                             {"saved_bytes", o.saved_bytes}});
       }
     }
-    std::cout << j.dump(2) << "\n";
+    PrintDocument(args.format, j);
     return kExitOk;
   }
 
@@ -189,8 +191,8 @@ void AddProfileCommand(CLI::App& app, Commands& out) {
       "profile", "Predict memory (peak and its composition) and compute of one training step, without running it");
   profile->add_option("MODEL", args->model.model, "Zoo spec, .pt archive or .pb/.json graph")->required();
   profile->add_option("--input", args->model.inputs, "Input spec NAME:DTYPE[D0,D1,...] (repeatable)");
-  profile->add_option("--batch-size", args->batch_size, "Batch size (zoo models)")->check(CLI::PositiveNumber);
-  profile->add_option("--seq-len", args->seq_len, "Sequence length (zoo language models)")->check(CLI::PositiveNumber);
+  profile->add_option("--batch-size", args->batch_size, "Batch size (zoo models)")->check(AtLeastOne());
+  profile->add_option("--seq-len", args->seq_len, "Sequence length (zoo language models)")->check(AtLeastOne());
   profile->add_option("--loss", args->loss,
                       "How the step gets its loss: auto (the model's scalar output, else cross_entropy on its logits), "
                       "output, cross_entropy, mse")
@@ -208,7 +210,7 @@ void AddProfileCommand(CLI::App& app, Commands& out) {
       ->check(CLI::Range(2, 1000))
       ->capture_default_str();
   profile->add_flag("--ops", args->ops, "Include one row per op in the JSON");
-  profile->add_option("-o,--output", args->format, "Output format")->check(CLI::IsMember({"table", "json"}))->capture_default_str();
+  profile->add_option("-o,--output", args->format, "Output format")->check(CLI::IsMember({"table", "json", "yaml"}))->capture_default_str();
   profile->add_option("--timeline", args->timeline, "Write live memory over the step as an SVG picture");
   profile->footer(kModelHelp);
 

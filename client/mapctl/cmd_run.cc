@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "client/mapctl/commands.h"
+#include "client/mapctl/job_output.h"
 #include "client/mapctl/model_loader.h"
 #include "client/mapctl/torch_commands.h"
 #include "common/bytes.h"
@@ -74,7 +75,7 @@ int RunTraining(const RunArgs& args) {
     if (s.step == 1) first = s.loss;
     losses.push_back(s.loss);
     total_seconds += s.seconds;
-    if (args.format == "json") {
+    if (IsDocumentFormat(args.format)) {
       steps.push_back({{"step", s.step}, {"loss", s.loss}, {"seconds", s.seconds}, {"lr", s.lr},
                        {absl::StrCat(items.unit, "_per_second"), s.seconds > 0 ? items.count / s.seconds : 0.0}});
       if (s.device_peak_allocated > 0) {  // a CUDA device's allocator peaks over the step
@@ -87,7 +88,7 @@ int RunTraining(const RunArgs& args) {
                 << std::flush;
     }
     if (!s.evaluated) return;
-    if (args.format == "json") {
+    if (IsDocumentFormat(args.format)) {
       evals.push_back({{"step", s.step}, {"loss", s.eval_loss}, {"batches", options.training.eval_batches()}});
     } else {
       std::cout << FormatEvaluation(s.step, s.eval_loss, options.training.eval_batches()) << std::flush;
@@ -97,10 +98,10 @@ int RunTraining(const RunArgs& args) {
   const size_t tail = std::min<size_t>(10, losses.size());
   double last = 0;
   for (size_t i = losses.size() - tail; i < losses.size(); ++i) last += losses[i] / static_cast<double>(tail);
-  if (args.format == "json") {
+  if (IsDocumentFormat(args.format)) {
     nlohmann::json j = {{"model", graph->name()},   {"steps", steps},        {"evals", evals},  {"first_loss", first},
                         {"final_loss_mean", last},  {"seconds", total_seconds}};
-    std::cout << j.dump(2) << "\n";
+    PrintDocument(args.format, j);
     return kExitOk;
   }
   std::cout << absl::StrFormat("trained %d steps in %.1f s: loss %.4f -> %.4f (mean of the last %d)\n", options.training.steps(),

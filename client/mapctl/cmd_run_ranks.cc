@@ -16,6 +16,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "client/mapctl/commands.h"
+#include "client/mapctl/job_output.h"
 #include "client/mapctl/model_loader.h"
 #include "client/mapctl/torch_commands.h"
 #include "client/mapctl/table.h"
@@ -246,14 +247,14 @@ void OnRankEvent(const RunArgs& args, const RunnablePlan& plan, const std::strin
     // Every rank's file is there: commit by renaming the directory, then point LATEST at it.
     if (auto st = CommitCheckpointStep(checkpoint_dir, CheckpointMetaFor(step, plan.world(), plan.mesh, plan.checkpoint_plan)); !st.ok()) {
       std::cerr << "checkpoint: step " << step << " not committed: " << st.message() << "\n";
-    } else if (args.format != "json") {
+    } else if (!IsDocumentFormat(args.format)) {
       std::cout << "checkpoint: step " << step << " committed to " << CheckpointStepDir(checkpoint_dir, step) << "\n" << std::flush;
     }
   } else if (e.has_evaluated()) {
     if (rank != 0) return;
     const v1::Evaluated& v = e.evaluated();
     run.evals.push_back({{"step", v.step()}, {"loss", v.loss()}, {"batches", v.batches()}, {"peak_bytes", v.peak_bytes()}});
-    if (args.format != "json") std::cout << FormatEvaluation(v.step(), v.loss(), v.batches()) << std::flush;
+    if (!IsDocumentFormat(args.format)) std::cout << FormatEvaluation(v.step(), v.loss(), v.batches()) << std::flush;
   } else if (e.has_done()) {
     run.peaks[rank] = e.done().peak_bytes();
   } else if (e.has_step_done()) {
@@ -263,7 +264,7 @@ void OnRankEvent(const RunArgs& args, const RunnablePlan& plan, const std::strin
     if (rank != 0) return;
     run.seconds.push_back(d.seconds());
     const StepItems& items = plan.items;
-    if (args.format == "json") {
+    if (IsDocumentFormat(args.format)) {
       // Rank 0's time in collectives (waits for asynchronous ones included), by kind.
       nlohmann::json collectives = nlohmann::json::object();
       double in_collectives = 0;
@@ -442,7 +443,7 @@ void PrintRunJson(const RunArgs& args, const RunnablePlan& plan, const std::stri
     j["reference_noise_driven_tolerance"] = ref->noise_tolerance;
     j["reference_parameter_tolerance"] = ref->parameter_tolerance;
   }
-  std::cout << j.dump(2) << "\n";
+  PrintDocument(args.format, j);
 }
 
 void PrintRunTable(const RunArgs& args, const RunnablePlan& plan, RankRun& run, const std::optional<Reference>& ref) {
@@ -505,7 +506,7 @@ int RunOnRanks(const RunArgs& args) {
   const std::filesystem::path dir = std::filesystem::temp_directory_path(ec) / absl::StrCat("mapd-run-", getpid());
   RemoveDirOnExit remove_dir{dir};
   if (auto st = WriteRankRun(dir, args, *training, *plan, checkpoint_dir, *resume); !st.ok()) return ReportError(st);
-  if (args.format != "json") PrintRunHeader(*plan);
+  if (!IsDocumentFormat(args.format)) PrintRunHeader(*plan);
   RankRun run;
   if (auto st = LaunchAndWatch(args, *plan, *rank_binary, dir, checkpoint_dir, run); !st.ok()) return ReportError(st);
   if (auto st = CheckRanksAgree(run); !st.ok()) return ReportError(st);
@@ -515,7 +516,7 @@ int RunOnRanks(const RunArgs& args) {
     if (!compared.ok()) return ReportError(compared.status());
     reference = *compared;
   }
-  if (args.format == "json") PrintRunJson(args, *plan, graph->name(), run, reference);
+  if (IsDocumentFormat(args.format)) PrintRunJson(args, *plan, graph->name(), run, reference);
   else PrintRunTable(args, *plan, run, reference);
   if (reference.has_value()) {
     if (auto st = CheckReference(*reference); !st.ok()) return ReportError(st);

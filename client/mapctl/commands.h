@@ -156,10 +156,12 @@ struct SubmitArgs {
   std::string pin;                    // "tp=2,pp=2,...": JobSpec.pin (planner/plan/pins.h)
   std::string elastic;  // --elastic MIN[:MAX]: JobSpec.elastic
   std::string batch_norm = "sync";  // sync | local (groups: --ranks)
+  bool wait = false;  // --wait: follow the job as `watch` does and exit with its outcome
 };
 
 int RunSubmit(SubmitArgs args);
-int RunJobs(const JobArgs& args);
+// `states`: only jobs in these (JobState names, any case, comma-separated; empty: every job).
+int RunJobs(const JobArgs& args, const std::string& states);
 int RunGet(const JobArgs& args, int64_t id);
 int RunWatch(const JobArgs& args, int64_t id);
 int RunLogs(const JobArgs& args, int64_t id, const LogsArgs& logs);

@@ -8,6 +8,8 @@
 #include <iostream>
 #include <thread>
 
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/rpc/auth.h"
@@ -175,7 +177,19 @@ void AddConnectionFlags(CLI::App* cmd, JobArgs* args) {
 
 CLI::App* AddJobIdCommand(CLI::App& app, const char* name, const char* help, int64_t* id, JobArgs* args) {
   CLI::App* cmd = app.add_subcommand(name, help);
-  cmd->add_option("ID", *id, "Job id (mapctl jobs)")->required();
+  // A job's id (10) or its name as `jobs -o name` prints it (job/10), as kubectl takes both.
+  const CLI::Validator job_ref(
+      [](std::string& given) {
+        const std::string digits = absl::StartsWith(given, "job/") ? given.substr(4) : given;
+        int64_t parsed = 0;
+        if (!absl::SimpleAtoi(digits, &parsed) || parsed < 1 || digits.empty() || digits[0] == '+') {
+          return absl::StrCat("'", given.substr(0, 64), "' is not a job: give its id (10) or name (job/10), as mapctl jobs lists them");
+        }
+        given = digits;
+        return std::string();
+      },
+      "ID|job/ID");
+  cmd->add_option("ID", *id, "Job id or name: 10, job/10 (mapctl jobs)")->required()->transform(job_ref);
   AddConnectionFlags(cmd, args);
   return cmd;
 }

@@ -146,6 +146,14 @@ nlohmann::json ToJson(const google::protobuf::Message& m) {
   return j;
 }
 
+void PrintDocument(const std::string& format, const nlohmann::json& value) {
+  if (format == "yaml") {
+    std::cout << ToYaml(value);
+  } else {
+    std::cout << value.dump(2) << "\n";
+  }
+}
+
 std::string ToYaml(const nlohmann::json& value) {
   YAML::Emitter out;
   Emit(out, value);

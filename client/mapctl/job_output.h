@@ -26,6 +26,10 @@ double NowUnixSeconds();
 nlohmann::json ToJson(const google::protobuf::Message& message);
 // JSON as block YAML; strings that would read back as something else are quoted.
 std::string ToYaml(const nlohmann::json& value);
+// -o json and -o yaml: a document rather than lines for people.
+inline bool IsDocumentFormat(const std::string& format) { return format == "json" || format == "yaml"; }
+// `value` as the -o format asks: indented JSON, or YAML.
+void PrintDocument(const std::string& format, const nlohmann::json& value);
 
 std::string StateName(v1::JobState state);
 // One event as `mapctl logs` and `watch` print it.

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "client/mapctl/command_table.h"
+#include "client/mapctl/cli_checks.h"
 #include "client/mapctl/commands.h"
 #include "client/mapctl/training_flags.h"
 
@@ -32,10 +33,10 @@ void AddRunCommand(CLI::App& app, Commands& out) {
   run->add_option("--init-from", args->init_from,
                   "Start from these weights: a PyTorch state dict (torch.save(model.state_dict(), FILE)), names and shapes checked");
   run->add_option("--device", args->device, "cpu, or cuda[:N] where LibTorch has CUDA; with --ranks: cpu (Gloo) or cuda (NCCL, rank r on GPU r)")->capture_default_str();
-  run->add_option("--log-every", args->log_every, "Print every N steps")->check(CLI::PositiveNumber)->capture_default_str();
-  run->add_option("-o,--output", args->format, "Output format")->check(CLI::IsMember({"table", "json"}))->capture_default_str();
+  run->add_option("--log-every", args->log_every, "Print every N steps")->check(AtLeastOne())->capture_default_str();
+  run->add_option("-o,--output", args->format, "Output format")->check(CLI::IsMember({"table", "json", "yaml"}))->capture_default_str();
   run->add_option("--ranks", args->ranks, "Train on N local rank processes (Gloo) under a plan")
-      ->check(CLI::PositiveNumber)->capture_default_str();
+      ->check(AtLeastOne())->capture_default_str();
   run->add_option("--mesh", args->mesh, "Mesh of the ranks, e.g. 2x2 (default: 1-D)");
   run->add_option("--strategy", args->strategy, "map (the planner's plan) | dp | tp")
       ->check(CLI::IsMember({"map", "dp", "tp"}))->capture_default_str();
@@ -69,7 +70,7 @@ void AddRunCommand(CLI::App& app, Commands& out) {
       ->check(CLI::IsMember({"sync", "local"}))
       ->capture_default_str();
   run->add_option("--rank-timeout", args->rank_timeout, "Seconds a rank may stay silent before the run is stopped")
-      ->check(CLI::PositiveNumber)->capture_default_str();
+      ->check(AtLeastOne())->capture_default_str();
   run->add_option("--checkpoint-dir", args->checkpoint_dir, "Write checkpoints here (the run goes on the rank runtime, one rank included)");
   run->add_option("--resume", args->resume, "Continue from the last checkpoint committed in this dir, under this run's plan: another plan's checkpoint is resharded");
 
@@ -105,10 +106,10 @@ void AddExportCommand(CLI::App& app, Commands& out) {
                          "The run's --checkpoint-dir, or each worker's WORK_DIR/job-ID/checkpoints for a job on several workers")
       ->required();
   export_cmd->add_option("-o,--output", args->output, "The file to write (e.g. weights.pt)")->required();
-  export_cmd->add_option("--step", args->step, "The committed step to export (default: the last one)")->check(CLI::NonNegativeNumber);
+  export_cmd->add_option("--step", args->step, "The committed step to export (default: the last one)")->check(ZeroOrMore());
   export_cmd->add_flag("--optimizer-state", args->optimizer_state,
                        "Write {\"model\": state dict, \"optimizer\": {\"steps\", \"state\": per parameter}} instead of the state dict alone");
-  export_cmd->add_option("--format", args->format, "What to print")->check(CLI::IsMember({"table", "json"}))->capture_default_str();
+  export_cmd->add_option("--format", args->format, "What to print")->check(CLI::IsMember({"table", "json", "yaml"}))->capture_default_str();
 
   out.push_back({export_cmd, [args] { return RunExport(*args); }});
 }

@@ -1,7 +1,7 @@
 """mapctl's job commands as kubectl users expect them, against a real mapd and mapd-worker: a
 rank's output followed with `logs -f --rank`, `describe` saying why a job waits, `-o yaml`
 submitted again with `submit -f`, flags over the file, field-named job-file errors, "did you
-mean", `delete`, JSON numbers and RFC 3339 times, a config file's contexts and `--token-file`,
+mean", numeric flags that say what to give, job names (job/10) taken for ids, `delete`, JSON numbers and RFC 3339 times, a config file's contexts and `--token-file`,
 shell completion, and `watch` carrying on across a coordinator restart."""
 import json
 import os
@@ -56,12 +56,21 @@ def test_logs_follow_a_ranks_output_and_describe_says_why_a_job_waits(tmp_path):
         assert "#1   PENDING    submitted:" in described, described
         as_yaml = mapctl(env, "describe", "2", "-o", "json", check=0).stdout
         assert json.loads(as_yaml)["waiting_reason"].startswith("waiting for 4 free cpu device(s)")
+        # jobs --state: only those, any case; a wrong name lists the right ones.
+        assert mapctl(env, "jobs", "--state", "succeeded", "-o", "name", check=0).stdout.split() == ["job/1"]
+        assert mapctl(env, "jobs", "--state", "PENDING,Succeeded", "-o", "name", check=0).stdout.split() == ["job/1", "job/2"]
+        bad = mapctl(env, "jobs", "--state", "DONE")
+        assert bad.returncode == 1 and "--state DONE: not a job state; give PENDING, PLANNING, RUNNING" in bad.stderr, bad.stderr
         # delete: refused while the job is not finished, then the job is gone.
         refused = mapctl(env, "delete", "2")
         assert refused.returncode == 1 and "job 2 is PENDING: cancel it first (mapctl cancel 2)" in refused.stderr, refused.stderr
         mapctl(env, "cancel", "2", check=0)
         assert mapctl(env, "delete", "2", "-o", "name", check=0).stdout == "job/2\n"
         assert [j["id"] for j in json.loads(mapctl(env, "jobs", "-o", "json", check=0).stdout)] == [1]
+        # submit --wait follows the job to its end and exits with its outcome, as watch does.
+        waited = mapctl(env, "submit", GPT, "--steps", "3", "--wait")
+        assert waited.returncode == 0 and waited.stdout.startswith("submitted job 3") and "SUCCEEDED" in waited.stdout, waited.stdout + waited.stderr
+        assert "trained 3 steps" in waited.stdout, waited.stdout
     finally:
         stop_all(proc, workers)
 
@@ -101,6 +110,13 @@ def test_yaml_round_trips_through_submit_and_flags_win_over_the_file(coordinator
     # Output formats.
     names = mapctl(env, "jobs", "-o", "name", check=0).stdout.split()
     assert names == ["job/1", "job/2", "job/3", "job/4"], names
+    # A name as `jobs -o name` prints it is taken wherever an id is (kubectl's habit).
+    assert json.loads(mapctl(env, "get", names[1], "-o", "json", check=0).stdout)["id"] == 2
+    first_event = mapctl(env, "logs", "1", check=0).stdout.splitlines()[0]
+    assert "submitted" in first_event and mapctl(env, "logs", "job/1", check=0).stdout.splitlines()[0] == first_event, first_event
+    for wrong in ("job/x", "0", "job/-3", "jobs/1"):
+        bad = mapctl(env, "get", wrong)
+        assert bad.returncode == 2 and f"'{wrong}' is not a job: give its id (10) or name (job/10)" in bad.stderr, (wrong, bad.stderr)
     wide = mapctl(env, "jobs", "-o", "wide", check=0).stdout.splitlines()
     assert wide[0].split()[:7] == ["ID", "NAME", "STATE", "STEP", "LOSS", "RANKS", "AGE"] and "PLAN" in wide[0], wide
     assert re.search(r"\s\d+s\s", wide[1]), wide[1]  # AGE in seconds
@@ -122,6 +138,13 @@ def test_mistyped_commands_and_flags_get_a_suggestion(coordinator):
     assert r.returncode == 2 and "unknown flag --rnak for logs; did you mean --rank?" in r.stderr, r.stderr
     r = mapctl(env, "frobnicate")
     assert r.returncode == 2 and "unknown command 'frobnicate' (commands: " in r.stderr and "did you mean" not in r.stderr, r.stderr
+    # Numeric flags say what to give (not CLI11's range up to DBL_MAX's 300 digits).
+    for args, words in [(("plan", GPT, "--devices", "0"), "--devices: must be at least 1, not 0"),
+                        (("submit", GPT, "--steps", "0"), "--steps: must be at least 1, not 0"),
+                        (("submit", GPT, "--lr", "0"), "--lr: must be greater than 0, not 0"),
+                        (("submit", GPT, "--checkpoint-every", "-5"), "--checkpoint-every: must be 0 or more, not -5")]:
+        r = mapctl(env, *args)
+        assert r.returncode == 2 and words in r.stderr and "179769" not in r.stderr, (args, r.stderr)
     for binary in (MAPCTL, os.environ["MAPD"], MAPD_WORKER):
         out = subprocess.run([binary, "--version"], capture_output=True, text=True)
         assert out.returncode == 0 and re.match(r"^(mapctl|mapd|mapd-worker) \d+\.\d+\.\d+ \(revision \S+\)$", out.stdout.strip()), out

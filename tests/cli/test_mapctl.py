@@ -32,7 +32,20 @@ def test_help_lists_commands():
 def test_bad_usage_exits_2():
     assert run_mapctl("inspect").returncode == 2
     assert run_mapctl("frobnicate").returncode == 2
-    assert run_mapctl("inspect", "gpt2", "-o", "yaml").returncode == 2
+    assert run_mapctl("inspect", "gpt2", "-o", "xml").returncode == 2
+
+
+def test_every_command_that_prints_objects_takes_o_yaml():
+    """-o json and -o yaml are the same document (kubectl's habit), on the local commands too."""
+    import yaml
+    gpt = "gpt2:layers=1,hidden=32,heads=2,vocab=64,seq=8,batch=2"
+    for args in (("models",), ("ops",), ("devices",), ("inspect", gpt), ("profile", gpt), ("plan", gpt, "--devices", "2"),
+                 ("run", gpt, "--steps", "2")):
+        as_json = json.loads(run_mapctl(*args, "-o", "json", check=0).stdout)
+        as_yaml = yaml.safe_load(run_mapctl(*args, "-o", "yaml", check=0).stdout)
+        assert type(as_yaml) is type(as_json) and len(as_yaml) == len(as_json), args
+        if isinstance(as_json, dict):
+            assert set(as_yaml) == set(as_json), (args, set(as_yaml) ^ set(as_json))
 
 
 def test_models_table_and_json():

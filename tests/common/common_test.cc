@@ -71,6 +71,16 @@ TEST(Bytes, ParsesBinaryAndDecimalUnitsInAnyCase) {
   EXPECT_EQ(*ParseBytes("64mb"), 64000000);  // the same meaning in every flag and file
   EXPECT_EQ(*ParseBytes("64mib"), 64LL << 20);
   EXPECT_EQ(*ParseBytes("7B"), 7);
+  // Kubernetes' quantities: binary in any case, decimal as it spells them (its m is milli).
+  EXPECT_EQ(*ParseBytes("80Gi"), 80LL << 30);
+  EXPECT_EQ(*ParseBytes("512mi"), 512LL << 20);
+  EXPECT_EQ(*ParseBytes("1.5Ti"), 3LL << 39);
+  EXPECT_EQ(*ParseBytes("2Ki"), 2048);
+  EXPECT_EQ(*ParseBytes("40G"), 40000000000LL);
+  EXPECT_EQ(*ParseBytes("64M"), 64000000);
+  EXPECT_EQ(*ParseBytes("3k"), 3000);
+  EXPECT_EQ(ParseBytes("64m").status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(ParseBytes("5g").status().code(), absl::StatusCode::kInvalidArgument);
 }
 
 TEST(Bytes, RefusesWhatIsNotAPositiveInt64Size) {
