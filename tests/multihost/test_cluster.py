@@ -82,7 +82,11 @@ def test_each_fault_kind_on_a_seeded_schedule_breaks_no_invariant(cluster):
         violations += [f"round {number} ({kind}): {v}" for v in rounds.round(number, kind)]
     print(rounds.table())
     assert violations == [], "\n".join(violations)
-    assert all(cost[1] is not None for cost in rounds.costs), rounds.costs  # every fault was detected and recovered
+    # Each fault that always stops the job's ranks was detected and recovered from. A slow link
+    # restarts the job only when its delay passes the lease, a full disk only when a checkpoint is
+    # written while it is full: the long form's table says how often.
+    always = {"kill_worker", "pause_host", "partition_coordinator", "kill_coordinator", "partition_workers"}
+    assert all(cost[1] is not None for cost in rounds.costs if cost[0] in always), rounds.costs
 
 
 def test_without_shared_storage_a_killed_workers_job_resumes_from_its_peers_copies(cluster):
