@@ -95,7 +95,7 @@ def test_without_shared_storage_a_killed_workers_job_resumes_from_its_peers_copi
     new worker fetching them over the bridge) and succeeds, every invariant holding — a step run
     again has the loss it had (1e-5)."""
     import faults
-    rounds = faults.Rounds(cluster, seed=51, steps=200, checkpoint_every=20, storage="peers")
+    rounds = faults.Rounds(cluster, seed=51, steps=200, checkpoint_every=20, storage="peers", kinds=("kill_worker",))
     rounds.start()
     violations = rounds.round(1, "kill_worker", ranks=4)
     assert violations == [], "\n".join(violations)
@@ -117,7 +117,7 @@ def test_the_harness_catches_a_worker_without_fencing(tmp_path):
     c.up()
     try:
         # Steps enough that the paused host's ranks are still training when the round looks.
-        rounds = faults.Rounds(c, seed=50, steps=3000, checkpoint_every=200)
+        rounds = faults.Rounds(c, seed=50, steps=3000, checkpoint_every=200, kinds=("pause_host",))
         rounds.start()
         violations = rounds.round(1, "pause_host", ranks=2)  # both ranks on the paused host
     finally:
