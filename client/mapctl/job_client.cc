@@ -182,7 +182,7 @@ CLI::App* AddJobIdCommand(CLI::App& app, const char* name, const char* help, int
       [](std::string& given) {
         const std::string digits = absl::StartsWith(given, "job/") ? given.substr(4) : given;
         int64_t parsed = 0;
-        if (!absl::SimpleAtoi(digits, &parsed) || parsed < 1 || digits.empty() || digits[0] == '+') {
+        if (!absl::SimpleAtoi(digits, &parsed) || parsed < 1 || digits[0] == '+') {
           return absl::StrCat("'", given.substr(0, 64), "' is not a job: give its id (10) or name (job/10), as mapctl jobs lists them");
         }
         given = digits;

@@ -110,9 +110,9 @@ void Dispatcher::OnHeartbeat(const std::string& worker_id, const std::vector<int
 void Dispatcher::HeartbeatLocked(const std::string& worker_id, const std::vector<int64_t>& running, v1::HeartbeatResponse* out) {
   const std::set<int64_t> runs(running.begin(), running.end());
   // Without shared storage, the jobs whose shards the worker is to go on keeping (the rest it drops).
-  if (options_.checkpoint_dir.empty()) out->mutable_shard_keep();
+  v1::ShardKeep* keep = options_.checkpoint_dir.empty() ? out->mutable_shard_keep() : nullptr;
   for (auto& [id, job] : active_) {
-    if (options_.checkpoint_dir.empty() && KeepsShards(job, worker_id)) out->mutable_shard_keep()->add_job_ids(id);
+    if (keep != nullptr && KeepsShards(job, worker_id)) keep->add_job_ids(id);
     // A job recovered after a coordinator restart waits for the ranks of its earlier attempt
     // (told to stop below: no part of it runs there yet).
     if (job.phase == Phase::kRecovering) {
