@@ -27,6 +27,7 @@
 #include "planner/plan/report_html.h"
 #include "planner/profile/profiler.h"
 #include "planner/runnable/plan_request.h"
+#include "planner/runnable/runnable_plan.h"
 
 namespace mapd::cli {
 
@@ -438,16 +439,7 @@ int RunPlan(const PlanArgs& args) {
     }
   }
   const PipelinePlan* pipeline = result->pipeline ? &*result->pipeline : nullptr;
-  if (!result->fits && pipeline == nullptr) {
-    return ReportError(absl::FailedPreconditionError(absl::StrFormat(
-        "no plan fits %s per device: the least memory any plan searched needs is %s per device "
-        "(mesh shapes %s, ZeRO %s, micro-batches %s); give each device at least that (--memory-per-device), use more "
-        "devices, or a smaller batch",
-        FormatBytes(cluster.memory_per_device), Bytes(result->min_memory_bytes),
-        options->cluster.mesh.empty() ? "all 1-D and 2-D" : MeshString(options->cluster.mesh),
-        options->zero_stage < 0 ? "up to stage 3" : absl::StrCat("stage ", options->zero_stage),
-        absl::StrJoin(result->micro_batch_counts, ", "))));
-  }
+  if (!result->fits && pipeline == nullptr) return ReportError(NothingFitsError(*graph, *options));
   if (!args.save.empty()) {
     if (auto st = WriteStringToFileAtomic(args.save, ToPlanProto(*graph, *result, *options).SerializeAsString()); !st.ok()) {
       return ReportError(st);

@@ -46,8 +46,11 @@ int RunTraining(const RunArgs& args) {
   if (args.model.model.empty() == args.plan.empty()) {
     return ReportError(absl::InvalidArgumentError("give a MODEL, or --plan FILE (a saved plan carries its model), not both"));
   }
-  // Micro-batches and checkpoints run on the rank runtime (one rank is a mesh of 1).
-  if (args.ranks > 1 || !args.plan.empty() || args.training.micro_batches() != "1" || !args.resume.empty() || !args.checkpoint_dir.empty()) {
+  // Micro-batches and checkpoints run on the rank runtime (one rank is a mesh of 1), and so does a
+  // memory budget: there the plan is made against it (recomputation, micro-batches where asked),
+  // and running out of it is one message with what to give instead.
+  if (args.ranks > 1 || !args.plan.empty() || args.training.micro_batches() != "1" || !args.resume.empty() || !args.checkpoint_dir.empty() ||
+      !args.memory_per_device.empty()) {
     return RunOnRanks(args);
   }
   auto made = MakeTrainingOptions(args);

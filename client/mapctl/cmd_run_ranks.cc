@@ -3,6 +3,7 @@
 // lowered to one program per rank, ranks started and watched (worker/launch), their losses and
 // memory reported; `--check-reference` also trains on one process and compares.
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <iostream>
@@ -233,6 +234,7 @@ struct RankRun {
   std::map<int64_t, int> written;                   // checkpoint step → ranks that wrote it
   nlohmann::json steps = nlohmann::json::array();   // -o json: rank 0's steps
   nlohmann::json evals = nlohmann::json::array();
+  std::map<int, v1::OutOfMemory> out_of_memory;     // per rank that its memory cap stopped
 };
 
 // One rank's event: progress printed (or kept for -o json), checkpoints committed once every rank
@@ -257,6 +259,8 @@ void OnRankEvent(const RunArgs& args, const RunnablePlan& plan, const std::strin
     if (!IsDocumentFormat(args.format)) std::cout << FormatEvaluation(v.step(), v.loss(), v.batches()) << std::flush;
   } else if (e.has_done()) {
     run.peaks[rank] = e.done().peak_bytes();
+  } else if (e.has_out_of_memory()) {
+    run.out_of_memory[rank] = e.out_of_memory();
   } else if (e.has_step_done()) {
     const v1::StepDone& d = e.step_done();
     run.losses[rank].push_back(d.loss());
@@ -312,6 +316,24 @@ absl::Status LaunchAndWatch(const RunArgs& args, const RunnablePlan& plan, const
   return absl::DeadlineExceededError(absl::StrCat("rank ", behind, " stopped responding before step ", least + 1,
                                                   " (the other ranks began it and waited for rank ", behind, " for ", args.rank_timeout,
                                                   " s); the run was stopped"));
+}
+
+// A run a rank's memory cap (--memory-per-device) stopped, in one message: the budget, what the
+// rank needed when refused, what its program was predicted to peak at, and what to give instead
+// (what it needed or its prediction, whichever is more, and a tenth more: the rest of its step
+// may need more than the allocation refused). `failed`: the launch's own status, kept at the end.
+absl::Status OutOfMemoryError(const RunnablePlan& plan, const RankRun& run, const absl::Status& failed) {
+  const auto& [rank, m] = *run.out_of_memory.begin();
+  const int64_t needed = m.live_bytes() + m.attempted_bytes();
+  const int64_t predicted = rank < static_cast<int>(plan.lowered.predicted.size()) ? plan.lowered.predicted[rank].peak_bytes : 0;
+  const int64_t give = static_cast<int64_t>(std::ceil(1.1 * static_cast<double>(std::max(needed, predicted)) / 1024.0)) * 1024;
+  return absl::ResourceExhaustedError(absl::StrFormat(
+      "rank %d ran out of memory: it needed %s (%s live, %s more asked for) where the budget is %s a rank "
+      "(--memory-per-device); its program was predicted to peak at %s%s. Give --memory-per-device %s or more, more "
+      "ranks, or --micro-batches auto (%s)",
+      rank, FormatBytes(needed), FormatBytes(m.live_bytes()), FormatBytes(m.attempted_bytes()), FormatBytes(m.cap_bytes()),
+      FormatBytes(predicted), predicted <= m.cap_bytes() ? ", within the budget: the prediction fell short" : "", FormatBytes(give),
+      failed.message()));
 }
 
 // Rank 0's losses (none if it reported no step).
@@ -508,7 +530,9 @@ int RunOnRanks(const RunArgs& args) {
   if (auto st = WriteRankRun(dir, args, *training, *plan, checkpoint_dir, *resume); !st.ok()) return ReportError(st);
   if (!IsDocumentFormat(args.format)) PrintRunHeader(*plan);
   RankRun run;
-  if (auto st = LaunchAndWatch(args, *plan, *rank_binary, dir, checkpoint_dir, run); !st.ok()) return ReportError(st);
+  if (auto st = LaunchAndWatch(args, *plan, *rank_binary, dir, checkpoint_dir, run); !st.ok()) {
+    return ReportError(run.out_of_memory.empty() ? st : OutOfMemoryError(*plan, run, st));
+  }
   if (auto st = CheckRanksAgree(run); !st.ok()) return ReportError(st);
   std::optional<Reference> reference;
   if (args.check_reference) {

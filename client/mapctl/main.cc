@@ -10,6 +10,7 @@
 #include "client/mapctl/suggest.h"
 #include "client/mapctl/torch_commands.h"
 #include "common/allocator.h"
+#include "common/escaped_exception.h"
 #include "common/version.h"
 
 int main(int argc, char** argv) {
@@ -48,7 +49,14 @@ int main(int argc, char** argv) {
     return kExitOk;
   }
   for (const Command& c : commands) {
-    if (c.app->parsed()) return c.run();
+    if (!c.app->parsed()) continue;
+    // Every error is meant to come back as a status; an exception that escapes one (LibTorch's,
+    // a memory cap's) still ends the command with one line and exit 1, not an abort.
+    try {
+      return c.run();
+    } catch (const std::exception& e) {
+      return ReportError(mapd::EscapedExceptionStatus(e));
+    }
   }
   return kExitUsage;
 }

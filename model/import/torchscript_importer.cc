@@ -679,6 +679,8 @@ absl::StatusOr<torch::jit::Module> LoadArchive(const std::string& path, torch::j
   try {
     if (extra != nullptr) return torch::jit::load(path, c10::nullopt, *extra);
     return torch::jit::load(path);
+  } catch (const c10::OutOfMemoryError& e) {  // a memory cap (a rank's), not a bad archive
+    return absl::ResourceExhaustedError(absl::StrCat("loading '", path, "': ", FirstLine(e.what())));
   } catch (const std::exception& e) {
     return absl::InvalidArgumentError(absl::StrCat("cannot load '", path,
                                                    "' as a TorchScript archive (made by torch.jit.save): ",

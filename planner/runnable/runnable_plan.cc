@@ -1,6 +1,7 @@
 #include "planner/runnable/runnable_plan.h"
 
 #include <algorithm>
+#include <cmath>
 #include <optional>
 
 #include "absl/strings/str_cat.h"
@@ -60,11 +61,67 @@ std::string CheckpointPlan(const RunnablePlan& p, uint64_t layout) {
 }
 std::string CheckpointPlan(const RunnablePlan& p) { return CheckpointPlan(p, HashPlacements(p.strategies)); }
 
+int64_t Devices(const ClusterOptions& c) {
+  if (c.devices > 0) return c.devices;
+  int64_t n = 1;
+  for (int64_t d : c.mesh) n *= d;
+  return n;
+}
+
+// Whether `p` lies in the space `o` searches (a plan of the whole space may not: a mesh, ZeRO
+// stage or micro-batch count given, recomputation off, pins).
+bool Allows(const PlannerOptions& o, const PlanCandidate& p) {
+  if (!o.cluster.mesh.empty() && o.cluster.mesh != p.mesh) return false;
+  if (o.zero_stage >= 0 && o.zero_stage != p.zero_stage) return false;
+  if (o.micro_batches > 0 && o.micro_batches != p.micro_batches) return false;
+  if (!o.recompute && !p.recomputed_layers.empty()) return false;
+  return o.pins.empty();
+}
+
+}  // namespace
+
 // MAP's plan, searched again under a lower budget while a rank's program does not fit it.
 struct FittingPlan {
   PlanResult result;
   std::optional<LoweredPlan> lowered;  // result.plan lowered, when it was checked against a budget
 };
+
+absl::StatusOr<LeastMemoryPlan> LeastMemoryAnywhere(const Graph& graph, PlannerOptions o) {
+  o.cluster.devices = Devices(o.cluster);
+  o.cluster.mesh.clear();
+  o.zero_stage = -1;
+  o.max_zero_stage = 3;
+  o.micro_batches = 0;
+  o.pipeline_stages = 1;
+  o.recompute = true;
+  o.pins = PlanPins();
+  o.baselines = false;
+  o.least_memory = true;
+  o.objective_cutoff = 0;
+  // The planner's least: every node at its smallest (nothing fits one byte).
+  o.cluster.memory_per_device = 1;
+  auto bound = SearchPlan(graph, o);
+  if (!bound.ok()) return bound.status();
+  LeastMemoryPlan out;
+  out.bytes = bound->min_memory_bytes;
+  // The plan the search makes just above it, as its rank programs profile — what a budget must
+  // hold for MAP to run it (the planner's model and the programs differ by what the lowering adds:
+  // reshards' buffers, ZeRO's buckets, the loss).
+  o.cluster.memory_per_device = static_cast<int64_t>(std::ceil(bound->min_memory_bytes * 1.001)) + 1;
+  auto above = SearchPlan(graph, o);
+  if (!above.ok()) return above.status();
+  if (!above->fits || above->pipeline) return out;
+  const PlanCandidate& p = above->plan;
+  auto lowered = LowerAndPredict(graph, p.mesh, p.strategies, p.zero_stage, LayersToRecompute("auto", p.recomputed_layers, graph),
+                                 o.cluster.device_type, o.profile, p.micro_batches, o.cluster.memory_per_device);
+  if (!lowered.ok()) return lowered.status();
+  out.bytes = std::max(out.bytes, static_cast<double>(lowered->WorstPeak()));
+  FittingPlan fitting{*std::move(above), *std::move(lowered)};
+  out.plan = std::make_shared<FittingPlan>(std::move(fitting));
+  return out;
+}
+
+namespace {
 
 absl::StatusOr<FittingPlan> SearchFittingPlan(const Graph& graph, PlannerOptions o, const std::string& recompute_mode) {
   auto r = SearchPlan(graph, o);
@@ -86,36 +143,38 @@ absl::StatusOr<FittingPlan> SearchFittingPlan(const Graph& graph, PlannerOptions
                                                        static_cast<double>(worst) * 0.99);
     auto again = SearchPlan(graph, o);
     if (!again.ok()) return again.status();
-    if (!again->fits) {
-      return absl::FailedPreconditionError(absl::StrFormat(
-          "MAP's plan for %s per rank needs %s on a rank as its program profiles, and no plan fits %s by the planner's model; "
-          "give more memory per rank or more ranks",
-          FormatBytes(budget), FormatBytes(worst), FormatBytes(o.cluster.memory_per_device)));
-    }
+    if (!again->fits) break;
     r = std::move(again);
+  }
+  if (budget > 0 && r->fits && !r->pipeline && !out.lowered) {
+    // No plan the search chose fits as its programs profile: the least-memory plan, when it does
+    // and the options allowed it; else what the least is.
+    o.cluster.memory_per_device = budget;
+    auto least = LeastMemoryAnywhere(graph, o);
+    if (!least.ok()) return least.status();
+    if (least->plan == nullptr || least->bytes > static_cast<double>(budget) || !Allows(o, least->plan->result.plan)) {
+      return NothingFitsError(graph, o);
+    }
+    return *least->plan;
   }
   out.result = *std::move(r);
   return out;
 }
 
-int64_t Devices(const ClusterOptions& c) {
-  if (c.devices > 0) return c.devices;
-  int64_t n = 1;
-  for (int64_t d : c.mesh) n *= d;
-  return n;
-}
-
-// The candidate `request.strategy` names in `r` (MAP's plan or a baseline).
-absl::StatusOr<const PlanCandidate*> Pick(const PlanResult& r, const PlanRequest& request) {
+// The candidate `request.strategy` names in `r` (MAP's plan or a baseline), searched of `graph`
+// with `searched`.
+absl::StatusOr<const PlanCandidate*> Pick(const Graph& graph, const PlannerOptions& searched, const PlanResult& r, const PlanRequest& request) {
   if (request.strategy == "map") {
-    if (!r.fits) return NothingFitsError(r, Devices(request.planner.cluster));
+    if (!r.fits) return NothingFitsError(graph, searched);
     return &r.plan;
   }
   const std::string want = request.strategy == "tp"             ? absl::StrCat("Megatron TP=", request.planner.cluster.devices)
                            : request.planner.zero_stage == 3 ? "ZeRO-3 (FSDP)"
                                                              : "data parallel";
   for (const PlanCandidate& b : r.baselines) {
-    if (b.name != want) continue;
+    // Under a budget its one pass cannot hold, a baseline recomputes every layer ("data parallel
+    // + full recompute"): still the strategy asked for.
+    if (b.name != want && !absl::StartsWith(b.name, absl::StrCat(want, " + "))) continue;
     if (!b.applicable) return absl::FailedPreconditionError(absl::StrCat("--strategy ", request.strategy, ": ", b.note));
     return &b;
   }
@@ -258,11 +317,26 @@ std::string PlanSummary(const PlanCandidate& p, Precision precision) {
                       absl::StrFormat(", %.1f ms/step predicted", p.cost.step_seconds * 1e3));
 }
 
-absl::Status NothingFitsError(const PlanResult& result, int64_t devices) {
+absl::Status NothingFitsError(const Graph& graph, const PlannerOptions& o) {
+  const int64_t devices = Devices(o.cluster);
+  auto found = LeastMemoryAnywhere(graph, o);
+  if (!found.ok()) return found.status();
+  const double* least = &found->bytes;
+  // What of MAP's space this search left out (the flags that narrowed it).
+  std::vector<std::string> narrowed;
+  if (!o.cluster.mesh.empty()) narrowed.push_back(absl::StrCat("mesh ", absl::StrJoin(o.cluster.mesh, "x")));
+  if (o.zero_stage >= 0) narrowed.push_back(absl::StrCat("ZeRO ", o.zero_stage));
+  if (o.micro_batches > 0) narrowed.push_back(absl::StrCat(o.micro_batches, " micro-batch(es)"));
+  if (!o.recompute) narrowed.push_back("recomputation as given");
+  if (!o.pins.empty()) narrowed.push_back("the pins");
+  const bool narrower_fits = *least <= static_cast<double>(o.cluster.memory_per_device);
   return absl::FailedPreconditionError(absl::StrFormat(
-      "no plan fits %s per device on %d device(s); the least any plan needs is %s — give more memory per device, "
-      "more ranks, or a smaller batch",
-      FormatBytes(result.cluster.memory_per_device), devices, FormatBytes(static_cast<int64_t>(result.min_memory_bytes))));
+      "no plan fits %s per device on %d device(s)%s; the least memory any plan of this model on %d device(s) needs is %s per device (%d bytes) "
+      "(every mesh shape, ZeRO stage and micro-batch count, layers recomputed; its rank programs profiled) — %s",
+      FormatBytes(o.cluster.memory_per_device), devices, narrowed.empty() ? "" : absl::StrCat(" with ", absl::StrJoin(narrowed, ", ")), devices,
+      FormatBytes(static_cast<int64_t>(std::ceil(*least))), static_cast<int64_t>(std::ceil(*least)),
+      narrower_fits ? "so a plan fits without those choices: leave them to the search (micro-batches auto, no mesh, ZeRO or pins)"
+                    : "give each device at least that (--memory-per-device), more devices, or a smaller batch"));
 }
 
 absl::StatusOr<RunnablePlan> PlanToRun(const Graph& graph, const PlanRequest& request) {
@@ -278,7 +352,7 @@ absl::StatusOr<RunnablePlan> PlanToRun(const Graph& graph, const PlanRequest& re
   if (!fitting.ok()) return Named(fitting.status(), "planning");
   if (fitting->result.pipeline) return PipelineToRun(graph, request, *fitting->result.pipeline);
   if (o.pipeline_stages > 1) return NoPipelineError(fitting->result, o);
-  auto chosen = Pick(fitting->result, request);
+  auto chosen = Pick(graph, o, fitting->result, request);
   if (!chosen.ok()) return chosen.status();
   const PlanCandidate& c = **chosen;
   RunnablePlan out;

@@ -11,6 +11,7 @@
 #ifndef MAPD_PLANNER_RUNNABLE_RUNNABLE_PLAN_H_
 #define MAPD_PLANNER_RUNNABLE_RUNNABLE_PLAN_H_
 
+#include <memory>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -84,8 +85,22 @@ absl::StatusOr<RunnablePlan> SavedPlanToRun(const v1::Plan& plan, const PlanRequ
 // "mesh 2x2, ZeRO-2, 2 layer(s) recomputed, 2 micro-batches, bf16, 12.3 ms/step predicted".
 std::string PlanSummary(const PlanCandidate& plan, Precision precision);
 
-// FAILED_PRECONDITION saying what the least plan for `devices` needs and what to change.
-absl::Status NothingFitsError(const PlanResult& result, int64_t devices);
+// The least memory per device any plan of `graph` on `options`' devices needs, by the planner's
+// model: over every 1-D and 2-D mesh shape, ZeRO stage and micro-batch count, with recomputation
+// (no pipeline stages) — whatever narrower space `options` searched — so that `mapctl plan`,
+// `mapctl run` and a job's plan name one figure for one model, batch and device count.
+// The figure is the rank programs' peak (profiled) of the plan the search makes just above the
+// planner's own least; `plan` is that plan, lowered (null when none could be made there).
+struct FittingPlan;
+struct LeastMemoryPlan {
+  double bytes = 0;
+  std::shared_ptr<const FittingPlan> plan;
+};
+absl::StatusOr<LeastMemoryPlan> LeastMemoryAnywhere(const Graph& graph, PlannerOptions options);
+
+// FAILED_PRECONDITION for `options`' search of `graph`, which found nothing under its budget:
+// the budget, LeastMemoryAnywhere, what of the space `options` left out, and what to change.
+absl::Status NothingFitsError(const Graph& graph, const PlannerOptions& options);
 
 }  // namespace mapd
 

@@ -2,6 +2,7 @@
 
 #include "common/rpc/grpc_status.h"
 #include "planner/profile/profiler.h"
+#include "planner/runnable/runnable_plan.h"
 #include "server/jobs/job_planner.h"
 #include "server/jobs/job_spec.h"
 
@@ -66,7 +67,10 @@ absl::StatusOr<v1::PlanResponse> PlanSpec(const v1::JobSpec& request, const Spec
     out.mutable_plan()->set_model(p->spec.model());
     out.set_summary(PlanSummary(result->plan, p->options.profile.precision));
   } else {
-    out.set_min_memory_bytes(result->min_memory_bytes);
+    // The figure `mapctl plan` and a job's error name for this model and device count.
+    auto least = LeastMemoryAnywhere(p->graph, p->options);
+    if (!least.ok()) return least.status();
+    out.set_min_memory_bytes(least->bytes);
   }
   return out;
 }

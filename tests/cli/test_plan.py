@@ -79,7 +79,7 @@ def test_plan_errors():
 def test_plan_that_nothing_fits_says_how_much_memory_would():
     r = run_mapctl("plan", SMALL_GPT, "--devices", "4", "--memory-per-device", "1KiB")
     assert r.returncode == 1 and "no plan fits" in r.stderr and "FAILED_PRECONDITION" in r.stderr
-    m = re.search(r"the least memory any plan searched needs is ([0-9.]+) (B|KiB|MiB|GiB|TiB) per device", r.stderr)
+    m = re.search(r"the least memory any plan of this model on 4 device\(s\) needs is ([0-9.]+) (B|KiB|MiB|GiB|TiB) per device", r.stderr)
     assert m, r.stderr
     least = float(m.group(1)) * UNITS[m.group(2)]
     assert least > 1024

@@ -96,6 +96,9 @@ void CountingCpuAllocator::CheckLimit(int64_t bytes) {
   const int64_t live = live_.load();
   if (live + bytes <= limit) return;
   refused_.fetch_add(1);
+  last_refused_bytes_.store(bytes);
+  last_refused_live_.store(live);
+  last_refused_cap_.store(limit);
   // c10::OutOfMemoryError, as LibTorch's CUDA allocator throws: callers can tell it apart.
   throw c10::OutOfMemoryError(
       {__func__, __FILE__, static_cast<uint32_t>(__LINE__)},

@@ -35,6 +35,11 @@ class CountingCpuAllocator {
   void SetLimit(int64_t bytes) { limit_.store(bytes); }
   int64_t limit() const { return limit_.load(); }
   int64_t refused() const { return refused_.load(); }  // allocations the cap refused
+  // The last allocation the cap refused: its bytes, the bytes live then and the cap (zeros: none).
+  struct Refusal {
+    int64_t bytes = 0, live = 0, cap = 0;
+  };
+  Refusal last_refusal() const { return {last_refused_bytes_.load(), last_refused_live_.load(), last_refused_cap_.load()}; }
 
   // Called by the allocator (internal).
   void CheckLimit(int64_t bytes);  // throws c10::OutOfMemoryError past the cap
@@ -48,6 +53,7 @@ class CountingCpuAllocator {
   std::atomic<int64_t> allocations_{0};
   std::atomic<int64_t> limit_{0};
   std::atomic<int64_t> refused_{0};
+  std::atomic<int64_t> last_refused_bytes_{0}, last_refused_live_{0}, last_refused_cap_{0};
 };
 
 }  // namespace mapd

@@ -19,6 +19,7 @@
 #include "common/checkpoint/checkpoint_commit.h"
 #include "common/checkpoint/gather.h"
 #include "common/bytes.h"
+#include "common/escaped_exception.h"
 #include "common/file_io.h"
 #include "common/store_secret.h"
 #include "model/ir/serialize.h"
@@ -262,16 +263,10 @@ absl::Status TrainRank(RankT& trainer, RankContext& c) {
   return c.events.Emit(o.rank, [&](v1::RankEvent& e) { e.mutable_done()->set_peak_bytes(peak); });
 }
 
-}  // namespace
 
-absl::Status RunRankJob(const RankProcessOptions& o) {
-  EventChannel events;
-  auto job = ReadRankJob(o.run_dir);
-  if (!job.ok()) return job.status();
-  auto training = TrainingOptionsOf(*job);
-  if (!training.ok()) return training.status();
-  CountingCpuAllocator& memory = CountingCpuAllocator::Install();
-  memory.SetLimit(job->memory_cap());
+// The rank's job under its memory cap, from its graph to its last step.
+absl::Status RunCappedRankJob(const RankProcessOptions& o, const v1::RankJob* job, const LocalTrainingOptions* training,
+                              EventChannel& events, CountingCpuAllocator& memory) {
   auto graph_proto = ReadGraphFile(GraphPath(o.run_dir));
   if (!graph_proto.ok()) return graph_proto.status();
   auto graph = Graph::Create(*std::move(graph_proto));
@@ -315,6 +310,37 @@ absl::Status RunRankJob(const RankProcessOptions& o) {
   auto trainer = RankTrainer::Create(*graph, *program, raw, to);
   if (!trainer.ok()) return named(trainer.status());
   return TrainRank(**trainer, context);
+}
+
+}  // namespace
+
+absl::Status RunRankJob(const RankProcessOptions& o) {
+  EventChannel events;
+  auto job = ReadRankJob(o.run_dir);
+  if (!job.ok()) return job.status();
+  auto training = TrainingOptionsOf(*job);
+  if (!training.ok()) return training.status();
+  CountingCpuAllocator& memory = CountingCpuAllocator::Install();
+  memory.SetLimit(job->memory_cap());
+  const int64_t refused_before = memory.refused();
+  absl::Status st;
+  try {
+    st = RunCappedRankJob(o, &*job, &*training, events, memory);
+  } catch (const std::exception& e) {  // meant to be a status (a stray LibTorch exception): one line, never an abort
+    st = EscapedExceptionStatus(e);
+  }
+  // A failure the memory cap caused is also reported as an event, with the figures, for the
+  // launcher's message (what to give instead).
+  if (!st.ok() && memory.refused() > refused_before) {
+    const CountingCpuAllocator::Refusal r = memory.last_refusal();
+    (void)events.Emit(o.rank, [&](v1::RankEvent& e) {
+      v1::OutOfMemory* m = e.mutable_out_of_memory();
+      m->set_attempted_bytes(r.bytes);
+      m->set_live_bytes(r.live);
+      m->set_cap_bytes(r.cap);
+    });
+  }
+  return st;
 }
 
 }  // namespace mapd

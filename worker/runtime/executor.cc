@@ -174,7 +174,7 @@ absl::StatusOr<Executor::Result> Executor::Run(const TensorMap& inputs, RunMode 
       ExecContext ctx(n, std::move(ins), step.output_types, device_, training);
       outs = step.entry->fn(ctx);
     } catch (const std::exception& e) {
-      return absl::InternalError(absl::StrCat("node '", n.name(), "' (", n.op(), "): ", ExceptionText(e)));
+      return TorchError(absl::StatusCode::kInternal, absl::StrCat("node '", n.name(), "' (", n.op(), ")"), e);
     }
     if (outs.size() != step.outputs.size()) {
       return absl::InternalError(absl::StrCat("node '", n.name(), "' (", n.op(), ") gave ", outs.size(),

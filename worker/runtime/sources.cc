@@ -128,7 +128,11 @@ absl::StatusOr<ParameterStore> ParameterStore::Create(const v1::Graph& graph, ui
   ArchiveScope archives;  // each archive loaded once for all its parameters
   ParameterStore store;
   for (const v1::Parameter& p : graph.parameters()) {
-    MAPD_ASSIGN_OR_RETURN(at::Tensor t, MakeParameterTensor(p, seed));
+    // Making it allocates, and a memory cap may refuse that: a status, never an exception.
+    absl::StatusOr<at::Tensor> made;
+    MAPD_RETURN_IF_ERROR(CatchTorch(absl::StrCat("parameter '", p.name(), "'"), [&] { made = MakeParameterTensor(p, seed); }));
+    if (!made.ok()) return made.status();
+    at::Tensor t = *std::move(made);
     MAPD_RETURN_IF_ERROR(CatchTorch(absl::StrCat("parameter '", p.name(), "'"), [&] {
       if (t.device() != device) t = t.to(device);
       if (p.trainable()) t.set_requires_grad(true);
