@@ -7,7 +7,10 @@
 #include <functional>
 #include <iostream>
 #include <memory>
+#include <chrono>
+#include <map>
 #include <set>
+#include <thread>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
@@ -251,9 +254,11 @@ int RunSubmit(SubmitArgs a) {
     std::cout << "job/" << job.id() << "\n";
   } else if (!PrintStructured(a.conn.format, JobJson(job, false))) {
     std::cout << "submitted job " << job.id() << " (" << job.spec().name() << "): " << StateName(job.state()) << "\n";
-    if (!a.wait) std::cout << "watch it with: mapctl watch " << job.id() << "\n";
+    if (!a.wait && !a.follow) std::cout << "watch it with: mapctl watch " << job.id() << "\n";
   }
-  // --wait: its events follow (as JSON lines under -o json), and the exit code is its outcome.
+  // --wait: its events follow (as JSON lines under -o json), and the exit code is its outcome;
+  // --follow: rank 0's output beside them.
+  if (a.follow) return RunFollow(a.conn, job.id());
   return a.wait ? RunWatch(a.conn, job.id()) : kExitOk;
 }
 
@@ -273,42 +278,99 @@ absl::StatusOr<std::set<v1::JobState>> ParseStates(const std::string& text) {
   return states;
 }
 
-}  // namespace
-
-int RunJobs(const JobArgs& a, const std::string& state_filter) {
-  auto states = ParseStates(state_filter);
-  if (!states.ok()) return ReportError(states.status());
-  auto client = Connect(a);
-  if (!client.ok()) return ReportError(client.status());
-  auto jobs = ListAll(*client);
-  if (!jobs.ok()) return ReportError(jobs.status());
-  if (!states->empty()) {
-    jobs->erase(std::remove_if(jobs->begin(), jobs->end(), [&](const v1::Job& j) { return !states->count(j.state()); }), jobs->end());
+// One job's row of `jobs` (-o table, or wide).
+std::vector<std::string> JobRow(const v1::Job& job, bool wide, double now) {
+  std::vector<std::string> row = {std::to_string(job.id()), job.spec().name(), StateName(job.state()),
+                                  absl::StrCat(job.step(), "/", job.spec().training().steps()), job.step() > 0 ? absl::StrFormat("%.4f", job.loss()) : "-",
+                                  Devices(job), Age(job.created_unix_seconds(), now)};
+  if (wide) {
+    row.insert(row.end(), {job.plan_summary().empty() ? "-" : job.plan_summary(),
+                           job.predicted_peak_bytes() > 0 ? FormatBytes(job.predicted_peak_bytes()) : "-", std::to_string(Restarts(job)),
+                           When(job.updated_unix_seconds())});
   }
+  return row;
+}
+
+// The listed jobs in `states` (every job when empty).
+absl::StatusOr<std::vector<v1::Job>> ListInStates(const Client& client, const std::set<v1::JobState>& states) {
+  auto jobs = ListAll(client);
+  if (!jobs.ok()) return jobs.status();
+  if (!states.empty()) {
+    jobs->erase(std::remove_if(jobs->begin(), jobs->end(), [&](const v1::Job& j) { return !states.count(j.state()); }), jobs->end());
+  }
+  return jobs;
+}
+
+// Prints `jobs` as -o asks; returns the table's column widths (empty for other formats).
+std::vector<size_t> PrintJobs(const JobArgs& a, const std::vector<v1::Job>& jobs) {
   nlohmann::json all = nlohmann::json::array();
-  for (const v1::Job& job : *jobs) all.push_back(JobJson(job, false));
-  if (PrintStructured(a.format, all)) return kExitOk;
+  for (const v1::Job& job : jobs) all.push_back(JobJson(job, false));
+  if (PrintStructured(a.format, all)) return {};
   if (a.format == "name") {
-    for (const v1::Job& job : *jobs) std::cout << "job/" << job.id() << "\n";
-    return kExitOk;
+    for (const v1::Job& job : jobs) std::cout << "job/" << job.id() << "\n";
+    return {};
   }
   const bool wide = a.format == "wide";
   std::vector<std::string> columns = {"ID", "NAME", "STATE", "STEP", "LOSS", "RANKS", "AGE"};
   if (wide) columns.insert(columns.end(), {"PLAN", "PEAK/DEVICE", "RESTARTS", "UPDATED"});
   Table t(columns);
   const double now = NowUnixSeconds();
-  for (const v1::Job& job : *jobs) {
-    std::vector<std::string> row = {std::to_string(job.id()), job.spec().name(), StateName(job.state()),
-                                    absl::StrCat(job.step(), "/", job.spec().training().steps()), job.step() > 0 ? absl::StrFormat("%.4f", job.loss()) : "-",
-                                    Devices(job), Age(job.created_unix_seconds(), now)};
-    if (wide) {
-      row.insert(row.end(), {job.plan_summary().empty() ? "-" : job.plan_summary(),
-                             job.predicted_peak_bytes() > 0 ? FormatBytes(job.predicted_peak_bytes()) : "-", std::to_string(Restarts(job)),
-                             When(job.updated_unix_seconds())});
-    }
-    t.Row(row);
-  }
+  for (const v1::Job& job : jobs) t.Row(JobRow(job, wide, now));
   t.Print(std::cout);
+  return t.Widths();
+}
+
+// What a watched listing prints a job again for: its state, step or restarts changed.
+std::string Changes(const v1::Job& job) { return absl::StrCat(job.state(), "/", job.step(), "/", Restarts(job)); }
+
+// `jobs -w`: the listing, then a line for each job that appears or changes (state, step,
+// restarts), read every second, as `kubectl get -w` — one JSON object a line under -o json, a
+// YAML document each under -o yaml. Runs until interrupted; a coordinator unreachable for
+// kWatchReconnectSeconds ends it.
+int WatchJobs(const JobArgs& a, const Client& client, const std::set<v1::JobState>& states, std::vector<v1::Job> jobs) {
+  constexpr double kWatchReconnectSeconds = 120;
+  std::map<int64_t, std::string> shown;
+  for (const v1::Job& job : jobs) shown[job.id()] = Changes(job);
+  const std::vector<size_t> widths = PrintJobs(a, jobs);
+  std::cout << std::flush;
+  double failing_since = -1;
+  for (;;) {
+    std::this_thread::sleep_for(std::chrono::seconds(1));
+    auto now_jobs = ListInStates(client, states);
+    if (!now_jobs.ok()) {
+      const double now = NowUnixSeconds();
+      if (failing_since < 0) failing_since = now;
+      if (now - failing_since > kWatchReconnectSeconds || now_jobs.status().code() != absl::StatusCode::kUnavailable) {
+        return ReportError(now_jobs.status());
+      }
+      continue;
+    }
+    failing_since = -1;
+    const double now = NowUnixSeconds();
+    for (const v1::Job& job : *now_jobs) {
+      std::string& was = shown[job.id()];
+      if (was == Changes(job)) continue;
+      was = Changes(job);
+      if (a.format == "json") std::cout << JobJson(job, false).dump() << "\n";
+      else if (a.format == "yaml") std::cout << "---\n" << ToYaml(JobJson(job, false));
+      else if (a.format == "name") std::cout << "job/" << job.id() << "\n";
+      else std::cout << Table::Line(JobRow(job, a.format == "wide", now), widths) << "\n";
+    }
+    std::cout << std::flush;
+  }
+}
+
+}  // namespace
+
+int RunJobs(const JobArgs& a, const std::string& state_filter, bool watch) {
+  auto states = ParseStates(state_filter);
+  if (!states.ok()) return ReportError(states.status());
+  auto client = Connect(a);
+  if (!client.ok()) return ReportError(client.status());
+  auto jobs = ListInStates(*client, *states);
+  if (!jobs.ok()) return ReportError(jobs.status());
+  if (watch) return WatchJobs(a, *client, *states, *std::move(jobs));
+  PrintJobs(a, *jobs);
   return kExitOk;
 }
 
@@ -434,7 +496,9 @@ void AddJobCommands(CLI::App& app, Commands& out) {
   submit->add_option("--input", args->model.inputs, "Input spec NAME:DTYPE[D0,D1,...] (repeatable)");
   submit->add_option("--loss", args->loss, "auto | output | cross_entropy | mse")->capture_default_str();
   submit->add_option("--name", args->name, "Name shown by `mapctl jobs` (default: the model)");
-  submit->add_flag("--wait", args->wait, "Then follow the job as `mapctl watch` does; exit 0 succeeded, 1 failed, 3 cancelled");
+  CLI::Option* wait = submit->add_flag("--wait", args->wait, "Then follow the job as `mapctl watch` does; exit 0 succeeded, 1 failed, 3 cancelled");
+  submit->add_flag("--follow", args->follow, "Then print its events and rank 0's output as they come (as `ray job submit` streams); exit as --wait")
+      ->excludes(wait);
   submit->add_option("--ranks", args->ranks, "Devices to train on")->capture_default_str();
   submit->add_option("--mesh", args->mesh, "Pin the mesh shape, e.g. 2x2");
   submit->add_option("--device", args->device, "What the ranks run on: cpu (Gloo) | cuda (NCCL, on workers that offer GPUs)")
@@ -479,8 +543,10 @@ void AddJobCommands(CLI::App& app, Commands& out) {
   CLI::App* jobs_cmd = app.add_subcommand("jobs", "List the coordinator's jobs");
   AddConnectionFlags(jobs_cmd, conn.get());
   auto states = std::make_shared<std::string>();
+  auto watch = std::make_shared<bool>(false);
   jobs_cmd->add_option("--state", *states, "Only jobs in these states: RUNNING, or PENDING,RUNNING (any case)");
-  out.push_back({jobs_cmd, [conn, states] { return RunJobs(*conn, *states); }});
+  jobs_cmd->add_flag("-w,--watch", *watch, "After the list, a line for each job that appears or changes state, step or restarts, until interrupted (as kubectl get -w)");
+  out.push_back({jobs_cmd, [conn, states, watch] { return RunJobs(*conn, *states, *watch); }});
   auto id = std::make_shared<int64_t>(0);
   auto id_cmd = [&](const char* name, const char* help, std::function<int(const JobArgs&, int64_t)> run) {
     CLI::App* cmd = AddJobIdCommand(app, name, help, id.get(), conn.get());

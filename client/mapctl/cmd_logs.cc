@@ -6,10 +6,13 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <deque>
 #include <iostream>
 #include <memory>
+#include <mutex>
+#include <string>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
@@ -175,7 +178,64 @@ int RankLogs(const Client& client, const JobArgs& a, int64_t id, const LogsArgs&
   }
 }
 
+// Prints rank `rank`'s output as its worker captured it, whole lines only, under `print`, every
+// half second until the coordinator says the job has finished (that answer has everything) or
+// `job_done` is set and one more read has been made. A failed read is tried again; a refusal
+// that will not pass (the rank unknown, no permission) is said once and ends it.
+void FollowRankOutput(const Client& client, int64_t id, int rank, const std::atomic<bool>& job_done, std::mutex& print) {
+  v1::JobLogsRequest req;
+  req.set_id(id);
+  req.set_rank(rank);
+  std::string partial;
+  auto flush = [&](bool all) {
+    const size_t end = all ? partial.size() : partial.rfind('\n') + 1;  // npos + 1 = 0: no whole line yet
+    if (end == 0) return;
+    std::lock_guard<std::mutex> lock(print);
+    std::cout << partial.substr(0, end) << (all && partial.back() != '\n' ? "\n" : "") << std::flush;
+    partial.erase(0, end);
+  };
+  for (;;) {
+    const bool last = job_done.load();  // read first: an answer after the job ended has everything
+    v1::JobLogsResponse out;
+    grpc::ClientContext ctx;
+    client.Prepare(ctx);
+    const grpc::Status st = client.stub->Logs(&ctx, req, &out);
+    if (st.ok()) {
+      partial += out.text();
+      req.set_after_offset(out.next_offset());
+      flush(out.finished());
+      if (out.finished()) return;
+    } else if (!IsTransient(st)) {
+      std::lock_guard<std::mutex> lock(print);
+      std::cerr << "mapctl: rank " << rank << "'s output: " << FromGrpc(st, absl::StrCat("logs ", id)).message() << "\n";
+      return;
+    }
+    if (last) return flush(true);
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  }
+}
+
 }  // namespace
+
+int RunFollow(const JobArgs& a, int64_t id) {
+  auto client = Connect(a);
+  if (!client.ok()) return ReportError(client.status());
+  auto got = GetJob(*client, id, absl::StrCat("follow ", id));
+  if (!got.ok()) return ReportError(got.status());
+  const int64_t steps = got->spec().training().steps();
+  std::atomic<bool> job_done{false};
+  std::mutex print;
+  std::thread output([&] { FollowRankOutput(*client, id, 0, job_done, print); });
+  auto end = FollowEvents(*client, id, 0, got->state(), [&](const v1::JobEvent& e) {
+    std::lock_guard<std::mutex> lock(print);
+    if (a.format == "json") std::cout << ToJson(e).dump() << "\n" << std::flush;
+    else std::cout << EventLine(e, steps) << "\n" << std::flush;
+  });
+  job_done = true;
+  output.join();
+  if (!end.ok()) return ReportError(end.status());
+  return OutcomeCode(*end);
+}
 
 int RunLogs(const JobArgs& a, int64_t id, const LogsArgs& logs) {
   auto client = Connect(a);

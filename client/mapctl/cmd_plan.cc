@@ -27,7 +27,9 @@
 #include "planner/plan/report_html.h"
 #include "planner/profile/profiler.h"
 #include "planner/runnable/plan_request.h"
+#include "planner/runnable/memory_margin.h"
 #include "planner/runnable/runnable_plan.h"
+#include "worker/calibrate/calibration_cache.h"
 
 namespace mapd::cli {
 
@@ -439,7 +441,9 @@ int RunPlan(const PlanArgs& args) {
     }
   }
   const PipelinePlan* pipeline = result->pipeline ? &*result->pipeline : nullptr;
-  if (!result->fits && pipeline == nullptr) return ReportError(NothingFitsError(*graph, *options));
+  if (!result->fits && pipeline == nullptr) {
+    return ReportError(NothingFitsError(*graph, *options, ReadMemoryMargin(MemoryRecordDir()).fraction));
+  }
   if (!args.save.empty()) {
     if (auto st = WriteStringToFileAtomic(args.save, ToPlanProto(*graph, *result, *options).SerializeAsString()); !st.ok()) {
       return ReportError(st);

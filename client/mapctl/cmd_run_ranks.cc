@@ -26,6 +26,7 @@
 #include "common/file_io.h"
 #include "model/graph/batch_norm_groups.h"
 #include "planner/runnable/plan_request.h"
+#include "planner/runnable/memory_margin.h"
 #include "planner/runnable/runnable_plan.h"
 #include "planner/lower/lowering.h"
 #include "planner/lower/rank_cost.h"
@@ -33,6 +34,7 @@
 #include "planner/plan/planner.h"
 #include "planner/profile/profiler.h"
 #include "proto/mapd/v1/checkpoint.pb.h"
+#include "worker/calibrate/calibration_cache.h"
 #include "worker/device/device_info.h"
 #include "worker/rank/rank_main.h"
 #include "worker/rank/reference_check.h"
@@ -60,6 +62,7 @@ absl::StatusOr<PlanRequest> RunPlanRequest(const RunArgs& args) {
   c.strategy = args.strategy;
   auto request = PlanRequestOf(c);
   if (!request.ok()) return request.status();
+  request->memory_margin = ReadMemoryMargin(MemoryRecordDir()).fraction;  // learned on this host
   if (auto st = request->Validate(); !st.ok()) return st;  // a saved plan's run too
   return request;
 }
@@ -209,7 +212,7 @@ absl::Status WriteRankRun(const std::filesystem::path& dir, const RunArgs& args,
   return WriteRunDirectory(dir.string(), plan.graph, job, ranks, programs);
 }
 
-void PrintRunHeader(const RunnablePlan& plan) {
+void PrintRunHeader(const RunArgs& args, const RunnablePlan& plan) {
   const int world = plan.world();
   std::cout << "Training on " << world << " ranks ("
             << (plan.pipeline_stages > 1 ? absl::StrCat(plan.pipeline_stages, " pipeline stages, each on mesh ") : "mesh ")
@@ -222,7 +225,12 @@ void PrintRunHeader(const RunnablePlan& plan) {
   if (plan.micro_batches > 1) {
     std::cout << "Micro-batches: " << plan.micro_batches << " passes per step, gradients accumulated and applied once\n";
   }
+  if (!args.memory_per_device.empty() && args.strategy == "map") {
+    std::cout << "Memory: every rank's program profiled within " << args.memory_per_device << " less a safety margin of "
+              << ReadMemoryMargin(MemoryRecordDir()).Describe() << "\n";
+  }
 }
+
 
 // What the ranks reported, as they reported it.
 struct RankRun {
@@ -334,6 +342,20 @@ absl::Status OutOfMemoryError(const RunnablePlan& plan, const RankRun& run, cons
       rank, FormatBytes(needed), FormatBytes(m.live_bytes()), FormatBytes(m.attempted_bytes()), FormatBytes(m.cap_bytes()),
       FormatBytes(predicted), predicted <= m.cap_bytes() ? ", within the budget: the prediction fell short" : "", FormatBytes(give),
       failed.message()));
+}
+
+// This run's rank peaks, predicted against measured, in this host's memory record (the margin
+// later plans keep, memory_margin.h); a rank its cap stopped gives what it needed when refused.
+void RecordPeaks(const RunnablePlan& plan, const RankRun& run) {
+  std::vector<std::pair<int64_t, int64_t>> peaks;
+  const std::vector<RankPrediction>& predicted = plan.lowered.predicted;
+  for (const auto& [rank, peak] : run.peaks) {
+    if (rank < static_cast<int>(predicted.size())) peaks.emplace_back(predicted[rank].peak_bytes, peak);
+  }
+  for (const auto& [rank, m] : run.out_of_memory) {
+    if (rank < static_cast<int>(predicted.size())) peaks.emplace_back(predicted[rank].peak_bytes, m.live_bytes() + m.attempted_bytes());
+  }
+  if (auto st = RecordMemoryPeaks(MemoryRecordDir(), peaks); !st.ok()) std::cerr << "mapctl: memory record not kept: " << st.message() << "\n";
 }
 
 // Rank 0's losses (none if it reported no step).
@@ -528,11 +550,11 @@ int RunOnRanks(const RunArgs& args) {
   const std::filesystem::path dir = std::filesystem::temp_directory_path(ec) / absl::StrCat("mapd-run-", getpid());
   RemoveDirOnExit remove_dir{dir};
   if (auto st = WriteRankRun(dir, args, *training, *plan, checkpoint_dir, *resume); !st.ok()) return ReportError(st);
-  if (!IsDocumentFormat(args.format)) PrintRunHeader(*plan);
+  if (!IsDocumentFormat(args.format)) PrintRunHeader(args, *plan);
   RankRun run;
-  if (auto st = LaunchAndWatch(args, *plan, *rank_binary, dir, checkpoint_dir, run); !st.ok()) {
-    return ReportError(run.out_of_memory.empty() ? st : OutOfMemoryError(*plan, run, st));
-  }
+  const absl::Status launched = LaunchAndWatch(args, *plan, *rank_binary, dir, checkpoint_dir, run);
+  RecordPeaks(*plan, run);
+  if (!launched.ok()) return ReportError(run.out_of_memory.empty() ? launched : OutOfMemoryError(*plan, run, launched));
   if (auto st = CheckRanksAgree(run); !st.ok()) return ReportError(st);
   std::optional<Reference> reference;
   if (args.check_reference) {

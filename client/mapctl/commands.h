@@ -157,13 +157,17 @@ struct SubmitArgs {
   std::string elastic;  // --elastic MIN[:MAX]: JobSpec.elastic
   std::string batch_norm = "sync";  // sync | local (groups: --ranks)
   bool wait = false;  // --wait: follow the job as `watch` does and exit with its outcome
+  bool follow = false;  // --follow: its events and rank 0's output, then exit with its outcome
 };
 
 int RunSubmit(SubmitArgs args);
 // `states`: only jobs in these (JobState names, any case, comma-separated; empty: every job).
-int RunJobs(const JobArgs& args, const std::string& states);
+int RunJobs(const JobArgs& args, const std::string& states, bool watch);
 int RunGet(const JobArgs& args, int64_t id);
 int RunWatch(const JobArgs& args, int64_t id);
+// `submit --follow`: the job's events and rank 0's output as they come, until it finishes; the
+// exit code is its outcome, as `watch`'s.
+int RunFollow(const JobArgs& args, int64_t id);
 int RunLogs(const JobArgs& args, int64_t id, const LogsArgs& logs);
 int RunDescribe(const JobArgs& args, int64_t id);
 int RunDelete(const JobArgs& args, int64_t id);

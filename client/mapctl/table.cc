@@ -5,25 +5,32 @@
 
 namespace mapd::cli {
 
-void Table::Print(std::ostream& os) const {
+std::vector<size_t> Table::Widths() const {
   std::vector<size_t> width(header_.size(), 0);
   auto measure = [&width](const std::vector<std::string>& cells) {
     for (size_t i = 0; i < cells.size() && i < width.size(); ++i) width[i] = std::max(width[i], cells[i].size());
   };
   measure(header_);
   for (const auto& r : rows_) measure(r);
-  auto line = [&](const std::vector<std::string>& cells) {
-    std::string out;
-    for (size_t i = 0; i < width.size(); ++i) {
-      const std::string cell = i < cells.size() ? cells[i] : "";
-      out += cell;
-      if (i + 1 < width.size()) out += std::string(width[i] - cell.size() + 2, ' ');
-    }
-    while (!out.empty() && out.back() == ' ') out.pop_back();
-    os << out << "\n";
-  };
-  line(header_);
-  for (const auto& r : rows_) line(r);
+  return width;
+}
+
+std::string Table::Line(const std::vector<std::string>& cells, const std::vector<size_t>& width) {
+  std::string out;
+  for (size_t i = 0; i < width.size(); ++i) {
+    const std::string cell = i < cells.size() ? cells[i] : "";
+    out += cell;
+    // A later row's wider cell pushes the rest right rather than being cut.
+    if (i + 1 < width.size()) out += std::string(width[i] > cell.size() ? width[i] - cell.size() + 2 : 2, ' ');
+  }
+  while (!out.empty() && out.back() == ' ') out.pop_back();
+  return out;
+}
+
+void Table::Print(std::ostream& os) const {
+  const std::vector<size_t> width = Widths();
+  os << Line(header_, width) << "\n";
+  for (const auto& r : rows_) os << Line(r, width) << "\n";
 }
 
 std::string HumanCount(int64_t n) {

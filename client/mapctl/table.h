@@ -14,6 +14,10 @@ class Table {
   explicit Table(std::vector<std::string> header) : header_(std::move(header)) {}
   void Row(std::vector<std::string> cells) { rows_.push_back(std::move(cells)); }
   void Print(std::ostream& os) const;
+  // Each column's width as Print aligns it (the header's and the rows' widest cell), and one row
+  // laid out with `widths` — for rows printed later under a table already printed (`jobs -w`).
+  std::vector<size_t> Widths() const;
+  static std::string Line(const std::vector<std::string>& cells, const std::vector<size_t>& widths);
 
  private:
   std::vector<std::string> header_;

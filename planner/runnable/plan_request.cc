@@ -34,6 +34,9 @@ absl::Status PlanRequest::Validate() const {
   if (strategy != "map" && strategy != "dp" && strategy != "tp") {
     return absl::InvalidArgumentError(absl::StrCat("--strategy ", strategy, ": use map, dp or tp"));
   }
+  if (!(memory_margin >= 0 && memory_margin <= 0.5)) {
+    return absl::InvalidArgumentError(absl::StrCat("the memory margin is a fraction of the budget in [0, 0.5], not ", memory_margin));
+  }
   // A baseline runs as people run it: data parallelism plain (ZeRO-0) or fully sharded (FSDP,
   // ZeRO-3); tensor parallelism over every device has no data axis to shard states over.
   const int zero = planner.zero_stage;

@@ -15,6 +15,7 @@
 #include "model/ir/graph.h"
 #include "planner/plan/planner.h"
 #include "planner/profile/profile_options.h"
+#include "planner/runnable/memory_margin.h"
 #include "proto/mapd/v1/jobs.pb.h"
 
 namespace mapd {
@@ -31,6 +32,9 @@ struct PlanRequest {
   // The layers recomputed in backward (LayersToRecompute): auto (the plan's; the search may
   // choose them under the budget), off, all, or LAYER,LAYER...
   std::string recompute = "auto";
+  // Under a budget, the fraction of it kept free beyond every rank program's profiled peak
+  // (memory_margin.h: what the profiles have missed by); 0 to 0.5.
+  double memory_margin = kDefaultMemoryMargin;
   absl::Status Validate() const;
 };
 

@@ -13,6 +13,7 @@
 #include "planner/lower/lowering.h"
 #include "planner/lower/pipeline_lowering.h"
 #include "planner/profile/device_profile.h"
+#include "planner/runnable/memory_margin.h"
 #include "planner/profile/layers.h"
 #include "planner/plan/stages.h"
 #include "planner/profile/profiler.h"
@@ -123,7 +124,7 @@ absl::StatusOr<LeastMemoryPlan> LeastMemoryAnywhere(const Graph& graph, PlannerO
 
 namespace {
 
-absl::StatusOr<FittingPlan> SearchFittingPlan(const Graph& graph, PlannerOptions o, const std::string& recompute_mode) {
+absl::StatusOr<FittingPlan> SearchFittingPlan(const Graph& graph, PlannerOptions o, const std::string& recompute_mode, double margin) {
   auto r = SearchPlan(graph, o);
   if (!r.ok()) return r.status();
   FittingPlan out;
@@ -135,12 +136,13 @@ absl::StatusOr<FittingPlan> SearchFittingPlan(const Graph& graph, PlannerOptions
                                    budget);
     if (!lowered.ok()) return lowered.status();
     const int64_t worst = lowered->WorstPeak();
-    if (worst <= budget) {
+    if (FitsWithMargin(worst, budget, margin)) {
       out.lowered = *std::move(lowered);
       break;
     }
-    o.cluster.memory_per_device = static_cast<int64_t>(static_cast<double>(o.cluster.memory_per_device) * static_cast<double>(budget) /
-                                                       static_cast<double>(worst) * 0.99);
+    const double usable = static_cast<double>(budget) / (1 + margin);
+    o.cluster.memory_per_device =
+        static_cast<int64_t>(static_cast<double>(o.cluster.memory_per_device) * usable / static_cast<double>(worst) * 0.99);
     auto again = SearchPlan(graph, o);
     if (!again.ok()) return again.status();
     if (!again->fits) break;
@@ -152,8 +154,9 @@ absl::StatusOr<FittingPlan> SearchFittingPlan(const Graph& graph, PlannerOptions
     o.cluster.memory_per_device = budget;
     auto least = LeastMemoryAnywhere(graph, o);
     if (!least.ok()) return least.status();
-    if (least->plan == nullptr || least->bytes > static_cast<double>(budget) || !Allows(o, least->plan->result.plan)) {
-      return NothingFitsError(graph, o);
+    if (least->plan == nullptr || !FitsWithMargin(static_cast<int64_t>(std::ceil(least->bytes)), budget, margin) ||
+        !Allows(o, least->plan->result.plan)) {
+      return NothingFitsError(graph, o, margin);
     }
     return *least->plan;
   }
@@ -165,7 +168,7 @@ absl::StatusOr<FittingPlan> SearchFittingPlan(const Graph& graph, PlannerOptions
 // with `searched`.
 absl::StatusOr<const PlanCandidate*> Pick(const Graph& graph, const PlannerOptions& searched, const PlanResult& r, const PlanRequest& request) {
   if (request.strategy == "map") {
-    if (!r.fits) return NothingFitsError(graph, searched);
+    if (!r.fits) return NothingFitsError(graph, searched, request.memory_margin);
     return &r.plan;
   }
   const std::string want = request.strategy == "tp"             ? absl::StrCat("Megatron TP=", request.planner.cluster.devices)
@@ -317,7 +320,7 @@ std::string PlanSummary(const PlanCandidate& p, Precision precision) {
                       absl::StrFormat(", %.1f ms/step predicted", p.cost.step_seconds * 1e3));
 }
 
-absl::Status NothingFitsError(const Graph& graph, const PlannerOptions& o) {
+absl::Status NothingFitsError(const Graph& graph, const PlannerOptions& o, double margin) {
   const int64_t devices = Devices(o.cluster);
   auto found = LeastMemoryAnywhere(graph, o);
   if (!found.ok()) return found.status();
@@ -329,12 +332,16 @@ absl::Status NothingFitsError(const Graph& graph, const PlannerOptions& o) {
   if (o.micro_batches > 0) narrowed.push_back(absl::StrCat(o.micro_batches, " micro-batch(es)"));
   if (!o.recompute) narrowed.push_back("recomputation as given");
   if (!o.pins.empty()) narrowed.push_back("the pins");
-  const bool narrower_fits = *least <= static_cast<double>(o.cluster.memory_per_device);
+  const int64_t peak = static_cast<int64_t>(std::ceil(*least));
+  // The budget that holds it with the margin kept free.
+  const int64_t give = static_cast<int64_t>(std::ceil(static_cast<double>(peak) * (1 + margin)));
+  const bool narrower_fits = give <= o.cluster.memory_per_device;
   return absl::FailedPreconditionError(absl::StrFormat(
       "no plan fits %s per device on %d device(s)%s; the least memory any plan of this model on %d device(s) needs is %s per device (%d bytes) "
-      "(every mesh shape, ZeRO stage and micro-batch count, layers recomputed; its rank programs profiled) — %s",
+      "(every mesh shape, ZeRO stage and micro-batch count, layers recomputed; its rank programs profiled), %d bytes with the %.1f%% "
+      "safety margin — %s",
       FormatBytes(o.cluster.memory_per_device), devices, narrowed.empty() ? "" : absl::StrCat(" with ", absl::StrJoin(narrowed, ", ")), devices,
-      FormatBytes(static_cast<int64_t>(std::ceil(*least))), static_cast<int64_t>(std::ceil(*least)),
+      FormatBytes(peak), peak, give, 100 * margin,
       narrower_fits ? "so a plan fits without those choices: leave them to the search (micro-batches auto, no mesh, ZeRO or pins)"
                     : "give each device at least that (--memory-per-device), more devices, or a smaller batch"));
 }
@@ -344,7 +351,7 @@ absl::StatusOr<RunnablePlan> PlanToRun(const Graph& graph, const PlanRequest& re
   PlannerOptions o = request.planner;
   o.recompute = request.recompute == "auto";  // an explicit choice is the user's, not the search's
   if (request.strategy != "map") o.cluster.mesh.clear();  // a baseline has its own, 1-D mesh
-  absl::StatusOr<FittingPlan> fitting = request.strategy == "map" ? SearchFittingPlan(graph, o, request.recompute) : [&]() -> absl::StatusOr<FittingPlan> {
+  absl::StatusOr<FittingPlan> fitting = request.strategy == "map" ? SearchFittingPlan(graph, o, request.recompute, request.memory_margin) : [&]() -> absl::StatusOr<FittingPlan> {
     auto searched = SearchPlan(graph, o);
     if (!searched.ok()) return searched.status();
     return FittingPlan{*std::move(searched), std::nullopt};

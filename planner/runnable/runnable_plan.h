@@ -99,8 +99,9 @@ struct LeastMemoryPlan {
 absl::StatusOr<LeastMemoryPlan> LeastMemoryAnywhere(const Graph& graph, PlannerOptions options);
 
 // FAILED_PRECONDITION for `options`' search of `graph`, which found nothing under its budget:
-// the budget, LeastMemoryAnywhere, what of the space `options` left out, and what to change.
-absl::Status NothingFitsError(const Graph& graph, const PlannerOptions& options);
+// the budget, LeastMemoryAnywhere (and the budget that holds it with `margin` kept free,
+// memory_margin.h), what of the space `options` left out, and what to change.
+absl::Status NothingFitsError(const Graph& graph, const PlannerOptions& options, double margin);
 
 }  // namespace mapd
 

@@ -7,6 +7,7 @@ import json
 import os
 import re
 import subprocess
+import threading
 import time
 
 from test_jobs import GPT, MAPD_WORKER, TOKEN, coordinator, mapctl, start_mapd, start_worker, stop, stop_all, wait_for_step  # noqa: F401
@@ -71,6 +72,34 @@ def test_logs_follow_a_ranks_output_and_describe_says_why_a_job_waits(tmp_path):
         waited = mapctl(env, "submit", GPT, "--steps", "3", "--wait")
         assert waited.returncode == 0 and waited.stdout.startswith("submitted job 3") and "SUCCEEDED" in waited.stdout, waited.stdout + waited.stderr
         assert "trained 3 steps" in waited.stdout, waited.stdout
+        # jobs -w: the list, then a line for each job that appears or changes, until interrupted.
+        watching = subprocess.Popen([MAPCTL, "jobs", "-w"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                    env=dict(os.environ, **env))
+        header = watching.stdout.readline()
+        assert header.split()[:3] == ["ID", "NAME", "STATE"], header + watching.stderr.read()
+        assert [watching.stdout.readline().split()[0] for _ in range(2)] == ["1", "3"]
+        # submit --follow: its events and rank 0's output as they come; exit with its outcome.
+        followed = mapctl(env, "submit", GPT, "--steps", "3", "--follow")
+        assert followed.returncode == 0 and followed.stdout.startswith("submitted job 4"), followed.stdout + followed.stderr
+        out = followed.stdout
+        assert "[rank 0] step 3/3 loss " in out and "trained 3 steps" in out and "SUCCEEDED" in out, out
+        assert out.index("[rank 0] step 1/3 ") < out.index("[rank 0] step 3/3 "), out
+        # Job 4 appeared and ran while -w watched: its rows, to SUCCEEDED.
+        rows = []
+        stop_watching = threading.Timer(30, watching.kill)  # readline returns '' then
+        stop_watching.start()
+        while not any(r.split()[:1] == ["4"] and "SUCCEEDED" in r for r in rows):
+            row = watching.stdout.readline()
+            if not row:
+                break
+            rows.append(row)
+        stop_watching.cancel()
+        watching.kill()
+        watching.wait(timeout=10)
+        job4 = [r.split()[2] for r in rows if r.split()[:1] == ["4"]]
+        assert job4 and job4[-1] == "SUCCEEDED", rows
+        both = mapctl(env, "submit", GPT, "--steps", "3", "--wait", "--follow")
+        assert both.returncode == 2 and "excludes" in both.stderr, both.stderr
     finally:
         stop_all(proc, workers)
 

@@ -21,10 +21,13 @@ def _one_error(r):
     return errors[0]
 
 
-def _least(text, devices):
-    m = re.search(rf"the least memory any plan of this model on {devices} device\(s\) needs is ([0-9.]+) (B|KiB|MiB|GiB) per device", text)
+def _least(text, devices, with_margin=False):
+    """The least-memory figure of a no-plan-fits message (or the budget that holds it with the margin)."""
+    m = re.search(rf"the least memory any plan of this model on {devices} device\(s\) needs is [0-9.]+ [KMG]?i?B per device \(([0-9]+) "
+                  r"bytes\) \(.*?\), ([0-9]+) bytes with the ([0-9.]+)% safety margin", text)
     assert m, text
-    return float(m.group(1)) * UNITS[m.group(2)]
+    assert int(m.group(2)) >= int(m.group(1)) * (1 + (float(m.group(3)) - 0.05) / 100), text  # (the percentage is rounded)
+    return int(m.group(2 if with_margin else 1))
 
 
 def test_a_budget_no_plan_fits_is_refused_before_training_with_the_figure_plan_gives():
@@ -35,6 +38,45 @@ def test_a_budget_no_plan_fits_is_refused_before_training_with_the_figure_plan_g
         assert "with 1 micro-batch(es)" in line, line  # run's default, which narrowed its search
         planned = run_mapctl("plan", GPT, "--devices", str(devices), "--device-type", "cpu", "--memory-per-device", "64KiB")
         assert _least(_one_error(planned), devices) == _least(line, devices)
+
+
+def test_a_budget_only_the_narrowed_choices_miss_says_so():
+    """At the least figure (with its safety margin), `run`'s default of one micro-batch is what
+    leaves it out: the message says so rather than asking for more memory."""
+    least = _least(_one_error(run_mapctl("plan", GPT, "--devices", "1", "--device-type", "cpu", "--memory-per-device", "64KiB")), 1,
+                   with_margin=True)
+    r = run_mapctl("run", GPT, "--steps", "1", "--device-type", "cpu", "--memory-per-device", str(least))
+    line = _one_error(r)
+    assert "with 1 micro-batch(es)" in line and "a plan fits without those choices" in line, line
+
+
+def test_the_safety_margin_is_learned_from_what_the_ranks_measured(tmp_path):
+    """Runs at the least budget the figure names (with the margin then known): a run whose rank
+    needs more than its program's prediction records it, the margin grows to that shortfall, and
+    the figure with it; within four runs one trains within its budget (three here: the small GPT's
+    8-micro-batch plan peaks 2.28% over its program's prediction, found in two). The record is this host's
+    (MAPD_CALIBRATION auto), here a temporary directory's."""
+    env = {"MAPD_CALIBRATION": "auto", "MAPD_CACHE_DIR": str(tmp_path)}
+    margins, trained = [], None
+    for _ in range(4):
+        refused = run_mapctl("plan", GPT, "--devices", "1", "--device-type", "cpu", "--memory-per-device", "64KiB", env_extra=env)
+        line = _one_error(refused)
+        margins.append(float(re.search(r"bytes with the ([0-9.]+)% safety margin", line).group(1)))
+        budget = _least(line, 1, with_margin=True)
+        r = run_mapctl("run", GPT, "--steps", "3", "--device-type", "cpu", "--memory-per-device", str(budget), "--micro-batches", "auto",
+                       "-o", "json", env_extra=env)
+        if r.returncode == 0:
+            trained = json.loads(r.stdout)
+            assert all(p["measured_peak_bytes"] <= budget for p in trained["per_rank"]), trained["per_rank"]
+            break
+        assert "ran out of memory" in _one_error(r), r.stderr
+    assert trained is not None, margins
+    assert margins == sorted(margins) and margins[0] == 1.0, margins  # learned upwards from the default
+    record = json.loads((tmp_path / "memory-record.json").read_text())["peaks"]
+    assert len(record) == len(margins), record  # one rank peak a run
+    if len(margins) > 1:  # a run ran out: its shortfall is the margin now
+        worst = max(m / p - 1 for p, m in record)
+        assert abs(margins[-1] - 100 * max(0.01, worst)) < 0.06, (margins, record)
 
 
 def test_every_place_a_rank_can_run_out_of_its_budget_is_one_message(models):

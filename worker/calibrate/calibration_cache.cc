@@ -85,6 +85,8 @@ std::string DefaultCalibrationSetting() {
   return v != nullptr && *v != '\0' ? v : "auto";
 }
 
+std::string MemoryRecordDir() { return DefaultCalibrationSetting() == "auto" ? DefaultCalibrationCacheDir() : ""; }
+
 std::optional<std::string> AutoDeviceTypeWithoutCache() {
   const std::string setting = DefaultCalibrationSetting();
   if (setting == "auto") return std::nullopt;

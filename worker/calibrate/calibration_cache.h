@@ -48,6 +48,12 @@ std::string DefaultCalibrationSetting();
 // cached calibration is wanted (auto).
 std::optional<std::string> AutoDeviceTypeWithoutCache();
 
+// The directory of this host's memory record (planner/runnable/memory_margin.h): the calibration
+// cache's, where this host's calibration is used ($MAPD_CALIBRATION auto); empty otherwise — runs
+// costed on the catalogue's figures or a given profile (tests: off) learn nothing from this host
+// and keep the default margin.
+std::string MemoryRecordDir();
+
 struct CachedCalibration {
   DeviceProfile profile;
   bool measured_now = false;  // measured by this call (the cache was missing, stale or unreadable)
