@@ -91,9 +91,20 @@ def generate_stubs(package_dir):
         f.write('"""gRPC stubs generated at build time from MAP\'s proto/ (setup.py); not committed."""\n')
 
 
+def record_source_tree(package_dir):
+    """Writes `package_dir`/_source_tree.py naming the MAP source tree this build came from, where
+    the package looks for the mapctl built beside it (mapclient._module.find_mapctl) when neither
+    mapctl=, $MAPCTL nor PATH gives one."""
+    tree = os.path.normpath(os.path.join(HERE, "..", ".."))
+    with open(os.path.join(package_dir, "_source_tree.py"), "w") as f:
+        f.write('"""The MAP source tree mapclient was built from (setup.py); not committed."""\n')
+        f.write(f"SOURCE_TREE = {tree!r}\n")
+
+
 class BuildPyWithStubs(build_py):
-    """build_py that also generates the stubs: into the build directory, or into the source
-    package for an editable install (`pip install -e`, gitignored there)."""
+    """build_py that also generates the stubs and records the source tree: into the build
+    directory, or into the source package for an editable install (`pip install -e`, gitignored
+    there)."""
 
     def run(self):
         super().run()
@@ -103,6 +114,7 @@ class BuildPyWithStubs(build_py):
             generate_stubs(target)
         except BuildError as e:
             raise SystemExit(str(e)) from None
+        record_source_tree(target)
 
 
 setup(packages=["mapclient"], package_data={"mapclient": ["py.typed"]}, cmdclass={"build_py": BuildPyWithStubs})

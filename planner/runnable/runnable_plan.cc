@@ -13,10 +13,10 @@
 #include "planner/lower/lowering.h"
 #include "planner/lower/pipeline_lowering.h"
 #include "planner/profile/device_profile.h"
-#include "planner/runnable/memory_margin.h"
 #include "planner/profile/layers.h"
 #include "planner/plan/stages.h"
 #include "planner/profile/profiler.h"
+#include "planner/runnable/memory_margin.h"
 
 namespace mapd {
 
@@ -324,7 +324,7 @@ absl::Status NothingFitsError(const Graph& graph, const PlannerOptions& o, doubl
   const int64_t devices = Devices(o.cluster);
   auto found = LeastMemoryAnywhere(graph, o);
   if (!found.ok()) return found.status();
-  const double* least = &found->bytes;
+  const double least = found->bytes;
   // What of MAP's space this search left out (the flags that narrowed it).
   std::vector<std::string> narrowed;
   if (!o.cluster.mesh.empty()) narrowed.push_back(absl::StrCat("mesh ", absl::StrJoin(o.cluster.mesh, "x")));
@@ -332,7 +332,7 @@ absl::Status NothingFitsError(const Graph& graph, const PlannerOptions& o, doubl
   if (o.micro_batches > 0) narrowed.push_back(absl::StrCat(o.micro_batches, " micro-batch(es)"));
   if (!o.recompute) narrowed.push_back("recomputation as given");
   if (!o.pins.empty()) narrowed.push_back("the pins");
-  const int64_t peak = static_cast<int64_t>(std::ceil(*least));
+  const int64_t peak = static_cast<int64_t>(std::ceil(least));
   // The budget that holds it with the margin kept free.
   const int64_t give = static_cast<int64_t>(std::ceil(static_cast<double>(peak) * (1 + margin)));
   const bool narrower_fits = give <= o.cluster.memory_per_device;

@@ -66,8 +66,9 @@ def run_script(venv, tmp_path, code, *, env=None, timeout=120, check=True):
     script = tmp_path / f"script_{time.monotonic_ns()}.py"
     script.write_text(code)
     base = {k: v for k, v in os.environ.items() if not k.startswith("MAPD_")}  # nothing leaks from the outside
-    r = subprocess.run([venv, str(script)], capture_output=True, text=True, timeout=timeout, cwd=str(tmp_path),
-                       env=dict(base, MAPCTL=MAPCTL, PYTHONUNBUFFERED="1", **(env or {})))
+    full = dict(base, MAPCTL=MAPCTL, PYTHONUNBUFFERED="1")
+    full.update(env or {})  # (may replace MAPCTL)
+    r = subprocess.run([venv, str(script)], capture_output=True, text=True, timeout=timeout, cwd=str(tmp_path), env=full)
     if not check:
         return r
     assert r.returncode == 0, f"exit {r.returncode}\n{r.stdout}\n{r.stderr}"
@@ -142,6 +143,18 @@ def test_pip_install_generates_the_stubs_inside_the_package(venv, tmp_path):
     assert "site-packages" in got["file"] and not got["file"].startswith(PACKAGE_DIR), got
     assert not got["mapd_module"] and got["pyi"] and got["typed"], got
     assert got["spec_module"] == "mapclient._proto.mapd.v1.jobs_pb2", got
+
+
+def test_the_installed_package_finds_the_mapctl_built_beside_its_source(venv, tmp_path):
+    """After `pip install client/python` and the build, the three lines need no $MAPCTL: with none
+    set and no mapctl on PATH, mapclient takes the one built in the source tree it came from."""
+    build = os.path.relpath(MAPCTL, SOURCE_DIR).split(os.sep)[0]  # the build folder, as scripts/build.sh names it
+    code = "import json\nfrom mapclient._module import find_mapctl\nprint(json.dumps({'found': find_mapctl()}))\n"
+    got = run_script(venv, tmp_path, code, env={"MAPCTL": "", "PATH": "/usr/bin:/bin", "MAPD_BUILD_DIR": build})
+    assert os.path.samefile(got["found"], MAPCTL), got
+    missing = run_script(venv, tmp_path, code, env={"MAPCTL": "", "PATH": "/usr/bin:/bin", "MAPD_BUILD_DIR": "no-such-build"},
+                         check=False)
+    assert missing.returncode != 0 and "mapctl was not found" in missing.stderr and "build MAP" in missing.stderr, missing.stderr
 
 
 def test_three_lines_train_a_traced_module_on_two_ranks(venv, cluster, tmp_path):

@@ -26,8 +26,21 @@ _DTYPES = {
 _FLOATS = {"FLOAT32", "FLOAT16", "BFLOAT16", "FLOAT64"}
 
 
+def _built_beside() -> Optional[str]:
+    """The mapctl built in the MAP source tree this package was installed from (setup.py records
+    it; $MAPD_BUILD_DIR names the build folder as scripts/build.sh's, default `build`), if there."""
+    try:
+        from mapclient._source_tree import SOURCE_TREE
+    except ImportError:  # not built by setup.py (a bare checkout on sys.path)
+        SOURCE_TREE = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", ".."))
+    build = os.environ.get("MAPD_BUILD_DIR") or "build"
+    path = os.path.join(SOURCE_TREE, build, "client", "mapctl", "mapctl")
+    return path if os.path.isfile(path) and os.access(path, os.X_OK) else None
+
+
 def find_mapctl(mapctl: Optional[str] = None) -> str:
-    """The mapctl binary to run: `mapctl` if given, else $MAPCTL, else ``mapctl`` on PATH.
+    """The mapctl binary to run: `mapctl` if given, else $MAPCTL, else ``mapctl`` on PATH, else
+    the one built in the MAP source tree this package was installed from.
 
     Raises:
         MapError: NOT_FOUND when none of them names an executable.
@@ -37,11 +50,12 @@ def find_mapctl(mapctl: Optional[str] = None) -> str:
             if os.path.isfile(candidate) and os.access(candidate, os.X_OK):
                 return candidate
             raise MapError("NOT_FOUND", f"{origin} names {candidate!r}, which is not an executable mapctl", "mapctl")
-    found = shutil.which("mapctl")
+    found = shutil.which("mapctl") or _built_beside()
     if found:
         return found
     raise MapError("NOT_FOUND", "mapctl was not found: submitting a torch.nn.Module converts it with `mapctl import`; pass "
-                   "mapctl=PATH, set $MAPCTL, or put MAP's mapctl (build/client/mapctl/mapctl) on PATH", "mapctl")
+                   "mapctl=PATH, set $MAPCTL, put MAP's mapctl on PATH, or build MAP (scripts/build.sh) in the source tree "
+                   "mapclient was installed from", "mapctl")
 
 
 def _torch():
