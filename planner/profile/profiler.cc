@@ -405,6 +405,20 @@ void Simulator::Backward() {
   ValueState& loss = values_.at(p.outputs(0));
   if (!loss.requires_grad) return;
   loss.grad = ledger_.New(Bytes(loss.type), StorageKind::kActivationGrad);
+  // An accumulated parameter gradient reached from several nodes (a tied weight): autograd keeps
+  // the contributions that come first in its input buffer until the last one arrives, and only
+  // then adds their sum into the gradient — the first is held that long, beside the gradient.
+  std::unordered_map<std::string, int> contributions;  // backward contributions still to come
+  std::unordered_map<std::string, int> in_buffer;      // the held first contribution's storage
+  for (int n = 0; n < g_.num_nodes(); ++n) {
+    if (!needs_backward_[n]) continue;
+    std::unordered_set<std::string> seen;
+    for (const auto& in : g_.node(n).inputs()) {
+      if (!in.empty() && seen.insert(in).second && values_.at(in).requires_grad && g_.FindValue(in)->def == ValueDef::kParameter) {
+        ++contributions[in];
+      }
+    }
+  }
   for (int n = g_.num_nodes() - 1; n >= 0; --n) {
     const v1::Node& node = g_.node(n);
     const int seg = segment_of_[n];
@@ -456,6 +470,23 @@ void Simulator::Backward() {
           const bool preallocated = opt_.gradients_accumulated || opt_.bucketed_gradients.count(in) > 0;
           if (preallocated && is_param && alias_grad && opt_.zero_stage <= 1) continue;
           const bool scattered = is_param && opt_.zero_stage >= 2 && ZeroChunk(in, v.type.NumElements()) > 0;
+          if (preallocated && is_param && !scattered) {
+            int& left = contributions[in];
+            auto buffered = in_buffer.find(in);
+            if (buffered == in_buffer.end() && left > 1) {  // the first of several: held until the last
+              in_buffer[in] = ledger_.New(Bytes(v.type), StorageKind::kActivationGrad);
+              --left;
+              continue;
+            }
+            if (buffered != in_buffer.end()) {
+              ledger_.Transient(Bytes(v.type));  // made, then added into the buffer
+              if (--left <= 0) {
+                ledger_.Release(buffered->second);  // the sum added into the gradient
+                in_buffer.erase(buffered);
+              }
+              continue;
+            }
+          }
           if (scattered && preallocated) {
             ledger_.Transient(Fp32ReductionCopyBytes(v.type));  // copied into its bucket's staging buffer
           } else {
@@ -504,6 +535,7 @@ void Simulator::Backward() {
       }
     }
   }
+  for (const auto& [name, storage] : in_buffer) ledger_.Release(storage);  // a contribution that never came
 }
 
 void Simulator::OptimizerStep() {
