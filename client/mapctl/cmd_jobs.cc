@@ -348,9 +348,10 @@ int WatchJobs(const JobArgs& a, const Client& client, const std::set<v1::JobStat
     failing_since = -1;
     const double now = NowUnixSeconds();
     for (const v1::Job& job : *now_jobs) {
+      std::string now_changes = Changes(job);
       std::string& was = shown[job.id()];
-      if (was == Changes(job)) continue;
-      was = Changes(job);
+      if (was == now_changes) continue;
+      was = std::move(now_changes);
       if (a.format == "json") std::cout << JobJson(job, false).dump() << "\n";
       else if (a.format == "yaml") std::cout << "---\n" << ToYaml(JobJson(job, false));
       else if (a.format == "name") std::cout << "job/" << job.id() << "\n";

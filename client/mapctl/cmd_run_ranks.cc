@@ -46,7 +46,7 @@ namespace mapd::cli {
 namespace {
 
 // The planning request `run` makes from its flags (planner/runnable/plan_request.h).
-absl::StatusOr<PlanRequest> RunPlanRequest(const RunArgs& args) {
+absl::StatusOr<PlanRequest> RunPlanRequest(const RunArgs& args, const MemoryMargin& margin) {
   auto device_type = ResolveDeviceType(args.device_type);
   if (!device_type.ok()) return device_type.status();
   auto choices = ChoicesFromFlags(args.ranks, args.mesh, *device_type, args.memory_per_device);
@@ -62,7 +62,7 @@ absl::StatusOr<PlanRequest> RunPlanRequest(const RunArgs& args) {
   c.strategy = args.strategy;
   auto request = PlanRequestOf(c);
   if (!request.ok()) return request.status();
-  request->memory_margin = ReadMemoryMargin(MemoryRecordDir()).fraction;  // learned on this host
+  request->memory_margin = margin.fraction;  // learned on this host
   if (auto st = request->Validate(); !st.ok()) return st;  // a saved plan's run too
   return request;
 }
@@ -95,8 +95,8 @@ absl::StatusOr<RunnablePlan> SavedPlan(const RunArgs& args, const PlanRequest& r
 }
 
 // The plan the ranks run: a saved one, or one made by the planning pipeline.
-absl::StatusOr<RunnablePlan> ChoosePlan(const RunArgs& args) {
-  auto request = RunPlanRequest(args);
+absl::StatusOr<RunnablePlan> ChoosePlan(const RunArgs& args, const MemoryMargin& margin) {
+  auto request = RunPlanRequest(args, margin);
   if (!request.ok()) return request.status();
   if (!args.plan.empty()) {
     if (!args.init_from.empty()) {
@@ -212,7 +212,7 @@ absl::Status WriteRankRun(const std::filesystem::path& dir, const RunArgs& args,
   return WriteRunDirectory(dir.string(), plan.graph, job, ranks, programs);
 }
 
-void PrintRunHeader(const RunArgs& args, const RunnablePlan& plan) {
+void PrintRunHeader(const RunArgs& args, const RunnablePlan& plan, const MemoryMargin& margin) {
   const int world = plan.world();
   std::cout << "Training on " << world << " ranks ("
             << (plan.pipeline_stages > 1 ? absl::StrCat(plan.pipeline_stages, " pipeline stages, each on mesh ") : "mesh ")
@@ -227,10 +227,9 @@ void PrintRunHeader(const RunArgs& args, const RunnablePlan& plan) {
   }
   if (!args.memory_per_device.empty() && args.strategy == "map") {
     std::cout << "Memory: every rank's program profiled within " << args.memory_per_device << " less a safety margin of "
-              << ReadMemoryMargin(MemoryRecordDir()).Describe() << "\n";
+              << margin.Describe() << "\n";
   }
 }
-
 
 // What the ranks reported, as they reported it.
 struct RankRun {
@@ -326,13 +325,16 @@ absl::Status LaunchAndWatch(const RunArgs& args, const RunnablePlan& plan, const
                                                   " s); the run was stopped"));
 }
 
+// What a rank its cap stopped needed when refused: the bytes live then and the bytes asked for.
+int64_t NeededBytes(const v1::OutOfMemory& m) { return m.live_bytes() + m.attempted_bytes(); }
+
 // A run a rank's memory cap (--memory-per-device) stopped, in one message: the budget, what the
 // rank needed when refused, what its program was predicted to peak at, and what to give instead
 // (what it needed or its prediction, whichever is more, and a tenth more: the rest of its step
 // may need more than the allocation refused). `failed`: the launch's own status, kept at the end.
 absl::Status OutOfMemoryError(const RunnablePlan& plan, const RankRun& run, const absl::Status& failed) {
   const auto& [rank, m] = *run.out_of_memory.begin();
-  const int64_t needed = m.live_bytes() + m.attempted_bytes();
+  const int64_t needed = NeededBytes(m);
   const int64_t predicted = rank < static_cast<int>(plan.lowered.predicted.size()) ? plan.lowered.predicted[rank].peak_bytes : 0;
   const int64_t give = static_cast<int64_t>(std::ceil(1.1 * static_cast<double>(std::max(needed, predicted)) / 1024.0)) * 1024;
   return absl::ResourceExhaustedError(absl::StrFormat(
@@ -353,7 +355,7 @@ void RecordPeaks(const RunnablePlan& plan, const RankRun& run) {
     if (rank < static_cast<int>(predicted.size())) peaks.emplace_back(predicted[rank].peak_bytes, peak);
   }
   for (const auto& [rank, m] : run.out_of_memory) {
-    if (rank < static_cast<int>(predicted.size())) peaks.emplace_back(predicted[rank].peak_bytes, m.live_bytes() + m.attempted_bytes());
+    if (rank < static_cast<int>(predicted.size())) peaks.emplace_back(predicted[rank].peak_bytes, NeededBytes(m));
   }
   if (auto st = RecordMemoryPeaks(MemoryRecordDir(), peaks); !st.ok()) std::cerr << "mapctl: memory record not kept: " << st.message() << "\n";
 }
@@ -538,7 +540,8 @@ int RunOnRanks(const RunArgs& args) {
   const absl::StatusOr<std::string> rank_binary = FindRankBinary();  // each rank is a mapd-rank process
   if (!rank_binary.ok()) return ReportError(rank_binary.status());
   if (auto st = CheckDeviceKind(args); !st.ok()) return ReportError(st);
-  auto plan = ChoosePlan(args);
+  const MemoryMargin margin = ReadMemoryMargin(MemoryRecordDir());  // read once: the plan keeps it, the header says it
+  auto plan = ChoosePlan(args, margin);
   if (!plan.ok()) return ReportError(plan.status());
   if (auto st = CheckRanksCanRun(args, *plan); !st.ok()) return ReportError(st);
   auto graph = Graph::Create(plan->graph);
@@ -550,7 +553,7 @@ int RunOnRanks(const RunArgs& args) {
   const std::filesystem::path dir = std::filesystem::temp_directory_path(ec) / absl::StrCat("mapd-run-", getpid());
   RemoveDirOnExit remove_dir{dir};
   if (auto st = WriteRankRun(dir, args, *training, *plan, checkpoint_dir, *resume); !st.ok()) return ReportError(st);
-  if (!IsDocumentFormat(args.format)) PrintRunHeader(args, *plan);
+  if (!IsDocumentFormat(args.format)) PrintRunHeader(args, *plan, margin);
   RankRun run;
   const absl::Status launched = LaunchAndWatch(args, *plan, *rank_binary, dir, checkpoint_dir, run);
   RecordPeaks(*plan, run);

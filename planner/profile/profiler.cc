@@ -410,7 +410,9 @@ void Simulator::Backward() {
   // then adds their sum into the gradient — the first is held that long, beside the gradient.
   std::unordered_map<std::string, int> contributions;  // backward contributions still to come
   std::unordered_map<std::string, int> in_buffer;      // the held first contribution's storage
-  for (int n = 0; n < g_.num_nodes(); ++n) {
+  // (Only a preallocated gradient is reached this way: none without micro-batches or buckets.)
+  const bool preallocates = opt_.gradients_accumulated || !opt_.bucketed_gradients.empty();
+  for (int n = 0; preallocates && n < g_.num_nodes(); ++n) {
     if (!needs_backward_[n]) continue;
     std::unordered_set<std::string> seen;
     for (const auto& in : g_.node(n).inputs()) {

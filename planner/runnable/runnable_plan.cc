@@ -79,6 +79,30 @@ bool Allows(const PlannerOptions& o, const PlanCandidate& p) {
   return o.pins.empty();
 }
 
+// NothingFitsError's message, given the least figure (LeastMemoryAnywhere's bytes).
+absl::Status NothingFitsMessage(const PlannerOptions& o, double margin, double least) {
+  const int64_t devices = Devices(o.cluster);
+  // What of MAP's space this search left out (the flags that narrowed it).
+  std::vector<std::string> narrowed;
+  if (!o.cluster.mesh.empty()) narrowed.push_back(absl::StrCat("mesh ", absl::StrJoin(o.cluster.mesh, "x")));
+  if (o.zero_stage >= 0) narrowed.push_back(absl::StrCat("ZeRO ", o.zero_stage));
+  if (o.micro_batches > 0) narrowed.push_back(absl::StrCat(o.micro_batches, " micro-batch(es)"));
+  if (!o.recompute) narrowed.push_back("recomputation as given");
+  if (!o.pins.empty()) narrowed.push_back("the pins");
+  const int64_t peak = static_cast<int64_t>(std::ceil(least));
+  // The budget that holds it with the margin kept free.
+  const int64_t give = static_cast<int64_t>(std::ceil(static_cast<double>(peak) * (1 + margin)));
+  const bool narrower_fits = give <= o.cluster.memory_per_device;
+  return absl::FailedPreconditionError(absl::StrFormat(
+      "no plan fits %s per device on %d device(s)%s; the least memory any plan of this model on %d device(s) needs is %s per device (%d bytes) "
+      "(every mesh shape, ZeRO stage and micro-batch count, layers recomputed; its rank programs profiled), %d bytes with the %.1f%% "
+      "safety margin — %s",
+      FormatBytes(o.cluster.memory_per_device), devices, narrowed.empty() ? "" : absl::StrCat(" with ", absl::StrJoin(narrowed, ", ")), devices,
+      FormatBytes(peak), peak, give, 100 * margin,
+      narrower_fits ? "so a plan fits without those choices: leave them to the search (micro-batches auto, no mesh, ZeRO or pins)"
+                    : "give each device at least that (--memory-per-device), more devices, or a smaller batch"));
+}
+
 }  // namespace
 
 // MAP's plan, searched again under a lower budget while a rank's program does not fit it.
@@ -156,7 +180,7 @@ absl::StatusOr<FittingPlan> SearchFittingPlan(const Graph& graph, PlannerOptions
     if (!least.ok()) return least.status();
     if (least->plan == nullptr || !FitsWithMargin(static_cast<int64_t>(std::ceil(least->bytes)), budget, margin) ||
         !Allows(o, least->plan->result.plan)) {
-      return NothingFitsError(graph, o, margin);
+      return NothingFitsMessage(o, margin, least->bytes);
     }
     return *least->plan;
   }
@@ -321,29 +345,9 @@ std::string PlanSummary(const PlanCandidate& p, Precision precision) {
 }
 
 absl::Status NothingFitsError(const Graph& graph, const PlannerOptions& o, double margin) {
-  const int64_t devices = Devices(o.cluster);
-  auto found = LeastMemoryAnywhere(graph, o);
-  if (!found.ok()) return found.status();
-  const double least = found->bytes;
-  // What of MAP's space this search left out (the flags that narrowed it).
-  std::vector<std::string> narrowed;
-  if (!o.cluster.mesh.empty()) narrowed.push_back(absl::StrCat("mesh ", absl::StrJoin(o.cluster.mesh, "x")));
-  if (o.zero_stage >= 0) narrowed.push_back(absl::StrCat("ZeRO ", o.zero_stage));
-  if (o.micro_batches > 0) narrowed.push_back(absl::StrCat(o.micro_batches, " micro-batch(es)"));
-  if (!o.recompute) narrowed.push_back("recomputation as given");
-  if (!o.pins.empty()) narrowed.push_back("the pins");
-  const int64_t peak = static_cast<int64_t>(std::ceil(least));
-  // The budget that holds it with the margin kept free.
-  const int64_t give = static_cast<int64_t>(std::ceil(static_cast<double>(peak) * (1 + margin)));
-  const bool narrower_fits = give <= o.cluster.memory_per_device;
-  return absl::FailedPreconditionError(absl::StrFormat(
-      "no plan fits %s per device on %d device(s)%s; the least memory any plan of this model on %d device(s) needs is %s per device (%d bytes) "
-      "(every mesh shape, ZeRO stage and micro-batch count, layers recomputed; its rank programs profiled), %d bytes with the %.1f%% "
-      "safety margin — %s",
-      FormatBytes(o.cluster.memory_per_device), devices, narrowed.empty() ? "" : absl::StrCat(" with ", absl::StrJoin(narrowed, ", ")), devices,
-      FormatBytes(peak), peak, give, 100 * margin,
-      narrower_fits ? "so a plan fits without those choices: leave them to the search (micro-batches auto, no mesh, ZeRO or pins)"
-                    : "give each device at least that (--memory-per-device), more devices, or a smaller batch"));
+  auto least = LeastMemoryAnywhere(graph, o);
+  if (!least.ok()) return least.status();
+  return NothingFitsMessage(o, margin, least->bytes);
 }
 
 absl::StatusOr<RunnablePlan> PlanToRun(const Graph& graph, const PlanRequest& request) {

@@ -8,7 +8,6 @@
 
 #include "absl/status/status.h"
 #include "common/allocator.h"
-#include "common/escaped_exception.h"
 #include "common/file_io.h"
 #include "common/store_secret.h"
 #include "common/version.h"
@@ -48,13 +47,8 @@ int main(int argc, char** argv) {
   // The job's secret, from the environment its launcher set; not passed on to anything this starts.
   if (const char* secret = std::getenv(mapd::kStoreSecretEnv); secret != nullptr) o.store_secret = secret;
   unsetenv(mapd::kStoreSecretEnv);
-  absl::Status st;
-  try {
-    st = mapd::RunRankJob(o);
-  } catch (const std::exception& e) {  // meant to be a status; never an abort
-    st = mapd::EscapedExceptionStatus(e);
-  }
-  if (!st.ok()) {
+  // (RunRankJob turns a stray exception into a status itself: never an abort.)
+  if (auto st = mapd::RunRankJob(o); !st.ok()) {
     std::cerr << "error: " << st.message() << " [" << absl::StatusCodeToString(st.code()) << "]\n";
     return 1;
   }

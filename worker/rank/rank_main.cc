@@ -263,9 +263,8 @@ absl::Status TrainRank(RankT& trainer, RankContext& c) {
   return c.events.Emit(o.rank, [&](v1::RankEvent& e) { e.mutable_done()->set_peak_bytes(peak); });
 }
 
-
 // The rank's job under its memory cap, from its graph to its last step.
-absl::Status RunCappedRankJob(const RankProcessOptions& o, const v1::RankJob* job, const LocalTrainingOptions* training,
+absl::Status RunCappedRankJob(const RankProcessOptions& o, const v1::RankJob& job, const LocalTrainingOptions& training,
                               EventChannel& events, CountingCpuAllocator& memory) {
   auto graph_proto = ReadGraphFile(GraphPath(o.run_dir));
   if (!graph_proto.ok()) return graph_proto.status();
@@ -281,7 +280,7 @@ absl::Status RunCappedRankJob(const RankProcessOptions& o, const v1::RankJob* jo
   }
 
   RendezvousHold hold;
-  auto ro = JoinRendezvous(o, *job, events, &hold);
+  auto ro = JoinRendezvous(o, job, events, &hold);
   if (!ro.ok()) return ro.status();
   const std::vector<int64_t> mesh = pipeline ? PipelineWorldMesh(*program) : std::vector<int64_t>(program->mesh().begin(), program->mesh().end());
   auto groups = ConnectMeshGroups(*ro, mesh, o.rank);
@@ -295,12 +294,12 @@ absl::Status RunCappedRankJob(const RankProcessOptions& o, const v1::RankJob* jo
   }
   int64_t world = 1;
   for (int64_t d : mesh) world *= d;
-  RankContext context{o, *job, *training, training->training, *graph, events, memory, collectives, *ro, static_cast<int>(world)};
+  RankContext context{o, job, training, training.training, *graph, events, memory, collectives, *ro, static_cast<int>(world)};
 
   RankTrainerOptions to;
-  to.seed = training->training.seed();
-  to.optimizer = MakeOptimizerOptions(training->training);
-  if (job->gradient_bucket_bytes() != 0) to.bucket_bytes = std::max<int64_t>(job->gradient_bucket_bytes(), 0);
+  to.seed = training.training.seed();
+  to.optimizer = MakeOptimizerOptions(training.training);
+  if (job.gradient_bucket_bytes() != 0) to.bucket_bytes = std::max<int64_t>(job.gradient_bucket_bytes(), 0);
   auto named = [&](const absl::Status& st) { return absl::Status(st.code(), absl::StrCat("rank ", o.rank, ": ", st.message())); };
   if (pipeline) {
     auto rank = PipelineRank::Create(*graph, *program, raw, to);
@@ -325,7 +324,7 @@ absl::Status RunRankJob(const RankProcessOptions& o) {
   const int64_t refused_before = memory.refused();
   absl::Status st;
   try {
-    st = RunCappedRankJob(o, &*job, &*training, events, memory);
+    st = RunCappedRankJob(o, *job, *training, events, memory);
   } catch (const std::exception& e) {  // meant to be a status (a stray LibTorch exception): one line, never an abort
     st = EscapedExceptionStatus(e);
   }
